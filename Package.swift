@@ -1,0 +1,76 @@
+// swift-tools-version:6.0
+// gaend: a Linux Bluetooth LE node for Google/Apple Exposure Notification.
+// Layers (one direction of dependency): executables -> BLEDaemon -> HCIProtocol, ENProtocol -> COpenSSL.
+import PackageDescription
+
+let package = Package(
+    name: "gaend",
+    platforms: [.macOS(.v13)],
+    products: [
+        .executable(name: "gaend", targets: ["gaend"]),
+        .executable(name: "gaenctl", targets: ["gaenctl"]),
+        .library(name: "ENProtocol", targets: ["ENProtocol"]),
+    ],
+    dependencies: [
+        .package(url: "https://github.com/apple/swift-argument-parser", from: "1.5.0"),
+        .package(url: "https://github.com/apple/swift-log", from: "1.6.0"),
+        .package(url: "https://github.com/apple/swift-protobuf", from: "1.28.0"),
+        .package(url: "https://github.com/weichsel/ZIPFoundation", from: "0.9.19"),
+    ],
+    targets: [
+        // System library: OpenSSL libcrypto, the one crypto provider (design card: libssl-dev).
+        .systemLibrary(
+            name: "COpenSSL",
+            path: "Sources/COpenSSL",
+            pkgConfig: "libcrypto",
+            providers: [.apt(["libssl-dev"])]
+        ),
+        // The few Linux calls Swift cannot make comfortably (HCI user channel, ioctls, termios).
+        .target(name: "HCIShim", path: "Sources/HCIShim"),
+        // Pure GAEN protocol: no I/O, no clock, no globals.
+        .target(
+            name: "ENProtocol",
+            dependencies: [
+                "COpenSSL",
+                .product(name: "SwiftProtobuf", package: "swift-protobuf"),
+                .product(name: "ZIPFoundation", package: "ZIPFoundation"),
+            ],
+            exclude: ["KeyExport/export.proto"]
+        ),
+        // Pure HCI wire types and the H4 framer: no I/O, no clock.
+        .target(name: "HCIProtocol"),
+        // The node: HCI host, radio, store, D-Bus.
+        .target(
+            name: "BLEDaemon",
+            dependencies: [
+                "ENProtocol", "HCIProtocol", "HCIShim",
+                .product(name: "Logging", package: "swift-log"),
+            ]
+        ),
+        .executableTarget(
+            name: "gaend",
+            dependencies: [
+                "BLEDaemon",
+                .product(name: "ArgumentParser", package: "swift-argument-parser"),
+                .product(name: "Logging", package: "swift-log"),
+            ]
+        ),
+        .executableTarget(
+            name: "gaenctl",
+            dependencies: [
+                "ENProtocol", "BLEDaemon",
+                .product(name: "ArgumentParser", package: "swift-argument-parser"),
+                .product(name: "Logging", package: "swift-log"),
+            ]
+        ),
+        // Benchmarks print figures; they are not tests (run: scripts/bench.sh).
+        .executableTarget(name: "GaenBench", dependencies: ["ENProtocol"]),
+        .testTarget(
+            name: "ENProtocolTests",
+            dependencies: ["ENProtocol"],
+            resources: [.copy("Fixtures")]
+        ),
+        .testTarget(name: "HCIProtocolTests", dependencies: ["HCIProtocol"]),
+        .testTarget(name: "BLEDaemonTests", dependencies: ["BLEDaemon"]),
+    ]
+)

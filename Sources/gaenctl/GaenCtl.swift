@@ -1,0 +1,12 @@
+import ArgumentParser
+
+/// gaenctl: the command-line client of gaend and the researcher's offline toolbox.
+/// Each subcommand lives in its own file; add it to `subcommands` here.
+@main
+struct GaenCtl: AsyncParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "gaenctl",
+        abstract: "Client of gaend and offline GAEN protocol toolbox.",
+        subcommands: []
+    )
+}

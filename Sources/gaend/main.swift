@@ -1,0 +1,1 @@
+print("gaend: not yet implemented")

@@ -1,0 +1,30 @@
+#!/usr/bin/env bash
+# Installs what gaend needs to build and test on a fresh Debian machine. Idempotent: it only
+# installs what is missing, so running it before every build costs a second.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+
+APT_PACKAGES=(libbluetooth-dev libdbus-1-dev libssl-dev libsqlite3-dev pkg-config dbus dbus-daemon protobuf-compiler)
+missing=()
+for p in "${APT_PACKAGES[@]}"; do
+    dpkg -s "$p" >/dev/null 2>&1 || missing+=("$p")
+done
+if ((${#missing[@]})); then
+    echo "setup: installing ${missing[*]}" >&2
+    SUDO=""; [ "$(id -u)" -eq 0 ] || SUDO="sudo"
+    $SUDO apt-get update -qq
+    DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -qq "${missing[@]}" >/dev/null
+fi
+
+# Python packages for the virtual radio (tools/virtual-radio) and its tests.
+if ! python3 -c 'import sys; import bumble, pytest' >/dev/null 2>&1 \
+   || ! python3 - <<'PY' >/dev/null 2>&1
+import importlib.metadata as m, sys
+sys.exit(0 if m.version("bumble") == "0.0.236" else 1)
+PY
+then
+    echo "setup: installing Python packages from tools/requirements.txt" >&2
+    python3 -m pip install -q --disable-pip-version-check -r tools/requirements.txt
+fi
+
+command -v swift >/dev/null || { echo "setup: swift toolchain not found on PATH (need Swift 6)" >&2; exit 1; }
