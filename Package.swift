@@ -25,6 +25,17 @@ let package = Package(
             pkgConfig: "libcrypto",
             providers: [.apt(["libssl-dev"])]
         ),
+        // System library: libdbus-1, under our own small D-Bus binding (no Swift D-Bus package is available).
+        .systemLibrary(
+            name: "CDBus",
+            path: "Sources/CDBus",
+            pkgConfig: "dbus-1",
+            providers: [.apt(["libdbus-1-dev"])]
+        ),
+        // D-Bus binding shared by the daemon and the client: values, marshalling, connection, interface tables.
+        .target(name: "DBusCore", dependencies: ["CDBus"]),
+        // Client library of gaend's D-Bus API, used by gaenctl and the tests.
+        .target(name: "GaenClient", dependencies: ["DBusCore"]),
         // The few Linux calls Swift cannot make comfortably (HCI user channel, ioctls, termios).
         .target(name: "HCIShim", path: "Sources/HCIShim"),
         // Pure GAEN protocol: no I/O, no clock, no globals.
@@ -43,7 +54,7 @@ let package = Package(
         .target(
             name: "BLEDaemon",
             dependencies: [
-                "ENProtocol", "HCIProtocol", "HCIShim",
+                "ENProtocol", "HCIProtocol", "HCIShim", "DBusCore",
                 .product(name: "Logging", package: "swift-log"),
             ]
         ),
@@ -58,7 +69,7 @@ let package = Package(
         .executableTarget(
             name: "gaenctl",
             dependencies: [
-                "ENProtocol", "BLEDaemon",
+                "ENProtocol", "BLEDaemon", "GaenClient",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
                 .product(name: "Logging", package: "swift-log"),
             ]
@@ -72,5 +83,7 @@ let package = Package(
         ),
         .testTarget(name: "HCIProtocolTests", dependencies: ["HCIProtocol"]),
         .testTarget(name: "BLEDaemonTests", dependencies: ["BLEDaemon"]),
+        // D-Bus binding and API contract against private dbus-daemons and real clients.
+        .testTarget(name: "BusTests", dependencies: ["DBusCore", "GaenClient", "BLEDaemon"]),
     ]
 )
