@@ -166,6 +166,15 @@ public enum DBusTableError: Error, Sendable, Equatable, CustomStringConvertible 
 
 import CDBus
 
+/// Name checks by libdbus's own validators (D-Bus specification, "Valid Names").
+public enum DBusNames {
+    public static func isValidObjectPath(_ s: String) -> Bool { Marshal.isValidObjectPath(s) }
+    public static func isValidInterface(_ s: String) -> Bool { dbus_validateInterface(s) }
+    public static func isValidMember(_ s: String) -> Bool { dbus_validateMember(s) }
+    public static func isValidErrorName(_ s: String) -> Bool { dbus_validateErrorName(s) }
+    public static func isValidBusName(_ s: String) -> Bool { !s.utf8.contains(0) && dbus_validate_bus_name(s, nil) != 0 }
+}
+
 func dbus_validateInterface(_ s: String) -> Bool { !s.utf8.contains(0) && dbus_validate_interface(s, nil) != 0 }
 func dbus_validateMember(_ s: String) -> Bool { !s.utf8.contains(0) && dbus_validate_member(s, nil) != 0 }
 func dbus_validateErrorName(_ s: String) -> Bool { !s.utf8.contains(0) && dbus_validate_error_name(s, nil) != 0 }
