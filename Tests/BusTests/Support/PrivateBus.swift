@@ -110,32 +110,40 @@ func haveTool(_ name: String) -> Bool {
     ["/usr/bin", "/bin", "/usr/sbin"].contains { FileManager.default.isExecutableFile(atPath: "\($0)/\(name)") }
 }
 
-/// Runs a command (as `nobody` when asked, through setpriv), with stdin from `input`.
+/// Runs a command (as `nobody` when asked, through setpriv), with stdin from `input`. Waits
+/// through the termination handler, never blocking a thread of the concurrency pool (a blocked
+/// pool would starve the service under test, which then could not reply).
 func runTool(_ command: [String], asNobody: Bool = false, input: String? = nil) async throws -> ToolResult {
-    try await Task.detached {
-        let dir = FileManager.default.temporaryDirectory.appendingPathComponent("gaend-tool-\(UUID().uuidString)")
-        try FileManager.default.createDirectory(at: dir, withIntermediateDirectories: true)
-        defer { try? FileManager.default.removeItem(at: dir) }
-        let outURL = dir.appendingPathComponent("out"), errURL = dir.appendingPathComponent("err")
-        _ = FileManager.default.createFile(atPath: outURL.path, contents: nil)
-        _ = FileManager.default.createFile(atPath: errURL.path, contents: nil)
-        let p = Process()
-        var argv = command
-        if asNobody {
-            argv = ["/usr/bin/setpriv", "--reuid=65534", "--regid=65534", "--clear-groups", "--"] + argv
+    let dir = FileManager.default.temporaryDirectory.appendingPathComponent("gaend-tool-\(UUID().uuidString)")
+    try FileManager.default.createDirectory(at: dir, withIntermediateDirectories: true)
+    defer { try? FileManager.default.removeItem(at: dir) }
+    let outURL = dir.appendingPathComponent("out"), errURL = dir.appendingPathComponent("err")
+    _ = FileManager.default.createFile(atPath: outURL.path, contents: nil)
+    _ = FileManager.default.createFile(atPath: errURL.path, contents: nil)
+    let p = Process()
+    var argv = command
+    if asNobody {
+        argv = ["/usr/bin/setpriv", "--reuid=65534", "--regid=65534", "--clear-groups", "--"] + argv
+    }
+    p.executableURL = URL(fileURLWithPath: argv[0].hasPrefix("/") ? argv[0] : "/usr/bin/env")
+    p.arguments = argv[0].hasPrefix("/") ? Array(argv.dropFirst()) : argv
+    p.standardOutput = try FileHandle(forWritingTo: outURL)
+    p.standardError = try FileHandle(forWritingTo: errURL)
+    let stdin = Pipe()
+    p.standardInput = stdin
+    let status: Int32 = try await withCheckedThrowingContinuation { cont in
+        p.terminationHandler = { cont.resume(returning: $0.terminationStatus) }
+        do {
+            try p.run()
+        } catch {
+            p.terminationHandler = nil
+            cont.resume(throwing: error)
+            return
         }
-        p.executableURL = URL(fileURLWithPath: argv[0].hasPrefix("/") ? argv[0] : "/usr/bin/env")
-        p.arguments = argv[0].hasPrefix("/") ? Array(argv.dropFirst()) : argv
-        p.standardOutput = try FileHandle(forWritingTo: outURL)
-        p.standardError = try FileHandle(forWritingTo: errURL)
-        let stdin = Pipe()
-        p.standardInput = stdin
-        try p.run()
         if let input { stdin.fileHandleForWriting.write(Data(input.utf8)) }
-        try stdin.fileHandleForWriting.close()
-        p.waitUntilExit()
-        return ToolResult(status: p.terminationStatus,
-                          stdout: try String(contentsOf: outURL, encoding: .utf8),
-                          stderr: try String(contentsOf: errURL, encoding: .utf8))
-    }.value
+        try? stdin.fileHandleForWriting.close()
+    }
+    return ToolResult(status: status,
+                      stdout: try String(contentsOf: outURL, encoding: .utf8),
+                      stderr: try String(contentsOf: errURL, encoding: .utf8))
 }
