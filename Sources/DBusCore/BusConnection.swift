@@ -406,21 +406,28 @@ final class BusLoop: @unchecked Sendable {
         close(wakeWrite)
     }
 
-    private static func containsFD(_ v: DBusValue) -> Bool {
+    private static func countFDs(_ v: DBusValue) -> Int {
         switch v {
-        case .unixFD: true
-        case .array(_, let items): items.contains(where: containsFD)
-        case .structure(let f): f.contains(where: containsFD)
-        case .variant(let inner): containsFD(inner)
-        case .dict(_, _, let entries): entries.contains { containsFD($0.key) || containsFD($0.value) }
-        default: false
+        case .unixFD: 1
+        case .array(_, let items): items.reduce(0) { $0 + countFDs($1) }
+        case .structure(let f): f.reduce(0) { $0 + countFDs($1) }
+        case .variant(let inner): countFDs(inner)
+        case .dict(_, _, let entries): entries.reduce(0) { $0 + countFDs($1.key) + countFDs($1.value) }
+        default: 0
         }
     }
 
     func send(_ message: BusMessage) throws -> UInt32 {
-        if message.body.contains(where: Self.containsFD),
-           dbus_connection_can_send_type(raw, Int32(UInt8(ascii: "h"))) == 0 {
-            throw DBusBindingError.unixFDNotSupported
+        let fds = message.body.reduce(0) { $0 + Self.countFDs($1) }
+        if fds > 0 {
+            guard dbus_connection_can_send_type(raw, Int32(UInt8(ascii: "h"))) != 0 else {
+                throw DBusBindingError.unixFDNotSupported
+            }
+            // Over the limit the peer (or bus) would drop the connection, not just the message.
+            let max = min(limits.maxUnixFDs, dbus_connection_get_max_message_unix_fds(raw))
+            guard fds <= max else {
+                throw DBusBindingError.invalidValue("\(fds) file descriptors in one message, at most \(max)")
+            }
         }
         let m = try message.makeRaw()
         defer { dbus_message_unref(m) }

@@ -183,12 +183,13 @@ public struct DBusLimits: Sendable, Equatable {
     public var maxByteArrayBytes: Int
     /// Values in one message, all levels counted.
     public var maxValues: Int
-    /// Unix file descriptors in one message.
+    /// Unix file descriptors in one message (16: what a dbus-daemon accepts per message unless
+    /// configured otherwise; a sender over the bus's limit is disconnected by the bus).
     public var maxUnixFDs: Int
 
     public init(
         maxDepth: Int = 16, maxArrayElements: Int = 65_536, maxStringBytes: Int = 1 << 20,
-        maxByteArrayBytes: Int = 16 << 20, maxValues: Int = 262_144, maxUnixFDs: Int = 32
+        maxByteArrayBytes: Int = 16 << 20, maxValues: Int = 262_144, maxUnixFDs: Int = 16
     ) {
         self.maxDepth = maxDepth
         self.maxArrayElements = maxArrayElements

@@ -5,10 +5,11 @@ import GaenClient
 import Testing
 
 /// A private bus with the test object exported, and a client connected to it.
-func withTestService(_ body: (PrivateBus, TestService, BusClient) async throws -> Void) async throws {
+func withTestService(limits: DBusLimits = .default,
+                     _ body: (PrivateBus, TestService, BusClient) async throws -> Void) async throws {
     let bus = try PrivateBus()
     defer { bus.stop() }
-    let service = try await TestService(address: bus.address)
+    let service = try await TestService(address: bus.address, limits: limits)
     defer { service.close() }
     let client = try BusClient(bus: .address(bus.address), timeout: .seconds(10))
     defer { client.close() }
@@ -163,6 +164,47 @@ struct ServiceTests {
             let out = try await client.test("MakePipe", [.string("from the service")])
             let received = try #require(out.first?.unixFDValue)
             #expect(try readAll(received) == "from the service")
+        }
+    }
+
+    @Test("received descriptors a handler does not take are closed, also when a message is rejected")
+    func fdsClosed() async throws {
+        try await withTestService(limits: DBusLimits(maxUnixFDs: 4)) { _, _, client in
+            /// Sends the write ends of `count` pipes, closes ours, and reports whether every read
+            /// end sees EOF, i.e. no copy of a write end stayed open in the service.
+            func allClosed(count: Int) async throws -> (DBusNamedError?, Bool) {
+                var readEnds: [Int32] = []
+                var writeEnds: [DBusValue] = []
+                for _ in 0..<count {
+                    var fds: [Int32] = [-1, -1]
+                    #expect(pipe(&fds) == 0)
+                    readEnds.append(fds[0])
+                    writeEnds.append(.unixFD(DBusUnixFD(owning: fds[1])))
+                }
+                defer { readEnds.forEach { close($0) } }
+                let error = await namedError { _ = try await client.test("Ignore", [.array(.unixFD, writeEnds)]) }
+                for case .unixFD(let fd) in writeEnds { fd.close() }
+                var eof = true
+                for r in readEnds {
+                    var p = pollfd(fd: r, events: Int16(POLLIN), revents: 0)
+                    var byte: UInt8 = 0
+                    eof = eof && poll(&p, 1, 2000) == 1 && read(r, &byte, 1) == 0
+                }
+                return (error, eof)
+            }
+            let (ok, closed) = try await allClosed(count: 3)
+            #expect(ok == nil)
+            #expect(closed)
+            // Over the service's DBusLimits.maxUnixFDs (4 here): rejected whole, all closed.
+            let (rejected, closedToo) = try await allClosed(count: 6)
+            #expect(rejected?.name == "org.freedesktop.DBus.Error.InvalidArgs")
+            #expect(rejected?.message.contains("file descriptors") == true)
+            #expect(closedToo)
+            // A sender never puts more descriptors in a message than its limits allow.
+            let many = try (0..<17).map { _ in DBusValue.unixFD(try DBusUnixFD(duplicating: 0)) }
+            await #expect(throws: DBusBindingError.invalidValue("17 file descriptors in one message, at most 16")) {
+                _ = try await client.test("Ignore", [.array(.unixFD, many)])
+            }
         }
     }
 

@@ -26,6 +26,7 @@ enum TestAPI {
             DBusMethodDecl("Sleep", in: [DBusArgument("ms", "u")], since: 2),
             DBusMethodDecl("Count", in: [DBusArgument("items", "as")], out: [DBusArgument("n", "u")], since: 2),
             DBusMethodDecl("BadReply", out: [DBusArgument("n", "u")], since: 2),
+            DBusMethodDecl("Ignore", in: [DBusArgument("fds", "ah")], since: 2),
         ],
         properties: [
             DBusPropertyDecl("Name", "s", .readwrite),
@@ -66,8 +67,8 @@ final class TestService: Sendable {
     let state = TestState()
     private let task: Task<Void, Never>
 
-    init(address: String) async throws {
-        connection = try BusConnection.connect(.address(address))
+    init(address: String, limits: DBusLimits = .default) async throws {
+        connection = try BusConnection.connect(.address(address), limits: limits)
         let service = BusService(connection: connection, fallbackErrorName: "org.gaend.Error.Failed")
         self.service = service
         let state = self.state
@@ -109,6 +110,7 @@ final class TestService: Sendable {
                 },
                 "Count": { call in [.uint32(UInt32(call.args[0].arrayValue!.count))] },
                 "BadReply": { _ in [.string("not a u")] },
+                "Ignore": { _ in [] },
             ],
             getters: [
                 "Name": { .string(await state.name) },
