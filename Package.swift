@@ -86,7 +86,7 @@ let package = Package(
         .testTarget(name: "HCIProtocolTests", dependencies: ["HCIProtocol"]),
         .testTarget(name: "BLEDaemonTests", dependencies: ["BLEDaemon"]),
         // D-Bus binding and API contract against private dbus-daemons and real clients.
-        .testTarget(name: "BusTests", dependencies: ["DBusCore", "GaenClient", "BLEDaemon"]),
+        .testTarget(name: "BusTests", dependencies: ["DBusCore", "GaenClient", "BLEDaemon", "gaenctl"]),
         // Runs the built executables end to end (they are built by `swift build --build-tests`).
         .testTarget(name: "CLITests", dependencies: ["gaenctl"]),
     ]

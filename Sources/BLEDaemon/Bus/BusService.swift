@@ -82,7 +82,7 @@ public final class BusService: Sendable {
     public let fallbackErrorName: String
     public let maxConcurrentCalls: Int
     private let logger: Logger
-    private let objects = Locked<[String: [DBusInterfaceImplementation]]>([:])
+    private let objects = BusLocked<[String: [DBusInterfaceImplementation]]>([:])
     private let incoming: AsyncStream<BusMessage>
 
     public init(connection: BusConnection, fallbackErrorName: String = "org.freedesktop.DBus.Error.Failed",
@@ -347,7 +347,7 @@ public final class BusService: Sendable {
 }
 
 /// A value guarded by a lock, for the few pieces of state shared with the loop thread.
-final class Locked<Value>: @unchecked Sendable {
+final class BusLocked<Value>: @unchecked Sendable {
     private let lock = NSLock()
     private var value: Value
     init(_ value: Value) { self.value = value }
