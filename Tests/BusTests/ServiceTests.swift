@@ -267,6 +267,38 @@ struct ServiceTests {
         }
     }
 
+    @Test("a full call queue answers LimitsExceeded instead of growing")
+    func backpressure() async throws {
+        let bus = try PrivateBus()
+        defer { bus.stop() }
+        let connection = try BusConnection.connect(.address(bus.address))
+        defer { connection.close() }
+        let service = BusService(connection: connection, maxQueuedCalls: 1, maxConcurrentCalls: 1)
+        let sleep = try DBusInterfaceImplementation(
+            DBusInterfaceDecl(name: "org.gaend.Slow1", methods: [DBusMethodDecl("Sleep")]),
+            methods: ["Sleep": { _ in
+                try await Task.sleep(for: .milliseconds(400))
+                return []
+            }])
+        try service.export(path: "/slow", [sleep])
+        let task = Task { await service.run() }
+        defer { task.cancel() }
+        let client = try BusClient(bus: .address(bus.address))
+        defer { client.close() }
+        let results = await withTaskGroup(of: String.self) { group in
+            for _ in 0..<6 {
+                group.addTask {
+                    let e = await namedError { _ = try await client.call(connection.uniqueName, "/slow", "org.gaend.Slow1", "Sleep") }
+                    return e?.name ?? "ok"
+                }
+            }
+            return await group.reduce(into: [String]()) { $0.append($1) }
+        }
+        #expect(results.contains("ok"))
+        #expect(results.contains("org.freedesktop.DBus.Error.LimitsExceeded"))
+        #expect(Set(results).isSubset(of: ["ok", "org.freedesktop.DBus.Error.LimitsExceeded"]))
+    }
+
     @Test("the caller's uid is available for authorization")
     func callerUID() async throws {
         try await withTestService { _, _, client in
