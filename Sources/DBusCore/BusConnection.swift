@@ -268,8 +268,11 @@ final class BusLoop: @unchecked Sendable {
                 return loop.filter(message!) ? DBUS_HANDLER_RESULT_HANDLED : DBUS_HANDLER_RESULT_NOT_YET_HANDLED
             },
             me, nil)
-        let thread = Thread { [self] in run() }
-        thread.name = "gaend.dbus"
+        let thread = Thread { [self] in
+            // Named from inside: Foundation names the OS thread only for the current thread on Linux.
+            Thread.current.name = "gaend.dbus"
+            run()
+        }
         thread.start()
     }
 

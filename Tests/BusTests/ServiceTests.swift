@@ -299,6 +299,31 @@ struct ServiceTests {
         #expect(Set(results).isSubset(of: ["ok", "org.freedesktop.DBus.Error.LimitsExceeded"]))
     }
 
+    @Test("an idle connection's loop thread sleeps: no periodic wake-ups")
+    func idleLoop() async throws {
+        try await withTestService { _, _, client in
+            _ = try await client.test("Add", [.int32(1), .int32(1)])
+            /// Context switches of the loop threads ("gaend.dbus"): each poll wake-up is one.
+            func switches() throws -> Int {
+                var total = 0
+                for tid in try FileManager.default.contentsOfDirectory(atPath: "/proc/self/task") {
+                    let comm = (try? String(contentsOfFile: "/proc/self/task/\(tid)/comm", encoding: .utf8)) ?? ""
+                    guard comm.hasPrefix("gaend.dbus") else { continue }
+                    let status = try String(contentsOfFile: "/proc/self/task/\(tid)/status", encoding: .utf8)
+                    for line in status.split(separator: "\n") where line.hasPrefix("voluntary_ctxt_switches:") {
+                        total += Int(line.split(separator: "\t").last?.trimmingCharacters(in: .whitespaces) ?? "") ?? 0
+                    }
+                }
+                return total
+            }
+            let before = try switches()
+            try await Task.sleep(for: .seconds(1))
+            let after = try switches()
+            #expect(before > 0, "no loop threads found")
+            #expect(after - before <= 2, "loop threads woke \(after - before) times in an idle second")
+        }
+    }
+
     @Test("the caller's uid is available for authorization")
     func callerUID() async throws {
         try await withTestService { _, _, client in
