@@ -253,13 +253,20 @@ struct ServiceTests {
         }
     }
 
-    @Test("a call without a reply in time fails with NoReply; a closed client fails at once")
+    @Test("a call without a reply in time fails with NoReply; cancelled or closed, at once")
     func timeouts() async throws {
         try await withTestService { bus, _, client in
             let start = ContinuousClock.now
             let e = await namedError { _ = try await client.test("Sleep", [.uint32(3000)], timeout: .milliseconds(300)) }
             #expect(e?.name == "org.freedesktop.DBus.Error.NoReply")
             #expect(ContinuousClock.now - start < .seconds(2))
+            // Cancelling the calling task ends the call at once, long before its timeout.
+            let slow = Task { try await client.test("Sleep", [.uint32(5000)], timeout: .seconds(30)) }
+            try await Task.sleep(for: .milliseconds(100))
+            let cancelledAt = ContinuousClock.now
+            slow.cancel()
+            await #expect(throws: CancellationError.self) { _ = try await slow.value }
+            #expect(ContinuousClock.now - cancelledAt < .seconds(2))
             let other = try BusClient(bus: .address(bus.address))
             other.close()
             try await Task.sleep(for: .milliseconds(50))
