@@ -9,6 +9,7 @@ let package = Package(
     products: [
         .executable(name: "gaend", targets: ["gaend"]),
         .executable(name: "gaenctl", targets: ["gaenctl"]),
+        .executable(name: "FuzzHCIEvent", targets: ["FuzzHCIEvent"]),
         .library(name: "ENProtocol", targets: ["ENProtocol"]),
     ],
     dependencies: [
@@ -63,6 +64,8 @@ let package = Package(
                 .product(name: "Logging", package: "swift-log"),
             ]
         ),
+        // Fuzz target for the HCI event decoder (tools/fuzz/run.sh FuzzHCIEvent SECONDS).
+        .executableTarget(name: "FuzzHCIEvent", dependencies: ["HCIProtocol"]),
         // Benchmarks print figures; they are not tests (run: scripts/bench.sh).
         .executableTarget(name: "GaenBench", dependencies: ["ENProtocol"]),
         .testTarget(
