@@ -1178,6 +1178,8 @@ class VirtualRadio:
                 await writer.drain()
         except (ConnectionError, asyncio.IncompleteReadError):
             pass
+        except asyncio.CancelledError:
+            pass  # shutting down: the client sees the connection close
         finally:
             writer.close()
 
