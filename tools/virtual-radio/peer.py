@@ -140,14 +140,24 @@ def report_line(report) -> dict:
 
 async def cmd_scan(args) -> int:
     transport, device = await open_device(args.transport)
+    reader_gone = asyncio.Event()
+
+    def on_report(report) -> None:
+        try:
+            print(json.dumps(report_line(report)), flush=True)
+        except BrokenPipeError:
+            reader_gone.set()  # e.g. piped into `head`: stop quietly
+
     try:
-        device.host.on("advertising_report",
-                       lambda report: print(json.dumps(report_line(report)), flush=True))
+        device.host.on("advertising_report", on_report)
         await device.start_scanning(legacy=not args.extended, active=args.active,
                                     scan_interval=args.interval_ms,
                                     scan_window=args.window_ms or args.interval_ms,
                                     filter_duplicates=False)
-        await asyncio.sleep(args.duration)
+        try:
+            await asyncio.wait_for(reader_gone.wait(), timeout=args.duration)
+        except asyncio.TimeoutError:
+            pass
         await device.stop_scanning(legacy=not args.extended)
     finally:
         await transport.close()

@@ -1125,6 +1125,7 @@ class VirtualRadio:
         self.control_server: asyncio.AbstractServer | None = None
         self.control_address = ""
         self.stopped = asyncio.Event()
+        self.initial_channel = dataclasses.replace(channel)
 
     async def add_device(self, config: DeviceConfig) -> None:
         if config.name in self.devices:
@@ -1316,6 +1317,23 @@ class VirtualRadio:
         raw = garbage(kind, request.get("hex"), dev.rng)
         dev.inject_raw(raw)
         return {"bytes": raw.hex()}
+
+    async def control_restore(self, _request):
+        """Back to the configured start: hosts dropped, controllers power-cycled, positions,
+        powers and channel as configured, faults and stats cleared. Lets a test suite share
+        one harness between tests."""
+        for name, dev in self.devices.items():
+            await self.ports[name].drop(keep_state=False, refuse_seconds=0)
+            dev._reset_state()
+            dev.command_faults.clear()
+            dev.hung = False
+            dev.position = dev.config.position
+            dev.tx_power = dev.config.tx_power
+            dev.sensitivity = dev.config.sensitivity
+            dev.stats.clear()
+        self.channel.update({f.name: getattr(self.initial_channel, f.name)
+                             for f in dataclasses.fields(self.channel)})
+        return {}
 
     async def control_shutdown(self, _request):
         asyncio.get_running_loop().call_soon(self.stopped.set)

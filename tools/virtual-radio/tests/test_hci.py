@@ -396,3 +396,17 @@ def test_cli_devices_unix_control_and_ready_file(tmp_path):
         proc.terminate()
         proc.wait(timeout=10)
     assert not control.exists()
+
+
+def test_restore_returns_to_the_configured_start(radio):
+    r = radio()
+    r.ok(cmd="move", device="b", position=[50, 0, 0])
+    r.ok(cmd="set", device="a", tx_power=9)
+    r.ok(cmd="channel", loss=0.5, sigma=3)
+    r.ok(cmd="disallow", device="a", opcode="0x0c03")
+    r.ok(cmd="restore")
+    a, b = r.state("a"), r.state("b")
+    assert b["position"] == [3.0, 0.0, 0.0] and a["tx_power"] == 0
+    assert a["armed_faults"] == []
+    channel = r.ok(cmd="channel")["channel"]
+    assert channel["loss"] == 0.0 and channel["sigma"] == 0.0
