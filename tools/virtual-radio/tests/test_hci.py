@@ -410,3 +410,31 @@ def test_restore_returns_to_the_configured_start(radio):
     assert a["armed_faults"] == []
     channel = r.ok(cmd="channel")["channel"]
     assert channel["loss"] == 0.0 and channel["sigma"] == 0.0
+
+
+def test_extended_scan_duration_ends_with_scan_timeout_event_when_unmasked(radio):
+    r = radio()
+    params = bytes([0x00, 0x00, 0x01, 0x00]) + (0x10).to_bytes(2, "little") * 2
+
+    async def scan_for_100ms(client: H4Client) -> None:
+        assert _status_of_complete(await client.command(0x2041, params)) == 0
+        enable = bytes([0x01, 0x00]) + (10).to_bytes(2, "little") + bytes(2)
+        assert _status_of_complete(await client.command(0x2042, enable)) == 0
+
+    async def scenario():
+        client = await H4Client.connect(r.tcp("a"))
+        # The spec's default event mask leaves LE Meta (bit 61) off: switch it on.
+        mask = (0x00001FFFFFFFFFFF | 1 << 61).to_bytes(8, "little")
+        assert _status_of_complete(await client.command(0x0C01, mask)) == 0
+        await scan_for_100ms(client)  # default LE mask: no Scan Timeout event (bit 16)
+        with pytest.raises(asyncio.TimeoutError):
+            await client.event(timeout=0.4)
+        assert not r.state("a")["scanning"]
+        mask = (0x1F | 1 << 16).to_bytes(8, "little")
+        assert _status_of_complete(await client.command(LE_SET_EVENT_MASK, mask)) == 0
+        await scan_for_100ms(client)
+        event = await client.event(timeout=1)
+        await client.close()
+        return event
+
+    assert run(scenario()) == bytes.fromhex("043e0111")
