@@ -31,7 +31,6 @@ import os
 import pty
 import random
 import signal
-import socket
 import sys
 import tty
 from collections import Counter
