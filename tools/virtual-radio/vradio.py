@@ -1424,12 +1424,12 @@ async def run(args: argparse.Namespace) -> int:
         if control:
             await radio.start_control(control)
         line = json.dumps(radio.ready_line())
-        print(line, flush=True)
-        if args.ready_file:
+        if args.ready_file:  # first, so that both signals are up once either is
             tmp = args.ready_file + ".tmp"
             with open(tmp, "w", encoding="utf-8") as handle:
                 handle.write(line + "\n")
             os.replace(tmp, args.ready_file)
+        print(line, flush=True)
         await radio.stopped.wait()
     finally:
         await radio.close()
