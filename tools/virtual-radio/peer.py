@@ -5,9 +5,10 @@ on a virtual controller.
   peer.py scan --transport tcp-client:127.0.0.1:PORT --duration S [--extended] [--active]
       one JSON line per advertising report: time, address, address_type, pdu, rssi, data.
   peer.py advertise-gaen --transport ... --tek HEX --tx-power DBM [--metadata HEX]
-                         [--interval-ms MS] [--enin N] [--duration S]
+                         [--interval-ms MS] [--enin N] [--time-scale N] [--duration S]
       GAEN beacons (ADV_NONCONN_IND, non-resolvable private address, the 31-byte payload)
-      for the TEK at the current ENIN; one JSON line per rotation.
+      for the TEK at the current ENIN; one JSON line per rotation (the peer rotates
+      address, RPI and AEM together at each interval boundary of its clock).
 
 The GAEN crypto follows the Exposure Notification Cryptography Specification v1.2 (digest in
 shared/docs/GAEN-FACTS.md) and uses the `cryptography` package, so that the RPIs gaend derives
@@ -101,6 +102,28 @@ def _check_len(what: str, value: bytes, expected: int) -> None:
         raise ValueError(f"{what} must be {expected} bytes, got {len(value)}")
 
 
+class ScaledClock:
+    """The key schedule's clock: real time, or `scale` times faster from now on, starting
+    at the real time or at the start of interval `start_enin`. With scale 0 (and an ENIN)
+    the clock stands still at that interval."""
+
+    def __init__(self, scale: float, start_enin: int | None) -> None:
+        if scale < 0:
+            raise ValueError("--time-scale must be >= 0")
+        self.scale = scale
+        self.real_start = time.time()
+        self.start = start_enin * ENIN_SECONDS if start_enin is not None else self.real_start
+
+    def now(self) -> float:
+        return self.start + (time.time() - self.real_start) * self.scale
+
+    def seconds_to_next_interval(self) -> float:
+        if self.scale == 0:
+            return 3600.0
+        virtual_left = (enin_at(self.now()) + 1) * ENIN_SECONDS - self.now()
+        return max(0.01, virtual_left / self.scale)
+
+
 # -----------------------------------------------------------------------------
 # Bumble host
 # -----------------------------------------------------------------------------
@@ -190,8 +213,9 @@ async def cmd_advertise_gaen(args) -> int:
             advertising_channel_map=0x07, advertising_filter_policy=0))
         current = None
         enabled = False
+        clock = ScaledClock(args.time_scale, args.enin)
         while not stop.is_set():
-            enin = args.enin if args.enin is not None else enin_at(time.time())
+            enin = enin_at(clock.now())
             if enin != current:
                 current = enin
                 rpi_bytes = rpi(keys[0], enin)
@@ -210,13 +234,13 @@ async def cmd_advertise_gaen(args) -> int:
                     hci.HCI_LE_Set_Advertising_Enable_Command(advertising_enable=1))
                 enabled = True
                 print(json.dumps({"time": round(time.time(), 6),
+                                  "clock": round(clock.now(), 3),
                                   "address": address.to_string(False), "enin": enin,
                                   "rpi": rpi_bytes.hex(), "aem": aem_bytes.hex(),
                                   "metadata": metadata.hex(),
                                   "interval_ms": units * 0.625}), flush=True)
-            next_boundary = (enin_at(time.time()) + 1) * ENIN_SECONDS - time.time()
             try:
-                await asyncio.wait_for(stop.wait(), timeout=max(0.05, next_boundary))
+                await asyncio.wait_for(stop.wait(), timeout=clock.seconds_to_next_interval())
             except asyncio.TimeoutError:
                 pass
         if enabled:
@@ -247,13 +271,20 @@ def main(argv: list[str] | None = None) -> int:
                      help="dBm written into the metadata (calibrated TX power)")
     adv.add_argument("--metadata", help="4 bytes hex; overrides --tx-power")
     adv.add_argument("--interval-ms", type=float, default=250.0)
-    adv.add_argument("--enin", type=int, help="fixed ENIntervalNumber instead of the clock")
+    adv.add_argument("--enin", type=int,
+                     help="start at this ENIntervalNumber instead of now (with the default "
+                          "--time-scale 0 it stays there)")
+    adv.add_argument("--time-scale", type=float,
+                     help="run the key schedule N times faster than real time (an interval "
+                          "lasts 600/N s); default 1, or 0 (fixed interval) with --enin")
     adv.add_argument("--duration", type=float, help="seconds (default: until SIGTERM)")
 
     args = parser.parse_args(argv)
     try:
         if args.command == "scan":
             return asyncio.run(cmd_scan(args))
+        if args.time_scale is None:
+            args.time_scale = 0.0 if args.enin is not None else 1.0
         if len(bytes.fromhex(args.tek)) != 16:
             raise ValueError("--tek must be 16 bytes of hex")
         if args.metadata and len(bytes.fromhex(args.metadata)) != 4:

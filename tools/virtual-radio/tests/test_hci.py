@@ -438,3 +438,38 @@ def test_extended_scan_duration_ends_with_scan_timeout_event_when_unmasked(radio
         return event
 
     assert run(scenario()) == bytes.fromhex("043e0111")
+
+
+def test_bad_h4_packet_type_from_host_closes_the_connection(radio):
+    r = radio()
+
+    async def scenario():
+        client = await H4Client.connect(r.tcp("a"))
+        await client.command(RESET)
+        client.writer.write(b"\x09\x00\x00")
+        eof = await asyncio.wait_for(client.reader.read(), 2)
+        await client.close()
+        again = await H4Client.connect(r.tcp("a"))
+        reset = await again.command(RESET)
+        await again.close()
+        return eof, reset
+
+    eof, reset = run(scenario())
+    assert eof == b"" and _status_of_complete(reset) == 0
+    assert r.stats("a")["host_framing_errors"] == 1
+
+
+def test_commands_split_into_single_bytes_are_framed(radio):
+    r = radio()
+
+    async def scenario():
+        client = await H4Client.connect(r.tcp("a"))
+        for byte in bytes.fromhex("01030c00"):
+            client.writer.write(bytes([byte]))
+            await client.writer.drain()
+            await asyncio.sleep(0.01)
+        event = await client.event()
+        await client.close()
+        return event
+
+    assert run(scenario()) == bytes.fromhex("040e0401030c00")

@@ -90,3 +90,38 @@ def test_peer_rejects_bad_tek():
         [sys.executable, str(PEER), "advertise-gaen", "--transport", "tcp-client:127.0.0.1:1",
          "--tek", "0011"], capture_output=True, text=True, timeout=30)
     assert result.returncode == 2 and "16 bytes" in result.stderr
+
+
+def test_accelerated_schedule_rotates_address_rpi_and_aem_together(radio):
+    r = radio()
+    by_enin = {e["en_interval_number"]: e for e in VECTORS["advertised"]}
+    start = VECTORS["en_interval_number_of_key"]
+    adv = subprocess.Popen(
+        [sys.executable, str(PEER), "advertise-gaen", "--transport", r.bumble("a"),
+         "--tek", VECTORS["tek"], "--metadata", VECTORS["ble_metadata"],
+         "--enin", str(start), "--time-scale", "600", "--interval-ms", "50",
+         "--duration", "6"],
+        stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    try:
+        json.loads(adv.stdout.readline())  # advertising has started
+        scan = subprocess.run(
+            [sys.executable, str(PEER), "scan", "--transport", r.bumble("b"),
+             "--duration", "3.5"], capture_output=True, text=True, timeout=30)
+        adv.terminate()
+        out, _ = adv.communicate(timeout=10)
+    finally:
+        adv.kill()
+    rotations = [json.loads(line) for line in out.splitlines()]
+    assert len(rotations) >= 3
+    for rotation in rotations:
+        assert rotation["rpi"] == by_enin[rotation["enin"]]["rpi"]
+        assert rotation["aem"] == by_enin[rotation["enin"]]["aem"]
+    rpi_of_address: dict[str, set[str]] = {}
+    address_of_rpi: dict[str, set[str]] = {}
+    for line in map(json.loads, scan.stdout.splitlines()):
+        rpi = line["data"][22:54]
+        rpi_of_address.setdefault(line["address"], set()).add(rpi)
+        address_of_rpi.setdefault(rpi, set()).add(line["address"])
+    assert len(rpi_of_address) >= 3  # several rotations seen on air
+    assert all(len(v) == 1 for v in rpi_of_address.values())
+    assert all(len(v) == 1 for v in address_of_rpi.values())

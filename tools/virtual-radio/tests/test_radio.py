@@ -327,3 +327,36 @@ def test_extended_advertising_set_with_legacy_pdu_is_heard_by_legacy_scanner(rad
     assert len(reports) >= 4
     assert all(type(x) is LEGACY and x.event_type == 3 and x.data == GAEN_LIKE
                for x in reports)
+
+
+def test_extended_pdus_are_heard_by_extended_scanners_only(radio):
+    from bumble.device import AdvertisingEventProperties, AdvertisingParameters
+
+    r = radio()
+    long_data = bytes([0xFF]) + bytes(range(250))  # longer than one report carries
+
+    async def scenario(legacy_scan: bool):
+        adv_t, adv, scan_t, scan = await _pair(r)
+        reports = ReportCollector(scan)
+        await scan.start_scanning(legacy=legacy_scan, active=False, scan_interval=60,
+                                  scan_window=60, scanning_phys=(hci.HCI_LE_1M_PHY,))
+        await adv.create_advertising_set(
+            advertising_parameters=AdvertisingParameters(
+                advertising_event_properties=AdvertisingEventProperties(
+                    is_connectable=False, is_scannable=False, is_legacy=False),
+                primary_advertising_interval_min=50, primary_advertising_interval_max=50,
+                advertising_sid=3),
+            random_address=hci.Address("C3:00:00:00:00:01", hci.Address.RANDOM_DEVICE_ADDRESS),
+            advertising_data=long_data)
+        await asyncio.sleep(0.4)
+        await _close(adv_t, scan_t)
+        return reports.reports
+
+    assert run(scenario(legacy_scan=True)) == []
+    assert r.stats("b")["pdus_not_visible_to_legacy_scan"] > 2
+    reports = run(scenario(legacy_scan=False))
+    assert len(reports) >= 4
+    first, second = reports[0], reports[1]
+    assert type(first) is EXTENDED and first.event_type == 0b0100000  # more data to come
+    assert second.event_type == 0 and first.advertising_sid == 3
+    assert first.data + second.data == long_data
