@@ -360,3 +360,30 @@ def test_extended_pdus_are_heard_by_extended_scanners_only(radio):
     assert type(first) is EXTENDED and first.event_type == 0b0100000  # more data to come
     assert second.event_type == 0 and first.advertising_sid == 3
     assert first.data + second.data == long_data
+
+
+def test_stall_scan_silences_reports_until_scanning_is_restarted(radio):
+    r = radio()
+
+    async def scenario():
+        adv_t, adv, scan_t, scan = await _pair(r)
+        reports = ReportCollector(scan)
+        await start_legacy_advertiser(adv, adv_type=3, interval_units=0x0020)
+        await scan.start_scanning(legacy=True, active=False, scan_interval=60, scan_window=60)
+        await asyncio.sleep(0.3)
+        r.ok(cmd="stall_scan", device="b")
+        await asyncio.sleep(0.05)
+        before = len(reports.reports)
+        await asyncio.sleep(0.4)
+        stalled = len(reports.reports) - before
+        still_scanning = r.state("b")["scanning"]  # the controller claims to scan
+        await scan.stop_scanning(legacy=True)
+        await scan.start_scanning(legacy=True, active=False, scan_interval=60, scan_window=60)
+        await asyncio.sleep(0.3)
+        resumed = len(reports.reports) - before
+        await _close(adv_t, scan_t)
+        return before, stalled, still_scanning, resumed
+
+    before, stalled, still_scanning, resumed = run(scenario())
+    assert before > 3 and stalled == 0 and still_scanning and resumed > 3
+    assert r.stats("b")["pdus_scan_stalled"] > 3
