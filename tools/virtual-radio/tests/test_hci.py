@@ -473,3 +473,21 @@ def test_commands_split_into_single_bytes_are_framed(radio):
         return event
 
     assert run(scenario()) == bytes.fromhex("040e0401030c00")
+
+
+def test_supported_commands_list_extended_advertising_and_scanning(radio):
+    r = radio()
+
+    async def scenario():
+        client = await H4Client.connect(r.tcp("a"))
+        event = await client.command(0x1002)  # Read Local Supported Commands
+        await client.close()
+        return event
+
+    event = run(scenario())
+    assert _status_of_complete(event) == 0 and len(event) == 7 + 64
+    octets = event[7:]
+    # Core spec Vol 4, Part E, 6.27: octet 36 bits 1-7 (advertising set random address ..
+    # number of supported sets), octet 37 bits 0-1 (remove/clear sets), 5-6 (extended scan).
+    assert octets[36] & 0b11111110 == 0b11111110
+    assert octets[37] & 0b01100011 == 0b01100011
