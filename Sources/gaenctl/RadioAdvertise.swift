@@ -28,7 +28,7 @@ struct RadioAdvertise: AsyncParsableCommand {
     @Option(help: "Stop after this many seconds of real time (default: run until interrupted).")
     var duration: Double?
 
-    @Option(help: "Calibrated TX power carried in the AEM, dBm (-127...127).")
+    @Option(parsing: .unconditional, help: "Calibrated TX power carried in the AEM, dBm (-127...127).")
     var txPower: Int = -30
 
     @Option(help: "Run the schedule N times faster than real time.")
@@ -62,7 +62,7 @@ struct RadioAdvertise: AsyncParsableCommand {
         defer { restorer.cancel() }
         do {
             try await GAENAdvertisingRotation().run(
-                advertiser: advertiser, clock: clock, metadata: .v1_0(txPower: Int8(txPower)),
+                advertiser: advertiser, clock: clock, metadata: .v1_0(txPower: Int8(txPower)), logger: logger,
                 keyForDay: { _ in key }, until: until,
                 onRotation: { b, t in
                     printJSONLine(.object(["time": .double(t), "address": .string("\(b.beacon.address)"),

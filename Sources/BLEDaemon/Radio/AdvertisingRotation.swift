@@ -58,7 +58,7 @@ public struct GAENAdvertisingRotation: Sendable {
     /// Advertises until cancelled or `until` (protocol time) passes; calls `onRotation` after
     /// each beacon went on air. Returns normally at `until`; advertising is left on for the
     /// caller to stop.
-    public func run(advertiser: BeaconAdvertiser, clock: RadioClock, metadata: BluetoothMetadata,
+    public func run(advertiser: BeaconAdvertiser, clock: RadioClock, metadata: BluetoothMetadata, logger: Logger,
                     keyForDay: @Sendable (UTCDay) async throws -> TemporaryExposureKey,
                     until: Double? = nil,
                     onRotation: @Sendable (GAENBeacon, Double) async -> Void) async throws {
@@ -70,11 +70,30 @@ public struct GAENAdvertisingRotation: Sendable {
             let interval = ENIntervalNumber(unixSeconds: t)
             let tek = try await keyForDay(interval.utcDay)
             let b = try factory.beacon(tek: tek, interval: interval, metadata: metadata, random: &random)
-            try await advertiser.show(b.beacon)
+            try await showRetrying(b.beacon, advertiser: advertiser, logger: logger)
             await onRotation(b, t)
             var delay = try nextDelay(random: &random)
             if let until { delay = min(delay, max(0, until - clock.now())) }
             try await clock.sleep(delay)
+        }
+    }
+
+    /// Retries a failed rotation with the SAME beacon (real-time backoff 0.25 s doubling to
+    /// 4 s): a failed enable may still have reached the air, and a retry with a new address
+    /// would then send one RPI from two addresses.
+    func showRetrying(_ beacon: Beacon, advertiser: BeaconAdvertiser, logger: Logger) async throws {
+        var backoff = 0.25
+        while true {
+            do {
+                try await advertiser.show(beacon)
+                return
+            } catch is CancellationError {
+                throw CancellationError()
+            } catch {
+                logger.warning("rotation failed; retrying the same beacon", metadata: ["radio.error": "\(error)", "radio.retry_in_s": "\(backoff)"])
+                try await Task.sleep(for: .seconds(backoff))
+                backoff = min(backoff * 2, 4)
+            }
         }
     }
 }

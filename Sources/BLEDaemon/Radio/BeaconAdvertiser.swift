@@ -32,10 +32,18 @@ public actor BeaconAdvertiser {
     private let session: HCIControllerSession
     private let timing: AdvertisingTiming
     private let logger: Logger
-    /// The beacon on air (nil when stopped). Kept to restore it after a controller reset.
-    public private(set) var current: Beacon?
-    /// Number of beacons shown (rotations), for status counters.
+    /// The beacon that should be on air (nil when stopped): set before a rotation starts, so a
+    /// controller reset in the middle of one restores the beacon it was putting up.
+    public private(set) var intended: Beacon?
+    /// True once `intended` was fully put on air.
+    public private(set) var onAir = false
+    /// Number of beacons put on air, for status counters.
     public private(set) var rotations = 0
+    // Operations on the controller are serialized: a restore after a reconnect must not
+    // interleave its commands with a rotation in progress (the actor alone would let them
+    // interleave at every await).
+    private var busy = false
+    private var waiters: [CheckedContinuation<Void, Never>] = []
 
     public init(session: HCIControllerSession, timing: AdvertisingTiming = .init(), logger: Logger) {
         self.session = session
@@ -43,10 +51,15 @@ public actor BeaconAdvertiser {
         self.logger = logger
     }
 
-    /// Puts `beacon` on air, replacing the current one as one operation.
+    /// Puts `beacon` on air, replacing the current one as one operation. On failure
+    /// advertising is off; calling `show` again with the same beacon is always safe.
     public func show(_ beacon: Beacon) async throws {
+        await lock()
+        defer { unlock() }
+        let isNew = beacon != intended || !onAir
+        intended = beacon
+        onAir = false
         try await disable()
-        current = nil
         try await session.send(HCILESetRandomAddress(address: beacon.address))
         try await session.send(HCILESetAdvertisingParameters(
             intervalMin: AdvertisingInterval(milliseconds: timing.intervalMinMs),
@@ -54,22 +67,24 @@ public actor BeaconAdvertiser {
             type: .advNonconnInd, ownAddressType: .random, channelMap: .all))
         try await session.send(HCILESetAdvertisingData(data: beacon.advertisingData))
         try await session.send(HCILESetAdvertisingEnable(enabled: true))
-        current = beacon
-        rotations += 1
+        onAir = true
+        if isNew { rotations += 1 }
         logger.debug("advertising", metadata: ["radio.address": "\(beacon.address)"])
     }
 
-    /// Shows the current beacon again after the controller was reset (same address and data,
-    /// so the pairing of address and RPI is unchanged). No-op when stopped.
+    /// Puts the intended beacon on air again after the controller was reset (same address and
+    /// data, so the pairing of address and RPI is unchanged). No-op when stopped.
     public func restore() async throws {
-        guard let beacon = current else { return }
-        rotations -= 1
+        guard let beacon = intended else { return }
         try await show(beacon)
     }
 
     /// Stops advertising.
     public func stop() async throws {
-        current = nil
+        await lock()
+        defer { unlock() }
+        intended = nil
+        onAir = false
         try await disable()
     }
 
@@ -85,5 +100,18 @@ public actor BeaconAdvertiser {
         } catch HCISessionError.commandFailed(_, .commandDisallowed) {
             // Some controllers refuse to disable what is already off; that is the state we want.
         }
+    }
+
+    private func lock() async {
+        if busy {
+            await withCheckedContinuation { waiters.append($0) }
+        } else {
+            busy = true
+        }
+    }
+
+    /// Hands the lock straight to the next waiter, so nobody can slip in between.
+    private func unlock() {
+        if waiters.isEmpty { busy = false } else { waiters.removeFirst().resume() }
     }
 }
