@@ -61,7 +61,7 @@ let package = Package(
         .executableTarget(
             name: "gaenctl",
             dependencies: [
-                "ENProtocol", "BLEDaemon",
+                "ENProtocol", "BLEDaemon", "HCIProtocol",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
                 .product(name: "Logging", package: "swift-log"),
             ]
@@ -76,7 +76,10 @@ let package = Package(
             resources: [.copy("Fixtures")]
         ),
         .testTarget(name: "HCIProtocolTests", dependencies: ["HCIProtocol"]),
-        .testTarget(name: "BLEDaemonTests", dependencies: ["BLEDaemon"]),
+        .testTarget(
+            name: "BLEDaemonTests",
+            dependencies: ["BLEDaemon", "HCIProtocol", .product(name: "Logging", package: "swift-log")]
+        ),
         // Runs the built executables end to end (they are built by `swift build --build-tests`).
         .testTarget(name: "CLITests", dependencies: ["gaenctl"]),
     ]

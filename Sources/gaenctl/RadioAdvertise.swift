@@ -19,8 +19,7 @@ struct RadioAdvertise: AsyncParsableCommand {
             """
     )
 
-    @Option(help: "Controller: hci0, hci:N, serial:/dev/ttyX[:baud], tcp:HOST:PORT, unix:PATH.")
-    var controller: String
+    @OptionGroup var options: RadioControllerOptions
 
     @Option(help: "The TEK as 32 hex digits.")
     var tek: String
@@ -43,11 +42,7 @@ struct RadioAdvertise: AsyncParsableCommand {
     func run() async throws {
         let key: TemporaryExposureKey
         do { key = try TemporaryExposureKey(hex: tek) } catch { throw ValidationError("--tek: \(error)") }
-        let address: ControllerAddress
-        do { address = try ControllerAddress(parsing: controller) } catch { throw ValidationError("--controller: \(error)") }
-        let logger = Logger(label: "gaenctl.radio")
-        let session = HCIControllerSession(connector: SystemTransportConnector(address: address), logger: logger)
-        do { _ = try await session.start() } catch { throw CLIFailure("cannot use controller \(controller): \(error)") }
+        let (session, logger) = try await options.startSession()
         let advertiser = BeaconAdvertiser(session: session, logger: logger)
         let clock = RadioClock.system(scale: timeScale)
         let until = duration.map { clock.now() + $0 * timeScale }
@@ -90,8 +85,7 @@ struct RadioScan: AsyncParsableCommand {
             """
     )
 
-    @Option(help: "Controller: hci0, hci:N, serial:/dev/ttyX[:baud], tcp:HOST:PORT, unix:PATH.")
-    var controller: String
+    @OptionGroup var options: RadioControllerOptions
 
     @Option(help: "Seconds to scan.")
     var duration: Double = 10
@@ -101,11 +95,7 @@ struct RadioScan: AsyncParsableCommand {
     }
 
     func run() async throws {
-        let address: ControllerAddress
-        do { address = try ControllerAddress(parsing: controller) } catch { throw ValidationError("--controller: \(error)") }
-        let logger = Logger(label: "gaenctl.radio")
-        let session = HCIControllerSession(connector: SystemTransportConnector(address: address), logger: logger)
-        do { _ = try await session.start() } catch { throw CLIFailure("cannot use controller \(controller): \(error)") }
+        let (session, logger) = try await options.startSession()
         let scanner = Scanner(session: session, logger: logger, now: { Date().timeIntervalSince1970 })
         await scanner.start()
         let reports: AsyncStream<TimedReport>
