@@ -27,6 +27,11 @@ struct RadioAdvertise: AsyncParsableCommand {
     @Option(help: "Stop after this many seconds of real time (default: run until interrupted).")
     var duration: Double?
 
+    @Option(help: "Seconds between watchdog probes of the controller (a probe left unanswered restarts it).")
+    var watchdogInterval: Double = 20
+
+    var probeInterval: Duration { .milliseconds(Int64(watchdogInterval * 1000)) }
+
     @Option(parsing: .unconditional, help: "Calibrated TX power carried in the AEM, dBm (-127...127).")
     var txPower: Int = -30
 
@@ -34,6 +39,7 @@ struct RadioAdvertise: AsyncParsableCommand {
     var timeScale: Double = 1
 
     func validate() throws {
+        guard watchdogInterval >= 0.5 else { throw ValidationError("--watchdog-interval must be at least 0.5 seconds") }
         guard timeScale >= 1, timeScale <= 100_000 else { throw ValidationError("--time-scale must be 1...100000") }
         guard (-127...127).contains(txPower) else { throw ValidationError("--tx-power must be -127...127 dBm") }
         if let duration, !(duration > 0) { throw ValidationError("--duration must be positive") }
@@ -54,7 +60,8 @@ struct RadioAdvertise: AsyncParsableCommand {
                 if case .reconnected = event { try? await advertiser.restore() }
             }
         }
-        defer { restorer.cancel() }
+        let watchdog = Task { await ControllerWatchdog(probeInterval: probeInterval).run(session: session, logger: logger) }
+        defer { restorer.cancel(); watchdog.cancel() }
         do {
             try await GAENAdvertisingRotation().run(
                 advertiser: advertiser, clock: clock, metadata: .v1_0(txPower: Int8(txPower)), logger: logger,
@@ -90,6 +97,9 @@ struct RadioScan: AsyncParsableCommand {
     @Option(help: "Seconds to scan.")
     var duration: Double = 10
 
+    @Option(help: "Seconds between watchdog probes of the controller (a probe left unanswered restarts it).")
+    var watchdogInterval: Double = 20
+
     func validate() throws {
         guard duration > 0, duration <= 86_400 else { throw ValidationError("--duration must be in (0, 86400] seconds") }
     }
@@ -103,8 +113,41 @@ struct RadioScan: AsyncParsableCommand {
             await session.stop()
             throw CLIFailure("cannot start scanning: \(error)")
         }
+        // Watchdogs: a controller that stops answering is restarted; scanning that goes silent
+        // is re-enabled, and restarted with the controller if that does not help. After any
+        // controller reset, scanning is enabled again.
+        let monitor = ScanMonitor()
+        let restorer = Task {
+            for await event in session.events {
+                if case .reconnected = event {
+                    try? await scanner.resumeContinuous()
+                    await monitor.restartWindow(at: Date().timeIntervalSince1970)
+                }
+            }
+        }
+        let watchdog = Task { await ControllerWatchdog(probeInterval: .milliseconds(Int64(watchdogInterval * 1000))).run(session: session, logger: logger) }
+        let stallWatch = Task {
+            var reenabled = false
+            while !Task.isCancelled {
+                try? await Task.sleep(for: .milliseconds(250))
+                let now = Date().timeIntervalSince1970
+                guard await monitor.isStalled(now: now) else { continue }
+                if !reenabled {
+                    logger.warning("scanning went silent; enabling it again")
+                    try? await scanner.resumeContinuous()
+                    reenabled = true
+                } else {
+                    logger.error("scanning still silent; restarting the controller")
+                    await session.restart(reason: "scanning silent")
+                    reenabled = false
+                }
+                await monitor.restartWindow(at: now)
+            }
+        }
+        defer { restorer.cancel(); watchdog.cancel(); stallWatch.cancel() }
         let printer = Task {
             for await r in reports {
+                await monitor.report(at: r.time)
                 guard let s = Sighting(r) else { continue }
                 printJSONLine(.object(["time": .double(s.time), "address": .string("\(s.address)"),
                                        "rpi": .string(s.rpi.hexString), "aem": .string(s.aem.hexString),
@@ -116,4 +159,12 @@ struct RadioScan: AsyncParsableCommand {
         await printer.value
         await session.stop()
     }
+}
+
+/// Shares the stall detector between the report printer and the watchdog loop.
+actor ScanMonitor {
+    private var detector = ScanStallDetector()
+    func report(at time: Double) { detector.report(at: time) }
+    func isStalled(now: Double) -> Bool { detector.isStalled(now: now) }
+    func restartWindow(at time: Double) { detector.restartWindow(at: time) }
 }

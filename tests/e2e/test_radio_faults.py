@@ -3,11 +3,12 @@
 
 from __future__ import annotations
 
+import sys
 import time
 
 import pytest
 
-from conftest import peer_scan, wait_for
+from conftest import PEER, peer_scan, wait_for
 from test_radio_e2e import PREFIX, TEK, check_pairing, two_nodes
 
 FAULTS = {
@@ -66,3 +67,47 @@ def test_advertising_survives(fault, radio, spawn, bin_dir):
     worst = max(b - a for a, b in zip(times, times[1:]))
     assert worst <= 5.0, f"advertising stopped for {worst:.1f} s after {fault}"
     assert "Fatal error" not in adv.stderr
+
+
+def test_hung_controller_is_restarted_by_the_watchdog(radio, spawn, bin_dir):
+    r = two_nodes(radio)
+    scan = peer_scan(spawn, r, "peer", 13.0)
+    time.sleep(0.8)
+    adv = spawn([bin_dir / "gaenctl", "radio", "advertise", "--controller", r.ready["devices"]["node"]["connect"],
+                 "--tek", TEK, "--time-scale", "600", "--duration", "11", "--watchdog-interval", "1"], "advertise")
+    assert wait_for(lambda: r.state("node").get("advertising"), 5)
+    time.sleep(1.0)
+    r.ok(cmd="hang", device="node")
+    assert adv.wait(40) == 0, adv.stderr
+    assert scan.wait(40) == 0
+    stats = r.stats("node")
+    assert stats["commands_swallowed"] >= 1 and stats["host_connections"] >= 2, stats
+    assert "restarting" in adv.stderr or "did not answer" in adv.stderr
+    rotations = adv.lines()
+    reports = [x for x in scan.lines() if x["data"].startswith(PREFIX)]
+    check_pairing(reports, rotations)
+    # Rotations go on after the restart (the hang would otherwise have frozen them).
+    assert rotations[-1]["time"] - rotations[0]["time"] > 3000, rotations
+
+
+def test_silent_scanning_is_noticed_and_resumed(radio, spawn, bin_dir):
+    r = two_nodes(radio)
+    peer = spawn([sys.executable, PEER, "advertise-gaen", "--transport", r.bumble("peer"), "--tek", TEK,
+                  "--tx-power", "-20", "--enin", "2642976", "--duration", "25"], "peer-adv")
+    assert wait_for(lambda: r.state("peer").get("advertising"), 10)
+    sc = spawn([bin_dir / "gaenctl", "radio", "scan", "--controller", r.ready["devices"]["node"]["connect"],
+                "--duration", "15"], "scan")
+    time.sleep(4.0)
+    stall_time = time.time()
+    r.ok(cmd="stall_scan", device="node")
+    assert sc.wait(40) == 0, sc.stderr
+    peer.proc.terminate()
+    assert r.stats("node")["pdus_scan_stalled"] >= 1
+    times = [s["time"] for s in sc.lines()]
+    before = [t for t in times if t < stall_time]
+    after = [t for t in times if t > stall_time]
+    assert len(before) >= 8, "the detector needs a rhythm to miss"
+    assert after, sc.stderr
+    gap = after[0] - stall_time
+    assert 4.0 <= gap <= 8.0, f"scanning resumed {gap:.1f} s after the stall"
+    assert "silent" in sc.stderr

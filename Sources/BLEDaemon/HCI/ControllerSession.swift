@@ -103,6 +103,15 @@ public actor HCIControllerSession {
         finishStreams()
     }
 
+    /// Drops the connection and recovers as after a transport loss: reconnect, Reset, bring-up,
+    /// then `.reconnected` so the owner restores advertising and scanning. The radio watchdog
+    /// calls this when the controller or its scanning has gone silent.
+    public func restart(reason: String) {
+        guard state == .running else { return }
+        logger.warning("restarting controller", metadata: ["hci.reason": "\(reason)"])
+        lose(reason: reason, event: .transportLost(reason: "restart: \(reason)"))
+    }
+
     private func finishStreams() {
         reportSink.finish()
         eventSink.finish()

@@ -112,6 +112,13 @@ public actor Scanner {
         return stream
     }
 
+    /// Enables scanning again (after a stall, or after the controller was reset) when a
+    /// continuous scan is running; a no-op otherwise.
+    public func resumeContinuous() async throws {
+        guard live != nil else { return }
+        try await enable()
+    }
+
     public func stop() async {
         live?.finish()
         live = nil
