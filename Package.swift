@@ -9,6 +9,7 @@ let package = Package(
     products: [
         .executable(name: "gaend", targets: ["gaend"]),
         .executable(name: "gaenctl", targets: ["gaenctl"]),
+        .executable(name: "FuzzHCIEvent", targets: ["FuzzHCIEvent"]),
         .library(name: "ENProtocol", targets: ["ENProtocol"]),
     ],
     dependencies: [
@@ -71,11 +72,17 @@ let package = Package(
         .executableTarget(
             name: "gaenctl",
             dependencies: [
-                "ENProtocol", "BLEDaemon", "GaenClient",
+                "ENProtocol", "BLEDaemon", "HCIProtocol", "GaenClient",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
                 .product(name: "Logging", package: "swift-log"),
             ]
         ),
+        // Fuzz target for the HCI event decoder (tools/fuzz/run.sh FuzzHCIEvent SECONDS).
+        .executableTarget(name: "FuzzHCIEvent", dependencies: ["HCIProtocol", "FuzzSupport"]),
+        // Fuzz target for the advertisement payload parser (tools/fuzz/run.sh FuzzAdvertisement SECONDS).
+        .executableTarget(name: "FuzzAdvertisement", dependencies: ["ENProtocol", "FuzzSupport"]),
+        // The entry point shared by the fuzz targets (libFuzzer driver or corpus replay).
+        .target(name: "FuzzSupport"),
         // Benchmarks print figures; they are not tests (run: scripts/bench.sh).
         .executableTarget(name: "GaenBench", dependencies: ["ENProtocol"]),
         .testTarget(
@@ -84,7 +91,10 @@ let package = Package(
             resources: [.copy("Fixtures")]
         ),
         .testTarget(name: "HCIProtocolTests", dependencies: ["HCIProtocol"]),
-        .testTarget(name: "BLEDaemonTests", dependencies: ["BLEDaemon"]),
+        .testTarget(
+            name: "BLEDaemonTests",
+            dependencies: ["BLEDaemon", "HCIProtocol", .product(name: "Logging", package: "swift-log")]
+        ),
         // D-Bus binding and API contract against private dbus-daemons and real clients.
         .testTarget(name: "BusTests", dependencies: ["DBusCore", "GaenClient", "BLEDaemon", "gaenctl"]),
         // Runs the built executables end to end (they are built by `swift build --build-tests`).

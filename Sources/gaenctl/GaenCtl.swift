@@ -7,8 +7,11 @@ struct GaenCtl: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "gaenctl",
         abstract: "Client of gaend and offline GAEN protocol toolbox.",
-        subcommands: [Derive.self,
-                      Status.self]
+        subcommands: [
+            Derive.self,
+            Radio.self,
+            Status.self,
+        ]
     )
 
     /// Accepted before the subcommand too (`gaenctl --bus ADDRESS status`).
