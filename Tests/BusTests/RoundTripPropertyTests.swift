@@ -131,3 +131,11 @@ struct WireBytesTests {
         }
     }
 }
+
+extension WireBytesTests {
+    @Test("a descriptor the message does not carry is an error, not a dead value (fuzzer finding)")
+    func missingFD() throws {
+        let crash = repoRoot.appendingPathComponent("tools/fuzz/corpus/FuzzDBusMessage/variant-with-fd")
+        #expect(throws: DBusDecodeError.missingUnixFD) { try BusMessage(marshalled: try Data(contentsOf: crash)) }
+    }
+}

@@ -33,4 +33,8 @@ public func fuzzDBusMessage(_ data: UnsafePointer<UInt8>?, _ size: Int) -> CInt 
     return 0
 }
 
-FuzzEntry.main(name: "FuzzDBusMessage", fuzzDBusMessage)
+// @main rather than main.swift: the fuzzer build compiles executables as libraries.
+@main
+struct FuzzDBusMessageMain {
+    static func main() { FuzzEntry.main(name: "FuzzDBusMessage", fuzzDBusMessage) }
+}
