@@ -74,5 +74,7 @@ let package = Package(
         ),
         .testTarget(name: "HCIProtocolTests", dependencies: ["HCIProtocol"]),
         .testTarget(name: "BLEDaemonTests", dependencies: ["BLEDaemon"]),
+        // Test helper: writes a store in a loop until killed (the kill -9 test runs it).
+        .executableTarget(name: "StoreStress", dependencies: ["BLEDaemon", "ENProtocol"]),
     ]
 )
