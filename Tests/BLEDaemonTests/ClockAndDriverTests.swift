@@ -164,3 +164,23 @@ struct ScheduleDriverTests {
         #expect(await effects.stops == 1)
     }
 }
+
+@Suite("Settings to node core")
+struct SettingsBridgeTests {
+    @Test("the default settings give the reference schedule and a 14-day store")
+    func defaults() throws {
+        let s = GaendSettings()
+        let schedule = try NodeSchedule(settings: s)
+        #expect(schedule.rotation == RotationPolicy())
+        #expect(schedule.scan == .default)
+        let store = StoreConfiguration(settings: s)
+        #expect(store.path == "/var/lib/gaend/store.sqlite" && store.retentionDays == 14 && store.maximumBytes == 512 << 20)
+        #expect(try s.makeClock() is SystemClock)
+        var fast = s
+        fast.timeScale = 60
+        #expect(fast.makeClockSync().status() == .waived)
+        fast.scanning.mode = .fixed
+        fast.scanning.fixedPeriodSeconds = 60
+        #expect(try NodeSchedule(settings: fast).scan.cadence == .fixedPeriod(60))
+    }
+}
