@@ -68,7 +68,7 @@ let package = Package(
             ]
         ),
         // Benchmarks print figures; they are not tests (run: scripts/bench.sh).
-        .executableTarget(name: "GaenBench", dependencies: ["ENProtocol"]),
+        .executableTarget(name: "GaenBench", dependencies: ["ENProtocol", "BLEDaemon"]),
         .testTarget(
             name: "ENProtocolTests",
             dependencies: ["ENProtocol"],
