@@ -80,6 +80,30 @@ struct StoreTests {
         #expect(try dir.open().counts().scans == 5)
     }
 
+    @Test("a wrong key on a store left by a crash (WAL not checkpointed) touches neither file")
+    func wrongKeyAfterCrash() throws {
+        let dir = try TempStoreDir()
+        let store = try dir.open()
+        for n in 1...5 { try store.recordScan(StressRecords.scan(number: n)) }
+        // Snapshot the files while the store is open: what a crash leaves behind.
+        let crashed = try TempStoreDir()
+        for suffix in ["", "-wal", "-shm"] {
+            try FileManager.default.copyItem(atPath: dir.storePath + suffix, toPath: crashed.storePath + suffix)
+        }
+        try store.close()
+        let main = try Data(contentsOf: URL(fileURLWithPath: crashed.storePath))
+        let wal = try Data(contentsOf: URL(fileURLWithPath: crashed.storePath + "-wal"))
+        #expect(!wal.isEmpty)
+        #expect(throws: StoreError.wrongKey(path: crashed.storePath)) {
+            try NodeStore(configuration: StoreConfiguration(path: crashed.storePath), key: crashed.key)
+        }
+        #expect(try Data(contentsOf: URL(fileURLWithPath: crashed.storePath)) == main)
+        #expect(try Data(contentsOf: URL(fileURLWithPath: crashed.storePath + "-wal")) == wal)
+        // The right key recovers every committed scan from the WAL.
+        let reopened = try NodeStore(configuration: StoreConfiguration(path: crashed.storePath), key: dir.key)
+        #expect(try reopened.counts().scans == 5)
+    }
+
     @Test("a file that is not a store is named as such")
     func notAStore() throws {
         let dir = try TempStoreDir()
@@ -262,5 +286,30 @@ struct StoreKeyTests {
         #expect(throws: StoreError.noKeySource(credentialPath: nil)) { try StoreKey.load(keyFile: nil, environment: [:]) }
         #expect("\(dir.key)" == "StoreKey(<redacted>)")
         #expect(!"\(StoreError.noKeySource(credentialPath: nil))".isEmpty)
+    }
+}
+
+@Suite("Store creation")
+struct StoreCreationTests {
+    @Test("a store file killed before its schema was written opens as a new store")
+    func emptyFileIsNew() throws {
+        let dir = try TempStoreDir()
+        // What SQLite leaves after switching to WAL and dying before the first migration.
+        let q = try DatabaseQueue(path: dir.storePath)
+        try q.writeWithoutTransaction { db in _ = try String.fetchOne(db, sql: "PRAGMA journal_mode = WAL") }
+        try q.close()
+        #expect(try FileManager.default.attributesOfItem(atPath: dir.storePath)[.size] as? Int ?? 0 > 0)
+        let store = try dir.open()
+        try store.recordScan(StressRecords.scan(number: 1))
+        #expect(try store.counts().scans == 1)
+        let mode = try FileManager.default.attributesOfItem(atPath: dir.storePath)[.posixPermissions] as? Int
+        #expect(mode == 0o644 || mode == 0o600) // this file was made by the test, not the store
+    }
+
+    @Test("a new store file is private to the daemon's user")
+    func newStoreIsPrivate() throws {
+        let dir = try TempStoreDir()
+        try dir.open().close()
+        #expect(try FileManager.default.attributesOfItem(atPath: dir.storePath)[.posixPermissions] as? Int == 0o600)
     }
 }

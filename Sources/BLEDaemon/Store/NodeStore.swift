@@ -71,8 +71,8 @@ public final class NodeStore: @unchecked Sendable {
         self.key = key
         self.logger = logger
         let path = configuration.path
-        let existing = (try? FileManager.default.attributesOfItem(atPath: path)[.size] as? Int).flatMap { $0 } ?? 0 > 0
-        if existing {
+        let size = (try? FileManager.default.attributesOfItem(atPath: path))?[.size] as? Int ?? 0
+        if size > 0 {
             try Self.verifyKey(path: path, key: key)
         } else {
             // SQLite would create the file with the umask's mode; the store is private.
@@ -163,10 +163,15 @@ public final class NodeStore: @unchecked Sendable {
         do {
             let queue = try DatabaseQueue(path: path, configuration: config)
             sealed = try queue.read { db -> Data? in
+                // A store killed while being created holds no table yet: it is new, not foreign.
+                if try Int.fetchOne(db, sql: "SELECT count(*) FROM sqlite_master") == 0 { return nil }
                 guard try db.tableExists("store_meta") else {
                     throw StoreError.notAStore(path: path, reason: "no store_meta table")
                 }
-                return try Data.fetchOne(db, sql: "SELECT key_check FROM store_meta WHERE id = 1")
+                guard let check = try Data.fetchOne(db, sql: "SELECT key_check FROM store_meta WHERE id = 1") else {
+                    throw StoreError.notAStore(path: path, reason: "no key check value")
+                }
+                return check
             }
             try queue.close()
         } catch let e as StoreError {
@@ -176,7 +181,7 @@ public final class NodeStore: @unchecked Sendable {
         } catch {
             throw mapped(error, pending: 0)
         }
-        guard let sealed else { throw StoreError.notAStore(path: path, reason: "no key check value") }
+        guard let sealed else { return }
         do {
             let plain = try AES256GCM.open(sealed, key: key.bytes, associatedData: keyCheckAAD)
             guard plain == keyCheckPlaintext else { throw StoreError.wrongKey(path: path) }
@@ -225,12 +230,13 @@ public final class NodeStore: @unchecked Sendable {
         return StoreError.database(code: e.extendedResultCode.rawValue, message: e.message ?? "\(e)")
     }
 
+    /// Always called with `lock` held (it reads the pending queue's size).
     private func write<T>(_ body: (Database) throws -> T) throws -> T {
         do { return try pool.write(body) } catch let e as StoreError { throw e } catch { throw Self.mapped(error, pending: pending.count) }
     }
 
     private func read<T>(_ body: (Database) throws -> T) throws -> T {
-        do { return try pool.read(body) } catch let e as StoreError { throw e } catch { throw Self.mapped(error, pending: pending.count) }
+        do { return try pool.read(body) } catch let e as StoreError { throw e } catch { throw Self.mapped(error, pending: 0) }
     }
 
     // MARK: Temporary exposure keys
@@ -300,7 +306,10 @@ public final class NodeStore: @unchecked Sendable {
                 droppedWhileFull += 1
                 logger.warning("disk full: dropped the oldest scan waiting in memory", metadata: ["store.dropped": "\(droppedWhileFull)"])
             }
-            return try flushLocked()!
+            guard let id = try flushLocked() else {
+                throw StoreError.invalidRecord(reason: "scan was queued but not written") // unreachable: the queue held it
+            }
+            return id
         }
     }
 
