@@ -4,6 +4,7 @@ import Foundation
 
 let benchmarks: [String: ([String]) throws -> Void] = [
     "ingest": IngestBench.run,
+    "schedule-idle": ScheduleIdleBench.run,
 ]
 
 let arguments = Array(CommandLine.arguments.dropFirst())
