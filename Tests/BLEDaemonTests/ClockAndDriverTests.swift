@@ -76,7 +76,7 @@ struct ClockTests {
     func clockSync() throws {
         #expect(LinuxClockSync(waived: true).status() == .waived)
         let flag = FileManager.default.temporaryDirectory.appendingPathComponent("gaend-sync-\(UUID().uuidString)")
-        FileManager.default.createFile(atPath: flag.path, contents: nil)
+        #expect(FileManager.default.createFile(atPath: flag.path, contents: nil))
         defer { try? FileManager.default.removeItem(at: flag) }
         #expect(LinuxClockSync(timesyncFlagPath: flag.path).status().isUsable)
         // Without the flag the answer is the kernel's; whichever it is, it is explained.

@@ -93,7 +93,7 @@ struct StoreFaultTests {
         for n in 1...5 { try store.recordScan(StressRecords.scan(number: n)) }
         // Fill the rest of the file system.
         let filler = mountPoint.appendingPathComponent("filler")
-        FileManager.default.createFile(atPath: filler.path, contents: nil)
+        #expect(FileManager.default.createFile(atPath: filler.path, contents: nil))
         let handle = try FileHandle(forWritingTo: filler)
         let chunk = Data(count: 16 * 1024)
         while (try? handle.write(contentsOf: chunk)) != nil {}
