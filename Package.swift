@@ -9,6 +9,7 @@ let package = Package(
     products: [
         .executable(name: "gaend", targets: ["gaend"]),
         .executable(name: "gaenctl", targets: ["gaenctl"]),
+        .executable(name: "FuzzHCIEvent", targets: ["FuzzHCIEvent"]),
         .library(name: "ENProtocol", targets: ["ENProtocol"]),
     ],
     dependencies: [
@@ -62,11 +63,13 @@ let package = Package(
         .executableTarget(
             name: "gaenctl",
             dependencies: [
-                "ENProtocol", "BLEDaemon",
+                "ENProtocol", "BLEDaemon", "HCIProtocol",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
                 .product(name: "Logging", package: "swift-log"),
             ]
         ),
+        // Fuzz target for the HCI event decoder (tools/fuzz/run.sh FuzzHCIEvent SECONDS).
+        .executableTarget(name: "FuzzHCIEvent", dependencies: ["HCIProtocol"]),
         // Benchmarks print figures; they are not tests (run: scripts/bench.sh).
         .executableTarget(name: "GaenBench", dependencies: ["ENProtocol", "BLEDaemon"]),
         .testTarget(
@@ -75,7 +78,10 @@ let package = Package(
             resources: [.copy("Fixtures")]
         ),
         .testTarget(name: "HCIProtocolTests", dependencies: ["HCIProtocol"]),
-        .testTarget(name: "BLEDaemonTests", dependencies: ["BLEDaemon"]),
+        .testTarget(
+            name: "BLEDaemonTests",
+            dependencies: ["BLEDaemon", "HCIProtocol", .product(name: "Logging", package: "swift-log")]
+        ),
         // Test helper: writes a store in a loop until killed (the kill -9 test runs it).
         .executableTarget(name: "StoreStress", dependencies: ["BLEDaemon", "ENProtocol"]),
         // Runs the built executables end to end (they are built by `swift build --build-tests`).

@@ -10,7 +10,7 @@ struct ScanBlobTests {
         var rng = SeededRandom(seed: UInt64(seed))
         let count = Int(rng.next() % 200)
         let sightings = try (0..<count).map { _ in
-            Sighting(time: Double(rng.next() % 2_000_000_000) + Double(rng.next() % 1000) / 1000,
+            RecordedSighting(time: Double(rng.next() % 2_000_000_000) + Double(rng.next() % 1000) / 1000,
                      rpi: try RollingProximityIdentifier(bytes: rng.bytes(16)),
                      aem: try AssociatedEncryptedMetadata(bytes: rng.bytes(4)),
                      rssi: Int8(truncatingIfNeeded: rng.next()))

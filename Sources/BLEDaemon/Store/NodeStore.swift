@@ -57,7 +57,7 @@ public final class NodeStore: @unchecked Sendable {
     private let pool: DatabasePool
     private let logger: Logger
     private let lock = NSLock()
-    private var pending: [ScanRecord] = []
+    private var pending: [RecordedScan] = []
     private var droppedWhileFull = 0
     private var full = false
 
@@ -292,7 +292,7 @@ public final class NodeStore: @unchecked Sendable {
     /// and `StoreError.diskFull` is thrown; the caller keeps running (advertising goes on) and
     /// a later call or `flushPending()` writes it once space returns.
     @discardableResult
-    public func recordScan(_ scan: ScanRecord) throws -> Int64 {
+    public func recordScan(_ scan: RecordedScan) throws -> Int64 {
         guard scan.start.isFinite, scan.end.isFinite, scan.end >= scan.start else {
             throw StoreError.invalidRecord(reason: "scan times must be finite with end >= start, got \(scan.start)...\(scan.end)")
         }
@@ -356,7 +356,7 @@ public final class NodeStore: @unchecked Sendable {
     /// Whether the last write found the disk full (status: "storage error").
     public var isFull: Bool { lock.withLock { full } }
 
-    private func insertScan(_ scan: ScanRecord) throws -> Int64 {
+    private func insertScan(_ scan: RecordedScan) throws -> Int64 {
         let blob = ScanBlob.encode(scan.sightings)
         return try write { db in
             let id = try Self.nextID(db, table: "scan")
@@ -378,14 +378,14 @@ public final class NodeStore: @unchecked Sendable {
                 let id: Int64 = row["id"], start: Double = row["start_time"], end: Double = row["end_time"]
                 let count: Int64 = row["report_count"], sealed: Data = row["sealed"]
                 let plain = try open(sealed, aad: Self.aad("scan", [id, Self.bits(start), Self.bits(end), count]), table: "scan", id: id)
-                let sightings: [Sighting]
+                let sightings: [RecordedSighting]
                 do { sightings = try ScanBlob.decode(plain) } catch let r as ScanBlob.Reason {
                     throw StoreError.corruptRecord(table: "scan", id: id, reason: r.text)
                 }
                 guard sightings.count == count else {
                     throw StoreError.corruptRecord(table: "scan", id: id, reason: "\(sightings.count) reports, \(count) in the clear count")
                 }
-                return StoredScan(id: id, record: ScanRecord(start: start, end: end, sightings: sightings))
+                return StoredScan(id: id, record: RecordedScan(start: start, end: end, sightings: sightings))
             }
         }
     }

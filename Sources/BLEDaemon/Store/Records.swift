@@ -2,7 +2,7 @@ import ENProtocol
 import Foundation
 
 /// One advertising report with 0xFD6F service data, as the scanner keeps it.
-public struct Sighting: Hashable, Sendable {
+public struct RecordedSighting: Hashable, Sendable {
     /// UTC Unix seconds of the report (derived from the scan's start and monotonic time).
     public var time: Double
     public var rpi: RollingProximityIdentifier
@@ -19,12 +19,12 @@ public struct Sighting: Hashable, Sendable {
 }
 
 /// One scan: its start and end (UTC Unix seconds) and every report it kept, possibly none.
-public struct ScanRecord: Hashable, Sendable {
+public struct RecordedScan: Hashable, Sendable {
     public var start: Double
     public var end: Double
-    public var sightings: [Sighting]
+    public var sightings: [RecordedSighting]
 
-    public init(start: Double, end: Double, sightings: [Sighting]) {
+    public init(start: Double, end: Double, sightings: [RecordedSighting]) {
         self.start = start
         self.end = end
         self.sightings = sightings
@@ -34,7 +34,7 @@ public struct ScanRecord: Hashable, Sendable {
 /// A scan as read back, with its row id.
 public struct StoredScan: Hashable, Sendable {
     public var id: Int64
-    public var record: ScanRecord
+    public var record: RecordedScan
 }
 
 /// A ground-truth marker (time, label, distance, note): holds until the next marker.
@@ -70,7 +70,7 @@ enum ScanBlob {
     static let reportSize = 8 + 16 + 4 + 1
     static let headerSize = 5
 
-    static func encode(_ sightings: [Sighting]) -> Data {
+    static func encode(_ sightings: [RecordedSighting]) -> Data {
         var out = [UInt8]()
         out.reserveCapacity(headerSize + sightings.count * reportSize)
         out.append(version)
@@ -84,7 +84,7 @@ enum ScanBlob {
         return Data(out)
     }
 
-    static func decode(_ data: Data) throws -> [Sighting] {
+    static func decode(_ data: Data) throws -> [RecordedSighting] {
         let b = [UInt8](data)
         guard b.count >= headerSize else { throw Reason("blob of \(b.count) bytes is shorter than its 5-byte header") }
         guard b[0] == version else { throw Reason("blob version \(b[0]), expected \(version)") }
@@ -92,14 +92,14 @@ enum ScanBlob {
         guard b.count == headerSize + count * reportSize else {
             throw Reason("blob declares \(count) reports (\(headerSize + count * reportSize) bytes) but has \(b.count) bytes")
         }
-        var out = [Sighting]()
+        var out = [RecordedSighting]()
         out.reserveCapacity(count)
         var o = headerSize
         for _ in 0..<count {
             let time = Double(bitPattern: UInt64(readLE32(b, o)) | UInt64(readLE32(b, o + 4)) << 32)
             let rpi = try RollingProximityIdentifier(bytes: Data(b[(o + 8)..<(o + 24)]))
             let aem = try AssociatedEncryptedMetadata(bytes: Data(b[(o + 24)..<(o + 28)]))
-            out.append(Sighting(time: time, rpi: rpi, aem: aem, rssi: Int8(bitPattern: b[o + 28])))
+            out.append(RecordedSighting(time: time, rpi: rpi, aem: aem, rssi: Int8(bitPattern: b[o + 28])))
             o += reportSize
         }
         return out
@@ -113,5 +113,16 @@ enum ScanBlob {
 
     static func readLE32(_ b: [UInt8], _ o: Int) -> UInt32 {
         UInt32(b[o]) | UInt32(b[o + 1]) << 8 | UInt32(b[o + 2]) << 16 | UInt32(b[o + 3]) << 24
+    }
+}
+
+extension RecordedScan {
+    /// What the store keeps of a scan from the radio: its times and, of each report with
+    /// 0xFD6F service data, time, RPI, AEM and RSSI (not the advertiser's address, which
+    /// changes with every rotation and is of no use to matching).
+    public init(_ scan: ScanRecord) {
+        self.init(start: scan.start, end: scan.end, sightings: scan.sightings.map {
+            RecordedSighting(time: $0.time, rpi: $0.rpi, aem: $0.aem, rssi: Int8(clamping: $0.rssi))
+        })
     }
 }
