@@ -17,6 +17,7 @@ let package = Package(
         .package(url: "https://github.com/apple/swift-log", from: "1.6.0"),
         .package(url: "https://github.com/apple/swift-protobuf", from: "1.28.0"),
         .package(url: "https://github.com/weichsel/ZIPFoundation", from: "0.9.19"),
+        .package(url: "https://github.com/groue/GRDB.swift", from: "7.0.0"),
         .package(url: "https://github.com/jpsim/Yams", from: "6.0.0"),
     ],
     targets: [
@@ -58,6 +59,7 @@ let package = Package(
             dependencies: [
                 "ENProtocol", "HCIProtocol", "HCIShim", "DBusCore",
                 .product(name: "Logging", package: "swift-log"),
+                .product(name: "GRDB", package: "GRDB.swift"),
                 .product(name: "Yams", package: "Yams"),
             ]
         ),
@@ -86,7 +88,7 @@ let package = Package(
         // The entry point shared by the fuzz targets (libFuzzer driver or corpus replay).
         .target(name: "FuzzSupport"),
         // Benchmarks print figures; they are not tests (run: scripts/bench.sh).
-        .executableTarget(name: "GaenBench", dependencies: ["ENProtocol"]),
+        .executableTarget(name: "GaenBench", dependencies: ["ENProtocol", "BLEDaemon"]),
         .testTarget(
             name: "ENProtocolTests",
             dependencies: ["ENProtocol"],
@@ -99,6 +101,8 @@ let package = Package(
         ),
         // D-Bus binding and API contract against private dbus-daemons and real clients.
         .testTarget(name: "BusTests", dependencies: ["DBusCore", "GaenClient", "BLEDaemon", "gaenctl"]),
+        // Test helper: writes a store in a loop until killed (the kill -9 test runs it).
+        .executableTarget(name: "StoreStress", dependencies: ["BLEDaemon", "ENProtocol"]),
         // Runs the built executables end to end (they are built by `swift build --build-tests`).
         .testTarget(name: "CLITests", dependencies: ["gaenctl"]),
     ]

@@ -158,7 +158,9 @@ struct ControllerSessionTests {
 
     @Test func endOfStreamReconnectsWithBackoff() async throws {
         let connector = ScriptedConnector()
-        let (session, sleeper) = makeSession(connector)
+        // The in-flight command must be ended by the end of stream, not by its timeout: on a
+        // loaded machine a 2 s timeout fired first and made this test flaky.
+        let (session, sleeper) = makeSession(connector, timeout: .seconds(120))
         let events = Recorder<HCISessionEvent>()
         await events.start(session.events)
         try await session.start()

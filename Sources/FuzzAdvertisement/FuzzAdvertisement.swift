@@ -24,4 +24,7 @@ public func fuzzAdvertisement(_ data: UnsafePointer<UInt8>?, _ size: Int) -> CIn
     return 0
 }
 
-FuzzEntry.main(name: "FuzzAdvertisement", fuzzAdvertisement)
+@main
+struct FuzzAdvertisementMain {
+    static func main() { FuzzEntry.main(name: "FuzzAdvertisement", fuzzAdvertisement) }
+}
