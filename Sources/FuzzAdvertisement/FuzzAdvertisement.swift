@@ -24,7 +24,11 @@ public func fuzzAdvertisement(_ data: UnsafePointer<UInt8>?, _ size: Int) -> CIn
     return 0
 }
 
+// Under -DFUZZING, libFuzzer's own main() calls LLVMFuzzerTestOneInput above (see
+// Sources/FuzzHCIEvent); only the ordinary build gets our entry point, the corpus replayer.
+#if !FUZZING
 @main
 struct FuzzAdvertisementMain {
     static func main() { FuzzEntry.main(name: "FuzzAdvertisement", fuzzAdvertisement) }
 }
+#endif
