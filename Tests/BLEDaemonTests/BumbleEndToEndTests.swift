@@ -18,26 +18,48 @@ final class BumbleControllers: @unchecked Sendable {
         return p.terminationStatus == 0
     }()
 
+    /// How the first controller is served (the second is always TCP).
+    enum Serving { case tcp, pty, unix }
+
     let ports: [Int]
+    let serving: Serving
+    let path = "/tmp/gaend-bumble-\(UUID().uuidString.prefix(8))"
     private var process: Process?
 
-    init() throws {
+    init(serving: Serving = .tcp) throws {
         ports = [try Self.freePort(), try Self.freePort()]
+        self.serving = serving
         try start()
+    }
+
+    private var specs: [String] {
+        let first: String
+        switch serving {
+        case .tcp: first = "tcp-server:127.0.0.1:\(ports[0])"
+        case .pty: first = "pty:\(path)"
+        case .unix: first = "unix-server:\(path)"
+        }
+        return [first, "tcp-server:127.0.0.1:\(ports[1])"]
+    }
+
+    private func ready(_ index: Int) -> Bool {
+        if index == 0, serving != .tcp { return FileManager.default.fileExists(atPath: path) }
+        return Self.listening(ports[index])
     }
 
     /// Starts the controllers and waits until both ports accept connections.
     func start() throws {
         let p = Process()
         p.executableURL = URL(fileURLWithPath: "/usr/bin/env")
-        p.arguments = ["python3", "-m", "bumble.apps.controllers"] + ports.map { "tcp-server:127.0.0.1:\($0)" }
+        try? FileManager.default.removeItem(atPath: path)
+        p.arguments = ["python3", "-m", "bumble.apps.controllers"] + specs
         p.standardOutput = FileHandle.nullDevice
         p.standardError = FileHandle.nullDevice
         try p.run()
         process = p
         let deadline = Date().addingTimeInterval(20)
-        for port in ports {
-            while !Self.listening(port) {
+        for index in ports.indices {
+            while !ready(index) {
                 guard Date() < deadline, p.isRunning else { throw BumbleError.didNotStart }
                 Thread.sleep(forTimeInterval: 0.05)
             }
@@ -49,14 +71,22 @@ final class BumbleControllers: @unchecked Sendable {
     func stop() {
         guard let p = process else { return }
         process = nil
-        guard p.isRunning else { return }
-        kill(p.processIdentifier, SIGKILL)
-        p.waitUntilExit()
+        if p.isRunning {
+            kill(p.processIdentifier, SIGKILL)
+            p.waitUntilExit()
+        }
+        if serving != .tcp { try? FileManager.default.removeItem(atPath: path) }
     }
 
     deinit { stop() }
 
-    func address(_ i: Int) -> ControllerAddress { .tcp(host: "127.0.0.1", port: ports[i]) }
+    func address(_ i: Int) -> ControllerAddress {
+        switch (i, serving) {
+        case (0, .pty): return .serial(path: path, baud: 115_200)
+        case (0, .unix): return .unix(path: path)
+        default: return .tcp(host: "127.0.0.1", port: ports[i])
+        }
+    }
 
     enum BumbleError: Error { case didNotStart, noPort }
 
@@ -109,6 +139,18 @@ struct BumbleEndToEndTests {
         #expect(facts.manufacturerId == 0xFFFF)
         #expect(facts.leFeatures.contains("LE Extended Advertising"))
         #expect(facts.advertisingTxPowerDbm == 0, "stock Bumble always reports 0 dBm")
+    }
+
+    /// The serial transport (termios raw mode over a pty, as a UART) and the Unix socket
+    /// transport against the same virtual controller.
+    @Test(arguments: [BumbleControllers.Serving.pty, .unix])
+    func probeOverSerialAndUnix(_ serving: BumbleControllers.Serving) async throws {
+        let bumble = try BumbleControllers(serving: serving)
+        defer { bumble.stop() }
+        let facts = try await ControllerProbe.run(connector: SystemTransportConnector(address: bumble.address(0)), logger: logger)
+        #expect(facts.controller == bumble.address(0).description)
+        #expect(facts.hciVersion == "5.0")
+        #expect(facts.advertisingTxPowerDbm == 0)
     }
 
     @Test func advertisingOnOneControllerIsReportedByTheOther() async throws {
