@@ -17,6 +17,7 @@ let package = Package(
         .package(url: "https://github.com/apple/swift-log", from: "1.6.0"),
         .package(url: "https://github.com/apple/swift-protobuf", from: "1.28.0"),
         .package(url: "https://github.com/weichsel/ZIPFoundation", from: "0.9.19"),
+        .package(url: "https://github.com/jpsim/Yams", from: "6.0.0"),
     ],
     targets: [
         // System library: OpenSSL libcrypto, the one crypto provider (design card: libssl-dev).
@@ -46,6 +47,7 @@ let package = Package(
             dependencies: [
                 "ENProtocol", "HCIProtocol", "HCIShim",
                 .product(name: "Logging", package: "swift-log"),
+                .product(name: "Yams", package: "Yams"),
             ]
         ),
         .executableTarget(
@@ -78,5 +80,7 @@ let package = Package(
             name: "BLEDaemonTests",
             dependencies: ["BLEDaemon", "HCIProtocol", .product(name: "Logging", package: "swift-log")]
         ),
+        // Runs the built executables end to end (they are built by `swift build --build-tests`).
+        .testTarget(name: "CLITests", dependencies: ["gaenctl"]),
     ]
 )

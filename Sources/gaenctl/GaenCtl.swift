@@ -8,6 +8,7 @@ struct GaenCtl: AsyncParsableCommand {
         commandName: "gaenctl",
         abstract: "Client of gaend and offline GAEN protocol toolbox.",
         subcommands: [
+            Derive.self,
             Radio.self,
         ]
     )
