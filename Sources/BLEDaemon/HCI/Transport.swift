@@ -79,7 +79,8 @@ final class FileDescriptorTransport: HCITransport, @unchecked Sendable {
     private let isSocket: Bool
     private let name: String
     private let lock = NSLock()
-    private var closed = false  // guarded by lock
+    private var closed = false  // guarded by lock: no more sends
+    private var released = false  // guarded by lock: the descriptor is closed, its number may be reused
 
     init(fd: Int32, isSocket: Bool, name: String) {
         self.fd = fd
@@ -96,7 +97,15 @@ final class FileDescriptorTransport: HCITransport, @unchecked Sendable {
     private func readLoop() {
         var framer = H4Framer()
         var buffer = [UInt8](repeating: 0, count: 2048)
-        defer { Glibc.close(fd) }
+        // Closed under the lock so that send()/close() never touch a number the kernel has
+        // already handed to another socket.
+        defer {
+            lock.withLock {
+                closed = true
+                released = true
+                _ = Glibc.close(fd)
+            }
+        }
         while !isClosed {
             var pfd = pollfd(fd: fd, events: Int16(POLLIN), revents: 0)
             let ready = poll(&pfd, 1, 100)
@@ -152,12 +161,12 @@ final class FileDescriptorTransport: HCITransport, @unchecked Sendable {
     }
 
     func close() {
-        let wasOpen = lock.withLock { () -> Bool in
-            defer { closed = true }
-            return !closed
+        lock.withLock {
+            closed = true
+            // Wakes the read thread at once (a tty is noticed at the next poll timeout); the
+            // read thread closes the descriptor itself.
+            if !released, isSocket { _ = shutdown(fd, Int32(SHUT_RDWR)) }
         }
-        // Wakes a blocked peer at once; the read thread closes the descriptor itself.
-        if wasOpen, isSocket { _ = shutdown(fd, Int32(SHUT_RDWR)) }
     }
 
     deinit { close() }
