@@ -103,6 +103,15 @@ public actor HCIControllerSession {
         finishStreams()
     }
 
+    /// Drops the connection and recovers exactly as after a fault: reconnect with backoff,
+    /// bring-up from Reset, then `.reconnected`. For a watchdog that sees scanning or the
+    /// controller go silent. Ignored unless the session is running.
+    public func restart(reason: String) {
+        guard state == .running else { return }
+        logger.warning("controller restart requested", metadata: ["hci.reason": "\(reason)"])
+        lose(reason: reason, event: .restartRequested(reason: reason))
+    }
+
     private func finishStreams() {
         reportSink.finish()
         eventSink.finish()
