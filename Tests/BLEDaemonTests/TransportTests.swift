@@ -77,6 +77,23 @@ struct TransportTests {
         #expect(throws: HCITransportError.closed) { try transport.send(HCIReset().packet) }
     }
 
+    /// A peer that stops reading makes send() fail after the write timeout instead of
+    /// blocking the session for ever.
+    @Test func stalledLinkTimesOutAWrite() throws {
+        var fds: [Int32] = [0, 0]
+        #expect(socketpair(AF_UNIX, Int32(SOCK_STREAM.rawValue), 0, &fds) == 0)
+        let transport = FileDescriptorTransport(fd: fds[0], isSocket: true, name: "stalled")
+        defer { transport.close(); close(fds[1]) }
+        let data = try HCILESetAdvertisingData(data: [UInt8](repeating: 0xAA, count: 31)).packet
+        let started = ContinuousClock.now
+        let error = try #require(throws: HCITransportError.self) {
+            for _ in 0..<1_000_000 { try transport.send(data) }
+        }
+        guard case let .system(_, e) = error else { Issue.record("unexpected \(error)"); return }
+        #expect(e.errno == ETIMEDOUT)
+        #expect(ContinuousClock.now - started >= .milliseconds(900))
+    }
+
     @Test func outOfStepStreamFailsTheTransport() async throws {
         var fds: [Int32] = [0, 0]
         #expect(socketpair(AF_UNIX, Int32(SOCK_STREAM.rawValue), 0, &fds) == 0)

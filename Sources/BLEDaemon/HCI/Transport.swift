@@ -83,6 +83,9 @@ final class FileDescriptorTransport: HCITransport, @unchecked Sendable {
     private var released = false  // guarded by lock: the descriptor is closed, its number may be reused
 
     init(fd: Int32, isSocket: Bool, name: String) {
+        // Non-blocking, so that a stalled link makes send() time out instead of blocking the
+        // session; reads wait in poll().
+        _ = fcntl(fd, F_SETFL, fcntl(fd, F_GETFL) | O_NONBLOCK)
         self.fd = fd
         self.isSocket = isSocket
         self.name = name
@@ -137,25 +140,39 @@ final class FileDescriptorTransport: HCITransport, @unchecked Sendable {
         continuation.finish()
     }
 
+    /// How long a write may wait for the link to take bytes (a UART whose CTS never rises,
+    /// a peer that stopped reading) before it fails; the session must never block for ever.
+    static let writeTimeoutMilliseconds: Int32 = 1000
+
     func send(_ packet: H4Packet) throws {
         let bytes = packet.bytes
         try lock.withLock {
             guard !closed else { throw HCITransportError.closed }
             var offset = 0
             while offset < bytes.count {
-                let n = try bytes.withUnsafeBytes { raw -> Int in
+                let n = bytes.withUnsafeBytes { raw -> Int in
                     let p = raw.baseAddress! + offset
                     let count = raw.count - offset
-                    do {
-                        // MSG_NOSIGNAL: a peer that went away gives EPIPE, not a process-killing SIGPIPE.
-                        return isSocket
-                            ? try systemCall("send") { Glibc.send(fd, p, count, Int32(MSG_NOSIGNAL)) }
-                            : try systemCall("write") { Glibc.write(fd, p, count) }
-                    } catch let e as SystemCallError where e.errno == EAGAIN {
-                        return 0
-                    }
+                    // MSG_NOSIGNAL: a peer that went away gives EPIPE, not a process-killing SIGPIPE.
+                    return isSocket ? Glibc.send(fd, p, count, Int32(MSG_NOSIGNAL)) : Glibc.write(fd, p, count)
                 }
-                offset += n
+                if n >= 0 {
+                    offset += n
+                    continue
+                }
+                let e = errno
+                switch e {
+                case EINTR:
+                    continue
+                case EAGAIN:
+                    var pfd = pollfd(fd: fd, events: Int16(POLLOUT), revents: 0)
+                    let ready = poll(&pfd, 1, Self.writeTimeoutMilliseconds)
+                    if ready == 0 {
+                        throw HCITransportError.system(address: name, SystemCallError(function: "write (link took no bytes for \(Self.writeTimeoutMilliseconds) ms)", errno: ETIMEDOUT))
+                    }
+                default:
+                    throw HCITransportError.system(address: name, SystemCallError(function: isSocket ? "send" : "write", errno: e))
+                }
             }
         }
     }
