@@ -25,6 +25,13 @@ struct TransportTests {
         #expect(e.description.contains("expected hciN, hci:N, serial:/dev/ttyX[:baud], tcp:HOST:PORT or unix:PATH"))
     }
 
+    @Test func configUsesTheSameParser() throws {
+        #expect(try ConfigLoader.parse("controller: serial:/dev/ttyAMA0:1000000").controller == "serial:/dev/ttyAMA0:1000000")
+        let e = try #require(throws: ConfigError.self) { try ConfigLoader.parse("controller: bt0") }
+        #expect(e.description.contains("a controller address"))
+        #expect(e.description.contains("unknown transport"))
+    }
+
     @Test func kernelSocketFailureNamesTheCause() async throws {
         // This machine's kernel has no Bluetooth; on a board the error is permission or busy.
         let error = try await #require(throws: HCITransportError.self) {
