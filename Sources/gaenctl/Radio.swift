@@ -8,7 +8,7 @@ struct Radio: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
         abstract: "Drive a Bluetooth controller directly through HCI (no daemon).",
         discussion: "Controller addresses: hciN | hci:N | serial:/dev/ttyX[:baud] | tcp:HOST:PORT | unix:PATH (see docs/radio.md).",
-        subcommands: [RadioProbe.self]
+        subcommands: [RadioProbe.self, RadioAdvertise.self, RadioScan.self]
     )
 }
 
@@ -43,5 +43,18 @@ struct RadioControllerOptions: ParsableArguments {
         var logger = Logger(label: "gaenctl.radio") { label in StreamLogHandler.standardError(label: label) }
         logger.logLevel = verbose ? .trace : .warning
         return logger
+    }
+}
+
+extension RadioControllerOptions {
+    /// Connects and brings the controller up; a failure is one clear line naming the controller.
+    func startSession() async throws -> (HCIControllerSession, Logger) {
+        let log = self.logger()
+        var configuration = HCISessionConfiguration()
+        configuration.commandTimeout = timeout
+        let session = HCIControllerSession(connector: SystemTransportConnector(address: try address()),
+                                           configuration: configuration, logger: log)
+        do { _ = try await session.start() } catch { throw CLIFailure("cannot use controller \(controller): \(error)") }
+        return (session, log)
     }
 }

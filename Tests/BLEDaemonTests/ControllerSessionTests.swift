@@ -164,7 +164,7 @@ struct ControllerSessionTests {
         try await session.start()
         await session.restart(reason: "scan stalled")
         #expect(await events.wait { if case .reconnected = $0 { return true } else { return false } } != nil)
-        #expect(await events.items.first == .restartRequested(reason: "scan stalled"))
+        #expect(await events.items.first == .transportLost(reason: "restart: scan stalled"))
         #expect(connector.controllers.count == 2 && connector.controllers[0].isClosed)
         #expect(connector.current.sent == Self.bringUpCapture)
         await session.stop()

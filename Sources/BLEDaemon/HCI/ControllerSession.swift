@@ -103,13 +103,13 @@ public actor HCIControllerSession {
         finishStreams()
     }
 
-    /// Drops the connection and recovers exactly as after a fault: reconnect with backoff,
-    /// bring-up from Reset, then `.reconnected`. For a watchdog that sees scanning or the
-    /// controller go silent. Ignored unless the session is running.
+    /// Drops the connection and recovers as after a transport loss: reconnect, Reset, bring-up,
+    /// then `.reconnected` so the owner restores advertising and scanning. The radio watchdog
+    /// calls this when the controller or its scanning has gone silent.
     public func restart(reason: String) {
         guard state == .running else { return }
-        logger.warning("controller restart requested", metadata: ["hci.reason": "\(reason)"])
-        lose(reason: reason, event: .restartRequested(reason: reason))
+        logger.warning("restarting controller", metadata: ["hci.reason": "\(reason)"])
+        lose(reason: reason, event: .transportLost(reason: "restart: \(reason)"))
     }
 
     private func finishStreams() {

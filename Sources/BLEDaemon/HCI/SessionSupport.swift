@@ -42,8 +42,6 @@ public enum HCISessionEvent: Equatable, Sendable {
     case transportLost(reason: String)
     /// The controller sent HCI_Hardware_Error; the session reconnects and resets it.
     case hardwareError(code: UInt8)
-    /// The owner asked for a restart (`restart(reason:)`); recovery follows.
-    case restartRequested(reason: String)
     /// Waiting `delay` before reconnect attempt `attempt` (1-based).
     case reconnecting(attempt: Int, delay: Duration)
     /// A reconnect attempt failed.
