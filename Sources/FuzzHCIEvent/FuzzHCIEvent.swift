@@ -44,7 +44,12 @@ public func fuzzHCIEvent(_ data: UnsafePointer<UInt8>?, _ size: Int) -> CInt {
     return 0
 }
 
+// SwiftPM's --sanitize=fuzzer (tools/fuzz/run.sh) compiles executables as libraries and
+// links libFuzzer's own main(), which calls LLVMFuzzerTestOneInput above; an entry point of
+// ours would collide with it. Only the ordinary build gets one: the corpus replayer.
+#if !FUZZING
 @main
-struct FuzzHCIEventMain {
+struct FuzzHCIEventReplay {
     static func main() { FuzzEntry.main(name: "FuzzHCIEvent", fuzzHCIEvent) }
 }
+#endif
