@@ -1,7 +1,7 @@
 // Fuzz target for the HCI event decoder and the H4 framer.
 // Built with -DFUZZING -sanitize=fuzzer (tools/fuzz/run.sh), libFuzzer calls
-// LLVMFuzzerTestOneInput; in a normal build it is a plain program that replays corpus files
-// given as arguments, so `swift build` still links it and crashes found can be reproduced.
+// LLVMFuzzerTestOneInput through FuzzSupport's driver; in a normal build it is a plain program
+// that replays corpus files given as arguments, so crashes found can be reproduced.
 import Foundation
 import FuzzSupport
 import HCIProtocol
@@ -44,7 +44,12 @@ public func fuzzHCIEvent(_ data: UnsafePointer<UInt8>?, _ size: Int) -> CInt {
     return 0
 }
 
+// SwiftPM's --sanitize=fuzzer (tools/fuzz/run.sh) compiles executables as libraries and
+// links libFuzzer's own main(), which calls LLVMFuzzerTestOneInput above; an entry point of
+// ours would collide with it. Only the ordinary build gets one: the corpus replayer.
+#if !FUZZING
 @main
-struct FuzzHCIEventMain {
+struct FuzzHCIEventReplay {
     static func main() { FuzzEntry.main(name: "FuzzHCIEvent", fuzzHCIEvent) }
 }
+#endif
