@@ -1,30 +1,13 @@
-// The entry point every fuzz target shares. Built with -DFUZZING -sanitize=fuzzer
-// (tools/fuzz/run.sh) it hands control to libFuzzer; in a normal build it replays the files
-// and folders given as arguments, so `swift build` links every target and a crash found by the
-// fuzzer is reproduced with `swift run TARGET CRASHFILE`.
+// The entry point of every fuzz target in an ordinary build: it replays the files and folders
+// given as arguments, so `swift build` links every target and a crash the fuzzer found is
+// reproduced with `swift run TARGET CRASHFILE`. Under -DFUZZING (tools/fuzz/run.sh) the
+// targets define no entry point and libFuzzer's own main() drives LLVMFuzzerTestOneInput.
 import Foundation
 
 public typealias FuzzCallback = @convention(c) (UnsafePointer<UInt8>?, Int) -> CInt
 
-#if FUZZING
-// SwiftPM links every executable with its own entry point, so libFuzzer's main() is never
-// used; our main calls libFuzzer's documented driver instead. Declared here rather than in a C
-// module because it is the only symbol needed.
-@_silgen_name("LLVMFuzzerRunDriver")
-func LLVMFuzzerRunDriver(
-    _ argc: UnsafeMutablePointer<CInt>,
-    _ argv: UnsafeMutablePointer<UnsafeMutablePointer<UnsafeMutablePointer<CChar>?>>,
-    _ callback: FuzzCallback
-) -> CInt
-#endif
-
 public enum FuzzEntry {
     public static func main(name: String, _ callback: FuzzCallback) -> Never {
-        #if FUZZING
-        var argc = CommandLine.argc
-        var argv = CommandLine.unsafeArgv
-        exit(LLVMFuzzerRunDriver(&argc, &argv, callback))
-        #else
         let paths = CommandLine.arguments.dropFirst()
         if paths.isEmpty {
             print("usage: \(name) FILE|DIR... (replays inputs; build with tools/fuzz/run.sh to fuzz)")
@@ -50,6 +33,5 @@ public enum FuzzEntry {
         }
         print("\(name): replayed \(count) inputs without a crash")
         exit(0)
-        #endif
     }
 }
