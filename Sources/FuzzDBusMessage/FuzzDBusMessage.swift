@@ -33,8 +33,11 @@ public func fuzzDBusMessage(_ data: UnsafePointer<UInt8>?, _ size: Int) -> CInt 
     return 0
 }
 
-// @main rather than main.swift: the fuzzer build compiles executables as libraries.
+// Under -DFUZZING libFuzzer's own main() drives LLVMFuzzerTestOneInput; only the ordinary
+// build gets our entry point, the corpus replayer (@main: fuzz builds compile as libraries).
+#if !FUZZING
 @main
 struct FuzzDBusMessageMain {
     static func main() { FuzzEntry.main(name: "FuzzDBusMessage", fuzzDBusMessage) }
 }
+#endif
