@@ -1,0 +1,131 @@
+/// In-memory index of sighted RPIs, built once per matching run for the derive-and-look-up
+/// loop (about 144 look-ups per diagnosis key, almost all of them misses).
+///
+/// Layout, chosen by measurement (GaenBench match): sightings sorted by RPI; one entry per
+/// distinct RPI; and per UTC day a partition holding the RPIs sighted within the day widened by
+/// the clock tolerance, each with a small bitmap prefilter (16 bits per RPI, so ~6% false
+/// positives and a few tens of KB per day: it stays in L1/L2) in front of an open-addressing
+/// table on the RPI's first 8 bytes. A key's RPIs are only looked up in its own day's
+/// partition, so a look-up touches memory proportional to one day of sightings, not fourteen.
+/// Memory grows with sightings only; keys are never stored.
+public struct SightingIndex: Sendable {
+    /// Clock tolerance in intervals either side (reference: tkMatchingClockDriftRollingPeriods = 12).
+    public static let defaultTolerance = 12
+
+    public let tolerance: Int
+    /// Sightings sorted by (RPI, time); runs of one RPI are contiguous.
+    public let sightings: [Sighting]
+    /// ENIN of each sorted sighting.
+    let sightingIntervals: [UInt32]
+    /// Distinct RPIs (both words) and the start of each one's run in `sightings` (count + 1 entries).
+    let rpiLow: [UInt64]
+    let rpiHigh: [UInt64]
+    let runStart: [Int32]
+    /// Day partitions, indexed by (UTC day - firstDay); nil where no sighting is near that day.
+    let partitions: [Partition?]
+    let firstDay: Int
+    /// Intervals spanned by the sightings (nil when there are none).
+    public let intervalSpan: ClosedRange<UInt32>?
+
+    struct Partition: Sendable {
+        var bitmap: [UInt64]
+        var bitMask: UInt64
+        /// Slot -> distinct-RPI index + 1 (0 = empty).
+        var table: [UInt32]
+        var slotMask: UInt64
+    }
+
+    public init(sightings input: [Sighting], tolerance: Int = SightingIndex.defaultTolerance) {
+        self.tolerance = tolerance
+        let sorted = input.sorted { ($0.rpiLow, $0.rpiHigh, $0.time) < ($1.rpiLow, $1.rpiHigh, $1.time) }
+        sightings = sorted
+        sightingIntervals = sorted.map { ENIntervalNumber(unixSeconds: $0.time).rawValue }
+        var low: [UInt64] = [], high: [UInt64] = [], starts: [Int32] = []
+        for (i, s) in sorted.enumerated() where i == 0 || s.rpiLow != sorted[i - 1].rpiLow || s.rpiHigh != sorted[i - 1].rpiHigh {
+            low.append(s.rpiLow); high.append(s.rpiHigh); starts.append(Int32(i))
+        }
+        starts.append(Int32(sorted.count))
+        rpiLow = low; rpiHigh = high; runStart = starts
+
+        guard let minI = sightingIntervals.min(), let maxI = sightingIntervals.max() else {
+            intervalSpan = nil; partitions = []; firstDay = 0
+            return
+        }
+        intervalSpan = minI...maxI
+        let perDay = Int(ENIntervalNumber.perDay)
+        // A partition for day d holds RPIs sighted in [d*144 - tol, (d+1)*144 + tol).
+        let first = max(0, (Int(minI) - tolerance) / perDay)
+        let last = (Int(maxI) + tolerance) / perDay
+        firstDay = first
+        var members = [[UInt32]](repeating: [], count: last - first + 1)
+        for r in 0..<low.count {
+            // Runs are time-sorted: the first and last sighting bound the days this RPI can
+            // match in (a replayed RPI spanning days just lands in each of them).
+            let tFirst = Int(sightingIntervals[Int(starts[r])]), tLast = Int(sightingIntervals[Int(starts[r + 1]) - 1])
+            for d in max(first, (tFirst - tolerance) / perDay)...min(last, (tLast + tolerance) / perDay) {
+                members[d - first].append(UInt32(r))
+            }
+        }
+        partitions = members.map { m in m.isEmpty ? nil : Self.buildPartition(m, low) }
+    }
+
+    static func buildPartition(_ members: [UInt32], _ low: [UInt64]) -> Partition {
+        let bits = max(1024, (members.count * 16).nextPowerOfTwo)
+        var bitmap = [UInt64](repeating: 0, count: bits / 64)
+        let slots = max(16, (members.count * 2).nextPowerOfTwo)
+        var table = [UInt32](repeating: 0, count: slots)
+        let bitMask = UInt64(bits - 1), slotMask = UInt64(slots - 1)
+        for r in members {
+            let w = low[Int(r)]
+            let b = (w >> 32) & bitMask
+            bitmap[Int(b >> 6)] |= 1 << (b & 63)
+            var slot = w & slotMask
+            while table[Int(slot)] != 0 { slot = (slot + 1) & slotMask }
+            table[Int(slot)] = r + 1
+        }
+        return Partition(bitmap: bitmap, bitMask: bitMask, table: table, slotMask: slotMask)
+    }
+
+    public var distinctRPICount: Int { rpiLow.count }
+
+    /// Approximate bytes held (for the benchmark's memory figures).
+    public var approximateBytes: Int {
+        var n = sightings.count * MemoryLayout<Sighting>.stride + sightingIntervals.count * 4
+        n += rpiLow.count * 16 + runStart.count * 4
+        for p in partitions { if let p { n += p.bitmap.count * 8 + p.table.count * 4 } }
+        return n
+    }
+
+    /// The partition an RPI of interval `j` is looked up in.
+    @inline(__always)
+    func partition(forInterval j: UInt32) -> Partition? {
+        let d = Int(j) / Int(ENIntervalNumber.perDay) - firstDay
+        guard d >= 0, d < partitions.count else { return nil }
+        return partitions[d]
+    }
+
+    /// Distinct-RPI index of (low, high) in `p`, or -1.
+    @inline(__always)
+    func lookup(low: UInt64, high: UInt64, in p: borrowing Partition) -> Int {
+        let b = (low >> 32) & p.bitMask
+        if p.bitmap[Int(b >> 6)] & (1 << (b & 63)) == 0 { return -1 }
+        var slot = low & p.slotMask
+        while true {
+            let e = p.table[Int(slot)]
+            if e == 0 { return -1 }
+            let r = Int(e - 1)
+            if rpiLow[r] == low && rpiHigh[r] == high { return r }
+            slot = (slot + 1) & p.slotMask
+        }
+    }
+
+    /// Range in `sightings` of the distinct RPI `r`.
+    func run(_ r: Int) -> Range<Int> { Int(runStart[r])..<Int(runStart[r + 1]) }
+}
+
+extension Int {
+    var nextPowerOfTwo: Int {
+        guard self > 1 else { return 1 }
+        return 1 << (Int.bitWidth - (self - 1).leadingZeroBitCount)
+    }
+}
