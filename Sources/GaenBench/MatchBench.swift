@@ -50,7 +50,7 @@ enum MatchBench {
                      Date().timeIntervalSince(t0), peakRSSMegabytes()))
 
         let ceiling = aesCeilingKeysPerSecond()
-        print(String(format: "AES-128-ECB ceiling (one core): %.0f blocks/s = %.0f keys/s", ceiling * 144, ceiling))
+        print(String(format: "AES-128-ECB ceiling (one core, per CPU-second): %.0f blocks/s = %.0f keys/s", ceiling * 144, ceiling))
         let deriveOnly = deriveOnlyKeysPerSecond(keys: 200_000)
         print(String(format: "key schedule only (HKDF + 144 AES blocks, one core): %.0f keys/s (%.0f%% of AES ceiling)",
                      deriveOnly, 100 * deriveOnly / ceiling))
@@ -63,37 +63,44 @@ enum MatchBench {
         report("1 core, \(o.keys) keys", one, ceiling: ceiling)
         let all = try runKeys(o.keys, workers: o.workers, keys: keys, index: index, batch: o.batch)
         report("\(o.workers) cores, \(o.keys) keys", all, ceiling: ceiling * Double(o.workers))
-        print("goal: >= 1,000,000 keys/s on one core: \(one.keysPerSecond >= 1_000_000 ? "met" : "NOT met")")
+        print(String(format: "goal >= 1,000,000 keys/s on one core: %@ (%.0f keys per CPU-second, %.0f%% of the AES ceiling; %.0f wall keys/s with the machine's load)",
+                     one.keysPerCPUSecond >= 1_000_000 ? "met" : "NOT met", one.keysPerCPUSecond,
+                     100 * one.keysPerCPUSecond / ceiling, one.keysPerSecond))
     }
 
     struct RunResult {
         var seconds: Double
+        /// CPU seconds of the whole process over the same calls: on a shared machine, wall time
+        /// includes waiting for the core; keys per CPU-second shows what the code does per core.
+        var cpuSeconds: Double
         var statistics: MatchStatistics
         var peakMB: Double
         var keysPerSecond: Double { Double(statistics.keys) / seconds }
+        var keysPerCPUSecond: Double { Double(statistics.keys) / cpuSeconds }
     }
 
     static func report(_ label: String, _ r: RunResult, ceiling: Double) {
         let s = r.statistics
-        print(String(format: "%@: %.0f keys/s (%.2f s matcher time), %.0f%% of AES ceiling; %d skipped, %d matched keys, %d matches (%d implausible TX); peak RSS %.1f MB",
-                     label, r.keysPerSecond, r.seconds, 100 * r.keysPerSecond / ceiling, s.keysSkipped, s.keysMatched,
-                     s.matches, s.implausibleTxPower, r.peakMB))
+        print(String(format: "%@: %.0f keys/s wall (%.2f s), %.0f keys per CPU-second (%.2f CPU s), %.0f%% of AES ceiling; %d skipped, %d matched keys, %d matches (%d implausible TX); peak RSS %.1f MB",
+                     label, r.keysPerSecond, r.seconds, r.keysPerCPUSecond, r.cpuSeconds, 100 * r.keysPerSecond / ceiling,
+                     s.keysSkipped, s.keysMatched, s.matches, s.implausibleTxPower, r.peakMB))
     }
 
     static func runKeys(_ n: Int, workers: Int, keys: KeyStream, index: SightingIndex, batch: Int) throws -> RunResult {
         let matcher = ExposureMatcher(index: index, workers: workers)
         var stats = MatchStatistics()
-        var seconds = 0.0
+        var seconds = 0.0, cpu = 0.0
         var produced = 0
         while produced < n {
             let b = keys.batch(from: produced, count: min(batch, n - produced))
             produced += b.count
-            let start = DispatchTime.now().uptimeNanoseconds
+            let start = DispatchTime.now().uptimeNanoseconds, cpuStart = cpuSeconds()
             let result = try matcher.match(b)
             seconds += Double(DispatchTime.now().uptimeNanoseconds - start) / 1e9
+            cpu += cpuSeconds() - cpuStart
             stats += result.statistics
         }
-        return RunResult(seconds: seconds, statistics: stats, peakMB: peakRSSMegabytes())
+        return RunResult(seconds: seconds, cpuSeconds: cpu, statistics: stats, peakMB: peakRSSMegabytes())
     }
 
     /// A reproducible stream of diagnosis keys: key i is a function of (seed, i), so batches can
@@ -170,14 +177,15 @@ enum MatchBench {
         var output = [UInt8](repeating: 0, count: 144 * 16)
         var n = 0
         var written: Int32 = 0
-        let start = DispatchTime.now().uptimeNanoseconds
-        var elapsed: UInt64 = 0
+        // Timed in CPU seconds, like the matcher figures, so that the ratio holds on a shared machine.
+        let start = cpuSeconds()
+        var elapsed = 0.0
         repeat {
             for _ in 0..<1000 { EVP_EncryptUpdate(ctx, &output, &written, &input, Int32(input.count)) }
             n += 1000
-            elapsed = DispatchTime.now().uptimeNanoseconds - start
-        } while elapsed < 1_000_000_000
-        return Double(n) / (Double(elapsed) / 1e9)
+            elapsed = cpuSeconds() - start
+        } while elapsed < 1
+        return Double(n) / elapsed
     }
 
     /// The key schedule alone (RPIK + 144 RPIs per key), one core.
@@ -185,14 +193,21 @@ enum MatchBench {
         let schedule = try! GAENKeySchedule()
         var out = [UInt8](repeating: 0, count: 144 * 16)
         var tek = [UInt8](repeating: 3, count: 16)
-        let start = DispatchTime.now().uptimeNanoseconds
+        let start = cpuSeconds()
         for i in 0..<n {
             tek[0] = UInt8(truncatingIfNeeded: i)
             tek.withUnsafeBytes { t in
                 out.withUnsafeMutableBytes { o in try! schedule.deriveRPIs(tek: t, first: ENIntervalNumber(2_900_000), count: 144, into: o) }
             }
         }
-        return Double(n) / (Double(DispatchTime.now().uptimeNanoseconds - start) / 1e9)
+        return Double(n) / (cpuSeconds() - start)
+    }
+
+    static func cpuSeconds() -> Double {
+        var usage = rusage()
+        getrusage(RUSAGE_SELF.rawValue, &usage)
+        func s(_ t: timeval) -> Double { Double(t.tv_sec) + Double(t.tv_usec) / 1e6 }
+        return s(usage.ru_utime) + s(usage.ru_stime)
     }
 
     static func peakRSSMegabytes() -> Double {

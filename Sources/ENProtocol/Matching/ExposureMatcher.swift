@@ -150,9 +150,16 @@ struct MatchWorker {
         }
         let tolerance = index.tolerance
         let spanLow = Int(span.lowerBound) - tolerance, spanHigh = Int(span.upperBound) + tolerance
-        for key in keys {
+        // First pass, in file order: drop keys that cannot match and copy the rest into a
+        // compact array (TEK words, first interval, count). Second pass in day order, so that
+        // consecutive keys probe the same day partition while it is in cache. Sorting compact
+        // records touches no key object (each TEK's Data is a separate heap block, and reading
+        // them out of order costs a cache miss each).
+        var work = [CompactKey]()
+        work.reserveCapacity(keys.count)
+        for (n, key) in keys.enumerated() {
             let period = Int(key.rollingPeriod)
-            guard (1...Int(ENIntervalNumber.perDay)).contains(period) else {
+            guard (1...Int(ENIntervalNumber.perDay)).contains(period), key.key.bytes.count == 16 else {
                 stats.keysInvalid += 1
                 continue
             }
@@ -162,15 +169,22 @@ struct MatchWorker {
                 stats.keysSkipped += 1
                 continue
             }
-            let count = last - first + 1
-            try key.key.bytes.withUnsafeBytes { tek in
+            let words = key.key.bytes.withUnsafeBytes {
+                ($0.loadUnaligned(fromByteOffset: 0, as: UInt64.self), $0.loadUnaligned(fromByteOffset: 8, as: UInt64.self))
+            }
+            work.append(CompactKey(tek: words, first: UInt32(first), count: UInt16(last - first + 1), position: UInt32(n)))
+        }
+        work.sort { $0.first < $1.first }
+        for var item in work {
+            let count = Int(item.count)
+            try withUnsafeBytes(of: &item.tek) { tek in
                 try rpis.withUnsafeMutableBytes { out in
-                    try schedule.deriveRPIs(tek: tek, first: ENIntervalNumber(UInt32(first)), count: count, into: out)
+                    try schedule.deriveRPIs(tek: tek, first: ENIntervalNumber(item.first), count: count, into: out)
                 }
             }
             stats.rpisDerived += count
             let before = matches.count
-            try lookUp(key: key, first: first, count: count, into: &matches)
+            try lookUp(first: Int(item.first), count: count, key: { keys[keys.startIndex + Int(item.position)] }, into: &matches)
             let found = matches.count - before
             if found > 0 {
                 stats.keysMatched += 1
@@ -180,8 +194,16 @@ struct MatchWorker {
         }
     }
 
+    /// A key reduced to what the derive-and-look-up loop needs.
+    struct CompactKey {
+        var tek: (UInt64, UInt64)
+        var first: UInt32
+        var count: UInt16
+        var position: UInt32
+    }
+
     /// Looks up the `count` RPIs in `rpis` (intervals from `first`) and appends the matches.
-    private func lookUp(key: DiagnosisKey, first: Int, count: Int, into matches: inout [Match]) throws {
+    private func lookUp(first: Int, count: Int, key keyAt: () -> DiagnosisKey, into matches: inout [Match]) throws {
         var hits: [(rpi: Int, interval: Int)] = []
         rpis.withUnsafeBytes { buffer in
             let perDay = Int(ENIntervalNumber.perDay)
@@ -190,13 +212,15 @@ struct MatchWorker {
                 // One partition per UTC day of the key's intervals (usually exactly one).
                 let dayEnd = min(first + count, (j / perDay + 1) * perDay)
                 if let p = index.partition(forInterval: UInt32(j)) {
-                    while j < dayEnd {
-                        let o = (j - first) * 16
-                        let low = buffer.loadUnaligned(fromByteOffset: o, as: UInt64.self).littleEndian
-                        let high = buffer.loadUnaligned(fromByteOffset: o + 8, as: UInt64.self).littleEndian
-                        let r = index.lookup(low: low, high: high, in: p)
-                        if r >= 0 { hits.append((r, j)) }
-                        j += 1
+                    index.withLookup(p) { lookup in
+                        while j < dayEnd {
+                            let o = (j - first) * 16
+                            let low = buffer.loadUnaligned(fromByteOffset: o, as: UInt64.self).littleEndian
+                            let high = buffer.loadUnaligned(fromByteOffset: o + 8, as: UInt64.self).littleEndian
+                            let r = lookup.find(low: low, high: high)
+                            if r >= 0 { hits.append((r, j)) }
+                            j += 1
+                        }
                     }
                 }
                 j = dayEnd
@@ -204,6 +228,7 @@ struct MatchWorker {
         }
         guard !hits.isEmpty else { return }
         // Rare path: derive the AEMK only for keys that matched.
+        let key = keyAt()
         let aemk = schedule.associatedEncryptedMetadataKey(for: key.key)
         for (r, j) in hits {
             for s in index.run(r) where abs(Int(index.sightingIntervals[s]) - j) <= index.tolerance {

@@ -104,23 +104,54 @@ public struct SightingIndex: Sendable {
         return partitions[d]
     }
 
-    /// Distinct-RPI index of (low, high) in `p`, or -1.
+    /// Runs `body` with a raw view of partition `p` for a burst of look-ups (no bounds checks
+    /// or reference counting per probe: the hot loop does ~144 of them per key).
     @inline(__always)
-    func lookup(low: UInt64, high: UInt64, in p: borrowing Partition) -> Int {
-        let b = (low >> 32) & p.bitMask
-        if p.bitmap[Int(b >> 6)] & (1 << (b & 63)) == 0 { return -1 }
-        var slot = low & p.slotMask
-        while true {
-            let e = p.table[Int(slot)]
-            if e == 0 { return -1 }
-            let r = Int(e - 1)
-            if rpiLow[r] == low && rpiHigh[r] == high { return r }
-            slot = (slot + 1) & p.slotMask
+    func withLookup<R>(_ p: Partition, _ body: (PartitionLookup) throws -> R) rethrows -> R {
+        try p.bitmap.withUnsafeBufferPointer { bitmap in
+            try p.table.withUnsafeBufferPointer { table in
+                try rpiLow.withUnsafeBufferPointer { low in
+                    try rpiHigh.withUnsafeBufferPointer { high in
+                        try body(PartitionLookup(bitmap: bitmap, bitMask: p.bitMask, table: table, slotMask: p.slotMask,
+                                                 rpiLow: low, rpiHigh: high))
+                    }
+                }
+            }
         }
+    }
+
+    /// Distinct-RPI index of (low, high) in `p`, or -1.
+    func lookup(low: UInt64, high: UInt64, in p: Partition) -> Int {
+        withLookup(p) { $0.find(low: low, high: high) }
     }
 
     /// Range in `sightings` of the distinct RPI `r`.
     func run(_ r: Int) -> Range<Int> { Int(runStart[r])..<Int(runStart[r + 1]) }
+}
+
+/// A partition's arrays as raw buffers, valid inside `SightingIndex.withLookup` only. Masks
+/// keep every index inside its buffer, so unchecked access is safe.
+struct PartitionLookup {
+    let bitmap: UnsafeBufferPointer<UInt64>
+    let bitMask: UInt64
+    let table: UnsafeBufferPointer<UInt32>
+    let slotMask: UInt64
+    let rpiLow: UnsafeBufferPointer<UInt64>
+    let rpiHigh: UnsafeBufferPointer<UInt64>
+
+    @inline(__always)
+    func find(low: UInt64, high: UInt64) -> Int {
+        let b = (low >> 32) & bitMask
+        if bitmap.baseAddress.unsafelyUnwrapped[Int(b >> 6)] & (1 << (b & 63)) == 0 { return -1 }
+        var slot = low & slotMask
+        while true {
+            let e = table.baseAddress.unsafelyUnwrapped[Int(slot)]
+            if e == 0 { return -1 }
+            let r = Int(e - 1)
+            if rpiLow[r] == low && rpiHigh[r] == high { return r }
+            slot = (slot + 1) & slotMask
+        }
+    }
 }
 
 extension Int {
