@@ -135,8 +135,11 @@ struct MatchWorker {
     let index: SightingIndex
     let schedule: GAENKeySchedule
     var rpis: [UInt8]
+    /// Offsets of the RPIs that passed the prefilter, per day run (at most 144).
+    var candidates: [Int32]
 
     init(index: SightingIndex) throws {
+        candidates = [Int32](repeating: 0, count: Int(ENIntervalNumber.perDay))
         self.index = index
         schedule = try GAENKeySchedule()
         rpis = [UInt8](repeating: 0, count: Int(ENIntervalNumber.perDay) * 16)
@@ -203,7 +206,7 @@ struct MatchWorker {
     }
 
     /// Looks up the `count` RPIs in `rpis` (intervals from `first`) and appends the matches.
-    private func lookUp(first: Int, count: Int, key keyAt: () -> DiagnosisKey, into matches: inout [Match]) throws {
+    private mutating func lookUp(first: Int, count: Int, key keyAt: () -> DiagnosisKey, into matches: inout [Match]) throws {
         var hits: [(rpi: Int, interval: Int)] = []
         rpis.withUnsafeBytes { buffer in
             let perDay = Int(ENIntervalNumber.perDay)
@@ -213,14 +216,29 @@ struct MatchWorker {
                 let dayEnd = min(first + count, (j / perDay + 1) * perDay)
                 if let p = index.partition(forInterval: UInt32(j)) {
                     index.withLookup(p) { lookup in
-                        while j < dayEnd {
-                            let o = (j - first) * 16
+                        // Pass 1, branch-free: offsets of the RPIs the prefilter lets through.
+                        let base = j
+                        var n = 0
+                        candidates.withUnsafeMutableBufferPointer { cand in
+                            let c = cand.baseAddress.unsafelyUnwrapped
+                            for k in 0..<(dayEnd - base) {
+                                let o = (base - first + k) * 16
+                                let low = buffer.loadUnaligned(fromByteOffset: o, as: UInt64.self).littleEndian
+                                let high = buffer.loadUnaligned(fromByteOffset: o + 8, as: UInt64.self).littleEndian
+                                c[n] = Int32(k)
+                                n &+= lookup.prefilterBit(low: low, high: high)
+                            }
+                        }
+                        // Pass 2: probe the table for those few.
+                        for i in 0..<n {
+                            let jj = base + Int(candidates[i])
+                            let o = (jj - first) * 16
                             let low = buffer.loadUnaligned(fromByteOffset: o, as: UInt64.self).littleEndian
                             let high = buffer.loadUnaligned(fromByteOffset: o + 8, as: UInt64.self).littleEndian
                             let r = lookup.find(low: low, high: high)
-                            if r >= 0 { hits.append((r, j)) }
-                            j += 1
+                            if r >= 0 { hits.append((r, jj)) }
                         }
+                        j = dayEnd
                     }
                 }
                 j = dayEnd
