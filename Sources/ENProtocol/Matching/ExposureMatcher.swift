@@ -222,19 +222,18 @@ struct MatchWorker {
                         candidates.withUnsafeMutableBufferPointer { cand in
                             let c = cand.baseAddress.unsafelyUnwrapped
                             for k in 0..<(dayEnd - base) {
-                                let o = (base - first + k) * 16
-                                let low = buffer.loadUnaligned(fromByteOffset: o, as: UInt64.self).littleEndian
-                                let high = buffer.loadUnaligned(fromByteOffset: o + 8, as: UInt64.self).littleEndian
+                                let high = buffer.loadUnaligned(fromByteOffset: (base - first + k) * 16 + 8, as: UInt64.self).littleEndian
                                 c[n] = Int32(k)
-                                n &+= lookup.prefilterBit(low: low, high: high)
+                                n &+= lookup.firstStageBit(high: high)
                             }
                         }
-                        // Pass 2: probe the table for those few.
+                        // Pass 2: the Bloom filter, then the table, for those few.
                         for i in 0..<n {
                             let jj = base + Int(candidates[i])
                             let o = (jj - first) * 16
                             let low = buffer.loadUnaligned(fromByteOffset: o, as: UInt64.self).littleEndian
                             let high = buffer.loadUnaligned(fromByteOffset: o + 8, as: UInt64.self).littleEndian
+                            guard lookup.prefilterBit(low: low, high: high) != 0 else { continue }
                             let r = lookup.find(low: low, high: high)
                             if r >= 0 { hits.append((r, jj)) }
                         }

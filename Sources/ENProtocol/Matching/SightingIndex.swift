@@ -30,6 +30,10 @@ public final class SightingIndex: Sendable {
     /// A class so that handing a partition to the look-up loop is one reference, not a copy
     /// of four arrays.
     final class Partition: Sendable {
+        /// First stage: one probe, `l1BitsPerRPI` bits per RPI, small enough for L1.
+        let l1Bitmap: [UInt64]
+        let l1Mask: UInt64
+        /// Second stage: the two-probe Bloom filter.
         let bitmap: [UInt64]
         let bitMask: UInt64
         /// Open addressing on the RPI's first word (0 = empty slot), with the distinct-RPI
@@ -40,7 +44,9 @@ public final class SightingIndex: Sendable {
         /// RPIs whose first word is 0 (cannot sit in the table, whose empty mark is 0).
         let zeroLow: [UInt32]
 
-        init(bitmap: [UInt64], bitMask: UInt64, tableLow: [UInt64], tableIndex: [UInt32], slotMask: UInt64, zeroLow: [UInt32]) {
+        init(l1Bitmap: [UInt64], l1Mask: UInt64, bitmap: [UInt64], bitMask: UInt64, tableLow: [UInt64], tableIndex: [UInt32],
+             slotMask: UInt64, zeroLow: [UInt32]) {
+            self.l1Bitmap = l1Bitmap; self.l1Mask = l1Mask
             self.bitmap = bitmap; self.bitMask = bitMask; self.tableLow = tableLow
             self.tableIndex = tableIndex; self.slotMask = slotMask; self.zeroLow = zeroLow
         }
@@ -52,6 +58,10 @@ public final class SightingIndex: Sendable {
     /// positive costs a table probe that misses cache, so a low rate pays (GaenBench match:
     /// one probe with 8 or 16 bits per RPI was slower).
     static let bitsPerRPI = 32
+    /// In front of it, a one-probe bitmap of 8 bits per RPI (~16 KB for a busy day, in L1):
+    /// every derived RPI is tested against it, and only the ~6% that pass reach the Bloom
+    /// filter, whose loads would otherwise come from L2 for every RPI.
+    static let l1BitsPerRPI = 8
 
     public init(sightings input: [Sighting], tolerance: Int = SightingIndex.defaultTolerance) {
         self.tolerance = tolerance
@@ -91,6 +101,9 @@ public final class SightingIndex: Sendable {
     static func buildPartition(_ members: [UInt32], _ low: [UInt64], _ high: [UInt64]) -> Partition {
         let bits = max(1024, (members.count * bitsPerRPI).nextPowerOfTwo)
         var bitmap = [UInt64](repeating: 0, count: bits / 64)
+        let l1Bits = max(1024, (members.count * l1BitsPerRPI).nextPowerOfTwo)
+        var l1Bitmap = [UInt64](repeating: 0, count: l1Bits / 64)
+        let l1Mask = UInt64(l1Bits - 1)
         let slots = max(16, (members.count * 2).nextPowerOfTwo)
         var tableLow = [UInt64](repeating: 0, count: slots)
         var tableIndex = [UInt32](repeating: 0, count: slots)
@@ -99,13 +112,15 @@ public final class SightingIndex: Sendable {
         for r in members {
             let w = low[Int(r)]
             for b in [(w >> 40) & bitMask, high[Int(r)] & bitMask] { bitmap[Int(b >> 6)] |= 1 << (b & 63) }
+            let l1 = (high[Int(r)] >> 32) & l1Mask
+            l1Bitmap[Int(l1 >> 6)] |= 1 << (l1 & 63)
             if w == 0 { zeroLow.append(r); continue }
             var slot = w & slotMask
             while tableLow[Int(slot)] != 0 { slot = (slot + 1) & slotMask }
             tableLow[Int(slot)] = w
             tableIndex[Int(slot)] = r
         }
-        return Partition(bitmap: bitmap, bitMask: bitMask, tableLow: tableLow, tableIndex: tableIndex,
+        return Partition(l1Bitmap: l1Bitmap, l1Mask: l1Mask, bitmap: bitmap, bitMask: bitMask, tableLow: tableLow, tableIndex: tableIndex,
                          slotMask: slotMask, zeroLow: zeroLow)
     }
 
@@ -115,7 +130,7 @@ public final class SightingIndex: Sendable {
     public var approximateBytes: Int {
         var n = sightings.count * MemoryLayout<Sighting>.stride + sightingIntervals.count * 4
         n += rpiLow.count * 16 + runStart.count * 4
-        for p in partitions { if let p { n += p.bitmap.count * 8 + p.tableLow.count * 12 + p.zeroLow.count * 4 } }
+        for p in partitions { if let p { n += p.l1Bitmap.count * 8 + p.bitmap.count * 8 + p.tableLow.count * 12 + p.zeroLow.count * 4 } }
         return n
     }
 
@@ -131,16 +146,17 @@ public final class SightingIndex: Sendable {
     /// or reference counting per probe: the hot loop does ~144 of them per key).
     @inline(__always)
     func withLookup<R>(_ p: Partition, _ body: (PartitionLookup) throws -> R) rethrows -> R {
-        try p.bitmap.withUnsafeBufferPointer { bitmap in
+        try p.l1Bitmap.withUnsafeBufferPointer { l1 in try p.bitmap.withUnsafeBufferPointer { bitmap in
             try p.tableLow.withUnsafeBufferPointer { tableLow in
                 try p.tableIndex.withUnsafeBufferPointer { tableIndex in
                     try rpiHigh.withUnsafeBufferPointer { high in
-                        try body(PartitionLookup(bitmap: bitmap, bitMask: p.bitMask, tableLow: tableLow, tableIndex: tableIndex,
+                        try body(PartitionLookup(l1Bitmap: l1, l1Mask: p.l1Mask, bitmap: bitmap, bitMask: p.bitMask,
+                                                 tableLow: tableLow, tableIndex: tableIndex,
                                                  slotMask: p.slotMask, zeroLow: p.zeroLow, rpiHigh: high))
                     }
                 }
             }
-        }
+        } }
     }
 
     /// Distinct-RPI index of (low, high) in `p`, or -1.
@@ -155,6 +171,8 @@ public final class SightingIndex: Sendable {
 /// A partition's arrays as raw buffers, valid inside `SightingIndex.withLookup` only. Masks
 /// keep every index inside its buffer, so unchecked access is safe.
 struct PartitionLookup {
+    let l1Bitmap: UnsafeBufferPointer<UInt64>
+    let l1Mask: UInt64
     let bitmap: UnsafeBufferPointer<UInt64>
     let bitMask: UInt64
     let tableLow: UnsafeBufferPointer<UInt64>
@@ -172,8 +190,15 @@ struct PartitionLookup {
         return Int(truncatingIfNeeded: (words[Int(a >> 6)] >> (a & 63)) & (words[Int(b >> 6)] >> (b & 63)) & 1)
     }
 
+    /// The first-stage bit (0 or 1), from the RPI's second word only.
     @inline(__always)
-    func mayContain(low: UInt64, high: UInt64) -> Bool { prefilterBit(low: low, high: high) != 0 }
+    func firstStageBit(high: UInt64) -> Int {
+        let a = (high >> 32) & l1Mask
+        return Int(truncatingIfNeeded: (l1Bitmap.baseAddress.unsafelyUnwrapped[Int(a >> 6)] >> (a & 63)) & 1)
+    }
+
+    @inline(__always)
+    func mayContain(low: UInt64, high: UInt64) -> Bool { firstStageBit(high: high) != 0 && prefilterBit(low: low, high: high) != 0 }
 
     /// Distinct-RPI index of (low, high), or -1; call after the prefilter passed.
     @inline(__always)
