@@ -220,11 +220,15 @@ struct MatchWorker {
                         let base = j
                         var n = 0
                         candidates.withUnsafeMutableBufferPointer { cand in
+                            // Wrapping arithmetic on a raw cursor: the bounds are the loop's
+                            // (at most 144 RPIs of 16 bytes), and overflow checks cost here.
                             let c = cand.baseAddress.unsafelyUnwrapped
-                            for k in 0..<(dayEnd - base) {
-                                let high = buffer.loadUnaligned(fromByteOffset: (base - first + k) * 16 + 8, as: UInt64.self).littleEndian
-                                c[n] = Int32(k)
+                            var cursor = buffer.baseAddress.unsafelyUnwrapped + ((base &- first) &* 16 &+ 8)
+                            for k in 0..<Int32(truncatingIfNeeded: dayEnd &- base) {
+                                let high = cursor.loadUnaligned(as: UInt64.self).littleEndian
+                                c[n] = k
                                 n &+= lookup.firstStageBit(high: high)
+                                cursor += 16
                             }
                         }
                         // Pass 2: the Bloom filter, then the table, for those few.
