@@ -7,6 +7,12 @@ struct GaenCtl: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "gaenctl",
         abstract: "Client of gaend and offline GAEN protocol toolbox.",
-        subcommands: [Derive.self, Keys.self, MatchCommand.self, WindowsCommand.self]
+        subcommands: [
+            Derive.self,
+            Keys.self,
+            MatchCommand.self,
+            WindowsCommand.self,
+            Radio.self,
+        ]
     )
 }
