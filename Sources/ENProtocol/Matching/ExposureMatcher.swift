@@ -177,8 +177,7 @@ struct MatchWorker {
             }
             work.append(CompactKey(tek: words, first: UInt32(first), count: UInt16(last - first + 1), position: UInt32(n)))
         }
-        work.sort { $0.first < $1.first }
-        for var item in work {
+        for var item in Self.dayOrder(work) {
             let count = Int(item.count)
             try withUnsafeBytes(of: &item.tek) { tek in
                 try rpis.withUnsafeMutableBytes { out in
@@ -195,6 +194,24 @@ struct MatchWorker {
                 for m in matches[before...] where !m.txPowerPlausible { stats.implausibleTxPower += 1 }
             }
         }
+    }
+
+    /// `work` ordered by first interval: a counting sort when the batch spans fewer than 65,536
+    /// intervals (a key file covers about 14 days = 2,016), a comparison sort otherwise.
+    static func dayOrder(_ work: [CompactKey]) -> [CompactKey] {
+        guard let lo = work.lazy.map(\.first).min(), let hi = work.lazy.map(\.first).max(), hi - lo < 1 << 16 else {
+            return work.sorted { $0.first < $1.first }
+        }
+        var start = [Int](repeating: 0, count: Int(hi - lo) + 2)
+        for w in work { start[Int(w.first - lo) + 1] += 1 }
+        for i in 1..<start.count { start[i] += start[i - 1] }
+        var out = work // overwritten below; same count
+        for w in work {
+            let b = Int(w.first - lo)
+            out[start[b]] = w
+            start[b] += 1
+        }
+        return out
     }
 
     /// A key reduced to what the derive-and-look-up loop needs.
