@@ -19,6 +19,7 @@ let package = Package(
         .package(url: "https://github.com/weichsel/ZIPFoundation", from: "0.9.19"),
         .package(url: "https://github.com/groue/GRDB.swift", from: "7.0.0"),
         .package(url: "https://github.com/jpsim/Yams", from: "6.0.0"),
+        .package(url: "https://github.com/yaslab/CSV.swift", from: "2.5.2"),
     ],
     targets: [
         // System library: OpenSSL libcrypto, the one crypto provider (design card: libssl-dev).
@@ -48,6 +49,7 @@ let package = Package(
                 "COpenSSL",
                 .product(name: "SwiftProtobuf", package: "swift-protobuf"),
                 .product(name: "ZIPFoundation", package: "ZIPFoundation"),
+                .product(name: "CSV", package: "CSV.swift"),
             ],
             exclude: ["KeyExport/export.proto"]
         ),
@@ -88,7 +90,7 @@ let package = Package(
         // The entry point shared by the fuzz targets (libFuzzer driver or corpus replay).
         .target(name: "FuzzSupport"),
         // Benchmarks print figures; they are not tests (run: scripts/bench.sh).
-        .executableTarget(name: "GaenBench", dependencies: ["ENProtocol", "BLEDaemon"]),
+        .executableTarget(name: "GaenBench", dependencies: ["ENProtocol", "BLEDaemon", "COpenSSL"]),
         .testTarget(
             name: "ENProtocolTests",
             dependencies: ["ENProtocol"],
@@ -104,6 +106,6 @@ let package = Package(
         // Test helper: writes a store in a loop until killed (the kill -9 test runs it).
         .executableTarget(name: "StoreStress", dependencies: ["BLEDaemon", "ENProtocol"]),
         // Runs the built executables end to end (they are built by `swift build --build-tests`).
-        .testTarget(name: "CLITests", dependencies: ["gaenctl"]),
+        .testTarget(name: "CLITests", dependencies: ["gaenctl", "ENProtocol"]),
     ]
 )
