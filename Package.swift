@@ -72,5 +72,7 @@ let package = Package(
         ),
         .testTarget(name: "HCIProtocolTests", dependencies: ["HCIProtocol"]),
         .testTarget(name: "BLEDaemonTests", dependencies: ["BLEDaemon"]),
+        // Runs the built executables end to end (they are built by `swift build --build-tests`).
+        .testTarget(name: "CLITests", dependencies: ["gaenctl"]),
     ]
 )
