@@ -53,11 +53,23 @@ public struct CWAParameters: Sendable, Equatable, Codable {
     public struct MinutesAtAttenuationWeight: Sendable, Equatable, Codable {
         public var attenuationRange: CWARange
         public var weight: Double
+
+        public init(from decoder: Decoder) throws {
+            let c = try decoder.container(keyedBy: CodingKeys.self)
+            attenuationRange = try c.decodeIfPresent(CWARange.self, forKey: .attenuationRange) ?? CWARange(min: 0, max: 0)
+            weight = try c.decodeIfPresent(Double.self, forKey: .weight) ?? 0
+        }
     }
     public struct NormalizedTimeToRiskLevelMapping: Sendable, Equatable, Codable {
         public var normalizedTimeRange: CWARange
         /// 1 low, 2 high (CWA's RiskLevel enum; 0 unspecified).
         public var riskLevel: Int
+
+        public init(from decoder: Decoder) throws {
+            let c = try decoder.container(keyedBy: CodingKeys.self)
+            normalizedTimeRange = try c.decodeIfPresent(CWARange.self, forKey: .normalizedTimeRange) ?? CWARange(min: 0, max: 0)
+            riskLevel = try c.decodeIfPresent(Int.self, forKey: .riskLevel) ?? 0
+        }
     }
     public struct TrlEncoding: Sendable, Equatable, Codable {
         public var infectiousnessOffsetStandard: Int
@@ -66,10 +78,27 @@ public struct CWAParameters: Sendable, Equatable, Codable {
         public var reportTypeOffsetSelfReport: Int
         public var reportTypeOffsetConfirmedClinicalDiagnosis: Int
         public var reportTypeOffsetConfirmedTest: Int
+
+        public init(from decoder: Decoder) throws {
+            let c = try decoder.container(keyedBy: CodingKeys.self)
+            func v(_ k: CodingKeys) throws -> Int { try c.decodeIfPresent(Int.self, forKey: k) ?? 0 }
+            infectiousnessOffsetStandard = try v(.infectiousnessOffsetStandard)
+            infectiousnessOffsetHigh = try v(.infectiousnessOffsetHigh)
+            reportTypeOffsetRecursive = try v(.reportTypeOffsetRecursive)
+            reportTypeOffsetSelfReport = try v(.reportTypeOffsetSelfReport)
+            reportTypeOffsetConfirmedClinicalDiagnosis = try v(.reportTypeOffsetConfirmedClinicalDiagnosis)
+            reportTypeOffsetConfirmedTest = try v(.reportTypeOffsetConfirmedTest)
+        }
     }
     public struct TransmissionRiskValueMapping: Sendable, Equatable, Codable {
         public var transmissionRiskLevel: Int
         public var transmissionRiskValue: Double
+
+        public init(from decoder: Decoder) throws {
+            let c = try decoder.container(keyedBy: CodingKeys.self)
+            transmissionRiskLevel = try c.decodeIfPresent(Int.self, forKey: .transmissionRiskLevel) ?? 0
+            transmissionRiskValue = try c.decodeIfPresent(Double.self, forKey: .transmissionRiskValue) ?? 0
+        }
     }
 
     public var minutesAtAttenuationFilters: [MinutesAtAttenuationFilter]
@@ -79,10 +108,13 @@ public struct CWAParameters: Sendable, Equatable, Codable {
     public var normalizedTimePerDayToRiskLevelMapping: [NormalizedTimeToRiskLevelMapping]
     public var trlEncoding: TrlEncoding
     public var transmissionRiskValueMapping: [TransmissionRiskValueMapping]
+    /// Windows older than this many days before the calculation day are ignored (CWA's
+    /// ExposureWindowsFilter; absent or 0: 14, CWA's default).
+    public var maxEncounterAgeInDays: Int
 
     enum CodingKeys: String, CodingKey {
         case minutesAtAttenuationFilters, trlFilters, minutesAtAttenuationWeights, normalizedTimePerEWToRiskLevelMapping,
-             normalizedTimePerDayToRiskLevelMapping, trlEncoding, transmissionRiskValueMapping
+             normalizedTimePerDayToRiskLevelMapping, trlEncoding, transmissionRiskValueMapping, maxEncounterAgeInDays
     }
 
     public init(from decoder: Decoder) throws {
@@ -94,11 +126,14 @@ public struct CWAParameters: Sendable, Equatable, Codable {
         normalizedTimePerDayToRiskLevelMapping = try c.decode([NormalizedTimeToRiskLevelMapping].self, forKey: .normalizedTimePerDayToRiskLevelMapping)
         trlEncoding = try c.decode(TrlEncoding.self, forKey: .trlEncoding)
         transmissionRiskValueMapping = try c.decode([TransmissionRiskValueMapping].self, forKey: .transmissionRiskValueMapping)
+        let age = try c.decodeIfPresent(Int.self, forKey: .maxEncounterAgeInDays) ?? 0
+        maxEncounterAgeInDays = age > 0 ? age : 14
     }
 
     /// Reads a parameter file: either the parameters object itself or a file that holds it under
     /// `defaultRiskCalculationConfiguration` or `riskCalculationParameters` (the CWA test-case file
-    /// and the app configuration's JSON form).
+    /// and the app configuration's JSON form). Absent fields take protobuf's defaults (0), so the
+    /// protobuf JSON of the app configuration reads as the app reads the binary.
     public static func decode(from data: Data, file: String) throws -> CWAParameters {
         struct Wrapped: Decodable {
             var defaultRiskCalculationConfiguration: CWAParameters?
@@ -165,8 +200,6 @@ public struct CWAResult: Sendable, Equatable, Codable {
 public enum CWARiskCalculation {
     public static let low = 1
     public static let high = 2
-    /// The framework hands apps the windows of the last 14 days.
-    public static let maximumAgeDays = 14
 
     /// Scores one window; nil when a filter drops it or no risk level maps its normalized time.
     public static func window(_ w: ExposureWindow, index: Int, parameters p: CWAParameters) throws -> CWAWindowResult? {
@@ -198,13 +231,13 @@ public enum CWARiskCalculation {
         return CWAWindowResult(transmissionRiskLevel: trl, normalizedTime: normalizedTime, riskLevel: level)
     }
 
-    /// The aggregate over all windows. With `today`, windows dated after it or more than 14 days
-    /// before it are ignored, as the framework would not have returned them.
+    /// The aggregate over all windows. With `today`, windows dated more than maxEncounterAgeInDays
+    /// before it are ignored, as the app's ExposureWindowsFilter does.
     public static func aggregate(_ windows: [ExposureWindow], parameters p: CWAParameters, today: UTCDay? = nil) throws -> CWAResult {
         var perDay: [UTCDay: [(ExposureWindow, CWAWindowResult)]] = [:]
         var order: [UTCDay] = []
         for (i, w) in windows.enumerated() {
-            if let today, w.day > today || Int(today.rawValue - w.day.rawValue) > maximumAgeDays { continue }
+            if let today, Int(today.rawValue - w.day.rawValue) > p.maxEncounterAgeInDays { continue }
             guard let r = try window(w, index: i, parameters: p) else { continue }
             if perDay[w.day] == nil { order.append(w.day) }
             perDay[w.day, default: []].append((w, r))

@@ -75,13 +75,26 @@ import Testing
         #expect(try CWARiskCalculation.window(recursive, index: 0, parameters: p) == nil) // TRL 0 + 2 = 2
     }
 
-    @Test func todayIgnoresWindowsOutsideTheFrameworksFourteenDays() throws {
-        let p = try CWAParameters.decode(from: RiskFixtures.data("cwa/exposure-windows-risk-calculation.json"), file: "cases")
+    @Test func todayIgnoresWindowsOlderThanMaxEncounterAge() throws {
+        var p = try CWAParameters.decode(from: RiskFixtures.data("cwa/exposure-windows-risk-calculation.json"), file: "cases")
+        #expect(p.maxEncounterAgeInDays == 14)
         let scans = [(typical: 25, min: 30, seconds: 300), (typical: 25, min: 30, seconds: 300)]
+        let edge = RiskFixtures.window(day: Self.today.advanced(by: -14), reportType: 1, infectiousness: 2, scans)
         let old = RiskFixtures.window(day: Self.today.advanced(by: -15), reportType: 1, infectiousness: 2, scans)
-        let future = RiskFixtures.window(day: Self.today.advanced(by: 1), reportType: 1, infectiousness: 2, scans)
-        #expect(try CWARiskCalculation.aggregate([old, future], parameters: p, today: Self.today).numberOfDaysWithHighRisk == 0)
-        #expect(try CWARiskCalculation.aggregate([old, future], parameters: p).numberOfDaysWithHighRisk == 2)
+        #expect(try CWARiskCalculation.aggregate([edge, old], parameters: p, today: Self.today).numberOfDaysWithHighRisk == 1)
+        #expect(try CWARiskCalculation.aggregate([edge, old], parameters: p).numberOfDaysWithHighRisk == 2)
+        p.maxEncounterAgeInDays = 10
+        #expect(try CWARiskCalculation.aggregate([edge, old], parameters: p, today: Self.today).numberOfDaysWithHighRisk == 0)
+    }
+
+    @Test func protobufJSONOfTheAppConfigurationReadsWithDefaults() throws {
+        // The CWA app's default configuration as protobuf JSON leaves out zero values.
+        let p = try CWAParameters.decode(from: RiskFixtures.data("cwa/default-app-config-risk-parameters.json"), file: "default")
+        let cases = try CWAParameters.decode(from: RiskFixtures.data("cwa/exposure-windows-risk-calculation.json"), file: "cases")
+        #expect(p.trlEncoding == cases.trlEncoding)
+        #expect(p.transmissionRiskValueMapping == cases.transmissionRiskValueMapping)
+        #expect(p.minutesAtAttenuationWeights == cases.minutesAtAttenuationWeights)
+        #expect(p.maxEncounterAgeInDays == 10)
     }
 
     @Test func unknownReportTypeIsASpecificError() throws {
