@@ -38,8 +38,9 @@ struct Summaries: ParsableCommand {
             return
         }
         func line(_ label: String, _ d: ExposureSummaryData) -> String {
-            String(format: "  %-28@ maximumScore %10.1f  scoreSum %10.1f  weightedDurationSum %8.0f s",
-                   label as NSString, d.maximumScore, d.scoreSum, d.weightedDurationSum)
+            "  " + label.padding(toLength: 30, withPad: " ", startingAt: 0)
+                + String(format: "maximumScore %9.1f  scoreSum %9.1f  weightedDurationSum %7.0f s",
+                         d.maximumScore, d.scoreSum, d.weightedDurationSum)
         }
         if summaries.isEmpty { Swift.print("no day reaches the minimum window score") }
         for s in summaries {

@@ -60,6 +60,18 @@ public enum RiskJSON {
         return try encoder.encode(value)
     }
 
+    /// Names a Swift type the way a JSON author thinks of it.
+    static func jsonName(_ type: Any.Type) -> String {
+        let name = String(describing: type)
+        if name.hasPrefix("Dictionary") { return "a JSON object" }
+        if name.hasPrefix("Array") { return "a JSON array" }
+        if ["Int", "Int32", "Int64", "UInt32"].contains(name) { return "an integer" }
+        if name == "Double" { return "a number" }
+        if name == "String" { return "a string" }
+        if name == "Bool" { return "true or false" }
+        return name
+    }
+
     static func describe(_ error: DecodingError) -> String {
         func path(_ codingPath: [CodingKey]) -> String {
             let p = codingPath.map { $0.intValue.map { "[\($0)]" } ?? ".\($0.stringValue)" }.joined()
@@ -69,9 +81,9 @@ public enum RiskJSON {
         case let .keyNotFound(key, ctx):
             return "\(path(ctx.codingPath + [key])): missing"
         case let .typeMismatch(type, ctx):
-            return "\(path(ctx.codingPath)): expected \(type)"
+            return "\(path(ctx.codingPath)): expected \(jsonName(type))"
         case let .valueNotFound(type, ctx):
-            return "\(path(ctx.codingPath)): expected \(type), got null"
+            return "\(path(ctx.codingPath)): expected \(jsonName(type)), got null"
         case let .dataCorrupted(ctx):
             return "\(path(ctx.codingPath)): \(ctx.debugDescription)"
         @unknown default:

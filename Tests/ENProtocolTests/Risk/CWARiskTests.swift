@@ -87,6 +87,16 @@ import Testing
         #expect(try CWARiskCalculation.aggregate([edge, old], parameters: p, today: Self.today).numberOfDaysWithHighRisk == 0)
     }
 
+    @Test func dayNormalizedTimeIsRoundedToOneDecimal() throws {
+        // 7 minutes x 0.8 x 1.6 = 8.96: a low-risk window, but the day rounds to 9.0: high risk.
+        let p = try CWAParameters.decode(from: RiskFixtures.data("cwa/exposure-windows-risk-calculation.json"), file: "cases")
+        let w = RiskFixtures.window(day: Self.today.advanced(by: -1), reportType: 1, infectiousness: 2, [(25, 30, 420)])
+        #expect(try CWARiskCalculation.window(w, index: 0, parameters: p)?.riskLevel == CWARiskCalculation.low)
+        let r = try CWARiskCalculation.aggregate([w], parameters: p, today: Self.today)
+        #expect(r.totalRiskLevel == CWARiskCalculation.high)
+        #expect(r.minimumDistinctEncountersWithLowRisk == 1 && r.minimumDistinctEncountersWithHighRisk == 0)
+    }
+
     @Test func protobufJSONOfTheAppConfigurationReadsWithDefaults() throws {
         // The CWA app's default configuration as protobuf JSON leaves out zero values.
         let p = try CWAParameters.decode(from: RiskFixtures.data("cwa/default-app-config-risk-parameters.json"), file: "default")
