@@ -9,6 +9,7 @@ struct GaenCtl: AsyncParsableCommand {
         abstract: "Client of gaend and offline GAEN protocol toolbox.",
         subcommands: [
             Derive.self,
+            Radio.self,
             Risk.self,
             Summaries.self,
         ]
