@@ -65,6 +65,8 @@ let package = Package(
         ),
         // Benchmarks print figures; they are not tests (run: scripts/bench.sh).
         .executableTarget(name: "GaenBench", dependencies: ["ENProtocol"]),
+        // libFuzzer target for the key-file reader (tools/fuzz/run.sh FuzzKeyFile SECONDS).
+        .executableTarget(name: "FuzzKeyFile", dependencies: ["ENProtocol"]),
         .testTarget(
             name: "ENProtocolTests",
             dependencies: ["ENProtocol"],

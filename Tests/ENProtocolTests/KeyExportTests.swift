@@ -384,3 +384,17 @@ func expectKeyExportError(_ body: () throws -> Void, sourceLocation: SourceLocat
         #expect(throws: KeyExportError.unrecognizedFormat(firstBytes: "")) { try KeyExportFile(parsing: Data()) }
     }
 }
+
+@Suite struct KeyExportWriterCompatibilityTests {
+    /// The strict ZIP check must still accept what common writers produce for the same two
+    /// files: Info-ZIP (Unix host, extra fields, regular-file mode), Python's zipfile with
+    /// deflate from files, and Python's writestr (stored, bare permissions without a file type).
+    @Test(arguments: ["infozip.zip", "python-zipfile.zip", "python-writestr-stored.zip"])
+    func acceptsCommonWriters(_ name: String) throws {
+        let file = try KeyExportFile(parsing: try Data(contentsOf: KeyFixtures.url("writers/\(name)")))
+        #expect(file.keyCount == 3)
+        #expect(file.header.region == "DE")
+        #expect(file.signatures.map(\.info.keyId) == ["262"])
+        #expect(file.keyBatches().flatMap { $0 }.map(\.key.hexString).first == "000102030405060708090a0b0c0d0e0f")
+    }
+}

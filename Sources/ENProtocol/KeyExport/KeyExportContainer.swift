@@ -185,7 +185,9 @@ struct ZipLayout {
             }
             let unixMode = externalAttributes >> 16
             if host == 3 || host == 19 {
-                guard unixMode == 0 || unixMode & 0o170000 == 0o100000 else { throw fail("\(name) is not a regular file") }
+                // The file type bits may be absent (Python's zipfile writes bare permissions).
+                let type = unixMode & 0o170000
+                guard type == 0 || type == 0o100000 else { throw fail("\(name) is not a regular file") }
             } else {
                 guard unixMode == 0 else { throw fail("\(name) has Unix attributes on a non-Unix host") }
             }
