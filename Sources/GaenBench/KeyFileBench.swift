@@ -42,6 +42,7 @@ enum KeyFileBench {
         print("keyfile: generated \(count) keys in \(fmt(t1.timeIntervalSince(t0))) s; wrote and signed the ZIP in \(fmt(t2.timeIntervalSince(t1))) s " +
               "(\(fmt(Double(count) / t2.timeIntervalSince(t1), 0)) keys/s); file \(fmt(Double(zip.count) / 1e6, 2)) MB")
 
+        fflush(nil) // flush every stdio stream: our lines first, then the child's
         let child = Process()
         child.executableURL = URL(fileURLWithPath: CommandLine.arguments[0]).standardizedFileURL
         if !FileManager.default.isExecutableFile(atPath: child.executableURL!.path) {
@@ -56,9 +57,9 @@ enum KeyFileBench {
     /// Reads FILE three times (parse + validate every key, verify the signature, stream all
     /// keys in batches of 10,000) and prints the best run and this process's peak RSS.
     static func readPhase(_ args: [String]) throws {
-        guard args.count == 2 else { throw NSError(domain: "usage: keyfile-read FILE PUBLIC.pem", code: 2) }
+        guard args.count == 2 || args.count == 3 else { throw NSError(domain: "usage: keyfile-read FILE PUBLIC.pem [KEYID]", code: 2) }
         var trust = KeyExportTrustSet()
-        trust.add(keyId: "bench", key: try P256PublicKey(pem: String(contentsOfFile: args[1], encoding: .utf8)))
+        trust.add(keyId: args.count == 3 ? args[2] : "bench", key: try P256PublicKey(pem: String(contentsOfFile: args[1], encoding: .utf8)))
         var best = (parse: Double.infinity, verify: Double.infinity, stream: Double.infinity)
         var keys = 0, mb = 0.0, binMB = 0.0
         for _ in 0..<3 {
