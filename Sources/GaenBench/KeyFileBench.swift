@@ -60,7 +60,8 @@ enum KeyFileBench {
         guard args.count == 2 || args.count == 3 else { throw NSError(domain: "usage: keyfile-read FILE PUBLIC.pem [KEYID]", code: 2) }
         var trust = KeyExportTrustSet()
         trust.add(keyId: args.count == 3 ? args[2] : "bench", key: try P256PublicKey(pem: String(contentsOfFile: args[1], encoding: .utf8)))
-        var best = (parse: Double.infinity, verify: Double.infinity, stream: Double.infinity)
+        var best = (parse: Double.infinity, verify: Double.infinity, stream: Double.infinity, parallel: Double.infinity)
+        let cores = ProcessInfo.processInfo.activeProcessorCount
         var keys = 0, mb = 0.0, binMB = 0.0
         for _ in 0..<3 {
             let t0 = Date()
@@ -73,6 +74,11 @@ enum KeyFileBench {
             for batch in file.keyBatches(size: 10_000) { n += batch.count }
             let t3 = Date()
             precondition(n == file.keyCount)
+            // The same keys decoded as independent batches on every core.
+            let batches = file.encodedKeyBatches(size: 10_000)
+            DispatchQueue.concurrentPerform(iterations: batches.count) { i in precondition(batches[i].decode().count == batches[i].count) }
+            let t4 = Date()
+            best.parallel = min(best.parallel, t4.timeIntervalSince(t3))
             keys = n; mb = Double(data.count) / 1e6; binMB = Double(file.exportBin.count) / 1e6
             best.parse = min(best.parse, t1.timeIntervalSince(t0))
             best.verify = min(best.verify, t2.timeIntervalSince(t1))
@@ -86,6 +92,7 @@ enum KeyFileBench {
         print("  parse+verify: \(fmt(Double(keys) / pv, 0)) keys/s, \(fmt(binMB / pv, 1)) MB/s of export.bin (\(fmt(mb / pv, 1)) MB/s of ZIP)")
         print("  stream all keys in batches of 10,000: \(fmt(best.stream * 1000, 1)) ms, \(fmt(Double(keys) / best.stream, 0)) keys/s")
         print("  parse+verify+stream: \(fmt(Double(keys) / (pv + best.stream), 0)) keys/s")
+        print("  cut + decode encoded batches on \(cores) cores: \(fmt(best.parallel * 1000, 1)) ms, \(fmt(Double(keys) / best.parallel, 0)) keys/s")
         print("  peak RSS of the read phase: \(fmt(Double(usage.ru_maxrss) / 1024, 1)) MiB")
     }
 

@@ -217,6 +217,18 @@ func expectKeyExportError(_ body: () throws -> Void, sourceLocation: SourceLocat
         #expect(Array(batches.joined()) == many)
     }
 
+    @Test func encodedBatchesDecodeIndependentlyToTheSameKeys() throws {
+        let many = (0..<25).map { KeyFixtures.key(UInt8($0), start: 2_650_000 + UInt32($0) * 144, onset: Int32($0) - 12) }
+        let file = try KeyExportFile(parsing: try KeyExportWriter.exportBin(header: KeyFixtures.header, keys: many))
+        let encoded = file.encodedKeyBatches(size: 10)
+        #expect(encoded.map(\.count) == [10, 10, 5])
+        // Decoded out of order, each batch is its own slice of the keys.
+        var decoded = [[DiagnosisKey]](repeating: [], count: encoded.count)
+        for i in encoded.indices.reversed() { decoded[i] = encoded[i].decode() }
+        #expect(Array(decoded.joined()) == many)
+        #expect(file.encodedRevisedKeyBatches().isEmpty)
+    }
+
     @Test func revisedKeysAreCountedAndStreamedApart() throws {
         var p = ExportProto_TemporaryExposureKeyExport()
         p.keys = [KeyFixtures.protoKey()]
@@ -226,6 +238,8 @@ func expectKeyExportError(_ body: () throws -> Void, sourceLocation: SourceLocat
         let file = try KeyExportFile(parsing: Data(KeyExportFile.headerBytes) + p.serializedData())
         #expect(file.keyCount == 1 && file.revisedKeyCount == 1)
         #expect(file.revisedKeyBatches().flatMap { $0 }.map(\.reportType) == [.revoked])
+        #expect(file.encodedRevisedKeyBatches().flatMap { $0.decode() }.map(\.reportType) == [.revoked])
+        #expect(file.encodedKeyBatches().flatMap { $0.decode() }.count == 1)
         #expect(file.keyBatches().flatMap { $0 }.map(\.rollingStartIntervalNumber.rawValue) == [2_650_000])
     }
 

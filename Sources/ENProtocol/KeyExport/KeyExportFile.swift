@@ -260,6 +260,12 @@ public struct KeyExportFile: Sendable {
 
     /// The keys (field `keys`) in batches of at most `size`, decoded lazily.
     public func keyBatches(size: Int = 10_000) -> KeyBatches { KeyBatches(exportBin: exportBin, field: 7, batchSize: size) }
+    /// The keys cut into independent encoded batches of at most `size`, without decoding
+    /// them: each batch decodes on its own, so a matcher can decode batches on every core.
+    /// Costs one walk over the top-level fields (no key decoding).
+    public func encodedKeyBatches(size: Int = 10_000) -> [EncodedKeyBatch] { EncodedKeyBatch.cut(exportBin, field: 7, size: size) }
+    public func encodedRevisedKeyBatches(size: Int = 10_000) -> [EncodedKeyBatch] { EncodedKeyBatch.cut(exportBin, field: 8, size: size) }
+
     /// The revised keys (field `revised_keys`) in batches of at most `size`.
     public func revisedKeyBatches(size: Int = 10_000) -> KeyBatches { KeyBatches(exportBin: exportBin, field: 8, batchSize: size) }
 }
@@ -297,6 +303,49 @@ public struct KeyBatches: Sequence, Sendable {
 
     public func makeIterator() -> Iterator {
         Iterator(exportBin: exportBin, offset: KeyExportFile.headerBytes.count, field: field, batchSize: Swift.max(1, batchSize))
+    }
+}
+
+/// A run of export.bin holding `count` validated entries of one key list, decoded on demand.
+public struct EncodedKeyBatch: Sendable {
+    let exportBin: Data
+    let range: Range<Int>
+    let field: UInt64
+    public let count: Int
+
+    public func decode() -> [DiagnosisKey] {
+        var out: [DiagnosisKey] = []
+        out.reserveCapacity(count)
+        exportBin.withUnsafeBytes { raw in
+            var walker = WireWalker(UnsafeRawBufferPointer(rebasing: raw[..<range.upperBound]), offset: range.lowerBound)
+            while let f = try? walker.next() {
+                guard f.number == field, f.wireType == 2,
+                      let k = try? ExportScan.validatedKey(UnsafeRawBufferPointer(rebasing: raw[f.payload]), list: "", index: 0)
+                else { continue }
+                out.append(ExportScan.diagnosisKey(k))
+            }
+        }
+        return out
+    }
+
+    static func cut(_ exportBin: Data, field: UInt64, size: Int) -> [EncodedKeyBatch] {
+        let size = Swift.max(1, size)
+        var batches: [EncodedKeyBatch] = []
+        exportBin.withUnsafeBytes { raw in
+            var walker = WireWalker(raw, offset: KeyExportFile.headerBytes.count)
+            var start = walker.offset, count = 0
+            while let f = try? walker.next() {
+                guard f.number == field else { continue }
+                if count == 0 { start = f.range.lowerBound }
+                count += 1
+                if count == size {
+                    batches.append(EncodedKeyBatch(exportBin: exportBin, range: start..<f.range.upperBound, field: field, count: count))
+                    count = 0
+                }
+            }
+            if count > 0 { batches.append(EncodedKeyBatch(exportBin: exportBin, range: start..<walker.offset, field: field, count: count)) }
+        }
+        return batches
     }
 }
 
