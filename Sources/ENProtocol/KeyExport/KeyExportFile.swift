@@ -182,7 +182,7 @@ public struct KeyExportFile: Sendable {
         } else {
             throw KeyExportError.unrecognizedFormat(firstBytes: prefix.prefix(8).map { String(format: "%02x", $0) }.joined())
         }
-        exportBin = Data(export)
+        exportBin = export.startIndex == 0 ? export : Data(export) // rebase a slice; never copy 17 MB for nothing
         let headerFound = [UInt8](exportBin.prefix(16))
         guard headerFound == Self.headerBytes else {
             throw KeyExportError.wrongHeader(found: Self.printable(headerFound))
