@@ -49,6 +49,10 @@ func fuzzOne(_ data: Data) {
     }
     for batch in file.revisedKeyBatches(size: 7) { revised += batch.count }
     precondition(keys == file.keyCount && revised == file.revisedKeyCount, "batches disagree with the validating pass")
+    // Independent encoded batches must decode to the same keys, batch by batch.
+    let encoded = file.encodedKeyBatches(size: 5)
+    precondition(encoded.reduce(0) { $0 + $1.count } == file.keyCount)
+    for b in encoded { precondition(b.decode().count == b.count, "encoded batch decodes to another count") }
 }
 
 #if FUZZING
