@@ -9,6 +9,7 @@ let package = Package(
     products: [
         .executable(name: "gaend", targets: ["gaend"]),
         .executable(name: "gaenctl", targets: ["gaenctl"]),
+        .executable(name: "FuzzHCIEvent", targets: ["FuzzHCIEvent"]),
         .library(name: "ENProtocol", targets: ["ENProtocol"]),
     ],
     dependencies: [
@@ -16,6 +17,8 @@ let package = Package(
         .package(url: "https://github.com/apple/swift-log", from: "1.6.0"),
         .package(url: "https://github.com/apple/swift-protobuf", from: "1.28.0"),
         .package(url: "https://github.com/weichsel/ZIPFoundation", from: "0.9.19"),
+        .package(url: "https://github.com/groue/GRDB.swift", from: "7.0.0"),
+        .package(url: "https://github.com/jpsim/Yams", from: "6.0.0"),
     ],
     targets: [
         // System library: OpenSSL libcrypto, the one crypto provider (design card: libssl-dev).
@@ -45,6 +48,8 @@ let package = Package(
             dependencies: [
                 "ENProtocol", "HCIProtocol", "HCIShim",
                 .product(name: "Logging", package: "swift-log"),
+                .product(name: "GRDB", package: "GRDB.swift"),
+                .product(name: "Yams", package: "Yams"),
             ]
         ),
         .executableTarget(
@@ -58,22 +63,33 @@ let package = Package(
         .executableTarget(
             name: "gaenctl",
             dependencies: [
-                "ENProtocol", "BLEDaemon",
+                "ENProtocol", "BLEDaemon", "HCIProtocol",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
                 .product(name: "Logging", package: "swift-log"),
             ]
         ),
+        // Fuzz target for the HCI event decoder (tools/fuzz/run.sh FuzzHCIEvent SECONDS).
+        .executableTarget(name: "FuzzHCIEvent", dependencies: ["HCIProtocol", "FuzzSupport"]),
+        // Fuzz target for the advertisement payload parser (tools/fuzz/run.sh FuzzAdvertisement SECONDS).
+        .executableTarget(name: "FuzzAdvertisement", dependencies: ["ENProtocol", "FuzzSupport"]),
+        // The entry point shared by the fuzz targets (libFuzzer driver or corpus replay).
+        .target(name: "FuzzSupport"),
         // Benchmarks print figures; they are not tests (run: scripts/bench.sh).
-        .executableTarget(name: "GaenBench", dependencies: ["ENProtocol"]),
-        // libFuzzer target for the key-file reader (tools/fuzz/run.sh FuzzKeyFile SECONDS).
-        .executableTarget(name: "FuzzKeyFile", dependencies: ["ENProtocol"]),
+        .executableTarget(name: "GaenBench", dependencies: ["ENProtocol", "BLEDaemon"]),
+        // Fuzz target for the key-file reader (tools/fuzz/run.sh FuzzKeyFile SECONDS).
+        .executableTarget(name: "FuzzKeyFile", dependencies: ["ENProtocol", "FuzzSupport"]),
         .testTarget(
             name: "ENProtocolTests",
             dependencies: ["ENProtocol"],
             resources: [.copy("Fixtures")]
         ),
         .testTarget(name: "HCIProtocolTests", dependencies: ["HCIProtocol"]),
-        .testTarget(name: "BLEDaemonTests", dependencies: ["BLEDaemon"]),
+        .testTarget(
+            name: "BLEDaemonTests",
+            dependencies: ["BLEDaemon", "HCIProtocol", .product(name: "Logging", package: "swift-log")]
+        ),
+        // Test helper: writes a store in a loop until killed (the kill -9 test runs it).
+        .executableTarget(name: "StoreStress", dependencies: ["BLEDaemon", "ENProtocol"]),
         // Runs the built executables end to end (they are built by `swift build --build-tests`).
         .testTarget(name: "CLITests", dependencies: ["gaenctl", "ENProtocol"]),
     ]

@@ -1,13 +1,13 @@
 import ENProtocol
 import Foundation
+import FuzzSupport
 
 // Fuzz target for the key-file reader (ZIP layer, header, protobuf walk, key validation,
 // signature checks, batch decoding) on arbitrary bytes.
 //
-// Built with `-sanitize=fuzzer -DFUZZING` (tools/fuzz/run.sh) the entry point is libFuzzer's
-// `LLVMFuzzerTestOneInput`; in a normal build this is a plain program that replays the files
-// given as arguments, so the target always links and a crash input can be rerun directly.
-// (Not main.swift: libFuzzer brings its own main, so this file is parsed as a library.)
+// Built with `-sanitize=fuzzer -DFUZZING` (tools/fuzz/run.sh) FuzzSupport hands control to
+// libFuzzer, which calls `LLVMFuzzerTestOneInput`; in a normal build the target replays the
+// files given as arguments, so it always links and a crash input can be rerun directly.
 
 /// The signed sample's public key, so that inputs derived from the sample reach the
 /// signature check.
@@ -55,30 +55,13 @@ func fuzzOne(_ data: Data) {
     for b in encoded { precondition(b.decode().count == b.count, "encoded batch decodes to another count") }
 }
 
-#if FUZZING
 @_cdecl("LLVMFuzzerTestOneInput")
 public func fuzzKeyFile(_ start: UnsafePointer<UInt8>?, _ count: Int) -> CInt {
     fuzzOne(start.map { Data(bytes: $0, count: count) } ?? Data())
     return 0
 }
-#else
-/// Replays files (or every file in directories) given as arguments.
+
 @main
-struct FuzzKeyFileReplay {
-    static func main() {
-        var replayed = 0
-        for path in CommandLine.arguments.dropFirst() {
-            var isDir: ObjCBool = false
-            let files = FileManager.default.fileExists(atPath: path, isDirectory: &isDir) && isDir.boolValue
-                ? ((try? FileManager.default.contentsOfDirectory(atPath: path)) ?? []).sorted().map { "\(path)/\($0)" }
-                : [path]
-            for f in files {
-                guard let data = FileManager.default.contents(atPath: f) else { continue }
-                fuzzOne(data)
-                replayed += 1
-            }
-        }
-        print("FuzzKeyFile: replayed \(replayed) inputs without a finding")
-    }
+struct FuzzKeyFileMain {
+    static func main() { FuzzEntry.main(name: "FuzzKeyFile", fuzzKeyFile) }
 }
-#endif

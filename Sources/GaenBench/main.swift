@@ -1,18 +1,22 @@
-// GaenBench NAME [ARGS]: runs one benchmark; each lives in its own file and prints figures.
-// Benchmarks are not tests: they assert nothing. Build with -c release.
+// GaenBench: benchmarks that print figures (they are not tests).
+// usage: GaenBench <benchmark> [options]; each benchmark's file documents its options.
 import Foundation
 
 let benchmarks: [String: ([String]) throws -> Void] = [
+    "ingest": IngestBench.run,
+    "schedule-idle": ScheduleIdleBench.run,
     "keyfile": KeyFileBench.run,
     "keyfile-read": KeyFileBench.readPhase,
 ]
 
-let args = Array(CommandLine.arguments.dropFirst())
-guard let name = args.first, let bench = benchmarks[name] else {
-    print("usage: GaenBench <\(benchmarks.keys.sorted().joined(separator: "|"))> [args]")
-    exit(2)
+let arguments = Array(CommandLine.arguments.dropFirst())
+guard let name = arguments.first, let bench = benchmarks[name] else {
+    print("usage: GaenBench <\(benchmarks.keys.sorted().joined(separator: "|"))> [options]")
+    exit(arguments.isEmpty ? 0 : 2)
 }
-do { try bench(Array(args.dropFirst())) } catch {
+do {
+    try bench(Array(arguments.dropFirst()))
+} catch {
     FileHandle.standardError.write(Data("GaenBench \(name): \(error)\n".utf8))
     exit(1)
 }

@@ -7,6 +7,10 @@ struct GaenCtl: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "gaenctl",
         abstract: "Client of gaend and offline GAEN protocol toolbox.",
-        subcommands: [Derive.self, Keys.self]
+        subcommands: [
+            Derive.self,
+            Radio.self,
+            Keys.self,
+        ]
     )
 }

@@ -2,7 +2,7 @@
 # Runs one libFuzzer target for a bounded time.
 #   tools/fuzz/run.sh TARGET SECONDS [libFuzzer options...]
 # TARGET is an executable target whose entry point is LLVMFuzzerTestOneInput when built with
-# -DFUZZING (see Sources/FuzzKeyFile/main.swift). Seeds are read from tools/fuzz/corpus/TARGET;
+# -DFUZZING (Sources/FuzzSupport: the shared entry point). Seeds are read from tools/fuzz/corpus/TARGET;
 # new corpus entries, crash artifacts and the log go to fuzz-out/TARGET/ (git-ignored).
 # The fuzzer build uses its own scratch folder (.build-fuzz) so it never disturbs normal builds.
 set -euo pipefail
