@@ -61,7 +61,12 @@ public func fuzzKeyFile(_ start: UnsafePointer<UInt8>?, _ count: Int) -> CInt {
     return 0
 }
 
+#if !FUZZING
+// Only in normal builds: with -sanitize=fuzzer on Swift 6.3/Linux, an @main here collides with
+// libFuzzer's own main at link time ("multiple definition of 'main'"), and libFuzzer's main is
+// what should run anyway.
 @main
 struct FuzzKeyFileMain {
     static func main() { FuzzEntry.main(name: "FuzzKeyFile", fuzzKeyFile) }
 }
+#endif
