@@ -91,6 +91,8 @@ let package = Package(
         .target(name: "FuzzSupport"),
         // Benchmarks print figures; they are not tests (run: scripts/bench.sh).
         .executableTarget(name: "GaenBench", dependencies: ["ENProtocol", "BLEDaemon", "COpenSSL"]),
+        // Fuzz target for the key-file reader (tools/fuzz/run.sh FuzzKeyFile SECONDS).
+        .executableTarget(name: "FuzzKeyFile", dependencies: ["ENProtocol", "FuzzSupport"]),
         .testTarget(
             name: "ENProtocolTests",
             dependencies: ["ENProtocol"],

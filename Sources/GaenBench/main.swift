@@ -6,6 +6,8 @@ let benchmarks: [String: ([String]) throws -> Void] = [
     "ingest": IngestBench.run,
     "match": MatchBench.run,
     "schedule-idle": ScheduleIdleBench.run,
+    "keyfile": KeyFileBench.run,
+    "keyfile-read": KeyFileBench.readPhase,
 ]
 
 let arguments = Array(CommandLine.arguments.dropFirst())

@@ -217,6 +217,18 @@ func expectKeyExportError(_ body: () throws -> Void, sourceLocation: SourceLocat
         #expect(Array(batches.joined()) == many)
     }
 
+    @Test func encodedBatchesDecodeIndependentlyToTheSameKeys() throws {
+        let many = (0..<25).map { KeyFixtures.key(UInt8($0), start: 2_650_000 + UInt32($0) * 144, onset: Int32($0) - 12) }
+        let file = try KeyExportFile(parsing: try KeyExportWriter.exportBin(header: KeyFixtures.header, keys: many))
+        let encoded = file.encodedKeyBatches(size: 10)
+        #expect(encoded.map(\.count) == [10, 10, 5])
+        // Decoded out of order, each batch is its own slice of the keys.
+        var decoded = [[DiagnosisKey]](repeating: [], count: encoded.count)
+        for i in encoded.indices.reversed() { decoded[i] = encoded[i].decode() }
+        #expect(Array(decoded.joined()) == many)
+        #expect(file.encodedRevisedKeyBatches().isEmpty)
+    }
+
     @Test func revisedKeysAreCountedAndStreamedApart() throws {
         var p = ExportProto_TemporaryExposureKeyExport()
         p.keys = [KeyFixtures.protoKey()]
@@ -226,6 +238,8 @@ func expectKeyExportError(_ body: () throws -> Void, sourceLocation: SourceLocat
         let file = try KeyExportFile(parsing: Data(KeyExportFile.headerBytes) + p.serializedData())
         #expect(file.keyCount == 1 && file.revisedKeyCount == 1)
         #expect(file.revisedKeyBatches().flatMap { $0 }.map(\.reportType) == [.revoked])
+        #expect(file.encodedRevisedKeyBatches().flatMap { $0.decode() }.map(\.reportType) == [.revoked])
+        #expect(file.encodedKeyBatches().flatMap { $0.decode() }.count == 1)
         #expect(file.keyBatches().flatMap { $0 }.map(\.rollingStartIntervalNumber.rawValue) == [2_650_000])
     }
 
@@ -382,5 +396,19 @@ func expectKeyExportError(_ body: () throws -> Void, sourceLocation: SourceLocat
     @Test func notAKeyFileAtAll() {
         #expect(throws: KeyExportError.unrecognizedFormat(firstBytes: "68656c6c6f")) { try KeyExportFile(parsing: Data("hello".utf8)) }
         #expect(throws: KeyExportError.unrecognizedFormat(firstBytes: "")) { try KeyExportFile(parsing: Data()) }
+    }
+}
+
+@Suite struct KeyExportWriterCompatibilityTests {
+    /// The strict ZIP check must still accept what common writers produce for the same two
+    /// files: Info-ZIP (Unix host, extra fields, regular-file mode), Python's zipfile with
+    /// deflate from files, and Python's writestr (stored, bare permissions without a file type).
+    @Test(arguments: ["infozip.zip", "python-zipfile.zip", "python-writestr-stored.zip"])
+    func acceptsCommonWriters(_ name: String) throws {
+        let file = try KeyExportFile(parsing: try Data(contentsOf: KeyFixtures.url("writers/\(name)")))
+        #expect(file.keyCount == 3)
+        #expect(file.header.region == "DE")
+        #expect(file.signatures.map(\.info.keyId) == ["262"])
+        #expect(file.keyBatches().flatMap { $0 }.map(\.key.hexString).first == "000102030405060708090a0b0c0d0e0f")
     }
 }

@@ -88,26 +88,23 @@ struct ZipLayout {
     private static let endSignature: UInt32 = 0x0605_4b50
     private static let descriptorSignature: UInt32 = 0x0807_4b50
 
-    private let bytes: [UInt8]
-
     init(_ data: Data) throws {
-        bytes = [UInt8](data)
-        entries = try Self.parse(bytes)
+        entries = try data.withUnsafeBytes { try Self.parse($0) } // no copy of the archive
     }
 
     private static func fail(_ reason: String) -> KeyExportError { .malformedArchive(reason: reason) }
 
-    private static func u16(_ b: [UInt8], _ at: Int) throws -> UInt16 {
+    private static func u16(_ b: UnsafeRawBufferPointer, _ at: Int) throws -> UInt16 {
         guard at >= 0, at + 2 <= b.count else { throw fail("record at offset \(at) runs past the end of the file") }
         return UInt16(b[at]) | UInt16(b[at + 1]) << 8
     }
 
-    private static func u32(_ b: [UInt8], _ at: Int) throws -> UInt32 {
+    private static func u32(_ b: UnsafeRawBufferPointer, _ at: Int) throws -> UInt32 {
         guard at >= 0, at + 4 <= b.count else { throw fail("record at offset \(at) runs past the end of the file") }
         return UInt32(b[at]) | UInt32(b[at + 1]) << 8 | UInt32(b[at + 2]) << 16 | UInt32(b[at + 3]) << 24
     }
 
-    private static func parse(_ b: [UInt8]) throws -> [Entry] {
+    private static func parse(_ b: UnsafeRawBufferPointer) throws -> [Entry] {
         // End of central directory: 22 bytes plus a comment of up to 65,535 bytes at the end.
         guard b.count >= 22 else { throw fail("file is \(b.count) bytes, too short for a ZIP end record") }
         var eocd = -1
@@ -185,7 +182,9 @@ struct ZipLayout {
             }
             let unixMode = externalAttributes >> 16
             if host == 3 || host == 19 {
-                guard unixMode == 0 || unixMode & 0o170000 == 0o100000 else { throw fail("\(name) is not a regular file") }
+                // The file type bits may be absent (Python's zipfile writes bare permissions).
+                let type = unixMode & 0o170000
+                guard type == 0 || type == 0o100000 else { throw fail("\(name) is not a regular file") }
             } else {
                 guard unixMode == 0 else { throw fail("\(name) has Unix attributes on a non-Unix host") }
             }
