@@ -179,7 +179,7 @@ struct BumbleEndToEndTests {
         try await scanner.send(HCILESetScanParameters(type: .passive, interval: window, window: window, ownAddressType: .random))
         try await scanner.setScanEnable(true)
 
-        let seen = await reports.wait(timeout: .seconds(10)) { $0.address == address }
+        let seen = await reports.wait(timeout: .seconds(60)) { $0.address == address }
         #expect(seen?.data == payload)
         #expect(seen?.addressType == .random)
         // Stock Bumble sends ADV_IND as an extended report with Event_Type 0x0001 (legacy
@@ -210,7 +210,7 @@ struct BumbleEndToEndTests {
                 "reconnects are refused while the controller is away")
         let restarted = ContinuousClock.now
         try bumble.start()
-        let back = await events.wait(timeout: .seconds(10)) { if case .reconnected = $0 { return true } else { return false } }
+        let back = await events.wait(timeout: .seconds(60)) { if case .reconnected = $0 { return true } else { return false } }
         #expect(back != nil)
         #expect(ContinuousClock.now - restarted < .seconds(5), "back within the 5 s the issue asks for")
         let power = try await session.send(HCILEReadAdvertisingPhysicalChannelTxPower())

@@ -151,7 +151,9 @@ actor Recorder<Element: Sendable> {
     private func append(_ e: Element) { items.append(e) }
 
     /// Waits up to `timeout` for an element satisfying `predicate`; nil if none came.
-    func wait(timeout: Duration = .seconds(5), _ predicate: @Sendable (Element) -> Bool) async -> Element? {
+    /// The default is generous: only a failing test waits that long, and a loaded CI machine
+    /// has taken over 5 s for a scripted reconnect.
+    func wait(timeout: Duration = .seconds(60), _ predicate: @Sendable (Element) -> Bool) async -> Element? {
         let deadline = ContinuousClock.now + timeout
         while ContinuousClock.now < deadline {
             if let e = items.first(where: predicate) { return e }
