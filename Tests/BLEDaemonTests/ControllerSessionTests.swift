@@ -10,7 +10,7 @@ import Testing
 struct ControllerSessionTests {
     let logger = Logger(label: "test.hci")
 
-    func makeSession(_ connector: ScriptedConnector, timeout: Duration = .seconds(2)) -> (HCIControllerSession, ScaledSleeper) {
+    func makeSession(_ connector: ScriptedConnector, timeout: Duration = .seconds(30)) -> (HCIControllerSession, ScaledSleeper) {
         var config = HCISessionConfiguration()
         config.commandTimeout = timeout
         config.reconnectInitialDelay = .milliseconds(100)
@@ -50,7 +50,7 @@ struct ControllerSessionTests {
         // Answer Read Local Supported Features with no LE bit: silence the scripted reply and
         // inject our own completion.
         let c2 = ScriptedConnector { c in c.silence(HCIReadLocalSupportedFeatures.opcode) }
-        let (session, _) = makeSession(c2, timeout: .seconds(5))
+        let (session, _) = makeSession(c2, timeout: .seconds(60))
         let started = Task { try await session.start() }
         while c2.controllers.isEmpty || !c2.current.sentOpcodes.contains(HCIReadLocalSupportedFeatures.opcode) {
             try await Task.sleep(for: .milliseconds(2))
