@@ -10,6 +10,7 @@ let package = Package(
         .executable(name: "gaend", targets: ["gaend"]),
         .executable(name: "gaenctl", targets: ["gaenctl"]),
         .library(name: "ENProtocol", targets: ["ENProtocol"]),
+        .library(name: "TrialKit", targets: ["TrialKit"]),
     ],
     dependencies: [
         .package(url: "https://github.com/apple/swift-argument-parser", from: "1.5.0"),
@@ -37,6 +38,9 @@ let package = Package(
             ],
             exclude: ["KeyExport/export.proto"]
         ),
+        // Field-trial toolkit: channel analysis, trial reports, simulation, calibration.
+        .target(name: "TrialKit", dependencies: ["ENProtocol"]),
+        .testTarget(name: "TrialKitTests", dependencies: ["TrialKit", "ENProtocol"], resources: [.copy("Fixtures")]),
         // Pure HCI wire types and the H4 framer: no I/O, no clock.
         .target(name: "HCIProtocol"),
         // The node: HCI host, radio, store, D-Bus.
@@ -58,13 +62,13 @@ let package = Package(
         .executableTarget(
             name: "gaenctl",
             dependencies: [
-                "ENProtocol", "BLEDaemon",
+                "ENProtocol", "BLEDaemon", "TrialKit",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
                 .product(name: "Logging", package: "swift-log"),
             ]
         ),
         // Benchmarks print figures; they are not tests (run: scripts/bench.sh).
-        .executableTarget(name: "GaenBench", dependencies: ["ENProtocol"]),
+        .executableTarget(name: "GaenBench", dependencies: ["ENProtocol", "TrialKit"]),
         .testTarget(
             name: "ENProtocolTests",
             dependencies: ["ENProtocol"],
