@@ -17,6 +17,7 @@ let package = Package(
         .package(url: "https://github.com/apple/swift-log", from: "1.6.0"),
         .package(url: "https://github.com/apple/swift-protobuf", from: "1.28.0"),
         .package(url: "https://github.com/weichsel/ZIPFoundation", from: "0.9.19"),
+        .package(url: "https://github.com/groue/GRDB.swift", from: "7.0.0"),
     ],
     targets: [
         // System library: OpenSSL libcrypto, the one crypto provider (design card: libssl-dev).
@@ -49,6 +50,7 @@ let package = Package(
             dependencies: [
                 "ENProtocol", "HCIProtocol", "HCIShim",
                 .product(name: "Logging", package: "swift-log"),
+                .product(name: "GRDB", package: "GRDB.swift"),
             ]
         ),
         .executableTarget(

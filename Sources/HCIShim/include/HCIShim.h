@@ -3,4 +3,5 @@
 #ifndef GAEND_HCISHIM_H
 #define GAEND_HCISHIM_H
 int gaend_hci_shim_version(void);
+#include "gaend_clock.h"
 #endif
