@@ -133,6 +133,9 @@ public enum SightingsFile {
             csv.appendRaw(line)
         }
 
+        /// Appends a line already formatted in the header's column order (the simulator's fast path).
+        public mutating func appendRawLine(_ line: String) { csv.appendRaw(line) }
+
         public func write(to url: URL) throws { try csv.write(to: url) }
     }
 }
