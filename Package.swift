@@ -41,7 +41,7 @@ let package = Package(
         ),
         // Field-trial toolkit: channel analysis, trial reports, simulation, calibration.
         .target(name: "TrialKit", dependencies: ["ENProtocol"]),
-        .testTarget(name: "TrialKitTests", dependencies: ["TrialKit", "ENProtocol"], resources: [.copy("Fixtures")]),
+        .testTarget(name: "TrialKitTests", dependencies: ["TrialKit", "ENProtocol"]),
         // Pure HCI wire types and the H4 framer: no I/O, no clock.
         .target(name: "HCIProtocol"),
         // The node: HCI host, radio, store, D-Bus.

@@ -153,13 +153,19 @@ public struct ChannelAnalysis: Sendable, Codable, Equatable {
         let b = Double(options.binsPerDecade)
         var bins: [Int: (ds: [Double], as: [Double])] = [:]
         for o in obs {
-            let k = Int((log10(max(o.distance, options.minimumDistance)) * b).rounded(.down))
+            let d = max(o.distance, options.minimumDistance)
+            var k = Int((log10(d) * b).rounded(.down))
+            // log10 rounding can put an edge value one bin off; settle it against the edges.
+            while pow(10, Double(k + 1) / b) <= d { k += 1 }
+            while pow(10, Double(k) / b) > d { k -= 1 }
             bins[k, default: ([], [])].ds.append(o.distance)
             bins[k]!.as.append(o.attenuation)
         }
         return bins.keys.sorted().map { k in
             let bin = bins[k]!
-            return stats(bin.as, distance: Statistics.median(bin.ds), low: pow(10, Double(k) / b), high: pow(10, Double(k + 1) / b))
+            // Distances under the floor share its bin; the bin's low edge then reaches down to them.
+            return stats(bin.as, distance: Statistics.median(bin.ds), low: min(pow(10, Double(k) / b), bin.ds.min()!),
+                         high: pow(10, Double(k + 1) / b))
         }
     }
 

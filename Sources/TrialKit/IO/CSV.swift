@@ -77,10 +77,11 @@ public struct CSVReader {
                 while true {
                     if i < n, buf[i] == UInt8(ascii: "\"") {
                         let start = i + 1
+                        let quoteLine = line
                         var j = start
                         var escaped = false
                         while true {
-                            guard j < n else { throw CSVError.unterminatedQuote(file: file, line: line) }
+                            guard j < n else { throw CSVError.unterminatedQuote(file: file, line: quoteLine) }
                             if buf[j] == UInt8(ascii: "\"") {
                                 if j + 1 < n, buf[j + 1] == UInt8(ascii: "\"") { escaped = true; j += 2; continue }
                                 break
