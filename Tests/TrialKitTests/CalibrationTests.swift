@@ -8,19 +8,19 @@ import Testing
     static let aem = try! AssociatedEncryptedMetadata(hex: "01020304")
 
     /// Four orientations recorded one after the other, 11 readings each, at known RSSI values.
-    static func recording() -> [Sighting] {
+    static func recording() -> [SightingRow] {
         let perOrientation: [[Int]] = [
             Array(repeating: -66, count: 6) + Array(repeating: -64, count: 5), // front: median -66
             Array(repeating: -72, count: 11),                                   // back: -72
             Array(repeating: -68, count: 11),                                   // left: -68
             Array(repeating: -70, count: 6) + Array(repeating: -60, count: 5), // right: median -70
         ]
-        var out: [Sighting] = []
+        var out: [SightingRow] = []
         for (o, values) in perOrientation.enumerated() {
             for (k, v) in values.enumerated() {
-                out.append(Sighting(time: 1000 + Double(o) * 60 + Double(k), rpi: rpi, aem: aem, rssi: v))
+                out.append(SightingRow(time: 1000 + Double(o) * 60 + Double(k), rpi: rpi, aem: aem, rssi: v))
             }
-            out.append(Sighting(time: 1000 + Double(o) * 60 + 30, rpi: nil, aem: nil, rssi: nil)) // empty scan: ignored
+            out.append(SightingRow(time: 1000 + Double(o) * 60 + 30, rpi: nil, aem: nil, rssi: nil)) // empty scan: ignored
         }
         return out
     }

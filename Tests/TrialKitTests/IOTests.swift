@@ -10,7 +10,7 @@ import Testing
         "bus, line 7",1700000000.25,00112233445566778899aabbccddeeff,0a0b0c0d,-71,1700000000,1700000004,x,board-1
         "bus, line 7",1700000250,,,,1700000250,1700000254,,board-1
         """
-        let rows = try SightingsFile.readCSV(CSVReader(bytes: Array(csv.utf8), file: "t.csv"))
+        let rows = try SightingsExport.readCSV(CSVReader(bytes: Array(csv.utf8), file: "t.csv"))
         #expect(rows.count == 2)
         #expect(rows[0].time == 1_700_000_000.25)
         #expect(rows[0].rpi?.hexString == "00112233445566778899aabbccddeeff")
@@ -23,30 +23,30 @@ import Testing
     @Test func writerRoundTrips() throws {
         let rpi = try RollingProximityIdentifier(hex: "ffeeddccbbaa99887766554433221100")
         let rows = [
-            Sighting(time: 1_700_000_001.5, rpi: rpi, aem: try AssociatedEncryptedMetadata(hex: "01020304"), rssi: -80,
+            SightingRow(time: 1_700_000_001.5, rpi: rpi, aem: try AssociatedEncryptedMetadata(hex: "01020304"), rssi: -80,
                      scanStart: 1_700_000_000, scanEnd: 1_700_000_004, rssiCorrection: 4.5, node: "n", site: "s"),
-            Sighting(time: 1_700_000_300, rpi: nil, aem: nil, rssi: nil, scanStart: 1_700_000_300, scanEnd: 1_700_000_304, node: "n"),
+            SightingRow(time: 1_700_000_300, rpi: nil, aem: nil, rssi: nil, scanStart: 1_700_000_300, scanEnd: 1_700_000_304, node: "n"),
         ]
-        var w = SightingsFile.Writer()
+        var w = SightingsExport.Writer()
         rows.forEach { w.append($0) }
-        let back = try SightingsFile.readCSV(CSVReader(bytes: Array(w.csv.text.utf8), file: "w.csv"))
+        let back = try SightingsExport.readCSV(CSVReader(bytes: Array(w.csv.text.utf8), file: "w.csv"))
         #expect(back == rows)
     }
 
     @Test func badRowsSayWhatAndWhere() throws {
         let missing = "time,rpi,aem\n1,,\n"
         #expect(throws: CSVError.missingColumn(file: "m.csv", column: "rssi", header: ["time", "rpi", "aem"])) {
-            try SightingsFile.readCSV(CSVReader(bytes: Array(missing.utf8), file: "m.csv"))
+            try SightingsExport.readCSV(CSVReader(bytes: Array(missing.utf8), file: "m.csv"))
         }
         let shortRPI = "time,rpi,aem,rssi\n1,0011,0a0b0c0d,-70\n"
         #expect(throws: CSVError.badValue(file: "s.csv", line: 2, column: "rpi", expected: "32 hex digits", actual: "0011")) {
-            try SightingsFile.readCSV(CSVReader(bytes: Array(shortRPI.utf8), file: "s.csv"))
+            try SightingsExport.readCSV(CSVReader(bytes: Array(shortRPI.utf8), file: "s.csv"))
         }
         let half = "time,rpi,aem,rssi\n1,00112233445566778899aabbccddeeff,,-70\n"
-        #expect(throws: CSVError.self) { try SightingsFile.readCSV(CSVReader(bytes: Array(half.utf8), file: "h.csv")) }
+        #expect(throws: CSVError.self) { try SightingsExport.readCSV(CSVReader(bytes: Array(half.utf8), file: "h.csv")) }
         let badTime = "time,rpi,aem,rssi\nnoon,,,\n"
         #expect(throws: CSVError.badValue(file: "b.csv", line: 2, column: "time", expected: "a number", actual: "noon")) {
-            try SightingsFile.readCSV(CSVReader(bytes: Array(badTime.utf8), file: "b.csv"))
+            try SightingsExport.readCSV(CSVReader(bytes: Array(badTime.utf8), file: "b.csv"))
         }
         #expect(throws: CSVError.unterminatedQuote(file: "q.csv", line: 2)) {
             try CSVReader(bytes: Array("a,b\n\"x,1\n".utf8), file: "q.csv").forEachRow { _ in }
@@ -60,7 +60,7 @@ import Testing
         {"time":10.5,"rpi":"00112233445566778899aabbccddeeff","aem":"0a0b0c0d","rssi":-60,"scanStart":10,"scanEnd":14,"rssiCorrection":2,"node":"n","site":null}
         {"time":300,"rpi":null,"aem":null,"rssi":null,"scanStart":300,"scanEnd":304}
         """.utf8).write(to: url)
-        let rows = try SightingsFile.read(url)
+        let rows = try SightingsExport.read(url)
         #expect(rows.count == 2 && rows[0].rssiCorrection == 2 && rows[1].isEmptyScan)
     }
 }
@@ -109,6 +109,21 @@ import Testing
         #expect(throws: KeyListFile.KeyListError.badKey(file: "b.json", index: 0, reason: "rollingPeriod 145 is outside 1...144")) {
             try KeyListFile.decode(Data(#"{"temporaryExposureKeys":[{"key":"Fy/EgOWYSQw0F3YEM5sVQw==","rollingStartNumber":1,"rollingPeriod":145}]}"#.utf8), file: "b.json")
         }
+        #expect(throws: KeyListFile.KeyListError.self) { try KeyListFile.decode(Data("{}".utf8), file: "e.json") }
+    }
+
+    /// What the simulator writes is the array `gaenctl keys create` takes.
+    @Test func writesTheKeysCreateArray() throws {
+        let key = DiagnosisKey(key: try TemporaryExposureKey(hex: "172fc480e598490c3417760433 9b1543".replacingOccurrences(of: " ", with: "")),
+                               rollingStartIntervalNumber: ENIntervalNumber(2_649_980), reportType: .confirmedTest)
+        let parsed = try JSONSerialization.jsonObject(with: KeyListFile.encode([key])) as? [[String: Any]]
+        let o = try #require(parsed?.first)
+        #expect(o["keyData"] as? String == "172fc480e598490c34177604339b1543")
+        #expect(o["rollingStartIntervalNumber"] as? Int == 2_649_980)
+        #expect(o["rollingPeriod"] as? Int == 144)
+        #expect(o["reportType"] as? Int == 1)
+        #expect(Set(o.keys).isSubset(of: ["keyData", "rollingStartIntervalNumber", "rollingPeriod", "transmissionRiskLevel",
+                                          "reportType", "daysSinceOnsetOfSymptoms"]))
     }
 
     /// A sighting made with the real key schedule matches with the attenuation of its AEM's TX
@@ -124,11 +139,11 @@ import Testing
         let bad = try GAENKeySchedule.associatedEncryptedMetadata(.v1_0(txPower: 90), rpi: rpi, aemk: aemk)
         let t = Double(interval.unixSeconds) + 30
         let sightings = [
-            Sighting(time: t, rpi: rpi, aem: good, rssi: -90, rssiCorrection: 5, node: "rx"),
-            Sighting(time: t, rpi: rpi, aem: bad, rssi: -90, node: "rx"),
-            Sighting(time: t, rpi: try RollingProximityIdentifier(hex: String(repeating: "ab", count: 16)), aem: good, rssi: -50, node: "rx"),
-            Sighting(time: t + 86_400, rpi: rpi, aem: good, rssi: -70, node: "rx"), // a day later: outside validity + 2 h
-            Sighting(time: t, rpi: nil, aem: nil, rssi: nil, node: "rx"),
+            SightingRow(time: t, rpi: rpi, aem: good, rssi: -90, rssiCorrection: 5, node: "rx"),
+            SightingRow(time: t, rpi: rpi, aem: bad, rssi: -90, node: "rx"),
+            SightingRow(time: t, rpi: try RollingProximityIdentifier(hex: String(repeating: "ab", count: 16)), aem: good, rssi: -50, node: "rx"),
+            SightingRow(time: t + 86_400, rpi: rpi, aem: good, rssi: -70, node: "rx"), // a day later: outside validity + 2 h
+            SightingRow(time: t, rpi: nil, aem: nil, rssi: nil, node: "rx"),
         ]
         let key = DiagnosisKey(key: tek, rollingStartIntervalNumber: day.firstInterval)
         let r = try KeyScheduleMatcher().match(sightings, against: [TransmitterKeys(name: "other", keys: []), TransmitterKeys(name: "phone", keys: [key])])

@@ -33,9 +33,9 @@ import Testing
     /// Reads a simulation's output directory back the way `gaenctl trial report` does.
     static func report(from dir: URL) throws -> (TrialReport, [Observation]) {
         let fm = FileManager.default
-        var sightings: [Sighting] = []
+        var sightings: [SightingRow] = []
         for f in try fm.contentsOfDirectory(atPath: dir.appendingPathComponent("sightings").path).sorted() {
-            sightings += try SightingsFile.read(dir.appendingPathComponent("sightings/\(f)"))
+            sightings += try SightingsExport.read(dir.appendingPathComponent("sightings/\(f)"))
         }
         let transmitters = try fm.contentsOfDirectory(atPath: dir.appendingPathComponent("keys").path).sorted().map {
             TransmitterKeys(name: ($0 as NSString).deletingPathExtension,
@@ -112,7 +112,7 @@ import Testing
         let text = try String(contentsOf: dir.appendingPathComponent("sightings/rx.csv"), encoding: .utf8)
         let lines = text.split(separator: "\n")
         #expect(lines[0] == "time,rpi,aem,rssi,scan_start,scan_end,rssi_correction,node,site")
-        let rows = try SightingsFile.read(dir.appendingPathComponent("sightings/rx.csv"))
+        let rows = try SightingsExport.read(dir.appendingPathComponent("sightings/rx.csv"))
         var rpis = Set<RollingProximityIdentifier>()
         for r in rows {
             let start = try #require(r.scanStart), end = try #require(r.scanEnd)

@@ -30,7 +30,7 @@ public struct MatchResult: Sendable {
 /// What the trial report needs from a matcher: sightings against named key sets.
 /// The project's matcher (ENProtocol/Matching, branch `matching`) plugs in here once merged.
 public protocol SightingMatcher {
-    func match(_ sightings: [Sighting], against transmitters: [TransmitterKeys]) throws -> MatchResult
+    func match(_ sightings: [SightingRow], against transmitters: [TransmitterKeys]) throws -> MatchResult
 }
 
 /// A direct matcher on the real key schedule: every key's RPIs into a hash table, one lookup
@@ -64,7 +64,7 @@ public struct KeyScheduleMatcher: SightingMatcher {
         var aem: UInt32
     }
 
-    public func match(_ sightings: [Sighting], against transmitters: [TransmitterKeys]) throws -> MatchResult {
+    public func match(_ sightings: [SightingRow], against transmitters: [TransmitterKeys]) throws -> MatchResult {
         let schedule = try GAENKeySchedule()
         var table: [RPIKey: Entry] = [:]
         var aemKeys: [[AssociatedEncryptedMetadataKey]] = []

@@ -41,7 +41,7 @@ public struct TrialReport: Sendable, Codable {
 public enum TrialPipeline {
     /// Matches `sightings` (their `node` names the receiver) against the transmitters' keys and
     /// joins the distance in force at each sighting's time for its receiver/transmitter pair.
-    public static func observations(sightings: [Sighting], transmitters: [TransmitterKeys], groundTruth: GroundTruth,
+    public static func observations(sightings: [SightingRow], transmitters: [TransmitterKeys], groundTruth: GroundTruth,
                                     matcher: some SightingMatcher = KeyScheduleMatcher()) throws -> ([Observation], TrialReport.Counts) {
         var counts = TrialReport.Counts()
         counts.rows = sightings.count

@@ -49,10 +49,10 @@ public protocol CalibrationSource {
 /// records them. Only reports are used (empty-scan rows skipped); `rpis`, when given, keeps
 /// only the reference's own RPIs (derived from its keys).
 public struct SightingsCalibrationSource: CalibrationSource {
-    let reports: [Sighting]
+    let reports: [SightingRow]
     let markers: [Marker]
 
-    public init(sightings: [Sighting], markers: [Marker] = [], rpis: Set<RollingProximityIdentifier>? = nil) {
+    public init(sightings: [SightingRow], markers: [Marker] = [], rpis: Set<RollingProximityIdentifier>? = nil) {
         reports = sightings.filter { s in s.rssi != nil && (rpis == nil || s.rpi.map { rpis!.contains($0) } == true) }
             .sorted { $0.time < $1.time }
         self.markers = markers.sorted { $0.time < $1.time }

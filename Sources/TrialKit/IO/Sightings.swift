@@ -3,7 +3,7 @@ import Foundation
 
 /// One row of the sightings export (docs/sightings-format.md): an advertising report with
 /// 0xFD6F service data, or an empty-scan row (rpi, aem and rssi nil).
-public struct Sighting: Sendable, Equatable {
+public struct SightingRow: Sendable, Equatable {
     public var time: Double
     public var rpi: RollingProximityIdentifier?
     public var aem: AssociatedEncryptedMetadata?
@@ -27,24 +27,24 @@ public struct Sighting: Sendable, Equatable {
 }
 
 /// Reads and writes the sightings CSV and JSON-lines formats of docs/sightings-format.md.
-public enum SightingsFile {
+public enum SightingsExport {
     public static let header = ["time", "rpi", "aem", "rssi", "scan_start", "scan_end", "rssi_correction", "node", "site"]
 
     /// Reads a CSV file, or a JSON-lines file when the name ends in .jsonl or .ndjson.
-    public static func read(_ url: URL) throws -> [Sighting] {
+    public static func read(_ url: URL) throws -> [SightingRow] {
         let ext = url.pathExtension.lowercased()
         if ext == "jsonl" || ext == "ndjson" { return try readJSONLines(url) }
         return try readCSV(CSVReader(contentsOf: url))
     }
 
-    public static func readCSV(_ reader: CSVReader) throws -> [Sighting] {
+    public static func readCSV(_ reader: CSVReader) throws -> [SightingRow] {
         let cTime = try reader.requireColumn("time")
         let cRPI = try reader.requireColumn("rpi")
         let cAEM = try reader.requireColumn("aem")
         let cRSSI = try reader.requireColumn("rssi")
         let cStart = reader.column("scan_start"), cEnd = reader.column("scan_end")
         let cCorr = reader.column("rssi_correction"), cNode = reader.column("node"), cSite = reader.column("site")
-        var out: [Sighting] = []
+        var out: [SightingRow] = []
         // Node and site names repeat on every row: share one String per distinct value.
         var names: [String: String] = [:]
         func interned(_ s: String) -> String? {
@@ -62,7 +62,7 @@ public enum SightingsFile {
                                         expected: "all three filled (a sighting) or all three empty (an empty scan)",
                                         actual: [row.string(cRPI), row.string(cAEM), row.string(cRSSI)].joined(separator: ","))
             }
-            out.append(Sighting(
+            out.append(SightingRow(
                 time: try row.requireDouble(cTime, column: "time"),
                 rpi: try rpiBytes.map { try RollingProximityIdentifier(bytes: $0) },
                 aem: try aemBytes.map { try AssociatedEncryptedMetadata(bytes: $0) },
@@ -88,10 +88,10 @@ public enum SightingsFile {
         var site: String?
     }
 
-    public static func readJSONLines(_ url: URL) throws -> [Sighting] {
+    public static func readJSONLines(_ url: URL) throws -> [SightingRow] {
         let text = try String(contentsOf: url, encoding: .utf8)
         let decoder = JSONDecoder()
-        var out: [Sighting] = []
+        var out: [SightingRow] = []
         for (n, line) in text.split(separator: "\n", omittingEmptySubsequences: false).enumerated() {
             let trimmed = line.trimmingCharacters(in: .whitespaces)
             if trimmed.isEmpty { continue }
@@ -99,7 +99,7 @@ public enum SightingsFile {
             do { j = try decoder.decode(JSONLine.self, from: Data(trimmed.utf8)) } catch {
                 throw CSVError.badValue(file: url.path, line: n + 1, column: "(json)", expected: "a sightings object", actual: String(trimmed.prefix(80)))
             }
-            out.append(Sighting(time: j.time, rpi: try j.rpi.map { try RollingProximityIdentifier(hex: $0) },
+            out.append(SightingRow(time: j.time, rpi: try j.rpi.map { try RollingProximityIdentifier(hex: $0) },
                                 aem: try j.aem.map { try AssociatedEncryptedMetadata(hex: $0) }, rssi: j.rssi,
                                 scanStart: j.scanStart, scanEnd: j.scanEnd, rssiCorrection: j.rssiCorrection ?? 0,
                                 node: j.node, site: j.site))
@@ -109,10 +109,10 @@ public enum SightingsFile {
 
     /// Streams sightings into CSV text (all columns of the format).
     public struct Writer {
-        public private(set) var csv = CSVWriter(header: SightingsFile.header)
+        public private(set) var csv = CSVWriter(header: SightingsExport.header)
         public init() {}
 
-        public mutating func append(_ s: Sighting) {
+        public mutating func append(_ s: SightingRow) {
             var line = Format.time(s.time)
             line += ","
             if let r = s.rpi { line += r.hexString }

@@ -170,7 +170,7 @@ public struct Simulator {
         let advertisers = nodes.filter(\.advertises)
         let total = Double(max(nodes.count - 1, 1))
         for (ri, rx) in nodes.enumerated() where rx.scans {
-            var writer = SightingsFile.Writer()
+            var writer = SightingsExport.Writer()
             let corrText = rx.rssiCorrection == rx.rssiCorrection.rounded() ? String(Int(rx.rssiCorrection)) : Format.fixed(rx.rssiCorrection, 2)
             let tail = "," + corrText + "," + rx.name + "," + CSVWriter.escape(site ?? "")
             var events: [(t: Double, tx: Int, slot: Int, rssi: Int)] = []
@@ -380,7 +380,7 @@ public struct SimulationResult {
     public var seed: UInt64
     public var startUnix: Double
     public var channel: ChannelModel
-    public var sightingsFiles: [(node: String, writer: SightingsFile.Writer)] = []
+    public var sightingsFiles: [(node: String, writer: SightingsExport.Writer)] = []
     public var keyLists: [(node: String, keys: [DiagnosisKey])] = []
     public var markers: [Marker] = []
     public var distances = CSVWriter(header: [])
