@@ -18,6 +18,7 @@ let package = Package(
         .package(url: "https://github.com/apple/swift-protobuf", from: "1.28.0"),
         .package(url: "https://github.com/weichsel/ZIPFoundation", from: "0.9.19"),
         .package(url: "https://github.com/groue/GRDB.swift", from: "7.0.0"),
+        .package(url: "https://github.com/jpsim/Yams", from: "6.0.0"),
     ],
     targets: [
         // System library: OpenSSL libcrypto, the one crypto provider (design card: libssl-dev).
@@ -51,6 +52,7 @@ let package = Package(
                 "ENProtocol", "HCIProtocol", "HCIShim",
                 .product(name: "Logging", package: "swift-log"),
                 .product(name: "GRDB", package: "GRDB.swift"),
+                .product(name: "Yams", package: "Yams"),
             ]
         ),
         .executableTarget(
@@ -78,5 +80,7 @@ let package = Package(
         ),
         .testTarget(name: "HCIProtocolTests", dependencies: ["HCIProtocol"]),
         .testTarget(name: "BLEDaemonTests", dependencies: ["BLEDaemon"]),
+        // Runs the built executables end to end (they are built by `swift build --build-tests`).
+        .testTarget(name: "CLITests", dependencies: ["gaenctl"]),
     ]
 )

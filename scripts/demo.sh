@@ -7,6 +7,3 @@ swift build -c release --product gaenctl >&2
 BIN=$(swift build -c release --show-bin-path)
 echo "== RPIs and AEMs of the published test-vector key (first 3 intervals)"
 "$BIN/gaenctl" derive --tek 75c734c6dd1a782de7a965da5eb93125 --interval 2642976 --count 3 --metadata 40080000
-echo "== The signed sample key file, verified against its public key"
-"$BIN/gaenctl" keys inspect Tests/ENProtocolTests/Fixtures/key-export/two-keys-signed.zip \
-    --trust 310:v1=Tests/ENProtocolTests/Fixtures/key-export/two-keys-signed.public.pem --require-signature

@@ -1,0 +1,254 @@
+import ENProtocol
+import Foundation
+import Yams
+
+/// A bad config file or flag: names the file, line and setting, and says what is wrong.
+public enum ConfigError: Error, Equatable, CustomStringConvertible {
+    case unreadable(path: String, reason: String)
+    case tooLarge(path: String, bytes: Int, limit: Int)
+    case syntax(path: String, reason: String)
+    case unknownSetting(path: String, line: Int?, setting: String, suggestion: String?)
+    case wrongType(path: String, line: Int?, setting: String, expected: String)
+    case outOfRange(path: String, line: Int?, setting: String, value: String, allowed: String)
+    case invalid(setting: String, reason: String)
+
+    public var description: String {
+        func at(_ path: String, _ line: Int?) -> String { line.map { "\(path):\($0)" } ?? path }
+        switch self {
+        case .unreadable(let p, let r): return "\(p): cannot read config: \(r)"
+        case .tooLarge(let p, let b, let l): return "\(p): config file of \(b) bytes exceeds the \(l)-byte limit"
+        case .syntax(let p, let r): return "\(p): not valid YAML: \(r)"
+        case .unknownSetting(let p, let l, let s, let sug):
+            return "\(at(p, l)): unknown setting '\(s)'" + (sug.map { " (did you mean '\($0)'?)" } ?? "")
+        case .wrongType(let p, let l, let s, let e): return "\(at(p, l)): '\(s)' must be \(e)"
+        case .outOfRange(let p, let l, let s, let v, let a): return "\(at(p, l)): '\(s)' is \(v), allowed \(a)"
+        case .invalid(let s, let r): return "'\(s)': \(r)"
+        }
+    }
+}
+
+/// Reads gaend's YAML config into `GaendSettings`. Every key is known: a typo is an error with a
+/// suggestion, not a silently ignored setting (a trial losing a day of data to `scaning:` is the
+/// failure this prevents).
+public enum ConfigLoader {
+    public static let maximumFileSize = 1 << 20
+
+    public static func load(path: String, into base: GaendSettings = GaendSettings()) throws -> GaendSettings {
+        let data: Data
+        do { data = try Data(contentsOf: URL(fileURLWithPath: path)) } catch {
+            throw ConfigError.unreadable(path: path, reason: (error as NSError).localizedDescription)
+        }
+        guard data.count <= maximumFileSize else { throw ConfigError.tooLarge(path: path, bytes: data.count, limit: maximumFileSize) }
+        guard let text = String(data: data, encoding: .utf8) else { throw ConfigError.syntax(path: path, reason: "not UTF-8 text") }
+        return try parse(text, path: path, into: base)
+    }
+
+    public static func parse(_ text: String, path: String = "<config>", into base: GaendSettings = GaendSettings()) throws -> GaendSettings {
+        let root: Node?
+        do { root = try Yams.compose(yaml: text) } catch { throw ConfigError.syntax(path: path, reason: "\(error)") }
+        var settings = base
+        guard let root else { return settings } // an empty file keeps every default
+        var reader = Reader(path: path)
+        try reader.apply(root, to: &settings)
+        return settings
+    }
+
+    struct Reader {
+        let path: String
+
+        func line(_ n: Node) -> Int? { n.mark.map { $0.line } }
+
+        func mapping(_ n: Node, _ name: String) throws -> [(String, Node, Node)] {
+            guard case .mapping(let m) = n else { throw ConfigError.wrongType(path: path, line: line(n), setting: name, expected: "a mapping of settings") }
+            return try m.map { key, value in
+                if case .alias = value { throw ConfigError.invalid(setting: name, reason: "YAML aliases are not allowed in the config") }
+                guard let k = key.string else { throw ConfigError.wrongType(path: path, line: line(key), setting: name, expected: "keyed by names") }
+                return (k, key, value)
+            }
+        }
+
+        func unknown(_ key: String, _ node: Node, prefix: String, known: [String]) -> ConfigError {
+            let suggestion = known.first { $0.hasPrefix(key) || key.hasPrefix($0) }
+                ?? known.min { editDistance($0, key) < editDistance($1, key) }.flatMap { editDistance($0, key) <= 3 ? $0 : nil }
+            return .unknownSetting(path: path, line: line(node), setting: prefix + key, suggestion: suggestion.map { prefix + $0 })
+        }
+
+        func string(_ n: Node, _ s: String) throws -> String {
+            guard case .scalar(let sc) = n else { throw ConfigError.wrongType(path: path, line: line(n), setting: s, expected: "a string") }
+            return sc.string
+        }
+        func bool(_ n: Node, _ s: String) throws -> Bool {
+            guard let b = n.bool else { throw ConfigError.wrongType(path: path, line: line(n), setting: s, expected: "true or false") }
+            return b
+        }
+        func number(_ n: Node, _ s: String, _ range: ClosedRange<Double>) throws -> Double {
+            guard let v = n.float ?? n.int.map(Double.init), v.isFinite else {
+                throw ConfigError.wrongType(path: path, line: line(n), setting: s, expected: "a number")
+            }
+            guard range.contains(v) else {
+                throw ConfigError.outOfRange(path: path, line: line(n), setting: s, value: "\(v)", allowed: "\(range.lowerBound)...\(range.upperBound)")
+            }
+            return v
+        }
+        func integer(_ n: Node, _ s: String, _ range: ClosedRange<Int>) throws -> Int {
+            guard let v = n.int else { throw ConfigError.wrongType(path: path, line: line(n), setting: s, expected: "a whole number") }
+            guard range.contains(v) else {
+                throw ConfigError.outOfRange(path: path, line: line(n), setting: s, value: "\(v)", allowed: "\(range.lowerBound)...\(range.upperBound)")
+            }
+            return v
+        }
+
+        mutating func apply(_ root: Node, to s: inout GaendSettings) throws {
+            let top = ["controller", "state_dir", "store_key_file", "bus", "trust", "trial", "time_scale", "clock",
+                       "advertising", "scanning", "store", "calibration", "research", "rate_limits", "watchdog"]
+            for (key, keyNode, v) in try mapping(root, "config") {
+                switch key {
+                case "controller": s.controller = try string(v, key)
+                case "state_dir": s.stateDirectory = try string(v, key)
+                case "store_key_file": s.storeKeyFile = v.null != nil ? nil : try string(v, key)
+                case "bus": s.bus = try string(v, key)
+                case "trial": s.trial = try bool(v, key)
+                case "time_scale": s.timeScale = try number(v, key, 1...100_000)
+                case "trust":
+                    guard case .sequence(let seq) = v else { throw ConfigError.wrongType(path: path, line: line(v), setting: key, expected: "a list of {id, version, public_key_file}") }
+                    s.trust = try seq.map { item in
+                        var id: String?, version: String?, file: String?
+                        for (k, kn, iv) in try mapping(item, "trust[]") {
+                            switch k {
+                            case "id": id = try string(iv, "trust[].id")
+                            case "version": version = try string(iv, "trust[].version")
+                            case "public_key_file": file = try string(iv, "trust[].public_key_file")
+                            default: throw unknown(k, kn, prefix: "trust[].", known: ["id", "version", "public_key_file"])
+                            }
+                        }
+                        guard let id, let file else { throw ConfigError.invalid(setting: "trust", reason: "each entry needs id and public_key_file (line \(line(item) ?? 0))") }
+                        return TrustedKeySetting(keyId: id, keyVersion: version, publicKeyFile: file)
+                    }
+                case "clock":
+                    for (k, kn, cv) in try mapping(v, key) {
+                        switch k {
+                        case "require_sync": s.clock.requireSync = try bool(cv, "clock.require_sync")
+                        default: throw unknown(k, kn, prefix: "clock.", known: ["require_sync"])
+                        }
+                    }
+                case "advertising":
+                    for (k, kn, cv) in try mapping(v, key) {
+                        switch k {
+                        case "interval_min_ms": s.advertising.intervalMinMs = try number(cv, "advertising.\(k)", 20...10_240)
+                        case "interval_max_ms": s.advertising.intervalMaxMs = try number(cv, "advertising.\(k)", 20...10_240)
+                        case "rotation_min_minutes": s.advertising.rotationMinMinutes = try number(cv, "advertising.\(k)", 10...20)
+                        case "rotation_max_minutes": s.advertising.rotationMaxMinutes = try number(cv, "advertising.\(k)", 10...20)
+                        default: throw unknown(k, kn, prefix: "advertising.", known: ["interval_min_ms", "interval_max_ms", "rotation_min_minutes", "rotation_max_minutes"])
+                        }
+                    }
+                case "scanning":
+                    for (k, kn, cv) in try mapping(v, key) {
+                        switch k {
+                        case "mode":
+                            let m = try string(cv, "scanning.mode")
+                            guard let mode = ScanMode(rawValue: m) else {
+                                throw ConfigError.outOfRange(path: path, line: line(cv), setting: "scanning.mode", value: m, allowed: ScanMode.allCases.map(\.rawValue).joined(separator: ", "))
+                            }
+                            s.scanning.mode = mode
+                        case "duration_seconds": s.scanning.durationSeconds = try number(cv, "scanning.\(k)", 2...4)
+                        case "period_min_seconds": s.scanning.periodMinSeconds = try number(cv, "scanning.\(k)", 10...3600)
+                        case "period_max_seconds": s.scanning.periodMaxSeconds = try number(cv, "scanning.\(k)", 10...3600)
+                        case "fixed_period_seconds": s.scanning.fixedPeriodSeconds = try number(cv, "scanning.\(k)", 5...3600)
+                        default: throw unknown(k, kn, prefix: "scanning.", known: ["mode", "duration_seconds", "period_min_seconds", "period_max_seconds", "fixed_period_seconds"])
+                        }
+                    }
+                case "store":
+                    for (k, kn, cv) in try mapping(v, key) {
+                        switch k {
+                        case "retention_days": s.store.retentionDays = try integer(cv, "store.\(k)", 1...365)
+                        case "max_size_mb": s.store.maxSizeMB = try integer(cv, "store.\(k)", 1...1_000_000)
+                        default: throw unknown(k, kn, prefix: "store.", known: ["retention_days", "max_size_mb"])
+                        }
+                    }
+                case "calibration":
+                    for (k, kn, cv) in try mapping(v, key) {
+                        switch k {
+                        case "tx_power": s.calibration.txPower = try integer(cv, "calibration.tx_power", -127...127)
+                        case "rssi_correction": s.calibration.rssiCorrection = try integer(cv, "calibration.rssi_correction", -100...100)
+                        case "calibration_confidence":
+                            let c = try string(cv, "calibration.calibration_confidence")
+                            let names: [String: CalibrationConfidence] = ["lowest": .lowest, "low": .low, "medium": .medium, "high": .high]
+                            guard let conf = names[c] else {
+                                throw ConfigError.outOfRange(path: path, line: line(cv), setting: "calibration.calibration_confidence", value: c, allowed: "lowest, low, medium, high")
+                            }
+                            s.calibration.calibrationConfidence = conf
+                        case "metadata_version":
+                            let m = try string(cv, "calibration.metadata_version")
+                            guard m == "1.0" || m == "1.1" else {
+                                throw ConfigError.outOfRange(path: path, line: line(cv), setting: "calibration.metadata_version", value: m, allowed: "1.0, 1.1")
+                            }
+                            s.calibration.metadataMinorVersion = m == "1.0" ? 0 : 1
+                        default: throw unknown(k, kn, prefix: "calibration.", known: ["tx_power", "rssi_correction", "calibration_confidence", "metadata_version"])
+                        }
+                    }
+                case "research":
+                    for (k, kn, cv) in try mapping(v, key) {
+                        switch k {
+                        case "enabled": s.research.enabled = try bool(cv, "research.enabled")
+                        case "site": s.research.site = try string(cv, "research.site")
+                        case "node": s.research.node = try string(cv, "research.node")
+                        case "allow_current_key_export": s.research.allowCurrentKeyExport = try bool(cv, "research.allow_current_key_export")
+                        default: throw unknown(k, kn, prefix: "research.", known: ["enabled", "site", "node", "allow_current_key_export"])
+                        }
+                    }
+                case "rate_limits":
+                    for (k, kn, cv) in try mapping(v, key) {
+                        switch k {
+                        case "enabled": s.rateLimits.enabled = try bool(cv, "rate_limits.enabled")
+                        case "provide_diagnosis_keys_per_day": s.rateLimits.provideDiagnosisKeysPerDay = try integer(cv, "rate_limits.\(k)", 1...10_000)
+                        case "data_mapping_changes_per_week": s.rateLimits.dataMappingChangesPerWeek = try integer(cv, "rate_limits.\(k)", 1...10_000)
+                        default: throw unknown(k, kn, prefix: "rate_limits.", known: ["enabled", "provide_diagnosis_keys_per_day", "data_mapping_changes_per_week"])
+                        }
+                    }
+                case "watchdog":
+                    for (k, kn, cv) in try mapping(v, key) {
+                        switch k {
+                        case "scan_stall_seconds": s.watchdog.scanStallSeconds = try number(cv, "watchdog.\(k)", 5...3600)
+                        case "controller_silence_seconds": s.watchdog.controllerSilenceSeconds = try number(cv, "watchdog.\(k)", 5...3600)
+                        default: throw unknown(k, kn, prefix: "watchdog.", known: ["scan_stall_seconds", "controller_silence_seconds"])
+                        }
+                    }
+                default:
+                    throw unknown(key, keyNode, prefix: "", known: top)
+                }
+            }
+            try Self.validate(s, path: path)
+        }
+
+        /// Cross-setting rules no single key can check.
+        static func validate(_ s: GaendSettings, path: String) throws {
+            if s.advertising.intervalMinMs > s.advertising.intervalMaxMs {
+                throw ConfigError.invalid(setting: "advertising", reason: "interval_min_ms \(s.advertising.intervalMinMs) exceeds interval_max_ms \(s.advertising.intervalMaxMs)")
+            }
+            if s.advertising.rotationMinMinutes > s.advertising.rotationMaxMinutes {
+                throw ConfigError.invalid(setting: "advertising", reason: "rotation_min_minutes exceeds rotation_max_minutes")
+            }
+            if s.scanning.periodMinSeconds > s.scanning.periodMaxSeconds {
+                throw ConfigError.invalid(setting: "scanning", reason: "period_min_seconds exceeds period_max_seconds")
+            }
+            if s.scanning.mode != .continuous && s.scanning.durationSeconds >= min(s.scanning.periodMinSeconds, s.scanning.fixedPeriodSeconds) {
+                throw ConfigError.invalid(setting: "scanning", reason: "a scan of \(s.scanning.durationSeconds) s does not fit in its period")
+            }
+        }
+    }
+
+    /// Levenshtein distance, for "did you mean" suggestions on a handful of short names.
+    static func editDistance(_ a: String, _ b: String) -> Int {
+        let a = Array(a), b = Array(b)
+        if a.isEmpty { return b.count }
+        var prev = Array(0...b.count)
+        for i in 1...a.count {
+            var cur = [i] + Array(repeating: 0, count: b.count)
+            for j in 1...max(b.count, 1) where j <= b.count {
+                cur[j] = min(prev[j] + 1, cur[j - 1] + 1, prev[j - 1] + (a[i - 1] == b[j - 1] ? 0 : 1))
+            }
+            prev = cur
+        }
+        return prev[b.count]
+    }
+}

@@ -1,0 +1,46 @@
+import Foundation
+
+/// Runs the built command-line programs as a user would, capturing output and exit status.
+/// `swift build --build-tests` builds the executables next to the test bundle.
+struct CLIResult {
+    var status: Int32
+    var stdout: String
+    var stderr: String
+}
+
+enum CLI {
+    static var productsDirectory: URL {
+        // The test bundle lives in the products directory (…/debug/gaendPackageTests.xctest).
+        for bundle in Bundle.allBundles where bundle.bundlePath.hasSuffix(".xctest") {
+            return bundle.bundleURL.deletingLastPathComponent()
+        }
+        return Bundle.main.bundleURL
+    }
+
+    /// Output goes to temporary files rather than pipes so a chatty child can never block on a
+    /// full pipe while we wait for it.
+    static func run(_ program: String, _ arguments: [String], stdin: Data = Data(), environment: [String: String] = [:]) throws -> CLIResult {
+        let tmp = FileManager.default.temporaryDirectory.appendingPathComponent("cli-\(UUID().uuidString)")
+        try FileManager.default.createDirectory(at: tmp, withIntermediateDirectories: true)
+        defer { try? FileManager.default.removeItem(at: tmp) }
+        let paths = ["in", "out", "err"].map { tmp.appendingPathComponent($0) }
+        try stdin.write(to: paths[0])
+        for p in paths.dropFirst() { FileManager.default.createFile(atPath: p.path, contents: nil) }
+        let process = Process()
+        process.executableURL = productsDirectory.appendingPathComponent(program)
+        process.arguments = arguments
+        process.environment = ProcessInfo.processInfo.environment.merging(environment) { $1 }
+        process.standardInput = try FileHandle(forReadingFrom: paths[0])
+        process.standardOutput = try FileHandle(forWritingTo: paths[1])
+        process.standardError = try FileHandle(forWritingTo: paths[2])
+        try process.run()
+        process.waitUntilExit()
+        return CLIResult(status: process.terminationStatus,
+                         stdout: try String(contentsOf: paths[1], encoding: .utf8),
+                         stderr: try String(contentsOf: paths[2], encoding: .utf8))
+    }
+
+    static func json(_ text: String) throws -> Any {
+        try JSONSerialization.jsonObject(with: Data(text.utf8))
+    }
+}
