@@ -7,6 +7,6 @@ struct GaenCtl: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "gaenctl",
         abstract: "Client of gaend and offline GAEN protocol toolbox.",
-        subcommands: [Derive.self]
+        subcommands: [Derive.self, Trial.self, Simulate.self, Calibrate.self]
     )
 }

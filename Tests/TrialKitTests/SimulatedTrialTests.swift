@@ -32,19 +32,10 @@ import Testing
 
     /// Reads a simulation's output directory back the way `gaenctl trial report` does.
     static func report(from dir: URL) throws -> (TrialReport, [Observation]) {
-        let fm = FileManager.default
-        var sightings: [SightingRow] = []
-        for f in try fm.contentsOfDirectory(atPath: dir.appendingPathComponent("sightings").path).sorted() {
-            sightings += try SightingsExport.read(dir.appendingPathComponent("sightings/\(f)"))
-        }
-        let transmitters = try fm.contentsOfDirectory(atPath: dir.appendingPathComponent("keys").path).sorted().map {
-            TransmitterKeys(name: ($0 as NSString).deletingPathExtension,
-                            keys: try KeyListFile.read(dir.appendingPathComponent("keys/\($0)")))
-        }
-        let markers = try MarkersFile.read(dir.appendingPathComponent("groundtruth/markers.csv"))
-        let (obs, counts) = try TrialPipeline.observations(sightings: sightings, transmitters: transmitters,
-                                                           groundTruth: GroundTruth(markers: markers))
-        return (TrialReport(site: sightings.first?.site, counts: counts, observations: obs, options: AnalysisOptions()), obs)
+        let report = try TrialInputs.reportSimulation(dir)
+        let (obs, _) = try TrialPipeline.observations(attenuationCSV: CSVReader(contentsOf: dir.appendingPathComponent("report/attenuation.csv")),
+                                                      groundTruth: GroundTruth(markers: []))
+        return (report, obs)
     }
 
     @Test func reportRecoversTheChannelItWasGiven() throws {

@@ -14,6 +14,7 @@ public struct TrialReport: Sendable, Codable {
         /// Matched sightings with a known distance at their time (the analysed ones).
         public var withGroundTruth: Int = 0
         public var withoutGroundTruth: Int = 0
+        public init() {}
     }
 
     public struct PairCount: Sendable, Codable, Equatable {

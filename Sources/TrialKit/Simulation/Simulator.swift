@@ -198,7 +198,8 @@ public struct Simulator {
                     while t < scan.end {
                         if Self.uniform(&rng) >= packetLoss {
                             let att = mean + channel.sigma * Self.gaussian(&rng)
-                            if att <= maxAttenuation, let slot = tl.slot(at: t) {
+                            // Nobody hears a node that has left (or not yet arrived), even mid-scan.
+                            if att <= maxAttenuation, tx.isPresent(at: t), rx.isPresent(at: t), let slot = tl.slot(at: t) {
                                 let rssi = Int((Double(tx.txPower) - att - rx.rssiCorrection).rounded())
                                 events.append((t, tx.index, slot, rssi))
                             }
