@@ -151,3 +151,32 @@ import Testing
         }
     }
 }
+
+/// The example scenarios in the repository load and run (their first ten minutes).
+@Suite struct ExampleScenarioTests {
+    static let examples = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent()
+        .deletingLastPathComponent().appendingPathComponent("examples/scenarios")
+
+    @Test(arguments: ["bus", "queue", "office"])
+    func exampleRuns(_ name: String) throws {
+        var scenario = try Scenario.read(Self.examples.appendingPathComponent("\(name).json"))
+        scenario.durationSeconds = 600
+        let result = try Simulator(scenario: scenario).run()
+        #expect(!result.sightingsFiles.isEmpty && !result.keyLists.isEmpty)
+        #expect(result.sightings > 0)
+        #expect(result.markers.allSatisfy { $0.pair != nil })
+    }
+
+    @Test func aBrokenScenarioNamesTheField() throws {
+        let url = FileManager.default.temporaryDirectory.appendingPathComponent("bad-\(UUID().uuidString).json")
+        defer { try? FileManager.default.removeItem(at: url) }
+        try Data(#"{"durationSeconds": 60, "nodes": [{"name": "a", "position": "here"}]}"#.utf8).write(to: url)
+        do {
+            _ = try Scenario.read(url)
+            Issue.record("a scenario with a string position was accepted")
+        } catch let ScenarioError.invalid(file, reason) {
+            #expect(file == url.path)
+            #expect(reason.hasPrefix(".nodes[0].position: expected"), "\(reason)")
+        }
+    }
+}

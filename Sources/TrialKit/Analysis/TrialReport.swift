@@ -95,15 +95,15 @@ public enum TrialReportWriter {
 
     public static func write(_ report: TrialReport, observations: [Observation], to dir: URL) throws {
         try FileManager.default.createDirectory(at: dir, withIntermediateDirectories: true)
-        try jsonData(report).write(to: dir.appendingPathComponent("report.json"), options: .atomic)
-        try Data(markdown(report).utf8).write(to: dir.appendingPathComponent("report.md"), options: .atomic)
+        try OutputFile.write(jsonData(report), to: dir.appendingPathComponent("report.json"))
+        try OutputFile.write(Data(markdown(report).utf8), to: dir.appendingPathComponent("report.md"))
         try attenuationCSV(observations).write(to: dir.appendingPathComponent("attenuation.csv"))
         try distancesCSV(report.analysis).write(to: dir.appendingPathComponent("distances.csv"))
         try fitCSV(report.analysis).write(to: dir.appendingPathComponent("fit.csv"))
         let plot = AttenuationPlot(analysis: report.analysis, observations: observations, site: report.site)
         try curveCSV(plot).write(to: dir.appendingPathComponent("curve.csv"))
         try detectionCSV(report.analysis).write(to: dir.appendingPathComponent("detection.csv"))
-        try Data(plot.svg().utf8).write(to: dir.appendingPathComponent("plot.svg"), options: .atomic)
+        try OutputFile.write(Data(plot.svg().utf8), to: dir.appendingPathComponent("plot.svg"))
     }
 
     /// JSON with sorted keys; NaN (a rate with nothing to divide by) is written as null.

@@ -261,7 +261,7 @@ public struct CSVWriter {
     }
 
     public func write(to url: URL) throws {
-        try Data(text.utf8).write(to: url, options: .atomic)
+        try OutputFile.write(Data(text.utf8), to: url)
     }
 }
 
@@ -296,5 +296,19 @@ public enum Format {
             if s.hasSuffix(".") { s.removeLast() }
         }
         return s
+    }
+}
+
+/// Writes output files without Foundation's `Data.write`, which fsyncs every file on Linux:
+/// a 50-node simulation writes about 2,500 files and spent 20 s waiting for the disk.
+/// Output directories are written fresh, so durability per file is not needed.
+public enum OutputFile {
+    public static func write(_ data: Data, to url: URL) throws {
+        guard FileManager.default.createFile(atPath: url.path, contents: nil) else {
+            throw CocoaError(.fileWriteUnknown, userInfo: [NSFilePathErrorKey: url.path])
+        }
+        let handle = try FileHandle(forWritingTo: url)
+        defer { try? handle.close() }
+        try handle.write(contentsOf: data)
     }
 }

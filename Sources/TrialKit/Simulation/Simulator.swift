@@ -422,7 +422,7 @@ public struct SimulationResult {
         }
         for (node, w) in sightingsFiles { try w.write(to: dir.appendingPathComponent("sightings/\(node).csv")) }
         for (node, keys) in keyLists {
-            try KeyListFile.encode(keys).write(to: dir.appendingPathComponent("keys/\(node).json"), options: .atomic)
+            try OutputFile.write(KeyListFile.encode(keys), to: dir.appendingPathComponent("keys/\(node).json"))
         }
         try MarkersFile.csv(markers).write(to: dir.appendingPathComponent("groundtruth/markers.csv"))
         var perPair: [String: [Marker]] = [:]
@@ -432,6 +432,6 @@ public struct SimulationResult {
         try nodes.write(to: dir.appendingPathComponent("groundtruth/nodes.csv"))
         let enc = JSONEncoder()
         enc.outputFormatting = [.prettyPrinted, .sortedKeys]
-        try enc.encode(summary).write(to: dir.appendingPathComponent("summary.json"), options: .atomic)
+        try OutputFile.write(enc.encode(summary), to: dir.appendingPathComponent("summary.json"))
     }
 }
