@@ -32,13 +32,13 @@ struct Calibrate: ParsableCommand {
     @Option(help: ArgumentHelp("JSON key list of the reference transmitter: keeps only its sightings and reads its TX power from the AEMs.", valueName: "FILE"))
     var referenceKeys: String?
 
-    @Option(help: ArgumentHelp("RSSI a calibrated receiver reports for the reference at 1 m.", valueName: "DBM"))
+    @Option(parsing: .unconditional, help: ArgumentHelp("RSSI a calibrated receiver reports for the reference at 1 m.", valueName: "DBM"))
     var expectedRssi: Double?
 
-    @Option(help: ArgumentHelp("Attenuation a calibrated receiver measures for the reference at 1 m.", valueName: "DB"))
+    @Option(parsing: .unconditional, help: ArgumentHelp("Attenuation a calibrated receiver measures for the reference at 1 m.", valueName: "DB"))
     var referenceAttenuation: Double?
 
-    @Option(help: ArgumentHelp("TX power the reference advertises (when its keys are not given).", valueName: "DBM"))
+    @Option(parsing: .unconditional, help: ArgumentHelp("TX power the reference advertises (when its keys are not given).", valueName: "DBM"))
     var referenceTxPower: Double?
 
     @Option(help: ArgumentHelp("Orientations, comma-separated.", valueName: "NAMES"))
@@ -47,7 +47,7 @@ struct Calibrate: ParsableCommand {
     @Option(help: "Minimum readings per orientation.")
     var minSamples: Int = 10
 
-    @Option(help: ArgumentHelp("TX power this board advertises, saved with the correction (default: keep the config's).", valueName: "DBM"))
+    @Option(parsing: .unconditional, help: ArgumentHelp("TX power this board advertises, saved with the correction (default: keep the config's).", valueName: "DBM"))
     var txPower: Int?
 
     @Option(help: ArgumentHelp("Calibration confidence 0-3 to save instead of the computed one.", valueName: "LEVEL"))

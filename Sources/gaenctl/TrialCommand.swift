@@ -15,7 +15,10 @@ struct Trial: ParsableCommand {
 enum TrialCommandSupport {
     static func run(_ command: String, _ body: () throws -> Void) throws {
         do { try body() } catch let e as ExitCode { throw e } catch let e as ValidationError { throw e } catch {
-            FileHandle.standardError.write(Data("gaenctl \(command): \(String(describing: error).replacingOccurrences(of: "\n", with: " "))\n".utf8))
+            var message = String(describing: error)
+            // Foundation's file errors describe themselves as a whole NSError dump; say path and reason.
+            if let e = error as? CocoaError { message = "\(e.filePath ?? "file"): \(e.localizedDescription)" }
+            FileHandle.standardError.write(Data("gaenctl \(command): \(message.replacingOccurrences(of: "\n", with: " "))\n".utf8))
             throw ExitCode(1)
         }
     }
