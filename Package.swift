@@ -9,6 +9,7 @@ let package = Package(
     products: [
         .executable(name: "gaend", targets: ["gaend"]),
         .executable(name: "gaenctl", targets: ["gaenctl"]),
+        .executable(name: "FuzzHCIEvent", targets: ["FuzzHCIEvent"]),
         .library(name: "ENProtocol", targets: ["ENProtocol"]),
         .library(name: "TrialKit", targets: ["TrialKit"]),
     ],
@@ -66,11 +67,13 @@ let package = Package(
         .executableTarget(
             name: "gaenctl",
             dependencies: [
-                "ENProtocol", "BLEDaemon", "TrialKit",
+                "ENProtocol", "BLEDaemon", "HCIProtocol", "TrialKit",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
                 .product(name: "Logging", package: "swift-log"),
             ]
         ),
+        // Fuzz target for the HCI event decoder (tools/fuzz/run.sh FuzzHCIEvent SECONDS).
+        .executableTarget(name: "FuzzHCIEvent", dependencies: ["HCIProtocol"]),
         // Benchmarks print figures; they are not tests (run: scripts/bench.sh).
         .executableTarget(name: "GaenBench", dependencies: ["ENProtocol", "TrialKit"]),
         .testTarget(
@@ -79,7 +82,10 @@ let package = Package(
             resources: [.copy("Fixtures")]
         ),
         .testTarget(name: "HCIProtocolTests", dependencies: ["HCIProtocol"]),
-        .testTarget(name: "BLEDaemonTests", dependencies: ["BLEDaemon"]),
+        .testTarget(
+            name: "BLEDaemonTests",
+            dependencies: ["BLEDaemon", "HCIProtocol", .product(name: "Logging", package: "swift-log")]
+        ),
         // Runs the built executables end to end (they are built by `swift build --build-tests`).
         .testTarget(name: "CLITests", dependencies: ["gaenctl"]),
     ]

@@ -7,6 +7,12 @@ struct GaenCtl: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "gaenctl",
         abstract: "Client of gaend and offline GAEN protocol toolbox.",
-        subcommands: [Derive.self, Trial.self, Simulate.self, Calibrate.self]
+        subcommands: [
+            Derive.self,
+            Radio.self,
+            Trial.self,
+            Simulate.self,
+            Calibrate.self,
+        ]
     )
 }

@@ -1,0 +1,256 @@
+import Foundation
+import HCIProtocol
+import HCIShim
+#if canImport(Glibc)
+import Glibc
+#endif
+
+/// A byte link to a controller that delivers whole H4 packets. Transports know nothing about
+/// HCI semantics or GAEN; the session (`HCIControllerSession`) does.
+public protocol HCITransport: AnyObject, Sendable {
+    /// Whole packets from the controller, in order. Finishes at end of stream; throws on a
+    /// read error or when the byte stream is out of step (unknown H4 indicator). One consumer.
+    var packets: AsyncThrowingStream<H4Packet, any Error> { get }
+    /// Writes one packet. Throws `HCITransportError.closed` after `close()`.
+    func send(_ packet: H4Packet) throws
+    /// Closes the link; `packets` finishes. Safe to call more than once.
+    func close()
+}
+
+/// Opens transports to one controller; the session calls it again to reconnect.
+public protocol HCITransportConnector: Sendable, CustomStringConvertible {
+    func connect() async throws -> any HCITransport
+}
+
+/// Why a transport could not be opened or stopped working, with the cause named.
+public enum HCITransportError: Error, Equatable, Sendable, CustomStringConvertible {
+    /// socket(AF_BLUETOOTH) gave EAFNOSUPPORT: the kernel has no Bluetooth support.
+    case bluetoothUnsupported(address: String)
+    /// EPERM/EACCES: the HCI user channel needs CAP_NET_ADMIN (root), a device node needs access.
+    case permissionDenied(address: String, call: String)
+    /// EBUSY: another owner (bluetoothd, another gaend) holds the device or it is still up.
+    case busy(address: String, call: String)
+    /// ENODEV/ENOENT: no such controller.
+    case noSuchDevice(address: String, call: String)
+    /// The peer refused or is not listening (virtual controller not started).
+    case connectionRefused(address: String)
+    case closed
+    case system(address: String, SystemCallError)
+
+    public var description: String {
+        switch self {
+        case let .bluetoothUnsupported(a):
+            return "\(a): this kernel has no Bluetooth support (socket(AF_BLUETOOTH) failed with EAFNOSUPPORT); use a kernel with CONFIG_BT, or a serial/tcp/unix controller"
+        case let .permissionDenied(a, call):
+            return "\(a): permission denied in \(call); the HCI user channel needs CAP_NET_ADMIN (run as root or grant the capability), a serial device needs read/write access"
+        case let .busy(a, call):
+            return "\(a): device busy in \(call); stop bluetoothd or any other user of the controller (the user channel needs exclusive access)"
+        case let .noSuchDevice(a, call):
+            return "\(a): no such device (\(call))"
+        case let .connectionRefused(a):
+            return "\(a): connection refused; is the controller (or virtual controller) listening?"
+        case .closed:
+            return "transport closed"
+        case let .system(a, e):
+            return "\(a): \(e)"
+        }
+    }
+
+    /// Maps errno of a failed open step to the case that names the cause.
+    static func classify(_ e: SystemCallError, address: String) -> HCITransportError {
+        switch e.errno {
+        case EAFNOSUPPORT where e.function.hasPrefix("socket(AF_BLUETOOTH"): return .bluetoothUnsupported(address: address)
+        case EPERM, EACCES: return .permissionDenied(address: address, call: e.function)
+        case EBUSY: return .busy(address: address, call: e.function)
+        case ENODEV, ENOENT, ENXIO: return .noSuchDevice(address: address, call: e.function)
+        case ECONNREFUSED: return .connectionRefused(address: address)
+        default: return .system(address: address, e)
+        }
+    }
+}
+
+/// H4 over a file descriptor (socket, tty, HCI user channel). A dedicated thread reads with
+/// poll() so that close() is noticed within `pollInterval`; the thread owns closing the
+/// descriptor, so a number is never closed while a read might still use it.
+final class FileDescriptorTransport: HCITransport, @unchecked Sendable {
+    let packets: AsyncThrowingStream<H4Packet, any Error>
+    private let continuation: AsyncThrowingStream<H4Packet, any Error>.Continuation
+    private let fd: Int32
+    private let isSocket: Bool
+    private let name: String
+    private let lock = NSLock()
+    private var closed = false  // guarded by lock
+
+    init(fd: Int32, isSocket: Bool, name: String) {
+        self.fd = fd
+        self.isSocket = isSocket
+        self.name = name
+        (packets, continuation) = AsyncThrowingStream.makeStream(of: H4Packet.self, throwing: (any Error).self)
+        let thread = Thread { [self] in self.readLoop() }
+        thread.name = "hci-read \(name)"
+        thread.start()
+    }
+
+    private var isClosed: Bool { lock.withLock { closed } }
+
+    private func readLoop() {
+        var framer = H4Framer()
+        var buffer = [UInt8](repeating: 0, count: 2048)
+        defer { Glibc.close(fd) }
+        while !isClosed {
+            var pfd = pollfd(fd: fd, events: Int16(POLLIN), revents: 0)
+            let ready = poll(&pfd, 1, 100)
+            if ready < 0 {
+                if errno == EINTR { continue }
+                continuation.finish(throwing: HCITransportError.system(address: name, SystemCallError(function: "poll", errno: errno)))
+                return
+            }
+            if ready == 0 { continue }
+            let n = buffer.withUnsafeMutableBytes { read(fd, $0.baseAddress, $0.count) }
+            if n == 0 {
+                continuation.finish()
+                return
+            }
+            if n < 0 {
+                if errno == EINTR || errno == EAGAIN { continue }
+                let e = errno
+                continuation.finish(throwing: isClosed ? nil : HCITransportError.system(address: name, SystemCallError(function: "read", errno: e)))
+                return
+            }
+            framer.append(buffer[0..<n])
+            do {
+                while case let .packet(p) = try framer.next() { continuation.yield(p) }
+            } catch {
+                continuation.finish(throwing: error)
+                return
+            }
+        }
+        continuation.finish()
+    }
+
+    func send(_ packet: H4Packet) throws {
+        let bytes = packet.bytes
+        try lock.withLock {
+            guard !closed else { throw HCITransportError.closed }
+            var offset = 0
+            while offset < bytes.count {
+                let n = try bytes.withUnsafeBytes { raw -> Int in
+                    let p = raw.baseAddress! + offset
+                    let count = raw.count - offset
+                    do {
+                        // MSG_NOSIGNAL: a peer that went away gives EPIPE, not a process-killing SIGPIPE.
+                        return isSocket
+                            ? try systemCall("send") { Glibc.send(fd, p, count, Int32(MSG_NOSIGNAL)) }
+                            : try systemCall("write") { Glibc.write(fd, p, count) }
+                    } catch let e as SystemCallError where e.errno == EAGAIN {
+                        return 0
+                    }
+                }
+                offset += n
+            }
+        }
+    }
+
+    func close() {
+        let wasOpen = lock.withLock { () -> Bool in
+            defer { closed = true }
+            return !closed
+        }
+        // Wakes a blocked peer at once; the read thread closes the descriptor itself.
+        if wasOpen, isSocket { _ = shutdown(fd, Int32(SHUT_RDWR)) }
+    }
+
+    deinit { close() }
+}
+
+/// Opens the transport that `ControllerAddress` names.
+public struct SystemTransportConnector: HCITransportConnector {
+    public let address: ControllerAddress
+    public init(address: ControllerAddress) { self.address = address }
+    public var description: String { address.description }
+
+    public func connect() async throws -> any HCITransport {
+        let name = address.description
+        do {
+            switch address {
+            case let .hci(index):
+                var stage: Int32 = 0
+                let fd = gaend_hci_open_user_channel(Int32(index), &stage)
+                if fd < 0 {
+                    let call: String
+                    switch UInt32(stage) {
+                    case GAEND_HCI_STAGE_SOCKET.rawValue: call = "socket(AF_BLUETOOTH, BTPROTO_HCI)"
+                    case GAEND_HCI_STAGE_DEVDOWN.rawValue: call = "ioctl(HCIDEVDOWN hci\(index))"
+                    default: call = "bind(hci\(index), HCI_CHANNEL_USER)"
+                    }
+                    throw SystemCallError(function: call, errno: -fd)
+                }
+                return FileDescriptorTransport(fd: fd, isSocket: true, name: name)
+            case let .serial(path, baud):
+                let fd = try systemCall("open(\(path))") { open(path, O_RDWR | O_NOCTTY | O_CLOEXEC) }
+                let rc = gaend_serial_configure(fd, UInt32(baud), 1)
+                if rc < 0 {
+                    Glibc.close(fd)
+                    throw SystemCallError(function: "termios setup of \(path) at \(baud) baud", errno: -rc)
+                }
+                return FileDescriptorTransport(fd: fd, isSocket: false, name: name)
+            case let .tcp(host, port):
+                return FileDescriptorTransport(fd: try Self.connectTCP(host: host, port: port), isSocket: true, name: name)
+            case let .unix(path):
+                return FileDescriptorTransport(fd: try Self.connectUnix(path: path), isSocket: true, name: name)
+            }
+        } catch let e as SystemCallError {
+            throw HCITransportError.classify(e, address: name)
+        }
+    }
+
+    private static func connectTCP(host: String, port: Int) throws -> Int32 {
+        var hints = addrinfo()
+        hints.ai_family = AF_UNSPEC
+        hints.ai_socktype = Int32(SOCK_STREAM.rawValue)
+        var list: UnsafeMutablePointer<addrinfo>?
+        let rc = getaddrinfo(host, String(port), &hints, &list)
+        guard rc == 0, let first = list else {
+            throw SystemCallError(function: "getaddrinfo(\(host)): \(String(cString: gai_strerror(rc)))", errno: ENOENT)
+        }
+        defer { freeaddrinfo(list) }
+        var lastError = SystemCallError(function: "connect(\(host):\(port))", errno: ECONNREFUSED)
+        var entry: UnsafeMutablePointer<addrinfo>? = first
+        while let ai = entry {
+            entry = ai.pointee.ai_next
+            guard let fd = try? systemCall("socket", { socket(ai.pointee.ai_family, Int32(SOCK_STREAM.rawValue) | Int32(SOCK_CLOEXEC.rawValue), 0) }) else { continue }
+            do {
+                try systemCall("connect(\(host):\(port))") { Glibc.connect(fd, ai.pointee.ai_addr, ai.pointee.ai_addrlen) }
+                var one: Int32 = 1
+                // Small packets (commands) must not wait for Nagle.
+                setsockopt(fd, Int32(IPPROTO_TCP), TCP_NODELAY, &one, socklen_t(MemoryLayout<Int32>.size))
+                return fd
+            } catch let e as SystemCallError {
+                lastError = e
+                Glibc.close(fd)
+            }
+        }
+        throw lastError
+    }
+
+    private static func connectUnix(path: String) throws -> Int32 {
+        let fd = try systemCall("socket(AF_UNIX)") { socket(AF_UNIX, Int32(SOCK_STREAM.rawValue) | Int32(SOCK_CLOEXEC.rawValue), 0) }
+        var addr = sockaddr_un()
+        addr.sun_family = sa_family_t(AF_UNIX)
+        let bytes = Array(path.utf8)
+        withUnsafeMutableBytes(of: &addr.sun_path) { raw in
+            for (i, b) in bytes.prefix(raw.count - 1).enumerated() { raw[i] = b }
+        }
+        do {
+            _ = try withUnsafePointer(to: &addr) { p in
+                try p.withMemoryRebound(to: sockaddr.self, capacity: 1) { sa in
+                    try systemCall("connect(\(path))") { Glibc.connect(fd, sa, socklen_t(MemoryLayout<sockaddr_un>.size)) }
+                }
+            }
+        } catch {
+            Glibc.close(fd)
+            throw error
+        }
+        return fd
+    }
+}

@@ -1,0 +1,68 @@
+import Foundation
+#if canImport(Glibc)
+import Glibc
+#endif
+
+/// The systemd notify protocol (sd_notify(3)) spoken directly: one datagram per message to the
+/// AF_UNIX socket named by $NOTIFY_SOCKET. Written here rather than linking libsystemd because
+/// the protocol is a few lines and the daemon's dependencies stay what the design card lists.
+public struct SystemdNotifier: Sendable {
+    /// The socket path; nil when not started by systemd with Type=notify (all calls are no-ops).
+    public let socketPath: String?
+    /// How often to send WATCHDOG=1 (half of WatchdogSec, as sd_watchdog_enabled advises);
+    /// nil when the watchdog is off or meant for another process.
+    public let watchdogInterval: Duration?
+
+    public init(environment: [String: String] = ProcessInfo.processInfo.environment) {
+        let path = environment["NOTIFY_SOCKET"].flatMap { $0.isEmpty ? nil : $0 }
+        socketPath = path
+        if let usec = environment["WATCHDOG_USEC"].flatMap(UInt64.init), usec > 0,
+           environment["WATCHDOG_PID"].flatMap(Int32.init).map({ $0 == getpid() }) ?? true {
+            watchdogInterval = .microseconds(Int64(usec / 2))
+        } else {
+            watchdogInterval = nil
+        }
+    }
+
+    public enum NotifyError: Error, CustomStringConvertible {
+        case pathTooLong(String)
+        case system(function: String, errno: Int32)
+        public var description: String {
+            switch self {
+            case .pathTooLong(let p): return "NOTIFY_SOCKET path too long: \(p)"
+            case .system(let f, let e): return "\(f) failed: \(String(cString: strerror(e)))"
+            }
+        }
+    }
+
+    /// Sends newline-separated assignments, e.g. "READY=1\nSTATUS=advertising".
+    public func notify(_ state: String) throws {
+        guard let socketPath else { return }
+        let fd = socket(AF_UNIX, Int32(SOCK_DGRAM.rawValue) | Int32(SOCK_CLOEXEC.rawValue), 0)
+        guard fd >= 0 else { throw NotifyError.system(function: "socket", errno: errno) }
+        defer { close(fd) }
+        var address = sockaddr_un()
+        address.sun_family = sa_family_t(AF_UNIX)
+        // A leading '@' names an abstract socket: the kernel wants a NUL byte there instead.
+        var pathBytes = Array(socketPath.utf8)
+        if pathBytes.first == UInt8(ascii: "@") { pathBytes[0] = 0 }
+        let capacity = MemoryLayout.size(ofValue: address.sun_path)
+        guard pathBytes.count < capacity else { throw NotifyError.pathTooLong(socketPath) }
+        withUnsafeMutableBytes(of: &address.sun_path) { raw in
+            raw.copyBytes(from: pathBytes)
+        }
+        let length = socklen_t(MemoryLayout<sa_family_t>.size + pathBytes.count + (pathBytes.first == 0 ? 0 : 1))
+        let message = Array(state.utf8)
+        let sent = withUnsafePointer(to: &address) { ptr in
+            ptr.withMemoryRebound(to: sockaddr.self, capacity: 1) { sa in
+                sendto(fd, message, message.count, Int32(MSG_NOSIGNAL), sa, length)
+            }
+        }
+        guard sent == message.count else { throw NotifyError.system(function: "sendto", errno: errno) }
+    }
+
+    public func ready(status: String) throws { try notify("READY=1\nSTATUS=\(status)") }
+    public func status(_ status: String) throws { try notify("STATUS=\(status)") }
+    public func stopping() throws { try notify("STOPPING=1") }
+    public func watchdog() throws { try notify("WATCHDOG=1") }
+}

@@ -1,0 +1,60 @@
+import ArgumentParser
+import BLEDaemon
+import Logging
+
+/// `gaenctl radio ...`: drive a Bluetooth controller directly through HCI, without the daemon
+/// (board bring-up, tests). Subcommands live in their own files (RadioProbe.swift, ...).
+struct Radio: AsyncParsableCommand {
+    static let configuration = CommandConfiguration(
+        abstract: "Drive a Bluetooth controller directly through HCI (no daemon).",
+        discussion: "Controller addresses: hciN | hci:N | serial:/dev/ttyX[:baud] | tcp:HOST:PORT | unix:PATH (see docs/radio.md).",
+        subcommands: [RadioProbe.self, RadioAdvertise.self, RadioScan.self]
+    )
+}
+
+/// Options every radio subcommand shares.
+struct RadioControllerOptions: ParsableArguments {
+    @Option(name: .long, help: "Controller address: hciN, hci:N, serial:/dev/ttyX[:baud], tcp:HOST:PORT or unix:PATH.")
+    var controller: String
+
+    @Option(name: .long, help: "Seconds to wait for each HCI command's completion.")
+    var commandTimeout: Double = 2
+
+    @Flag(name: .long, help: "Log the HCI dialogue (btmon style) to standard error.")
+    var verbose = false
+
+    func validate() throws {
+        _ = try address()
+        guard commandTimeout > 0, commandTimeout.isFinite else { throw ValidationError("--command-timeout must be a positive number of seconds") }
+    }
+
+    func address() throws -> ControllerAddress {
+        do {
+            return try ControllerAddress(parsing: controller)
+        } catch let e as ControllerAddressError {
+            throw ValidationError(e.description)
+        }
+    }
+
+    var timeout: Duration { .milliseconds(Int64(commandTimeout * 1000)) }
+
+    /// Logs go to standard error so that standard output carries only JSON.
+    func logger() -> Logger {
+        var logger = Logger(label: "gaenctl.radio") { label in StreamLogHandler.standardError(label: label) }
+        logger.logLevel = verbose ? .trace : .warning
+        return logger
+    }
+}
+
+extension RadioControllerOptions {
+    /// Connects and brings the controller up; a failure is one clear line naming the controller.
+    func startSession() async throws -> (HCIControllerSession, Logger) {
+        let log = self.logger()
+        var configuration = HCISessionConfiguration()
+        configuration.commandTimeout = timeout
+        let session = HCIControllerSession(connector: SystemTransportConnector(address: try address()),
+                                           configuration: configuration, logger: log)
+        do { _ = try await session.start() } catch { throw CLIFailure("cannot use controller \(controller): \(error)") }
+        return (session, log)
+    }
+}

@@ -1,0 +1,179 @@
+import Foundation
+import HCIProtocol
+@testable import BLEDaemon
+
+/// An in-process controller behind a fake transport: it records every command packet the
+/// host sends (so tests compare them with expected captures) and answers like a controller
+/// would, with knobs for the faults under test.
+final class ScriptedController: HCITransport, @unchecked Sendable {
+    let packets: AsyncThrowingStream<H4Packet, any Error>
+    private let continuation: AsyncThrowingStream<H4Packet, any Error>.Continuation
+    private let lock = NSLock()
+    private var _sent: [H4Packet] = []
+    private var closed = false
+
+    // Behaviour (set before or during a test; guarded by lock).
+    private var _silent: Set<HCIOpcode> = []
+    private var _status: [HCIOpcode: HCIStatusCode] = [:]
+    private var _ncmd: UInt8 = 1
+    private var _useCommandStatusFor: Set<HCIOpcode> = []
+    private var scanEnabled = false
+    private var advertisingEnabled = false
+
+    init() {
+        (packets, continuation) = AsyncThrowingStream.makeStream(of: H4Packet.self, throwing: (any Error).self)
+    }
+
+    var sent: [H4Packet] { lock.withLock { _sent } }
+    var sentOpcodes: [HCIOpcode] { sent.compactMap { try? HCICommandPacket($0).opcode } }
+    var isClosed: Bool { lock.withLock { closed } }
+    func silence(_ opcode: HCIOpcode) { lock.withLock { _ = _silent.insert(opcode) } }
+    func answer(_ opcode: HCIOpcode, status: HCIStatusCode, viaCommandStatus: Bool = false) {
+        lock.withLock {
+            _status[opcode] = status
+            if viaCommandStatus { _useCommandStatusFor.insert(opcode) }
+        }
+    }
+    func setNcmd(_ n: UInt8) { lock.withLock { _ncmd = n } }
+
+    /// Delivers a packet as if the controller had sent it.
+    func inject(_ packet: H4Packet) { continuation.yield(packet) }
+    /// The controller's end of the link closes (EOF).
+    func endOfStream() { continuation.finish() }
+
+    func send(_ packet: H4Packet) throws {
+        let replies: [H4Packet] = try lock.withLock {
+            guard !closed else { throw HCITransportError.closed }
+            _sent.append(packet)
+            let command = try HCICommandPacket(packet)
+            return reply(to: command)
+        }
+        for r in replies { continuation.yield(r) }
+    }
+
+    func close() {
+        lock.withLock { closed = true }
+        continuation.finish()
+    }
+
+    /// Must be called with the lock held.
+    private func reply(to command: HCICommandPacket) -> [H4Packet] {
+        let op = command.opcode
+        if _silent.contains(op) { return [] }
+        var status = _status[op] ?? .success
+        // Like a BCM43455: disabling a scan that is off is Command Disallowed; so is
+        // changing the random address while advertising or scanning.
+        if op == HCILESetScanEnable.opcode, let c = try? HCILESetScanEnable(parameters: command.parameters[...]) {
+            if !c.enabled && !scanEnabled && _status[op] == nil { status = .commandDisallowed }
+            if status == .success { scanEnabled = c.enabled }
+        }
+        if op == HCILESetRandomAddress.opcode, advertisingEnabled || scanEnabled, _status[op] == nil { status = .commandDisallowed }
+        if op == HCILESetAdvertisingEnable.opcode, status == .success, let c = try? HCILESetAdvertisingEnable(parameters: command.parameters[...]) {
+            advertisingEnabled = c.enabled
+        }
+        if op == HCIReset.opcode { scanEnabled = false; advertisingEnabled = false }
+        if _useCommandStatusFor.contains(op) {
+            return [HCIEvent.commandStatus(.init(status: status, numHCICommandPackets: _ncmd, opcode: op)).packet]
+        }
+        var returned = [status.rawValue]
+        if status == .success { returned += Self.returnParameters(op) }
+        return [HCIEvent.commandComplete(.init(numHCICommandPackets: _ncmd, opcode: op, returnParameters: returned)).packet]
+    }
+
+    static let version = HCIReadLocalVersionInformation.ReturnParameters(hciVersion: 0x0c, hciSubversion: 0x0100, lmpVersion: 0x0c, companyIdentifier: 0x000F, lmpSubversion: 0x2209)
+    static let address = try! BDAddress(string: "B8:27:EB:01:02:03")
+
+    static func returnParameters(_ op: HCIOpcode) -> [UInt8] {
+        switch op {
+        case HCIReadLocalVersionInformation.opcode: return HCIReadLocalVersionInformation.encodeReturnParameters(version)
+        case HCIReadLocalSupportedCommands.opcode: return [UInt8](repeating: 0xFF, count: 64)
+        case HCIReadLocalSupportedFeatures.opcode: return HCIReadLocalSupportedFeatures.encodeReturnParameters(.leSupportedController)
+        case HCILEReadLocalSupportedFeatures.opcode: return HCILEReadLocalSupportedFeatures.encodeReturnParameters([.encryption, .extendedAdvertising])
+        case HCIReadBDAddr.opcode: return address.littleEndianBytes
+        case HCILEReadAdvertisingPhysicalChannelTxPower.opcode: return [UInt8(bitPattern: -4)]
+        default: return []
+        }
+    }
+}
+
+/// Hands out a new ScriptedController per connect; can be told to refuse connects.
+final class ScriptedConnector: HCITransportConnector, @unchecked Sendable {
+    private let lock = NSLock()
+    private var _controllers: [ScriptedController] = []
+    private var failures = 0
+    private let configure: @Sendable (ScriptedController) -> Void
+
+    init(configure: @escaping @Sendable (ScriptedController) -> Void = { _ in }) { self.configure = configure }
+
+    var description: String { "scripted" }
+    var controllers: [ScriptedController] { lock.withLock { _controllers } }
+    var current: ScriptedController { controllers.last! }
+    func failNextConnects(_ n: Int) { lock.withLock { failures = n } }
+
+    func connect() async throws -> any HCITransport {
+        try lock.withLock {
+            if failures > 0 {
+                failures -= 1
+                throw HCITransportError.connectionRefused(address: "scripted")
+            }
+            let c = ScriptedController()
+            configure(c)
+            _controllers.append(c)
+            return c
+        }
+    }
+}
+
+/// Sleeps a scaled-down real time and records what was asked, so that timeouts and backoff
+/// keep their order but tests take milliseconds.
+final class ScaledSleeper: HCISleeper, @unchecked Sendable {
+    private let lock = NSLock()
+    private var _requests: [Duration] = []
+    let scale: Double
+    init(scale: Double = 0.01) { self.scale = scale }
+    var requests: [Duration] { lock.withLock { _requests } }
+    func sleep(for duration: Duration) async throws {
+        lock.withLock { _requests.append(duration) }
+        try await Task.sleep(for: duration * scale)
+    }
+}
+
+/// Collects a stream in the background; tests wait for an element matching a predicate.
+actor Recorder<Element: Sendable> {
+    private(set) var items: [Element] = []
+    private var task: Task<Void, Never>?
+
+    init() {}
+
+    func start(_ stream: AsyncStream<Element>) {
+        task = Task { for await e in stream { self.append(e) } }
+    }
+    private func append(_ e: Element) { items.append(e) }
+
+    /// Waits up to `timeout` for an element satisfying `predicate`; nil if none came.
+    func wait(timeout: Duration = .seconds(5), _ predicate: @Sendable (Element) -> Bool) async -> Element? {
+        let deadline = ContinuousClock.now + timeout
+        while ContinuousClock.now < deadline {
+            if let e = items.first(where: predicate) { return e }
+            try? await Task.sleep(for: .milliseconds(5))
+        }
+        return items.first(where: predicate)
+    }
+}
+
+func h(_ s: String) -> [UInt8] {
+    let digits = s.filter { !$0.isWhitespace }
+    var out: [UInt8] = []
+    var i = digits.startIndex
+    while i < digits.endIndex {
+        let j = digits.index(i, offsetBy: 2)
+        out.append(UInt8(digits[i..<j], radix: 16)!)
+        i = j
+    }
+    return out
+}
+
+func packet(_ s: String) -> H4Packet {
+    let b = h(s)
+    return H4Packet(type: H4PacketType(rawValue: b[0])!, payload: Array(b.dropFirst()))
+}

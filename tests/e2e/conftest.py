@@ -1,0 +1,112 @@
+"""End-to-end tests: gaend's own programs against virtual controllers and independent Bumble
+peers (tools/virtual-radio). They need the Swift products built first (scripts/test.sh does)."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+REPO = Path(__file__).resolve().parents[2]
+sys.path.insert(0, str(REPO / "tools" / "virtual-radio" / "tests"))
+
+from helpers import PEER, Radio  # noqa: E402
+
+
+def _bin_dir() -> Path:
+    explicit = os.environ.get("GAEND_BIN_DIR")
+    if explicit:
+        return Path(explicit)
+    out = subprocess.run(["swift", "build", "--show-bin-path"], cwd=REPO, capture_output=True, text=True, check=True)
+    return Path(out.stdout.strip())
+
+
+@pytest.fixture(scope="session")
+def bin_dir() -> Path:
+    d = _bin_dir()
+    if not (d / "gaenctl").exists():
+        pytest.fail(f"gaenctl not built in {d}; run swift build first")
+    return d
+
+
+@pytest.fixture
+def radio(tmp_path):
+    """radio(devices, channel) starts a fresh harness; stopped after the test, and its log must
+    show no Python traceback (a harness crash would otherwise pass silently)."""
+    started: list[Radio] = []
+
+    def start(devices, channel=None, seed=11) -> Radio:
+        r = Radio({"devices": devices, "channel": channel or {}, "seed": seed}, tmp_path)
+        started.append(r)
+        return r
+
+    yield start
+    for r in started:
+        log = r.stop()
+        assert "Traceback" not in log, log
+
+
+class Proc:
+    """A background program whose stdout lines are JSON, collected after it ends."""
+
+    def __init__(self, args: list[str], tmp_path: Path, name: str) -> None:
+        self.out_path = tmp_path / f"{name}.out"
+        self.err_path = tmp_path / f"{name}.err"
+        self.proc = subprocess.Popen(args, stdout=open(self.out_path, "w"), stderr=open(self.err_path, "w"))
+
+    def wait(self, timeout: float) -> int:
+        try:
+            return self.proc.wait(timeout=timeout)
+        except subprocess.TimeoutExpired:
+            self.proc.kill()
+            self.proc.wait()
+            raise
+
+    def lines(self) -> list[dict]:
+        return [json.loads(l) for l in self.out_path.read_text().splitlines() if l.strip()]
+
+    @property
+    def stderr(self) -> str:
+        return self.err_path.read_text()
+
+
+@pytest.fixture
+def spawn(tmp_path):
+    procs: list[Proc] = []
+
+    def start(args: list[str], name: str) -> Proc:
+        p = Proc([str(a) for a in args], tmp_path, name)
+        procs.append(p)
+        return p
+
+    yield start
+    for p in procs:
+        if p.proc.poll() is None:
+            p.proc.kill()
+            p.proc.wait()
+
+
+def peer_scan(spawn, radio: Radio, device: str, duration: float, name: str = "peer-scan"):
+    return spawn([sys.executable, PEER, "scan", "--transport", radio.bumble(device), "--duration", duration], name)
+
+
+def derive(bin_dir: Path, tek: str, interval: int, metadata: str | None = None) -> dict:
+    args = [bin_dir / "gaenctl", "derive", "--tek", tek, "--interval", str(interval), "--count", "1"]
+    if metadata:
+        args += ["--metadata", metadata]
+    out = subprocess.run([str(a) for a in args], capture_output=True, text=True, check=True)
+    return json.loads(out.stdout)["intervals"][0]
+
+
+def wait_for(predicate, timeout: float, step: float = 0.05) -> bool:
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        if predicate():
+            return True
+        time.sleep(step)
+    return False
