@@ -5,9 +5,7 @@
 #define GAEND_HCISHIM_H
 
 int gaend_hci_shim_version(void);
-<<<<<<< HEAD
 #include "gaend_clock.h"
-=======
 
 /// Which call failed in gaend_hci_open_user_channel (for the error message).
 enum gaend_hci_stage {
@@ -26,5 +24,4 @@ int gaend_hci_open_user_channel(int dev, int *stage);
 /// expect. Returns 0 or -errno (-EINVAL for a baud rate termios cannot express).
 int gaend_serial_configure(int fd, unsigned baud, int rtscts);
 
->>>>>>> main
 #endif
