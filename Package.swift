@@ -20,6 +20,7 @@ let package = Package(
         .package(url: "https://github.com/weichsel/ZIPFoundation", from: "0.9.19"),
         .package(url: "https://github.com/groue/GRDB.swift", from: "7.0.0"),
         .package(url: "https://github.com/jpsim/Yams", from: "6.0.0"),
+        .package(url: "https://github.com/yaslab/CSV.swift", from: "2.5.2"),
     ],
     targets: [
         // System library: OpenSSL libcrypto, the one crypto provider (design card: libssl-dev).
@@ -29,6 +30,17 @@ let package = Package(
             pkgConfig: "libcrypto",
             providers: [.apt(["libssl-dev"])]
         ),
+        // System library: libdbus-1, under our own small D-Bus binding (no Swift D-Bus package is available).
+        .systemLibrary(
+            name: "CDBus",
+            path: "Sources/CDBus",
+            pkgConfig: "dbus-1",
+            providers: [.apt(["libdbus-1-dev"])]
+        ),
+        // D-Bus binding shared by the daemon and the client: values, marshalling, connection, interface tables.
+        .target(name: "DBusCore", dependencies: ["CDBus"]),
+        // Client library of gaend's D-Bus API, used by gaenctl and the tests.
+        .target(name: "GaenClient", dependencies: ["DBusCore"]),
         // The few Linux calls Swift cannot make comfortably (HCI user channel, ioctls, termios).
         .target(name: "HCIShim", path: "Sources/HCIShim"),
         // Pure GAEN protocol: no I/O, no clock, no globals.
@@ -38,6 +50,7 @@ let package = Package(
                 "COpenSSL",
                 .product(name: "SwiftProtobuf", package: "swift-protobuf"),
                 .product(name: "ZIPFoundation", package: "ZIPFoundation"),
+                .product(name: "CSV", package: "CSV.swift"),
             ],
             exclude: ["KeyExport/export.proto"]
         ),
@@ -50,7 +63,7 @@ let package = Package(
         .target(
             name: "BLEDaemon",
             dependencies: [
-                "ENProtocol", "HCIProtocol", "HCIShim",
+                "ENProtocol", "HCIProtocol", "HCIShim", "DBusCore",
                 .product(name: "Logging", package: "swift-log"),
                 .product(name: "GRDB", package: "GRDB.swift"),
                 .product(name: "Yams", package: "Yams"),
@@ -67,15 +80,21 @@ let package = Package(
         .executableTarget(
             name: "gaenctl",
             dependencies: [
-                "ENProtocol", "BLEDaemon", "HCIProtocol", "TrialKit",
+                "ENProtocol", "BLEDaemon", "HCIProtocol", "GaenClient", "TrialKit",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
                 .product(name: "Logging", package: "swift-log"),
             ]
         ),
         // Fuzz target for the HCI event decoder (tools/fuzz/run.sh FuzzHCIEvent SECONDS).
-        .executableTarget(name: "FuzzHCIEvent", dependencies: ["HCIProtocol"]),
+        .executableTarget(name: "FuzzHCIEvent", dependencies: ["HCIProtocol", "FuzzSupport"]),
+        // Fuzz target for the advertisement payload parser (tools/fuzz/run.sh FuzzAdvertisement SECONDS).
+        .executableTarget(name: "FuzzAdvertisement", dependencies: ["ENProtocol", "FuzzSupport"]),
+        // Fuzz target for the D-Bus message decoder (tools/fuzz/run.sh FuzzDBusMessage SECONDS).
+        .executableTarget(name: "FuzzDBusMessage", dependencies: ["DBusCore", "FuzzSupport"]),
+        // The entry point shared by the fuzz targets (libFuzzer driver or corpus replay).
+        .target(name: "FuzzSupport"),
         // Benchmarks print figures; they are not tests (run: scripts/bench.sh).
-        .executableTarget(name: "GaenBench", dependencies: ["ENProtocol", "TrialKit"]),
+        .executableTarget(name: "GaenBench", dependencies: ["ENProtocol", "BLEDaemon", "COpenSSL", "TrialKit"]),
         .testTarget(
             name: "ENProtocolTests",
             dependencies: ["ENProtocol"],
@@ -86,7 +105,11 @@ let package = Package(
             name: "BLEDaemonTests",
             dependencies: ["BLEDaemon", "HCIProtocol", .product(name: "Logging", package: "swift-log")]
         ),
+        // D-Bus binding and API contract against private dbus-daemons and real clients.
+        .testTarget(name: "BusTests", dependencies: ["DBusCore", "GaenClient", "BLEDaemon", "gaenctl"]),
+        // Test helper: writes a store in a loop until killed (the kill -9 test runs it).
+        .executableTarget(name: "StoreStress", dependencies: ["BLEDaemon", "ENProtocol"]),
         // Runs the built executables end to end (they are built by `swift build --build-tests`).
-        .testTarget(name: "CLITests", dependencies: ["gaenctl"]),
+        .testTarget(name: "CLITests", dependencies: ["gaenctl", "ENProtocol"]),
     ]
 )

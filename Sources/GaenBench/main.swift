@@ -1,8 +1,22 @@
-// GaenBench: benchmarks that print figures (not tests). The first argument picks one.
+// GaenBench: benchmarks that print figures (they are not tests).
+// usage: GaenBench <benchmark> [options]; each benchmark's file documents its options.
+import Foundation
+
+let benchmarks: [String: ([String]) throws -> Void] = [
+    "ingest": IngestBench.run,
+    "match": MatchBench.run,
+    "schedule-idle": ScheduleIdleBench.run,
+    "simulate": SimulateBench.run,
+]
+
 let arguments = Array(CommandLine.arguments.dropFirst())
-switch arguments.first {
-case "simulate":
-    try SimulateBench.run(Array(arguments.dropFirst()))
-default:
-    print("usage: GaenBench <benchmark> [options]\n  simulate   a 2-hour, 50-node simulated trial and its report (see SimulateBench.swift)")
+guard let name = arguments.first, let bench = benchmarks[name] else {
+    print("usage: GaenBench <\(benchmarks.keys.sorted().joined(separator: "|"))> [options]")
+    exit(arguments.isEmpty ? 0 : 2)
+}
+do {
+    try bench(Array(arguments.dropFirst()))
+} catch {
+    FileHandle.standardError.write(Data("GaenBench \(name): \(error)\n".utf8))
+    exit(1)
 }

@@ -9,10 +9,17 @@ struct GaenCtl: AsyncParsableCommand {
         abstract: "Client of gaend and offline GAEN protocol toolbox.",
         subcommands: [
             Derive.self,
+            Keys.self,
+            MatchCommand.self,
+            WindowsCommand.self,
             Radio.self,
+            Status.self,
             Trial.self,
             Simulate.self,
             Calibrate.self,
         ]
     )
+
+    /// Accepted before the subcommand too (`gaenctl --bus ADDRESS status`).
+    @OptionGroup var bus: BusOptions
 }

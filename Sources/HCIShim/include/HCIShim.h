@@ -5,7 +5,6 @@
 #define GAEND_HCISHIM_H
 
 int gaend_hci_shim_version(void);
-#include "gaend_clock.h"
 
 /// Which call failed in gaend_hci_open_user_channel (for the error message).
 enum gaend_hci_stage {
@@ -24,4 +23,5 @@ int gaend_hci_open_user_channel(int dev, int *stage);
 /// expect. Returns 0 or -errno (-EINVAL for a baud rate termios cannot express).
 int gaend_serial_configure(int fd, unsigned baud, int rtscts);
 
+#include "gaend_clock.h"
 #endif
