@@ -154,3 +154,27 @@ import Testing
         #expect(try KeyScheduleMatcher().match(sightings, against: [TransmitterKeys(name: "p", keys: [revoked])]).matches.isEmpty)
     }
 }
+
+/// Key export files read for the report: the repository's signed sample against the keys it was made from.
+@Suite struct KeyExportInputTests {
+    static let fixtures = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent()
+        .appendingPathComponent("ENProtocolTests/Fixtures/key-export")
+
+    @Test func zipAndItsInputListGiveTheSameKeys() throws {
+        let zip = try TrialInputs.readKeys(Self.fixtures.appendingPathComponent("two-keys-signed.zip").path)
+        let list = try TrialInputs.readKeys(Self.fixtures.appendingPathComponent("two-keys-signed.input.json").path)
+        #expect(zip.name == "two-keys-signed")
+        func summary(_ k: [DiagnosisKey]) -> [String] {
+            k.map { "\($0.key.hexString) \($0.rollingStartIntervalNumber) \($0.rollingPeriod)" }.sorted()
+        }
+        #expect(zip.keys.count == 2)
+        #expect(summary(zip.keys) == summary(list.keys))
+    }
+
+    @Test func aBrokenExportIsRefused() throws {
+        let url = FileManager.default.temporaryDirectory.appendingPathComponent("broken-\(UUID().uuidString).zip")
+        defer { try? FileManager.default.removeItem(at: url) }
+        try Data("PK not really".utf8).write(to: url)
+        #expect(throws: KeyListFile.KeyListError.self) { try TrialInputs.readKeys(url.path) }
+    }
+}

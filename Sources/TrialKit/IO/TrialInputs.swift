@@ -3,25 +3,27 @@ import Foundation
 
 /// Reading a trial's files the way `gaenctl trial report` does, shared with the benchmark.
 public enum TrialInputs {
-    public enum InputError: Error, Equatable, CustomStringConvertible {
-        case keyExportNotSupported(file: String)
-        public var description: String {
-            switch self {
-            case .keyExportNotSupported(let f):
-                return "\(f): key export ZIP files are not read here yet; pass the JSON key list (gaenctl keys inspect prints one)"
-            }
-        }
-    }
-
     /// A file's name without directory and extension: transmitters are named after their key files.
     public static func stem(_ path: String) -> String {
         ((path as NSString).lastPathComponent as NSString).deletingPathExtension
     }
 
+    /// A transmitter's keys: a key export file (.zip, or a bare export.bin as .bin; its
+    /// signature is not checked here, `gaenctl keys inspect --trust` does that) or a JSON key
+    /// list. A revised key replaces the key with the same TEK (so a revocation takes effect).
     public static func readKeys(_ path: String) throws -> TransmitterKeys {
         let ext = (path as NSString).pathExtension.lowercased()
-        guard ext != "zip" && ext != "bin" else { throw InputError.keyExportNotSupported(file: path) }
-        return TransmitterKeys(name: stem(path), keys: try KeyListFile.read(URL(fileURLWithPath: path)))
+        let url = URL(fileURLWithPath: path)
+        guard ext == "zip" || ext == "bin" else { return TransmitterKeys(name: stem(path), keys: try KeyListFile.read(url)) }
+        let file: KeyExportFile
+        do { file = try KeyExportFile(parsing: Data(contentsOf: url)) } catch let e as KeyExportError {
+            throw KeyListFile.KeyListError.notAKeyList(file: path, reason: "\(e)")
+        }
+        var keys = file.keyBatches().flatMap { $0 }
+        for revised in file.revisedKeyBatches().joined() {
+            if let i = keys.firstIndex(where: { $0.key == revised.key }) { keys[i] = revised } else { keys.append(revised) }
+        }
+        return TransmitterKeys(name: stem(path), keys: keys)
     }
 
     /// Sightings of several files; rows without a `node` take the file's stem as receiver name.
