@@ -149,9 +149,12 @@ import Testing
         let r = try KeyScheduleMatcher().match(sightings, against: [TransmitterKeys(name: "other", keys: []), TransmitterKeys(name: "phone", keys: [key])])
         #expect(r.matches == [MatchedSighting(sightingIndex: 0, transmitter: 1, txPower: -25, calibrationConfidence: .high, attenuation: 60)])
         #expect(r.implausibleMetadata == 1 && r.outsideValidity == 1)
+        #expect(try ProjectMatcher(workers: 1).match(sightings, against: [TransmitterKeys(name: "other", keys: []), TransmitterKeys(name: "phone", keys: [key])]).matches
+                == r.matches)
         var revoked = key
         revoked.reportType = .revoked
         #expect(try KeyScheduleMatcher().match(sightings, against: [TransmitterKeys(name: "p", keys: [revoked])]).matches.isEmpty)
+        #expect(try ProjectMatcher().match(sightings, against: [TransmitterKeys(name: "p", keys: [revoked])]).matches.isEmpty)
     }
 }
 
@@ -176,5 +179,24 @@ import Testing
         defer { try? FileManager.default.removeItem(at: url) }
         try Data("PK not really".utf8).write(to: url)
         #expect(throws: KeyListFile.KeyListError.self) { try TrialInputs.readKeys(url.path) }
+    }
+}
+
+/// ENProtocol's matcher (the report's default) and the direct key-schedule matcher agree.
+@Suite struct MatcherAgreementTests {
+    @Test func bothMatchersFindTheSameSightings() throws {
+        var scenario = SimulatedTrialTests.lineScenario(seed: 21, hours: 0.75)
+        scenario.nodes[3].rssiCorrection = 2.5 // a fractional correction must survive
+        let result = try Simulator(scenario: scenario).run()
+        var rows: [SightingRow] = []
+        for (_, w) in result.sightingsFiles {
+            rows += try SightingsExport.readCSV(CSVReader(bytes: Array(w.csv.text.utf8), file: "sim"))
+        }
+        let transmitters = result.keyLists.map { TransmitterKeys(name: $0.node, keys: $0.keys) }
+        let project = try ProjectMatcher(workers: 2).match(rows, against: transmitters)
+        let direct = try KeyScheduleMatcher().match(rows, against: transmitters)
+        #expect(project.matches.count == result.sightings)
+        #expect(project.matches == direct.matches)
+        #expect(project.matches.contains { $0.attenuation != $0.attenuation.rounded() })
     }
 }

@@ -28,14 +28,15 @@ public struct MatchResult: Sendable {
 }
 
 /// What the trial report needs from a matcher: sightings against named key sets.
-/// The project's matcher (ENProtocol/Matching, branch `matching`) plugs in here once merged.
+/// `ProjectMatcher` (ENProtocol's matcher) is the default; `KeyScheduleMatcher` is a direct,
+/// independent implementation the tests check it against.
 public protocol SightingMatcher {
     func match(_ sightings: [SightingRow], against transmitters: [TransmitterKeys]) throws -> MatchResult
 }
 
 /// A direct matcher on the real key schedule: every key's RPIs into a hash table, one lookup
-/// per sighting. It stands in until ENProtocol's matcher lands; the matching rules are those of
-/// GAEN-FACTS.md (validity interval, 2-hour clock tolerance, plausible TX power).
+/// per sighting, by the rules of GAEN-FACTS.md (validity interval, 2-hour clock tolerance,
+/// plausible TX power). Kept as an independent cross-check of `ProjectMatcher` in the tests.
 public struct KeyScheduleMatcher: SightingMatcher {
     /// Clock tolerance either side of a key's validity, in intervals (reference: 2 hours).
     public var toleranceIntervals: Int
@@ -105,5 +106,59 @@ public struct KeyScheduleMatcher: SightingMatcher {
                                            attenuation: Double(md.txPower) - (Double(rssi) + s.rssiCorrection)))
         }
         return MatchResult(matches: matches, implausibleMetadata: implausible, outsideValidity: outside)
+    }
+}
+
+/// The project's matcher (ENProtocol `ExposureMatcher`: a day-partitioned RPI index, keys in
+/// parallel batches) behind the report's interface. Attenuation is computed from the row, so a
+/// fractional `rssi_correction` is kept exactly (the matcher's sighting holds whole dB).
+public struct ProjectMatcher: SightingMatcher {
+    public var workers: Int
+    public init(workers: Int = ProcessInfo.processInfo.activeProcessorCount) { self.workers = workers }
+
+    /// What identifies one report in the matcher's own sighting type, to find its row again.
+    struct ReportKey: Hashable {
+        var time: UInt64
+        var rpiLow: UInt64
+        var rpiHigh: UInt64
+        var aem: UInt32
+        var rssi: Int16
+        init(_ s: Sighting) { time = s.time.bitPattern; rpiLow = s.rpiLow; rpiHigh = s.rpiHigh; aem = s.aemBits; rssi = s.rssi }
+    }
+
+    public func match(_ rows: [SightingRow], against transmitters: [TransmitterKeys]) throws -> MatchResult {
+        var converted: [Sighting] = []
+        var rowsOf: [ReportKey: [Int]] = [:]
+        converted.reserveCapacity(rows.count)
+        for (i, r) in rows.enumerated() {
+            guard let rpi = r.rpi, let aem = r.aem, let rssi = r.rssi else { continue }
+            let s = Sighting(time: r.time, rpi: rpi, aem: aem, rssi: rssi, rssiCorrection: Int(r.rssiCorrection.rounded()))
+            converted.append(s)
+            rowsOf[ReportKey(s), default: []].append(i)
+        }
+        var owner: [TemporaryExposureKey: Int] = [:]
+        var keys: [DiagnosisKey] = []
+        for (t, tx) in transmitters.enumerated() {
+            // Revoked keys yield nothing (GAEN-FACTS.md), as in KeyScheduleMatcher.
+            for k in tx.keys where owner[k.key] == nil && k.reportType != .revoked { owner[k.key] = t; keys.append(k) }
+        }
+        let matcher = ExposureMatcher(index: SightingIndex(sightings: converted), workers: workers)
+        let (found, statistics) = try matcher.match(keys)
+        var matches: [MatchedSighting] = []
+        var used: [ReportKey: Int] = [:]
+        for m in found where m.txPowerPlausible {
+            // Identical reports (same time, RPI, AEM, RSSI) map to their rows in turn.
+            let rk = ReportKey(m.sighting)
+            guard let candidates = rowsOf[rk], let t = owner[m.key.key] else { continue }
+            let n = used[rk, default: 0]
+            guard n < candidates.count else { continue }
+            used[rk] = n + 1
+            let row = rows[candidates[n]]
+            matches.append(MatchedSighting(sightingIndex: candidates[n], transmitter: t, txPower: m.txPower,
+                                           calibrationConfidence: m.calibrationConfidence,
+                                           attenuation: Double(m.txPower) - (Double(row.rssi!) + row.rssiCorrection)))
+        }
+        matches.sort { $0.sightingIndex < $1.sightingIndex }
+        return MatchResult(matches: matches, implausibleMetadata: statistics.implausibleTxPower, outsideValidity: 0)
     }
 }

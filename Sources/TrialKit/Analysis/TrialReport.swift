@@ -43,7 +43,7 @@ public enum TrialPipeline {
     /// Matches `sightings` (their `node` names the receiver) against the transmitters' keys and
     /// joins the distance in force at each sighting's time for its receiver/transmitter pair.
     public static func observations(sightings: [SightingRow], transmitters: [TransmitterKeys], groundTruth: GroundTruth,
-                                    matcher: some SightingMatcher = KeyScheduleMatcher()) throws -> ([Observation], TrialReport.Counts) {
+                                    matcher: some SightingMatcher = ProjectMatcher()) throws -> ([Observation], TrialReport.Counts) {
         var counts = TrialReport.Counts()
         counts.rows = sightings.count
         for s in sightings { if s.isEmptyScan { counts.emptyScans += 1 } else { counts.reports += 1 } }
