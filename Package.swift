@@ -11,6 +11,7 @@ let package = Package(
         .executable(name: "gaenctl", targets: ["gaenctl"]),
         .executable(name: "FuzzHCIEvent", targets: ["FuzzHCIEvent"]),
         .library(name: "ENProtocol", targets: ["ENProtocol"]),
+        .library(name: "TrialKit", targets: ["TrialKit"]),
     ],
     dependencies: [
         .package(url: "https://github.com/apple/swift-argument-parser", from: "1.5.0"),
@@ -53,6 +54,9 @@ let package = Package(
             ],
             exclude: ["KeyExport/export.proto"]
         ),
+        // Field-trial toolkit: channel analysis, trial reports, simulation, calibration.
+        .target(name: "TrialKit", dependencies: ["ENProtocol"]),
+        .testTarget(name: "TrialKitTests", dependencies: ["TrialKit", "ENProtocol"]),
         // Pure HCI wire types and the H4 framer: no I/O, no clock.
         .target(name: "HCIProtocol"),
         // The node: HCI host, radio, store, D-Bus.
@@ -76,7 +80,7 @@ let package = Package(
         .executableTarget(
             name: "gaenctl",
             dependencies: [
-                "ENProtocol", "BLEDaemon", "HCIProtocol", "GaenClient",
+                "ENProtocol", "BLEDaemon", "HCIProtocol", "GaenClient", "TrialKit",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
                 .product(name: "Logging", package: "swift-log"),
             ]
@@ -90,7 +94,7 @@ let package = Package(
         // The entry point shared by the fuzz targets (libFuzzer driver or corpus replay).
         .target(name: "FuzzSupport"),
         // Benchmarks print figures; they are not tests (run: scripts/bench.sh).
-        .executableTarget(name: "GaenBench", dependencies: ["ENProtocol", "BLEDaemon", "COpenSSL"]),
+        .executableTarget(name: "GaenBench", dependencies: ["ENProtocol", "BLEDaemon", "COpenSSL", "TrialKit"]),
         // Fuzz target for the key-file reader (tools/fuzz/run.sh FuzzKeyFile SECONDS).
         .executableTarget(name: "FuzzKeyFile", dependencies: ["ENProtocol", "FuzzSupport"]),
         .testTarget(

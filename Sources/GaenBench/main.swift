@@ -8,6 +8,7 @@ let benchmarks: [String: ([String]) throws -> Void] = [
     "schedule-idle": ScheduleIdleBench.run,
     "keyfile": KeyFileBench.run,
     "keyfile-read": KeyFileBench.readPhase,
+    "simulate": SimulateBench.run,
 ]
 
 let arguments = Array(CommandLine.arguments.dropFirst())

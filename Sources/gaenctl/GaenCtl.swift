@@ -16,6 +16,9 @@ struct GaenCtl: AsyncParsableCommand {
             Status.self,
             Risk.self,
             Summaries.self,
+            Trial.self,
+            Simulate.self,
+            Calibrate.self,
         ]
     )
 

@@ -1,0 +1,151 @@
+import Foundation
+
+/// Attenuation against distance (log scale) as SVG text: sightings (a deterministic sample of
+/// at most `maximumPoints`), per-distance medians with quartile bars, the fitted curve with
+/// ±sigma, and the detection thresholds. SVG is simple enough to write as text; no plotting
+/// library is in the offline package set.
+public struct AttenuationPlot {
+    public struct CurvePoint { public var distance: Double; public var mean: Double; public var sigma: Double }
+
+    public let analysis: ChannelAnalysis
+    public let points: [(distance: Double, attenuation: Double)]
+    public let site: String?
+    public let curve: [CurvePoint]
+    let xMin: Double, xMax: Double, yMin: Double, yMax: Double
+
+    public static let maximumPoints = 4000
+    static let width = 820.0, height = 520.0
+    static let left = 70.0, right = 190.0, top = 40.0, bottom = 60.0
+
+    public init(analysis: ChannelAnalysis, observations: [Observation], site: String?) {
+        self.analysis = analysis
+        self.site = site
+        let floor = analysis.options.minimumDistance
+        let stride = max(1, observations.count / Self.maximumPoints)
+        var pts: [(Double, Double)] = []
+        var i = 0
+        while i < observations.count {
+            pts.append((max(observations[i].distance, floor), observations[i].attenuation)); i += stride
+        }
+        points = pts
+        let ds = observations.map { max($0.distance, floor) }
+        let lo = ds.min() ?? 0.5, hi = ds.max() ?? 10
+        // Whole decades around the data, so the ticks are 1-2-5 steps.
+        xMin = pow(10, (log10(lo)).rounded(.down))
+        xMax = max(pow(10, (log10(hi)).rounded(.up)), xMin * 10)
+        var curve: [CurvePoint] = []
+        if let fit = analysis.fit {
+            for k in 0...60 {
+                let d = pow(10, log10(xMin) + (log10(xMax) - log10(xMin)) * Double(k) / 60)
+                curve.append(CurvePoint(distance: d, mean: fit.meanAttenuation(at: d), sigma: fit.sigma))
+            }
+        }
+        self.curve = curve
+        var ys = pts.map(\.1) + analysis.options.thresholds
+        ys += curve.flatMap { [$0.mean - $0.sigma, $0.mean + $0.sigma] }
+        yMin = ((ys.min() ?? 40) / 10).rounded(.down) * 10
+        yMax = max(((ys.max() ?? 100) / 10).rounded(.up) * 10, yMin + 10)
+    }
+
+    func x(_ d: Double) -> Double {
+        Self.left + (log10(d) - log10(xMin)) / (log10(xMax) - log10(xMin)) * (Self.width - Self.left - Self.right)
+    }
+
+    func y(_ a: Double) -> Double {
+        Self.top + (yMax - a) / (yMax - yMin) * (Self.height - Self.top - Self.bottom)
+    }
+
+    static func n(_ v: Double) -> String { Format.fixed(v, 1) }
+
+    public func svg() -> String {
+        let n = Self.n
+        let plotRight = Self.width - Self.right, plotBottom = Self.height - Self.bottom
+        var s = """
+        <svg xmlns="http://www.w3.org/2000/svg" width="\(Int(Self.width))" height="\(Int(Self.height))" viewBox="0 0 \(Int(Self.width)) \(Int(Self.height))" font-family="sans-serif" font-size="12">
+        <rect x="0" y="0" width="\(Int(Self.width))" height="\(Int(Self.height))" fill="white"/>
+        <text x="\(n(Self.left))" y="22" font-size="15">Attenuation against distance\(site.map { " – " + Self.escape($0) } ?? "")</text>
+
+        """
+        // Axes and ticks.
+        s += "<g stroke=\"#888\" fill=\"none\"><rect x=\"\(n(Self.left))\" y=\"\(n(Self.top))\" width=\"\(n(plotRight - Self.left))\" height=\"\(n(plotBottom - Self.top))\"/></g>\n"
+        var decade = xMin
+        while decade < xMax * 1.0001 {
+            for m in [1.0, 2, 5] where decade * m <= xMax * 1.0001 {
+                let xv = x(decade * m)
+                s += "<line x1=\"\(n(xv))\" y1=\"\(n(Self.top))\" x2=\"\(n(xv))\" y2=\"\(n(plotBottom))\" stroke=\"#eee\"/>"
+                s += "<line x1=\"\(n(xv))\" y1=\"\(n(plotBottom))\" x2=\"\(n(xv))\" y2=\"\(n(plotBottom + 5))\" stroke=\"#444\"/>"
+                s += "<text x=\"\(n(xv))\" y=\"\(n(plotBottom + 18))\" text-anchor=\"middle\">\(Self.distanceLabel(decade * m))</text>\n"
+            }
+            decade *= 10
+        }
+        var yt = yMin
+        while yt <= yMax + 1e-9 {
+            let yv = y(yt)
+            s += "<line x1=\"\(n(Self.left))\" y1=\"\(n(yv))\" x2=\"\(n(plotRight))\" y2=\"\(n(yv))\" stroke=\"#eee\"/>"
+            s += "<line x1=\"\(n(Self.left - 5))\" y1=\"\(n(yv))\" x2=\"\(n(Self.left))\" y2=\"\(n(yv))\" stroke=\"#444\"/>"
+            s += "<text x=\"\(n(Self.left - 8))\" y=\"\(n(yv + 4))\" text-anchor=\"end\">\(Int(yt))</text>\n"
+            yt += 10
+        }
+        s += "<text x=\"\(n((Self.left + plotRight) / 2))\" y=\"\(n(Self.height - 15))\" text-anchor=\"middle\">distance (m, log scale)</text>\n"
+        s += "<text transform=\"translate(18 \(n((Self.top + plotBottom) / 2))) rotate(-90)\" text-anchor=\"middle\">attenuation (dB)</text>\n"
+        // Thresholds.
+        for t in analysis.options.thresholds where t >= yMin && t <= yMax {
+            s += "<line x1=\"\(n(Self.left))\" y1=\"\(n(y(t)))\" x2=\"\(n(plotRight))\" y2=\"\(n(y(t)))\" stroke=\"#c60\" stroke-dasharray=\"2 4\"/>"
+            s += "<text x=\"\(n(plotRight - 4))\" y=\"\(n(y(t) - 4))\" text-anchor=\"end\" fill=\"#c60\">\(Int(t)) dB</text>\n"
+        }
+        // Sightings.
+        s += "<g fill=\"#1f77b4\" fill-opacity=\"0.25\">\n"
+        for p in points where p.attenuation >= yMin && p.attenuation <= yMax {
+            s += "<circle cx=\"\(n(x(p.distance)))\" cy=\"\(n(y(p.attenuation)))\" r=\"2\"/>"
+        }
+        s += "\n</g>\n"
+        // Fitted curve and ±sigma.
+        if !curve.isEmpty {
+            func path(_ f: (CurvePoint) -> Double) -> String {
+                curve.enumerated().map { i, c in "\(i == 0 ? "M" : "L")\(n(x(c.distance))) \(n(y(f(c))))" }.joined(separator: " ")
+            }
+            s += "<path d=\"\(path { $0.mean })\" stroke=\"#d62728\" stroke-width=\"2\" fill=\"none\"/>\n"
+            s += "<path d=\"\(path { $0.mean - $0.sigma })\" stroke=\"#d62728\" stroke-dasharray=\"6 4\" fill=\"none\"/>\n"
+            s += "<path d=\"\(path { $0.mean + $0.sigma })\" stroke=\"#d62728\" stroke-dasharray=\"6 4\" fill=\"none\"/>\n"
+        }
+        // Medians and quartiles per distance.
+        let floor = analysis.options.minimumDistance
+        s += "<g stroke=\"black\" fill=\"black\">\n"
+        for d in analysis.distances {
+            let xv = x(max(d.distance, floor))
+            s += "<line x1=\"\(n(xv))\" y1=\"\(n(y(d.q1)))\" x2=\"\(n(xv))\" y2=\"\(n(y(d.q3)))\" stroke-width=\"2\"/>"
+            s += "<rect x=\"\(n(xv - 4))\" y=\"\(n(y(d.median) - 4))\" width=\"8\" height=\"8\"/>\n"
+        }
+        s += "</g>\n"
+        // Legend.
+        let lx = plotRight + 15
+        var ly = Self.top + 10
+        s += "<circle cx=\"\(n(lx + 8))\" cy=\"\(n(ly))\" r=\"3\" fill=\"#1f77b4\" fill-opacity=\"0.5\"/><text x=\"\(n(lx + 22))\" y=\"\(n(ly + 4))\">sightings\(points.count < analysis.observationCount ? " (sample)" : "")</text>\n"
+        ly += 22
+        s += "<rect x=\"\(n(lx + 4))\" y=\"\(n(ly - 4))\" width=\"8\" height=\"8\"/><line x1=\"\(n(lx + 8))\" y1=\"\(n(ly - 9))\" x2=\"\(n(lx + 8))\" y2=\"\(n(ly + 9))\" stroke=\"black\" stroke-width=\"2\"/><text x=\"\(n(lx + 22))\" y=\"\(n(ly + 4))\">median, quartiles</text>\n"
+        if let fit = analysis.fit {
+            ly += 22
+            s += "<line x1=\"\(n(lx))\" y1=\"\(n(ly))\" x2=\"\(n(lx + 16))\" y2=\"\(n(ly))\" stroke=\"#d62728\" stroke-width=\"2\"/><text x=\"\(n(lx + 22))\" y=\"\(n(ly + 4))\">fit</text>\n"
+            ly += 22
+            s += "<line x1=\"\(n(lx))\" y1=\"\(n(ly))\" x2=\"\(n(lx + 16))\" y2=\"\(n(ly))\" stroke=\"#d62728\" stroke-dasharray=\"6 4\"/><text x=\"\(n(lx + 22))\" y=\"\(n(ly + 4))\">fit ± sigma</text>\n"
+            ly += 30
+            for line in ["A(1 m) = \(Format.fixed(fit.attenuationAt1m, 1)) dB", "slope = \(Format.fixed(fit.slopePerDecade, 1)) dB/dec",
+                         "sigma = \(Format.fixed(fit.sigma, 1)) dB", "n = \(fit.count)"] {
+                s += "<text x=\"\(n(lx))\" y=\"\(n(ly))\">\(line)</text>\n"
+                ly += 16
+            }
+        }
+        ly += 10
+        s += "<line x1=\"\(n(lx))\" y1=\"\(n(ly))\" x2=\"\(n(lx + 16))\" y2=\"\(n(ly))\" stroke=\"#c60\" stroke-dasharray=\"2 4\"/><text x=\"\(n(lx + 22))\" y=\"\(n(ly + 4))\">thresholds</text>\n"
+        s += "</svg>\n"
+        return s
+    }
+
+    static func distanceLabel(_ d: Double) -> String {
+        d >= 1 ? String(Int(d.rounded())) : Format.fixed(d, d >= 0.1 ? 1 : 2)
+    }
+
+    static func escape(_ s: String) -> String {
+        s.replacingOccurrences(of: "&", with: "&amp;").replacingOccurrences(of: "<", with: "&lt;").replacingOccurrences(of: ">", with: "&gt;")
+    }
+}

@@ -1,0 +1,179 @@
+import Foundation
+
+/// One matched sighting with its ground-truth distance: the unit of the trial analysis.
+public struct Observation: Sendable, Equatable {
+    public var time: Double
+    public var receiver: String
+    public var transmitter: String
+    public var distance: Double
+    public var attenuation: Double
+
+    public init(time: Double, receiver: String, transmitter: String, distance: Double, attenuation: Double) {
+        self.time = time; self.receiver = receiver; self.transmitter = transmitter
+        self.distance = distance; self.attenuation = attenuation
+    }
+}
+
+public struct AnalysisOptions: Sendable, Codable, Equatable {
+    /// Attenuation thresholds (dB) of the detection tables: the framework's usual bucket edges.
+    public var thresholds: [Double] = [55, 63, 73]
+    /// Ground truth "close contact": true distance at most this many metres.
+    public var closeContactDistance: Double = 2
+    /// Distances below this are taken as this in the model (log10 of 0 is undefined).
+    public var minimumDistance: Double = 0.1
+    /// At most this many distinct distances are tabulated one by one; more are binned
+    /// logarithmically (`binsPerDecade`).
+    public var maximumDistinctDistances: Int = 40
+    public var binsPerDecade: Int = 10
+
+    public init() {}
+}
+
+/// Attenuation at one distance (or distance bin): count, median and quartiles.
+public struct DistanceStats: Sendable, Codable, Equatable {
+    /// The distance (metres) of the group: its exact value, or the median distance in a bin.
+    public var distance: Double
+    public var distanceLow: Double
+    public var distanceHigh: Double
+    public var count: Int
+    public var median: Double
+    public var q1: Double
+    public var q3: Double
+    public var mean: Double
+    public var min: Double
+    public var max: Double
+}
+
+/// The fitted log-distance model A(d) = A(1 m) + slope * log10(d) + X, X ~ N(0, sigma).
+public struct ChannelFit: Sendable, Codable, Equatable {
+    public var attenuationAt1m: Double
+    /// dB per decade of distance (10 n for path-loss exponent n).
+    public var slopePerDecade: Double
+    public var sigma: Double
+    public var attenuationAt1mStandardError: Double
+    public var slopeStandardError: Double
+    public var rSquared: Double
+    public var count: Int
+
+    public var pathLossExponent: Double { slopePerDecade / 10 }
+
+    public init(attenuationAt1m: Double, slopePerDecade: Double, sigma: Double) {
+        self.attenuationAt1m = attenuationAt1m; self.slopePerDecade = slopePerDecade; self.sigma = sigma
+        attenuationAt1mStandardError = 0; slopeStandardError = 0; rSquared = .nan; count = 0
+    }
+
+    init(_ f: LinearFit) {
+        attenuationAt1m = f.intercept; slopePerDecade = f.slope; sigma = f.residualSigma
+        attenuationAt1mStandardError = f.interceptStandardError; slopeStandardError = f.slopeStandardError
+        rSquared = f.rSquared; count = f.count
+    }
+
+    public func meanAttenuation(at distance: Double) -> Double {
+        attenuationAt1m + slopePerDecade * log10(distance)
+    }
+
+    /// P(observed attenuation <= threshold) at `distance` under the model; `continuity` is
+    /// 0.5 when observations are whole decibels (a reading of T covers T - 0.5 ..< T + 0.5).
+    public func probabilityAtOrBelow(_ threshold: Double, distance: Double, continuity: Double) -> Double {
+        guard sigma > 0 else { return meanAttenuation(at: distance) <= threshold + continuity ? 1 : 0 }
+        return Statistics.normalCDF((threshold + continuity - meanAttenuation(at: distance)) / sigma)
+    }
+}
+
+/// Detection of close contacts by "attenuation <= threshold", per sighting, against ground
+/// truth, observed and as the fitted model expects.
+public struct DetectionRow: Sendable, Codable, Equatable {
+    public var thresholdDb: Double
+    public var closeCount: Int
+    public var farCount: Int
+    public var truePositives: Int
+    public var falsePositives: Int
+    public var truePositiveRate: Double
+    public var falsePositiveRate: Double
+    public var precision: Double
+    public var expectedTruePositiveRate: Double
+    public var expectedFalsePositiveRate: Double
+    public var expectedPrecision: Double
+}
+
+public struct ChannelAnalysis: Sendable, Codable, Equatable {
+    public var options: AnalysisOptions
+    public var observationCount: Int
+    /// True when every attenuation is a whole number of dB (the analytic rates then use a
+    /// continuity correction of 0.5 dB).
+    public var wholeDecibels: Bool
+    public var distances: [DistanceStats]
+    public var fit: ChannelFit?
+    /// Why there is no fit, when there is none.
+    public var fitError: String?
+    public var detection: [DetectionRow]
+
+    public init(observations: [Observation], options: AnalysisOptions = AnalysisOptions()) {
+        self.options = options
+        observationCount = observations.count
+        wholeDecibels = observations.allSatisfy { $0.attenuation == $0.attenuation.rounded() }
+        let floor = options.minimumDistance
+        distances = Self.distanceStats(observations, options: options)
+        var fit: ChannelFit? = nil
+        do {
+            fit = ChannelFit(try LinearFit(points: observations.map { (log10(max($0.distance, floor)), $0.attenuation) }))
+            fitError = nil
+        } catch {
+            fitError = "\(error)"
+        }
+        self.fit = fit
+        let continuity = observations.allSatisfy({ $0.attenuation == $0.attenuation.rounded() }) ? 0.5 : 0.0
+        detection = options.thresholds.map { t in
+            var close = 0, far = 0, tp = 0, fp = 0
+            var eTP = 0.0, eFP = 0.0
+            for o in observations {
+                let isClose = o.distance <= options.closeContactDistance
+                let positive = o.attenuation <= t
+                let p = fit?.probabilityAtOrBelow(t, distance: max(o.distance, floor), continuity: continuity) ?? .nan
+                if isClose { close += 1; if positive { tp += 1 }; eTP += p } else { far += 1; if positive { fp += 1 }; eFP += p }
+            }
+            func ratio(_ a: Double, _ b: Double) -> Double { b > 0 ? a / b : .nan }
+            return DetectionRow(thresholdDb: t, closeCount: close, farCount: far, truePositives: tp, falsePositives: fp,
+                                truePositiveRate: ratio(Double(tp), Double(close)),
+                                falsePositiveRate: ratio(Double(fp), Double(far)),
+                                precision: ratio(Double(tp), Double(tp + fp)),
+                                expectedTruePositiveRate: ratio(eTP, Double(close)),
+                                expectedFalsePositiveRate: ratio(eFP, Double(far)),
+                                expectedPrecision: ratio(eTP, eTP + eFP))
+        }
+    }
+
+    static func distanceStats(_ obs: [Observation], options: AnalysisOptions) -> [DistanceStats] {
+        var byDistance: [Double: [Double]] = [:]
+        for o in obs { byDistance[o.distance, default: []].append(o.attenuation) }
+        if byDistance.count <= options.maximumDistinctDistances {
+            return byDistance.keys.sorted().map { d in stats(byDistance[d]!, distance: d, low: d, high: d) }
+        }
+        // Logarithmic bins: bin k covers [10^(k/b), 10^((k+1)/b)).
+        let b = Double(options.binsPerDecade)
+        var bins: [Int: (ds: [Double], as: [Double])] = [:]
+        for o in obs {
+            let d = max(o.distance, options.minimumDistance)
+            var k = Int((log10(d) * b).rounded(.down))
+            // log10 rounding can put an edge value one bin off; settle it against the edges.
+            while pow(10, Double(k + 1) / b) <= d { k += 1 }
+            while pow(10, Double(k) / b) > d { k -= 1 }
+            bins[k, default: ([], [])].ds.append(o.distance)
+            bins[k]!.as.append(o.attenuation)
+        }
+        return bins.keys.sorted().map { k in
+            let bin = bins[k]!
+            // Distances under the floor share its bin; the bin's low edge then reaches down to them.
+            return stats(bin.as, distance: Statistics.median(bin.ds), low: min(pow(10, Double(k) / b), bin.ds.min()!),
+                         high: pow(10, Double(k + 1) / b))
+        }
+    }
+
+    static func stats(_ values: [Double], distance: Double, low: Double, high: Double) -> DistanceStats {
+        let s = values.sorted()
+        return DistanceStats(distance: distance, distanceLow: low, distanceHigh: high, count: s.count,
+                             median: Statistics.quantile(sorted: s, 0.5), q1: Statistics.quantile(sorted: s, 0.25),
+                             q3: Statistics.quantile(sorted: s, 0.75), mean: Statistics.mean(s),
+                             min: s.first ?? .nan, max: s.last ?? .nan)
+    }
+}

@@ -1,0 +1,211 @@
+import ENProtocol
+import Foundation
+
+/// A trial's data after matching and the ground-truth join, and its analysis.
+public struct TrialReport: Sendable, Codable {
+    public struct Counts: Sendable, Codable, Equatable {
+        /// Rows read (reports plus empty-scan rows).
+        public var rows: Int = 0
+        public var emptyScans: Int = 0
+        public var reports: Int = 0
+        public var matched: Int = 0
+        public var implausibleMetadata: Int = 0
+        public var outsideKeyValidity: Int = 0
+        /// Matched sightings with a known distance at their time (the analysed ones).
+        public var withGroundTruth: Int = 0
+        public var withoutGroundTruth: Int = 0
+        public init() {}
+    }
+
+    public struct PairCount: Sendable, Codable, Equatable {
+        public var receiver: String
+        public var transmitter: String
+        public var observations: Int
+    }
+
+    public var site: String?
+    public var counts: Counts
+    public var pairs: [PairCount]
+    public var analysis: ChannelAnalysis
+
+    public init(site: String?, counts: Counts, observations: [Observation], options: AnalysisOptions) {
+        self.site = site
+        self.counts = counts
+        var perPair: [NodePair: Int] = [:]
+        for o in observations { perPair[NodePair(receiver: o.receiver, transmitter: o.transmitter), default: 0] += 1 }
+        pairs = perPair.keys.sorted().map { PairCount(receiver: $0.receiver, transmitter: $0.transmitter, observations: perPair[$0]!) }
+        analysis = ChannelAnalysis(observations: observations, options: options)
+    }
+}
+
+/// Builds a trial's observations: match sightings against keys, then join ground truth.
+public enum TrialPipeline {
+    /// Matches `sightings` (their `node` names the receiver) against the transmitters' keys and
+    /// joins the distance in force at each sighting's time for its receiver/transmitter pair.
+    public static func observations(sightings: [SightingRow], transmitters: [TransmitterKeys], groundTruth: GroundTruth,
+                                    matcher: some SightingMatcher = ProjectMatcher()) throws -> ([Observation], TrialReport.Counts) {
+        var counts = TrialReport.Counts()
+        counts.rows = sightings.count
+        for s in sightings { if s.isEmptyScan { counts.emptyScans += 1 } else { counts.reports += 1 } }
+        let result = try matcher.match(sightings, against: transmitters)
+        counts.matched = result.matches.count
+        counts.implausibleMetadata = result.implausibleMetadata
+        counts.outsideKeyValidity = result.outsideValidity
+        var obs: [Observation] = []
+        obs.reserveCapacity(result.matches.count)
+        for m in result.matches {
+            let s = sightings[m.sightingIndex]
+            let pair = NodePair(receiver: s.node ?? "", transmitter: transmitters[m.transmitter].name)
+            guard let d = groundTruth.distance(at: s.time, pair: pair) else { counts.withoutGroundTruth += 1; continue }
+            obs.append(Observation(time: s.time, receiver: pair.receiver, transmitter: pair.transmitter,
+                                   distance: d, attenuation: m.attenuation))
+        }
+        counts.withGroundTruth = obs.count
+        return (obs, counts)
+    }
+
+    /// Observations from an attenuation CSV (`time,attenuation` and optionally `receiver`,
+    /// `transmitter`, `distance`; the report's own attenuation.csv has them all). Rows without
+    /// a distance column take it from the ground truth.
+    public static func observations(attenuationCSV reader: CSVReader, groundTruth: GroundTruth) throws -> ([Observation], TrialReport.Counts) {
+        let cTime = try reader.requireColumn("time"), cAtt = try reader.requireColumn("attenuation")
+        let cRx = reader.column("receiver"), cTx = reader.column("transmitter"), cDist = reader.column("distance")
+        var counts = TrialReport.Counts()
+        var obs: [Observation] = []
+        try reader.forEachRow { row in
+            counts.rows += 1; counts.reports += 1; counts.matched += 1
+            let t = try row.requireDouble(cTime, column: "time")
+            let a = try row.requireDouble(cAtt, column: "attenuation")
+            let rx = cRx.map { row.string($0) } ?? "", tx = cTx.map { row.string($0) } ?? ""
+            let d = try cDist.flatMap { try row.double($0, column: "distance") }
+                ?? groundTruth.distance(at: t, pair: NodePair(receiver: rx, transmitter: tx))
+            guard let d else { counts.withoutGroundTruth += 1; return }
+            obs.append(Observation(time: t, receiver: rx, transmitter: tx, distance: d, attenuation: a))
+        }
+        counts.withGroundTruth = obs.count
+        return (obs, counts)
+    }
+}
+
+/// Writes a report directory: report.json, report.md, attenuation.csv, distances.csv, fit.csv,
+/// curve.csv, detection.csv, plot.svg.
+public enum TrialReportWriter {
+    public static let files = ["report.json", "report.md", "attenuation.csv", "distances.csv", "fit.csv",
+                               "curve.csv", "detection.csv", "plot.svg"]
+
+    public static func write(_ report: TrialReport, observations: [Observation], to dir: URL) throws {
+        try FileManager.default.createDirectory(at: dir, withIntermediateDirectories: true)
+        try OutputFile.write(jsonData(report), to: dir.appendingPathComponent("report.json"))
+        try OutputFile.write(Data(markdown(report).utf8), to: dir.appendingPathComponent("report.md"))
+        try attenuationCSV(observations).write(to: dir.appendingPathComponent("attenuation.csv"))
+        try distancesCSV(report.analysis).write(to: dir.appendingPathComponent("distances.csv"))
+        try fitCSV(report.analysis).write(to: dir.appendingPathComponent("fit.csv"))
+        let plot = AttenuationPlot(analysis: report.analysis, observations: observations, site: report.site)
+        try curveCSV(plot).write(to: dir.appendingPathComponent("curve.csv"))
+        try detectionCSV(report.analysis).write(to: dir.appendingPathComponent("detection.csv"))
+        try OutputFile.write(Data(plot.svg().utf8), to: dir.appendingPathComponent("plot.svg"))
+    }
+
+    /// JSON with sorted keys; NaN (a rate with nothing to divide by) is written as null.
+    public static func jsonData(_ report: TrialReport) throws -> Data {
+        let enc = JSONEncoder()
+        enc.outputFormatting = [.prettyPrinted, .sortedKeys]
+        enc.nonConformingFloatEncodingStrategy = .convertToString(positiveInfinity: "inf", negativeInfinity: "-inf", nan: "__NaN__")
+        var text = String(decoding: try enc.encode(report), as: UTF8.self)
+        text = text.replacingOccurrences(of: "\"__NaN__\"", with: "null")
+        return Data(text.utf8)
+    }
+
+    public static func attenuationCSV(_ obs: [Observation]) -> CSVWriter {
+        var w = CSVWriter(header: ["time", "receiver", "transmitter", "distance", "attenuation"])
+        for o in obs {
+            var line = Format.time(o.time)
+            line += "," + CSVWriter.escape(o.receiver) + "," + CSVWriter.escape(o.transmitter) + ","
+            line += Format.fixed(o.distance, 2) + ","
+            line += o.attenuation == o.attenuation.rounded() ? String(Int(o.attenuation)) : Format.fixed(o.attenuation, 2)
+            w.appendRaw(line)
+        }
+        return w
+    }
+
+    public static func distancesCSV(_ a: ChannelAnalysis) -> CSVWriter {
+        var w = CSVWriter(header: ["distance", "distance_low", "distance_high", "count", "median", "q1", "q3", "mean", "min", "max", "model_mean"])
+        for d in a.distances {
+            w.appendRow([Format.fixed(d.distance, 2), Format.fixed(d.distanceLow, 2), Format.fixed(d.distanceHigh, 2), String(d.count),
+                         Format.fixed(d.median, 2), Format.fixed(d.q1, 2), Format.fixed(d.q3, 2), Format.fixed(d.mean, 2),
+                         Format.fixed(d.min, 2), Format.fixed(d.max, 2),
+                         a.fit.map { Format.fixed($0.meanAttenuation(at: max(d.distance, a.options.minimumDistance)), 2) } ?? ""])
+        }
+        return w
+    }
+
+    public static func fitCSV(_ a: ChannelAnalysis) -> CSVWriter {
+        var w = CSVWriter(header: ["parameter", "value", "standard_error"])
+        if let f = a.fit {
+            w.appendRow(["attenuation_at_1m_db", Format.fixed(f.attenuationAt1m, 3), Format.fixed(f.attenuationAt1mStandardError, 3)])
+            w.appendRow(["slope_db_per_decade", Format.fixed(f.slopePerDecade, 3), Format.fixed(f.slopeStandardError, 3)])
+            w.appendRow(["path_loss_exponent", Format.fixed(f.pathLossExponent, 4), Format.fixed(f.slopeStandardError / 10, 4)])
+            w.appendRow(["sigma_db", Format.fixed(f.sigma, 3), ""])
+            w.appendRow(["r_squared", Format.fixed(f.rSquared, 4), ""])
+            w.appendRow(["count", String(f.count), ""])
+        }
+        return w
+    }
+
+    public static func curveCSV(_ plot: AttenuationPlot) -> CSVWriter {
+        var w = CSVWriter(header: ["distance", "fit", "fit_minus_sigma", "fit_plus_sigma"])
+        for p in plot.curve {
+            w.appendRow([Format.fixed(p.distance, 3), Format.fixed(p.mean, 2), Format.fixed(p.mean - p.sigma, 2), Format.fixed(p.mean + p.sigma, 2)])
+        }
+        return w
+    }
+
+    public static func detectionCSV(_ a: ChannelAnalysis) -> CSVWriter {
+        var w = CSVWriter(header: ["threshold_db", "close_contact_m", "close", "far", "true_positives", "false_positives",
+                                   "true_positive_rate", "false_positive_rate", "precision",
+                                   "expected_true_positive_rate", "expected_false_positive_rate", "expected_precision"])
+        for r in a.detection {
+            w.appendRow([Format.fixed(r.thresholdDb, 1), Format.fixed(a.options.closeContactDistance, 2), String(r.closeCount), String(r.farCount),
+                         String(r.truePositives), String(r.falsePositives),
+                         Format.fixed(r.truePositiveRate, 4), Format.fixed(r.falsePositiveRate, 4), Format.fixed(r.precision, 4),
+                         Format.fixed(r.expectedTruePositiveRate, 4), Format.fixed(r.expectedFalsePositiveRate, 4),
+                         Format.fixed(r.expectedPrecision, 4)])
+        }
+        return w
+    }
+
+    public static func markdown(_ r: TrialReport) -> String {
+        let a = r.analysis
+        func f(_ v: Double, _ d: Int = 1) -> String { v.isNaN ? "n/a" : Format.fixed(v, d) }
+        func pct(_ v: Double) -> String { v.isNaN ? "n/a" : Format.fixed(v * 100, 1) + " %" }
+        var s = "# Trial report\(r.site.map { ": \($0)" } ?? "")\n\n"
+        let c = r.counts
+        s += "## Data\n\n"
+        s += "| rows | empty scans | reports | matched | implausible AEM | outside key validity | with ground truth | without |\n"
+        s += "|---:|---:|---:|---:|---:|---:|---:|---:|\n"
+        s += "| \(c.rows) | \(c.emptyScans) | \(c.reports) | \(c.matched) | \(c.implausibleMetadata) | \(c.outsideKeyValidity) | \(c.withGroundTruth) | \(c.withoutGroundTruth) |\n\n"
+        s += "\(r.pairs.count) receiver/transmitter pairs with ground truth.\n\n"
+        s += "## Log-distance fit\n\n"
+        if let fit = a.fit {
+            s += "A(d) = A(1 m) + slope x log10(d / 1 m) + X, X ~ N(0, sigma), least squares over \(fit.count) sightings:\n\n"
+            s += "| A(1 m) dB | slope dB/decade | path-loss exponent | sigma dB | R² |\n|---:|---:|---:|---:|---:|\n"
+            s += "| \(f(fit.attenuationAt1m, 2)) ± \(f(fit.attenuationAt1mStandardError, 2)) | \(f(fit.slopePerDecade, 2)) ± \(f(fit.slopeStandardError, 2)) | \(f(fit.pathLossExponent, 3)) | \(f(fit.sigma, 2)) | \(f(fit.rSquared, 3)) |\n\n"
+        } else {
+            s += "No fit: \(a.fitError ?? "no data").\n\n"
+        }
+        s += "## Attenuation by distance\n\n| distance m | count | q1 | median | q3 | mean | model |\n|---:|---:|---:|---:|---:|---:|---:|\n"
+        for d in a.distances {
+            let model = a.fit.map { f($0.meanAttenuation(at: max(d.distance, a.options.minimumDistance))) } ?? "n/a"
+            s += "| \(f(d.distance, 2)) | \(d.count) | \(f(d.q1)) | \(f(d.median)) | \(f(d.q3)) | \(f(d.mean)) | \(model) |\n"
+        }
+        s += "\n## Detection (close contact: distance <= \(f(a.options.closeContactDistance, 2)) m; per sighting)\n\n"
+        s += "Observed rates beside the rates the fitted model expects (normal CDF\(a.wholeDecibels ? ", 0.5 dB continuity correction for whole-dB readings" : "")).\n\n"
+        s += "| threshold dB | close | far | TPR | expected TPR | FPR | expected FPR | precision | expected precision |\n"
+        s += "|---:|---:|---:|---:|---:|---:|---:|---:|---:|\n"
+        for d in a.detection {
+            s += "| \(f(d.thresholdDb, 0)) | \(d.closeCount) | \(d.farCount) | \(pct(d.truePositiveRate)) | \(pct(d.expectedTruePositiveRate)) | \(pct(d.falsePositiveRate)) | \(pct(d.expectedFalsePositiveRate)) | \(pct(d.precision)) | \(pct(d.expectedPrecision)) |\n"
+        }
+        s += "\nFiles: attenuation.csv (every analysed sighting), distances.csv, fit.csv, curve.csv, detection.csv, plot.svg.\n"
+        return s
+    }
+}

@@ -1,0 +1,314 @@
+import Foundation
+
+/// Why a CSV file could not be read.
+public enum CSVError: Error, Equatable, CustomStringConvertible {
+    case empty(file: String)
+    case missingColumn(file: String, column: String, header: [String])
+    case badValue(file: String, line: Int, column: String, expected: String, actual: String)
+    case unterminatedQuote(file: String, line: Int)
+
+    public var description: String {
+        switch self {
+        case .empty(let f): return "\(f): empty file, expected a header line"
+        case .missingColumn(let f, let c, let h):
+            return "\(f): no column '\(c)' in the header (found: \(h.joined(separator: ",")))"
+        case .badValue(let f, let l, let c, let e, let a):
+            return "\(f):\(l): column '\(c)' expected \(e), got '\(a)'"
+        case .unterminatedQuote(let f, let l): return "\(f):\(l): quoted field never closed"
+        }
+    }
+}
+
+/// A minimal RFC 4180 reader over raw bytes (quotes, doubled quotes, CRLF or LF).
+/// Written here rather than using a CSV package because the trial benchmark reads about a
+/// million rows and wants numbers parsed straight from the bytes, without a String per field.
+public struct CSVReader {
+    public let file: String
+    private let bytes: [UInt8]
+    public private(set) var header: [String] = []
+    private var columnIndex: [String: Int] = [:]
+
+    public init(bytes: [UInt8], file: String) throws {
+        self.file = file
+        self.bytes = bytes
+        var headerFields: [String] = []
+        var found = false
+        try Self.scan(bytes, file: file) { row in
+            headerFields = (0..<row.count).map { row.string($0).trimmingCharacters(in: .whitespaces) }
+            found = true
+            return false
+        }
+        guard found else { throw CSVError.empty(file: file) }
+        header = headerFields
+        for (i, name) in headerFields.enumerated() where columnIndex[name] == nil { columnIndex[name] = i }
+    }
+
+    public init(contentsOf url: URL) throws {
+        try self.init(bytes: [UInt8](try Data(contentsOf: url)), file: url.path)
+    }
+
+    public func column(_ name: String) -> Int? { columnIndex[name] }
+
+    public func requireColumn(_ name: String) throws -> Int {
+        guard let i = columnIndex[name] else { throw CSVError.missingColumn(file: file, column: name, header: header) }
+        return i
+    }
+
+    /// Calls `body` for every data row (the header skipped, blank lines skipped).
+    public func forEachRow(_ body: (CSVRow) throws -> Void) throws {
+        var first = true
+        try Self.scan(bytes, file: file) { row in
+            if first { first = false; return true }
+            try body(row)
+            return true
+        }
+    }
+
+    /// The tokenizer: fields as byte ranges, unescaped only when a caller asks for a String.
+    private static func scan(_ bytes: [UInt8], file: String, _ body: (CSVRow) throws -> Bool) throws {
+        try bytes.withUnsafeBufferPointer { buf in
+            var row = CSVRow(buffer: buf, file: file)
+            var i = 0
+            let n = buf.count
+            var line = 1
+            while i < n {
+                row.reset(line: line)
+                // One record.
+                while true {
+                    if i < n, buf[i] == UInt8(ascii: "\"") {
+                        let start = i + 1
+                        let quoteLine = line
+                        var j = start
+                        var escaped = false
+                        while true {
+                            guard j < n else { throw CSVError.unterminatedQuote(file: file, line: quoteLine) }
+                            if buf[j] == UInt8(ascii: "\"") {
+                                if j + 1 < n, buf[j + 1] == UInt8(ascii: "\"") { escaped = true; j += 2; continue }
+                                break
+                            }
+                            if buf[j] == 0x0A { line += 1 }
+                            j += 1
+                        }
+                        row.append(start, j, quoted: escaped)
+                        i = j + 1
+                        while i < n, buf[i] != UInt8(ascii: ","), buf[i] != 0x0A { i += 1 }
+                    } else {
+                        let start = i
+                        while i < n, buf[i] != UInt8(ascii: ","), buf[i] != 0x0A { i += 1 }
+                        var end = i
+                        if end > start, buf[end - 1] == 0x0D { end -= 1 }
+                        row.append(start, end, quoted: false)
+                    }
+                    if i < n, buf[i] == UInt8(ascii: ",") { i += 1; continue }
+                    break
+                }
+                i += 1 // past the newline
+                line += 1
+                if row.count == 1, row.isEmpty(0) { continue } // blank line
+                if try !body(row) { return }
+            }
+        }
+    }
+}
+
+/// One CSV record: accessors parse straight from the bytes.
+public struct CSVRow {
+    let buffer: UnsafeBufferPointer<UInt8>
+    let file: String
+    private var starts: [Int] = []
+    private var ends: [Int] = []
+    private var escaped: [Bool] = []
+    public private(set) var line = 0
+
+    init(buffer: UnsafeBufferPointer<UInt8>, file: String) {
+        self.buffer = buffer
+        self.file = file
+        starts.reserveCapacity(16); ends.reserveCapacity(16); escaped.reserveCapacity(16)
+    }
+
+    mutating func reset(line: Int) {
+        self.line = line
+        starts.removeAll(keepingCapacity: true); ends.removeAll(keepingCapacity: true); escaped.removeAll(keepingCapacity: true)
+    }
+
+    mutating func append(_ start: Int, _ end: Int, quoted: Bool) {
+        starts.append(start); ends.append(end); escaped.append(quoted)
+    }
+
+    public var count: Int { starts.count }
+
+    public func isEmpty(_ i: Int) -> Bool { i >= count || starts[i] >= ends[i] }
+
+    public func string(_ i: Int) -> String {
+        guard i < count else { return "" }
+        let s = String(decoding: UnsafeBufferPointer(rebasing: buffer[starts[i]..<ends[i]]), as: UTF8.self)
+        return escaped[i] ? s.replacingOccurrences(of: "\"\"", with: "\"") : s
+    }
+
+    /// The field as a Double; nil when empty. Fast path for plain decimals, else Foundation.
+    public func double(_ i: Int, column: String) throws -> Double? {
+        guard i < count, starts[i] < ends[i] else { return nil }
+        if let v = Self.parseDecimal(buffer, starts[i], ends[i]) { return v }
+        let s = string(i).trimmingCharacters(in: .whitespaces)
+        if s.isEmpty { return nil }
+        guard let v = Double(s), v.isFinite else {
+            throw CSVError.badValue(file: file, line: line, column: column, expected: "a number", actual: s)
+        }
+        return v
+    }
+
+    public func requireDouble(_ i: Int, column: String) throws -> Double {
+        guard let v = try double(i, column: column) else {
+            throw CSVError.badValue(file: file, line: line, column: column, expected: "a number", actual: "")
+        }
+        return v
+    }
+
+    /// The field as an Int; nil when empty.
+    public func int(_ i: Int, column: String) throws -> Int? {
+        guard let v = try double(i, column: column) else { return nil }
+        guard v == v.rounded(), abs(v) < 1e15 else {
+            throw CSVError.badValue(file: file, line: line, column: column, expected: "an integer", actual: string(i))
+        }
+        return Int(v)
+    }
+
+    /// Hex digits decoded into bytes; nil when empty; throws on odd length or a non-hex digit.
+    public func hexBytes(_ i: Int, column: String, expectedCount: Int) throws -> Data? {
+        guard i < count, starts[i] < ends[i] else { return nil }
+        let s = starts[i], e = ends[i]
+        guard e - s == expectedCount * 2 else {
+            throw CSVError.badValue(file: file, line: line, column: column,
+                                    expected: "\(expectedCount * 2) hex digits", actual: string(i))
+        }
+        var out = [UInt8](repeating: 0, count: expectedCount)
+        var ok = true
+        for k in 0..<expectedCount {
+            guard let hi = Self.hexValue(buffer[s + 2 * k]), let lo = Self.hexValue(buffer[s + 2 * k + 1]) else { ok = false; break }
+            out[k] = hi << 4 | lo
+        }
+        guard ok else {
+            throw CSVError.badValue(file: file, line: line, column: column, expected: "hex digits", actual: string(i))
+        }
+        return Data(out)
+    }
+
+    static func hexValue(_ c: UInt8) -> UInt8? {
+        switch c {
+        case UInt8(ascii: "0")...UInt8(ascii: "9"): return c - UInt8(ascii: "0")
+        case UInt8(ascii: "a")...UInt8(ascii: "f"): return c - UInt8(ascii: "a") + 10
+        case UInt8(ascii: "A")...UInt8(ascii: "F"): return c - UInt8(ascii: "A") + 10
+        default: return nil
+        }
+    }
+
+    /// [-]digits[.digits] exactly; anything else (exponents, spaces) returns nil for the slow path.
+    static func parseDecimal(_ b: UnsafeBufferPointer<UInt8>, _ start: Int, _ end: Int) -> Double? {
+        var i = start
+        var negative = false
+        if b[i] == UInt8(ascii: "-") { negative = true; i += 1 } else if b[i] == UInt8(ascii: "+") { i += 1 }
+        guard i < end else { return nil }
+        var intPart: Int64 = 0
+        var digits = 0
+        while i < end, b[i] >= 0x30, b[i] <= 0x39 {
+            intPart = intPart * 10 + Int64(b[i] - 0x30); digits += 1; i += 1
+            if digits > 15 { return nil }
+        }
+        var frac: Int64 = 0
+        var fracDigits = 0
+        if i < end, b[i] == UInt8(ascii: ".") {
+            i += 1
+            while i < end, b[i] >= 0x30, b[i] <= 0x39 {
+                if fracDigits < 9 { frac = frac * 10 + Int64(b[i] - 0x30); fracDigits += 1 }
+                i += 1
+            }
+        }
+        guard i == end, digits + fracDigits > 0 else { return nil }
+        let pow10: [Double] = [1, 1e1, 1e2, 1e3, 1e4, 1e5, 1e6, 1e7, 1e8, 1e9]
+        let v = Double(intPart) + Double(frac) / pow10[fracDigits]
+        return negative ? -v : v
+    }
+}
+
+/// Writes CSV text; fields that need it are quoted.
+public struct CSVWriter {
+    public private(set) var text: String = ""
+
+    public init(header: [String]) {
+        text.reserveCapacity(1 << 16)
+        appendRow(header)
+    }
+
+    public mutating func appendRow(_ fields: [String]) {
+        var first = true
+        for f in fields {
+            if !first { text.append(",") }
+            first = false
+            text.append(Self.escape(f))
+        }
+        text.append("\n")
+    }
+
+    /// Appends an already formatted line (the caller guarantees no quoting is needed).
+    public mutating func appendRaw(_ line: String) {
+        text.append(line)
+        text.append("\n")
+    }
+
+    public static func escape(_ f: String) -> String {
+        guard f.contains(where: { $0 == "," || $0 == "\"" || $0 == "\n" || $0 == "\r" }) else { return f }
+        return "\"" + f.replacingOccurrences(of: "\"", with: "\"\"") + "\""
+    }
+
+    public func write(to url: URL) throws {
+        try OutputFile.write(Data(text.utf8), to: url)
+    }
+}
+
+/// Number formatting for the CSV and report files: fixed decimals, no locale, "nan" for NaN.
+public enum Format {
+    public static func fixed(_ v: Double, _ decimals: Int) -> String {
+        guard v.isFinite else { return v.isNaN ? "" : (v > 0 ? "inf" : "-inf") }
+        var scale = 1.0
+        for _ in 0..<decimals { scale *= 10 }
+        let r = (v * scale).rounded()
+        if abs(r) < 9e15 {
+            let i = Int64(r)
+            let neg = i < 0
+            let a = neg ? -i : i
+            let s = Int64(scale)
+            var out = neg ? "-" : ""
+            out += String(a / s)
+            if decimals > 0 {
+                let f = String(a % s)
+                out += "." + String(repeating: "0", count: decimals - f.count) + f
+            }
+            return out
+        }
+        return String(v)
+    }
+
+    /// Unix seconds with millisecond precision, trailing zeros dropped ("1700000000.25").
+    public static func time(_ t: Double) -> String {
+        var s = fixed(t, 3)
+        if s.contains(".") {
+            while s.hasSuffix("0") { s.removeLast() }
+            if s.hasSuffix(".") { s.removeLast() }
+        }
+        return s
+    }
+}
+
+/// Writes output files without Foundation's `Data.write`, which fsyncs every file on Linux:
+/// a 50-node simulation writes about 2,500 files and spent 20 s waiting for the disk.
+/// Output directories are written fresh, so durability per file is not needed.
+public enum OutputFile {
+    public static func write(_ data: Data, to url: URL) throws {
+        guard FileManager.default.createFile(atPath: url.path, contents: nil) else {
+            throw CocoaError(.fileWriteUnknown, userInfo: [NSFilePathErrorKey: url.path])
+        }
+        let handle = try FileHandle(forWritingTo: url)
+        defer { try? handle.close() }
+        try handle.write(contentsOf: data)
+    }
+}

@@ -1,0 +1,106 @@
+import Foundation
+
+/// A ground-truth marker (docs/sightings-format.md): from `time` until the next marker of the
+/// same scope, the true distance is `distance` metres (nil: unknown, e.g. a break or a node
+/// out of range; sightings then carry no ground truth).
+public struct Marker: Sendable, Equatable {
+    public var time: Double
+    public var label: String
+    public var distance: Double?
+    public var note: String
+
+    public init(time: Double, label: String, distance: Double?, note: String = "") {
+        self.time = time; self.label = label; self.distance = distance; self.note = note
+    }
+
+    /// Multi-node trials (and `gaenctl simulate`) scope a marker to one receiver/transmitter
+    /// pair with the label `pair:<receiver>/<transmitter>`; any other label applies to all pairs.
+    public static let pairPrefix = "pair:"
+
+    public static func pairLabel(receiver: String, transmitter: String) -> String {
+        "\(pairPrefix)\(receiver)/\(transmitter)"
+    }
+
+    /// The pair a label names, if it is a pair label.
+    public var pair: NodePair? {
+        guard label.hasPrefix(Self.pairPrefix) else { return nil }
+        let rest = label.dropFirst(Self.pairPrefix.count)
+        guard let slash = rest.firstIndex(of: "/") else { return nil }
+        let rx = String(rest[..<slash]), tx = String(rest[rest.index(after: slash)...])
+        guard !rx.isEmpty, !tx.isEmpty else { return nil }
+        return NodePair(receiver: rx, transmitter: tx)
+    }
+}
+
+/// An ordered receiver/transmitter pair.
+public struct NodePair: Hashable, Sendable, Comparable, CustomStringConvertible {
+    public var receiver: String
+    public var transmitter: String
+    public init(receiver: String, transmitter: String) { self.receiver = receiver; self.transmitter = transmitter }
+    public static func < (a: Self, b: Self) -> Bool { (a.receiver, a.transmitter) < (b.receiver, b.transmitter) }
+    public var description: String { "\(receiver)/\(transmitter)" }
+}
+
+/// Ground truth by time: one timeline per pair-scoped label, one for unscoped markers.
+public struct GroundTruth: Sendable {
+    private var global: [Marker] = []
+    private var perPair: [NodePair: [Marker]] = [:]
+
+    public init(markers: [Marker]) {
+        for m in markers {
+            if let p = m.pair { perPair[p, default: []].append(m) } else { global.append(m) }
+        }
+        global.sort { $0.time < $1.time }
+        for k in perPair.keys { perPair[k]!.sort { $0.time < $1.time } }
+    }
+
+    public var isEmpty: Bool { global.isEmpty && perPair.isEmpty }
+    public var pairs: [NodePair] { perPair.keys.sorted() }
+
+    /// The marker in force at `time` for the pair: the pair's own timeline if it has one,
+    /// else the unscoped one. Nil before the first marker.
+    public func marker(at time: Double, pair: NodePair) -> Marker? {
+        let timeline = perPair[pair] ?? global
+        // Last marker with marker.time <= time (binary search).
+        var lo = 0, hi = timeline.count
+        while lo < hi {
+            let mid = (lo + hi) / 2
+            if timeline[mid].time <= time { lo = mid + 1 } else { hi = mid }
+        }
+        return lo == 0 ? nil : timeline[lo - 1]
+    }
+
+    public func distance(at time: Double, pair: NodePair) -> Double? {
+        marker(at: time, pair: pair)?.distance
+    }
+}
+
+/// The markers CSV: header `time,label,distance,note`.
+public enum MarkersFile {
+    public static let header = ["time", "label", "distance", "note"]
+
+    public static func read(_ url: URL) throws -> [Marker] {
+        let r = try CSVReader(contentsOf: url)
+        let cTime = try r.requireColumn("time"), cLabel = try r.requireColumn("label")
+        let cDist = try r.requireColumn("distance"), cNote = r.column("note")
+        var out: [Marker] = []
+        try r.forEachRow { row in
+            let d = try row.double(cDist, column: "distance")
+            if let d, d < 0 {
+                throw CSVError.badValue(file: r.file, line: row.line, column: "distance",
+                                        expected: "metres >= 0 or empty", actual: row.string(cDist))
+            }
+            out.append(Marker(time: try row.requireDouble(cTime, column: "time"), label: row.string(cLabel),
+                              distance: d, note: cNote.map { row.string($0) } ?? ""))
+        }
+        return out
+    }
+
+    public static func csv(_ markers: [Marker]) -> CSVWriter {
+        var w = CSVWriter(header: header)
+        for m in markers {
+            w.appendRow([Format.time(m.time), m.label, m.distance.map { Format.fixed($0, 2) } ?? "", m.note])
+        }
+        return w
+    }
+}

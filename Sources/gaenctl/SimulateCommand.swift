@@ -1,0 +1,52 @@
+import ArgumentParser
+import ENProtocol
+import Foundation
+import TrialKit
+
+/// `gaenctl simulate`: a scenario on a virtual clock, output as real boards export it.
+struct Simulate: ParsableCommand {
+    static let configuration = CommandConfiguration(
+        abstract: "Simulate a trial: virtual nodes, the real key schedule and scan cadence, a measured channel model.",
+        discussion: """
+            Writes DIR/sightings/<node>.csv (the sightings export format), DIR/keys/<node>.json (the
+            JSON key list of gaenctl keys create), DIR/groundtruth/markers.csv (every pair,
+            labelled pair:<receiver>/<transmitter>), DIR/groundtruth/pairs/<rx>__<tx>.csv,
+            DIR/groundtruth/distances.csv, DIR/groundtruth/nodes.csv and DIR/summary.json.
+            With --report, also runs gaenctl trial report on it into DIR/report. The scenario
+            format and the channel presets are in docs/trial.md.
+            """
+    )
+
+    @Option(help: ArgumentHelp("Scenario JSON file (see examples/scenarios).", valueName: "FILE"))
+    var scenario: String
+
+    @Option(name: [.short, .customLong("output")], help: ArgumentHelp("Output directory (created).", valueName: "DIR"))
+    var output: String
+
+    @Option(help: "Seed of every random choice (overrides the scenario's); same seed, same output.")
+    var seed: UInt64?
+
+    @Flag(help: "Draw TEKs from the CSPRNG even when a seed is given.")
+    var randomKeys = false
+
+    @Flag(help: "Also write the trial report of the simulated data into DIR/report.")
+    var report = false
+
+    func run() throws {
+        try TrialCommandSupport.run("simulate") {
+            let url = URL(fileURLWithPath: output)
+            let clock = ContinuousClock()
+            let began = clock.now
+            let sim = try Simulator(scenario: Scenario.read(URL(fileURLWithPath: scenario)), seed: seed, randomKeys: randomKeys)
+            let result = try sim.run()
+            try result.write(to: url)
+            print("simulated \(sim.scenario.nodes.count) nodes for \(Format.fixed(sim.scenario.durationSeconds / 3600, 2)) h (seed \(result.seed)): "
+                  + "\(result.scans) scans, \(result.sightings) sightings, \(result.markers.count) markers in \(output) "
+                  + "[\(clock.now - began)]")
+            if report {
+                let r = try TrialInputs.reportSimulation(url)
+                print(TrialReportCommand.summary(r, output: url.appendingPathComponent("report").path))
+            }
+        }
+    }
+}

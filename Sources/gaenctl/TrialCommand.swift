@@ -1,0 +1,124 @@
+import ArgumentParser
+import ENProtocol
+import Foundation
+import TrialKit
+
+/// `gaenctl trial`: the field-trial toolkit's analysis (docs/trial.md).
+struct Trial: ParsableCommand {
+    static let configuration = CommandConfiguration(
+        abstract: "Field-trial analysis: attenuation against ground-truth distance.",
+        subcommands: [TrialReportCommand.self]
+    )
+}
+
+/// One stderr line and exit status 1 for any failure of the trial toolkit's commands.
+enum TrialCommandSupport {
+    static func run(_ command: String, _ body: () throws -> Void) throws {
+        do { try body() } catch let e as ExitCode { throw e } catch let e as ValidationError { throw e } catch {
+            var message = String(describing: error)
+            // Foundation's file errors describe themselves as a whole NSError dump; say path and reason.
+            if let e = error as? CocoaError { message = "\(e.filePath ?? "file"): \(e.localizedDescription)" }
+            FileHandle.standardError.write(Data("gaenctl \(command): \(message.replacingOccurrences(of: "\n", with: " "))\n".utf8))
+            throw ExitCode(1)
+        }
+    }
+}
+
+struct TrialReportCommand: ParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "report",
+        abstract: "Match sightings against keys, join ground truth, fit the channel and write a report directory.",
+        discussion: """
+            Writes report.json, report.md, attenuation.csv, distances.csv, fit.csv, curve.csv,
+            detection.csv and plot.svg into the output directory. The receiver of a sighting is
+            its `node` column (else the sightings file's name), the transmitter the name of the
+            key file it matched (keys/phone-1.json -> phone-1). Markers labelled
+            pair:<receiver>/<transmitter> hold for that pair only; other markers for every pair.
+            Instead of sightings and keys, --attenuations takes an attenuation CSV
+            (time,attenuation[,receiver,transmitter,distance]), e.g. a report's own attenuation.csv.
+            """
+    )
+
+    @Option(parsing: .upToNextOption, help: ArgumentHelp("Sightings export files (CSV, or JSON lines as .jsonl).", valueName: "FILE"))
+    var sightings: [String] = []
+
+    @Option(parsing: .upToNextOption, help: ArgumentHelp("JSON key lists of the transmitters, one file per transmitter.", valueName: "FILE"))
+    var keys: [String] = []
+
+    @Option(parsing: .upToNextOption, help: ArgumentHelp("Ground-truth markers CSV files (time,label,distance,note).", valueName: "FILE"))
+    var markers: [String] = []
+
+    @Option(parsing: .upToNextOption, help: ArgumentHelp("Attenuation CSV files, instead of --sightings and --keys.", valueName: "FILE"))
+    var attenuations: [String] = []
+
+    @Option(name: [.short, .customLong("output")], help: ArgumentHelp("Report directory (created).", valueName: "DIR"))
+    var output: String
+
+    @Option(help: "Site label of the report; rows of other sites are left out.")
+    var site: String?
+
+    @Option(help: ArgumentHelp("Ground truth close contact: distance at most this many metres.", valueName: "METRES"))
+    var closeContact: Double = 2
+
+    @Option(help: ArgumentHelp("Attenuation thresholds of the detection tables, comma-separated.", valueName: "DB,DB,..."))
+    var thresholds: String = "55,63,73"
+
+    func validate() throws {
+        if attenuations.isEmpty {
+            guard !sightings.isEmpty, !keys.isEmpty else { throw ValidationError("give --sightings and --keys, or --attenuations") }
+        } else {
+            guard sightings.isEmpty, keys.isEmpty else { throw ValidationError("--attenuations replaces --sightings and --keys; give one or the other") }
+        }
+        guard closeContact > 0, closeContact.isFinite else { throw ValidationError("--close-contact must be a positive number of metres") }
+        _ = try parsedThresholds()
+    }
+
+    func parsedThresholds() throws -> [Double] {
+        let parts = thresholds.split(separator: ",").map { $0.trimmingCharacters(in: .whitespaces) }
+        let values = parts.compactMap(Double.init)
+        guard !parts.isEmpty, values.count == parts.count, values.allSatisfy(\.isFinite) else {
+            throw ValidationError("--thresholds: expected numbers separated by commas, got '\(thresholds)'")
+        }
+        return values
+    }
+
+    func run() throws {
+        try TrialCommandSupport.run("trial report") {
+            var options = AnalysisOptions()
+            options.thresholds = try parsedThresholds()
+            options.closeContactDistance = closeContact
+            var allMarkers: [Marker] = []
+            for m in markers { allMarkers += try MarkersFile.read(URL(fileURLWithPath: m)) }
+            let truth = GroundTruth(markers: allMarkers)
+            var observations: [Observation] = []
+            var counts = TrialReport.Counts()
+            var label = site
+            if attenuations.isEmpty {
+                let rows = try TrialInputs.readSightings(sightings, site: site)
+                label = label ?? rows.first(where: { $0.site != nil })?.site
+                let transmitters = try keys.map(TrialInputs.readKeys)
+                (observations, counts) = try TrialPipeline.observations(sightings: rows, transmitters: transmitters, groundTruth: truth)
+            } else {
+                for a in attenuations {
+                    let (o, c) = try TrialPipeline.observations(attenuationCSV: CSVReader(contentsOf: URL(fileURLWithPath: a)), groundTruth: truth)
+                    observations += o
+                    counts.rows += c.rows; counts.reports += c.reports; counts.matched += c.matched
+                    counts.withGroundTruth += c.withGroundTruth; counts.withoutGroundTruth += c.withoutGroundTruth
+                }
+            }
+            let report = TrialReport(site: label, counts: counts, observations: observations, options: options)
+            try TrialReportWriter.write(report, observations: observations, to: URL(fileURLWithPath: output))
+            print(Self.summary(report, output: output))
+        }
+    }
+
+    static func summary(_ r: TrialReport, output: String) -> String {
+        var s = "\(r.counts.withGroundTruth) sightings with ground truth of \(r.counts.matched) matched (\(r.counts.reports) reports)"
+        if let f = r.analysis.fit {
+            s += "; A(1 m) \(Format.fixed(f.attenuationAt1m, 1)) dB, slope \(Format.fixed(f.slopePerDecade, 2)) dB/decade, sigma \(Format.fixed(f.sigma, 2)) dB"
+        } else {
+            s += "; no fit: \(r.analysis.fitError ?? "no data")"
+        }
+        return s + "; report in \(output)"
+    }
+}
