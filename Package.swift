@@ -17,6 +17,7 @@ let package = Package(
         .package(url: "https://github.com/apple/swift-log", from: "1.6.0"),
         .package(url: "https://github.com/apple/swift-protobuf", from: "1.28.0"),
         .package(url: "https://github.com/weichsel/ZIPFoundation", from: "0.9.19"),
+        .package(url: "https://github.com/groue/GRDB.swift", from: "7.0.0"),
         .package(url: "https://github.com/jpsim/Yams", from: "6.0.0"),
     ],
     targets: [
@@ -47,6 +48,7 @@ let package = Package(
             dependencies: [
                 "ENProtocol", "HCIProtocol", "HCIShim",
                 .product(name: "Logging", package: "swift-log"),
+                .product(name: "GRDB", package: "GRDB.swift"),
                 .product(name: "Yams", package: "Yams"),
             ]
         ),
@@ -69,7 +71,7 @@ let package = Package(
         // Fuzz target for the HCI event decoder (tools/fuzz/run.sh FuzzHCIEvent SECONDS).
         .executableTarget(name: "FuzzHCIEvent", dependencies: ["HCIProtocol"]),
         // Benchmarks print figures; they are not tests (run: scripts/bench.sh).
-        .executableTarget(name: "GaenBench", dependencies: ["ENProtocol"]),
+        .executableTarget(name: "GaenBench", dependencies: ["ENProtocol", "BLEDaemon"]),
         .testTarget(
             name: "ENProtocolTests",
             dependencies: ["ENProtocol"],
@@ -80,6 +82,8 @@ let package = Package(
             name: "BLEDaemonTests",
             dependencies: ["BLEDaemon", "HCIProtocol", .product(name: "Logging", package: "swift-log")]
         ),
+        // Test helper: writes a store in a loop until killed (the kill -9 test runs it).
+        .executableTarget(name: "StoreStress", dependencies: ["BLEDaemon", "ENProtocol"]),
         // Runs the built executables end to end (they are built by `swift build --build-tests`).
         .testTarget(name: "CLITests", dependencies: ["gaenctl"]),
     ]

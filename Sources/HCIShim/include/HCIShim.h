@@ -23,4 +23,5 @@ int gaend_hci_open_user_channel(int dev, int *stage);
 /// expect. Returns 0 or -errno (-EINVAL for a baud rate termios cannot express).
 int gaend_serial_configure(int fd, unsigned baud, int rtscts);
 
+#include "gaend_clock.h"
 #endif

@@ -1,0 +1,88 @@
+import ENProtocol
+import Foundation
+import Logging
+
+/// What the node does when the schedule says so. The Node wires this to the radio (rotate,
+/// stop advertising, scan) and the store (record the finished scan).
+public protocol ScheduleEffects: Sendable {
+    func perform(_ action: ScheduleAction, at reading: ClockReading) async
+}
+
+/// Runs the pure `NodeSchedule` on an injected clock: reads the clock and the sync state,
+/// performs the actions due, sleeps until the next deadline. The same policy runs in
+/// `gaenctl simulate` without this driver.
+public actor ScheduleDriver {
+    private var schedule: NodeSchedule
+    private var random: AnyRandomBytes
+    private let clock: any NodeClock
+    private let sync: any ClockSyncSource
+    private let effects: any ScheduleEffects
+    private let logger: Logger
+    /// Longest sleep between looks at the clock-sync state, so losing or gaining sync is
+    /// noticed within this many (clock) seconds even when no timer is due.
+    private let syncCheckInterval: Double?
+
+    public init(schedule: NodeSchedule, clock: any NodeClock, sync: any ClockSyncSource, effects: any ScheduleEffects,
+                random: any RandomBytesGenerator = SecureRandom(), syncCheckInterval: Double? = 30,
+                logger: Logger = Logger(label: "gaend.schedule")) {
+        self.schedule = schedule
+        self.clock = clock
+        self.sync = sync
+        self.effects = effects
+        self.random = AnyRandomBytes(random)
+        self.syncCheckInterval = syncCheckInterval
+        self.logger = logger
+    }
+
+    /// The schedule's state, for status properties and tests.
+    public var state: NodeSchedule { schedule }
+
+    /// Runs until the task is cancelled, then stops (records the scan in progress, stops
+    /// advertising).
+    public func run() async throws {
+        var lastSync: ClockSyncStatus?
+        while !Task.isCancelled {
+            let status = sync.status()
+            if status != lastSync {
+                if status.isUsable { logger.info("clock usable", metadata: ["clock.sync": "\(status)"]) }
+                else { logger.warning("clock not synchronized: not advertising or scanning", metadata: ["clock.sync": "\(status)"]) }
+                lastSync = status
+            }
+            let reading = clock.reading(synchronized: status.isUsable)
+            let actions = try schedule.advance(to: reading, random: &random)
+            for action in actions { await effects.perform(action, at: reading) }
+            var deadline = schedule.nextDeadline
+            if let cap = syncCheckInterval { deadline = min(deadline, reading.monotonic + cap) }
+            do { try await clock.sleep(until: MonotonicInstant(seconds: deadline)) } catch is CancellationError { break }
+        }
+        let reading = clock.reading(synchronized: sync.status().isUsable)
+        for action in schedule.stop(at: reading) { await effects.perform(action, at: reading) }
+    }
+}
+
+/// Makes the advertisement of a slot: the day's TEK from the store (created on first need,
+/// never a second one), the RPI of the slot's interval, the AEM of the node's metadata.
+public struct AdvertisementSource: Sendable {
+    public let store: NodeStore
+    public var metadata: BluetoothMetadata
+
+    public init(store: NodeStore, metadata: BluetoothMetadata) {
+        self.store = store
+        self.metadata = metadata
+    }
+
+    public func advertisement(for slot: AdvertisingSlot, now: Double) throws -> ExposureNotificationAdvertisement {
+        let tek = try store.key(for: slot.day, now: now)
+        let schedule = try GAENKeySchedule()
+        let rpi = try schedule.rollingProximityIdentifier(for: tek, interval: slot.interval)
+        let aem = try GAENKeySchedule.associatedEncryptedMetadata(metadata, rpi: rpi, aemk: schedule.associatedEncryptedMetadataKey(for: tek))
+        return ExposureNotificationAdvertisement(rpi: rpi, aem: aem)
+    }
+}
+
+/// A concrete wrapper so a stored existential generator can be passed `inout` to generic code.
+struct AnyRandomBytes: RandomBytesGenerator {
+    var base: any RandomBytesGenerator
+    init(_ base: any RandomBytesGenerator) { self.base = base }
+    mutating func bytes(_ count: Int) throws -> Data { try base.bytes(count) }
+}

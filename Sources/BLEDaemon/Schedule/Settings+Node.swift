@@ -1,0 +1,41 @@
+import ENProtocol
+import Foundation
+
+/// From the configuration (GaendSettings) to the node core's policies: one place where
+/// settings become the schedule, the store configuration, the clock and the sync check.
+extension NodeSchedule {
+    public init(settings: GaendSettings) throws {
+        let a = settings.advertising
+        let rotation = try RotationPolicy(minimumSeconds: a.rotationMinMinutes * 60, maximumSeconds: a.rotationMaxMinutes * 60)
+        let s = settings.scanning
+        let cadence: ScanCadence
+        switch s.mode {
+        case .random: cadence = .randomPeriod(s.periodMinSeconds...max(s.periodMinSeconds, s.periodMaxSeconds))
+        case .fixed: cadence = .fixedPeriod(s.fixedPeriodSeconds)
+        case .continuous: cadence = .continuous
+        }
+        self.init(rotation: rotation, scan: try ScanPolicy(duration: s.durationSeconds, cadence: cadence))
+    }
+}
+
+extension StoreConfiguration {
+    /// The store file is `store.sqlite` in the state directory.
+    public init(settings: GaendSettings) {
+        self.init(path: (settings.stateDirectory as NSString).appendingPathComponent("store.sqlite"),
+                  retentionDays: settings.store.retentionDays,
+                  maximumBytes: settings.store.maxSizeMB > 0 ? Int64(settings.store.maxSizeMB) << 20 : nil)
+    }
+}
+
+extension GaendSettings {
+    /// The clock the whole node runs on: the system clock, or `--time-scale N` times faster.
+    public func makeClock() throws -> any NodeClock {
+        timeScale == 1 ? SystemClock() : try ScaledClock(factor: timeScale)
+    }
+
+    /// The clock-sync check; `clock.requireSync: false` (`--ignore-clock-sync`) waives it. A
+    /// scaled clock is never the system time, so it waives the check too.
+    public func makeClockSync() -> any ClockSyncSource {
+        LinuxClockSync(waived: !clock.requireSync || timeScale != 1)
+    }
+}

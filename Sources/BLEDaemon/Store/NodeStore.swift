@@ -1,0 +1,537 @@
+import ENProtocol
+import Foundation
+import GRDB
+import Logging
+#if canImport(Glibc)
+import Glibc
+#endif
+
+/// Settings of the store (config file / command line).
+public struct StoreConfiguration: Sendable {
+    /// How much a commit must survive. `.full` (default) survives power loss: a board is
+    /// often unplugged. `.normal` survives a crashed or killed process only.
+    public enum Durability: String, Sendable { case full, normal }
+
+    public var path: String
+    /// Scans, results, markers and keys older than this many days are deleted (GAEN: 14).
+    public var retentionDays: Int
+    /// Bytes of live data the store may hold; beyond it the oldest scans are evicted with a
+    /// warning. nil: no bound other than the disk.
+    public var maximumBytes: Int64?
+    public var durability: Durability
+    /// Scan records kept in memory while the disk is full, oldest dropped beyond it
+    /// (2016 = a week of the nominal schedule).
+    public var maximumPendingScans: Int
+    /// Testing hook: SQLite's `max_page_count`, to make the store "full" without a full disk.
+    var pageLimit: Int?
+
+    public init(path: String, retentionDays: Int = 14, maximumBytes: Int64? = 256 << 20,
+                durability: Durability = .full, maximumPendingScans: Int = 2016) {
+        self.path = path
+        self.retentionDays = retentionDays
+        self.maximumBytes = maximumBytes
+        self.durability = durability
+        self.maximumPendingScans = maximumPendingScans
+    }
+}
+
+/// What retention removed.
+public struct RetentionResult: Equatable, Sendable {
+    public var scans = 0, keys = 0, results = 0, markers = 0
+}
+
+/// The node's encrypted store: TEKs (one per UTC day), scan records (one per scan, every
+/// report inside), exposure results and markers, in SQLite (WAL) through GRDB.
+///
+/// Every sensitive value is sealed with AES-256-GCM under the data key, with the row's
+/// identity (table, id or day, and the clear columns) as associated data, so a blob moved to
+/// another row or a clear column edited fails authentication. Only times, counts and schema
+/// data are in the clear. See docs/store.md.
+///
+/// A class rather than an actor so the daemon, the benchmark and tests call it synchronously;
+/// GRDB's pool serialises database access, and `lock` guards the pending-scan queue and
+/// serialises writers so that queue order is write order.
+public final class NodeStore: @unchecked Sendable {
+    public let configuration: StoreConfiguration
+    private let key: StoreKey
+    private let pool: DatabasePool
+    private let logger: Logger
+    private let lock = NSLock()
+    private var pending: [RecordedScan] = []
+    private var droppedWhileFull = 0
+    private var full = false
+
+    static let keyCheckPlaintext = Data("gaend store key check v1".utf8)
+    static let keyCheckAAD = Data("gaend/v1/store_meta/key_check".utf8)
+
+    /// Opens (or creates) the store. An existing store is first checked read-only against
+    /// `key`, so a wrong key throws `StoreError.wrongKey` without writing a byte.
+    public init(configuration: StoreConfiguration, key: StoreKey, logger: Logger = Logger(label: "gaend.store")) throws {
+        self.configuration = configuration
+        self.key = key
+        self.logger = logger
+        let path = configuration.path
+        let size = (try? FileManager.default.attributesOfItem(atPath: path))?[.size] as? Int ?? 0
+        if size > 0 {
+            try Self.verifyKey(path: path, key: key)
+        } else {
+            // SQLite would create the file with the umask's mode; the store is private.
+            let fd = Glibc.open(path, O_WRONLY | O_CREAT | O_CLOEXEC, 0o600)
+            guard fd >= 0 else { throw StoreError.database(code: 14 /* SQLITE_CANTOPEN */, message: "cannot create \(path): \(String(cString: strerror(errno)))") }
+            Glibc.close(fd)
+        }
+        var config = Configuration()
+        config.label = "gaend.store"
+        config.foreignKeysEnabled = true
+        let durability = configuration.durability
+        let pageLimit = configuration.pageLimit
+        config.prepareDatabase { db in
+            try db.execute(sql: "PRAGMA synchronous = \(durability == .full ? "FULL" : "NORMAL")")
+            // A small WAL: about 288 scans a day need no big log, and a small disk should
+            // not fill with one (checkpoint every 256 pages, truncate the log to 1 MiB).
+            try db.execute(sql: "PRAGMA wal_autocheckpoint = 256")
+            try db.execute(sql: "PRAGMA journal_size_limit = 1048576")
+            if let pageLimit { try db.execute(sql: "PRAGMA max_page_count = \(pageLimit)") }
+        }
+        do {
+            pool = try DatabasePool(path: path, configuration: config)
+            try Self.migrator(key: key).migrate(pool)
+            try pool.read { db in
+                let migrator = Self.migrator(key: key)
+                if try migrator.hasBeenSuperseded(db) {
+                    let known = Set(migrator.migrations)
+                    let unknown = try migrator.appliedIdentifiers(db).filter { !known.contains($0) }
+                    throw StoreError.newerSchema(path: path, unknownMigrations: unknown.sorted())
+                }
+            }
+        } catch let e as StoreError {
+            throw e
+        } catch {
+            throw Self.mapped(error, pending: 0)
+        }
+    }
+
+    /// Schema, versioned by GRDB's migrator (table grdb_migrations). Add migrations, never edit
+    /// one that has shipped.
+    static func migrator(key: StoreKey) -> DatabaseMigrator {
+        var m = DatabaseMigrator()
+        m.registerMigration("v1") { db in
+            try db.execute(sql: """
+                CREATE TABLE store_meta (
+                    id INTEGER PRIMARY KEY CHECK (id = 1),
+                    created_at REAL NOT NULL,
+                    key_check BLOB NOT NULL);
+                -- One key per UTC day: the primary key makes a second key for a day impossible.
+                CREATE TABLE tek (
+                    day INTEGER PRIMARY KEY,
+                    created_at REAL NOT NULL,
+                    sealed BLOB NOT NULL);
+                CREATE TABLE scan (
+                    id INTEGER PRIMARY KEY AUTOINCREMENT,
+                    start_time REAL NOT NULL,
+                    end_time REAL NOT NULL CHECK (end_time >= start_time),
+                    report_count INTEGER NOT NULL CHECK (report_count >= 0),
+                    sealed BLOB NOT NULL);
+                CREATE INDEX scan_by_start ON scan(start_time);
+                CREATE TABLE exposure_result (
+                    id INTEGER PRIMARY KEY AUTOINCREMENT,
+                    kind TEXT NOT NULL,
+                    created_at REAL NOT NULL,
+                    day INTEGER,
+                    sealed BLOB NOT NULL);
+                CREATE INDEX exposure_result_by_kind ON exposure_result(kind, created_at);
+                CREATE TABLE marker (
+                    id INTEGER PRIMARY KEY AUTOINCREMENT,
+                    time REAL NOT NULL,
+                    sealed BLOB NOT NULL);
+                CREATE INDEX marker_by_time ON marker(time);
+                """)
+            let check = try AES256GCM.seal(keyCheckPlaintext, key: key.bytes, associatedData: keyCheckAAD, random: SecureRandom())
+            try db.execute(sql: "INSERT INTO store_meta (id, created_at, key_check) VALUES (1, ?, ?)",
+                           arguments: [Date().timeIntervalSince1970, check])
+        }
+        return m
+    }
+
+    /// Read-only check of the key check value: wrong key, foreign file and non-SQLite file
+    /// each give their own error, and nothing is written (a read-only connection never
+    /// checkpoints or recovers into the main file).
+    static func verifyKey(path: String, key: StoreKey) throws {
+        var config = Configuration()
+        config.readonly = true
+        let sealed: Data?
+        do {
+            let queue = try DatabaseQueue(path: path, configuration: config)
+            sealed = try queue.read { db -> Data? in
+                // A store killed while being created holds no table yet: it is new, not foreign.
+                if try Int.fetchOne(db, sql: "SELECT count(*) FROM sqlite_master") == 0 { return nil }
+                guard try db.tableExists("store_meta") else {
+                    throw StoreError.notAStore(path: path, reason: "no store_meta table")
+                }
+                guard let check = try Data.fetchOne(db, sql: "SELECT key_check FROM store_meta WHERE id = 1") else {
+                    throw StoreError.notAStore(path: path, reason: "no key check value")
+                }
+                return check
+            }
+            try queue.close()
+        } catch let e as StoreError {
+            throw e
+        } catch let e as DatabaseError where e.resultCode == .SQLITE_NOTADB {
+            throw StoreError.notAStore(path: path, reason: "not an SQLite database")
+        } catch {
+            throw mapped(error, pending: 0)
+        }
+        guard let sealed else { return }
+        do {
+            let plain = try AES256GCM.open(sealed, key: key.bytes, associatedData: keyCheckAAD)
+            guard plain == keyCheckPlaintext else { throw StoreError.wrongKey(path: path) }
+        } catch CryptoError.authenticationFailed {
+            throw StoreError.wrongKey(path: path)
+        }
+    }
+
+    /// Closes the database (checkpointing the WAL into the main file).
+    public func close() throws {
+        do { try pool.close() } catch { throw Self.mapped(error, pending: 0) }
+    }
+
+    // MARK: Sealing
+
+    private func seal(_ plaintext: Data, aad: Data) throws -> Data {
+        try AES256GCM.seal(plaintext, key: key.bytes, associatedData: aad, random: SecureRandom())
+    }
+
+    private func open(_ sealed: Data, aad: Data, table: String, id: Int64) throws -> Data {
+        do { return try AES256GCM.open(sealed, key: key.bytes, associatedData: aad) } catch {
+            throw StoreError.corruptRecord(table: table, id: id, reason: "authentication failed")
+        }
+    }
+
+    /// Associated data: a domain label, the table and the row's identifying clear columns.
+    static func aad(_ table: String, _ fields: [Int64]) -> Data {
+        var d = Data("gaend/v1/\(table)".utf8)
+        for f in fields { withUnsafeBytes(of: f.littleEndian) { d.append(contentsOf: $0) } }
+        return d
+    }
+
+    private static func bits(_ v: Double) -> Int64 { Int64(bitPattern: v.bitPattern) }
+
+    /// The id the next row of an AUTOINCREMENT table will get. It is part of the associated
+    /// data, so it must be known before sealing; called inside the inserting transaction.
+    private static func nextID(_ db: Database, table: String) throws -> Int64 {
+        (try Int64.fetchOne(db, sql: "SELECT seq FROM sqlite_sequence WHERE name = ?", arguments: [table]) ?? 0) + 1
+    }
+
+    // MARK: Errors
+
+    static func mapped(_ error: any Error, pending: Int) -> any Error {
+        guard let e = error as? DatabaseError else { return error }
+        if e.resultCode == .SQLITE_FULL { return StoreError.diskFull(pendingScans: pending) }
+        return StoreError.database(code: e.extendedResultCode.rawValue, message: e.message ?? "\(e)")
+    }
+
+    /// Always called with `lock` held (it reads the pending queue's size).
+    private func write<T>(_ body: (Database) throws -> T) throws -> T {
+        do { return try pool.write(body) } catch let e as StoreError { throw e } catch { throw Self.mapped(error, pending: pending.count) }
+    }
+
+    private func read<T>(_ body: (Database) throws -> T) throws -> T {
+        do { return try pool.read(body) } catch let e as StoreError { throw e } catch { throw Self.mapped(error, pending: 0) }
+    }
+
+    // MARK: Temporary exposure keys
+
+    /// The TEK of `day`: the stored one, or a new one created and stored atomically. Never a
+    /// second key for a day: the check and the insert are one transaction and `day` is the
+    /// primary key. If the disk is full, the oldest scans are evicted once to make room (a
+    /// lost key is worse than a lost scan); if that fails too, `diskFull` is thrown and no key
+    /// is handed out, so nothing unstored is ever advertised.
+    public func key(for day: UTCDay, now: Double = Date().timeIntervalSince1970) throws -> TemporaryExposureKey {
+        try lock.withLock {
+            do {
+                return try keyLocked(for: day, now: now)
+            } catch StoreError.diskFull {
+                logger.warning("disk full while storing the key of a new day; evicting the oldest scans", metadata: ["store.day": "\(day)"])
+                _ = try? write { db in try db.execute(sql: "DELETE FROM scan WHERE id IN (SELECT id FROM scan ORDER BY start_time LIMIT 32)") }
+                return try keyLocked(for: day, now: now)
+            }
+        }
+    }
+
+    private func keyLocked(for day: UTCDay, now: Double) throws -> TemporaryExposureKey {
+        try write { db in
+            let aad = Self.aad("tek", [Int64(day.rawValue)])
+            if let sealed = try Data.fetchOne(db, sql: "SELECT sealed FROM tek WHERE day = ?", arguments: [day.rawValue]) {
+                return try TemporaryExposureKey(bytes: open(sealed, aad: aad, table: "tek", id: Int64(day.rawValue)))
+            }
+            var random = SecureRandom()
+            let tek = try TemporaryExposureKey.generate(using: &random)
+            try db.execute(sql: "INSERT INTO tek (day, created_at, sealed) VALUES (?, ?, ?)",
+                           arguments: [day.rawValue, now, seal(tek.bytes, aad: aad)])
+            return tek
+        }
+    }
+
+    /// The stored keys of days in `range`, oldest first (no key is created).
+    public func keys(in range: ClosedRange<UTCDay>) throws -> [(day: UTCDay, key: TemporaryExposureKey)] {
+        try read { db in
+            try Row.fetchAll(db, sql: "SELECT day, sealed FROM tek WHERE day BETWEEN ? AND ? ORDER BY day",
+                             arguments: [range.lowerBound.rawValue, range.upperBound.rawValue]).map { row in
+                let day = UTCDay(row["day"] as Int32)
+                let sealed: Data = row["sealed"]
+                let bytes = try open(sealed, aad: Self.aad("tek", [Int64(day.rawValue)]), table: "tek", id: Int64(day.rawValue))
+                return (day, try TemporaryExposureKey(bytes: bytes))
+            }
+        }
+    }
+
+    // MARK: Scans
+
+    /// Records one scan (also an empty one). Scans that could not be written earlier because
+    /// the disk was full are written first, in order. On a full disk the scan waits in memory
+    /// and `StoreError.diskFull` is thrown; the caller keeps running (advertising goes on) and
+    /// a later call or `flushPending()` writes it once space returns.
+    @discardableResult
+    public func recordScan(_ scan: RecordedScan) throws -> Int64 {
+        guard scan.start.isFinite, scan.end.isFinite, scan.end >= scan.start else {
+            throw StoreError.invalidRecord(reason: "scan times must be finite with end >= start, got \(scan.start)...\(scan.end)")
+        }
+        guard scan.sightings.allSatisfy({ $0.time.isFinite }) else {
+            throw StoreError.invalidRecord(reason: "a sighting time is not finite")
+        }
+        return try lock.withLock {
+            pending.append(scan)
+            if pending.count > configuration.maximumPendingScans {
+                pending.removeFirst()
+                droppedWhileFull += 1
+                logger.warning("disk full: dropped the oldest scan waiting in memory", metadata: ["store.dropped": "\(droppedWhileFull)"])
+            }
+            guard let id = try flushLocked() else {
+                throw StoreError.invalidRecord(reason: "scan was queued but not written") // unreachable: the queue held it
+            }
+            return id
+        }
+    }
+
+    /// Writes the scans waiting for disk space. Returns how many were written.
+    @discardableResult
+    public func flushPending() throws -> Int {
+        try lock.withLock {
+            let before = pending.count
+            _ = try flushLocked()
+            return before - pending.count
+        }
+    }
+
+    /// Scans waiting in memory for disk space.
+    public var pendingScanCount: Int { lock.withLock { pending.count } }
+
+    private func flushLocked() throws -> Int64? {
+        var lastID: Int64?
+        var written = 0
+        while let next = pending.first {
+            do {
+                lastID = try insertScan(next)
+            } catch StoreError.diskFull {
+                if !full {
+                    full = true
+                    logger.error("disk full: scan records wait in memory until space returns; advertising continues",
+                                 metadata: ["store.pendingScans": "\(pending.count)"])
+                }
+                if written > 0 { enforceSizeBound() }
+                throw StoreError.diskFull(pendingScans: pending.count)
+            }
+            pending.removeFirst()
+            written += 1
+        }
+        if full {
+            full = false
+            logger.notice("store writable again", metadata: ["store.flushedScans": "\(written)", "store.droppedScans": "\(droppedWhileFull)"])
+            droppedWhileFull = 0
+        }
+        if written > 0 { enforceSizeBound() }
+        return lastID
+    }
+
+    /// Whether the last write found the disk full (status: "storage error").
+    public var isFull: Bool { lock.withLock { full } }
+
+    private func insertScan(_ scan: RecordedScan) throws -> Int64 {
+        let blob = ScanBlob.encode(scan.sightings)
+        return try write { db in
+            let id = try Self.nextID(db, table: "scan")
+            let count = Int64(scan.sightings.count)
+            let aad = Self.aad("scan", [id, Self.bits(scan.start), Self.bits(scan.end), count])
+            try db.execute(sql: "INSERT INTO scan (id, start_time, end_time, report_count, sealed) VALUES (?, ?, ?, ?, ?)",
+                           arguments: [id, scan.start, scan.end, count, seal(blob, aad: aad)])
+            return id
+        }
+    }
+
+    /// Scans that started in [from, to), oldest first, decrypted (matching and export).
+    public func scans(from: Double, to: Double) throws -> [StoredScan] {
+        try read { db in
+            try Row.fetchAll(db, sql: """
+                SELECT id, start_time, end_time, report_count, sealed FROM scan
+                WHERE start_time >= ? AND start_time < ? ORDER BY start_time, id
+                """, arguments: [from, to]).map { row in
+                let id: Int64 = row["id"], start: Double = row["start_time"], end: Double = row["end_time"]
+                let count: Int64 = row["report_count"], sealed: Data = row["sealed"]
+                let plain = try open(sealed, aad: Self.aad("scan", [id, Self.bits(start), Self.bits(end), count]), table: "scan", id: id)
+                let sightings: [RecordedSighting]
+                do { sightings = try ScanBlob.decode(plain) } catch let r as ScanBlob.Reason {
+                    throw StoreError.corruptRecord(table: "scan", id: id, reason: r.text)
+                }
+                guard sightings.count == count else {
+                    throw StoreError.corruptRecord(table: "scan", id: id, reason: "\(sightings.count) reports, \(count) in the clear count")
+                }
+                return StoredScan(id: id, record: RecordedScan(start: start, end: end, sightings: sightings))
+            }
+        }
+    }
+
+    /// Counts from the clear columns (no decryption): for status properties.
+    public func counts() throws -> (scans: Int, sightings: Int, keys: Int) {
+        try read { db in
+            let scans = try Int.fetchOne(db, sql: "SELECT count(*) FROM scan") ?? 0
+            let sightings = try Int.fetchOne(db, sql: "SELECT coalesce(sum(report_count), 0) FROM scan") ?? 0
+            let keys = try Int.fetchOne(db, sql: "SELECT count(*) FROM tek") ?? 0
+            return (scans, sightings, keys)
+        }
+    }
+
+    // MARK: Exposure results
+
+    /// Replaces every result of `kind` in one transaction: a failed computation (say, a
+    /// corrupt key file) never gets here, so earlier results stay until new ones replace them.
+    public func replaceExposureResults(kind: String, with payloads: [(day: UTCDay?, payload: Data)],
+                                       now: Double = Date().timeIntervalSince1970) throws {
+        try lock.withLock {
+            try write { db in
+                try db.execute(sql: "DELETE FROM exposure_result WHERE kind = ?", arguments: [kind])
+                for p in payloads {
+                    let id = try Self.nextID(db, table: "exposure_result")
+                    let aad = Self.resultAAD(id: id, kind: kind, createdAt: now, day: p.day)
+                    try db.execute(sql: "INSERT INTO exposure_result (id, kind, created_at, day, sealed) VALUES (?, ?, ?, ?, ?)",
+                                   arguments: [id, kind, now, p.day?.rawValue, seal(p.payload, aad: aad)])
+                }
+            }
+        }
+    }
+
+    public func exposureResults(kind: String) throws -> [StoredExposureResult] {
+        try read { db in
+            try Row.fetchAll(db, sql: "SELECT id, created_at, day, sealed FROM exposure_result WHERE kind = ? ORDER BY id",
+                             arguments: [kind]).map { row in
+                let id: Int64 = row["id"], createdAt: Double = row["created_at"], sealed: Data = row["sealed"]
+                let day = (row["day"] as Int32?).map { UTCDay($0) }
+                let payload = try open(sealed, aad: Self.resultAAD(id: id, kind: kind, createdAt: createdAt, day: day), table: "exposure_result", id: id)
+                return StoredExposureResult(id: id, kind: kind, createdAt: createdAt, day: day, payload: payload)
+            }
+        }
+    }
+
+    private static func resultAAD(id: Int64, kind: String, createdAt: Double, day: UTCDay?) -> Data {
+        var d = aad("exposure_result", [id, bits(createdAt), day.map { Int64($0.rawValue) } ?? Int64.min])
+        d.append(Data(kind.utf8))
+        return d
+    }
+
+    // MARK: Markers
+
+    @discardableResult
+    public func addMarker(_ marker: Marker) throws -> Int64 {
+        guard marker.time.isFinite else { throw StoreError.invalidRecord(reason: "marker time is not finite") }
+        let payload = try JSONEncoder().encode(marker)
+        return try lock.withLock {
+            try write { db in
+                let id = try Self.nextID(db, table: "marker")
+                try db.execute(sql: "INSERT INTO marker (id, time, sealed) VALUES (?, ?, ?)",
+                               arguments: [id, marker.time, seal(payload, aad: Self.aad("marker", [id, Self.bits(marker.time)]))])
+                return id
+            }
+        }
+    }
+
+    public func markers(from: Double, to: Double) throws -> [Marker] {
+        try read { db in
+            try Row.fetchAll(db, sql: "SELECT id, time, sealed FROM marker WHERE time >= ? AND time < ? ORDER BY time, id",
+                             arguments: [from, to]).map { row in
+                let id: Int64 = row["id"], time: Double = row["time"], sealed: Data = row["sealed"]
+                let plain = try open(sealed, aad: Self.aad("marker", [id, Self.bits(time)]), table: "marker", id: id)
+                do { return try JSONDecoder().decode(Marker.self, from: plain) } catch {
+                    throw StoreError.corruptRecord(table: "marker", id: id, reason: "payload does not decode")
+                }
+            }
+        }
+    }
+
+    // MARK: Retention and size
+
+    /// Deletes everything older than the retention period by its clear times, decrypting
+    /// nothing. The caller runs it only while the clock is synchronised (a clock stepped
+    /// years ahead must not wipe the store).
+    @discardableResult
+    public func applyRetention(now: Double) throws -> RetentionResult {
+        let cutoff = now - Double(configuration.retentionDays) * 86_400
+        let cutoffDay = UTCDay(unixSeconds: cutoff)
+        return try lock.withLock {
+            try write { db in
+                var r = RetentionResult()
+                try db.execute(sql: "DELETE FROM scan WHERE end_time < ?", arguments: [cutoff]); r.scans = db.changesCount
+                try db.execute(sql: "DELETE FROM tek WHERE day < ?", arguments: [cutoffDay.rawValue]); r.keys = db.changesCount
+                try db.execute(sql: "DELETE FROM exposure_result WHERE created_at < ?", arguments: [cutoff]); r.results = db.changesCount
+                try db.execute(sql: "DELETE FROM marker WHERE time < ?", arguments: [cutoff]); r.markers = db.changesCount
+                return r
+            }
+        }
+    }
+
+    /// Bytes of live data: pages in use (not on the free list) times the page size.
+    public func usedBytes() throws -> Int64 {
+        try read { db in try Self.usedBytes(db) }
+    }
+
+    static func usedBytes(_ db: Database) throws -> Int64 {
+        let pageSize = try Int64.fetchOne(db, sql: "PRAGMA page_size") ?? 4096
+        let pages = try Int64.fetchOne(db, sql: "PRAGMA page_count") ?? 0
+        let free = try Int64.fetchOne(db, sql: "PRAGMA freelist_count") ?? 0
+        return (pages - free) * pageSize
+    }
+
+    /// Oldest-first eviction of scans while the live data exceeds `maximumBytes`.
+    private func enforceSizeBound() {
+        guard let bound = configuration.maximumBytes else { return }
+        do {
+            let evicted: Int = try write { db in
+                var evicted = 0
+                while try Self.usedBytes(db) > bound {
+                    let total = try Int.fetchOne(db, sql: "SELECT count(*) FROM scan") ?? 0
+                    guard total > 1 else { break } // keep the newest scan
+                    let batch = max(1, total / 20)
+                    try db.execute(sql: "DELETE FROM scan WHERE id IN (SELECT id FROM scan ORDER BY start_time, id LIMIT ?)",
+                                   arguments: [batch])
+                    evicted += db.changesCount
+                }
+                return evicted
+            }
+            if evicted > 0 {
+                logger.warning("store above its size bound: evicted the oldest scans",
+                               metadata: ["store.evictedScans": "\(evicted)", "store.maximumBytes": "\(bound)"])
+            }
+        } catch {
+            logger.error("size bound enforcement failed", metadata: ["store.error": "\(error)"])
+        }
+    }
+
+    // MARK: Testing hooks
+
+    /// Changes SQLite's page limit on the writer (simulates the disk filling or freeing).
+    func setPageLimitForTesting(_ pages: Int) throws {
+        try pool.writeWithoutTransaction { db in _ = try Int.fetchOne(db, sql: "PRAGMA max_page_count = \(pages)") }
+    }
+
+    func withWriterForTesting<T>(_ body: (Database) throws -> T) throws -> T {
+        try pool.writeWithoutTransaction(body)
+    }
+}

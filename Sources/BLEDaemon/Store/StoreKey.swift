@@ -1,0 +1,95 @@
+import ENProtocol
+import Foundation
+#if canImport(Glibc)
+import Glibc
+#endif
+
+/// The store's 32-byte data key (AES-256-GCM). Redacted in descriptions; never logged.
+public struct StoreKey: Sendable, CustomStringConvertible, CustomDebugStringConvertible {
+    public static let length = 32
+    let bytes: Data
+
+    public init(bytes: Data) throws {
+        guard bytes.count == Self.length else {
+            throw KeyMaterialError.wrongLength(what: "store key", expected: Self.length, actual: bytes.count)
+        }
+        self.bytes = Data(bytes)
+    }
+
+    public static func random(using random: inout some RandomBytesGenerator) throws -> StoreKey {
+        try StoreKey(bytes: random.bytes(length))
+    }
+
+    public var description: String { "StoreKey(<redacted>)" }
+    public var debugDescription: String { description }
+
+    /// The credential name under $CREDENTIALS_DIRECTORY (systemd `LoadCredential=store-key:...`).
+    public static let credentialName = "store-key"
+
+    /// Finds the key: an explicit key file wins (flags override the environment), else the
+    /// systemd credential, else a clear error naming both.
+    public static func load(keyFile: String?, environment: [String: String] = ProcessInfo.processInfo.environment) throws -> StoreKey {
+        if let keyFile { return try load(file: keyFile, requirePrivate: true) }
+        if let dir = environment["CREDENTIALS_DIRECTORY"], !dir.isEmpty {
+            let path = (dir as NSString).appendingPathComponent(credentialName)
+            // systemd already restricts the credentials directory to the unit (a private
+            // read-only mount, mode 0500), so the file's own mode bits are not re-checked.
+            if FileManager.default.fileExists(atPath: path) { return try load(file: path, requirePrivate: false) }
+            throw StoreError.noKeySource(credentialPath: path)
+        }
+        throw StoreError.noKeySource(credentialPath: nil)
+    }
+
+    /// Reads a key file: 32 raw bytes, or 64 hex digits with an optional trailing newline (what
+    /// `openssl rand -hex 32` writes). With `requirePrivate`, refuses a file that group or others
+    /// can read, or that another user owns.
+    public static func load(file path: String, requirePrivate: Bool = true) throws -> StoreKey {
+        var st = stat()
+        guard stat(path, &st) == 0 else {
+            throw StoreError.keyFileUnreadable(path: path, reason: String(cString: strerror(errno)))
+        }
+        if requirePrivate {
+            let mode = UInt32(st.st_mode) & 0o777
+            guard mode & 0o077 == 0 else {
+                throw StoreError.keyFileTooOpen(path: path, mode: String(mode, radix: 8).leftPadded(to: 4))
+            }
+            guard st.st_uid == geteuid() else {
+                throw StoreError.keyFileWrongOwner(path: path, owner: st.st_uid, expected: geteuid())
+            }
+        }
+        let contents: Data
+        do { contents = try Data(contentsOf: URL(fileURLWithPath: path)) } catch {
+            throw StoreError.keyFileUnreadable(path: path, reason: "\(error.localizedDescription)")
+        }
+        if contents.count == length { return try StoreKey(bytes: contents) }
+        var text = String(decoding: contents, as: UTF8.self)
+        while let last = text.last, last.isWhitespace { text.removeLast() }
+        if text.count == 2 * length, let bytes = try? Data(hex: text) { return try StoreKey(bytes: bytes) }
+        throw StoreError.keyFileMalformed(path: path, reason: "expected 32 raw bytes or 64 hex digits, got \(contents.count) bytes")
+    }
+
+    /// Creates a new key file with mode 0600 (fails if it exists): 64 hex digits and a newline.
+    /// For setup scripts, demos and tests; production keys come from `systemd-creds`.
+    @discardableResult
+    public static func createFile(at path: String, using random: inout some RandomBytesGenerator) throws -> StoreKey {
+        let key = try StoreKey.random(using: &random)
+        let fd = open(path, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0o600)
+        guard fd >= 0 else {
+            if errno == EEXIST { throw StoreError.keyFileExists(path: path) }
+            throw StoreError.keyFileUnreadable(path: path, reason: String(cString: strerror(errno)))
+        }
+        defer { close(fd) }
+        let text = Array((key.bytes.hexString + "\n").utf8)
+        let written = text.withUnsafeBytes { write(fd, $0.baseAddress, $0.count) }
+        guard written == text.count, fsync(fd) == 0 else {
+            throw StoreError.keyFileUnreadable(path: path, reason: "write failed: \(String(cString: strerror(errno)))")
+        }
+        return key
+    }
+}
+
+extension String {
+    fileprivate func leftPadded(to width: Int) -> String {
+        count >= width ? self : String(repeating: "0", count: width - count) + self
+    }
+}

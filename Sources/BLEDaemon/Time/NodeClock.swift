@@ -1,0 +1,174 @@
+import ENProtocol
+import Foundation
+#if canImport(Glibc)
+import Glibc
+#endif
+
+/// A point on a monotonic time line, in seconds since an arbitrary origin. Durations and
+/// timers use it because it never steps; protocol times use wall time instead.
+public struct MonotonicInstant: Comparable, Hashable, Sendable, CustomStringConvertible {
+    public var seconds: Double
+    public init(seconds: Double) { self.seconds = seconds }
+    public func advanced(by s: Double) -> MonotonicInstant { MonotonicInstant(seconds: seconds + s) }
+    public func duration(since earlier: MonotonicInstant) -> Double { seconds - earlier.seconds }
+    public static func < (a: Self, b: Self) -> Bool { a.seconds < b.seconds }
+    public var description: String { "mono+\(seconds)s" }
+}
+
+/// Everything time-driven in the node reads time through this, so that tests run days of
+/// schedule in milliseconds and `--time-scale N` runs the whole node faster.
+///
+/// - `wallTime()`: UTC Unix seconds, for protocol time (ENIN, UTC days, record times). It
+///   may step forward or backward when the system clock is corrected.
+/// - `monotonicTime()`: never steps, for durations and timers.
+/// - `sleep(until:)`: suspends until the monotonic deadline; throws `CancellationError` when
+///   the task is cancelled.
+public protocol NodeClock: Sendable {
+    func wallTime() -> Double
+    func monotonicTime() -> MonotonicInstant
+    func sleep(until deadline: MonotonicInstant) async throws
+}
+
+extension NodeClock {
+    /// Both readings at once, plus whether the wall clock can be trusted, for the schedule.
+    public func reading(synchronized: Bool) -> ClockReading {
+        ClockReading(wall: wallTime(), monotonic: monotonicTime().seconds, synchronized: synchronized)
+    }
+
+    public func sleep(for seconds: Double) async throws {
+        try await sleep(until: monotonicTime().advanced(by: seconds))
+    }
+}
+
+/// The system clocks: CLOCK_REALTIME for wall time, CLOCK_MONOTONIC for timers.
+public struct SystemClock: NodeClock {
+    public init() {}
+
+    public func wallTime() -> Double { Self.read(CLOCK_REALTIME) }
+    public func monotonicTime() -> MonotonicInstant { MonotonicInstant(seconds: Self.read(CLOCK_MONOTONIC)) }
+
+    public func sleep(until deadline: MonotonicInstant) async throws {
+        let remaining = deadline.seconds - monotonicTime().seconds
+        if remaining > 0 {
+            try await Task.sleep(nanoseconds: UInt64((remaining * 1e9).rounded(.up)))
+        } else {
+            try Task.checkCancellation()
+        }
+    }
+
+    static func read(_ id: clockid_t) -> Double {
+        var ts = timespec()
+        clock_gettime(id, &ts) // cannot fail for these two clock ids
+        return Double(ts.tv_sec) + Double(ts.tv_nsec) / 1e9
+    }
+}
+
+/// Runs time `factor` times faster than the underlying clock from the moment it is made
+/// (`--time-scale N`): wall time starts at the real wall time and then advances N seconds per
+/// real second, so key days, intervals, rotations and scan cadence all run N times faster.
+/// Wall time is derived from the base clock's monotonic time, so a step of the real clock
+/// does not show through (a demo wants a steady, fast clock).
+public struct ScaledClock: NodeClock {
+    public let factor: Double
+    let base: any NodeClock
+    let wallOrigin: Double
+    let monotonicOrigin: MonotonicInstant
+
+    public init(factor: Double, base: any NodeClock = SystemClock()) throws {
+        guard factor.isFinite, factor > 0 else { throw ClockError.invalidTimeScale(factor) }
+        self.factor = factor
+        self.base = base
+        wallOrigin = base.wallTime()
+        monotonicOrigin = base.monotonicTime()
+    }
+
+    private func elapsedScaled() -> Double { base.monotonicTime().duration(since: monotonicOrigin) * factor }
+
+    public func wallTime() -> Double { wallOrigin + elapsedScaled() }
+    public func monotonicTime() -> MonotonicInstant { monotonicOrigin.advanced(by: elapsedScaled()) }
+
+    public func sleep(until deadline: MonotonicInstant) async throws {
+        let realDeadline = monotonicOrigin.advanced(by: deadline.duration(since: monotonicOrigin) / factor)
+        try await base.sleep(until: realDeadline)
+    }
+}
+
+public enum ClockError: Error, Equatable, CustomStringConvertible {
+    case invalidTimeScale(Double)
+    public var description: String {
+        switch self {
+        case .invalidTimeScale(let f): return "time scale must be a finite number greater than 0, got \(f)"
+        }
+    }
+}
+
+/// A clock tests drive by hand: `advance(by:)` moves wall and monotonic time together and
+/// wakes the sleepers whose deadline has come; `stepWall(by:)` steps only the wall clock, as
+/// an NTP correction does.
+///
+/// A class with a lock rather than an actor because `wallTime()` and `monotonicTime()` are
+/// synchronous requirements of `NodeClock`; every mutable field is touched only under `lock`.
+public final class ManualClock: NodeClock, @unchecked Sendable {
+    private let lock = NSLock()
+    private var wall: Double
+    private var monotonic: Double
+    private var sleepers: [UInt64: (deadline: Double, continuation: CheckedContinuation<Void, any Error>)] = [:]
+    private var nextSleeper: UInt64 = 0
+
+    public init(wall: Double, monotonic: Double = 1_000) {
+        self.wall = wall
+        self.monotonic = monotonic
+    }
+
+    public func wallTime() -> Double { lock.withLock { wall } }
+    public func monotonicTime() -> MonotonicInstant { lock.withLock { MonotonicInstant(seconds: monotonic) } }
+
+    /// Number of tasks currently suspended in `sleep(until:)`.
+    public var sleeperCount: Int { lock.withLock { sleepers.count } }
+
+    /// The earliest deadline among sleepers, if any.
+    public var nextDeadline: MonotonicInstant? {
+        lock.withLock { sleepers.values.map(\.deadline).min().map { MonotonicInstant(seconds: $0) } }
+    }
+
+    public func sleep(until deadline: MonotonicInstant) async throws {
+        let id: UInt64 = lock.withLock { nextSleeper += 1; return nextSleeper }
+        try await withTaskCancellationHandler {
+            try await withCheckedThrowingContinuation { (c: CheckedContinuation<Void, any Error>) in
+                let resumeNow: Bool = lock.withLock {
+                    if deadline.seconds <= monotonic { return true }
+                    sleepers[id] = (deadline.seconds, c)
+                    return false
+                }
+                if resumeNow { c.resume() }
+            }
+        } onCancel: {
+            let c = lock.withLock { sleepers.removeValue(forKey: id)?.continuation }
+            c?.resume(throwing: CancellationError())
+        }
+    }
+
+    /// Moves both clocks forward by `seconds` (>= 0) and wakes every sleeper that is due.
+    public func advance(by seconds: Double) {
+        precondition(seconds >= 0, "monotonic time cannot go backwards")
+        let due: [CheckedContinuation<Void, any Error>] = lock.withLock {
+            monotonic += seconds
+            wall += seconds
+            let ready = sleepers.filter { $0.value.deadline <= monotonic }
+            for key in ready.keys { sleepers.removeValue(forKey: key) }
+            return ready.values.sorted { $0.deadline < $1.deadline }.map(\.continuation)
+        }
+        for c in due { c.resume() }
+    }
+
+    /// Advances to `deadline` (if it is in the future) and wakes the sleepers due by then.
+    public func advance(to deadline: MonotonicInstant) {
+        let delta = lock.withLock { deadline.seconds - monotonic }
+        advance(by: max(0, delta))
+    }
+
+    /// Steps the wall clock alone (negative = backward), leaving monotonic time and timers.
+    public func stepWall(by seconds: Double) {
+        lock.withLock { wall += seconds }
+    }
+}

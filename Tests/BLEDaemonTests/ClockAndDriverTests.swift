@@ -1,0 +1,186 @@
+import ENProtocol
+import Foundation
+import Testing
+@testable import BLEDaemon
+
+/// Waits (in real time) until `count` tasks sleep on the manual clock.
+func waitForSleepers(_ clock: ManualClock, _ count: Int = 1) async throws {
+    var spins = 0
+    while clock.sleeperCount < count {
+        spins += 1
+        if spins > 200_000 { throw CancellationError() }
+        try await Task.sleep(nanoseconds: 20_000)
+    }
+}
+
+actor Flag {
+    var value = false
+    func set() { value = true }
+}
+
+@Suite("Clocks")
+struct ClockTests {
+    @Test("manual clock: sleepers wake when time reaches their deadline, not on a wall step")
+    func manualClock() async throws {
+        let clock = ManualClock(wall: 1_000_000, monotonic: 50)
+        let woke = Flag()
+        let task = Task { try await clock.sleep(until: MonotonicInstant(seconds: 60)); await woke.set() }
+        try await waitForSleepers(clock)
+        clock.stepWall(by: 3600)
+        clock.advance(by: 5)
+        #expect(clock.sleeperCount == 1)
+        #expect(await woke.value == false)
+        clock.advance(by: 5)
+        try await task.value
+        #expect(await woke.value)
+        #expect(clock.wallTime() == 1_000_000 + 3600 + 10 && clock.monotonicTime().seconds == 60)
+        clock.stepWall(by: -7200)
+        #expect(clock.wallTime() == 1_000_000 - 3600 + 10)
+    }
+
+    @Test("manual clock: a cancelled sleeper throws CancellationError and is removed")
+    func cancellation() async throws {
+        let clock = ManualClock(wall: 0)
+        let task = Task { try await clock.sleep(until: MonotonicInstant(seconds: 1e9)) }
+        try await waitForSleepers(clock)
+        task.cancel()
+        await #expect(throws: CancellationError.self) { try await task.value }
+        #expect(clock.sleeperCount == 0)
+    }
+
+    @Test("scaled clock: N times faster wall and monotonic time, sleeps shortened by N")
+    func scaledClock() async throws {
+        let base = ManualClock(wall: 1_700_000_000, monotonic: 10)
+        let scaled = try ScaledClock(factor: 60, base: base)
+        base.advance(by: 1)
+        #expect(scaled.wallTime() == 1_700_000_060)
+        #expect(scaled.monotonicTime().seconds == 70)
+        let task = Task { try await scaled.sleep(until: MonotonicInstant(seconds: 70 + 600)) } // 10 scaled minutes
+        try await waitForSleepers(base)
+        #expect(base.nextDeadline?.seconds == 21) // 10 real seconds later
+        base.advance(by: 10)
+        try await task.value
+        #expect(throws: ClockError.invalidTimeScale(0)) { try ScaledClock(factor: 0) }
+    }
+
+    @Test("system clock: wall time near Foundation's, monotonic time moves forward")
+    func systemClock() async throws {
+        let clock = SystemClock()
+        #expect(abs(clock.wallTime() - Date().timeIntervalSince1970) < 1)
+        let a = clock.monotonicTime()
+        try await clock.sleep(for: 0.02)
+        #expect(clock.monotonicTime().duration(since: a) >= 0.02)
+    }
+
+    @Test("clock sync: waived, the systemd-timesyncd flag file, and a reason when unsynchronised")
+    func clockSync() throws {
+        #expect(LinuxClockSync(waived: true).status() == .waived)
+        let flag = FileManager.default.temporaryDirectory.appendingPathComponent("gaend-sync-\(UUID().uuidString)")
+        #expect(FileManager.default.createFile(atPath: flag.path, contents: nil))
+        defer { try? FileManager.default.removeItem(at: flag) }
+        #expect(LinuxClockSync(timesyncFlagPath: flag.path).status().isUsable)
+        // Without the flag the answer is the kernel's; whichever it is, it is explained.
+        let status = LinuxClockSync(timesyncFlagPath: flag.path + ".missing").status()
+        switch status {
+        case .synchronized(let source): #expect(source == "kernel NTP state")
+        case .unsynchronized(let reason): #expect(reason.contains("STA_UNSYNC") || reason.contains("adjtimex"))
+        case .waived: Issue.record("not waived")
+        }
+    }
+}
+
+/// Records what the driver asks for, doing what the Node will do with the store.
+actor RecordingEffects: ScheduleEffects {
+    let store: NodeStore
+    let source: AdvertisementSource
+    var rotations: [(mono: Double, slot: AdvertisingSlot, advertisement: ExposureNotificationAdvertisement)] = []
+    var stops = 0
+
+    init(store: NodeStore) {
+        self.store = store
+        source = AdvertisementSource(store: store, metadata: .v1_0(txPower: -30))
+    }
+
+    func perform(_ action: ScheduleAction, at reading: ClockReading) async {
+        do {
+            switch action {
+            case .rotate(let slot):
+                rotations.append((reading.monotonic, slot, try source.advertisement(for: slot, now: reading.wall)))
+            case .stopAdvertising: stops += 1
+            case .startScan: break
+            case .finishScan(let scan):
+                try store.recordScan(RecordedScan(start: scan.startWall, end: scan.endWall, sightings: []))
+            }
+        } catch {
+            Issue.record("effect failed: \(error)")
+        }
+    }
+}
+
+@Suite("Schedule driver")
+struct ScheduleDriverTests {
+    @Test("two simulated days with a backward step across midnight: one TEK per day, every RPI from its day's key")
+    func daysOnManualClock() async throws {
+        let dir = try TempStoreDir()
+        let store = try dir.open()
+        let start: Double = 1_795_734_000 + 1800 // 23:30 UTC
+        let clock = ManualClock(wall: start)
+        let effects = RecordingEffects(store: store)
+        let driver = ScheduleDriver(schedule: NodeSchedule(), clock: clock, sync: FixedClockSync(.synchronized(source: "test")),
+                                    effects: effects, random: SeededRandom(seed: 42), syncCheckInterval: nil)
+        let task = Task { try await driver.run() }
+        var stepped = false
+        while clock.monotonicTime().seconds < 1000 + 2 * 86_400 {
+            try await waitForSleepers(clock)
+            if !stepped, clock.wallTime() > start + 3600 { // 00:30 of the next day: back to 23:10
+                clock.stepWall(by: -4800)
+                stepped = true
+            }
+            clock.advance(to: clock.nextDeadline!)
+        }
+        try await waitForSleepers(clock)
+        task.cancel()
+        try await task.value
+
+        let rotations = await effects.rotations
+        let gaps = zip(rotations.dropFirst(), rotations).map { $0.mono - $1.mono }
+        #expect(gaps.count > 150 && gaps.allSatisfy { (600...1200).contains($0) })
+        let days = Set(rotations.map(\.slot.day))
+        #expect(days.count == 3)
+        #expect(try store.counts().keys == 3)
+        // Every advertisement was made from the stored key of its slot's day.
+        let keys = Dictionary(uniqueKeysWithValues: try store.keys(in: days.min()!...days.max()!).map { ($0.day, $0.key) })
+        let schedule = try GAENKeySchedule()
+        for r in rotations {
+            #expect(try schedule.rollingProximityIdentifier(for: keys[r.slot.day]!, interval: r.slot.interval) == r.advertisement.rpi)
+        }
+        // The first day's key was used again after the backward step, not replaced.
+        let firstDay = UTCDay(unixSeconds: start)
+        let firstDayUses = rotations.enumerated().filter { $0.element.slot.day == firstDay }.map(\.offset)
+        #expect(firstDayUses.count > 3 && firstDayUses != Array(0..<firstDayUses.count))
+        // Every scan was recorded, none with a negative duration, and stopping ended advertising.
+        let scans = try store.scans(from: 0, to: .infinity)
+        #expect(scans.count > 2 * 288 && scans.allSatisfy { $0.record.end >= $0.record.start })
+        #expect(await effects.stops == 1)
+    }
+}
+
+@Suite("Settings to node core")
+struct SettingsBridgeTests {
+    @Test("the default settings give the reference schedule and a 14-day store")
+    func defaults() throws {
+        let s = GaendSettings()
+        let schedule = try NodeSchedule(settings: s)
+        #expect(schedule.rotation == RotationPolicy())
+        #expect(schedule.scan == .default)
+        let store = StoreConfiguration(settings: s)
+        #expect(store.path == "/var/lib/gaend/store.sqlite" && store.retentionDays == 14 && store.maximumBytes == 512 << 20)
+        #expect(try s.makeClock() is SystemClock)
+        var fast = s
+        fast.timeScale = 60
+        #expect(fast.makeClockSync().status() == .waived)
+        fast.scanning.mode = .fixed
+        fast.scanning.fixedPeriodSeconds = 60
+        #expect(try NodeSchedule(settings: fast).scan.cadence == .fixedPeriod(60))
+    }
+}

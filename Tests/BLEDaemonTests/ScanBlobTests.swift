@@ -1,0 +1,36 @@
+import ENProtocol
+import Foundation
+import Testing
+@testable import BLEDaemon
+
+@Suite("Scan record plaintext")
+struct ScanBlobTests {
+    @Test("random records round-trip exactly", arguments: 0..<20)
+    func roundTrip(seed: Int) throws {
+        var rng = SeededRandom(seed: UInt64(seed))
+        let count = Int(rng.next() % 200)
+        let sightings = try (0..<count).map { _ in
+            RecordedSighting(time: Double(rng.next() % 2_000_000_000) + Double(rng.next() % 1000) / 1000,
+                     rpi: try RollingProximityIdentifier(bytes: rng.bytes(16)),
+                     aem: try AssociatedEncryptedMetadata(bytes: rng.bytes(4)),
+                     rssi: Int8(truncatingIfNeeded: rng.next()))
+        }
+        let blob = ScanBlob.encode(sightings)
+        #expect(blob.count == ScanBlob.headerSize + count * ScanBlob.reportSize)
+        #expect(try ScanBlob.decode(blob) == sightings)
+    }
+
+    @Test("bad plaintext is refused with the reason, never trapped on")
+    func badInput() throws {
+        let good = ScanBlob.encode([StressRecords.scan(number: 5).sightings[0]])
+        func reason(_ d: Data) -> String? {
+            do { _ = try ScanBlob.decode(d); return nil } catch let r as ScanBlob.Reason { return r.text } catch { return "\(error)" }
+        }
+        #expect(reason(Data()) == "blob of 0 bytes is shorter than its 5-byte header")
+        #expect(reason(Data([2, 0, 0, 0, 0])) == "blob version 2, expected 1")
+        #expect(reason(good.dropLast()) == "blob declares 1 reports (34 bytes) but has 33 bytes")
+        #expect(reason(Data([1, 0xff, 0xff, 0xff, 0xff])) == "blob declares 4294967295 reports (\(5 + 4_294_967_295 * 29) bytes) but has 5 bytes")
+        // Every truncation of a valid blob is refused.
+        for n in 0..<good.count { #expect(reason(good.prefix(n)) != nil) }
+    }
+}
