@@ -28,6 +28,17 @@ let package = Package(
             pkgConfig: "libcrypto",
             providers: [.apt(["libssl-dev"])]
         ),
+        // System library: libdbus-1, under our own small D-Bus binding (no Swift D-Bus package is available).
+        .systemLibrary(
+            name: "CDBus",
+            path: "Sources/CDBus",
+            pkgConfig: "dbus-1",
+            providers: [.apt(["libdbus-1-dev"])]
+        ),
+        // D-Bus binding shared by the daemon and the client: values, marshalling, connection, interface tables.
+        .target(name: "DBusCore", dependencies: ["CDBus"]),
+        // Client library of gaend's D-Bus API, used by gaenctl and the tests.
+        .target(name: "GaenClient", dependencies: ["DBusCore"]),
         // The few Linux calls Swift cannot make comfortably (HCI user channel, ioctls, termios).
         .target(name: "HCIShim", path: "Sources/HCIShim"),
         // Pure GAEN protocol: no I/O, no clock, no globals.
@@ -46,7 +57,7 @@ let package = Package(
         .target(
             name: "BLEDaemon",
             dependencies: [
-                "ENProtocol", "HCIProtocol", "HCIShim",
+                "ENProtocol", "HCIProtocol", "HCIShim", "DBusCore",
                 .product(name: "Logging", package: "swift-log"),
                 .product(name: "GRDB", package: "GRDB.swift"),
                 .product(name: "Yams", package: "Yams"),
@@ -63,7 +74,7 @@ let package = Package(
         .executableTarget(
             name: "gaenctl",
             dependencies: [
-                "ENProtocol", "BLEDaemon", "HCIProtocol",
+                "ENProtocol", "BLEDaemon", "HCIProtocol", "GaenClient",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
                 .product(name: "Logging", package: "swift-log"),
             ]
@@ -84,6 +95,8 @@ let package = Package(
         ),
         // Test helper: writes a store in a loop until killed (the kill -9 test runs it).
         .executableTarget(name: "StoreStress", dependencies: ["BLEDaemon", "ENProtocol"]),
+        // D-Bus binding and API contract against private dbus-daemons and real clients.
+        .testTarget(name: "BusTests", dependencies: ["DBusCore", "GaenClient", "BLEDaemon", "gaenctl"]),
         // Runs the built executables end to end (they are built by `swift build --build-tests`).
         .testTarget(name: "CLITests", dependencies: ["gaenctl"]),
     ]

@@ -10,6 +10,10 @@ struct GaenCtl: AsyncParsableCommand {
         subcommands: [
             Derive.self,
             Radio.self,
+            Status.self,
         ]
     )
+
+    /// Accepted before the subcommand too (`gaenctl --bus ADDRESS status`).
+    @OptionGroup var bus: BusOptions
 }

@@ -1,0 +1,359 @@
+import DBusCore
+import Foundation
+import Logging
+
+/// A method call as a handler sees it.
+public struct DBusMethodCall: Sendable {
+    public let message: BusMessage
+    let connection: BusConnection
+
+    /// The arguments, already checked against the declared in-signature.
+    public var args: [DBusValue] { message.body }
+    /// The caller's unique bus name.
+    public var sender: String { message.sender ?? "" }
+    public var path: String { message.path ?? "" }
+    public var member: String { message.member ?? "" }
+
+    /// The caller's Unix uid, asked from the bus (GetConnectionUnixUser), for authorization.
+    public func callerUID() async throws -> UInt32 {
+        try await connection.unixUser(of: sender)
+    }
+}
+
+public typealias DBusMethodHandler = @Sendable (DBusMethodCall) async throws -> [DBusValue]
+public typealias DBusPropertyGetter = @Sendable () async throws -> DBusValue
+/// Gets the new value (type already checked) and the Set call (for authorization).
+public typealias DBusPropertySetter = @Sendable (DBusValue, DBusMethodCall) async throws -> Void
+
+/// A declared interface with its handlers bound. Construction checks that every declared
+/// method and property has its handlers and that no handler names an undeclared member, so a
+/// table and its implementation cannot drift apart.
+public struct DBusInterfaceImplementation: Sendable {
+    public let declaration: DBusInterfaceDecl
+    let methods: [String: DBusMethodHandler]
+    let getters: [String: DBusPropertyGetter]
+    let setters: [String: DBusPropertySetter]
+
+    public init(
+        _ declaration: DBusInterfaceDecl,
+        methods: [String: DBusMethodHandler] = [:],
+        getters: [String: DBusPropertyGetter] = [:],
+        setters: [String: DBusPropertySetter] = [:]
+    ) throws(DBusTableError) {
+        try declaration.validate()
+        let i = declaration.name
+        for m in declaration.methods where methods[m.name] == nil {
+            throw .unboundMethod(interface: i, method: m.name)
+        }
+        for p in declaration.properties {
+            if p.access.isReadable, getters[p.name] == nil {
+                throw .unboundProperty(interface: i, property: p.name, access: "get")
+            }
+            if p.access.isWritable, setters[p.name] == nil {
+                throw .unboundProperty(interface: i, property: p.name, access: "set")
+            }
+        }
+        for name in methods.keys where declaration.method(name) == nil {
+            throw .unknownMember(interface: i, member: name)
+        }
+        for name in getters.keys where !(declaration.property(name)?.access.isReadable ?? false) {
+            throw .unknownMember(interface: i, member: name)
+        }
+        for name in setters.keys where !(declaration.property(name)?.access.isWritable ?? false) {
+            throw .unknownMember(interface: i, member: name)
+        }
+        self.declaration = declaration
+        self.methods = methods
+        self.getters = getters
+        self.setters = setters
+    }
+}
+
+/// The service side of the bus: exports objects built from interface tables and dispatches
+/// calls to them, implementing org.freedesktop.DBus.Properties and Introspectable from the
+/// same tables (org.freedesktop.DBus.Peer is answered by libdbus).
+///
+/// Calls arrive on the connection's loop thread, are queued (bounded) and handled by `run()`,
+/// each in its own child task, at most `maxConcurrentCalls` at a time. Handlers are async and
+/// may take as long as they need; replies are sent when they return.
+public final class BusService: Sendable {
+    public let connection: BusConnection
+    /// Error name for handler failures that are not `DBusErrorConvertible`.
+    public let fallbackErrorName: String
+    public let maxConcurrentCalls: Int
+    private let logger: Logger
+    private let objects = BusLocked<[String: [DBusInterfaceImplementation]]>([:])
+    private let incoming: AsyncStream<BusMessage>
+
+    public init(connection: BusConnection, fallbackErrorName: String = "org.freedesktop.DBus.Error.Failed",
+                maxQueuedCalls: Int = 256, maxConcurrentCalls: Int = 16, logger: Logger = Logger(label: "gaend.bus")) {
+        self.connection = connection
+        self.fallbackErrorName = fallbackErrorName
+        self.maxConcurrentCalls = maxConcurrentCalls
+        self.logger = logger
+        let (stream, continuation) = AsyncStream.makeStream(of: BusMessage.self, bufferingPolicy: .bufferingOldest(maxQueuedCalls))
+        incoming = stream
+        connection.setMethodCallHandler { [connection] call in
+            if case .dropped = continuation.yield(call), !call.noReplyExpected {
+                let reply = BusMessage.error(to: call, DBusNamedError(
+                    name: "org.freedesktop.DBus.Error.LimitsExceeded", message: "too many calls in progress"))
+                Task { _ = try? await connection.send(reply) }
+            }
+        }
+        _ = connection.addSignalObserver { message in
+            if message == nil { continuation.finish() }
+        }
+    }
+
+    /// Exports `interfaces` at `path` (replacing what was there).
+    public func export(path: String, _ interfaces: [DBusInterfaceImplementation]) throws(DBusBindingError) {
+        guard DBusNames.isValidObjectPath(path) else { throw .invalidName(kind: "object path", value: path) }
+        var names = Set<String>()
+        for i in interfaces where !names.insert(i.declaration.name).inserted {
+            throw .invalidValue("interface \(i.declaration.name) given twice for \(path)")
+        }
+        objects.withLock { $0[path] = interfaces }
+    }
+
+    public func unexport(path: String) {
+        objects.withLock { $0[path] = nil }
+    }
+
+    /// Serves calls until the connection closes or the task is cancelled.
+    public func run() async {
+        await withTaskGroup(of: Void.self) { group in
+            var running = 0
+            for await call in incoming {
+                if running >= maxConcurrentCalls {
+                    await group.next()
+                    running -= 1
+                }
+                group.addTask { await self.serve(call) }
+                running += 1
+                if Task.isCancelled { break }
+            }
+        }
+    }
+
+    /// Emits a declared signal; the arguments must match its signature.
+    public func emit(path: String, interface: String, signal: String, _ args: [DBusValue],
+                     destination: String? = nil) async throws {
+        guard let impl = lookup(path: path, interface: interface) else {
+            throw DBusBindingError.invalidValue("no interface \(interface) exported at \(path)")
+        }
+        guard let decl = impl.declaration.signal(signal) else {
+            throw DBusBindingError.invalidValue("\(interface) declares no signal \(signal)")
+        }
+        let actual = DBusValue.signature(of: args)
+        guard actual == decl.signature else {
+            throw DBusBindingError.signatureMismatch(expected: decl.signature, actual: actual)
+        }
+        try await connection.send(.signal(path: path, interface: interface, member: signal, body: args,
+                                          destination: destination))
+    }
+
+    /// Emits org.freedesktop.DBus.Properties.PropertiesChanged for `names`, as each property's
+    /// EmitsChangedSignal annotation says (value, invalidation, or nothing).
+    public func emitPropertiesChanged(path: String, interface: String, _ names: [String]) async throws {
+        guard let impl = lookup(path: path, interface: interface) else {
+            throw DBusBindingError.invalidValue("no interface \(interface) exported at \(path)")
+        }
+        var changed: [String: DBusValue] = [:]
+        var invalidated: [String] = []
+        for name in names {
+            guard let p = impl.declaration.property(name) else {
+                throw DBusBindingError.invalidValue("\(interface) declares no property \(name)")
+            }
+            switch p.emitsChanged {
+            case .true:
+                if let get = impl.getters[name] { changed[name] = try await get() }
+            case .invalidates:
+                invalidated.append(name)
+            case .const, .false:
+                continue
+            }
+        }
+        guard !changed.isEmpty || !invalidated.isEmpty else { return }
+        try await connection.send(.signal(
+            path: path, interface: "org.freedesktop.DBus.Properties", member: "PropertiesChanged",
+            body: [.string(interface), .vardict(changed), .array(.string, invalidated.map { .string($0) })]))
+    }
+
+    /// The introspection XML of `path` (what Introspect returns).
+    public func introspect(path: String) -> String? {
+        let (impls, children) = objects.withLock { objects -> ([DBusInterfaceImplementation]?, [String]) in
+            (objects[path], Self.children(of: path, in: Array(objects.keys)))
+        }
+        guard impls != nil || !children.isEmpty else { return nil }
+        var interfaces = DBusIntrospection.standardInterfaces
+        if let impls {
+            interfaces += impls.map(\.declaration)
+        } else {
+            // A parent node with no object of its own: only Introspectable, to walk the tree.
+            interfaces = interfaces.filter { $0.name == "org.freedesktop.DBus.Introspectable" }
+        }
+        return DBusIntrospection.xml(interfaces: interfaces, children: children)
+    }
+
+    static func children(of path: String, in paths: [String]) -> [String] {
+        let prefix = path == "/" ? "/" : path + "/"
+        var out = Set<String>()
+        for p in paths where p.hasPrefix(prefix) && p != path {
+            if let first = p.dropFirst(prefix.count).split(separator: "/").first { out.insert(String(first)) }
+        }
+        return out.sorted()
+    }
+
+    // MARK: Dispatch
+
+    private func lookup(path: String, interface: String) -> DBusInterfaceImplementation? {
+        objects.withLock { $0[path]?.first { $0.declaration.name == interface } }
+    }
+
+    private func serve(_ message: BusMessage) async {
+        let result: Result<[DBusValue], DBusNamedError>
+        do {
+            result = .success(try await dispatch(message))
+        } catch let e as DBusErrorConvertible {
+            result = .failure(e.dbusError)
+        } catch {
+            logger.warning("D-Bus handler failed", metadata: [
+                "dbus.member": "\(message.interface ?? "").\(message.member ?? "")", "error": "\(error)"])
+            result = .failure(DBusNamedError(name: fallbackErrorName, message: "\(error)"))
+        }
+        guard !message.noReplyExpected else { return }
+        let reply: BusMessage
+        switch result {
+        case .success(let body): reply = .methodReturn(to: message, body: body)
+        case .failure(let e): reply = .error(to: message, e)
+        }
+        do {
+            try await connection.send(reply)
+        } catch {
+            logger.warning("D-Bus reply not sent", metadata: ["dbus.member": "\(message.member ?? "")", "error": "\(error)"])
+        }
+    }
+
+    private func dispatch(_ m: BusMessage) async throws -> [DBusValue] {
+        let path = m.path ?? "/"
+        let member = m.member ?? ""
+        let call = DBusMethodCall(message: m, connection: connection)
+        if m.interface == "org.freedesktop.DBus.Introspectable" || (m.interface == nil && member == "Introspect") {
+            guard member == "Introspect" else { throw DBusNamedError.unknownMethod("no method \(member) in Introspectable") }
+            try expect(m, "")
+            guard let xml = introspect(path: path) else { throw DBusNamedError.unknownObject("no object at \(path)") }
+            return [.string(xml)]
+        }
+        guard let impls = objects.withLock({ $0[path] }) else {
+            throw DBusNamedError.unknownObject("no object at \(path)")
+        }
+        if m.interface == "org.freedesktop.DBus.Properties" {
+            return try await properties(call, impls)
+        }
+        let impl: DBusInterfaceImplementation
+        if let name = m.interface {
+            guard let i = impls.first(where: { $0.declaration.name == name }) else {
+                throw DBusNamedError.unknownInterface("no interface \(name) at \(path)")
+            }
+            impl = i
+        } else {
+            guard let i = impls.first(where: { $0.declaration.method(member) != nil }) else {
+                throw DBusNamedError.unknownMethod("no method \(member) at \(path)")
+            }
+            impl = i
+        }
+        let iface = impl.declaration.name
+        guard let decl = impl.declaration.method(member), let handler = impl.methods[member] else {
+            throw DBusNamedError.unknownMethod("no method \(member) in \(iface)")
+        }
+        try expect(m, decl.inSignature, "\(iface).\(member)")
+        let out = try await handler(call)
+        let outSignature = DBusValue.signature(of: out)
+        guard outSignature == decl.outSignature else {
+            // A handler bug: never send the caller something the table does not promise.
+            logger.error("D-Bus handler returned the wrong signature", metadata: [
+                "dbus.member": "\(iface).\(member)", "expected": "\(decl.outSignature)", "actual": "\(outSignature)"])
+            throw DBusNamedError(name: fallbackErrorName, message: "internal error in \(iface).\(member)")
+        }
+        return out
+    }
+
+    private func expect(_ m: BusMessage, _ signature: String, _ what: String? = nil) throws {
+        guard m.signature == signature else {
+            let name = what ?? "\(m.interface ?? "").\(m.member ?? "")"
+            throw DBusNamedError.invalidArgs("\(name) takes arguments of signature '\(signature)', got '\(m.signature)'")
+        }
+    }
+
+    private func properties(_ call: DBusMethodCall, _ impls: [DBusInterfaceImplementation]) async throws -> [DBusValue] {
+        let m = call.message
+        func find(_ name: String) throws -> DBusInterfaceImplementation {
+            guard let i = impls.first(where: { $0.declaration.name == name }) else {
+                throw DBusNamedError.unknownInterface("no interface \(name) at \(call.path)")
+            }
+            return i
+        }
+        func property(_ impl: DBusInterfaceImplementation, _ name: String) throws -> DBusPropertyDecl {
+            guard let p = impl.declaration.property(name) else {
+                throw DBusNamedError.unknownProperty("no property \(name) in \(impl.declaration.name)")
+            }
+            return p
+        }
+        func read(_ impl: DBusInterfaceImplementation, _ p: DBusPropertyDecl) async throws -> DBusValue {
+            guard let get = impl.getters[p.name] else {
+                throw DBusNamedError.invalidArgs("property \(p.name) is write-only")
+            }
+            let v = try await get()
+            guard v.type.signature == p.signature else {
+                logger.error("D-Bus property getter returned the wrong type", metadata: [
+                    "dbus.property": "\(impl.declaration.name).\(p.name)", "expected": "\(p.signature)",
+                    "actual": "\(v.type.signature)"])
+                throw DBusNamedError(name: fallbackErrorName, message: "internal error reading \(p.name)")
+            }
+            return v
+        }
+        switch m.member {
+        case "Get":
+            try expect(m, "ss")
+            let impl = try find(m.body[0].stringValue!)
+            let p = try property(impl, m.body[1].stringValue!)
+            return [.variant(try await read(impl, p))]
+        case "GetAll":
+            try expect(m, "s")
+            let impl = try find(m.body[0].stringValue!)
+            var all: [String: DBusValue] = [:]
+            for p in impl.declaration.properties where p.access.isReadable {
+                all[p.name] = try await read(impl, p)
+            }
+            return [.vardict(all)]
+        case "Set":
+            try expect(m, "ssv")
+            let impl = try find(m.body[0].stringValue!)
+            let p = try property(impl, m.body[1].stringValue!)
+            guard p.access.isWritable, let set = impl.setters[p.name] else {
+                throw DBusNamedError.propertyReadOnly("property \(p.name) of \(impl.declaration.name) is read-only")
+            }
+            let value = m.body[2].variantValue!
+            guard value.type.signature == p.signature else {
+                throw DBusNamedError.invalidArgs("property \(p.name) has type '\(p.signature)', got '\(value.type.signature)'")
+            }
+            try await set(value, call)
+            try await emitPropertiesChanged(path: call.path, interface: impl.declaration.name, [p.name])
+            return []
+        default:
+            throw DBusNamedError.unknownMethod("no method \(m.member ?? "") in org.freedesktop.DBus.Properties")
+        }
+    }
+}
+
+/// A value guarded by a lock, for the few pieces of state shared with the loop thread.
+final class BusLocked<Value>: @unchecked Sendable {
+    private let lock = NSLock()
+    private var value: Value
+    init(_ value: Value) { self.value = value }
+    func withLock<R>(_ body: (inout Value) throws -> R) rethrows -> R {
+        lock.lock()
+        defer { lock.unlock() }
+        return try body(&value)
+    }
+}

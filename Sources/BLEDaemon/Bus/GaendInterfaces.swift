@@ -1,0 +1,144 @@
+import DBusCore
+
+/// gaend's D-Bus API contract: one table per interface. The introspection XML files in dbus/
+/// are generated from these tables (a test checks they are equal) and docs/dbus.md documents
+/// every member (a test checks each is there with its revision).
+public enum GaendInterfaces {
+    /// Error names, shared by both interfaces.
+    public enum ErrorName {
+        public static let notAuthorized = GaendBus.errorPrefix + "NotAuthorized"
+        public static let notEnabled = GaendBus.errorPrefix + "NotEnabled"
+        public static let rateLimited = GaendBus.errorPrefix + "RateLimited"
+        public static let invalidKeyFile = GaendBus.errorPrefix + "InvalidKeyFile"
+        public static let untrustedKeyFile = GaendBus.errorPrefix + "UntrustedKeyFile"
+        public static let limitExceeded = GaendBus.errorPrefix + "LimitExceeded"
+        public static let busy = GaendBus.errorPrefix + "Busy"
+        public static let controllerMissing = GaendBus.errorPrefix + "ControllerMissing"
+        public static let clockUnsynchronised = GaendBus.errorPrefix + "ClockUnsynchronised"
+        public static let storageError = GaendBus.errorPrefix + "StorageError"
+        public static let writeFailed = GaendBus.errorPrefix + "WriteFailed"
+        public static let failed = GaendBus.errorPrefix + "Failed"
+        public static let invalidArgs = "org.freedesktop.DBus.Error.InvalidArgs"
+    }
+
+    public static let errors: [DBusErrorDecl] = [
+        DBusErrorDecl(ErrorName.notAuthorized, "The caller's uid may not make this call (beyond what the bus policy allows)."),
+        DBusErrorDecl(ErrorName.notEnabled, "The call needs the node started (Start)."),
+        DBusErrorDecl(ErrorName.rateLimited, "A framework rate limit is reached; the message says when it resets."),
+        DBusErrorDecl(ErrorName.invalidKeyFile, "A provided file is not a valid key export (zip, header, protobuf)."),
+        DBusErrorDecl(ErrorName.untrustedKeyFile, "No trusted public key verifies a provided file's signature."),
+        DBusErrorDecl(ErrorName.limitExceeded, "Too many files, keys, bytes or rows in one call."),
+        DBusErrorDecl(ErrorName.busy, "An earlier ProvideDiagnosisKeys is still being matched."),
+        DBusErrorDecl(ErrorName.controllerMissing, "No Bluetooth controller is available to start on."),
+        DBusErrorDecl(ErrorName.clockUnsynchronised, "The system clock is not synchronised; no timestamped data."),
+        DBusErrorDecl(ErrorName.storageError, "The encrypted store failed (disk full, I/O error, wrong key)."),
+        DBusErrorDecl(ErrorName.writeFailed, "Writing to a passed file descriptor failed."),
+        DBusErrorDecl(ErrorName.failed, "An unexpected internal failure."),
+    ]
+
+    /// `org.gaend.ExposureNotification1`: the framework-like API for apps and operators.
+    public static let exposureNotification = DBusInterfaceDecl(
+        name: GaendBus.exposureNotificationInterface,
+        revision: 1,
+        methods: [
+            DBusMethodDecl("Start", since: 1, errors: [ErrorName.controllerMissing, ErrorName.storageError]),
+            DBusMethodDecl("Stop", since: 1),
+            DBusMethodDecl(
+                "GetTemporaryExposureKeyHistory",
+                out: [DBusArgument("keys", "a(ayuu)")],
+                since: 1, errors: [ErrorName.notAuthorized, ErrorName.storageError]),
+            DBusMethodDecl(
+                "ProvideDiagnosisKeys",
+                in: [DBusArgument("files", "ah"), DBusArgument("token", "s")],
+                out: [DBusArgument("keys", "u")],
+                since: 1,
+                errors: [ErrorName.invalidKeyFile, ErrorName.untrustedKeyFile, ErrorName.rateLimited,
+                         ErrorName.limitExceeded, ErrorName.busy, ErrorName.storageError, ErrorName.invalidArgs]),
+            DBusMethodDecl(
+                "GetExposureWindows",
+                out: [DBusArgument("windows", "a(xiiia(iii))")],
+                since: 1, errors: [ErrorName.storageError]),
+            DBusMethodDecl(
+                "GetDailySummaries",
+                in: [DBusArgument("config", "a{sv}")],
+                out: [DBusArgument("summaries", "a(u(ddd)a{i(ddd)})")],
+                since: 1, errors: [ErrorName.invalidArgs, ErrorName.storageError]),
+            DBusMethodDecl(
+                "SetDiagnosisKeysDataMapping",
+                in: [DBusArgument("mapping", "a{sv}")],
+                since: 1, errors: [ErrorName.invalidArgs, ErrorName.rateLimited, ErrorName.storageError]),
+            DBusMethodDecl(
+                "GetDiagnosisKeysDataMapping",
+                out: [DBusArgument("mapping", "a{sv}")],
+                since: 1),
+            DBusMethodDecl(
+                "GetExposureSummary",
+                in: [DBusArgument("config", "a{sv}")],
+                out: [DBusArgument("summary", "(iiiiai)")],
+                since: 1, errors: [ErrorName.invalidArgs, ErrorName.storageError], deprecated: true),
+        ],
+        properties: [
+            DBusPropertyDecl("Version", "s", .read, emitsChanged: .const, since: 1),
+            DBusPropertyDecl("Enabled", "b", .read, since: 1),
+            DBusPropertyDecl("Status", "as", .read, since: 1),
+            DBusPropertyDecl("TrialMode", "b", .read, emitsChanged: .const, since: 1),
+            DBusPropertyDecl("AdvertisementCount", "t", .read, since: 1),
+            DBusPropertyDecl("ScanCount", "t", .read, since: 1),
+            DBusPropertyDecl("SightingCount", "t", .read, since: 1),
+            DBusPropertyDecl("LastScanTime", "x", .read, since: 1),
+            DBusPropertyDecl("ProvideDiagnosisKeysRemaining", "u", .read, since: 1),
+        ],
+        signals: [
+            DBusSignalDecl("ExposureStateUpdated", [
+                DBusArgument("token", "s"), DBusArgument("matched_keys", "u"),
+                DBusArgument("windows", "u"), DBusArgument("error", "s"),
+            ], since: 1),
+        ],
+        errors: errors)
+
+    /// `org.gaend.Research1`: raw sightings, ground truth and calibration for field trials.
+    /// Exported only when the config enables research (or `--trial`).
+    public static let research = DBusInterfaceDecl(
+        name: GaendBus.researchInterface,
+        revision: 1,
+        methods: [
+            DBusMethodDecl(
+                "ExportSightings",
+                in: [DBusArgument("fd", "h"), DBusArgument("from", "x"), DBusArgument("to", "x"),
+                     DBusArgument("format", "s")],
+                out: [DBusArgument("rows", "u")],
+                since: 1, errors: [ErrorName.invalidArgs, ErrorName.writeFailed, ErrorName.storageError,
+                                   ErrorName.limitExceeded]),
+            DBusMethodDecl(
+                "AddMarker",
+                in: [DBusArgument("time", "x"), DBusArgument("label", "s"), DBusArgument("distance", "d"),
+                     DBusArgument("note", "s")],
+                out: [DBusArgument("id", "t")],
+                since: 1, errors: [ErrorName.invalidArgs, ErrorName.clockUnsynchronised, ErrorName.storageError]),
+            DBusMethodDecl(
+                "GetMarkers",
+                in: [DBusArgument("from", "x"), DBusArgument("to", "x")],
+                out: [DBusArgument("markers", "a(txsds)")],
+                since: 1, errors: [ErrorName.invalidArgs, ErrorName.storageError, ErrorName.limitExceeded]),
+            DBusMethodDecl(
+                "SetCalibration",
+                in: [DBusArgument("tx_power", "n"), DBusArgument("rssi_correction", "n"),
+                     DBusArgument("confidence", "i")],
+                since: 1, errors: [ErrorName.invalidArgs, ErrorName.storageError]),
+        ],
+        properties: [
+            DBusPropertyDecl("TxPower", "n", .read, since: 1),
+            DBusPropertyDecl("RssiCorrection", "n", .read, since: 1),
+            DBusPropertyDecl("CalibrationConfidence", "i", .read, since: 1),
+        ],
+        signals: [
+            DBusSignalDecl("ScanFinished", [
+                DBusArgument("start", "x"), DBusArgument("end", "x"),
+                DBusArgument("sightings", "a(xayayn)"),
+            ], since: 1),
+        ],
+        errors: errors)
+
+    /// Every gaend interface, in the order of the files in dbus/.
+    public static let all = [exposureNotification, research]
+}

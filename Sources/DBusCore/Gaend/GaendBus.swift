@@ -1,0 +1,24 @@
+/// The names of gaend's D-Bus API, shared by the daemon's tables and the client.
+public enum GaendBus {
+    /// The daemon's well-known bus name.
+    public static let busName = "org.gaend"
+    /// The object that carries every gaend interface.
+    public static let objectPath = "/org/gaend"
+    public static let exposureNotificationInterface = "org.gaend.ExposureNotification1"
+    public static let researchInterface = "org.gaend.Research1"
+    /// Prefix of gaend's own error names (`org.gaend.Error.RateLimited`, ...).
+    public static let errorPrefix = "org.gaend.Error."
+}
+
+/// The values of the `Status` property (docs/dbus.md). Clients must ignore unknown values.
+public enum GaendStatus {
+    public static let active = "active"
+    public static let inactive = "inactive"
+    public static let clockUnsynchronised = "clock-unsynchronised"
+    public static let controllerMissing = "controller-missing"
+    public static let controllerError = "controller-error"
+    public static let storageError = "storage-error"
+    public static let storageFull = "storage-full"
+    public static let all = [active, inactive, clockUnsynchronised, controllerMissing, controllerError,
+                             storageError, storageFull]
+}

@@ -1,0 +1,197 @@
+import BLEDaemon
+import DBusCore
+import Foundation
+import GaenClient
+import Testing
+
+/// Sample values of every wire type.
+enum Samples {
+    static let key = GaendTemporaryExposureKey(keyData: Data(repeating: 0xAB, count: 16),
+                                               rollingStartIntervalNumber: 2_642_976, rollingPeriod: 144)
+    static let window = GaendExposureWindow(
+        dateMillisSinceEpoch: 1_585_785_600_000, reportType: 1, infectiousness: 2, calibrationConfidence: 3,
+        scanInstances: [GaendScanInstance(typicalAttenuationDb: 55, minAttenuationDb: 50, secondsSinceLastScan: 300),
+                        GaendScanInstance(typicalAttenuationDb: 60, minAttenuationDb: 58, secondsSinceLastScan: 240)])
+    static let summary = GaendDailySummary(
+        daysSinceEpoch: 18_354,
+        summaryData: GaendSummaryData(maximumScore: 900, scoreSum: 1500, weightedDurationSum: 1500),
+        reportTypeSummaries: [1: GaendSummaryData(maximumScore: 900, scoreSum: 1500, weightedDurationSum: 1500)])
+    static let v1 = GaendExposureSummaryV1(daysSinceLastExposure: 2, matchedKeyCount: 1, maximumRiskScore: 8,
+                                           summationRiskScore: 8, attenuationDurationsInMinutes: [5, 10, 0])
+    static let sighting = GaendSighting(time: 1_700_000_000_123, rpi: Data(repeating: 1, count: 16),
+                                        aem: Data([1, 2, 3, 4]), rssi: -71)
+    static let marker = GaendMarker(id: 7, time: 1_700_000_000_000, label: "seat 3", distance: 1.5, note: "")
+}
+
+/// A stand-in daemon with both real tables bound to canned handlers, to check the client
+/// against the contract (the node implements the real handlers).
+final class CannedDaemon: Sendable {
+    let connection: BusConnection
+    let service: BusService
+    private let task: Task<Void, Never>
+
+    init(address: String) async throws {
+        connection = try BusConnection.connect(.address(address))
+        let service = BusService(connection: connection, fallbackErrorName: GaendInterfaces.ErrorName.failed)
+        self.service = service
+        let en = GaendInterfaces.exposureNotification
+        var methods: [String: DBusMethodHandler] = [:]
+        for m in en.methods { methods[m.name] = { _ in [] } }
+        methods["GetTemporaryExposureKeyHistory"] = { call in
+            guard try await call.callerUID() == 0 else {
+                throw DBusNamedError(name: GaendInterfaces.ErrorName.notAuthorized, message: "root only")
+            }
+            return [GaendTemporaryExposureKey.array([Samples.key])]
+        }
+        methods["ProvideDiagnosisKeys"] = { call in
+            let files = call.args[0].arrayValue ?? []
+            var keys: UInt32 = 0
+            for f in files {
+                guard let text = try? readAll(f.unixFDValue!), text.hasPrefix("PK") else {
+                    throw DBusNamedError(name: GaendInterfaces.ErrorName.invalidKeyFile, message: "file is not a zip")
+                }
+                keys += 1
+            }
+            let token = call.args[1].stringValue ?? ""
+            let n = keys
+            Task {
+                try? await service.emit(path: GaendBus.objectPath, interface: en.name, signal: "ExposureStateUpdated",
+                                        GaendExposureStateUpdate(token: token, matchedKeys: n, windows: 1, error: "").args)
+            }
+            return [.uint32(keys)]
+        }
+        methods["GetExposureWindows"] = { _ in [GaendExposureWindow.array([Samples.window])] }
+        methods["GetDailySummaries"] = { call in
+            guard call.args[0].vardictValue?["attenuation_bucket_thresholds_db"] != nil else {
+                throw DBusNamedError.invalidArgs("attenuation_bucket_thresholds_db is required")
+            }
+            return [GaendDailySummary.array([Samples.summary])]
+        }
+        methods["GetDiagnosisKeysDataMapping"] = { _ in [.vardict(["report_type_when_missing": .int32(1)])] }
+        methods["GetExposureSummary"] = { _ in [Samples.v1.dbusValue] }
+        let getters: [String: DBusPropertyGetter] = [
+            "Version": { .string("0.1.0") }, "Enabled": { .boolean(true) },
+            "Status": { .array(.string, [.string(GaendStatus.active)]) }, "TrialMode": { .boolean(false) },
+            "AdvertisementCount": { .uint64(3) }, "ScanCount": { .uint64(12) }, "SightingCount": { .uint64(345) },
+            "LastScanTime": { .int64(1_700_000_000_000) }, "ProvideDiagnosisKeysRemaining": { .uint32(6) },
+        ]
+        let research = GaendInterfaces.research
+        let researchImpl = try DBusInterfaceImplementation(research, methods: [
+            "ExportSightings": { call in
+                guard let fd = call.args[0].unixFDValue?.take() else { throw DBusNamedError.invalidArgs("fd") }
+                let out = FileHandle(fileDescriptor: fd, closeOnDealloc: true)
+                try out.write(contentsOf: Data("time,rpi,aem,rssi,scan_start,scan_end\n".utf8))
+                return [.uint32(0)]
+            },
+            "AddMarker": { _ in [.uint64(Samples.marker.id)] },
+            "GetMarkers": { _ in [GaendMarker.array([Samples.marker])] },
+            "SetCalibration": { _ in
+                try await service.emit(path: GaendBus.objectPath, interface: research.name, signal: "ScanFinished",
+                                       GaendScanFinished(start: 1, end: 2, sightings: [Samples.sighting]).args)
+                return []
+            },
+        ], getters: ["TxPower": { .int16(-30) }, "RssiCorrection": { .int16(5) }, "CalibrationConfidence": { .int32(2) }])
+        try service.export(path: GaendBus.objectPath, [
+            try DBusInterfaceImplementation(en, methods: methods, getters: getters), researchImpl,
+        ])
+        task = Task { await service.run() }
+        try await connection.requestName(GaendBus.busName)
+    }
+
+    func close() {
+        connection.close()
+        task.cancel()
+    }
+}
+
+@Suite("Typed gaend client against the contract tables", .serialized)
+struct GaendClientTests {
+    @Test("every wire value round-trips through its D-Bus value and checks its shape")
+    func wireRoundTrips() throws {
+        #expect(try GaendTemporaryExposureKey(dbus: Samples.key.dbusValue) == Samples.key)
+        #expect(try GaendExposureWindow(dbus: Samples.window.dbusValue) == Samples.window)
+        #expect(try GaendDailySummary(dbus: Samples.summary.dbusValue) == Samples.summary)
+        #expect(try GaendExposureSummaryV1(dbus: Samples.v1.dbusValue) == Samples.v1)
+        #expect(try GaendSighting(dbus: Samples.sighting.dbusValue) == Samples.sighting)
+        #expect(try GaendMarker(dbus: Samples.marker.dbusValue) == Samples.marker)
+        // The wire types are exactly the tables' signatures.
+        let en = GaendInterfaces.exposureNotification, research = GaendInterfaces.research
+        #expect(en.method("GetTemporaryExposureKeyHistory")?.outSignature == "a" + GaendTemporaryExposureKey.signature)
+        #expect(en.method("GetExposureWindows")?.outSignature == "a" + GaendExposureWindow.signature)
+        #expect(en.method("GetDailySummaries")?.outSignature == "a" + GaendDailySummary.signature)
+        #expect(en.method("GetExposureSummary")?.outSignature == GaendExposureSummaryV1.signature)
+        #expect(research.method("GetMarkers")?.outSignature == "a" + GaendMarker.signature)
+        #expect(research.signal("ScanFinished")?.signature == DBusValue.signature(of: GaendScanFinished(start: 0, end: 0, sightings: []).args))
+        #expect(en.signal("ExposureStateUpdated")?.signature
+                == DBusValue.signature(of: GaendExposureStateUpdate(token: "", matchedKeys: 0, windows: 0, error: "").args))
+
+        var short = Samples.sighting
+        short.rpi = Data(count: 15)
+        #expect(throws: GaendWireError.wrongLength(what: "rpi", expected: 16, actual: 15)) {
+            try GaendSighting(dbus: short.dbusValue)
+        }
+        #expect(throws: GaendWireError.wrongType(what: "exposure window", expected: GaendExposureWindow.signature, actual: "s")) {
+            try GaendExposureWindow(dbus: .string("x"))
+        }
+        #expect(!"\(Samples.key)".contains("ab"), "a TEK's description must not show the key")
+    }
+
+    @Test("the typed client calls every method, reads the properties and receives both signals")
+    func typedClient() async throws {
+        let bus = try PrivateBus()
+        defer { bus.stop() }
+        let daemon = try await CannedDaemon(address: bus.address)
+        defer { daemon.close() }
+        let client = GaendClient(bus: try BusClient(bus: .address(bus.address), timeout: .seconds(10)))
+        defer { client.bus.close() }
+
+        let status = try await client.status()
+        #expect(status.enabled && status.status == ["active"] && status.sightingCount == 345)
+        try await client.start()
+        try await client.stop()
+        #expect(try await client.temporaryExposureKeyHistory() == [Samples.key])
+        #expect(try await client.exposureWindows() == [Samples.window])
+        let summaries = try await client.dailySummaries(config: [
+            "attenuation_bucket_thresholds_db": .array(.int32, [.int32(30), .int32(50), .int32(70)]),
+            "attenuation_bucket_weights": .array(.double, [.double(1), .double(1), .double(0.5), .double(0)]),
+        ])
+        #expect(summaries == [Samples.summary])
+        await #expect(throws: DBusNamedError.invalidArgs("attenuation_bucket_thresholds_db is required")) {
+            _ = try await client.dailySummaries(config: [:])
+        }
+        #expect(try await client.exposureSummary(config: [:]) == Samples.v1)
+        #expect(try await client.diagnosisKeysDataMapping() == ["report_type_when_missing": .int32(1)])
+
+        let updates = try await client.exposureStateUpdates()
+        var pipeFDs: [Int32] = [-1, -1]
+        #expect(pipe(&pipeFDs) == 0)
+        let w = FileHandle(fileDescriptor: pipeFDs[1], closeOnDealloc: true)
+        try w.write(contentsOf: Data("PK\u{3}\u{4}".utf8))
+        try w.close()
+        let keys = try await client.provideDiagnosisKeys(files: [DBusUnixFD(owning: pipeFDs[0])], token: "batch-1")
+        #expect(keys == 1)
+        var it = updates.makeAsyncIterator()
+        #expect(await it.next() == GaendExposureStateUpdate(token: "batch-1", matchedKeys: 1, windows: 1, error: ""))
+
+        #expect(pipe(&pipeFDs) == 0)
+        close(pipeFDs[1])
+        let e = await namedError { _ = try await client.provideDiagnosisKeys(files: [DBusUnixFD(owning: pipeFDs[0])], token: "") }
+        #expect(e?.name == "org.gaend.Error.InvalidKeyFile")
+
+        #expect(try await client.calibration() == GaendCalibration(txPower: -30, rssiCorrection: 5, calibrationConfidence: 2))
+        #expect(try await client.addMarker(time: 0, label: "seat 3", distance: 1.5, note: "") == 7)
+        #expect(try await client.markers(from: 0, to: Int64.max) == [Samples.marker])
+        let scans = try await client.scanFinished()
+        try await client.setCalibration(txPower: -30, rssiCorrection: 5, confidence: 2)
+        var scanIt = scans.makeAsyncIterator()
+        #expect(await scanIt.next() == GaendScanFinished(start: 1, end: 2, sightings: [Samples.sighting]))
+
+        let file = FileManager.default.temporaryDirectory.appendingPathComponent("gaend-export-\(UUID().uuidString).csv")
+        _ = FileManager.default.createFile(atPath: file.path, contents: nil)
+        defer { try? FileManager.default.removeItem(at: file) }
+        let handle = try FileHandle(forWritingTo: file)
+        _ = try await client.exportSightings(to: try DBusUnixFD(duplicating: handle.fileDescriptor), from: 0, to: 1, format: "csv")
+        try handle.close()
+        #expect(try String(contentsOf: file, encoding: .utf8).hasPrefix("time,rpi,aem,rssi"))
+    }
+}
