@@ -19,6 +19,7 @@ let package = Package(
         .package(url: "https://github.com/weichsel/ZIPFoundation", from: "0.9.19"),
         .package(url: "https://github.com/groue/GRDB.swift", from: "7.0.0"),
         .package(url: "https://github.com/jpsim/Yams", from: "6.0.0"),
+        .package(url: "https://github.com/yaslab/CSV.swift", from: "2.5.2"),
     ],
     targets: [
         // System library: OpenSSL libcrypto, the one crypto provider (design card: libssl-dev).
@@ -48,6 +49,7 @@ let package = Package(
                 "COpenSSL",
                 .product(name: "SwiftProtobuf", package: "swift-protobuf"),
                 .product(name: "ZIPFoundation", package: "ZIPFoundation"),
+                .product(name: "CSV", package: "CSV.swift"),
             ],
             exclude: ["KeyExport/export.proto"]
         ),
@@ -82,7 +84,7 @@ let package = Package(
         // Fuzz target for the HCI event decoder (tools/fuzz/run.sh FuzzHCIEvent SECONDS).
         .executableTarget(name: "FuzzHCIEvent", dependencies: ["HCIProtocol"]),
         // Benchmarks print figures; they are not tests (run: scripts/bench.sh).
-        .executableTarget(name: "GaenBench", dependencies: ["ENProtocol", "BLEDaemon"]),
+        .executableTarget(name: "GaenBench", dependencies: ["ENProtocol", "BLEDaemon", "COpenSSL"]),
         .testTarget(
             name: "ENProtocolTests",
             dependencies: ["ENProtocol"],
@@ -98,6 +100,6 @@ let package = Package(
         // D-Bus binding and API contract against private dbus-daemons and real clients.
         .testTarget(name: "BusTests", dependencies: ["DBusCore", "GaenClient", "BLEDaemon", "gaenctl"]),
         // Runs the built executables end to end (they are built by `swift build --build-tests`).
-        .testTarget(name: "CLITests", dependencies: ["gaenctl"]),
+        .testTarget(name: "CLITests", dependencies: ["gaenctl", "ENProtocol"]),
     ]
 )

@@ -5,6 +5,7 @@ import Foundation
 let benchmarks: [String: ([String]) throws -> Void] = [
     "ingest": IngestBench.run,
     "schedule-idle": ScheduleIdleBench.run,
+    "match": MatchBench.run,
 ]
 
 let arguments = Array(CommandLine.arguments.dropFirst())

@@ -9,6 +9,9 @@ struct GaenCtl: AsyncParsableCommand {
         abstract: "Client of gaend and offline GAEN protocol toolbox.",
         subcommands: [
             Derive.self,
+            Keys.self,
+            MatchCommand.self,
+            WindowsCommand.self,
             Radio.self,
             Status.self,
         ]

@@ -27,34 +27,107 @@ public final class GAENKeySchedule {
     static let aemkInfo = Array("EN-AEMK".utf8)
     static let paddedDataPrefix = Array("EN-RPI".utf8) // then 6 zero bytes, then ENIN LE
 
-    /// HKDF-Extract with "no salt" = HMAC keyed with HashLen zero bytes (RFC 5869 §2.2).
-    private let zeroSaltExtractor: HMACSHA256
+    /// The key schedule's hot path (matching derives an RPIK per diagnosis key, a million a
+    /// second) runs HKDF on single SHA-256 compressions: the zero salt's HMAC pad states are
+    /// absorbed once here, and every message (TEK, info || 0x01, inner digests) fits one padded
+    /// block built in `block`, so a derivation is exactly six compressions with no allocation
+    /// and no SHA256_Update/Final bookkeeping. Checked against HKDF.sha256 and the vectors.
+    private let zeroSaltInner: SHA256_CTX
+    private let zeroSaltOuter: SHA256_CTX
+    /// Scratch for the compressions (`block`), the RPIK of the key being expanded, and the
+    /// PaddedData of 144 intervals. Raw memory owned by this instance (no copy-on-write or
+    /// exclusivity checks on the hot path); key-derived bytes in it are wiped in deinit. The
+    /// diagnosis keys matching feeds through here are published keys anyway.
+    private let scratch: UnsafeMutableRawPointer
+    private var block: UnsafeMutablePointer<UInt8> { scratch.assumingMemoryBound(to: UInt8.self) }
+    private var rpikScratch: UnsafeMutablePointer<UInt8> { (scratch + Self.rpikOffset).assumingMemoryBound(to: UInt8.self) }
+    /// PaddedData blocks for one whole key; only the ENIN bytes change, and only when the first
+    /// interval differs from the previous call's (the ENIN of block 0 says which it is).
+    private var paddedData: UnsafeMutableRawPointer { scratch + Self.paddedOffset }
+    private static let rpikOffset = SHA256.blockLength
+    private static let paddedOffset = SHA256.blockLength + 64
+    private static let scratchSize = paddedOffset + 16 * Int(ENIntervalNumber.perDay)
     private let aes: AES128ECB
-    /// PaddedData blocks for one whole key, rewritten per call (only the ENIN bytes change).
-    private var paddedData: [UInt8]
 
     public init() throws {
-        zeroSaltExtractor = [UInt8](repeating: 0, count: SHA256.digestLength).withUnsafeBytes { HMACSHA256(key: $0) }
         aes = try AES128ECB()
-        paddedData = [UInt8](repeating: 0, count: 16 * Int(ENIntervalNumber.perDay))
-        for block in 0..<Int(ENIntervalNumber.perDay) {
-            for (i, b) in Self.paddedDataPrefix.enumerated() { paddedData[block * 16 + i] = b }
+        scratch = UnsafeMutableRawPointer.allocate(byteCount: Self.scratchSize, alignment: 64)
+        scratch.initializeMemory(as: UInt8.self, repeating: 0, count: Self.scratchSize)
+        for b in 0..<Int(ENIntervalNumber.perDay) {
+            (scratch + Self.paddedOffset + b * 16).copyMemory(from: Self.paddedDataPrefix, byteCount: Self.paddedDataPrefix.count)
+            (scratch + Self.paddedOffset + b * 16 + 12).storeBytes(of: UInt32(b).littleEndian, as: UInt32.self)
+        }
+        // HKDF-Extract with "no salt" = HMAC keyed with HashLen zero bytes (RFC 5869 §2.2):
+        // the pads are 0x36 and 0x5c repeated.
+        let pad = scratch.assumingMemoryBound(to: UInt8.self)
+        var inner = SHA256_CTX(), outer = SHA256_CTX()
+        SHA256_Init(&inner)
+        pad.update(repeating: 0x36, count: SHA256.blockLength)
+        SHA256_Transform(&inner, pad)
+        SHA256_Init(&outer)
+        pad.update(repeating: 0x5c, count: SHA256.blockLength)
+        SHA256_Transform(&outer, pad)
+        zeroSaltInner = inner
+        zeroSaltOuter = outer
+    }
+
+    deinit {
+        OPENSSL_cleanse(scratch, Self.scratchSize)
+        scratch.deallocate()
+    }
+
+    /// Pads a message of `length` bytes already in `block[0..<length]` as the last block of a
+    /// hash whose first 64 bytes (the HMAC pad) were absorbed already: 0x80, zeros, bit length.
+    @inline(__always)
+    private func padBlock(messageLength length: Int) {
+        block[length] = 0x80
+        (block + length + 1).update(repeating: 0, count: SHA256.blockLength - 8 - length - 1)
+        let bits = UInt64(SHA256.blockLength + length) * 8
+        for i in 0..<8 { block[SHA256.blockLength - 1 - i] = UInt8(truncatingIfNeeded: bits >> (8 * UInt64(i))) }
+    }
+
+    /// Writes the state of `ctx` (a finished SHA-256) big-endian into `block[0..<32]`.
+    @inline(__always)
+    private func digest(of ctx: inout SHA256_CTX) {
+        withUnsafeBytes(of: &ctx.h) { h in
+            for i in 0..<8 {
+                let w = h.load(fromByteOffset: i * 4, as: UInt32.self)
+                (UnsafeMutableRawPointer(block) + i * 4).storeBytes(of: w.bigEndian, as: UInt32.self)
+            }
         }
     }
 
-    /// Derives a 16-byte HKDF output of the TEK for `info` into `out` (must hold 16 bytes).
+    /// HKDF-SHA256(IKM = tek, salt = none, info, L = 16) into `out` (16 bytes). One
+    /// HKDF-Expand block suffices for L = 16: T(1) = HMAC(PRK, info || 0x01).
     private func derive(tek: UnsafeRawBufferPointer, info: [UInt8], into out: UnsafeMutablePointer<UInt8>) {
-        var prk = [UInt8](repeating: 0, count: SHA256.digestLength)
-        zeroSaltExtractor.mac([tek], into: &prk)
-        // One HKDF-Expand block suffices for L = 16: T(1) = HMAC(PRK, info || 0x01).
-        let expander = prk.withUnsafeBytes { HMACSHA256(key: $0) }
-        var t1 = [UInt8](repeating: 0, count: SHA256.digestLength)
-        info.withUnsafeBytes { inf in
-            withUnsafeBytes(of: UInt8(1)) { ctr in expander.mac([inf, ctr], into: &t1) }
-        }
-        out.update(from: t1, count: 16)
-        OPENSSL_cleanse(&prk, prk.count)
-        OPENSSL_cleanse(&t1, t1.count)
+        // PRK = HMAC(zeros, TEK): inner then outer hash, one block each.
+        var ctx = zeroSaltInner
+        UnsafeMutableRawPointer(block).copyMemory(from: tek.baseAddress!, byteCount: tek.count)
+        padBlock(messageLength: tek.count)
+        SHA256_Transform(&ctx, block)
+        digest(of: &ctx)
+        ctx = zeroSaltOuter
+        padBlock(messageLength: SHA256.digestLength)
+        SHA256_Transform(&ctx, block)
+        digest(of: &ctx) // block[0..<32] = PRK
+        // HMAC keyed with PRK (32 bytes, zero-padded to a block): its two pad states.
+        var inner = SHA256_CTX(), outer = SHA256_CTX()
+        SHA256_Init(&inner); SHA256_Init(&outer)
+        for i in 0..<SHA256.digestLength { block[i] ^= 0x36 }
+        (block + SHA256.digestLength).update(repeating: 0x36, count: SHA256.blockLength - SHA256.digestLength)
+        SHA256_Transform(&inner, block)
+        for i in 0..<SHA256.blockLength { block[i] ^= 0x36 ^ 0x5c }
+        SHA256_Transform(&outer, block)
+        // T(1) = HMAC(PRK, info || 0x01).
+        for (i, b) in info.enumerated() { block[i] = b }
+        block[info.count] = 1
+        padBlock(messageLength: info.count + 1)
+        SHA256_Transform(&inner, block)
+        digest(of: &inner)
+        padBlock(messageLength: SHA256.digestLength)
+        SHA256_Transform(&outer, block)
+        digest(of: &outer)
+        out.update(from: block, count: 16)
     }
 
     public func rollingProximityIdentifierKey(for tek: TemporaryExposureKey) -> RollingProximityIdentifierKey {
@@ -80,22 +153,14 @@ public final class GAENKeySchedule {
         guard count >= 0, count <= Int(ENIntervalNumber.perDay), output.count >= count * 16 else {
             throw CryptoError.invalidInput(operation: "RPI derivation", reason: "count \(count) must be 0...144 and fit the output")
         }
-        var rpik = [UInt8](repeating: 0, count: 16)
-        derive(tek: tek, info: Self.rpikInfo, into: &rpik)
-        defer { OPENSSL_cleanse(&rpik, rpik.count) }
-        for j in 0..<count {
-            let enin = first.rawValue &+ UInt32(j)
-            let o = j * 16 + 12
-            paddedData[o] = UInt8(truncatingIfNeeded: enin)
-            paddedData[o + 1] = UInt8(truncatingIfNeeded: enin >> 8)
-            paddedData[o + 2] = UInt8(truncatingIfNeeded: enin >> 16)
-            paddedData[o + 3] = UInt8(truncatingIfNeeded: enin >> 24)
-        }
-        try rpik.withUnsafeBytes { key in
-            try paddedData.withUnsafeBytes { input in
-                try aes.encrypt(key: key, input: UnsafeRawBufferPointer(rebasing: input[0..<(count * 16)]), output: output)
+        derive(tek: tek, info: Self.rpikInfo, into: rpikScratch)
+        if paddedData.loadUnaligned(fromByteOffset: 12, as: UInt32.self) != first.rawValue.littleEndian {
+            for j in 0..<Int(ENIntervalNumber.perDay) {
+                paddedData.storeBytes(of: (first.rawValue &+ UInt32(j)).littleEndian, toByteOffset: j * 16 + 12, as: UInt32.self)
             }
         }
+        try aes.encrypt(key: UnsafeRawBufferPointer(start: rpikScratch, count: 16),
+                        input: UnsafeRawBufferPointer(start: paddedData, count: count * 16), output: output)
     }
 
     /// RPIs of a key's whole validity (or any run of up to 144 intervals).

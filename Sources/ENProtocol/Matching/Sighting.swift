@@ -1,0 +1,89 @@
+import Foundation
+
+/// Sightings as the research export records them (docs/sightings-format.md): one advertising
+/// report with 0xFD6F service data, plus the scans of the receiving node.
+
+/// One scan of the receiving node, from its start to its end (Unix seconds). Scans that saw
+/// nothing count too: exposure windows take `secondsSinceLastScan` from them.
+public struct Scan: Hashable, Sendable, Comparable {
+    public var start: Double
+    public var end: Double
+    /// The receiving node, when the export names it (multi-node files keep scans apart).
+    public var node: String?
+
+    public init(start: Double, end: Double, node: String? = nil) {
+        self.start = start
+        self.end = end
+        self.node = node
+    }
+
+    public static func < (a: Scan, b: Scan) -> Bool {
+        (a.node ?? "", a.start, a.end) < (b.node ?? "", b.start, b.end)
+    }
+}
+
+/// One received advertisement. Stored compactly (RPI as two words, AEM as one) because a busy
+/// site yields millions of them and the matcher keeps them all in memory.
+public struct Sighting: Hashable, Sendable {
+    /// Unix seconds of the report (UTC, may be fractional).
+    public var time: Double
+    /// RPI bytes 0..7 and 8..15, each read little-endian (the index hashes the first word).
+    public var rpiLow: UInt64
+    public var rpiHigh: UInt64
+    /// AEM bytes, little-endian.
+    public var aemBits: UInt32
+    /// RSSI in dBm as the controller reported it, before correction.
+    public var rssi: Int16
+    /// The receiving node's RSSI correction in dB at the time (attenuation uses rssi + correction).
+    public var rssiCorrection: Int16
+    /// Index into `SightingsLog.scans` of the scan that saw it, when the export has scan columns.
+    public var scanIndex: Int32?
+
+    public init(time: Double, rpi: RollingProximityIdentifier, aem: AssociatedEncryptedMetadata,
+                rssi: Int, rssiCorrection: Int = 0, scanIndex: Int? = nil) {
+        self.time = time
+        let r = [UInt8](rpi.bytes)
+        rpiLow = Self.word(r, 0)
+        rpiHigh = Self.word(r, 8)
+        let a = [UInt8](aem.bytes)
+        aemBits = UInt32(a[0]) | UInt32(a[1]) << 8 | UInt32(a[2]) << 16 | UInt32(a[3]) << 24
+        self.rssi = Int16(clamping: rssi)
+        self.rssiCorrection = Int16(clamping: rssiCorrection)
+        self.scanIndex = scanIndex.map { Int32($0) }
+    }
+
+    static func word(_ b: [UInt8], _ offset: Int) -> UInt64 {
+        var v: UInt64 = 0
+        for i in 0..<8 { v |= UInt64(b[offset + i]) << (8 * UInt64(i)) }
+        return v
+    }
+
+    static func bytes(_ w: UInt64) -> [UInt8] { (0..<8).map { UInt8(truncatingIfNeeded: w >> (8 * UInt64($0))) } }
+
+    public var rpi: RollingProximityIdentifier {
+        // Always 16 bytes, so the throwing initialiser cannot fail here.
+        try! RollingProximityIdentifier(bytes: Data(Self.bytes(rpiLow) + Self.bytes(rpiHigh)))
+    }
+
+    public var aem: AssociatedEncryptedMetadata {
+        try! AssociatedEncryptedMetadata(bytes: Data((0..<4).map { UInt8(truncatingIfNeeded: aemBits >> (8 * UInt32($0))) }))
+    }
+
+    /// The ENIN of the report time.
+    public var interval: ENIntervalNumber { ENIntervalNumber(unixSeconds: time) }
+}
+
+/// Everything an export holds for matching and windows: the sightings in file order and every
+/// scan (sorted by node, then start), including scans that saw nothing.
+public struct SightingsLog: Sendable {
+    public var sightings: [Sighting]
+    public var scans: [Scan]
+    /// True when the file carried `scan_start`/`scan_end` (exposure windows need them).
+    public var hasScanColumns: Bool
+
+    public init(sightings: [Sighting], scans: [Scan] = [], hasScanColumns: Bool = false) {
+        self.sightings = sightings
+        self.scans = scans
+        self.hasScanColumns = hasScanColumns
+    }
+}

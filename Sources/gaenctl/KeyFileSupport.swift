@@ -1,0 +1,89 @@
+import ArgumentParser
+import ENProtocol
+import Foundation
+
+/// A failure a gaenctl command reports as one line on stderr before exiting with status 1.
+struct CommandFailure: Error, CustomStringConvertible {
+    var description: String
+    init(_ description: String) { self.description = description }
+}
+
+/// Prints `message` as one line on stderr.
+func printError(_ message: String) {
+    let line = message.replacingOccurrences(of: "\n", with: " ") + "\n"
+    FileHandle.standardError.write(Data(line.utf8))
+}
+
+/// Runs a command body, turning any failure into one stderr line and exit status 1.
+func runReportingFailures(_ command: String, _ body: () throws -> Void) throws {
+    do {
+        try body()
+    } catch let e as ExitCode {
+        throw e
+    } catch {
+        printError("gaenctl \(command): \(error)")
+        throw ExitCode(1)
+    }
+}
+
+/// `--trust ID[:VERSION]=PEMFILE`, shared by every command that reads key files
+/// (`keys inspect`, `match`).
+struct TrustOptions: ParsableArguments {
+    @Option(name: .customLong("trust"),
+            help: ArgumentHelp("Trust a P-256 public key (PEM file) for signatures by key id ID (and VERSION, if given). Repeatable; with it, a file no trusted key verifies is rejected.",
+                               valueName: "ID[:VERSION]=PEMFILE"))
+    var trust: [String] = []
+
+    /// nil when no `--trust` was given (signatures are then not required).
+    func trustSet() throws -> KeyExportTrustSet? {
+        guard !trust.isEmpty else { return nil }
+        var set = KeyExportTrustSet()
+        for spec in trust {
+            guard let eq = spec.firstIndex(of: "="), eq != spec.startIndex, spec.index(after: eq) != spec.endIndex else {
+                throw CommandFailure("--trust '\(spec)': expected ID[:VERSION]=PEMFILE")
+            }
+            let who = spec[..<eq], path = String(spec[spec.index(after: eq)...])
+            let id: String, version: String?
+            if let colon = who.firstIndex(of: ":") {
+                id = String(who[..<colon]); version = String(who[who.index(after: colon)...])
+            } else {
+                id = String(who); version = nil
+            }
+            guard !id.isEmpty else { throw CommandFailure("--trust '\(spec)': the key id is empty") }
+            let pem: String
+            do { pem = try String(contentsOfFile: path, encoding: .utf8) } catch {
+                throw CommandFailure("--trust: cannot read \(path): \(error.localizedDescription)")
+            }
+            do { set.add(keyId: id, version: version, key: try P256PublicKey(pem: pem)) } catch {
+                throw CommandFailure("--trust: \(path): \(error)")
+            }
+        }
+        return set
+    }
+}
+
+enum KeyFileLoader {
+    /// Reads at most `limit + 1` bytes, so an oversized file is refused without being read whole.
+    static func readBounded(_ path: String, limit: Int) throws -> Data {
+        guard let handle = FileHandle(forReadingAtPath: path) else { throw CommandFailure("\(path): cannot open") }
+        defer { try? handle.close() }
+        let data = try handle.read(upToCount: limit + 1) ?? Data()
+        guard data.count <= limit else { throw CommandFailure("\(path): \(KeyExportError.fileTooLarge(size: data.count, limit: limit)) (or more)") }
+        return data
+    }
+
+    /// Reads and parses a key file (ZIP or bare export.bin). With a trust set, a file no
+    /// trusted key verifies is rejected whole; without one, a note on stderr says that no
+    /// signature was required. Returns the file and, with a trust set, the signature that verified.
+    static func load(_ path: String, trust: KeyExportTrustSet?, limits: KeyExportLimits = .default)
+        throws -> (file: KeyExportFile, verifiedBy: KeyExportSignatureInfo?) {
+        let data = try readBounded(path, limit: limits.maxFileSize)
+        let file: KeyExportFile
+        do { file = try KeyExportFile(parsing: data, limits: limits) } catch { throw CommandFailure("\(path): \(error)") }
+        guard let trust else {
+            printError("gaenctl: note: \(path): no --trust given, so no signature was required or checked")
+            return (file, nil)
+        }
+        do { return (file, try file.requireTrustedSignature(trust)) } catch { throw CommandFailure("\(path): rejected: \(error)") }
+    }
+}

@@ -1,0 +1,208 @@
+import ArgumentParser
+import ENProtocol
+import Foundation
+
+/// `gaenctl keys`: key export files (inspect, create). Issue 4 adds `history` and `provide`.
+struct Keys: ParsableCommand {
+    static let configuration = CommandConfiguration(
+        abstract: "Read, check and write GAEN key export files.",
+        subcommands: [KeysInspect.self, KeysCreate.self]
+    )
+}
+
+/// JSON field names of a key, shared by `inspect` output and `create` input.
+enum KeyJSON {
+    static func object(_ k: DiagnosisKey) -> JSONValue {
+        .object([
+            "keyData": .string(k.key.hexString),
+            "rollingStartIntervalNumber": .int(Int64(k.rollingStartIntervalNumber.rawValue)),
+            "rollingPeriod": .int(Int64(k.rollingPeriod)),
+            "transmissionRiskLevel": k.transmissionRiskLevel.map { .int(Int64($0)) } ?? .null,
+            "reportType": k.reportType.map { .int(Int64($0.rawValue)) } ?? .null,
+            "daysSinceOnsetOfSymptoms": k.daysSinceOnsetOfSymptoms.map { .int(Int64($0)) } ?? .null,
+        ])
+    }
+
+    /// The proto enum names, accepted by `create` besides the numbers.
+    static let reportTypeNames: [String: ReportType] = [
+        "UNKNOWN": .unknown, "CONFIRMED_TEST": .confirmedTest, "CONFIRMED_CLINICAL_DIAGNOSIS": .confirmedClinicalDiagnosis,
+        "SELF_REPORT": .selfReport, "RECURSIVE": .recursive, "REVOKED": .revoked,
+    ]
+
+    /// Parses one key object of KEYS.json; `at` names it in errors.
+    static func key(_ value: Any, at: String) throws -> DiagnosisKey {
+        guard let o = value as? [String: Any] else { throw CommandFailure("\(at): expected a JSON object") }
+        let known: Set = ["keyData", "rollingStartIntervalNumber", "rollingPeriod", "transmissionRiskLevel", "reportType", "daysSinceOnsetOfSymptoms"]
+        if let unknown = o.keys.sorted().first(where: { !known.contains($0) }) { throw CommandFailure("\(at): unknown field '\(unknown)'") }
+        func int(_ name: String, _ range: ClosedRange<Int64>) throws -> Int64? {
+            guard let v = o[name], !(v is NSNull) else { return nil }
+            guard let n = v as? NSNumber, n.doubleValue == n.doubleValue.rounded(),
+                  range.contains(n.int64Value) else {
+                throw CommandFailure("\(at).\(name): expected an integer in \(range.lowerBound)...\(range.upperBound), got \(v)")
+            }
+            return n.int64Value
+        }
+        guard let hex = o["keyData"] as? String else { throw CommandFailure("\(at).keyData: missing (32 hex digits)") }
+        let tek: TemporaryExposureKey
+        do { tek = try TemporaryExposureKey(bytes: Data(hex: hex, count: 16)) } catch { throw CommandFailure("\(at).keyData: \(error)") }
+        guard let start = try int("rollingStartIntervalNumber", 0...Int64(Int32.max)) else {
+            throw CommandFailure("\(at).rollingStartIntervalNumber: missing")
+        }
+        var report: ReportType? = nil
+        if let r = o["reportType"], !(r is NSNull) {
+            if let name = r as? String {
+                guard let t = reportTypeNames[name] else {
+                    throw CommandFailure("\(at).reportType: unknown name '\(name)' (one of \(reportTypeNames.keys.sorted().joined(separator: ", ")))")
+                }
+                report = t
+            } else if let n = try int("reportType", 0...5) {
+                report = ReportType(rawValue: Int(n))
+            }
+        }
+        return DiagnosisKey(
+            key: tek, rollingStartIntervalNumber: ENIntervalNumber(UInt32(start)),
+            rollingPeriod: UInt32(try int("rollingPeriod", 1...144) ?? 144),
+            transmissionRiskLevel: try int("transmissionRiskLevel", Int64(Int32.min)...Int64(Int32.max)).map { Int32($0) },
+            reportType: report,
+            daysSinceOnsetOfSymptoms: try int("daysSinceOnsetOfSymptoms", Int64(Int32.min)...Int64(Int32.max)).map { Int32($0) })
+    }
+}
+
+/// Writes to stdout in large chunks, so a file of many keys streams out without being
+/// assembled in memory.
+struct ChunkedOutput {
+    private var buffer = ""
+    mutating func write(_ s: String) {
+        buffer += s
+        if buffer.utf8.count >= 1 << 20 { flush() }
+    }
+    mutating func flush() {
+        FileHandle.standardOutput.write(Data(buffer.utf8))
+        buffer = ""
+    }
+}
+
+struct KeysInspect: ParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "inspect",
+        abstract: "Print a key export file (ZIP or bare export.bin) as JSON, checking it and its signatures.",
+        discussion: """
+            Prints {"header":{"startTimestamp","endTimestamp","region","batchNum","batchSize"},
+            "keys":[{"keyData","rollingStartIntervalNumber","rollingPeriod","transmissionRiskLevel",
+            "reportType","daysSinceOnsetOfSymptoms"}],"signatures":[{"keyId","keyVersion","algorithm","verified"}]}
+            ("revisedKeys", like "keys", only when the file has revised keys).
+            With --trust, a file that no trusted key verifies is rejected (exit 1). Without --trust,
+            any well-formed file is printed (signed, unsigned or a bare export.bin), signatures show
+            "verified": false, and a note on stderr says that no signature was required.
+            """
+    )
+
+    @Argument(help: "The key export file.")
+    var file: String
+
+    @OptionGroup var trustOptions: TrustOptions
+
+    @Flag(help: "Fail unless a trusted key verifies the file (needs --trust).")
+    var requireSignature = false
+
+    func run() throws {
+        try runReportingFailures("keys inspect") {
+            let trust = try trustOptions.trustSet()
+            if requireSignature && trust == nil { throw CommandFailure("--require-signature needs at least one --trust") }
+            let (file, _) = try KeyFileLoader.load(self.file, trust: trust)
+            let verified = trust.map { file.verify(against: $0).verified } ?? file.signatures.map { _ in false }
+            let h = file.header
+            let header: JSONValue = .object([
+                "startTimestamp": .int(Int64(clamping: h.startTimestamp)),
+                "endTimestamp": .int(Int64(clamping: h.endTimestamp)),
+                "region": .string(h.region),
+                "batchNum": .int(Int64(h.batchNum)),
+                "batchSize": .int(Int64(h.batchSize)),
+            ])
+            let signatures: JSONValue = .array(zip(file.signatures, verified).map { s, ok in
+                .object(["keyId": .string(s.info.keyId), "keyVersion": .string(s.info.keyVersion),
+                         "algorithm": .string(s.info.algorithm), "verified": .bool(ok)])
+            })
+            // Keys sorted as JSONValue sorts them: header, keys, revisedKeys, signatures.
+            var out = ChunkedOutput()
+            out.write("{\"header\":" + header.serialized() + ",\"keys\":[")
+            Self.writeKeys(file.keyBatches(), to: &out)
+            out.write("]")
+            if file.revisedKeyCount > 0 {
+                out.write(",\"revisedKeys\":[")
+                Self.writeKeys(file.revisedKeyBatches(), to: &out)
+                out.write("]")
+            }
+            out.write(",\"signatures\":" + signatures.serialized() + "}\n")
+            out.flush()
+        }
+    }
+
+    static func writeKeys(_ batches: KeyBatches, to out: inout ChunkedOutput) {
+        var first = true
+        for batch in batches {
+            for k in batch {
+                out.write((first ? "" : ",") + KeyJSON.object(k).serialized())
+                first = false
+            }
+        }
+    }
+}
+
+struct KeysCreate: ParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "create",
+        abstract: "Write a signed key export ZIP from a JSON array of keys.",
+        discussion: """
+            KEYS.json is an array of objects with the fields keys inspect prints: keyData (32 hex
+            digits), rollingStartIntervalNumber, and optionally rollingPeriod (default 144),
+            transmissionRiskLevel, reportType (number or proto name such as CONFIRMED_TEST) and
+            daysSinceOnsetOfSymptoms. The header's time window runs from the earliest key's start
+            to the latest key's end; the file is batch 1 of 1 and carries one signature.
+            """
+    )
+
+    @Option(name: .customLong("keys"), help: ArgumentHelp("JSON array of keys.", valueName: "KEYS.json"))
+    var keysPath: String
+
+    @Option(help: ArgumentHelp("P-256 private key (PKCS#8 or SEC1 PEM, unencrypted).", valueName: "PRIVATE.pem"))
+    var signingKey: String
+
+    @Option(help: "verification_key_id recorded with the signature.")
+    var keyId: String
+
+    @Option(help: "verification_key_version recorded with the signature.")
+    var keyVersion: String = "1"
+
+    @Option(help: "Region of the keys (e.g. an MCC or country code).")
+    var region: String = ""
+
+    @Option(name: .short, help: ArgumentHelp("Output ZIP file.", valueName: "OUT.zip"))
+    var output: String
+
+    func run() throws {
+        try runReportingFailures("keys create") {
+            let json = try KeyFileLoader.readBounded(keysPath, limit: 512 << 20)
+            let parsed: Any
+            do { parsed = try JSONSerialization.jsonObject(with: json) } catch {
+                throw CommandFailure("\(keysPath): not valid JSON (\(error.localizedDescription))")
+            }
+            guard let array = parsed as? [Any] else { throw CommandFailure("\(keysPath): expected a JSON array of key objects") }
+            let keys = try array.enumerated().map { i, v in try KeyJSON.key(v, at: "\(keysPath)[\(i)]") }
+
+            let pem = try KeyFileLoader.readBounded(signingKey, limit: 64 << 10)
+            let signer: P256PrivateKey
+            do { signer = try P256PrivateKey(pem: String(decoding: pem, as: UTF8.self)) } catch {
+                throw CommandFailure("--signing-key \(signingKey): \(error)")
+            }
+            let start = keys.map { UInt64($0.rollingStartIntervalNumber.rawValue) }.min() ?? 0
+            let end = keys.map { UInt64($0.rollingStartIntervalNumber.rawValue) + UInt64($0.rollingPeriod) }.max() ?? 0
+            let header = KeyExportHeader(startTimestamp: start * 600, endTimestamp: end * 600, region: region)
+            let zip = try KeyExportWriter.signedArchive(header: header, keys: keys, signingKey: signer, keyId: keyId, keyVersion: keyVersion)
+            do { try zip.write(to: URL(fileURLWithPath: output), options: .atomic) } catch {
+                throw CommandFailure("cannot write \(output): \(error.localizedDescription)")
+            }
+            printError("gaenctl: wrote \(output): \(keys.count) keys, signed as \(keyId):\(keyVersion)")
+        }
+    }
+}

@@ -1,0 +1,52 @@
+import ArgumentParser
+import ENProtocol
+import Foundation
+
+/// `gaenctl match`: which sightings of an export a set of diagnosis keys explains.
+struct MatchCommand: ParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "match",
+        abstract: "Match diagnosis keys from key files against exported sightings.",
+        discussion: """
+            Prints one JSON line per matched sighting, sorted by time:
+            {"time","rpi","rssi","keyData","interval","txPower","attenuation","metadataVersion",
+            "calibrationConfidence","txPowerPlausible"}. attenuation = txPower - (rssi +
+            rssi_correction); it is null when the decrypted TX power is outside -50...+20 dB
+            (the AEM is not authenticated, so such a value is reported, flagged, not used).
+            calibrationConfidence is null for metadata v1.0. A sighting matches RPI_j of a key
+            when its interval is within 12 of j. Counters go to stderr. See docs/matching.md.
+            """
+    )
+
+    @OptionGroup var options: SightingsAndKeysOptions
+
+    func run() throws {
+        try runReportingFailures("match") {
+            let result = try MatchRun.run(options, requirement: .matching)
+            var out = ""
+            for m in result.matches {
+                out += Self.json(m).serialized()
+                out += "\n"
+                if out.utf8.count > 1 << 16 { FileHandle.standardOutput.write(Data(out.utf8)); out = "" }
+            }
+            FileHandle.standardOutput.write(Data(out.utf8))
+            printError(MatchRun.summary("match", result))
+        }
+    }
+
+    static func json(_ m: Match) -> JSONValue {
+        let t = m.sighting.time
+        return .object([
+            "time": t == t.rounded() && abs(t) < 1e15 ? .int(Int64(t)) : .double(t),
+            "rpi": .string(m.sighting.rpi.hexString),
+            "rssi": .int(Int64(m.sighting.rssi)),
+            "keyData": .string(m.key.key.hexString),
+            "interval": .int(Int64(m.interval.rawValue)),
+            "txPower": .int(Int64(m.txPower)),
+            "attenuation": m.attenuation.map { .int(Int64($0)) } ?? .null,
+            "metadataVersion": .string(m.metadataVersion),
+            "calibrationConfidence": m.calibrationConfidence.map { .int(Int64($0.rawValue)) } ?? .null,
+            "txPowerPlausible": .bool(m.txPowerPlausible),
+        ])
+    }
+}

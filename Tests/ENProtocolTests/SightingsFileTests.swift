@@ -1,0 +1,68 @@
+import Foundation
+import Testing
+@testable import ENProtocol
+
+/// The sightings export contract (docs/sightings-format.md) as the matcher reads it.
+@Suite struct SightingsFileTests {
+    let rpi = "00112233445566778899aabbccddeeff"
+
+    @Test func csvWithScansEmptyScanRowsAndExtraColumns() throws {
+        let csv = """
+            site,time,rpi,aem,rssi,scan_start,scan_end,rssi_correction,node
+            bus,1700000000.5,\(rpi),01020304,-70,1700000000,1700000004,3,n1
+            bus,1700000300,,,,1700000300,1700000304,,n1
+            bus,1700000001,\(rpi.uppercased()),0a0b0c0d,-71,1700000000,1700000004,,n1
+
+            """
+        let log = try SightingsFile.parse(Data(csv.utf8), requiring: .windows)
+        #expect(log.hasScanColumns)
+        #expect(log.scans == [Scan(start: 1_700_000_000, end: 1_700_000_004, node: "n1"), Scan(start: 1_700_000_300, end: 1_700_000_304, node: "n1")])
+        #expect(log.sightings.count == 2)
+        let s = log.sightings[0]
+        #expect(s.time == 1_700_000_000.5 && s.rssi == -70 && s.rssiCorrection == 3 && s.scanIndex == 0)
+        #expect(s.rpi.hexString == rpi && s.aem.hexString == "01020304")
+        #expect(log.sightings[1].rpi == s.rpi && log.sightings[1].rssiCorrection == 0)
+    }
+
+    @Test func matchingNeedsOnlyTheFirstFourColumns() throws {
+        let log = try SightingsFile.parse(Data("time,rpi,aem,rssi\n1700000000,\(rpi),01020304,-60\n".utf8))
+        #expect(log.sightings.count == 1 && !log.hasScanColumns && log.sightings[0].scanIndex == nil)
+        #expect(throws: SightingsFormatError.missingColumn("scan_start")) {
+            try SightingsFile.parse(Data("time,rpi,aem,rssi\n".utf8), requiring: .windows)
+        }
+    }
+
+    @Test func jsonLines() throws {
+        let lines = """
+            {"time": 1700000000, "rpi": "\(rpi)", "aem": "01020304", "rssi": -60, "scanStart": 1700000000, "scanEnd": 1700000004, "rssiCorrection": -2}
+            {"time": 1700000300, "rpi": null, "aem": null, "rssi": null, "scanStart": 1700000300, "scanEnd": 1700000304}
+            """
+        let log = try SightingsFile.parse(Data(lines.utf8), requiring: .windows)
+        #expect(log.sightings.count == 1 && log.scans.count == 2 && log.sightings[0].rssiCorrection == -2)
+    }
+
+    @Test func badInputSaysWhereAndWhat() {
+        let cases: [(String, SightingsFormatError)] = [
+            ("", .empty),
+            ("time,rpi,aem\n", .missingColumn("rssi")),
+            ("time,rpi,aem,rssi\n1700000000,abcd,01020304,-60\n",
+             .badField(line: 2, column: "rpi", value: "abcd", expected: "32 hex digits")),
+            ("time,rpi,aem,rssi\n1700000000,\(rpi),0102030,-60\n",
+             .badField(line: 2, column: "aem", value: "0102030", expected: "8 hex digits")),
+            ("time,rpi,aem,rssi\n1700000000,\(rpi),01020304,loud\n",
+             .badField(line: 2, column: "rssi", value: "loud", expected: "an integer dBm in -127...20")),
+            ("time,rpi,aem,rssi\nyesterday,\(rpi),01020304,-60\n",
+             .badField(line: 2, column: "time", value: "yesterday", expected: "Unix seconds")),
+            ("time,rpi,aem,rssi\n1700000000,\(rpi),01020304\n",
+             .malformedCSV(line: 2, reason: "expected 4 fields as in the header, got 3")),
+            ("time,rpi,aem,rssi,scan_start,scan_end\n1700000000,\(rpi),01020304,-60,1700000004,1700000000\n",
+             .badField(line: 2, column: "scan_end", value: "1700000000", expected: "a time not before scan_start 1700000004")),
+            ("time,rpi,aem,rssi,scan_start\n", .missingColumn("scan_end")),
+            ("time,rpi,aem,rssi,rssi_correction\n1700000000,\(rpi),01020304,-60,x\n",
+             .badField(line: 2, column: "rssi_correction", value: "x", expected: "an integer dB in -100...100")),
+        ]
+        for (input, expected) in cases {
+            #expect(throws: expected, "\(input)") { try SightingsFile.parse(Data(input.utf8)) }
+        }
+    }
+}
