@@ -14,6 +14,8 @@ struct GaenCtl: AsyncParsableCommand {
             WindowsCommand.self,
             Radio.self,
             Status.self,
+            Risk.self,
+            Summaries.self,
         ]
     )
 

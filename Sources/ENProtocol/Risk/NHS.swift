@@ -1,0 +1,259 @@
+import Foundation
+
+/// The NHS COVID-19 app's exposure scoring, read from the app's exposure configuration JSON
+/// (`exposureNotification`, `riskCalculation`, `riskScore`, `v2RiskCalculation`).
+///
+/// v2 (exposure windows): the scan instances' minimum attenuations (instances with
+/// secondsSinceLastScan 0 dropped) are laid on a time grid of `sampleResolution` seconds; an
+/// unscented Kalman smoother estimates the distance at every step from log(attenuation)
+/// (observation model: weightCoefficient x ln(distance) + intercept); each step's distance is the
+/// median of a gamma distribution with the smoothed mean and variance; the score is the sum over
+/// steps of step minutes x min(1, (minimumDistance / distance)^2). The window's risk score is
+/// 60 x score x infectiousnessWeights[infectiousness]; it is risky when it reaches
+/// `v2RiskCalculation.riskThreshold`.
+///
+/// v1 fallback (exposure information, for phones without v2): seconds in the three attenuation
+/// buckets (`exposureNotification.attenuationDurationThresholds`, each capped at 30 minutes)
+/// weighted by `riskCalculation.durationBucketWeights`, times the infectiousness factor
+/// exp(-0.5 (daysFromOnset / 2.75)^2) with daysFromOnset = 8 - transmissionRiskLevel
+/// (NHS: equation 3 of arXiv:2005.11057); risky when it reaches `riskCalculation.riskThreshold`.
+///
+/// Behaviour learnt from ukhsa-collaboration/riskscore-swift-public and the app repositories
+/// (covid-19-app-ios-ag-public, covid-19-app-android-ag-public); no app code is used.
+public struct NHSExposureConfiguration: Sendable, Equatable, Codable {
+    public struct ExposureNotification: Sendable, Equatable, Codable {
+        public var attenuationDurationThresholds: [Int]
+    }
+    public struct RiskCalculation: Sendable, Equatable, Codable {
+        public var durationBucketWeights: [Double]
+        public var riskThreshold: Double
+    }
+    public struct V2RiskCalculation: Sendable, Equatable, Codable {
+        public var infectiousnessWeights: [Double]
+        public var riskThreshold: Double
+    }
+    public struct RiskScore: Sendable, Equatable, Codable {
+        public struct RssiParameters: Sendable, Equatable, Codable {
+            public var weightCoefficient: Double
+            public var intercept: Double
+            public var covariance: Double
+        }
+        public struct PowerLossParameters: Sendable, Equatable, Codable {
+            public var wavelength: Double
+            public var pathLossFactor: Double
+            public var refDeviceLoss: Double
+        }
+        public struct InitialData: Sendable, Equatable, Codable {
+            public var mean: Double
+            public var covariance: Double
+        }
+        public struct SmootherParameters: Sendable, Equatable, Codable {
+            public var alpha: Double
+            public var beta: Double
+            public var kappa: Double
+        }
+        /// Seconds per step of the time grid.
+        public var sampleResolution: Double
+        /// Expected movement per step, metres (its square is the transition variance).
+        public var expectedDistance: Double
+        /// Distances below this count as this, metres.
+        public var minimumDistance: Double
+        public var rssiParameters: RssiParameters
+        public var powerLossParameters: PowerLossParameters
+        /// "log" (the app's) or "gen".
+        public var observationType: String
+        public var initialData: InitialData
+        public var smootherParameters: SmootherParameters
+    }
+
+    public var exposureNotification: ExposureNotification?
+    public var riskCalculation: RiskCalculation?
+    public var riskScore: RiskScore?
+    public var v2RiskCalculation: V2RiskCalculation?
+
+    public func validate() throws {
+        if let r = riskScore {
+            guard r.sampleResolution > 0, r.sampleResolution.isFinite else {
+                throw RiskError.invalidParameter(name: "riskScore.sampleResolution", expected: "> 0 seconds", actual: "\(r.sampleResolution)")
+            }
+            guard ["log", "gen"].contains(r.observationType) else {
+                throw RiskError.invalidParameter(name: "riskScore.observationType", expected: "log or gen", actual: r.observationType)
+            }
+            guard r.rssiParameters.covariance > 0, r.initialData.covariance > 0 else {
+                throw RiskError.invalidParameter(name: "riskScore covariances", expected: "> 0",
+                                                 actual: "rssi \(r.rssiParameters.covariance), initial \(r.initialData.covariance)")
+            }
+            guard r.smootherParameters.alpha > 0 else {
+                throw RiskError.invalidParameter(name: "riskScore.smootherParameters.alpha", expected: "> 0", actual: "\(r.smootherParameters.alpha)")
+            }
+        }
+        if let v2 = v2RiskCalculation, v2.infectiousnessWeights.isEmpty {
+            throw RiskError.invalidParameter(name: "v2RiskCalculation.infectiousnessWeights", expected: "at least 1 value", actual: "none")
+        }
+        if let rc = riskCalculation, rc.durationBucketWeights.count != 3 {
+            throw RiskError.invalidParameter(name: "riskCalculation.durationBucketWeights", expected: "3 values", actual: "\(rc.durationBucketWeights.count) values")
+        }
+        if let t = exposureNotification?.attenuationDurationThresholds, t.count != 2 || t[0] >= t[1] {
+            throw RiskError.invalidParameter(name: "exposureNotification.attenuationDurationThresholds", expected: "2 increasing values", actual: "\(t)")
+        }
+    }
+}
+
+/// The NHS v2 score of a sequence of scan instances (attenuation in dB, seconds since last scan).
+public struct NHSRiskScoreCalculator: Sendable {
+    public let parameters: NHSExposureConfiguration.RiskScore
+
+    public init(parameters: NHSExposureConfiguration.RiskScore) {
+        self.parameters = parameters
+    }
+
+    /// The model's observation: mean log-attenuation expected at a distance.
+    func expectedObservation(distance d: Double) -> Double {
+        let p = parameters
+        switch p.observationType {
+        case "gen":
+            // Friis-based variant, with the NHS model's conventions (unit distance slope, the
+            // wavelength term scaled by the path-loss factor, forced negative).
+            let pl = p.powerLossParameters
+            let effective = d > 0 ? d : 1e-3
+            var rssi = -log10(effective) + pl.pathLossFactor * log10(pl.wavelength / (4 * .pi)) + pl.refDeviceLoss
+            if rssi >= 0 { rssi = -1e-3 }
+            return p.rssiParameters.weightCoefficient * log(-rssi) + p.rssiParameters.intercept
+        default:
+            return p.rssiParameters.weightCoefficient * log(d) + p.rssiParameters.intercept
+        }
+    }
+
+    /// Observations on the time grid: log(attenuation) at step floor(cumulative seconds /
+    /// resolution), nil (missing) on steps without a scan or with a non-finite log. The first
+    /// instance sits at step 0 whatever its secondsSinceLastScan. An instance that lands on an
+    /// already used step takes the next step (the NHS code assumes this never happens).
+    func observations(_ instances: [(attenuation: Double, seconds: Double)]) -> [Double?] {
+        var result: [Double?] = []
+        var cumulative = 0.0
+        for (i, s) in instances.enumerated() {
+            if i > 0 { cumulative += s.seconds / parameters.sampleResolution }
+            let step = Int(cumulative)
+            if step > result.count { result.append(contentsOf: Array(repeating: nil, count: step - result.count)) }
+            let value = log(s.attenuation)
+            result.append(value.isFinite ? value : nil)
+        }
+        return result
+    }
+
+    /// Score in minutes-at-or-under-minimumDistance equivalents; 0 for no instances.
+    public func score(_ instances: [(attenuation: Double, seconds: Double)]) -> Double {
+        let obs = observations(instances)
+        guard !obs.isEmpty else { return 0 }
+        let p = parameters
+        let smoother = UnscentedKalmanSmoother1D(
+            initial: .init(mean: p.initialData.mean, covariance: p.initialData.covariance),
+            transitionCovariance: p.expectedDistance * p.expectedDistance,
+            observationCovariance: p.rssiParameters.covariance,
+            alpha: p.smootherParameters.alpha, beta: p.smootherParameters.beta, kappa: p.smootherParameters.kappa,
+            transition: { state, noise in abs(state + noise) },
+            observation: { [self] state, noise in expectedObservation(distance: abs(state)) + noise })
+        let minutesPerStep = p.sampleResolution / 60
+        return smoother.smooth(obs).reduce(0.0) { acc, s in
+            let distance = GammaFunction.gammaMedian(shape: s.mean * s.mean / s.covariance, scale: s.covariance / s.mean)
+            let proximity = min(max(p.minimumDistance * p.minimumDistance / (distance * distance), 0), 1)
+            return acc + minutesPerStep * proximity
+        }
+    }
+}
+
+public struct NHSWindowRisk: Sendable, Equatable, Codable {
+    public var date: String
+    public var score: Double
+    public var infectiousnessFactor: Double
+    public var riskScore: Double
+    public var isConsideredRisky: Bool
+}
+
+public struct NHSResult: Sendable, Equatable, Codable {
+    /// "v2" or "v1".
+    public var method: String
+    public var windows: [NHSWindowRisk]
+    public var maximumRiskScore: Double
+    public var riskThreshold: Double
+    public var crossesThreshold: Bool
+    /// Latest day with a risky window, and its highest risk score (the app's "most relevant exposure").
+    public var mostRelevantExposureDate: String?
+    public var mostRelevantExposureRiskScore: Double?
+
+    enum CodingKeys: String, CodingKey {
+        case method, windows, maximumRiskScore, riskThreshold, crossesThreshold, mostRelevantExposureDate, mostRelevantExposureRiskScore
+    }
+
+    public func encode(to encoder: Encoder) throws {
+        var c = encoder.container(keyedBy: CodingKeys.self)
+        try c.encode(method, forKey: .method)
+        try c.encode(windows, forKey: .windows)
+        try c.encode(maximumRiskScore, forKey: .maximumRiskScore)
+        try c.encode(riskThreshold, forKey: .riskThreshold)
+        try c.encode(crossesThreshold, forKey: .crossesThreshold)
+        try c.encode(mostRelevantExposureDate, forKey: .mostRelevantExposureDate)
+        try c.encode(mostRelevantExposureRiskScore, forKey: .mostRelevantExposureRiskScore)
+    }
+}
+
+public enum NHSRiskCalculation {
+    public enum Method: String, Sendable, CaseIterable { case v2, v1 }
+
+    /// The NHS v1 infectiousness factor for days from symptom onset.
+    public static func infectiousnessFactor(daysFromOnset: Int) -> Double {
+        let x = Double(daysFromOnset) / 2.75
+        return exp(-0.5 * x * x)
+    }
+
+    /// Scores every window. `method` nil: v2 when the configuration has `riskScore` and
+    /// `v2RiskCalculation`, else v1.
+    public static func calculate(_ windows: [ExposureWindow], configuration c: NHSExposureConfiguration,
+                                 method: Method? = nil) throws -> NHSResult {
+        try c.validate()
+        let chosen = method ?? ((c.riskScore != nil && c.v2RiskCalculation != nil) ? .v2 : .v1)
+        var results: [NHSWindowRisk] = []
+        let threshold: Double
+        switch chosen {
+        case .v2:
+            guard let rs = c.riskScore, let v2 = c.v2RiskCalculation else {
+                throw RiskError.invalidParameter(name: "riskScore/v2RiskCalculation", expected: "both present for the v2 method", actual: "missing")
+            }
+            threshold = v2.riskThreshold
+            let calculator = NHSRiskScoreCalculator(parameters: rs)
+            for w in windows where w.reportType != 5 {
+                // The apps drop instances with secondsSinceLastScan 0 as invalid model input.
+                let instances = w.scanInstances.filter { $0.secondsSinceLastScan > 0 }
+                    .map { (attenuation: Double($0.minAttenuationDb), seconds: Double($0.secondsSinceLastScan)) }
+                let score = calculator.score(instances)
+                let factor = v2.infectiousnessWeights.indices.contains(w.infectiousness)
+                    ? v2.infectiousnessWeights[w.infectiousness] : v2.infectiousnessWeights[0]
+                let risk = 60 * score * factor
+                results.append(NHSWindowRisk(date: w.day.isoDate, score: score, infectiousnessFactor: factor,
+                                             riskScore: risk, isConsideredRisky: !instances.isEmpty && risk >= threshold))
+            }
+        case .v1:
+            guard let rc = c.riskCalculation, let en = c.exposureNotification else {
+                throw RiskError.invalidParameter(name: "riskCalculation/exposureNotification", expected: "both present for the v1 method", actual: "missing")
+            }
+            threshold = rc.riskThreshold
+            for (i, w) in windows.enumerated() where w.reportType != 5 {
+                guard let trl = w.transmissionRiskLevel, (0...8).contains(trl) else {
+                    throw RiskError.invalidWindow(index: i, field: "transmissionRiskLevel", expected: "0...8 for the v1 method",
+                                                  actual: w.transmissionRiskLevel.map(String.init) ?? "absent")
+                }
+                let seconds = GAENv1.attenuationDurations(w, thresholds: en.attenuationDurationThresholds).map { min($0, 30 * 60) }
+                let score = zip(seconds, rc.durationBucketWeights).reduce(0.0) { $0 + Double($1.0) * $1.1 }
+                let factor = infectiousnessFactor(daysFromOnset: 8 - trl)
+                let risk = score * factor
+                results.append(NHSWindowRisk(date: w.day.isoDate, score: score, infectiousnessFactor: factor,
+                                             riskScore: risk, isConsideredRisky: risk >= threshold))
+            }
+        }
+        let maximum = results.map(\.riskScore).max() ?? 0
+        let relevant = results.filter(\.isConsideredRisky).max { ($0.date, $0.riskScore) < ($1.date, $1.riskScore) }
+        return NHSResult(method: chosen.rawValue, windows: results, maximumRiskScore: maximum, riskThreshold: threshold,
+                         crossesThreshold: results.contains(where: \.isConsideredRisky),
+                         mostRelevantExposureDate: relevant?.date, mostRelevantExposureRiskScore: relevant?.riskScore)
+    }
+}
