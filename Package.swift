@@ -68,7 +68,7 @@ let package = Package(
         .executableTarget(
             name: "gaend",
             dependencies: [
-                "BLEDaemon",
+                "BLEDaemon", "DBusCore", "ENProtocol",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
                 .product(name: "Logging", package: "swift-log"),
             ]

@@ -14,6 +14,10 @@ struct GaenCtl: AsyncParsableCommand {
             WindowsCommand.self,
             Radio.self,
             Status.self,
+            StartCommand.self,
+            StopCommand.self,
+            SightingsCommand.self,
+            MarkCommand.self,
             Risk.self,
             Summaries.self,
         ]
