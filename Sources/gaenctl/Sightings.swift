@@ -45,7 +45,7 @@ struct SightingsWatch: AsyncParsableCommand {
                         print("  \(isoTime(ms: s.time))  rpi \(s.rpi.hexString)  aem \(s.aem.hexString)  rssi \(s.rssi) dBm")
                     }
                 }
-                fflush(stdout)
+                fflush(nil)
                 seen += 1
                 if let count, seen >= count { return }
             }
@@ -80,7 +80,7 @@ struct SightingsExport: AsyncParsableCommand {
                 fd = open(output, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0o600)
                 guard fd >= 0 else { throw CommandFailure("cannot write \(output): \(String(cString: strerror(errno)))") }
             } else {
-                fflush(stdout)
+                fflush(nil)
                 fd = dup(1)
             }
             let file = DBusUnixFD(owning: fd)

@@ -77,8 +77,8 @@ struct Gaend: AsyncParsableCommand {
         }
         if trustSet.isEmpty { logger.warning("no trusted key set (--trust): provided key files are accepted without a signature check") }
 
-        let node: Node
-        do { node = try Node(settings: settings, logger: logger) } catch { throw fail("\(error)") }
+        let node: GaenNode
+        do { node = try GaenNode(settings: settings, logger: logger) } catch { throw fail("\(error)") }
 
         let connection: BusConnection
         do {

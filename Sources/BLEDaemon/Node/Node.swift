@@ -70,7 +70,7 @@ public protocol NodeObserver: Sendable {
 /// controller (in the background: a missing controller is a status, retried), the schedule
 /// (rotation with the day's TEK from the store, scan cadence from the policy). Stop order:
 /// schedule (records the scan in progress, stops advertising), controller, store.
-public actor Node: ScheduleEffects {
+public actor GaenNode: ScheduleEffects {
     public let settings: GaendSettings
     public let clock: any NodeClock
     public let sync: any ClockSyncSource

@@ -7,13 +7,13 @@ import Logging
 /// signals ExposureStateUpdated, ScanFinished and PropertiesChanged.
 public final class NodeBus: NodeObserver, Sendable {
     public let service: BusService
-    let node: Node
+    let node: GaenNode
     let trust: KeyExportTrustSet
     let research: Bool
     let logger: Logger
     static let version = "0.1.0"
 
-    public init(service: BusService, node: Node, trust: KeyExportTrustSet, logger: Logger) {
+    public init(service: BusService, node: GaenNode, trust: KeyExportTrustSet, logger: Logger) {
         self.service = service
         self.node = node
         self.trust = trust
@@ -102,13 +102,13 @@ public final class NodeBus: NodeObserver, Sendable {
             },
             "GetExposureSummary": { call in
                 let config = try Self.v1Config(call.args[0].vardictValue ?? [:])
-                let s: ExposureSummaryV1
-                do { s = try await node.exposureSummary(config: config) } catch let e as NodeError { throw e } catch {
+                let s: ExposureSummaryV1, summation: Int
+                do { (s, summation) = try await node.exposureSummary(config: config) } catch let e as NodeError { throw e } catch {
                     throw NodeError.invalidArgs("config: \(error)")
                 }
                 return [GaendExposureSummaryV1(daysSinceLastExposure: Int32(s.daysSinceLastExposure ?? 0), matchedKeyCount: Int32(s.matchedKeyCount),
-                                               maximumRiskScore: Int32(s.maximumRiskScore), summationRiskScore: Int32(clamping: s.summationRiskScore),
-                                               attenuationDurationsInMinutes: s.attenuationDurations.map { Int32($0) }).dbusValue]
+                                               maximumRiskScore: Int32(s.maximumRiskScore), summationRiskScore: Int32(clamping: summation),
+                                               attenuationDurationsInMinutes: s.attenuationDurations.map { Int32($0 / 60) }).dbusValue]
             },
         ]
         let getters: [String: DBusPropertyGetter] = [

@@ -3,7 +3,7 @@ import Foundation
 
 /// Exposure side of the node: key history, provided key files, matching against the stored
 /// sightings, windows, summaries, and the research exports.
-extension Node {
+extension GaenNode {
     /// Store result kinds. Provided key files are kept (encrypted) so that windows are always
     /// computed from the union of every file provided: a key provided twice counts once.
     static let keyFileKind = "key-file"
@@ -138,8 +138,10 @@ extension Node {
         try DailySummaries.compute(exposureWindows(), config: config, today: UTCDay(unixSeconds: clock.wallTime()))
     }
 
-    public func exposureSummary(config: GAENv1Configuration) throws -> ExposureSummaryV1 {
-        try ExposureSummaryV1.compute(exposureWindows(), configuration: config, today: UTCDay(unixSeconds: clock.wallTime())).summary
+    /// The v1 summary and the summation of the counted exposures' risk scores.
+    public func exposureSummary(config: GAENv1Configuration) throws -> (summary: ExposureSummaryV1, summation: Int) {
+        let r = try ExposureSummaryV1.compute(exposureWindows(), configuration: config, today: UTCDay(unixSeconds: clock.wallTime()))
+        return (r.summary, r.exposures.filter(\.counted).reduce(0) { $0 + $1.riskScore })
     }
 
     // MARK: Data mapping
