@@ -7,6 +7,7 @@ import Logging
 
 /// gaend: the GAEN node daemon. Command-line contract in docs/gaenctl.md ("gaend") and the
 /// issue: flags override the config file.
+@main
 struct Gaend: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "gaend",
@@ -156,4 +157,4 @@ enum SignalSources {
     static func keep(_ s: [DispatchSourceSignal]) { kept = s }
 }
 
-await Gaend.main()
+
