@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # The main job on a fresh machine with no Bluetooth hardware: two gaend nodes on the virtual
-# radio, 1.5 m apart, see each other for about a minute (20 simulated minutes with
+# radio, 1.5 m apart, see each other for about a minute (20 node minutes with
 # --time-scale 20); node A's keys (today's included: --trial) are exported, signed, and
 # provided to node B over D-Bus; B's exposure windows and attenuations are printed.
 # Everything lives in a temporary directory that is removed at the end.
@@ -51,11 +51,16 @@ start_node() {
     mkdir -p "$WORK/$n"
     (umask 077; openssl rand -hex 32 > "$WORK/$n.key")
     cat > "$WORK/$n.conf" <<EOF
-# Demo: a scan of 20 s every 60 s of (simulated) time, so a minute of real time at
-# --time-scale 20 holds 20 scans; the AEM carries the controller's real TX power.
+# Demo: a 4 s scan every 60 s of node time, so a minute of real time at --time-scale 20
+# holds 20 scans. A 4 s scan lasts 0.2 s of real time, so the advertising interval is
+# scaled down too (the controller's minimum, 20 ms: about 8 advertisements per scan, as
+# many as a phone's 200-270 ms interval gives in 2 s). The AEM carries the real TX power.
+advertising:
+  interval_min_ms: 20
+  interval_max_ms: 27
 scanning:
   mode: fixed
-  duration_seconds: 20
+  duration_seconds: 4
   fixed_period_seconds: 60
 calibration:
   tx_power: $TX_POWER
@@ -80,7 +85,9 @@ start_node b --trust "demo-ha:1=$WORK/ha.pub.pem"
 A=(--bus "unix:path=$WORK/a.bus")
 B=(--bus "unix:path=$WORK/b.bus")
 for n in a b; do
-    for _ in $(seq 100); do "$BIN/gaenctl" --bus "unix:path=$WORK/$n.bus" status >/dev/null 2>&1 && break; sleep 0.2; done
+    up=0
+    for _ in $(seq 100); do "$BIN/gaenctl" --bus "unix:path=$WORK/$n.bus" status >/dev/null 2>&1 && { up=1; break; }; sleep 0.2; done
+    [ $up = 1 ] || { echo "demo: node $n did not start:" >&2; tail -20 "$WORK/$n.log" >&2; exit 1; }
 done
 
 echo "== the nodes see each other for $SECONDS_TOGETHER s (x$SCALE: $((SECONDS_TOGETHER * SCALE / 60)) simulated minutes)"

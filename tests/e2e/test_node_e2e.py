@@ -19,11 +19,15 @@ from conftest import REPO, wait_for
 
 TX_POWER = -20
 SCALE = 20
-# A scan of 20 s every 60 s of node time: at x20, one second of scanning every 3 s.
+# A 4 s scan every 60 s of node time: at x20, 0.2 s of scanning every 3 s of real time, with
+# the advertising interval scaled down (20-27 ms) so that a scan still hears several.
 FAST_CONFIG = """
+advertising:
+  interval_min_ms: 20
+  interval_max_ms: 27
 scanning:
   mode: fixed
-  duration_seconds: 20
+  duration_seconds: 4
   fixed_period_seconds: 60
 calibration:
   tx_power: {tx}
@@ -350,7 +354,8 @@ def test_kill9_during_writes_then_restart(radio, nodes):
     r = two_radios(radio)
     a = nodes("a", r.ready["devices"]["a"]["connect"])
     b = nodes("b", r.ready["devices"]["b"]["connect"],
-              config="scanning:\n  mode: continuous\n  duration_seconds: 10\ncalibration:\n  tx_power: -20\n")
+              config="advertising:\n  interval_min_ms: 20\n  interval_max_ms: 27\nscanning:\n  mode: continuous\n  duration_seconds: 4\n"
+                     "calibration:\n  tx_power: -20\n")
     a.start()
     b.start()
     b.wait_scans(3)
