@@ -395,3 +395,45 @@ def test_wrong_store_key_is_refused_and_leaves_the_store(radio, nodes, tmp_path)
     assert n.proc.wait(20) == 1
     assert "wrong key" in n.stderr, n.stderr
     assert data_files() == before
+
+
+def test_missing_controller_is_a_status_and_retried(radio, nodes, tmp_path):
+    """A controller that is not there at start: gaend serves D-Bus, says controller-missing,
+    and picks the controller up once it appears."""
+    r = radio([{"name": "n", "transport": "tcp-server:127.0.0.1:0"}])
+    host, port = r.tcp("n")
+    r.ok(cmd="drop", device="n", refuse_seconds=4)
+    n = nodes("n", f"tcp:{host}:{port}")
+    n.start()
+    assert "controller-missing" in n.status()["status"]
+    assert wait_for(lambda: "active" in n.status()["status"], 20, 0.5), n.status()
+    n.wait_scans(1, timeout=30)
+
+
+@pytest.mark.skipif(os.geteuid() != 0, reason="needs root to mount a small tmpfs")
+def test_disk_full_is_reported_and_storing_resumes(radio, nodes, tmp_path):
+    r = two_radios(radio)
+    a = nodes("a", r.ready["devices"]["a"]["connect"])
+    b = nodes("b", r.ready["devices"]["b"]["connect"])
+    b.state.mkdir(parents=True)
+    if subprocess.run(["mount", "-t", "tmpfs", "-o", "size=2m", "tmpfs", str(b.state)], capture_output=True).returncode != 0:
+        pytest.skip("cannot mount a tmpfs here")
+    try:
+        a.start()
+        b.start()
+        b.wait_scans(2)
+        filler = b.state / "filler"
+        subprocess.run(["dd", "if=/dev/zero", f"of={filler}", "bs=4k"], capture_output=True)  # fills the tmpfs
+        assert wait_for(lambda: "storage-full" in b.status()["status"] or "storage-error" in b.status()["status"], 30, 0.5), b.status()
+        adverts = b.status()["advertisementCount"]
+        assert b.proc.poll() is None
+        filler.unlink()
+        assert wait_for(lambda: not ({"storage-full", "storage-error"} & set(b.status()["status"])), 30, 0.5), b.status()
+        assert b.status()["advertisementCount"] >= adverts
+        rows = b.export("csv").splitlines()[1:]
+        scans = {row.split(",")[4] for row in rows}
+        assert len(scans) >= b.status()["scanCount"] - 1  # at most the scan in progress is missing
+    finally:
+        for n in (a, b):
+            n.close()
+        subprocess.run(["umount", "-l", str(b.state)], capture_output=True)

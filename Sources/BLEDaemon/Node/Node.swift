@@ -106,12 +106,13 @@ public actor GaenNode: ScheduleEffects {
     // Matching (one ProvideDiagnosisKeys at a time).
     var matching = false
 
-    public init(settings: GaendSettings, logger: Logger) throws {
+    /// `clock` and `sync` default to what the settings say (tests pass a manual clock).
+    public init(settings: GaendSettings, logger: Logger, clock: (any NodeClock)? = nil, sync: (any ClockSyncSource)? = nil) throws {
         let s = settings.effective
         self.settings = s
         self.logger = logger
-        self.clock = try s.makeClock()
-        self.sync = s.makeClockSync()
+        self.clock = try clock ?? s.makeClock()
+        self.sync = sync ?? s.makeClockSync()
         do { controllerAddress = try ControllerAddress(parsing: s.controller) } catch {
             throw NodeError.invalidArgs("controller: \(error)")
         }
