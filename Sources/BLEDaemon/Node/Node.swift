@@ -71,10 +71,10 @@ public protocol NodeObserver: Sendable {
 /// (rotation with the day's TEK from the store, scan cadence from the policy). Stop order:
 /// schedule (records the scan in progress, stops advertising), controller, store.
 public actor GaenNode: ScheduleEffects {
-    public let settings: GaendSettings
-    public let clock: any NodeClock
-    public let sync: any ClockSyncSource
-    public let store: NodeStore
+    public nonisolated let settings: GaendSettings
+    public nonisolated let clock: any NodeClock
+    public nonisolated let sync: any ClockSyncSource
+    public nonisolated let store: NodeStore
     let logger: Logger
     let statePath: String
     var state: NodeState
@@ -122,7 +122,7 @@ public actor GaenNode: ScheduleEffects {
         state = try NodeState.load(path: statePath)
         let key = try StoreKey.load(keyFile: s.storeKeyFile)
         store = try NodeStore(configuration: StoreConfiguration(settings: s), key: key, logger: logger)
-        clockUsable = sync.status().isUsable
+        clockUsable = self.sync.status().isUsable
     }
 
     public func setObserver(_ observer: any NodeObserver) { self.observer = observer }
