@@ -82,7 +82,13 @@ let package = Package(
             ]
         ),
         // Fuzz target for the HCI event decoder (tools/fuzz/run.sh FuzzHCIEvent SECONDS).
-        .executableTarget(name: "FuzzHCIEvent", dependencies: ["HCIProtocol"]),
+        .executableTarget(name: "FuzzHCIEvent", dependencies: ["HCIProtocol", "FuzzSupport"]),
+        // Fuzz target for the advertisement payload parser (tools/fuzz/run.sh FuzzAdvertisement SECONDS).
+        .executableTarget(name: "FuzzAdvertisement", dependencies: ["ENProtocol", "FuzzSupport"]),
+        // Fuzz target for the D-Bus message decoder (tools/fuzz/run.sh FuzzDBusMessage SECONDS).
+        .executableTarget(name: "FuzzDBusMessage", dependencies: ["DBusCore", "FuzzSupport"]),
+        // The entry point shared by the fuzz targets (libFuzzer driver or corpus replay).
+        .target(name: "FuzzSupport"),
         // Benchmarks print figures; they are not tests (run: scripts/bench.sh).
         .executableTarget(name: "GaenBench", dependencies: ["ENProtocol", "BLEDaemon", "COpenSSL"]),
         .testTarget(

@@ -87,17 +87,24 @@ public final class BusConnection: @unchecked Sendable {
     }
 
     /// Calls a method and waits for the reply. An error reply throws `DBusNamedError`; no reply
-    /// within `timeout` throws `DBusNamedError.noReply`.
+    /// within `timeout` throws `DBusNamedError.noReply`; cancelling the task throws
+    /// `CancellationError` at once (a late reply is then dropped).
     public func call(_ message: BusMessage, timeout: Duration = .seconds(25)) async throws -> BusMessage {
         var message = message
         message.kind = .methodCall
         message.noReplyExpected = false
         let m = message
-        return try await withCheckedThrowingContinuation { (cont: CheckedContinuation<BusMessage, Error>) in
-            loop.perform { loop in
-                guard let loop else { return cont.resume(throwing: DBusBindingError.closed) }
-                loop.startCall(m, timeout: timeout, continuation: cont)
+        let state = CallState()
+        return try await withTaskCancellationHandler {
+            try await withCheckedThrowingContinuation { (cont: CheckedContinuation<BusMessage, Error>) in
+                loop.perform { loop in
+                    guard let loop else { return cont.resume(throwing: DBusBindingError.closed) }
+                    loop.startCall(m, timeout: timeout, state: state, continuation: cont)
+                }
             }
+        } onCancel: { [loop] in
+            state.cancel()
+            loop.perform { $0?.cancelCall(state) }
         }
     }
 
@@ -172,12 +179,32 @@ public final class BusConnection: @unchecked Sendable {
     }
 }
 
+/// One call's cancellation flag (set from any thread) and serial (loop thread only).
+final class CallState: @unchecked Sendable {
+    private let lock = NSLock()
+    private var cancelled = false
+    var serial: UInt32?
+
+    func cancel() {
+        lock.lock()
+        cancelled = true
+        lock.unlock()
+    }
+
+    var isCancelled: Bool {
+        lock.lock()
+        defer { lock.unlock() }
+        return cancelled
+    }
+}
+
 /// The loop thread and the state it alone touches. See `BusConnection` for the model.
 final class BusLoop: @unchecked Sendable {
     typealias Job = @Sendable (BusLoop?) -> Void
 
     private struct PendingCall {
         let continuation: CheckedContinuation<BusMessage, Error>
+        let state: CallState
         let deadline: ContinuousClock.Instant
         let timeout: Duration
         let member: String
@@ -268,8 +295,11 @@ final class BusLoop: @unchecked Sendable {
                 return loop.filter(message!) ? DBUS_HANDLER_RESULT_HANDLED : DBUS_HANDLER_RESULT_NOT_YET_HANDLED
             },
             me, nil)
-        let thread = Thread { [self] in run() }
-        thread.name = "gaend.dbus"
+        let thread = Thread { [self] in
+            // Named from inside: Foundation names the OS thread only for the current thread on Linux.
+            Thread.current.name = "gaend.dbus"
+            run()
+        }
         thread.start()
     }
 
@@ -436,15 +466,25 @@ final class BusLoop: @unchecked Sendable {
         return serial
     }
 
-    func startCall(_ message: BusMessage, timeout: Duration, continuation: CheckedContinuation<BusMessage, Error>) {
+    func startCall(_ message: BusMessage, timeout: Duration, state: CallState,
+                   continuation: CheckedContinuation<BusMessage, Error>) {
+        // Cancelled before it was sent (the cancel job may even have run already).
+        guard !state.isCancelled else { return continuation.resume(throwing: CancellationError()) }
         do {
             let serial = try send(message)
+            state.serial = serial
             pending[serial] = PendingCall(
-                continuation: continuation, deadline: .now + timeout, timeout: timeout,
+                continuation: continuation, state: state, deadline: .now + timeout, timeout: timeout,
                 member: (message.interface.map { $0 + "." } ?? "") + (message.member ?? "?"))
         } catch {
             continuation.resume(throwing: error)
         }
+    }
+
+    func cancelCall(_ state: CallState) {
+        guard let serial = state.serial, let p = pending[serial], p.state === state else { return }
+        pending[serial] = nil
+        p.continuation.resume(throwing: CancellationError())
     }
 
     /// Every incoming message passes here; true when we handled it.

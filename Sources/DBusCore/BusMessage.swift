@@ -1,4 +1,5 @@
 import CDBus
+import Foundation
 
 /// A D-Bus message as a Sendable value: headers and decoded body. Converted from and to
 /// libdbus messages on the connection's loop thread only.
@@ -69,6 +70,45 @@ public struct BusMessage: Sendable {
         guard kind == .error else { return nil }
         return DBusNamedError(name: errorName ?? "org.freedesktop.DBus.Error.Failed",
                               message: body.first?.stringValue ?? "")
+    }
+
+    // MARK: Wire form (D-Bus specification, "Message Format")
+
+    /// Decodes a message from its wire bytes (e.g. a capture), within `limits`. Messages that
+    /// carry Unix file descriptors cannot be decoded this way (the descriptors are not in the bytes).
+    public init(marshalled bytes: Data, limits: DBusLimits = .default) throws {
+        var err = CDBus.DBusError()
+        dbus_error_init(&err)
+        defer { dbus_error_free(&err) }
+        let raw = bytes.withUnsafeBytes { buf -> OpaquePointer? in
+            guard let base = buf.baseAddress, buf.count <= Int(Int32.max) else { return nil }
+            return dbus_message_demarshal(base.assumingMemoryBound(to: CChar.self), Int32(buf.count), &err)
+        }
+        guard let raw else {
+            let reason = err.message.map { String(cString: $0) } ?? "not a D-Bus message"
+            throw DBusBindingError.invalidValue("cannot decode message bytes: \(reason)")
+        }
+        defer { dbus_message_unref(raw) }
+        guard BusMessage.rawSignature(of: raw).utf8.contains(UInt8(ascii: "h")) == false else {
+            throw DBusBindingError.unixFDNotSupported
+        }
+        guard var m = BusMessage.headers(of: raw) else {
+            throw DBusBindingError.invalidValue("unknown message type \(dbus_message_get_type(raw))")
+        }
+        m.body = try Marshal.decode(raw, limits: limits)
+        self = m
+    }
+
+    /// The message's wire bytes (serial 0 unless set; descriptors are not representable).
+    public func marshalled() throws -> Data {
+        let raw = try makeRaw()
+        defer { dbus_message_unref(raw) }
+        if serial != 0 { dbus_message_set_serial(raw, serial) }
+        var bytes: UnsafeMutablePointer<CChar>? = nil
+        var count: Int32 = 0
+        guard dbus_message_marshal(raw, &bytes, &count) != 0, let bytes else { throw DBusBindingError.outOfMemory }
+        defer { dbus_free(bytes) }
+        return Data(bytes: bytes, count: Int(count))
     }
 
     // MARK: libdbus conversion (loop thread)

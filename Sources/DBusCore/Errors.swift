@@ -89,9 +89,11 @@ public enum DBusDecodeError: Error, Sendable, Equatable, CustomStringConvertible
     case limitExceeded(what: String, limit: Int, actual: Int)
     case unexpectedTypeCode(Int32)
     case invalidUTF8(what: String)
+    case missingUnixFD
 
     public var description: String {
         switch self {
+        case .missingUnixFD: "a file descriptor argument refers to no descriptor the message carries"
         case .limitExceeded(let w, let l, let a): "\(w) exceeds the limit: \(a) > \(l)"
         case .unexpectedTypeCode(let c): "unexpected type code \(c) in message body"
         case .invalidUTF8(let w): "\(w) is not valid UTF-8"

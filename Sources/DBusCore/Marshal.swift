@@ -258,6 +258,9 @@ enum Marshal {
                 // libdbus returns a duplicate the caller owns; wrap it first so it is closed
                 // even if the limit check below throws.
                 dbus_message_iter_get_basic(&iter, &b)
+                // -1 when the message names a descriptor it does not carry (found by fuzzing:
+                // an `h` inside a variant of a message rebuilt from bytes).
+                guard b.fd >= 0 else { throw .missingUnixFD }
                 let fd = DBusUnixFD(owning: b.fd)
                 fds += 1
                 guard fds <= limits.maxUnixFDs else {

@@ -1,8 +1,9 @@
 // Fuzz target for the HCI event decoder and the H4 framer.
 // Built with -DFUZZING -sanitize=fuzzer (tools/fuzz/run.sh), libFuzzer calls
-// LLVMFuzzerTestOneInput; in a normal build it is a plain program that replays corpus files
-// given as arguments, so `swift build` still links it and crashes found can be reproduced.
+// LLVMFuzzerTestOneInput through FuzzSupport's driver; in a normal build it is a plain program
+// that replays corpus files given as arguments, so crashes found can be reproduced.
 import Foundation
+import FuzzSupport
 import HCIProtocol
 
 /// Runs one input through everything that decodes untrusted controller bytes: the event
@@ -43,51 +44,12 @@ public func fuzzHCIEvent(_ data: UnsafePointer<UInt8>?, _ size: Int) -> CInt {
     return 0
 }
 
-#if FUZZING
-// SwiftPM links every executable with its own entry point (TARGET_main), so libFuzzer's
-// main() is never used; instead our main hands control to libFuzzer's documented driver.
-// Declared here rather than in a C module because it is the only symbol needed.
-@_silgen_name("LLVMFuzzerRunDriver")
-func LLVMFuzzerRunDriver(
-    _ argc: UnsafeMutablePointer<CInt>,
-    _ argv: UnsafeMutablePointer<UnsafeMutablePointer<UnsafeMutablePointer<CChar>?>>,
-    _ callback: @convention(c) (UnsafePointer<UInt8>?, Int) -> CInt
-) -> CInt
-
-@main
-struct FuzzHCIEventMain {
-    static func main() {
-        var argc = CommandLine.argc
-        var argv = CommandLine.unsafeArgv
-        exit(LLVMFuzzerRunDriver(&argc, &argv) { data, size in fuzzHCIEvent(data, size) })
-    }
-}
-#else
+// SwiftPM's --sanitize=fuzzer (tools/fuzz/run.sh) compiles executables as libraries and
+// links libFuzzer's own main(), which calls LLVMFuzzerTestOneInput above; an entry point of
+// ours would collide with it. Only the ordinary build gets one: the corpus replayer.
+#if !FUZZING
 @main
 struct FuzzHCIEventReplay {
-    static func main() {
-        let paths = CommandLine.arguments.dropFirst()
-        if paths.isEmpty {
-            print("usage: FuzzHCIEvent FILE|DIR... (replays inputs; build with tools/fuzz/run.sh to fuzz)")
-            return
-        }
-        var count = 0
-        for path in paths {
-            var isDir: ObjCBool = false
-            guard FileManager.default.fileExists(atPath: path, isDirectory: &isDir) else {
-                print("FuzzHCIEvent: no such file \(path)")
-                exit(1)
-            }
-            let files = isDir.boolValue
-                ? ((try? FileManager.default.contentsOfDirectory(atPath: path)) ?? []).sorted().map { "\(path)/\($0)" }
-                : [path]
-            for file in files {
-                guard let data = FileManager.default.contents(atPath: file) else { continue }
-                fuzzOne(Array(data))
-                count += 1
-            }
-        }
-        print("FuzzHCIEvent: replayed \(count) inputs without a crash")
-    }
+    static func main() { FuzzEntry.main(name: "FuzzHCIEvent", fuzzHCIEvent) }
 }
 #endif

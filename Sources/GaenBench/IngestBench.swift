@@ -34,7 +34,7 @@ enum IngestBench {
         var random = SecureRandom()
         let key = try StoreKey.random(using: &random)
         print("ingest: one encrypted record per scan into \(dir)")
-        print("durability  reports/scan     scans   reports   seconds  cpu-s    scans/s    reports/s  reports/cpu-s")
+        print("durability  reports/scan     scans   reports   seconds  cpu-s    scans/s    reports/s  reports/cpu-s  read rep/s")
         for durability in durabilities {
             for n in reportCounts {
                 let path = (dir as NSString).appendingPathComponent("store-\(durability.rawValue)-\(n).sqlite")
@@ -52,11 +52,17 @@ enum IngestBench {
                     elapsed = Double(DispatchTime.now().uptimeNanoseconds - t0) / 1e9
                 }
                 let cpu = cpuSeconds() - cpu0
+                // Read-back (decrypt everything), as matching and export do.
+                let r0 = DispatchTime.now().uptimeNanoseconds
+                let back = try store.scans(from: -.infinity, to: .infinity)
+                let readSeconds = Double(DispatchTime.now().uptimeNanoseconds - r0) / 1e9
+                let readReports = back.reduce(0) { $0 + $1.record.sightings.count }
                 try store.close()
                 let reports = scans * n
-                print(String(format: "%-10@  %12d  %8d  %8d  %8.2f  %5.2f  %9.0f  %11.0f  %13.0f",
+                print(String(format: "%-10@  %12d  %8d  %8d  %8.2f  %5.2f  %9.0f  %11.0f  %13.0f  %11.0f",
                              durability.rawValue as NSString, n, scans, reports, elapsed, cpu,
-                             Double(scans) / elapsed, Double(reports) / elapsed, Double(reports) / cpu))
+                             Double(scans) / elapsed, Double(reports) / elapsed, Double(reports) / cpu,
+                             Double(readReports) / readSeconds))
             }
         }
     }

@@ -184,3 +184,68 @@ struct SettingsBridgeTests {
         #expect(try NodeSchedule(settings: fast).scan.cadence == .fixedPeriod(60))
     }
 }
+
+@Suite("Radio clock from a node clock")
+struct RadioClockBridgeTests {
+    @Test("protocol time is the wall time; sleeps run on the manual clock's monotonic time")
+    func bridge() async throws {
+        let clock = ManualClock(wall: 1_700_000_000)
+        let radio = RadioClock(clock)
+        #expect(radio.now() == 1_700_000_000)
+        let task = Task { try await radio.sleep(600) }
+        try await waitForSleepers(clock)
+        clock.stepWall(by: 10_000)
+        #expect(clock.sleeperCount == 1)
+        clock.advance(by: 600)
+        try await task.value
+        #expect(radio.now() == 1_700_010_600)
+    }
+}
+
+/// A sync source a test flips.
+final class SwitchableSync: ClockSyncSource, @unchecked Sendable {
+    private let lock = NSLock()
+    private var synced = false
+    func set(_ v: Bool) { lock.withLock { synced = v } }
+    func status() -> ClockSyncStatus { lock.withLock { synced ? .synchronized(source: "test") : .unsynchronized(reason: "test") } }
+}
+
+@Suite("Schedule driver and clock sync")
+struct DriverSyncTests {
+    @Test("nothing is advertised or scanned until the clock is synchronised; losing sync stops advertising")
+    func waitsForSync() async throws {
+        let dir = try TempStoreDir()
+        let store = try dir.open()
+        let clock = ManualClock(wall: 1_795_734_000)
+        let sync = SwitchableSync()
+        let effects = RecordingEffects(store: store)
+        let driver = ScheduleDriver(schedule: NodeSchedule(), clock: clock, sync: sync, effects: effects,
+                                    random: SeededRandom(seed: 1), syncCheckInterval: 30)
+        let task = Task { try await driver.run() }
+        func run(for seconds: Double) async throws {
+            let end = clock.monotonicTime().seconds + seconds
+            while clock.monotonicTime().seconds < end {
+                try await waitForSleepers(clock)
+                clock.advance(to: min(clock.nextDeadline!, MonotonicInstant(seconds: end)))
+            }
+            try await waitForSleepers(clock)
+        }
+        try await run(for: 3600)
+        #expect(await effects.rotations.isEmpty)
+        #expect(try store.counts().scans == 0 && store.counts().keys == 0)
+        sync.set(true)
+        try await run(for: 3600)
+        let rotations = await effects.rotations.count
+        #expect((3...7).contains(rotations))
+        #expect(try store.counts().scans >= 10)
+        sync.set(false)
+        try await run(for: 60) // noticed within the 30 s sync check
+        #expect(await effects.stops == 1)
+        let scans = try store.counts().scans
+        try await run(for: 3600)
+        #expect(await effects.rotations.count == rotations)
+        #expect(try store.counts().scans <= scans + 1)
+        task.cancel()
+        try await task.value
+    }
+}

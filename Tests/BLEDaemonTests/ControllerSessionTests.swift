@@ -156,9 +156,27 @@ struct ControllerSessionTests {
         await session.stop()
     }
 
+    @Test func restartOnRequestBringsTheControllerUpAgain() async throws {
+        let connector = ScriptedConnector()
+        let (session, _) = makeSession(connector)
+        let events = Recorder<HCISessionEvent>()
+        await events.start(session.events)
+        try await session.start()
+        await session.restart(reason: "scan stalled")
+        #expect(await events.wait { if case .reconnected = $0 { return true } else { return false } } != nil)
+        #expect(await events.items.first == .transportLost(reason: "restart: scan stalled"))
+        #expect(connector.controllers.count == 2 && connector.controllers[0].isClosed)
+        #expect(connector.current.sent == Self.bringUpCapture)
+        await session.stop()
+        await session.restart(reason: "ignored when stopped")
+        #expect(connector.controllers.count == 2)
+    }
+
     @Test func endOfStreamReconnectsWithBackoff() async throws {
         let connector = ScriptedConnector()
-        let (session, sleeper) = makeSession(connector)
+        // The in-flight command must be ended by the end of stream, not by its timeout: on a
+        // loaded machine a 2 s timeout fired first and made this test flaky.
+        let (session, sleeper) = makeSession(connector, timeout: .seconds(120))
         let events = Recorder<HCISessionEvent>()
         await events.start(session.events)
         try await session.start()

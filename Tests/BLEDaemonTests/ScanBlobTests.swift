@@ -2,6 +2,7 @@ import ENProtocol
 import Foundation
 import Testing
 @testable import BLEDaemon
+import HCIProtocol
 
 @Suite("Scan record plaintext")
 struct ScanBlobTests {
@@ -32,5 +33,26 @@ struct ScanBlobTests {
         #expect(reason(Data([1, 0xff, 0xff, 0xff, 0xff])) == "blob declares 4294967295 reports (\(5 + 4_294_967_295 * 29) bytes) but has 5 bytes")
         // Every truncation of a valid blob is refused.
         for n in 0..<good.count { #expect(reason(good.prefix(n)) != nil) }
+    }
+}
+
+@Suite("Radio scan to stored scan")
+struct RadioScanConversionTests {
+    @Test("GAEN reports keep time, RPI, AEM and RSSI; other reports and addresses are not stored")
+    func conversion() throws {
+        let rpi = try RollingProximityIdentifier(hex: "00112233445566778899aabbccddeeff")
+        let aem = try AssociatedEncryptedMetadata(hex: "01020304")
+        let gaen = ExposureNotificationAdvertisement(rpi: rpi, aem: aem).advertisingData
+        let address = try BDAddress(string: "12:34:56:78:9A:BC")
+        let reports = [
+            TimedReport(time: 100.5, report: LEAdvertisingReport(address: address, addressType: .random, kind: .advNonconnInd, rssi: -61, data: [UInt8](gaen))),
+            TimedReport(time: 101, report: LEAdvertisingReport(address: address, addressType: .random, kind: .advInd, rssi: -50, data: [0x02, 0x01, 0x06])),
+        ]
+        let stored = RecordedScan(ScanRecord(start: 100, end: 104, reports: reports))
+        #expect(stored == RecordedScan(start: 100, end: 104, sightings: [RecordedSighting(time: 100.5, rpi: rpi, aem: aem, rssi: -61)]))
+        let dir = try TempStoreDir()
+        let store = try dir.open()
+        try store.recordScan(stored)
+        #expect(try store.scans(from: 0, to: .infinity).map(\.record) == [stored])
     }
 }

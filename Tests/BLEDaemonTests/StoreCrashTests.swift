@@ -42,7 +42,7 @@ struct StoreFaultTests {
         let helper = try Self.helper()
         var confirmed = 0
         var kills = 0
-        for _ in 0..<10 {
+        for round in 0..<10 {
             let p = Process()
             p.executableURL = helper
             p.arguments = [dir.storePath, dir.keyPath]
@@ -50,13 +50,17 @@ struct StoreFaultTests {
             p.standardOutput = out
             p.standardError = err
             try p.run()
+            // Odd rounds may kill the child while it opens the store; even rounds wait for its
+            // first commit so that a loaded machine still kills it mid-write.
+            var early = Data()
+            if round % 2 == 0 { early = out.fileHandleForReading.availableData }
             try await Task.sleep(nanoseconds: UInt64.random(in: 50_000_000...400_000_000))
             kill(p.processIdentifier, SIGKILL)
             p.waitUntilExit()
             let errText = String(decoding: err.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self)
             #expect(errText.isEmpty, "helper failed: \(errText)")
             if p.terminationReason == .uncaughtSignal { kills += 1 }
-            let lines = String(decoding: out.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self).split(separator: "\n")
+            let lines = String(decoding: early + out.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self).split(separator: "\n")
             let lastPrinted = lines.last { $0.hasPrefix("committed ") }.flatMap { Int($0.dropFirst(10)) } ?? confirmed
             let count = try Self.check(dir)
             // Everything the helper reported committed is there, plus at most the scan it was

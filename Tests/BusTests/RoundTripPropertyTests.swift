@@ -100,3 +100,42 @@ struct RoundTripPropertyTests {
         }
     }
 }
+
+@Suite("Messages to and from wire bytes")
+struct WireBytesTests {
+    @Test("500 random bodies survive marshal and demarshal, headers included")
+    func randomMarshal() throws {
+        var rng = SplitMix64(state: 0x4741_454E)
+        for i in 0..<500 {
+            let body = (0..<Int.random(in: 0...3, using: &rng)).map { _ in
+                RandomValues.value(RandomValues.type(depth: 0, &rng), depth: 0, &rng)
+            }
+            var m = BusMessage.signal(path: "/org/gaend", interface: "org.gaend.Test1", member: "Ping", body: body)
+            m.serial = UInt32(i + 1)
+            let back = try BusMessage(marshalled: try m.marshalled())
+            #expect(back.body == body, "case \(i): \(m.signature)")
+            #expect(back.path == "/org/gaend" && back.interface == "org.gaend.Test1" && back.member == "Ping")
+            #expect(back.kind == .signal && back.serial == UInt32(i + 1))
+        }
+    }
+
+    @Test("bytes that are no message, and limits, give specific errors")
+    func badBytes() throws {
+        #expect(throws: DBusBindingError.self) { try BusMessage(marshalled: Data("not a message".utf8)) }
+        #expect(throws: DBusBindingError.self) { try BusMessage(marshalled: Data()) }
+        var m = BusMessage.signal(path: "/a", interface: "a.b", member: "C",
+                                  body: [.array(.int32, (0..<100).map { .int32($0) })])
+        m.serial = 1
+        #expect(throws: DBusDecodeError.limitExceeded(what: "number of array elements", limit: 10, actual: 100)) {
+            try BusMessage(marshalled: try m.marshalled(), limits: DBusLimits(maxArrayElements: 10))
+        }
+    }
+}
+
+extension WireBytesTests {
+    @Test("a descriptor the message does not carry is an error, not a dead value (fuzzer finding)")
+    func missingFD() throws {
+        let crash = repoRoot.appendingPathComponent("tools/fuzz/corpus/FuzzDBusMessage/variant-with-fd")
+        #expect(throws: DBusDecodeError.missingUnixFD) { try BusMessage(marshalled: try Data(contentsOf: crash)) }
+    }
+}

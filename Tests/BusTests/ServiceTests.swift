@@ -253,13 +253,20 @@ struct ServiceTests {
         }
     }
 
-    @Test("a call without a reply in time fails with NoReply; a closed client fails at once")
+    @Test("a call without a reply in time fails with NoReply; cancelled or closed, at once")
     func timeouts() async throws {
         try await withTestService { bus, _, client in
             let start = ContinuousClock.now
             let e = await namedError { _ = try await client.test("Sleep", [.uint32(3000)], timeout: .milliseconds(300)) }
             #expect(e?.name == "org.freedesktop.DBus.Error.NoReply")
             #expect(ContinuousClock.now - start < .seconds(2))
+            // Cancelling the calling task ends the call at once, long before its timeout.
+            let slow = Task { try await client.test("Sleep", [.uint32(5000)], timeout: .seconds(30)) }
+            try await Task.sleep(for: .milliseconds(100))
+            let cancelledAt = ContinuousClock.now
+            slow.cancel()
+            await #expect(throws: CancellationError.self) { _ = try await slow.value }
+            #expect(ContinuousClock.now - cancelledAt < .seconds(2))
             let other = try BusClient(bus: .address(bus.address))
             other.close()
             try await Task.sleep(for: .milliseconds(50))
@@ -297,6 +304,31 @@ struct ServiceTests {
         #expect(results.contains("ok"))
         #expect(results.contains("org.freedesktop.DBus.Error.LimitsExceeded"))
         #expect(Set(results).isSubset(of: ["ok", "org.freedesktop.DBus.Error.LimitsExceeded"]))
+    }
+
+    @Test("an idle connection's loop thread sleeps: no periodic wake-ups")
+    func idleLoop() async throws {
+        try await withTestService { _, _, client in
+            _ = try await client.test("Add", [.int32(1), .int32(1)])
+            /// Context switches of the loop threads ("gaend.dbus"): each poll wake-up is one.
+            func switches() throws -> Int {
+                var total = 0
+                for tid in try FileManager.default.contentsOfDirectory(atPath: "/proc/self/task") {
+                    let comm = (try? String(contentsOfFile: "/proc/self/task/\(tid)/comm", encoding: .utf8)) ?? ""
+                    guard comm.hasPrefix("gaend.dbus") else { continue }
+                    let status = try String(contentsOfFile: "/proc/self/task/\(tid)/status", encoding: .utf8)
+                    for line in status.split(separator: "\n") where line.hasPrefix("voluntary_ctxt_switches:") {
+                        total += Int(line.split(separator: "\t").last?.trimmingCharacters(in: .whitespaces) ?? "") ?? 0
+                    }
+                }
+                return total
+            }
+            let before = try switches()
+            try await Task.sleep(for: .seconds(1))
+            let after = try switches()
+            #expect(before > 0, "no loop threads found")
+            #expect(after - before <= 2, "loop threads woke \(after - before) times in an idle second")
+        }
     }
 
     @Test("the caller's uid is available for authorization")

@@ -312,15 +312,17 @@ public final class BusService: Sendable {
             }
             return v
         }
+        // The signature is checked first, so these arguments exist with these types.
+        func string(_ i: Int) -> String { m.body[i].stringValue ?? "" }
         switch m.member {
         case "Get":
             try expect(m, "ss")
-            let impl = try find(m.body[0].stringValue!)
-            let p = try property(impl, m.body[1].stringValue!)
+            let impl = try find(string(0))
+            let p = try property(impl, string(1))
             return [.variant(try await read(impl, p))]
         case "GetAll":
             try expect(m, "s")
-            let impl = try find(m.body[0].stringValue!)
+            let impl = try find(string(0))
             var all: [String: DBusValue] = [:]
             for p in impl.declaration.properties where p.access.isReadable {
                 all[p.name] = try await read(impl, p)
@@ -328,14 +330,14 @@ public final class BusService: Sendable {
             return [.vardict(all)]
         case "Set":
             try expect(m, "ssv")
-            let impl = try find(m.body[0].stringValue!)
-            let p = try property(impl, m.body[1].stringValue!)
+            let impl = try find(string(0))
+            let p = try property(impl, string(1))
             guard p.access.isWritable, let set = impl.setters[p.name] else {
                 throw DBusNamedError.propertyReadOnly("property \(p.name) of \(impl.declaration.name) is read-only")
             }
-            let value = m.body[2].variantValue!
-            guard value.type.signature == p.signature else {
-                throw DBusNamedError.invalidArgs("property \(p.name) has type '\(p.signature)', got '\(value.type.signature)'")
+            guard let value = m.body[2].variantValue, value.type.signature == p.signature else {
+                let actual = m.body[2].variantValue?.type.signature ?? m.body[2].type.signature
+                throw DBusNamedError.invalidArgs("property \(p.name) has type '\(p.signature)', got '\(actual)'")
             }
             try await set(value, call)
             try await emitPropertiesChanged(path: call.path, interface: impl.declaration.name, [p.name])

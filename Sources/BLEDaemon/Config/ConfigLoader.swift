@@ -103,7 +103,13 @@ public enum ConfigLoader {
                        "advertising", "scanning", "store", "calibration", "research", "rate_limits", "watchdog"]
             for (key, keyNode, v) in try mapping(root, "config") {
                 switch key {
-                case "controller": s.controller = try string(v, key)
+                case "controller":
+                    s.controller = try string(v, key)
+                    // The one controller address parser (HCI/ControllerAddress.swift), as the CLI uses.
+                    do { _ = try ControllerAddress(parsing: s.controller) } catch let e as ControllerAddressError {
+                        throw ConfigError.wrongType(path: path, line: line(v), setting: key,
+                                                    expected: "a controller address (hciN, hci:N, serial:/dev/ttyX[:baud], tcp:HOST:PORT or unix:PATH); \(e.reason)")
+                    }
                 case "state_dir": s.stateDirectory = try string(v, key)
                 case "store_key_file": s.storeKeyFile = v.null != nil ? nil : try string(v, key)
                 case "bus": s.bus = try string(v, key)

@@ -79,9 +79,13 @@ final class FileDescriptorTransport: HCITransport, @unchecked Sendable {
     private let isSocket: Bool
     private let name: String
     private let lock = NSLock()
-    private var closed = false  // guarded by lock
+    private var closed = false  // guarded by lock: no more sends
+    private var released = false  // guarded by lock: the descriptor is closed, its number may be reused
 
     init(fd: Int32, isSocket: Bool, name: String) {
+        // Non-blocking, so that a stalled link makes send() time out instead of blocking the
+        // session; reads wait in poll().
+        _ = fcntl(fd, F_SETFL, fcntl(fd, F_GETFL) | O_NONBLOCK)
         self.fd = fd
         self.isSocket = isSocket
         self.name = name
@@ -96,7 +100,15 @@ final class FileDescriptorTransport: HCITransport, @unchecked Sendable {
     private func readLoop() {
         var framer = H4Framer()
         var buffer = [UInt8](repeating: 0, count: 2048)
-        defer { Glibc.close(fd) }
+        // Closed under the lock so that send()/close() never touch a number the kernel has
+        // already handed to another socket.
+        defer {
+            lock.withLock {
+                closed = true
+                released = true
+                _ = Glibc.close(fd)
+            }
+        }
         while !isClosed {
             var pfd = pollfd(fd: fd, events: Int16(POLLIN), revents: 0)
             let ready = poll(&pfd, 1, 100)
@@ -128,36 +140,50 @@ final class FileDescriptorTransport: HCITransport, @unchecked Sendable {
         continuation.finish()
     }
 
+    /// How long a write may wait for the link to take bytes (a UART whose CTS never rises,
+    /// a peer that stopped reading) before it fails; the session must never block for ever.
+    static let writeTimeoutMilliseconds: Int32 = 1000
+
     func send(_ packet: H4Packet) throws {
         let bytes = packet.bytes
         try lock.withLock {
             guard !closed else { throw HCITransportError.closed }
             var offset = 0
             while offset < bytes.count {
-                let n = try bytes.withUnsafeBytes { raw -> Int in
+                let n = bytes.withUnsafeBytes { raw -> Int in
                     let p = raw.baseAddress! + offset
                     let count = raw.count - offset
-                    do {
-                        // MSG_NOSIGNAL: a peer that went away gives EPIPE, not a process-killing SIGPIPE.
-                        return isSocket
-                            ? try systemCall("send") { Glibc.send(fd, p, count, Int32(MSG_NOSIGNAL)) }
-                            : try systemCall("write") { Glibc.write(fd, p, count) }
-                    } catch let e as SystemCallError where e.errno == EAGAIN {
-                        return 0
-                    }
+                    // MSG_NOSIGNAL: a peer that went away gives EPIPE, not a process-killing SIGPIPE.
+                    return isSocket ? Glibc.send(fd, p, count, Int32(MSG_NOSIGNAL)) : Glibc.write(fd, p, count)
                 }
-                offset += n
+                if n >= 0 {
+                    offset += n
+                    continue
+                }
+                let e = errno
+                switch e {
+                case EINTR:
+                    continue
+                case EAGAIN:
+                    var pfd = pollfd(fd: fd, events: Int16(POLLOUT), revents: 0)
+                    let ready = poll(&pfd, 1, Self.writeTimeoutMilliseconds)
+                    if ready == 0 {
+                        throw HCITransportError.system(address: name, SystemCallError(function: "write (link took no bytes for \(Self.writeTimeoutMilliseconds) ms)", errno: ETIMEDOUT))
+                    }
+                default:
+                    throw HCITransportError.system(address: name, SystemCallError(function: isSocket ? "send" : "write", errno: e))
+                }
             }
         }
     }
 
     func close() {
-        let wasOpen = lock.withLock { () -> Bool in
-            defer { closed = true }
-            return !closed
+        lock.withLock {
+            closed = true
+            // Wakes the read thread at once (a tty is noticed at the next poll timeout); the
+            // read thread closes the descriptor itself.
+            if !released, isSocket { _ = shutdown(fd, Int32(SHUT_RDWR)) }
         }
-        // Wakes a blocked peer at once; the read thread closes the descriptor itself.
-        if wasOpen, isSocket { _ = shutdown(fd, Int32(SHUT_RDWR)) }
     }
 
     deinit { close() }

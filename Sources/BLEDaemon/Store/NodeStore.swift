@@ -95,15 +95,16 @@ public final class NodeStore: @unchecked Sendable {
         }
         do {
             pool = try DatabasePool(path: path, configuration: config)
-            try Self.migrator(key: key).migrate(pool)
+            let migrator = Self.migrator(key: key)
+            // Refuse a newer schema before touching it; then apply what this version adds.
             try pool.read { db in
-                let migrator = Self.migrator(key: key)
                 if try migrator.hasBeenSuperseded(db) {
                     let known = Set(migrator.migrations)
                     let unknown = try migrator.appliedIdentifiers(db).filter { !known.contains($0) }
                     throw StoreError.newerSchema(path: path, unknownMigrations: unknown.sorted())
                 }
             }
+            try migrator.migrate(pool)
         } catch let e as StoreError {
             throw e
         } catch {
