@@ -16,7 +16,7 @@ enum MatchBench {
         var rpis = 200_000
         var days = 14
         var sightingsPerRPI = 4
-        var batch = 10_000
+        var batch = 50_000
         var workers = ProcessInfo.processInfo.activeProcessorCount
         var presentKeys = 1_000
     }

@@ -48,7 +48,8 @@ enum MatchRun {
         for path in o.keys {
             let file = try KeyFileLoader.load(path, trust: trust).file
             // Revised keys come after the file's keys, so their report type wins in windows.
-            for batches in [file.keyBatches(), file.revisedKeyBatches()] {
+            // 50,000 keys (~5 MB) per batch: large enough that handing parts to threads is cheap.
+            for batches in [file.keyBatches(size: 50_000), file.revisedKeyBatches(size: 50_000)] {
                 for batch in batches {
                     let r = try matcher.match(batch)
                     matches += r.matches

@@ -41,6 +41,20 @@ import Testing
         #expect(log.sightings.count == 1 && log.scans.count == 2 && log.sightings[0].rssiCorrection == -2)
     }
 
+    @Test func quotedFilesGoThroughTheCSVLibraryWithTheSameResult() throws {
+        let header = "time,rpi,aem,rssi,scan_start,scan_end,node\r\n"
+        let plain = header + "1700000000,\(rpi),01020304,-70,1700000000,1700000004,front\r\n"
+        let quoted = header + "1700000000,\(rpi),01020304,-70,1700000000,1700000004,\"front, left\"\r\n"
+        let a = try SightingsFile.parse(Data(plain.utf8)), b = try SightingsFile.parse(Data(quoted.utf8))
+        #expect(a.sightings == b.sightings && a.sightings.count == 1)
+        #expect(a.scans.first?.node == "front" && b.scans.first?.node == "front, left")
+        // Errors name the same line either way.
+        let bad = header + "1700000000,\(rpi),01020304,-70,1700000000,1700000004,\"x\"\r\n1700000000,zz,01020304,-70,1,2,y\r\n"
+        #expect(throws: SightingsFormatError.badField(line: 3, column: "rpi", value: "zz", expected: "32 hex digits")) {
+            try SightingsFile.parse(Data(bad.utf8))
+        }
+    }
+
     @Test func badInputSaysWhereAndWhat() {
         let cases: [(String, SightingsFormatError)] = [
             ("", .empty),

@@ -71,29 +71,36 @@ public final class ExposureMatcher: Sendable {
 
     /// Matches one batch. Matches come back in key order within the batch.
     public func match(_ batch: [DiagnosisKey]) throws -> (matches: [Match], statistics: MatchStatistics) {
-        // Below a few hundred keys a thread hand-off costs more than it saves.
-        let parts = min(workers, max(1, batch.count / 256))
+        // One pass on this thread: drop the keys that cannot match and sort the rest by day.
+        var stats = MatchStatistics()
+        let work = MatchWorker.prepare(batch, index: index, statistics: &stats)
+        // Below a few hundred keys a thread hand-off costs more than it saves. Parts are runs
+        // of consecutive days, so each thread keeps its own days' filters in cache; there are
+        // more parts than threads, so that a thread the OS preempts (a shared machine) does
+        // not hold the others at the end of the batch.
+        let parts = workers == 1 ? 1 : min(workers * 4, max(1, work.count / 256))
         if parts == 1 {
             var worker = try MatchWorker(index: index)
             var matches: [Match] = []
-            var stats = MatchStatistics()
-            try worker.run(batch[...], into: &matches, statistics: &stats)
+            try worker.process(work[...], keys: batch, into: &matches, statistics: &stats)
             return (matches, stats)
         }
         let results = PartResults(count: parts)
         DispatchQueue.concurrentPerform(iterations: parts) { part in
-            let range = (batch.count * part / parts)..<(batch.count * (part + 1) / parts)
+            let range = (work.count * part / parts)..<(work.count * (part + 1) / parts)
             do {
                 var worker = try MatchWorker(index: index)
                 var matches: [Match] = []
-                var stats = MatchStatistics()
-                try worker.run(batch[range], into: &matches, statistics: &stats)
-                results.store(part, matches, stats)
+                var partStats = MatchStatistics()
+                try worker.process(work[range], keys: batch, into: &matches, statistics: &partStats)
+                results.store(part, matches, partStats)
             } catch {
                 results.fail(error)
             }
         }
-        return try results.collect()
+        let (matches, partStats) = try results.collect()
+        stats += partStats
+        return (matches, stats)
     }
 }
 
@@ -145,19 +152,20 @@ struct MatchWorker {
         rpis = [UInt8](repeating: 0, count: Int(ENIntervalNumber.perDay) * 16)
     }
 
-    mutating func run(_ keys: ArraySlice<DiagnosisKey>, into matches: inout [Match], statistics stats: inout MatchStatistics) throws {
+    /// The keys that can match, as compact records in day order; counts the others.
+    ///
+    /// One pass in file order copies each key's TEK words, first interval and count (the
+    /// validity clipped to the sightings' span widened by the tolerance); the records are then
+    /// sorted by day, so that consecutive keys probe the same day partition while it is in
+    /// cache. Sorting records touches no key object (each TEK's Data is a separate heap block,
+    /// and reading them out of order costs a cache miss each).
+    static func prepare(_ keys: [DiagnosisKey], index: SightingIndex, statistics stats: inout MatchStatistics) -> [CompactKey] {
         stats.keys += keys.count
         guard let span = index.intervalSpan else {
             stats.keysSkipped += keys.count
-            return
+            return []
         }
-        let tolerance = index.tolerance
-        let spanLow = Int(span.lowerBound) - tolerance, spanHigh = Int(span.upperBound) + tolerance
-        // First pass, in file order: drop keys that cannot match and copy the rest into a
-        // compact array (TEK words, first interval, count). Second pass in day order, so that
-        // consecutive keys probe the same day partition while it is in cache. Sorting compact
-        // records touches no key object (each TEK's Data is a separate heap block, and reading
-        // them out of order costs a cache miss each).
+        let spanLow = Int(span.lowerBound) - index.tolerance, spanHigh = Int(span.upperBound) + index.tolerance
         var work = [CompactKey]()
         work.reserveCapacity(keys.count)
         for (n, key) in keys.enumerated() {
@@ -177,7 +185,12 @@ struct MatchWorker {
             }
             work.append(CompactKey(tek: words, first: UInt32(first), count: UInt16(last - first + 1), position: UInt32(n)))
         }
-        work.sort { $0.first < $1.first }
+        return dayOrder(work)
+    }
+
+    /// Derives and looks up the RPIs of `work` (records of `keys`), appending the matches.
+    mutating func process(_ work: ArraySlice<CompactKey>, keys: [DiagnosisKey], into matches: inout [Match],
+                          statistics stats: inout MatchStatistics) throws {
         for var item in work {
             let count = Int(item.count)
             try withUnsafeBytes(of: &item.tek) { tek in
@@ -187,7 +200,7 @@ struct MatchWorker {
             }
             stats.rpisDerived += count
             let before = matches.count
-            try lookUp(first: Int(item.first), count: count, key: { keys[keys.startIndex + Int(item.position)] }, into: &matches)
+            try lookUp(first: Int(item.first), count: count, key: { keys[Int(item.position)] }, into: &matches)
             let found = matches.count - before
             if found > 0 {
                 stats.keysMatched += 1
@@ -195,6 +208,24 @@ struct MatchWorker {
                 for m in matches[before...] where !m.txPowerPlausible { stats.implausibleTxPower += 1 }
             }
         }
+    }
+
+    /// `work` ordered by first interval: a counting sort when the batch spans fewer than 65,536
+    /// intervals (a key file covers about 14 days = 2,016), a comparison sort otherwise.
+    static func dayOrder(_ work: [CompactKey]) -> [CompactKey] {
+        guard let lo = work.lazy.map(\.first).min(), let hi = work.lazy.map(\.first).max(), hi - lo < 1 << 16 else {
+            return work.sorted { $0.first < $1.first }
+        }
+        var start = [Int](repeating: 0, count: Int(hi - lo) + 2)
+        for w in work { start[Int(w.first - lo) + 1] += 1 }
+        for i in 1..<start.count { start[i] += start[i - 1] }
+        var out = work // overwritten below; same count
+        for w in work {
+            let b = Int(w.first - lo)
+            out[start[b]] = w
+            start[b] += 1
+        }
+        return out
     }
 
     /// A key reduced to what the derive-and-look-up loop needs.

@@ -52,9 +52,20 @@ public struct Sighting: Hashable, Sendable {
         self.scanIndex = scanIndex.map { Int32($0) }
     }
 
+    /// From the stored words directly (the export reader decodes hex straight into them).
+    init(time: Double, rpiLow: UInt64, rpiHigh: UInt64, aemBits: UInt32, rssi: Int16, rssiCorrection: Int16, scanIndex: Int32?) {
+        self.time = time
+        self.rpiLow = rpiLow
+        self.rpiHigh = rpiHigh
+        self.aemBits = aemBits
+        self.rssi = rssi
+        self.rssiCorrection = rssiCorrection
+        self.scanIndex = scanIndex
+    }
+
     static func word(_ b: [UInt8], _ offset: Int) -> UInt64 {
         var v: UInt64 = 0
-        for i in 0..<8 { v |= UInt64(b[offset + i]) << (8 * UInt64(i)) }
+        for i in 0..<min(8, b.count - offset) { v |= UInt64(b[offset + i]) << (8 * UInt64(i)) }
         return v
     }
 
