@@ -164,7 +164,10 @@ public enum DailySummaries {
         return (weighted * rt * inf, weighted)
     }
 
-    /// Daily summaries, oldest day first. REVOKED windows (report type 5) count for nothing.
+    /// Daily summaries, oldest day first, as exposure-notifications-internals
+    /// DailySummaryUtils.getDailySummaries computes them: only report types 1...4 are returnable
+    /// (UNKNOWN and REVOKED windows count for nothing); a day with returnable windows gets a summary
+    /// even when all of them fall below minimumWindowScore (then all zero).
     /// `today` is needed only when daysSinceExposureThreshold is set.
     public static func compute(_ windows: [ExposureWindow], config: DailySummariesConfig, today: UTCDay? = nil) throws -> [DailySummary] {
         try config.validate()
@@ -173,17 +176,17 @@ public enum DailySummaries {
                                              actual: "\(config.daysSinceExposureThreshold) without one")
         }
         var days: [UTCDay: DailySummary] = [:]
-        for w in windows where w.reportType != 5 {
+        for w in windows where (1...4).contains(w.reportType) {
             if config.daysSinceExposureThreshold > 0, let today,
                Int(today.rawValue - w.day.rawValue) > config.daysSinceExposureThreshold { continue }
-            let (score, weightedDuration) = windowScore(w, config: config)
-            guard score >= config.minimumWindowScore else { continue }
             var d = days[w.day] ?? DailySummary(daysSinceEpoch: Int(w.day.rawValue), date: w.day.isoDate,
                                                  summaryData: ExposureSummaryData(), summaryDataPerReportType: [:])
+            defer { days[w.day] = d }
+            let (score, weightedDuration) = windowScore(w, config: config)
+            guard score >= config.minimumWindowScore else { continue }
             d.summaryData.add(score: score, weightedDuration: weightedDuration)
             let name = (0..<ReportTypeCode.names.count).contains(w.reportType) ? ReportTypeCode.names[w.reportType] : "\(w.reportType)"
             d.summaryDataPerReportType[name, default: ExposureSummaryData()].add(score: score, weightedDuration: weightedDuration)
-            days[w.day] = d
         }
         return days.keys.sorted().map { days[$0]! }
     }
@@ -191,7 +194,7 @@ public enum DailySummaries {
 
 /// The v1 ExposureSummary over a set of windows, each taken as one exposure (one key, one day).
 public struct ExposureSummaryV1: Sendable, Equatable, Codable {
-    /// Seconds in the three attenuation buckets ([0] A <= X, [1] X < A <= Y, [2] A > Y), each
+    /// Seconds in the three attenuation buckets ([0] A < X, [1] X <= A < Y, [2] A >= Y), each
     /// capped at 30 minutes as the framework did ("aggregated maximum exposures of 30 minutes").
     public var attenuationDurations: [Int]
     /// Number of exposures (windows; the framework counted matched keys).

@@ -135,16 +135,29 @@ public struct CWAParameters: Sendable, Equatable, Codable {
     /// and the app configuration's JSON form). Absent fields take protobuf's defaults (0), so the
     /// protobuf JSON of the app configuration reads as the app reads the binary.
     public static func decode(from data: Data, file: String) throws -> CWAParameters {
+        struct Keys: Decodable {
+            var defaultRiskCalculationConfiguration: Bool?
+            var riskCalculationParameters: Bool?
+            enum CodingKeys: String, CodingKey { case defaultRiskCalculationConfiguration, riskCalculationParameters }
+            init(from decoder: Decoder) throws {
+                let c = try decoder.container(keyedBy: CodingKeys.self)
+                defaultRiskCalculationConfiguration = c.contains(.defaultRiskCalculationConfiguration) ? true : nil
+                riskCalculationParameters = c.contains(.riskCalculationParameters) ? true : nil
+            }
+        }
         struct Wrapped: Decodable {
             var defaultRiskCalculationConfiguration: CWAParameters?
             var riskCalculationParameters: CWAParameters?
         }
-        if let w = try? JSONDecoder().decode(Wrapped.self, from: data),
-           let p = w.defaultRiskCalculationConfiguration ?? w.riskCalculationParameters {
-            try p.validate()
-            return p
+        // Decode strictly whichever shape the file has, so errors point into the right object.
+        let p: CWAParameters
+        if let keys = try? JSONDecoder().decode(Keys.self, from: data),
+           keys.defaultRiskCalculationConfiguration != nil || keys.riskCalculationParameters != nil {
+            let w = try RiskJSON.decodeParameters(Wrapped.self, from: data, file: file)
+            p = (w.defaultRiskCalculationConfiguration ?? w.riskCalculationParameters)!
+        } else {
+            p = try RiskJSON.decodeParameters(CWAParameters.self, from: data, file: file)
         }
-        let p = try RiskJSON.decodeParameters(CWAParameters.self, from: data, file: file)
         try p.validate()
         return p
     }

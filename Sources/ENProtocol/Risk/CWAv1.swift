@@ -106,7 +106,8 @@ public enum CWAv1RiskCalculation {
         for (i, w) in windows.enumerated() where w.reportType != 5 {
             let age = Int(today.rawValue - w.day.rawValue)
             guard age >= 0, age <= c.maximumAgeDays else { continue }
-            let minutes = Double(w.totalSeconds) / 60
+            // The exposure's duration as the framework reported it: in 5-minute steps.
+            let minutes = Double(GAENv1Buckets.bucketizedSeconds(w.totalSeconds)) / 60
             guard minutes >= c.minimumExposureMinutes,
                   GAENv1.meanAttenuation(w) <= c.maximumAverageAttenuationDb else { continue }
             let e = try GAENv1.score(w, index: i, configuration: c.v1, today: today)

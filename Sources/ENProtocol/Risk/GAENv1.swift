@@ -21,7 +21,8 @@ public struct GAENv1Configuration: Sendable, Equatable, Codable {
     /// The two edges X < Y of the three attenuation-duration buckets (framework default [50, 70]).
     public var attenuationDurationThresholds: [Int]
     /// Not part of the framework: the level assumed for windows that carry no
-    /// `transmissionRiskLevel` (windows computed by a board never do). Absent: such a window is an error.
+    /// `transmissionRiskLevel` (windows computed by a board never do). Absent: such a window's level
+    /// is INVALID (0), which the framework scores with a transmission risk value of 1.
     public var defaultTransmissionRiskLevel: Int?
 
     public init(minimumRiskScore: Int, attenuationLevelValues: [Int], daysSinceLastExposureLevelValues: [Int],
@@ -119,6 +120,14 @@ public enum GAENv1Buckets {
 
     /// Level 1 ... 8 to index 0 ... 7.
     public static func transmissionRisk(_ level: Int) -> Int { min(max(level, 1), 8) - 1 }
+
+    /// The framework's v1 exposure duration: rounded to the nearest 5 minutes, halves down
+    /// (exposure-notifications-internals KeyExposureEvaluator.bucketizeDuration). A window's scan
+    /// instances already include one scan interval, as the reference adds to the sighted span.
+    public static func bucketizedSeconds(_ seconds: Int) -> Int {
+        let mod = seconds % 300
+        return mod <= 150 ? seconds - mod : seconds + 300 - mod
+    }
 }
 
 /// One exposure (one key on one day; here one window) scored the v1 way.
@@ -127,8 +136,10 @@ public struct GAENv1Exposure: Sendable, Equatable, Codable {
     /// Duration-weighted mean of the scan instances' typical attenuation, rounded (framework:
     /// "weighting attenuation ... based on their durations during the exposure event").
     public var attenuationDb: Int
+    /// Duration in 5-minute steps, as the framework's v1 exposures.
     public var durationMinutes: Double
     public var daysSinceExposure: Int
+    /// 1...8, or 0 (INVALID) when the window has none and no default is configured.
     public var transmissionRiskLevel: Int
     /// The product of the four level values, not clamped.
     public var riskScore: Int
@@ -151,37 +162,37 @@ public enum GAENv1 {
         return Int(mean.rounded(.toNearestOrAwayFromZero))
     }
 
-    /// Scores one window as one v1 exposure on `today`.
+    /// Scores one window as one v1 exposure on `today`, as the reference RiskScoreCalculator does
+    /// (exposure-notifications-internals): INVALID transmission risk (0) scores a value of 1.
     public static func score(_ window: ExposureWindow, index: Int, configuration c: GAENv1Configuration,
                              today: UTCDay) throws -> GAENv1Exposure {
-        guard let trl = window.transmissionRiskLevel ?? c.defaultTransmissionRiskLevel else {
-            throw RiskError.invalidWindow(index: index, field: "transmissionRiskLevel",
-                                          expected: "1...8 (or defaultTransmissionRiskLevel in the configuration)",
-                                          actual: "absent")
-        }
-        guard (1...8).contains(trl) else {
-            throw RiskError.invalidWindow(index: index, field: "transmissionRiskLevel", expected: "1...8", actual: "\(trl)")
+        let trl = window.transmissionRiskLevel ?? c.defaultTransmissionRiskLevel ?? 0
+        guard (0...8).contains(trl) else {
+            throw RiskError.invalidWindow(index: index, field: "transmissionRiskLevel", expected: "1...8 (0: invalid)", actual: "\(trl)")
         }
         let attenuation = meanAttenuation(window)
-        let minutes = Double(window.totalSeconds) / 60
+        let minutes = Double(GAENv1Buckets.bucketizedSeconds(window.totalSeconds)) / 60
         let days = today.rawValue - window.day.rawValue
+        let trlValue = trl == 0 ? 1 : c.transmissionRiskLevelValues[GAENv1Buckets.transmissionRisk(trl)]
         let score = c.attenuationLevelValues[GAENv1Buckets.attenuation(attenuation)]
             * c.daysSinceLastExposureLevelValues[GAENv1Buckets.daysSinceExposure(Int(days))]
             * c.durationLevelValues[GAENv1Buckets.duration(minutes: minutes)]
-            * c.transmissionRiskLevelValues[GAENv1Buckets.transmissionRisk(trl)]
+            * trlValue
         return GAENv1Exposure(date: window.day.isoDate, attenuationDb: attenuation, durationMinutes: minutes,
                               daysSinceExposure: Int(days), transmissionRiskLevel: trl, riskScore: score,
                               counted: score >= c.minimumRiskScore)
     }
 
-    /// Seconds of a window in the three v1 attenuation-duration buckets:
-    /// [0]: A <= X, [1]: X < A <= Y, [2]: A > Y (Apple ENExposureInfo.attenuationDurations), by
-    /// each scan instance's typical attenuation. Not capped (callers cap where the framework does).
+    /// Seconds of a window in the three v1 attenuation-duration buckets, by each scan instance's
+    /// typical attenuation: [0]: A < X, [1]: X <= A < Y, [2]: A >= Y, as the reference
+    /// implementation counts them (exposure-notifications-internals KeyExposureEvaluator: time "at or
+    /// above" a threshold is above it; Apple's ENExposureInfo text says A <= X instead). Not capped
+    /// (callers cap where the framework does).
     public static func attenuationDurations(_ window: ExposureWindow, thresholds: [Int]) -> [Int] {
         var buckets = [0, 0, 0]
         for s in window.scanInstances {
             let seconds = max(s.secondsSinceLastScan, 0)
-            let i = s.typicalAttenuationDb <= thresholds[0] ? 0 : (s.typicalAttenuationDb <= thresholds[1] ? 1 : 2)
+            let i = s.typicalAttenuationDb < thresholds[0] ? 0 : (s.typicalAttenuationDb < thresholds[1] ? 1 : 2)
             buckets[i] += seconds
         }
         return buckets

@@ -19,8 +19,11 @@ struct UnscentedKalmanSmoother1D {
     let transition: (Double, Double) -> Double
     let observation: (Double, Double) -> Double
     let scale: Double
-    let meanWeights: [Double]
-    let covarianceWeights: [Double]
+    // Seven sigma points in lanes 0...6 of a SIMD8; lane 7 has weight 0. Fixed-size vectors keep
+    // the per-step work free of heap allocations (thousands of steps per window).
+    let meanWeights: SIMD8<Double>
+    let covarianceWeights: SIMD8<Double>
+    private static let lanes = 0..<7
 
     init(initial: State, transitionCovariance: Double, observationCovariance: Double,
          alpha: Double, beta: Double, kappa: Double,
@@ -34,38 +37,47 @@ struct UnscentedKalmanSmoother1D {
         let lambda = alpha * alpha * (n + kappa) - n
         scale = n + lambda
         let common = 1 / (2 * scale)
-        meanWeights = [lambda / scale] + Array(repeating: common, count: 6)
-        covarianceWeights = [lambda / scale + (1 - alpha * alpha + beta)] + Array(repeating: common, count: 6)
+        var wm = SIMD8<Double>(repeating: common), wc = SIMD8<Double>(repeating: common)
+        wm[0] = lambda / scale
+        wc[0] = lambda / scale + (1 - alpha * alpha + beta)
+        wm[7] = 0
+        wc[7] = 0
+        meanWeights = wm
+        covarianceWeights = wc
     }
 
     /// Sigma points of the augmented vector (state, transition noise, observation noise): the mean,
     /// then plus and minus sqrt(scale x variance) along each axis.
-    private func sigmaPoints(_ s: State) -> (state: [Double], transition: [Double], observation: [Double]) {
+    private func sigmaPoints(_ s: State) -> (state: SIMD8<Double>, transition: SIMD8<Double>, observation: SIMD8<Double>) {
         let a = (scale * s.covariance).squareRoot()
         let q = (scale * transitionCovariance).squareRoot()
         let r = (scale * observationCovariance).squareRoot()
-        return ([s.mean, s.mean + a, s.mean, s.mean, s.mean - a, s.mean, s.mean],
-                [0, 0, q, 0, 0, -q, 0],
-                [0, 0, 0, r, 0, 0, -r])
+        return (SIMD8(s.mean, s.mean + a, s.mean, s.mean, s.mean - a, s.mean, s.mean, s.mean),
+                SIMD8(0, 0, q, 0, 0, -q, 0, 0),
+                SIMD8(0, 0, 0, r, 0, 0, -r, 0))
     }
 
-    private func moments(_ points: [Double]) -> State {
-        let mean = zip(meanWeights, points).reduce(0) { $0 + $1.0 * $1.1 }
-        let cov = zip(covarianceWeights, points).reduce(0) { $0 + $1.0 * ($1.1 - mean) * ($1.1 - mean) }
-        return State(mean: mean, covariance: cov)
+    private func moments(_ points: SIMD8<Double>) -> State {
+        let mean = (meanWeights * points).sum()
+        let d = points - mean
+        return State(mean: mean, covariance: (covarianceWeights * d * d).sum())
     }
 
-    private func crossCovariance(_ x: [Double], _ xMean: Double, _ y: [Double], _ yMean: Double) -> Double {
-        var c = 0.0
-        for i in 0..<7 { c += covarianceWeights[i] * (x[i] - xMean) * (y[i] - yMean) }
-        return c
+    private func crossCovariance(_ x: SIMD8<Double>, _ xMean: Double, _ y: SIMD8<Double>, _ yMean: Double) -> Double {
+        (covarianceWeights * (x - xMean) * (y - yMean)).sum()
+    }
+
+    private func apply(_ f: (Double, Double) -> Double, _ x: SIMD8<Double>, _ noise: SIMD8<Double>) -> SIMD8<Double> {
+        var out = x
+        for i in Self.lanes { out[i] = f(x[i], noise[i]) }
+        return out
     }
 
     /// Update with an observation (nil: the prediction stands).
-    private func update(propagated: [Double], observationNoise: [Double], z: Double?) -> State {
+    private func update(propagated: SIMD8<Double>, observationNoise: SIMD8<Double>, z: Double?) -> State {
         let predicted = moments(propagated)
         guard let z else { return predicted }
-        let y = (0..<7).map { observation(propagated[$0], observationNoise[$0]) }
+        let y = apply(observation, propagated, observationNoise)
         let predictedObservation = moments(y)
         let cross = crossCovariance(propagated, predicted.mean, y, predictedObservation.mean)
         let gain = cross / predictedObservation.covariance
@@ -83,8 +95,7 @@ struct UnscentedKalmanSmoother1D {
         states.reserveCapacity(observations.count)
         for z in observations.dropFirst() {
             let p = sigmaPoints(state)
-            let propagated = (0..<7).map { transition(p.state[$0], p.transition[$0]) }
-            state = update(propagated: propagated, observationNoise: p.observation, z: z)
+            state = update(propagated: apply(transition, p.state, p.transition), observationNoise: p.observation, z: z)
             states.append(state)
         }
         return states
@@ -98,7 +109,7 @@ struct UnscentedKalmanSmoother1D {
         for t in stride(from: filtered.count - 2, through: 0, by: -1) {
             let current = filtered[t]
             let p = sigmaPoints(current)
-            let propagated = (0..<7).map { transition(p.state[$0], p.transition[$0]) }
+            let propagated = apply(transition, p.state, p.transition)
             let predicted = moments(propagated)
             let cross = crossCovariance(propagated, predicted.mean, p.state, current.mean)
             let gain = cross / predicted.covariance

@@ -129,5 +129,9 @@ import Testing
         #expect(throws: RiskError.malformedParameters(file: "p.json", detail: "normalizedTimePerDayToRiskLevelMapping: missing")) {
             try CWAParameters.decode(from: bad, file: "p.json")
         }
+        let wrapped = Data(#"{"riskCalculationParameters": {"minutesAtAttenuationWeights": 3}}"#.utf8)
+        #expect(throws: RiskError.malformedParameters(file: "w.json", detail: "riskCalculationParameters.minutesAtAttenuationWeights: expected a JSON array")) {
+            try CWAParameters.decode(from: wrapped, file: "w.json")
+        }
     }
 }

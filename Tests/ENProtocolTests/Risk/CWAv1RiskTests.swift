@@ -44,7 +44,7 @@ import Testing
     @Test func shortOrDistantExposuresAreDiscardedAndOldOnesForgotten() throws {
         let c = try Self.configuration()
         let today = UTCDay(isoDate: "2020-09-22")!
-        let nine = RiskFixtures.window(day: today.advanced(by: -1), trl: 8, [(50, 50, 300), (50, 50, 240)])
+        let nine = RiskFixtures.window(day: today.advanced(by: -1), trl: 8, [(50, 50, 300), (50, 50, 120)]) // 7 min -> 5
         let far = RiskFixtures.window(day: today.advanced(by: -1), trl: 8, [(74, 70, 600), (74, 70, 600)])
         let old = RiskFixtures.window(day: today.advanced(by: -15), trl: 8, [(50, 50, 600), (50, 50, 600)])
         let r = try CWAv1RiskCalculation.calculate([nine, far, old], configuration: c, today: today)
@@ -62,9 +62,17 @@ import Testing
         #expect(r.riskEncounters == 1 && abs(r.weightedMinutes - 14) < 1e-9 && !r.increasedRisk)
     }
 
-    @Test func aWindowWithoutTransmissionRiskLevelIsAnError() throws {
+    @Test func aWindowWithoutTransmissionRiskLevelScoresAsInvalid() throws {
+        // The framework scores an INVALID level with 1: 1 x 5 x 1 x 1 = 5, below 11: no risk encounter.
         let today = UTCDay(isoDate: "2020-09-22")!
-        let w = RiskFixtures.window(day: today, [(50, 50, 900)])
-        #expect(throws: RiskError.self) { try CWAv1RiskCalculation.calculate([w], configuration: Self.configuration(), today: today) }
+        let w = RiskFixtures.window(day: today, [(50, 50, 900), (50, 50, 300)])
+        let r = try CWAv1RiskCalculation.calculate([w], configuration: Self.configuration(), today: today)
+        #expect(r.riskEncounters == 0 && !r.increasedRisk)
+    }
+
+    @Test func attenuationDurationBucketsCountTheThresholdAsAbove() throws {
+        // 55 dB is not "below 55": it counts half; 63 dB counts nothing.
+        let w = RiskFixtures.window(day: UTCDay(0), [(54, 50, 60), (55, 50, 120), (62, 60, 180), (63, 60, 240)])
+        #expect(GAENv1.attenuationDurations(w, thresholds: [55, 63]) == [60, 300, 240])
     }
 }

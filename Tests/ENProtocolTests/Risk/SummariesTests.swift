@@ -36,12 +36,17 @@ import Testing
         let selfReport = RiskFixtures.window(day: Self.day, reportType: 3, infectiousness: 1, [(50, 50, 300), (50, 50, 300)]) // 300
         let weak = RiskFixtures.window(day: Self.day, reportType: 1, infectiousness: 1, [(60, 60, 120)])            // 60 < 100
         let revoked = RiskFixtures.window(day: Self.day, reportType: 5, infectiousness: 2, [(40, 40, 3000)])
+        let unknown = RiskFixtures.window(day: Self.day.advanced(by: -1), reportType: 0, infectiousness: 2, [(40, 40, 3000)])
+        let weakDay = RiskFixtures.window(day: Self.day.advanced(by: -2), reportType: 1, infectiousness: 1, [(60, 60, 120)])
         let other = RiskFixtures.window(day: Self.day.advanced(by: -3), reportType: 4, infectiousness: 2, [(50, 50, 300)]) // 300 x 0.4 = 120
-        let s = try DailySummaries.compute([test, clinical, selfReport, weak, revoked, other], config: Self.config)
-        #expect(s.count == 2)
-        #expect(s[0].date == "2021-01-29" && s[0].summaryData == ExposureSummaryData(maximumScore: 120, scoreSum: 120, weightedDurationSum: 300))
+        let s = try DailySummaries.compute([test, clinical, selfReport, weak, revoked, unknown, weakDay, other], config: Self.config)
+        #expect(s.map(\.date) == ["2021-01-29", "2021-01-30", "2021-02-01"])
+        #expect(s[0].summaryData == ExposureSummaryData(maximumScore: 120, scoreSum: 120, weightedDurationSum: 300))
         #expect(s[0].summaryDataPerReportType.keys.sorted() == ["RECURSIVE"])
-        let d = s[1]
+        // A day whose only window is below the minimum score still has a (zero) summary; UNKNOWN
+        // and REVOKED windows make no day at all.
+        #expect(s[1].summaryData == ExposureSummaryData() && s[1].summaryDataPerReportType.isEmpty)
+        let d = s[2]
         #expect(d.daysSinceEpoch == Int(Self.day.rawValue))
         #expect(abs(d.summaryData.maximumScore - 600) < 1e-9)
         #expect(abs(d.summaryData.scoreSum - (600 + 240 + 300)) < 1e-9)
@@ -106,26 +111,39 @@ import Testing
     @Test func riskScoreIsTheProductOfLevelValues() throws {
         let today = UTCDay(isoDate: "2021-02-10")!
         // 12 minutes at 45/55 dB (weighted mean 50 -> bucket 3, value 4), 3 days ago (bucket 6, value 7),
-        // 12 minutes (bucket 3, value 4), TRL 6 (value 6): 4 x 7 x 4 x 6 = 672.
+        // 12 minutes bucketized to 10 (bucket 2, value 3), TRL 6 (value 6): 4 x 7 x 3 x 6 = 504.
         let w = RiskFixtures.window(day: today.advanced(by: -3), trl: 6, [(45, 40, 360), (55, 50, 360)])
         let e = try GAENv1.score(w, index: 0, configuration: Self.config, today: today)
-        #expect(e.attenuationDb == 50 && e.daysSinceExposure == 3 && e.durationMinutes == 12)
-        #expect(e.riskScore == 672 && e.counted)
+        #expect(e.attenuationDb == 50 && e.daysSinceExposure == 3 && e.durationMinutes == 10)
+        #expect(e.riskScore == 504 && e.counted)
+        // Without a transmission risk level the framework's INVALID level scores 1: 4 x 7 x 3 x 1.
+        let invalid = try GAENv1.score(RiskFixtures.window(day: today.advanced(by: -3), [(45, 40, 360), (55, 50, 360)]),
+                                       index: 0, configuration: Self.config, today: today)
+        #expect(invalid.transmissionRiskLevel == 0 && invalid.riskScore == 84)
+        #expect(throws: RiskError.invalidWindow(index: 0, field: "transmissionRiskLevel", expected: "1...8 (0: invalid)", actual: "9")) {
+            try GAENv1.score(RiskFixtures.window(day: today, trl: 9, [(45, 40, 360)]), index: 0, configuration: Self.config, today: today)
+        }
+    }
+
+    @Test func durationsAreBucketizedToFiveMinutesHalvesDown() {
+        #expect([0, 150, 151, 299, 300, 450, 451, 1200, 1349].map(GAENv1Buckets.bucketizedSeconds)
+                == [0, 0, 300, 300, 300, 300, 600, 1200, 1200])
     }
 
     @Test func v1SummaryCapsBucketsAtThirtyMinutesAndClampsTheScore() throws {
         let today = UTCDay(isoDate: "2021-02-10")!
-        let near = RiskFixtures.window(day: today.advanced(by: -1), trl: 8, Array(repeating: (40, 40, 300), count: 8)) // 40 min <= 50 dB
-        let mid = RiskFixtures.window(day: today.advanced(by: -4), trl: 1, [(60, 60, 300)])                             // 5 min 50..70
-        let far = RiskFixtures.window(day: today.advanced(by: -4), trl: 1, [(80, 80, 120)])                             // 2 min > 70
+        let near = RiskFixtures.window(day: today.advanced(by: -1), trl: 8, Array(repeating: (40, 40, 300), count: 8)) // 40 min < 50 dB
+        let mid = RiskFixtures.window(day: today.advanced(by: -4), trl: 1, [(50, 50, 300)])                             // 5 min 50..<70
+        let far = RiskFixtures.window(day: today.advanced(by: -4), trl: 1, [(70, 70, 120)])                             // 2 min >= 70
         let (s, exposures) = try ExposureSummaryV1.compute([near, mid, far], configuration: Self.config, today: today)
         #expect(s.attenuationDurations == [1800, 300, 120])
         #expect(s.matchedKeyCount == 3 && s.daysSinceLastExposure == 1)
         // near: att 40 -> bucket 3 (4) x days 1 -> bucket 7 (8) x 40 min -> bucket 7 (8) x TRL 8 (8) = 2048.
         #expect(exposures[0].riskScore == 2048)
         #expect(s.maximumRiskScoreFullRange == 2048 && s.maximumRiskScore == 255)
-        // far: att 80 -> 1 x days 4 -> 6 x 2 min -> 2 x TRL 1 -> 1 = 12 (counted); mid: 3 x 6 x 2 x 1 = 36.
-        #expect(exposures[1].riskScore == 36 && exposures[2].riskScore == 12)
+        // mid: att 50 -> 4 x days 4 -> 6 x 5 min -> 2 x TRL 1 -> 1 = 48; far: 2 min bucketizes to 0:
+        // 2 (att 70) x 6 x 1 x 1 = 12, counted (>= 10).
+        #expect(exposures[1].riskScore == 48 && exposures[2].riskScore == 12 && exposures[2].counted)
     }
 
     @Test func configurationValidation() {
