@@ -172,6 +172,20 @@ struct NodeTests {
         await again.shutdown()
     }
 
+    @Test("markers keep the ids AddMarker returned; bad labels are InvalidArgs")
+    func markers() async throws {
+        let dir = try TempStoreDir()
+        let (node, clock) = try makeNode(dir, trial: true)
+        let first = try await node.addMarker(time: 0, label: "seated", distance: 1.5, note: "")
+        let second = try await node.addMarker(time: clock.wallTime() + 10, label: "standing", distance: -1, note: "n")
+        let got = try await node.markers(from: 0, to: clock.wallTime() + 60)
+        #expect(got.map(\.id) == [first, second])
+        #expect(got.map(\.marker.label) == ["seated", "standing"])
+        #expect(got[0].marker.distanceMeters == 1.5 && got[1].marker.distanceMeters == nil)
+        await #expect(throws: NodeError.self) { try await node.addMarker(time: 0, label: "", distance: 1, note: "") }
+        await node.shutdown()
+    }
+
     @Test("D-Bus configuration dicts: required keys, types and unknown keys give InvalidArgs")
     func configConversions() throws {
         let good: [String: DBusValue] = [

@@ -168,8 +168,8 @@ public final class NodeBus: NodeObserver, Sendable {
                 }
                 let markers = try await node.markers(from: Double(from) / 1000, to: Double(to) / 1000)
                 guard markers.count <= 65_536 else { throw NodeError.limitExceeded("\(markers.count) markers; narrow the range") }
-                return [GaendMarker.array(markers.enumerated().map { n, m in
-                    GaendMarker(id: UInt64(n + 1), time: Self.ms(m.time), label: m.label, distance: m.distanceMeters ?? -1, note: m.note)
+                return [GaendMarker.array(markers.map { id, m in
+                    GaendMarker(id: UInt64(id), time: Self.ms(m.time), label: m.label, distance: m.distanceMeters ?? -1, note: m.note)
                 })]
             },
             "SetCalibration": { call in

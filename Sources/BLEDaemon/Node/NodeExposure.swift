@@ -226,8 +226,8 @@ extension GaenNode {
         }
     }
 
-    public func markers(from: Double, to: Double) throws -> [Marker] {
-        do { return try store.markers(from: from, to: to) } catch { throw NodeError.storage("\(error)") }
+    public func markers(from: Double, to: Double) throws -> [(id: Int64, marker: Marker)] {
+        do { return try store.markerRecords(from: from, to: to) } catch { throw NodeError.storage("\(error)") }
     }
 
     /// Node clock "now" in Unix seconds (scaled with --time-scale).
