@@ -101,6 +101,8 @@ struct Gaend: AsyncParsableCommand {
         let watchdog = Task {
             guard let interval = notifier.watchdogInterval else { return }
             while !Task.isCancelled {
+                // Fed only while the node answers: a wedged node actor lets systemd restart us.
+                _ = await node.snapshot
                 try? notifier.watchdog()
                 try? await Task.sleep(for: interval)
             }

@@ -118,13 +118,13 @@ class Node:
     def store(self) -> Path:
         return self.state / "store.sqlite"
 
-    def start(self, wait: bool = True, key: Path | None = None) -> None:
+    def start(self, wait: bool = True, key: Path | None = None, env: dict | None = None) -> None:
         self.runs += 1
         self.err = self.dir / f"gaend-{self.runs}.err"
         self.proc = subprocess.Popen(
             [self.bin_dir / "gaend", "--config", self.config, "--controller", self.controller, "--state-dir", self.state,
              "--store-key-file", key or self.key, "--bus", self.bus.address, *self.extra],
-            stdout=subprocess.DEVNULL, stderr=open(self.err, "w"))
+            stdout=subprocess.DEVNULL, stderr=open(self.err, "w"), env=env)
         if wait:
             assert wait_for(lambda: self.ctl("status").returncode == 0 or self.proc.poll() is not None, 20, 0.2)
             assert self.proc.poll() is None, self.stderr
@@ -437,3 +437,38 @@ def test_disk_full_is_reported_and_storing_resumes(radio, nodes, tmp_path):
         for n in (a, b):
             n.close()
         subprocess.run(["umount", "-l", str(b.state)], capture_output=True)
+
+
+def test_systemd_notify_ready_and_watchdog(radio, nodes):
+    """Type=notify: READY=1 once D-Bus is served, WATCHDOG=1 at half of WATCHDOG_USEC,
+    STOPPING=1 on SIGTERM (the notify socket protocol, a datagram per message)."""
+    import socket
+    r = radio([{"name": "n", "transport": "tcp-server:127.0.0.1:0"}])
+    n = nodes("n", r.ready["devices"]["n"]["connect"])
+    directory = Path(tempfile.mkdtemp(prefix="gaend-notify-"))  # short path: sun_path is 108 bytes
+    path = directory / "notify"
+    sock = socket.socket(socket.AF_UNIX, socket.SOCK_DGRAM)
+    sock.bind(str(path))
+    sock.settimeout(0.2)
+    env = dict(os.environ, NOTIFY_SOCKET=str(path), WATCHDOG_USEC="1000000")
+    messages: list[str] = []
+
+    def drain():
+        try:
+            while True:
+                messages.append(sock.recv(4096).decode())
+        except socket.timeout:
+            pass
+    try:
+        n.start(env=env)
+        deadline = time.monotonic() + 5
+        while time.monotonic() < deadline:
+            drain()
+        assert n.terminate() == 0
+        drain()
+    finally:
+        sock.close()
+        shutil.rmtree(directory, ignore_errors=True)
+    assert any("READY=1" in m for m in messages), messages
+    assert sum("WATCHDOG=1" in m for m in messages) >= 5, messages  # every 0.5 s
+    assert any("STOPPING=1" in m for m in messages), messages
