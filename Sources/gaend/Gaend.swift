@@ -59,8 +59,8 @@ struct Gaend: AsyncParsableCommand {
             return h
         }
         let logger = Logger(label: "gaend")
+        // One plain line on stderr (the journal keeps it), no log decoration: scripts match it.
         func fail(_ message: String) -> ExitCode {
-            logger.critical("\(message)")
             FileHandle.standardError.write(Data("gaend: \(message)\n".utf8))
             return ExitCode(1)
         }
