@@ -76,11 +76,11 @@ struct Gaend: AsyncParsableCommand {
                 trustSet.add(keyId: t.keyId, version: t.keyVersion, key: try P256PublicKey(pem: pem))
             } catch { throw fail("trust \(t.keyId): \(t.publicKeyFile): \(error)") }
         }
-        if trustSet.isEmpty { logger.warning("no trusted key set (--trust): provided key files are accepted without a signature check") }
 
         let node: GaenNode
         do { node = try GaenNode(settings: settings, logger: logger) } catch { throw fail("\(error)") }
 
+        if trustSet.isEmpty { logger.warning("no trusted key set (--trust): provided key files are accepted without a signature check") }
         let connection: BusConnection
         do {
             connection = try BusConnection.connect(address)
