@@ -93,7 +93,9 @@ public actor GaenNode: ScheduleEffects {
 
     // Schedule.
     private var driverTask: Task<Void, Never>?
-    private var scanCollector: Task<[TimedReport], Never>?
+    /// The scan in progress: the scanner it runs on (which may since have been detached with
+    /// its controller; stopping it still ends the report stream) and the collecting task.
+    private var scanInProgress: (scanner: Scanner, collector: Task<[TimedReport], Never>)?
 
     // Storage and counters.
     private var storageProblem: String?
@@ -369,22 +371,23 @@ public actor GaenNode: ScheduleEffects {
         guard let scanner else { return }
         do {
             let stream = try await scanner.scanContinuously()
-            scanCollector = Task {
+            scanInProgress = (scanner, Task {
                 var reports: [TimedReport] = []
                 for await r in stream { reports.append(r) }
                 return reports
-            }
+            })
         } catch {
             logger.warning("cannot start a scan", metadata: ["error": "\(error)"])
-            scanCollector = nil
+            await scanner.stop()
+            scanInProgress = nil
         }
     }
 
     private func finishScan(start: Double, end: Double) async {
         // No scan was started (no controller): nothing was observed, so nothing is recorded.
-        guard let collector = scanCollector else { return }
-        scanCollector = nil
-        await scanner?.stop()
+        guard let (usedScanner, collector) = scanInProgress else { return }
+        scanInProgress = nil
+        await usedScanner.stop()
         let reports = await collector.value
         let record = RecordedScan(ScanRecord(start: start, end: end, reports: reports))
         scans += 1
