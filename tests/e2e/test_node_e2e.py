@@ -472,3 +472,22 @@ def test_systemd_notify_ready_and_watchdog(radio, nodes):
     assert any("READY=1" in m for m in messages), messages
     assert sum("WATCHDOG=1" in m for m in messages) >= 5, messages  # every 0.5 s
     assert any("STOPPING=1" in m for m in messages), messages
+
+
+def test_controller_lost_and_back(radio, nodes):
+    """The controller's link drops (and refuses connections for a while): status says so, the
+    session reconnects, advertising is restored and scans go on."""
+    r = two_radios(radio)
+    a = nodes("a", r.ready["devices"]["a"]["connect"])
+    b = nodes("b", r.ready["devices"]["b"]["connect"])
+    a.start()
+    b.start()
+    b.wait_scans(2)
+    r.ok(cmd="drop", device="a", refuse_seconds=3)
+    assert wait_for(lambda: {"controller-error", "controller-missing"} & set(a.status()["status"]), 5, 0.2), a.status()
+    assert wait_for(lambda: "active" in a.status()["status"], 30, 0.5), a.status()
+    assert r.state("a")["advertising"], r.state("a")  # restored on the new connection
+    seen = b.status()["sightingCount"]
+    assert wait_for(lambda: b.status()["sightingCount"] > seen, 20, 0.5)
+    scans = a.status()["scanCount"]
+    a.wait_scans(scans + 2, timeout=20)
