@@ -4,6 +4,7 @@ import Foundation
 
 let benchmarks: [String: ([String]) throws -> Void] = [
     "ingest": IngestBench.run,
+    "match": MatchBench.run,
     "schedule-idle": ScheduleIdleBench.run,
     "match": MatchBench.run,
 ]
