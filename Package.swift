@@ -72,7 +72,7 @@ let package = Package(
         .executableTarget(
             name: "gaend",
             dependencies: [
-                "BLEDaemon",
+                "BLEDaemon", "DBusCore", "ENProtocol",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
                 .product(name: "Logging", package: "swift-log"),
             ]
@@ -105,12 +105,12 @@ let package = Package(
         .testTarget(name: "HCIProtocolTests", dependencies: ["HCIProtocol"]),
         .testTarget(
             name: "BLEDaemonTests",
-            dependencies: ["BLEDaemon", "HCIProtocol", .product(name: "Logging", package: "swift-log")]
+            dependencies: ["BLEDaemon", "HCIProtocol", "DBusCore", .product(name: "Logging", package: "swift-log")]
         ),
-        // D-Bus binding and API contract against private dbus-daemons and real clients.
-        .testTarget(name: "BusTests", dependencies: ["DBusCore", "GaenClient", "BLEDaemon", "gaenctl"]),
         // Test helper: writes a store in a loop until killed (the kill -9 test runs it).
         .executableTarget(name: "StoreStress", dependencies: ["BLEDaemon", "ENProtocol"]),
+        // D-Bus binding and API contract against private dbus-daemons and real clients.
+        .testTarget(name: "BusTests", dependencies: ["DBusCore", "GaenClient", "BLEDaemon", "gaenctl"]),
         // Runs the built executables end to end (they are built by `swift build --build-tests`).
         .testTarget(name: "CLITests", dependencies: ["gaenctl", "ENProtocol"]),
     ]

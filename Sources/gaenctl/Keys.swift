@@ -6,7 +6,7 @@ import Foundation
 struct Keys: ParsableCommand {
     static let configuration = CommandConfiguration(
         abstract: "Read, check and write GAEN key export files.",
-        subcommands: [KeysInspect.self, KeysCreate.self]
+        subcommands: [KeysInspect.self, KeysCreate.self, KeysHistory.self, KeysProvide.self]
     )
 }
 

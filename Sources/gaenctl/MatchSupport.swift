@@ -5,7 +5,7 @@ import Foundation
 /// Options shared by `match` and `windows`: a sightings export, key files, trust, threads.
 struct SightingsAndKeysOptions: ParsableArguments {
     @Option(help: ArgumentHelp("Sightings export (CSV or JSON lines, docs/sightings-format.md).", valueName: "FILE"))
-    var sightings: String
+    var sightings: String?
 
     @Option(parsing: .upToNextOption, help: ArgumentHelp("Key export files (ZIP or bare export.bin); repeatable.", valueName: "FILE"))
     var keys: [String] = []
@@ -16,6 +16,9 @@ struct SightingsAndKeysOptions: ParsableArguments {
     var workers: Int = ProcessInfo.processInfo.activeProcessorCount
 
     func validate() throws {
+        // `windows` without --sightings and --keys asks gaend instead (WindowsCommand).
+        guard sightings != nil || !keys.isEmpty else { return }
+        guard sightings != nil else { throw ValidationError("give the sightings export with --sightings FILE") }
         guard !keys.isEmpty else { throw ValidationError("give at least one key file with --keys FILE...") }
         guard workers >= 1 else { throw ValidationError("--workers must be at least 1") }
     }
@@ -31,12 +34,13 @@ enum MatchRun {
     }
 
     static func run(_ o: SightingsAndKeysOptions, requirement: SightingsFile.Requirement) throws -> Result {
+        guard let sightings = o.sightings else { throw CommandFailure("give the sightings export with --sightings FILE and key files with --keys FILE...") }
         let data: Data
-        do { data = try Data(contentsOf: URL(fileURLWithPath: o.sightings)) } catch {
-            throw CommandFailure("\(o.sightings): cannot read: \(error.localizedDescription)")
+        do { data = try Data(contentsOf: URL(fileURLWithPath: sightings)) } catch {
+            throw CommandFailure("\(sightings): cannot read: \(error.localizedDescription)")
         }
         let log: SightingsLog
-        do { log = try SightingsFile.parse(data, requiring: requirement) } catch { throw CommandFailure("\(o.sightings): \(error)") }
+        do { log = try SightingsFile.parse(data, requiring: requirement) } catch { throw CommandFailure("\(sightings): \(error)") }
         let matcher = ExposureMatcher(index: SightingIndex(sightings: log.sightings), workers: o.workers)
         let trust = try o.trust.trustSet()
         var matches: [Match] = []

@@ -44,7 +44,7 @@ struct Status: AsyncParsableCommand {
             advertisements: \(s.advertisementCount)
             scans:          \(s.scanCount) (last: \(last))
             sightings:      \(s.sightingCount)
-            key uploads left today: \(s.provideDiagnosisKeysRemaining)
+            key uploads left today: \(s.provideDiagnosisKeysRemaining == UInt32.max ? "unlimited (rate limits off)" : "\(s.provideDiagnosisKeysRemaining)")
             """)
     }
 }

@@ -1,9 +1,11 @@
 import ArgumentParser
+import DBusCore
 import ENProtocol
+import GaenClient
 import Foundation
 
 /// `gaenctl summaries`: the framework's DailySummaries of a windows file, offline.
-struct Summaries: ParsableCommand {
+struct Summaries: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
         abstract: "Daily summaries of exposure windows, as the framework's getDailySummaries returns them.",
         discussion: """
@@ -12,8 +14,10 @@ struct Summaries: ParsableCommand {
             minimumWindowScore, daysSinceExposureThreshold. Without --json, prints one line per day and report type.
             """)
 
-    @Option(help: ArgumentHelp("Exposure windows: a JSON array in the Android API shape.", valueName: "file"))
-    var windows: String
+    @Option(help: ArgumentHelp("Exposure windows: a JSON array in the Android API shape (omit: ask gaend, GetDailySummaries).", valueName: "file"))
+    var windows: String?
+
+    @OptionGroup var bus: BusOptions
 
     @Option(help: ArgumentHelp("DailySummariesConfig as JSON.", valueName: "file"))
     var config: String
@@ -24,8 +28,9 @@ struct Summaries: ParsableCommand {
     @Flag(help: "Print JSON: an array of {daysSinceEpoch, date, summaryData, summaryDataPerReportType}.")
     var json = false
 
-    func run() throws {
+    func run() async throws {
         let c = try RiskJSON.decodeParameters(DailySummariesConfig.self, from: RiskCLI.read(config, what: "--config"), file: config)
+        guard let windows else { return try await daemonSummaries(c) }
         let ws = try RiskJSON.decodeWindows(from: RiskCLI.read(windows, what: "--windows"))
         var day = UTCDay(unixSeconds: Date().timeIntervalSince1970)
         if let today {
@@ -47,6 +52,38 @@ struct Summaries: ParsableCommand {
             Swift.print(s.date)
             Swift.print(line("all report types", s.summaryData))
             for (name, d) in s.summaryDataPerReportType.sorted(by: { $0.key < $1.key }) { Swift.print(line(name, d)) }
+        }
+    }
+}
+
+extension Summaries {
+    /// gaend's daily summaries of its stored windows under `c` (GetDailySummaries).
+    func daemonSummaries(_ c: DailySummariesConfig) async throws {
+        var dict: [String: DBusValue] = [
+            "attenuation_bucket_thresholds_db": .array(.int32, c.attenuationBucketThresholdDb.map { .int32(Int32($0)) }),
+            "attenuation_bucket_weights": .array(.double, c.attenuationBucketWeights.map { .double($0) }),
+            "report_type_weights": .dict(key: .int32, value: .double, c.reportTypeWeights.enumerated().filter { (1...4).contains($0.offset) }.map {
+                DBusDictEntry(key: .int32(Int32($0.offset)), value: .double($0.element)) }),
+            "infectiousness_weights": .dict(key: .int32, value: .double, c.infectiousnessWeights.enumerated().filter { (1...2).contains($0.offset) }.map {
+                DBusDictEntry(key: .int32(Int32($0.offset)), value: .double($0.element)) }),
+            "minimum_window_score": .double(c.minimumWindowScore),
+        ]
+        if c.daysSinceExposureThreshold > 0 { dict["days_since_exposure_threshold"] = .int32(Int32(c.daysSinceExposureThreshold)) }
+        try await withDaemon("summaries", bus) { client in
+            let summaries = try await client.dailySummaries(config: dict)
+            if json {
+                let encoder = JSONEncoder()
+                encoder.outputFormatting = [.sortedKeys, .prettyPrinted]
+                FileHandle.standardOutput.write(try encoder.encode(summaries))
+                FileHandle.standardOutput.write(Data("\n".utf8))
+                return
+            }
+            if summaries.isEmpty { Swift.print("no day reaches the minimum window score") }
+            for s in summaries {
+                let date = Date(timeIntervalSince1970: Double(s.daysSinceEpoch) * 86_400).formatted(.iso8601.year().month().day())
+                Swift.print(date + String(format: "  maximumScore %9.1f  scoreSum %9.1f  weightedDurationSum %7.0f s",
+                                          s.summaryData.maximumScore, s.summaryData.scoreSum, s.summaryData.weightedDurationSum))
+            }
         }
     }
 }

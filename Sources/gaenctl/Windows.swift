@@ -1,9 +1,10 @@
 import ArgumentParser
 import ENProtocol
+import GaenClient
 import Foundation
 
 /// `gaenctl windows`: the ExposureWindows the framework would give an app for these sightings.
-struct WindowsCommand: ParsableCommand {
+struct WindowsCommand: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "windows",
         abstract: "Compute exposure windows (Android API semantics) from exported sightings and key files.",
@@ -14,6 +15,8 @@ struct WindowsCommand: ParsableCommand {
             "transmissionRiskLevel"}] (the last only when the key has one; v1-style engines use it).
             The sightings file needs the scan_start/scan_end columns and its empty-scan rows.
             --mapping is a DiagnosisKeysDataMapping JSON file; see docs/matching.md.
+            Without --sightings and --keys, asks gaend (GetExposureWindows) instead: text by
+            default, the same JSON array (without transmissionRiskLevel) with --json.
             """
     )
 
@@ -23,7 +26,13 @@ struct WindowsCommand: ParsableCommand {
                                valueName: "FILE"))
     var mapping: String?
 
-    func run() throws {
+    @OptionGroup var bus: BusOptions
+
+    @Flag(help: "With gaend: print the JSON array instead of text.")
+    var json = false
+
+    func run() async throws {
+        guard options.sightings != nil else { return try await daemonWindows() }
         try runReportingFailures("windows") {
             var dataMapping = DiagnosisKeysDataMapping.default
             if let mapping {
@@ -43,6 +52,32 @@ struct WindowsCommand: ParsableCommand {
             printError("gaenctl windows: \(windows.count) windows; left out: \(stats.implausibleTxPower) sightings with implausible TX power, "
                        + "\(stats.suspectedReplays) suspected replays, \(stats.revokedKeys) revoked and \(stats.recursiveKeys) recursive keys, "
                        + "\(stats.noInfectiousnessKeys) keys with infectiousness NONE")
+        }
+    }
+}
+
+extension WindowsCommand {
+    /// The windows gaend has computed from provided keys (GetExposureWindows).
+    func daemonWindows() async throws {
+        try await withDaemon("windows", bus) { client in
+            let windows = try await client.exposureWindows()
+            if json {
+                let encoder = JSONEncoder()
+                encoder.outputFormatting = [.sortedKeys, .prettyPrinted]
+                FileHandle.standardOutput.write(try encoder.encode(windows))
+                FileHandle.standardOutput.write(Data("\n".utf8))
+                return
+            }
+            if windows.isEmpty { print("no exposure windows") }
+            for w in windows {
+                let day = Date(timeIntervalSince1970: Double(w.dateMillisSinceEpoch) / 1000).formatted(.iso8601.year().month().day())
+                let seconds = w.scanInstances.reduce(0) { $0 + Int($1.secondsSinceLastScan) }
+                print("\(day)  report type \(w.reportType)  infectiousness \(w.infectiousness)  calibration confidence \(w.calibrationConfidence)  "
+                      + "\(w.scanInstances.count) scans, \(seconds) s")
+                for s in w.scanInstances {
+                    print("    typical attenuation \(s.typicalAttenuationDb) dB, minimum \(s.minAttenuationDb) dB, \(s.secondsSinceLastScan) s since last scan")
+                }
+            }
         }
     }
 }

@@ -455,12 +455,17 @@ public final class NodeStore: @unchecked Sendable {
     }
 
     public func markers(from: Double, to: Double) throws -> [Marker] {
+        try markerRecords(from: from, to: to).map(\.marker)
+    }
+
+    /// The markers with their ids (what `addMarker` returned), for Research1.GetMarkers.
+    public func markerRecords(from: Double, to: Double) throws -> [(id: Int64, marker: Marker)] {
         try read { db in
             try Row.fetchAll(db, sql: "SELECT id, time, sealed FROM marker WHERE time >= ? AND time < ? ORDER BY time, id",
                              arguments: [from, to]).map { row in
                 let id: Int64 = row["id"], time: Double = row["time"], sealed: Data = row["sealed"]
                 let plain = try open(sealed, aad: Self.aad("marker", [id, Self.bits(time)]), table: "marker", id: id)
-                do { return try JSONDecoder().decode(Marker.self, from: plain) } catch {
+                do { return (id, try JSONDecoder().decode(Marker.self, from: plain)) } catch {
                     throw StoreError.corruptRecord(table: "marker", id: id, reason: "payload does not decode")
                 }
             }

@@ -1,0 +1,235 @@
+import ENProtocol
+import Foundation
+
+/// Exposure side of the node: key history, provided key files, matching against the stored
+/// sightings, windows, summaries, and the research exports.
+extension GaenNode {
+    /// Store result kinds. Provided key files are kept (encrypted) so that windows are always
+    /// computed from the union of every file provided: a key provided twice counts once.
+    static let keyFileKind = "key-file"
+    static let windowsKind = "windows"
+    static let matchedKeysKind = "matched-keys"
+
+    // MARK: TEK history
+
+    /// The node's TEKs of the retention period, oldest first. Today's key (and any key still
+    /// on air) only in trial mode / when the config allows it, then with rolling period 144.
+    public func keyHistory() throws -> [DiagnosisKey] {
+        let now = clock.wallTime()
+        let today = UTCDay(unixSeconds: now)
+        let first = UTCDay(today.rawValue - Int32(settings.store.retentionDays) + 1)
+        let keys: [(day: UTCDay, key: TemporaryExposureKey)]
+        do { keys = try store.keys(in: first...today) } catch { throw NodeError.storage("\(error)") }
+        return keys.filter { $0.day != today || settings.research.allowCurrentKeyExport }.map {
+            DiagnosisKey(key: $0.key, rollingStartIntervalNumber: $0.day.firstInterval, rollingPeriod: 144)
+        }
+    }
+
+    /// Who may read the TEK history: root, and the daemon's own uid (whoever runs as the
+    /// daemon's user can read its store key anyway).
+    public func mayReadKeys(uid: UInt32) -> Bool { uid == 0 || uid == getuid() }
+
+    // MARK: Provide diagnosis keys
+
+    public var provideRemaining: UInt32 {
+        guard settings.rateLimits.enabled else { return UInt32.max }
+        let today = UTCDay(unixSeconds: clock.wallTime()).rawValue
+        let used = state.provideDay == today ? state.provideCalls : 0
+        return UInt32(max(0, settings.rateLimits.provideDiagnosisKeysPerDay - used))
+    }
+
+    /// Parses and verifies every file before anything changes; one bad file rejects the call.
+    /// Returns the number of keys accepted; matching runs afterwards (`runMatching`).
+    public func acceptKeyFiles(_ files: [Data], trust: KeyExportTrustSet) throws -> Int {
+        guard !files.isEmpty else { throw NodeError.invalidArgs("files: give 1 to 16 key files") }
+        guard files.count <= 16 else { throw NodeError.limitExceeded("\(files.count) files in one call; at most 16") }
+        guard !matching else { throw NodeError.busy("an earlier ProvideDiagnosisKeys is still being matched") }
+        if settings.rateLimits.enabled, provideRemaining == 0 {
+            throw NodeError.rateLimited("at most \(settings.rateLimits.provideDiagnosisKeysPerDay) calls per UTC day; resets at 00:00 UTC")
+        }
+        var parsed: [KeyExportFile] = []
+        for (n, data) in files.enumerated() {
+            let file: KeyExportFile
+            do { file = try KeyExportFile(parsing: data) } catch {
+                throw NodeError.invalidKeyFile("file \(n + 1): \(error)")
+            }
+            if !trust.isEmpty {
+                do { _ = try file.requireTrustedSignature(trust) } catch {
+                    throw NodeError.untrustedKeyFile("file \(n + 1): \(error)")
+                }
+            }
+            parsed.append(file)
+        }
+        if settings.rateLimits.enabled {
+            let today = UTCDay(unixSeconds: clock.wallTime()).rawValue
+            if state.provideDay != today { state.provideDay = today; state.provideCalls = 0 }
+            state.provideCalls += 1
+            try saveState()
+        }
+        // Keep the files with the earlier ones (export.bin only: the signature was checked).
+        do {
+            var all = try store.exposureResults(kind: Self.keyFileKind).map { (day: $0.day, payload: $0.payload) }
+            all += parsed.map { (day: UTCDay?.none, payload: $0.exportBin) }
+            try store.replaceExposureResults(kind: Self.keyFileKind, with: all, now: clock.wallTime())
+        } catch { throw NodeError.storage("\(error)") }
+        matching = true
+        return parsed.reduce(0) { $0 + $1.keyCount + $1.revisedKeyCount }
+    }
+
+    /// Matches every provided key against the sightings of the retention period and replaces
+    /// the stored windows. Returns (matched keys, windows). On failure earlier results stay.
+    public func runMatching() throws -> (matchedKeys: Int, windows: Int) {
+        defer { matching = false }
+        let now = clock.wallTime()
+        let scans: [StoredScan]
+        do { scans = try store.scans(from: now - Double(settings.store.retentionDays) * 86_400, to: now + 86_400) } catch {
+            throw NodeError.storage("\(error)")
+        }
+        var log: [ENProtocol.Sighting] = []
+        var scanList: [Scan] = []
+        let correction = calibration.rssiCorrection
+        for s in scans {
+            let index = scanList.count
+            scanList.append(Scan(start: s.record.start, end: s.record.end))
+            for r in s.record.sightings {
+                log.append(ENProtocol.Sighting(time: r.time, rpi: r.rpi, aem: r.aem, rssi: Int(r.rssi),
+                                               rssiCorrection: correction, scanIndex: index))
+            }
+        }
+        // Union of every provided key: later files win for the same TEK (revised keys).
+        var order: [TemporaryExposureKey] = []
+        var byKey: [TemporaryExposureKey: DiagnosisKey] = [:]
+        do {
+            for stored in try store.exposureResults(kind: Self.keyFileKind) {
+                let file = try KeyExportFile(parsing: stored.payload)
+                for batches in [file.keyBatches(), file.revisedKeyBatches()] {
+                    for batch in batches {
+                        for k in batch {
+                            if byKey[k.key] == nil { order.append(k.key) }
+                            byKey[k.key] = k
+                        }
+                    }
+                }
+            }
+        } catch let e as NodeError { throw e } catch { throw NodeError.storage("\(error)") }
+        let matcher = ExposureMatcher(index: SightingIndex(sightings: log), workers: 1)
+        var matches: [Match] = []
+        let keys = order.compactMap { byKey[$0] }
+        for start in stride(from: 0, to: keys.count, by: 1024) {
+            matches += try matcher.match(Array(keys[start..<min(keys.count, start + 1024)])).matches
+        }
+        matches.sort { ($0.sighting.time, $0.sighting.rpiLow) < ($1.sighting.time, $1.sighting.rpiLow) }
+        let windows = try ExposureWindows.compute(matches: matches, scans: scanList, mapping: try dataMapping()).windows
+        let encoder = JSONEncoder()
+        do {
+            try store.replaceExposureResults(kind: Self.windowsKind, with: try windows.map { (day: $0.day, payload: try encoder.encode($0)) }, now: now)
+        } catch { throw NodeError.storage("\(error)") }
+        return (Set(matches.map(\.key.key)).count, windows.count)
+    }
+
+    public func exposureWindows() throws -> [ExposureWindow] {
+        let decoder = JSONDecoder()
+        do {
+            return try store.exposureResults(kind: Self.windowsKind).map { try decoder.decode(ExposureWindow.self, from: $0.payload) }
+        } catch { throw NodeError.storage("\(error)") }
+    }
+
+    public func dailySummaries(config: DailySummariesConfig) throws -> [DailySummary] {
+        try DailySummaries.compute(exposureWindows(), config: config, today: UTCDay(unixSeconds: clock.wallTime()))
+    }
+
+    /// The v1 summary and the summation of the counted exposures' risk scores.
+    public func exposureSummary(config: GAENv1Configuration) throws -> (summary: ExposureSummaryV1, summation: Int) {
+        let r = try ExposureSummaryV1.compute(exposureWindows(), configuration: config, today: UTCDay(unixSeconds: clock.wallTime()))
+        return (r.summary, r.exposures.filter(\.counted).reduce(0) { $0 + $1.riskScore })
+    }
+
+    // MARK: Data mapping
+
+    public func dataMapping() throws -> DiagnosisKeysDataMapping {
+        try state.mapping?.mapping() ?? .default
+    }
+
+    public func setDataMapping(_ mapping: DiagnosisKeysDataMapping) throws {
+        let now = clock.wallTime()
+        if settings.rateLimits.enabled, let last = state.mappingChangedAt,
+           now - last < 7 * 86_400 / Double(max(1, settings.rateLimits.dataMappingChangesPerWeek)) {
+            let resets = Date(timeIntervalSince1970: last + 7 * 86_400).formatted(.iso8601)
+            throw NodeError.rateLimited("the data mapping may change once per 7 days; next change allowed at \(resets)")
+        }
+        state.mapping = NodeState.MappingState(mapping)
+        state.mappingChangedAt = now
+        try saveState()
+    }
+
+    // MARK: Research
+
+    /// Rows of the sightings export (docs/sightings-format.md): one per sighting and one per
+    /// empty scan, oldest first.
+    public func exportSightings(from: Double, to: Double, format: String, write: (Data) throws -> Void) throws -> Int {
+        guard format == "csv" || format == "jsonl" else { throw NodeError.invalidArgs("format '\(format)': expected csv or jsonl") }
+        let scans: [StoredScan]
+        do { scans = try store.scans(from: from, to: to) } catch { throw NodeError.storage("\(error)") }
+        let correction = calibration.rssiCorrection
+        let node = settings.research.node, site = settings.research.site
+        var rows = 0
+        var buffer = ""
+        func flush() throws {
+            guard !buffer.isEmpty else { return }
+            do { try write(Data(buffer.utf8)) } catch { throw NodeError.writeFailed("\(error)") }
+            buffer = ""
+        }
+        if format == "csv" { buffer += "time,rpi,aem,rssi,scan_start,scan_end,rssi_correction,node,site\n" }
+        func csvField(_ s: String) -> String {
+            s.contains(where: { $0 == "," || $0 == "\"" || $0 == "\n" }) ? "\"" + s.replacingOccurrences(of: "\"", with: "\"\"") + "\"" : s
+        }
+        func number(_ t: Double) -> String { String(format: "%.3f", t) }
+        func jsonString(_ s: String) -> String {
+            let data = try? JSONSerialization.data(withJSONObject: [s], options: [])
+            return data.flatMap { String(data: $0, encoding: .utf8) }.map { String($0.dropFirst().dropLast()) } ?? "\"\""
+        }
+        for s in scans {
+            let items: [RecordedSighting?] = s.record.sightings.isEmpty ? [nil] : s.record.sightings.map { $0 }
+            for item in items {
+                let t = item?.time ?? s.record.start
+                guard t >= from, t < to else { continue }
+                if format == "csv" {
+                    buffer += [number(t), item?.rpi.hexString ?? "", item?.aem.hexString ?? "", item.map { String($0.rssi) } ?? "",
+                               number(s.record.start), number(s.record.end), String(correction), csvField(node), csvField(site)]
+                        .joined(separator: ",") + "\n"
+                } else {
+                    let rpi = item.map { "\"\($0.rpi.hexString)\"" } ?? "null"
+                    let aem = item.map { "\"\($0.aem.hexString)\"" } ?? "null"
+                    let rssi = item.map { String($0.rssi) } ?? "null"
+                    buffer += "{\"time\":\(number(t)),\"rpi\":\(rpi),\"aem\":\(aem),\"rssi\":\(rssi),\"scanStart\":\(number(s.record.start)),"
+                        + "\"scanEnd\":\(number(s.record.end)),\"rssiCorrection\":\(correction),\"node\":\(jsonString(node)),\"site\":\(jsonString(site))}\n"
+                }
+                rows += 1
+                if buffer.utf8.count > 1 << 16 { try flush() }
+            }
+        }
+        try flush()
+        return rows
+    }
+
+    public func addMarker(time: Double, label: String, distance: Double, note: String) throws -> Int64 {
+        guard !label.isEmpty, label.utf8.count <= 256 else { throw NodeError.invalidArgs("label: 1 to 256 bytes") }
+        guard note.utf8.count <= 4096 else { throw NodeError.invalidArgs("note: at most 4096 bytes") }
+        guard distance.isFinite else { throw NodeError.invalidArgs("distance must be a finite number") }
+        let t: Double
+        if time == 0 {
+            guard sync.status().isUsable else { throw NodeError.clockUnsynchronised("the clock is not synchronised; give the marker's time") }
+            t = clock.wallTime()
+        } else { t = time }
+        do { return try store.addMarker(Marker(time: t, label: label, distanceMeters: distance < 0 ? nil : distance, note: note)) } catch {
+            throw NodeError.storage("\(error)")
+        }
+    }
+
+    public func markers(from: Double, to: Double) throws -> [(id: Int64, marker: Marker)] {
+        do { return try store.markerRecords(from: from, to: to) } catch { throw NodeError.storage("\(error)") }
+    }
+
+    /// Node clock "now" in Unix seconds (scaled with --time-scale).
+    public var now: Double { clock.wallTime() }
+}

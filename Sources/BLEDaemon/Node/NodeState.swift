@@ -1,0 +1,69 @@
+import ENProtocol
+import Foundation
+
+/// The node's small persistent settings that D-Bus calls change: enabled, calibration, the
+/// diagnosis-keys data mapping and the rate-limit counters. None is secret (no keys, no
+/// sightings), so a JSON file beside the store is enough; writes replace it atomically.
+struct NodeState: Codable, Equatable, Sendable {
+    var enabled = true
+    var txPower: Int?
+    var rssiCorrection: Int?
+    var calibrationConfidence: Int?
+    var mapping: MappingState?
+    /// Rate limits: the UTC day of the counted ProvideDiagnosisKeys calls, and their number.
+    var provideDay: Int32?
+    var provideCalls = 0
+    /// When SetDiagnosisKeysDataMapping last changed the mapping (Unix seconds, node clock).
+    var mappingChangedAt: Double?
+
+    struct MappingState: Codable, Equatable, Sendable {
+        var daysSinceOnsetToInfectiousness: [String: Int]?
+        var reportTypeWhenMissing: Int
+        var infectiousnessWhenDaysSinceOnsetMissing: Int
+
+        init(_ m: DiagnosisKeysDataMapping) {
+            daysSinceOnsetToInfectiousness = m.daysSinceOnsetToInfectiousness.map {
+                Dictionary(uniqueKeysWithValues: $0.map { (String($0.key), $0.value.rawValue) })
+            }
+            reportTypeWhenMissing = m.reportTypeWhenMissing.rawValue
+            infectiousnessWhenDaysSinceOnsetMissing = m.infectiousnessWhenDaysSinceOnsetMissing.rawValue
+        }
+
+        func mapping() throws -> DiagnosisKeysDataMapping {
+            var table: [Int: Infectiousness]?
+            if let d = daysSinceOnsetToInfectiousness {
+                var t: [Int: Infectiousness] = [:]
+                for (k, v) in d {
+                    guard let day = Int(k), let inf = Infectiousness(rawValue: v) else {
+                        throw NodeError.internalFailure("node state: bad mapping entry \(k): \(v)")
+                    }
+                    t[day] = inf
+                }
+                table = t
+            }
+            guard let rt = ReportType(rawValue: reportTypeWhenMissing),
+                  let inf = Infectiousness(rawValue: infectiousnessWhenDaysSinceOnsetMissing) else {
+                throw NodeError.internalFailure("node state: bad mapping defaults")
+            }
+            return try DiagnosisKeysDataMapping(daysSinceOnsetToInfectiousness: table, reportTypeWhenMissing: rt,
+                                                infectiousnessWhenDaysSinceOnsetMissing: inf)
+        }
+    }
+
+    static func load(path: String) throws -> NodeState {
+        guard FileManager.default.fileExists(atPath: path) else { return NodeState() }
+        let data: Data
+        do { data = try Data(contentsOf: URL(fileURLWithPath: path)) } catch {
+            throw NodeError.internalFailure("cannot read \(path): \(error.localizedDescription)")
+        }
+        do { return try JSONDecoder().decode(NodeState.self, from: data) } catch {
+            throw NodeError.internalFailure("\(path) is not a valid node state file: \(error)")
+        }
+    }
+
+    func save(path: String) throws {
+        let encoder = JSONEncoder()
+        encoder.outputFormatting = [.sortedKeys, .prettyPrinted]
+        try encoder.encode(self).write(to: URL(fileURLWithPath: path), options: .atomic)
+    }
+}

@@ -1,0 +1,53 @@
+import ArgumentParser
+import Foundation
+import GaenClient
+
+/// `gaenctl start`: enable the node (advertising and scanning; persists across restarts).
+struct StartCommand: AsyncParsableCommand {
+    static let configuration = CommandConfiguration(commandName: "start", abstract: "Enable gaend's node: advertising and scanning start.")
+    @OptionGroup var bus: BusOptions
+
+    func run() async throws {
+        try await withDaemon("start", bus) { client in
+            try await client.start()
+            print("gaend: enabled")
+        }
+    }
+}
+
+/// `gaenctl stop`: disable the node; keys, sightings and results are kept.
+struct StopCommand: AsyncParsableCommand {
+    static let configuration = CommandConfiguration(commandName: "stop", abstract: "Disable gaend's node: advertising and scanning stop; data is kept.")
+    @OptionGroup var bus: BusOptions
+
+    func run() async throws {
+        try await withDaemon("stop", bus) { client in
+            try await client.stop()
+            print("gaend: disabled")
+        }
+    }
+}
+
+/// Connects, runs `body`, closes; any failure (a named D-Bus error included) becomes one
+/// stderr line "gaenctl COMMAND: error" and exit status 1.
+func withDaemon(_ command: String, _ bus: BusOptions, _ body: (GaendClient) async throws -> Void) async throws {
+    let client: GaendClient
+    do { client = try bus.connect() } catch {
+        printError("gaenctl \(command): cannot connect to the bus \(bus.bus): \(error)")
+        throw ExitCode(1)
+    }
+    defer { client.bus.close() }
+    do {
+        try await body(client)
+    } catch let e as ExitCode {
+        throw e
+    } catch {
+        printError("gaenctl \(command): \(error)")
+        throw ExitCode(1)
+    }
+}
+
+/// Milliseconds since the epoch as an ISO 8601 UTC time, for people.
+func isoTime(ms: Int64) -> String {
+    Date(timeIntervalSince1970: Double(ms) / 1000).formatted(.iso8601)
+}

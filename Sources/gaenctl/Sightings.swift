@@ -1,0 +1,116 @@
+import ArgumentParser
+import DBusCore
+import Foundation
+import GaenClient
+
+/// `gaenctl sightings watch|export`: raw sightings from gaend's research interface.
+struct SightingsCommand: AsyncParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "sightings",
+        abstract: "Raw sightings from gaend (research interface: --trial or research.enabled).",
+        subcommands: [SightingsWatch.self, SightingsExport.self])
+}
+
+/// Prints one line per finished scan (JSON lines with --json) until interrupted.
+struct SightingsWatch: AsyncParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "watch",
+        abstract: "Print each scan as gaend finishes it (ScanFinished).",
+        discussion: """
+            Text: one line per scan with its end time and number of sightings, then one indented
+            line per sighting. --json: one object per scan {"start","end","sightings":[{"time",
+            "rpi","aem","rssi"}]} (times in ms since the epoch).
+            """)
+    @OptionGroup var bus: BusOptions
+    @Option(help: "Stop after this many scans (default: run until interrupted).")
+    var count: Int?
+    @Flag(help: "Print JSON lines instead of text.")
+    var json = false
+
+    func run() async throws {
+        try await withDaemon("sightings watch", bus) { client in
+            let stream = try await client.scanFinished()
+            var seen = 0
+            for await scan in stream {
+                if json {
+                    print(JSONValue.object([
+                        "start": .int(scan.start), "end": .int(scan.end),
+                        "sightings": .array(scan.sightings.map {
+                            .object(["time": .int($0.time), "rpi": .string($0.rpi.hexString), "aem": .string($0.aem.hexString), "rssi": .int(Int64($0.rssi))])
+                        }),
+                    ]).serialized())
+                } else {
+                    print("scan \(isoTime(ms: scan.start)) .. \(isoTime(ms: scan.end)): \(scan.sightings.count) sightings")
+                    for s in scan.sightings {
+                        print("  \(isoTime(ms: s.time))  rpi \(s.rpi.hexString)  aem \(s.aem.hexString)  rssi \(s.rssi) dBm")
+                    }
+                }
+                fflush(nil)
+                seen += 1
+                if let count, seen >= count { return }
+            }
+        }
+    }
+}
+
+/// Writes the sightings of a time range as CSV or JSON lines (docs/sightings-format.md).
+struct SightingsExport: AsyncParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "export",
+        abstract: "Export raw sightings (CSV or JSON lines, docs/sightings-format.md), empty scans included.")
+    @OptionGroup var bus: BusOptions
+    @Option(help: "csv or jsonl.")
+    var format: String = "csv"
+    @Option(name: .short, help: ArgumentHelp("Output file (default: standard output).", valueName: "FILE"))
+    var output: String?
+    @Option(help: "Start of the range, Unix seconds (default: 0).")
+    var from: Double = 0
+    @Option(help: "End of the range, Unix seconds (default: far future).")
+    var to: Double = 32_503_680_000
+
+    func validate() throws {
+        guard format == "csv" || format == "jsonl" else { throw ValidationError("--format must be csv or jsonl") }
+        guard from <= to else { throw ValidationError("--from must not be after --to") }
+    }
+
+    func run() async throws {
+        try await withDaemon("sightings export", bus) { client in
+            let fd: Int32
+            if let output {
+                fd = open(output, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0o600)
+                guard fd >= 0 else { throw CommandFailure("cannot write \(output): \(String(cString: strerror(errno)))") }
+            } else {
+                fflush(nil)
+                fd = dup(1)
+            }
+            let file = DBusUnixFD(owning: fd)
+            let rows = try await client.exportSightings(to: file, from: Int64(from * 1000), to: Int64(to * 1000), format: format)
+            printError("gaenctl sightings export: \(rows) rows\(output.map { " written to \($0)" } ?? "")")
+        }
+    }
+}
+
+/// `gaenctl mark`: a ground-truth marker (time now, label, distance, note).
+struct MarkCommand: AsyncParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "mark",
+        abstract: "Record a ground-truth marker in gaend (research interface).")
+    @OptionGroup var bus: BusOptions
+    @Option(help: "What holds from now on (e.g. 'seated 1.5 m').")
+    var label: String
+    @Option(help: "Distance in metres (omit: unknown).")
+    var distance: Double?
+    @Option(help: "Free note.")
+    var note: String = ""
+    @Option(help: "Time of the marker, Unix seconds (default: now on the node's clock).")
+    var time: Double?
+    @Flag(help: "Print JSON: {\"id\"}.")
+    var json = false
+
+    func run() async throws {
+        try await withDaemon("mark", bus) { client in
+            let id = try await client.addMarker(time: Int64((time ?? 0) * 1000), label: label, distance: distance ?? -1, note: note)
+            print(json ? JSONValue.object(["id": .int(Int64(id))]).serialized() : "marker \(id) recorded")
+        }
+    }
+}

@@ -1,0 +1,162 @@
+import ArgumentParser
+import BLEDaemon
+import DBusCore
+import ENProtocol
+import Foundation
+import Logging
+
+/// gaend: the GAEN node daemon. Command-line contract in docs/gaenctl.md ("gaend") and the
+/// issue: flags override the config file.
+@main
+struct Gaend: AsyncParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "gaend",
+        abstract: "The GAEN node: advertises rotating RPIs, scans, stores sightings encrypted, serves D-Bus.")
+
+    @Option(help: ArgumentHelp("YAML config file (config/gaend.conf.example).", valueName: "FILE"))
+    var config: String?
+    @Option(help: ArgumentHelp("Controller: hciN, hci:N, serial:/dev/ttyX[:baud], tcp:HOST:PORT, unix:PATH.", valueName: "ADDR"))
+    var controller: String?
+    @Option(help: ArgumentHelp("State directory holding the store.", valueName: "DIR"))
+    var stateDir: String?
+    @Option(help: ArgumentHelp("The store's 32-byte key file (default: the systemd credential store-key).", valueName: "FILE"))
+    var storeKeyFile: String?
+    @Option(help: "D-Bus: system, session, or a D-Bus address.")
+    var bus: String?
+    @Option(help: ArgumentHelp("Trust a P-256 public key for provided key files; repeatable.", valueName: "ID[:VERSION]=PEMFILE"))
+    var trust: [String] = []
+    @Flag(help: "Field-trial mode: research interface on, today's key exportable, rate limits off.")
+    var trial = false
+    @Option(help: "Run the whole schedule N times faster than real time (demos, tests).")
+    var timeScale: Double?
+    @Flag(help: "Advertise and scan without a synchronised system clock.")
+    var ignoreClockSync = false
+    @Option(help: "Log level: trace, debug, info, notice, warning, error, critical.")
+    var logLevel: String = "info"
+
+    func settings() throws -> GaendSettings {
+        var s = GaendSettings()
+        if let config { s = try ConfigLoader.load(path: config) }
+        if let controller { s.controller = controller }
+        if let stateDir { s.stateDirectory = stateDir }
+        if let storeKeyFile { s.storeKeyFile = storeKeyFile }
+        if let bus { s.bus = bus }
+        for t in trust { s.trust.append(try TrustedKeySetting(argument: t)) }
+        if trial { s.trial = true }
+        if let timeScale {
+            guard timeScale >= 1, timeScale <= 100_000 else { throw ValidationError("--time-scale must be 1...100000") }
+            s.timeScale = timeScale
+        }
+        if ignoreClockSync { s.clock.requireSync = false }
+        return s
+    }
+
+    func run() async throws {
+        guard let level = Logger.Level(rawValue: logLevel) else { throw ValidationError("--log-level: unknown level '\(logLevel)'") }
+        LoggingSystem.bootstrap { label in
+            var h = StreamLogHandler.standardError(label: label)
+            h.logLevel = level
+            return h
+        }
+        let logger = Logger(label: "gaend")
+        // One plain line on stderr (the journal keeps it), no log decoration: scripts match it.
+        func fail(_ message: String) -> ExitCode {
+            FileHandle.standardError.write(Data("gaend: \(message)\n".utf8))
+            return ExitCode(1)
+        }
+
+        let settings: GaendSettings
+        do { settings = try self.settings() } catch let e as ValidationError { throw e } catch { throw fail("\(error)") }
+        let address: BusAddress
+        do { address = try BusAddress(parsing: settings.bus) } catch { throw fail("bus: \(error)") }
+        var trustSet = KeyExportTrustSet()
+        for t in settings.trust {
+            do {
+                let pem = try String(contentsOfFile: t.publicKeyFile, encoding: .utf8)
+                trustSet.add(keyId: t.keyId, version: t.keyVersion, key: try P256PublicKey(pem: pem))
+            } catch { throw fail("trust \(t.keyId): \(t.publicKeyFile): \(error)") }
+        }
+
+        let node: GaenNode
+        do { node = try GaenNode(settings: settings, logger: logger) } catch { throw fail("\(error)") }
+
+        if trustSet.isEmpty { logger.warning("no trusted key set (--trust): provided key files are accepted without a signature check") }
+        let connection: BusConnection
+        do {
+            connection = try BusConnection.connect(address)
+            try await connection.requestName(GaendBus.busName)
+        } catch {
+            await node.shutdown()
+            throw fail("D-Bus \(address): \(error)")
+        }
+        let service = BusService(connection: connection, fallbackErrorName: GaendInterfaces.ErrorName.failed, logger: logger)
+        let bus = NodeBus(service: service, node: node, trust: trustSet, logger: logger)
+        do { try bus.export() } catch { throw fail("D-Bus export: \(error)") }
+        await node.setObserver(bus)
+        let serving = Task { await service.run() }
+        await node.start()
+
+        let notifier = SystemdNotifier()
+        try? notifier.ready(status: "serving on \(address)")
+        let watchdog = Task {
+            guard let interval = notifier.watchdogInterval else { return }
+            while !Task.isCancelled {
+                // Fed only while the node answers: a wedged node actor lets systemd restart us.
+                _ = await node.snapshot
+                try? notifier.watchdog()
+                try? await Task.sleep(for: interval)
+            }
+        }
+        logger.info("gaend started", metadata: [
+            "controller": "\(settings.controller)", "bus": "\(address)", "state": "\(settings.stateDirectory)",
+            "trial": "\(settings.trial)", "time.scale": "\(settings.timeScale)",
+        ])
+
+        let signal = await Self.waitForTermination()
+        logger.info("stopping", metadata: ["signal": "\(signal)"])
+        try? notifier.stopping()
+        // Bus first (no new calls), then the node (scan in progress recorded, advertising
+        // off), then the store is closed by the node.
+        service.unexport(path: GaendBus.objectPath)
+        connection.close()
+        serving.cancel()
+        await node.shutdown()
+        watchdog.cancel()
+        logger.info("gaend stopped")
+    }
+
+    /// Waits for SIGTERM or SIGINT.
+    static func waitForTermination() async -> Int32 {
+        signal(SIGTERM, SIG_IGN)
+        signal(SIGINT, SIG_IGN)
+        signal(SIGPIPE, SIG_IGN)
+        return await withCheckedContinuation { (c: CheckedContinuation<Int32, Never>) in
+            let once = OnceFlag()
+            var sources: [DispatchSourceSignal] = []
+            for sig in [SIGTERM, SIGINT] {
+                let s = DispatchSource.makeSignalSource(signal: sig, queue: .global())
+                s.setEventHandler {
+                    if once.claim() { c.resume(returning: sig) }
+                }
+                s.resume()
+                sources.append(s)
+            }
+            SignalSources.keep(sources)
+        }
+    }
+}
+
+/// Resumes a continuation at most once.
+final class OnceFlag: @unchecked Sendable {
+    private let lock = NSLock()
+    private var done = false
+    func claim() -> Bool { lock.withLock { if done { return false }; done = true; return true } }
+}
+
+/// Keeps the signal sources alive for the process's lifetime.
+enum SignalSources {
+    nonisolated(unsafe) static var kept: [DispatchSourceSignal] = []
+    static func keep(_ s: [DispatchSourceSignal]) { kept = s }
+}
+
+

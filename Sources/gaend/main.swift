@@ -1,1 +1,0 @@
-print("gaend: not yet implemented")

@@ -1,0 +1,216 @@
+import DBusCore
+import ENProtocol
+import Foundation
+import Logging
+import Testing
+@testable import BLEDaemon
+
+/// The node without a radio: key schedule, key history, provided key files, matching, rate
+/// limits and the D-Bus argument conversions. The radio paths run in tests/e2e.
+@Suite("Node core (no radio)", .serialized)
+struct NodeTests {
+    /// A node on a manual clock whose controller never answers (nothing listens there).
+    func makeNode(_ dir: TempStoreDir, trial: Bool = false, configure: (inout GaendSettings) -> Void = { _ in })
+        throws -> (GaenNode, ManualClock) {
+        var s = GaendSettings()
+        s.controller = "unix:" + dir.url.appendingPathComponent("no-controller").path
+        s.stateDirectory = dir.url.path
+        s.storeKeyFile = dir.keyPath
+        s.trial = trial
+        configure(&s)
+        let clock = ManualClock(wall: 1_700_000_000, monotonic: 100)  // 2023-11-14T22:13:20Z
+        let node = try GaenNode(settings: s, logger: Logger(label: "test"), clock: clock, sync: FixedClockSync(.synchronized(source: "test")))
+        return (node, clock)
+    }
+
+    static let day = UTCDay(unixSeconds: 1_700_000_000)
+
+    @Test("a rotation creates the day's key once; today's key is released only in trial mode")
+    func keySchedule() async throws {
+        let dir = try TempStoreDir()
+        let (node, clock) = try makeNode(dir)
+        let reading = ClockReading(wall: clock.wallTime(), monotonic: 100)
+        await node.perform(.rotate(AdvertisingSlot(wall: reading.wall)), at: reading)
+        await node.perform(.rotate(AdvertisingSlot(wall: reading.wall + 700)), at: reading)
+        #expect(await node.snapshot.advertisements == 2)
+        #expect(try await node.keyHistory().isEmpty)  // today's key is still on air
+        let tek = try node.store.key(for: Self.day)
+        #expect(try node.store.keys(in: Self.day...Self.day).count == 1)
+        // The next day, yesterday's key is released with its day's first interval.
+        clock.stepWall(by: 86_400)
+        let history = try await node.keyHistory()
+        #expect(history.map(\.key) == [tek])
+        #expect(history.first?.rollingStartIntervalNumber == Self.day.firstInterval)
+        #expect(history.first?.rollingPeriod == 144)
+        await node.shutdown()
+
+        let dir2 = try TempStoreDir()
+        let (trialNode, trialClock) = try makeNode(dir2, trial: true)
+        let r2 = ClockReading(wall: trialClock.wallTime(), monotonic: 100)
+        await trialNode.perform(.rotate(AdvertisingSlot(wall: r2.wall)), at: r2)
+        #expect(try await trialNode.keyHistory().count == 1)
+        await trialNode.shutdown()
+    }
+
+    @Test("a scan without a controller is not recorded (nothing was observed)")
+    func noControllerNoRecord() async throws {
+        let dir = try TempStoreDir()
+        let (node, clock) = try makeNode(dir)
+        let r = ClockReading(wall: clock.wallTime(), monotonic: 100)
+        await node.perform(.startScan(ScanWindow(startWall: r.wall, startMonotonic: 100, duration: 4)), at: r)
+        await node.perform(.finishScan(CompletedScan(startWall: r.wall, endWall: r.wall + 4)), at: r)
+        #expect(await node.snapshot.scans == 0)
+        #expect(try node.store.counts().scans == 0)
+        #expect(await node.snapshot.status.contains(GaendStatus.controllerMissing))
+        await node.shutdown()
+    }
+
+    /// A signed-free key file holding `keys`.
+    func keyFile(_ keys: [DiagnosisKey]) throws -> Data {
+        try KeyExportWriter.exportBin(header: KeyExportHeader(startTimestamp: 0, endTimestamp: 1, region: "t"), keys: keys)
+    }
+
+    @Test("provided keys are matched against stored sightings; a corrupt file is refused and earlier windows stay")
+    func provideAndMatch() async throws {
+        let dir = try TempStoreDir()
+        let (node, clock) = try makeNode(dir)
+        // A peer's key and three scans that heard its RPIs at 1.5 m (RSSI -64, TX power -20).
+        var rng = SeededRandom(seed: 5)
+        let tek = try TemporaryExposureKey.generate(using: &rng)
+        let schedule = try GAENKeySchedule()
+        let start = clock.wallTime() - 3600
+        for i in 0..<3 {
+            let t = start + Double(i) * 240
+            let rpi = try schedule.rollingProximityIdentifier(for: tek, interval: ENIntervalNumber(unixSeconds: t))
+            let aem = try GAENKeySchedule.associatedEncryptedMetadata(.v1_0(txPower: -20), rpi: rpi,
+                                                                     aemk: schedule.associatedEncryptedMetadataKey(for: tek))
+            _ = try node.store.recordScan(RecordedScan(start: t, end: t + 4, sightings: [
+                RecordedSighting(time: t + 1, rpi: rpi, aem: aem, rssi: -64),
+                RecordedSighting(time: t + 2, rpi: rpi, aem: aem, rssi: -64),
+            ]))
+        }
+        let key = DiagnosisKey(key: tek, rollingStartIntervalNumber: Self.day.firstInterval)
+        #expect(try await node.acceptKeyFiles([keyFile([key])], trust: KeyExportTrustSet()) == 1)
+        let (matched, count) = try await node.runMatching()
+        #expect(matched == 1 && count == 1)
+        let windows = try await node.exposureWindows()
+        #expect(windows.count == 1)
+        #expect(windows.first?.scanInstances.map(\.typicalAttenuationDb) == [44, 44, 44])
+
+        // Providing the same key again counts once.
+        _ = try await node.acceptKeyFiles([keyFile([key])], trust: KeyExportTrustSet())
+        _ = try await node.runMatching()
+        #expect(try await node.exposureWindows() == windows)
+
+        // One bad file rejects the whole call.
+        await #expect(throws: NodeError.self) { try await node.acceptKeyFiles([try keyFile([key]), Data("junk".utf8)], trust: KeyExportTrustSet()) }
+        do {
+            _ = try await node.acceptKeyFiles([Data("junk".utf8)], trust: KeyExportTrustSet())
+            Issue.record("junk accepted")
+        } catch let e as NodeError {
+            #expect(e.dbusError.name == GaendInterfaces.ErrorName.invalidKeyFile)
+        }
+        #expect(try await node.exposureWindows() == windows)
+        // The store holds no TEK or RPI in clear.
+        let bytes = try dir.storeBytes()
+        #expect(!bytes.contains(tek.bytes))
+        await node.shutdown()
+    }
+
+    @Test("framework rate limit: 6 ProvideDiagnosisKeys calls per UTC day, none in trial mode")
+    func rateLimit() async throws {
+        let dir = try TempStoreDir()
+        let (node, _) = try makeNode(dir)
+        let file = try keyFile([])
+        for _ in 0..<6 {
+            _ = try await node.acceptKeyFiles([file], trust: KeyExportTrustSet())
+            _ = try await node.runMatching()
+        }
+        #expect(await node.provideRemaining == 0)
+        do {
+            _ = try await node.acceptKeyFiles([file], trust: KeyExportTrustSet())
+            Issue.record("seventh call accepted")
+        } catch let e as NodeError {
+            #expect(e.dbusError.name == GaendInterfaces.ErrorName.rateLimited)
+        }
+        await node.shutdown()
+
+        let dir2 = try TempStoreDir()
+        let (trial, _) = try makeNode(dir2, trial: true)
+        for _ in 0..<8 {
+            _ = try await trial.acceptKeyFiles([file], trust: KeyExportTrustSet())
+            _ = try await trial.runMatching()
+        }
+        await trial.shutdown()
+    }
+
+    @Test("enabled, calibration and data mapping persist in the node state file")
+    func persistentState() async throws {
+        let dir = try TempStoreDir()
+        do {
+            let (node, _) = try makeNode(dir)
+            try await node.disable()
+            try await node.setCalibration(txPower: -25, rssiCorrection: 3, confidence: 2)
+            try await node.setDataMapping(try DiagnosisKeysDataMapping(daysSinceOnsetToInfectiousness: [0: .high], reportTypeWhenMissing: .selfReport))
+            await #expect(throws: NodeError.self) { try await node.setCalibration(txPower: 200, rssiCorrection: 0, confidence: 0) }
+            await node.shutdown()
+        }
+        let (again, _) = try makeNode(dir)
+        #expect(await again.snapshot.enabled == false)
+        #expect(await again.snapshot.status.contains(GaendStatus.inactive))
+        let c = await again.calibration
+        #expect(c.txPower == -25 && c.rssiCorrection == 3 && c.confidence == .medium)
+        let m = try await again.dataMapping()
+        #expect(m.reportTypeWhenMissing == .selfReport && m.daysSinceOnsetToInfectiousness?[0] == .high)
+        // A second change within 7 days is refused (framework limit).
+        do {
+            try await again.setDataMapping(.default)
+            Issue.record("second mapping change accepted")
+        } catch let e as NodeError {
+            #expect(e.dbusError.name == GaendInterfaces.ErrorName.rateLimited)
+        }
+        await again.shutdown()
+    }
+
+    @Test("markers keep the ids AddMarker returned; bad labels are InvalidArgs")
+    func markers() async throws {
+        let dir = try TempStoreDir()
+        let (node, clock) = try makeNode(dir, trial: true)
+        let first = try await node.addMarker(time: 0, label: "seated", distance: 1.5, note: "")
+        let second = try await node.addMarker(time: clock.wallTime() + 10, label: "standing", distance: -1, note: "n")
+        let got = try await node.markers(from: 0, to: clock.wallTime() + 60)
+        #expect(got.map(\.id) == [first, second])
+        #expect(got.map(\.marker.label) == ["seated", "standing"])
+        #expect(got[0].marker.distanceMeters == 1.5 && got[1].marker.distanceMeters == nil)
+        await #expect(throws: NodeError.self) { try await node.addMarker(time: 0, label: "", distance: 1, note: "") }
+        await node.shutdown()
+    }
+
+    @Test("D-Bus configuration dicts: required keys, types and unknown keys give InvalidArgs")
+    func configConversions() throws {
+        let good: [String: DBusValue] = [
+            "attenuation_bucket_thresholds_db": .array(.int32, [.int32(30), .int32(50), .int32(70)]),
+            "attenuation_bucket_weights": .array(.double, [.double(1), .double(1), .double(0.5), .double(0)]),
+            "report_type_weights": .dict(key: .int32, value: .double, [DBusDictEntry(key: .int32(1), value: .double(2))]),
+        ]
+        let c = try NodeBus.summariesConfig(good)
+        #expect(c.attenuationBucketThresholdDb == [30, 50, 70])
+        #expect(c.reportTypeWeights == [0, 2, 1, 1, 1, 0])
+        #expect(c.infectiousnessWeights == [0, 1, 1])
+        var missing = good
+        missing["attenuation_bucket_weights"] = nil
+        #expect(throws: NodeError.self) { try NodeBus.summariesConfig(missing) }
+        var unknown = good
+        unknown["colour"] = .string("red")
+        #expect(throws: NodeError.self) { try NodeBus.summariesConfig(unknown) }
+        var wrongType = good
+        wrongType["attenuation_bucket_thresholds_db"] = .string("30,50,70")
+        #expect(throws: NodeError.self) { try NodeBus.summariesConfig(wrongType) }
+
+        let v1 = try NodeBus.v1Config([:])
+        #expect(v1.attenuationDurationThresholds == [50, 70])
+        let m = try NodeBus.mapping(["report_type_when_missing": .int32(2)])
+        #expect(m.reportTypeWhenMissing == .confirmedClinicalDiagnosis)
+        #expect(throws: NodeError.self) { try NodeBus.mapping(["report_type_when_missing": .int32(0)]) }
+    }
+}
