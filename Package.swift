@@ -94,7 +94,7 @@ let package = Package(
         // The entry point shared by the fuzz targets (libFuzzer driver or corpus replay).
         .target(name: "FuzzSupport"),
         // Benchmarks print figures; they are not tests (run: scripts/bench.sh).
-        .executableTarget(name: "GaenBench", dependencies: ["ENProtocol", "BLEDaemon", "COpenSSL", "TrialKit"]),
+        .executableTarget(name: "GaenBench", dependencies: ["ENProtocol", "HCIProtocol", "BLEDaemon", "COpenSSL", "TrialKit"]),
         // Fuzz target for the key-file reader (tools/fuzz/run.sh FuzzKeyFile SECONDS).
         .executableTarget(name: "FuzzKeyFile", dependencies: ["ENProtocol", "FuzzSupport"]),
         .testTarget(

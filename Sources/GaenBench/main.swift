@@ -4,6 +4,7 @@ import Foundation
 
 let benchmarks: [String: ([String]) throws -> Void] = [
     "ingest": IngestBench.run,
+    "ingest-h4": IngestH4Bench.run,
     "match": MatchBench.run,
     "schedule-idle": ScheduleIdleBench.run,
     "keyfile": KeyFileBench.run,

@@ -74,7 +74,7 @@ struct Calibrate: ParsableCommand {
 
     func run() throws {
         try TrialCommandSupport.run("calibrate") {
-            var rows = try SightingsExport.read(URL(fileURLWithPath: sightings)).filter { !$0.isEmptyScan }
+            var rows = try TrialKit.SightingsExport.read(URL(fileURLWithPath: sightings)).filter { !$0.isEmptyScan }
             var expected = expectedRssi
             if let referenceKeys {
                 let reference = try TrialInputs.readKeys(referenceKeys)

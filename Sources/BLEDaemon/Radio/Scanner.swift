@@ -7,6 +7,10 @@ import Logging
 public struct TimedReport: Equatable, Sendable {
     public var time: Double
     public var report: LEAdvertisingReport
+    public init(time: Double, report: LEAdvertisingReport) {
+        self.time = time
+        self.report = report
+    }
 }
 
 /// One finished scan: its start and end and every report it received, also when empty
