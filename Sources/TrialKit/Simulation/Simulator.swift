@@ -171,8 +171,7 @@ public struct Simulator {
         let total = Double(max(nodes.count - 1, 1))
         for (ri, rx) in nodes.enumerated() where rx.scans {
             var writer = SightingsExport.Writer()
-            let corrText = rx.rssiCorrection == rx.rssiCorrection.rounded() ? String(Int(rx.rssiCorrection)) : Format.fixed(rx.rssiCorrection, 2)
-            let tail = "," + corrText + "," + rx.name + "," + CSVWriter.escape(site ?? "")
+            let tail = "," + String(rx.rssiCorrection) + "," + rx.name + "," + CSVWriter.escape(site ?? "")
             var events: [(t: Double, tx: Int, slot: Int, rssi: Int)] = []
             for scan in timelines[ri].scans where rx.isPresent(at: scan.start) {
                 let mid = (scan.start + scan.end) / 2
@@ -200,7 +199,7 @@ public struct Simulator {
                             let att = mean + channel.sigma * Self.gaussian(&rng)
                             // Nobody hears a node that has left (or not yet arrived), even mid-scan.
                             if att <= maxAttenuation, tx.isPresent(at: t), rx.isPresent(at: t), let slot = tl.slot(at: t) {
-                                let rssi = Int((Double(tx.txPower) - att - rx.rssiCorrection).rounded())
+                                let rssi = Int((Double(tx.txPower) - att - Double(rx.rssiCorrection)).rounded())
                                 events.append((t, tx.index, slot, rssi))
                             }
                         }
@@ -230,7 +229,7 @@ public struct Simulator {
         var nodesCSV = CSVWriter(header: ["node", "role", "tx_power", "rssi_correction", "calibration_confidence", "tx_offset_db", "rx_offset_db"])
         for n in nodes {
             nodesCSV.appendRow([n.name, n.advertises && n.scans ? "both" : (n.advertises ? "advertiser" : "scanner"), String(n.txPower),
-                                Format.fixed(n.rssiCorrection, 2), n.calibrationConfidence.map { String($0.rawValue) } ?? "",
+                                String(n.rssiCorrection), n.calibrationConfidence.map { String($0.rawValue) } ?? "",
                                 Format.fixed(n.txOffset, 2), Format.fixed(n.rxOffset, 2)])
         }
         result.nodes = nodesCSV
@@ -287,7 +286,7 @@ struct SimNode {
     let enter: Double
     let leave: Double
     let txPower: Int8
-    let rssiCorrection: Double
+    let rssiCorrection: Int
     let calibrationConfidence: CalibrationConfidence?
     let body: Bool
     let heading: Double
@@ -320,7 +319,12 @@ struct SimNode {
             throw ScenarioError.badValue(field: "nodes[\(index)].txPower", expected: "\(BluetoothMetadata.plausibleTxPower) dBm", actual: "\(tx)")
         }
         txPower = Int8(tx)
-        rssiCorrection = spec.rssiCorrection ?? 0
+        // Whole dB, as gaend's setting and the export's column are.
+        let correction = spec.rssiCorrection ?? 0
+        guard correction == correction.rounded(), (-100...100).contains(correction) else {
+            throw ScenarioError.badValue(field: "nodes[\(index)].rssiCorrection", expected: "a whole number of dB in -100...100", actual: "\(correction)")
+        }
+        rssiCorrection = Int(correction)
         if let c = spec.calibrationConfidence {
             guard let v = CalibrationConfidence(rawValue: c) else {
                 throw ScenarioError.badValue(field: "nodes[\(index)].calibrationConfidence", expected: "0...3", actual: "\(c)")
