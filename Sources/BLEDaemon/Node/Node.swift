@@ -389,7 +389,7 @@ public actor GaenNode: ScheduleEffects {
         scanInProgress = nil
         await usedScanner.stop()
         let reports = await collector.value
-        let record = RecordedScan(ScanRecord(start: start, end: end, reports: reports))
+        let record = RecordedScan(ScanRecord(start: start, end: end, reports: reports), rssiCorrection: calibration.rssiCorrection)
         scans += 1
         sightings += UInt64(record.sightings.count)
         lastScanEnd = end
