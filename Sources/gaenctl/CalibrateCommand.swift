@@ -84,6 +84,11 @@ struct Calibrate: AsyncParsableCommand {
         return names[text.lowercased()] ?? Int(text).flatMap(CalibrationConfidence.init(rawValue:))
     }
 
+    /// A confidence level as the node reports it (0-3), by the config's name.
+    static func name(_ level: Int32) -> String {
+        CalibrationConfidence(rawValue: Int(level)).map(CalibrationConfigEditor.name(of:)) ?? "\(level)"
+    }
+
     var orientationNames: [String] {
         orientations.split(separator: ",").map { $0.trimmingCharacters(in: .whitespaces) }.filter { !$0.isEmpty }
     }
@@ -129,6 +134,8 @@ struct Calibrate: AsyncParsableCommand {
 
     func calibrate(_ client: GaendClient?) async throws {
         let reference = try referenceKeys.map(TrialInputs.readKeys)
+        // A config the edit would refuse is found now, not after the whole procedure.
+        if let config, !dryRun { try CalibrationConfigEditor.check(fileAt: config, txPower: txPower) }
         if anyDevice {
             printError("gaenctl calibrate: warning: --any-device counts every GAEN sighting as the reference's; any other device in range makes the result wrong")
         }
@@ -150,7 +157,7 @@ struct Calibrate: AsyncParsableCommand {
             let now = try await client.calibration()
             nodeCalibration = now
             printError("gaend's calibration now: tx_power \(now.txPower) dBm, rssi_correction \(now.rssiCorrection) dB, "
-                       + "calibration_confidence \(now.calibrationConfidence); readings are taken as received, before it")
+                       + "calibration_confidence \(Self.name(now.calibrationConfidence)); readings are taken as received, before it")
             var source = try await LiveCalibrationSource.start(client: client, reference: reference,
                                                                secondsPerOrientation: secondsPerOrientation, minimumSamples: minSamples)
             defer { source.stop() }
@@ -220,7 +227,7 @@ struct Calibrate: AsyncParsableCommand {
                 throw CommandFailure("SetCalibration failed\(config.map { " (\($0) was saved)" } ?? ""): \(error)")
             }
             let now = try await client.calibration()
-            print("applied to gaend: tx_power \(now.txPower) dBm, rssi_correction \(now.rssiCorrection) dB, calibration_confidence \(now.calibrationConfidence)")
+            print("applied to gaend: tx_power \(now.txPower) dBm, rssi_correction \(now.rssiCorrection) dB, calibration_confidence \(Self.name(now.calibrationConfidence))")
         }
     }
 }

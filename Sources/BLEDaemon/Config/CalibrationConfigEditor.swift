@@ -205,6 +205,13 @@ public enum CalibrationConfigEditor {
         }
     }
 
+    /// Checks, before a long measurement, that the config at `path` can take a calibration
+    /// (it loads, and its layout is one the edit handles). Writes nothing.
+    public static func check(fileAt path: String, txPower: Int?) throws {
+        let current = try read(path)
+        _ = try edit(current.text, path: path, update: CalibrationUpdate(rssiCorrection: 0, calibrationConfidence: .lowest, txPower: txPower))
+    }
+
     /// Edits the config file at `path` (created if missing) and replaces it atomically: a
     /// temporary file in the same directory, written, given the old file's mode (and owner,
     /// when allowed), flushed, then renamed over it. A symbolic link is followed, so the file
@@ -212,30 +219,34 @@ public enum CalibrationConfigEditor {
     /// Returns the settings the file now loads as.
     @discardableResult
     public static func apply(_ update: CalibrationUpdate, toFileAt path: String) throws -> GaendSettings {
-        let target = URL(fileURLWithPath: path).resolvingSymlinksInPath().path
-        var info = stat()
-        let exists = stat(target, &info) == 0
-        var text: String?
-        if exists {
-            guard (info.st_mode & S_IFMT) == S_IFREG else { throw CalibrationConfigEditError.readFailed(path: path, reason: "not a regular file") }
-            guard Int(info.st_size) <= ConfigLoader.maximumFileSize else {
-                throw CalibrationConfigEditError.readFailed(path: path, reason: "larger than \(ConfigLoader.maximumFileSize) bytes")
-            }
-            let data: Data
-            do { data = try Data(contentsOf: URL(fileURLWithPath: target)) } catch {
-                throw CalibrationConfigEditError.readFailed(path: path, reason: (error as NSError).localizedDescription)
-            }
-            guard let t = String(data: data, encoding: .utf8) else { throw CalibrationConfigEditError.readFailed(path: path, reason: "not UTF-8 text") }
-            text = t
-        } else if errno != ENOENT {
-            throw CalibrationConfigEditError.readFailed(path: path, reason: String(cString: strerror(errno)))
-        }
-        let edited = try edit(text, path: path, update: update)
-        if edited != text {
-            try replace(target, with: Data(edited.utf8), mode: exists ? info.st_mode & 0o7777 : 0o644,
-                        owner: exists ? (info.st_uid, info.st_gid) : nil, shownAs: path)
+        let current = try read(path)
+        let edited = try edit(current.text, path: path, update: update)
+        if edited != current.text {
+            let info = current.info
+            try replace(current.target, with: Data(edited.utf8), mode: info.map { $0.st_mode & 0o7777 } ?? 0o644,
+                        owner: info.map { ($0.st_uid, $0.st_gid) }, shownAs: path)
         }
         return try ConfigLoader.parse(edited, path: path)
+    }
+
+    /// The file a path names (symbolic links followed), its status and text; nil when missing.
+    static func read(_ path: String) throws -> (target: String, info: stat?, text: String?) {
+        let target = URL(fileURLWithPath: path).resolvingSymlinksInPath().path
+        var info = stat()
+        guard stat(target, &info) == 0 else {
+            if errno == ENOENT { return (target, nil, nil) }
+            throw CalibrationConfigEditError.readFailed(path: path, reason: String(cString: strerror(errno)))
+        }
+        guard (info.st_mode & S_IFMT) == S_IFREG else { throw CalibrationConfigEditError.readFailed(path: path, reason: "not a regular file") }
+        guard Int(info.st_size) <= ConfigLoader.maximumFileSize else {
+            throw CalibrationConfigEditError.readFailed(path: path, reason: "larger than \(ConfigLoader.maximumFileSize) bytes")
+        }
+        let data: Data
+        do { data = try Data(contentsOf: URL(fileURLWithPath: target)) } catch {
+            throw CalibrationConfigEditError.readFailed(path: path, reason: (error as NSError).localizedDescription)
+        }
+        guard let text = String(data: data, encoding: .utf8) else { throw CalibrationConfigEditError.readFailed(path: path, reason: "not UTF-8 text") }
+        return (target, info, text)
     }
 
     static func replace(_ target: String, with data: Data, mode: mode_t, owner: (uid_t, gid_t)?, shownAs path: String) throws {
