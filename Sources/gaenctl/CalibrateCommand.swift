@@ -84,6 +84,14 @@ struct Calibrate: AsyncParsableCommand {
         return names[text.lowercased()] ?? Int(text).flatMap(CalibrationConfidence.init(rawValue:))
     }
 
+    /// readLine on a thread of its own: blocking one of the few cooperative threads while the
+    /// user places the reference would stall the live source's signal consumer.
+    static func readLineOffThePool() async -> String? {
+        await withCheckedContinuation { continuation in
+            Thread { continuation.resume(returning: readLine()) }.start()
+        }
+    }
+
     /// A confidence level as the node reports it (0-3), by the config's name.
     static func name(_ level: Int32) -> String {
         CalibrationConfidence(rawValue: Int(level)).map(CalibrationConfigEditor.name(of:)) ?? "\(level)"
@@ -142,13 +150,15 @@ struct Calibrate: AsyncParsableCommand {
         let names = orientationNames
         let procedure = CalibrationProcedure(orientations: names, minimumSamples: minSamples)
         let interactive = !nonInteractive
-        let prompt: (String, Int) throws -> Void = { name, i in
+        let prompt: (String, Int) async throws -> Void = { name, i in
             guard interactive else {
                 if live { printError("[\(i + 1)/\(names.count)] \(name): measuring") }
                 return
             }
             printError("[\(i + 1)/\(names.count)] Place the reference transmitter 1 m from the board, facing \(name); press Enter to measure.")
-            guard readLine() != nil else { throw CommandFailure("standard input closed before the procedure ended (use --non-interactive)") }
+            guard await Self.readLineOffThePool() != nil else {
+                throw CommandFailure("standard input closed before the procedure ended (use --non-interactive)")
+            }
         }
 
         var nodeCalibration: GaendCalibration?

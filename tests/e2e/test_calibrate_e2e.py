@@ -70,6 +70,16 @@ def test_live_calibration_saves_the_config_and_applies(radio, nodes, spawn, tmp_
                "--interval-ms", 20, "--enin", enin, "--time-scale", 0, "--duration", 300], name)
     board.wait_scans(2, timeout=60)
 
+    # Interactive: a prompt per orientation, measured after Enter; --dry-run writes nothing.
+    dry = subprocess.run([str(board.bin_dir / "gaenctl"), "--bus", board.bus.address, "calibrate", "--live",
+                          "--reference-keys", str(keys), "--reference-attenuation", str(REFERENCE_ATTENUATION),
+                          "--orientations", "front,back", "--seconds-per-orientation", "1", "--dry-run"],
+                         input="\n\n", capture_output=True, text=True, timeout=120)
+    assert dry.returncode == 0, dry.stderr
+    assert "[1/2] Place the reference transmitter 1 m from the board, facing front; press Enter" in dry.stderr
+    assert "[2/2]" in dry.stderr and "dry run: nothing written or applied" in dry.stdout, dry.stdout
+    assert board.config.read_text() == original and research_property(board, "RssiCorrection") == "3"
+
     out = board.ctl("calibrate", "--live", "--non-interactive", "--reference-keys", keys,
                     "--reference-attenuation", REFERENCE_ATTENUATION, "--min-samples", MIN_SAMPLES,
                     "--seconds-per-orientation", 2, "--config", board.config, "--apply", timeout=180)

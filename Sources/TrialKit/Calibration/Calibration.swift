@@ -117,11 +117,11 @@ public struct CalibrationProcedure {
     /// Measures every orientation in turn; `prompt` is told what to do before each (the
     /// command waits for the user there when interactive). Each orientation needs
     /// `minimumSamples` readings.
-    public func measure(source: inout some CalibrationSource, prompt: (String, Int) throws -> Void = { _, _ in }) async throws -> [Orientation] {
+    public func measure(source: inout some CalibrationSource, prompt: (String, Int) async throws -> Void = { _, _ in }) async throws -> [Orientation] {
         guard !orientations.isEmpty else { throw CalibrationError.noOrientations }
         var out: [Orientation] = []
         for (i, name) in orientations.enumerated() {
-            try prompt(name, i)
+            try await prompt(name, i)
             let readings = try await source.measure(orientation: name, index: i, of: orientations.count)
             guard readings.count >= minimumSamples else {
                 throw CalibrationError.tooFewSamples(orientation: name, needed: minimumSamples, actual: readings.count)
@@ -154,7 +154,7 @@ public struct CalibrationProcedure {
 
     /// `measure` then `result`, for a known expected RSSI.
     public func run(source: inout some CalibrationSource, expectedRSSI: Double,
-                    prompt: (String, Int) throws -> Void = { _, _ in }) async throws -> Result {
+                    prompt: (String, Int) async throws -> Void = { _, _ in }) async throws -> Result {
         try result(try await measure(source: &source, prompt: prompt), expectedRSSI: expectedRSSI)
     }
 }
