@@ -258,7 +258,7 @@ public enum CalibrationConfigEditor {
         var template = Array((directory + "/." + url.lastPathComponent + ".XXXXXX").utf8CString)
         let fd = mkstemp(&template)
         guard fd >= 0 else { throw failure("cannot create a temporary file in \(directory)") }
-        let temporary = String(cString: template)
+        let temporary = String(decoding: template.prefix { $0 != 0 }.map { UInt8(bitPattern: $0) }, as: UTF8.self)
         var done = false
         defer {
             if !done { unlink(temporary) }
