@@ -84,7 +84,8 @@ struct LiveCalibrationSource: CalibrationSource {
             if elapsed >= span && !waitingSaid {
                 waitingSaid = true
                 printError("  \(name): \(readings.count) readings of the reference from \(max(0, seen - 1)) scans so far, "
-                           + "waiting for \(minimumSamples) (up to \(Format.fixed(secondsPerOrientation * 5, 0)) s)")
+                           + "waiting for \(minimumSamples) (up to \(Format.fixed(secondsPerOrientation * 5, 0)) s)"
+                           + (seen < 2 ? "; few scans finish: set scanning.mode continuous in gaend's config while calibrating" : ""))
             }
         }
         printError("  \(name): \(readings.count) readings from \(max(0, seen - 1)) scans")
