@@ -200,6 +200,39 @@ struct NodeTests {
         await again.shutdown()
     }
 
+    @Test("SetCalibration holds over the config until the config's calibration changes; then the config's applies")
+    func calibrationPrecedence() async throws {
+        let dir = try TempStoreDir()
+        func configured(_ rssi: Int, site: String = "") -> (inout GaendSettings) -> Void {
+            { s in s.calibration.txPower = -22; s.calibration.rssiCorrection = rssi; s.calibration.calibrationConfidence = .low; s.research.site = site }
+        }
+        do {
+            let (node, _) = try makeNode(dir, configure: configured(2))
+            #expect(await node.calibration.rssiCorrection == 2)
+            try await node.setCalibration(txPower: -25, rssiCorrection: 7, confidence: 3)
+            #expect(await node.calibration.rssiCorrection == 7)
+            await node.shutdown()
+        }
+        do {
+            // Same calibration in the config, another setting changed: the override stays.
+            let (node, _) = try makeNode(dir, configure: configured(2, site: "bus-9"))
+            let c = await node.calibration
+            #expect(c.txPower == -25 && c.rssiCorrection == 7 && c.confidence == .high)
+            await node.shutdown()
+        }
+        do {
+            // The config's calibration changed (gaenctl calibrate --config): the config wins, and
+            // the override is gone for good, also when the config is later set back.
+            let (node, _) = try makeNode(dir, configure: configured(-4))
+            let c = await node.calibration
+            #expect(c.txPower == -22 && c.rssiCorrection == -4 && c.confidence == .low)
+            await node.shutdown()
+        }
+        let (again, _) = try makeNode(dir, configure: configured(2))
+        #expect(await again.calibration.rssiCorrection == 2)
+        await again.shutdown()
+    }
+
     @Test("markers keep the ids AddMarker returned; bad labels are InvalidArgs")
     func markers() async throws {
         let dir = try TempStoreDir()

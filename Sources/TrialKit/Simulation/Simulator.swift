@@ -166,7 +166,10 @@ public struct Simulator {
         var rng = SeededRandom(seed: seed ^ 0xC4A7_7E1F)
         let site = scenario.site
         var result = SimulationResult(seed: seed, startUnix: startUnix, channel: channel)
-        var distanceRows = CSVWriter(header: ["scan_start", "receiver", "transmitter", "distance", "expected_attenuation"])
+        var distanceRows = CSVWriter(header: ["scan_start", "receiver", "transmitter", "distance", "expected_attenuation", "site"])
+        let siteField = "," + CSVWriter.escape(site ?? "")
+        result.name = scenario.name
+        result.site = site
         let advertisers = nodes.filter(\.advertises)
         let total = Double(max(nodes.count - 1, 1))
         for (ri, rx) in nodes.enumerated() where rx.scans {
@@ -191,7 +194,7 @@ public struct Simulator {
                         if tx.blocks(from: prx, at: mid) { mean += bodyBlockingDb }
                     }
                     distanceRows.appendRaw(Format.time(startUnix + scan.start) + "," + rx.name + "," + tx.name + ","
-                                           + Format.fixed(d, 2) + "," + Format.fixed(mean, 2))
+                                           + Format.fixed(d, 2) + "," + Format.fixed(mean, 2) + siteField)
                     let interval = Self.uniform(&rng) * (advertisingInterval.upperBound - advertisingInterval.lowerBound) + advertisingInterval.lowerBound
                     var t = scan.start + Self.uniform(&rng) * interval
                     while t < scan.end {
@@ -226,11 +229,11 @@ public struct Simulator {
         for tx in advertisers { result.keyLists.append((tx.name, timelines[tx.index].keys)) }
         result.distances = distanceRows
         result.markers = groundTruthMarkers()
-        var nodesCSV = CSVWriter(header: ["node", "role", "tx_power", "rssi_correction", "calibration_confidence", "tx_offset_db", "rx_offset_db"])
+        var nodesCSV = CSVWriter(header: ["node", "role", "tx_power", "rssi_correction", "calibration_confidence", "tx_offset_db", "rx_offset_db", "site"])
         for n in nodes {
             nodesCSV.appendRow([n.name, n.advertises && n.scans ? "both" : (n.advertises ? "advertiser" : "scanner"), String(n.txPower),
                                 String(n.rssiCorrection), n.calibrationConfidence.map { String($0.rawValue) } ?? "",
-                                Format.fixed(n.txOffset, 2), Format.fixed(n.rxOffset, 2)])
+                                Format.fixed(n.txOffset, 2), Format.fixed(n.rxOffset, 2), site ?? ""])
         }
         result.nodes = nodesCSV
         return result
@@ -385,6 +388,9 @@ public struct SimulationResult {
     public var seed: UInt64
     public var startUnix: Double
     public var channel: ChannelModel
+    /// The scenario's name and site label (the site is carried into every file written).
+    public var name: String?
+    public var site: String?
     public var sightingsFiles: [(node: String, writer: SightingsExport.Writer)] = []
     public var keyLists: [(node: String, keys: [DiagnosisKey])] = []
     public var markers: [Marker] = []
@@ -399,6 +405,8 @@ public struct SimulationResult {
     }
 
     public struct Summary: Codable, Sendable {
+        public var name: String?
+        public var site: String?
         public var seed: String
         public var start: Double
         public var channel: ChannelModel
@@ -411,7 +419,7 @@ public struct SimulationResult {
     }
 
     public var summary: Summary {
-        Summary(seed: String(seed), start: startUnix, channel: channel, scans: scans, emptyScans: emptyScans, sightings: sightings,
+        Summary(name: name, site: site, seed: String(seed), start: startUnix, channel: channel, scans: scans, emptyScans: emptyScans, sightings: sightings,
                 markers: markers.count, receivers: sightingsFiles.map(\.node), transmitters: keyLists.map(\.node))
     }
 
@@ -428,10 +436,10 @@ public struct SimulationResult {
         for (node, keys) in keyLists {
             try OutputFile.write(KeyListFile.encode(keys), to: dir.appendingPathComponent("keys/\(node).json"))
         }
-        try MarkersFile.csv(markers).write(to: dir.appendingPathComponent("groundtruth/markers.csv"))
+        try MarkersFile.csv(markers, site: site).write(to: dir.appendingPathComponent("groundtruth/markers.csv"))
         var perPair: [String: [Marker]] = [:]
         for m in markers { if let p = m.pair { perPair["\(p.receiver)__\(p.transmitter)", default: []].append(m) } }
-        for (name, ms) in perPair { try MarkersFile.csv(ms).write(to: dir.appendingPathComponent("groundtruth/pairs/\(name).csv")) }
+        for (name, ms) in perPair { try MarkersFile.csv(ms, site: site).write(to: dir.appendingPathComponent("groundtruth/pairs/\(name).csv")) }
         try distances.write(to: dir.appendingPathComponent("groundtruth/distances.csv"))
         try nodes.write(to: dir.appendingPathComponent("groundtruth/nodes.csv"))
         let enc = JSONEncoder()
