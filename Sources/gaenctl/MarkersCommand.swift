@@ -18,9 +18,10 @@ struct MarkersExport: AsyncParsableCommand {
         commandName: "export",
         abstract: "Export the node's markers as CSV: time,label,distance,note,node,site (docs/sightings-format.md).",
         discussion: """
-            The node and site columns carry the labels of gaend's config (research.node,
-            research.site), read from --config (the file gaend runs with), or --node/--site.
-            Research1 does not publish them, so without either the columns stay empty.
+            The node and site columns carry gaend's labels (its config's research.node and
+            research.site, published as Research1's Node and Site properties), the same labels
+            its sightings export carries. --node/--site, or the labels of another --config,
+            replace them.
             """)
     @OptionGroup var bus: BusOptions
     @Option(name: .short, help: ArgumentHelp("Output file (default: standard output).", valueName: "FILE"))
@@ -29,11 +30,11 @@ struct MarkersExport: AsyncParsableCommand {
     var from: Double = 0
     @Option(help: "End of the range, Unix seconds (default: far future).")
     var to: Double = 32_503_680_000
-    @Option(help: ArgumentHelp("gaend's YAML config, for the node and site labels.", valueName: "FILE"))
+    @Option(help: ArgumentHelp("Take the node and site labels from this YAML config instead of gaend's.", valueName: "FILE"))
     var config: String?
-    @Option(help: "Node label (default: the config's research.node).")
+    @Option(help: "Node label (default: gaend's research.node).")
     var node: String?
-    @Option(help: "Site label (default: the config's research.site).")
+    @Option(help: "Site label (default: gaend's research.site).")
     var site: String?
 
     func validate() throws {
@@ -53,6 +54,11 @@ struct MarkersExport: AsyncParsableCommand {
             }
         }
         try await withDaemon("markers export", bus) { client in
+            if labels.node == nil || labels.site == nil {
+                let published = try await client.labels()
+                labels.node = labels.node ?? published.node
+                labels.site = labels.site ?? published.site
+            }
             let marks = try await client.markers(from: Int64(from * 1000), to: Int64(to * 1000)).map {
                 // gaend's markers: milliseconds, and a negative distance for "unknown".
                 TrialKit.Marker(time: Double($0.time) / 1000, label: $0.label, distance: $0.distance < 0 ? nil : $0.distance, note: $0.note)

@@ -135,19 +135,19 @@ def test_live_calibration_refuses_an_unusual_config_and_leaves_it(radio, nodes, 
 
 def test_markers_export_carries_node_and_site(radio, nodes, tmp_path):
     """Markers recorded with gaenctl mark come back as the markers CSV trial report reads, with
-    the node and site labels of gaend's config, like the sightings export."""
+    the node and site labels gaend publishes (its config's), like the sightings export."""
     r = radio([{"name": "board", "transport": "tcp-server:127.0.0.1:0"}])
     board = nodes("board", r.ready["devices"]["board"]["connect"], config=CONFIG.format(tx=TX))
     board.start()
     board.ctl("mark", "--label", "seated, row 3", "--distance", "1.5", "--time", 1_800_000_000, check=True)
     board.ctl("mark", "--label", "break", "--time", 1_800_000_600, "--note", "all out", check=True)
     out = tmp_path / "markers.csv"
-    board.ctl("markers", "export", "--config", board.config, "-o", out, check=True)
+    board.ctl("markers", "export", "-o", out, check=True)
     assert out.read_text().splitlines() == [
         "time,label,distance,note,node,site",
         '1800000000,"seated, row 3",1.50,,board,calib-lab',
         "1800000600,break,,all out,board,calib-lab",
     ]
-    # Without the config the labels are unknown; the columns stay (empty).
-    plain = board.ctl("markers", "export", "--from", 1_800_000_500, check=True).stdout.splitlines()
-    assert plain == ["time,label,distance,note,node,site", "1800000600,break,,all out,,"]
+    # The labels come from gaend (Research1 Node and Site); --site/--node replace them.
+    relabelled = board.ctl("markers", "export", "--from", 1_800_000_500, "--site", "bus 7", check=True).stdout.splitlines()
+    assert relabelled == ["time,label,distance,note,node,site", "1800000600,break,,all out,board,bus 7"]
