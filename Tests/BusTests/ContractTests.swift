@@ -201,6 +201,11 @@ struct PolicyTests {
 
         // Signals of the second instance: each group gets its interface's, others none.
         let emitter = services[1].1
+        try await QuietPeriod.exclusive { try await signalsReachTheGroups(bus: bus, emitter: emitter) }
+    }
+
+    func signalsReachTheGroups(bus: PrivateBus, emitter: BusService) async throws {
+        let en = GaendBus.exposureNotificationInterface, research = GaendBus.researchInterface
         let emitting = Task {
             while !Task.isCancelled {
                 try? await emitter.emit(path: GaendBus.objectPath, interface: en, signal: "ExposureStateUpdated",
