@@ -184,6 +184,16 @@ public struct GaendClient: Sendable {
         return GaendCalibration(txPower: tx, rssiCorrection: rc, calibrationConfidence: cc)
     }
 
+    /// The node and site labels the node writes into its exports (Research1 `Node`, `Site`).
+    public func labels() async throws -> (node: String, site: String) {
+        let p = try await bus.getAllProperties(destination, GaendBus.objectPath, GaendBus.researchInterface)
+        guard case .string(let node)? = p["Node"], case .string(let site)? = p["Site"] else {
+            throw GaendWireError.wrongType(what: "Research1 properties", expected: "Node s, Site s",
+                                           actual: p.map { "\($0.key) \($0.value.type.signature)" }.sorted().joined(separator: ", "))
+        }
+        return (node, site)
+    }
+
     /// ScanFinished signals; malformed ones are dropped.
     public func scanFinished() async throws -> AsyncStream<GaendScanFinished> {
         let raw = try await bus.signals(sender: destination, path: GaendBus.objectPath,

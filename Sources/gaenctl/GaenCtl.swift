@@ -18,6 +18,7 @@ struct GaenCtl: AsyncParsableCommand {
             StopCommand.self,
             SightingsCommand.self,
             MarkCommand.self,
+            MarkersCommand.self,
             Risk.self,
             Summaries.self,
             Trial.self,

@@ -117,6 +117,34 @@ struct NodeTests {
         await node.shutdown()
     }
 
+    @Test("each scan keeps the RSSI correction it was recorded with: a later calibration changes neither windows nor export of earlier scans")
+    func correctionPerScan() async throws {
+        let dir = try TempStoreDir()
+        let (node, clock) = try makeNode(dir, trial: true)
+        var rng = SeededRandom(seed: 9)
+        let tek = try TemporaryExposureKey.generate(using: &rng)
+        let schedule = try GAENKeySchedule()
+        let start = clock.wallTime() - 3600
+        // Scan 0 recorded before any correction was kept (nil: takes the current one), scan 1
+        // with +4 dB, scan 2 with -2 dB. Heard at RSSI -64 from TX power -20: 44 dB uncorrected.
+        for (i, correction) in [nil, 4, -2].enumerated() {
+            let t = start + Double(i) * 240
+            let rpi = try schedule.rollingProximityIdentifier(for: tek, interval: ENIntervalNumber(unixSeconds: t))
+            let aem = try GAENKeySchedule.associatedEncryptedMetadata(.v1_0(txPower: -20), rpi: rpi,
+                                                                     aemk: schedule.associatedEncryptedMetadataKey(for: tek))
+            _ = try node.store.recordScan(RecordedScan(start: t, end: t + 4, sightings: [RecordedSighting(time: t + 1, rpi: rpi, aem: aem, rssi: -64)],
+                                                       rssiCorrection: correction))
+        }
+        try await node.setCalibration(txPower: -30, rssiCorrection: 1, confidence: 1)
+        _ = try await node.acceptKeyFiles([keyFile([DiagnosisKey(key: tek, rollingStartIntervalNumber: Self.day.firstInterval)])], trust: KeyExportTrustSet())
+        _ = try await node.runMatching()
+        #expect(try await node.exposureWindows().first?.scanInstances.map(\.typicalAttenuationDb) == [43, 40, 46])
+        let csv = try await node.exportCSV(from: 0, to: .infinity)
+        let corrections = try SightingsFile.records(Data(csv.utf8)).map(\.rssiCorrection)
+        #expect(corrections == [1, 4, -2])
+        await node.shutdown()
+    }
+
     @Test("framework rate limit: 6 ProvideDiagnosisKeys calls per UTC day, none in trial mode")
     func rateLimit() async throws {
         let dir = try TempStoreDir()
@@ -172,6 +200,39 @@ struct NodeTests {
         await again.shutdown()
     }
 
+    @Test("SetCalibration holds over the config until the config's calibration changes; then the config's applies")
+    func calibrationPrecedence() async throws {
+        let dir = try TempStoreDir()
+        func configured(_ rssi: Int, site: String = "") -> (inout GaendSettings) -> Void {
+            { s in s.calibration.txPower = -22; s.calibration.rssiCorrection = rssi; s.calibration.calibrationConfidence = .low; s.research.site = site }
+        }
+        do {
+            let (node, _) = try makeNode(dir, configure: configured(2))
+            #expect(await node.calibration.rssiCorrection == 2)
+            try await node.setCalibration(txPower: -25, rssiCorrection: 7, confidence: 3)
+            #expect(await node.calibration.rssiCorrection == 7)
+            await node.shutdown()
+        }
+        do {
+            // Same calibration in the config, another setting changed: the override stays.
+            let (node, _) = try makeNode(dir, configure: configured(2, site: "bus-9"))
+            let c = await node.calibration
+            #expect(c.txPower == -25 && c.rssiCorrection == 7 && c.confidence == .high)
+            await node.shutdown()
+        }
+        do {
+            // The config's calibration changed (gaenctl calibrate --config): the config wins, and
+            // the override is gone for good, also when the config is later set back.
+            let (node, _) = try makeNode(dir, configure: configured(-4))
+            let c = await node.calibration
+            #expect(c.txPower == -22 && c.rssiCorrection == -4 && c.confidence == .low)
+            await node.shutdown()
+        }
+        let (again, _) = try makeNode(dir, configure: configured(2))
+        #expect(await again.calibration.rssiCorrection == 2)
+        await again.shutdown()
+    }
+
     @Test("markers keep the ids AddMarker returned; bad labels are InvalidArgs")
     func markers() async throws {
         let dir = try TempStoreDir()
@@ -212,5 +273,14 @@ struct NodeTests {
         let m = try NodeBus.mapping(["report_type_when_missing": .int32(2)])
         #expect(m.reportTypeWhenMissing == .confirmedClinicalDiagnosis)
         #expect(throws: NodeError.self) { try NodeBus.mapping(["report_type_when_missing": .int32(0)]) }
+    }
+}
+
+extension GaenNode {
+    /// The research export as CSV text (tests).
+    func exportCSV(from: Double, to: Double) throws -> String {
+        var out = Data()
+        _ = try exportSightings(from: from, to: to, format: "csv") { out.append($0) }
+        return String(decoding: out, as: UTF8.self)
     }
 }

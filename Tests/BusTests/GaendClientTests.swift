@@ -91,7 +91,8 @@ final class CannedDaemon: Sendable {
                                        GaendScanFinished(start: 1, end: 2, sightings: [Samples.sighting]).args)
                 return []
             },
-        ], getters: ["TxPower": { .int16(-30) }, "RssiCorrection": { .int16(5) }, "CalibrationConfidence": { .int32(2) }])
+        ], getters: ["TxPower": { .int16(-30) }, "RssiCorrection": { .int16(5) }, "CalibrationConfidence": { .int32(2) },
+                     "Node": { .string("board-3") }, "Site": { .string("bus 7") }])
         try service.export(path: GaendBus.objectPath, [
             try DBusInterfaceImplementation(en, methods: methods, getters: getters), researchImpl,
         ])
@@ -180,6 +181,8 @@ struct GaendClientTests {
         #expect(e?.name == "org.gaend.Error.InvalidKeyFile")
 
         #expect(try await client.calibration() == GaendCalibration(txPower: -30, rssiCorrection: 5, calibrationConfidence: 2))
+        let labels = try await client.labels()
+        #expect(labels.node == "board-3" && labels.site == "bus 7")
         #expect(try await client.addMarker(time: 0, label: "seat 3", distance: 1.5, note: "") == 7)
         #expect(try await client.markers(from: 0, to: Int64.max) == [Samples.marker])
         let scans = try await client.scanFinished()

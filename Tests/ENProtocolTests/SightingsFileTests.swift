@@ -79,4 +79,25 @@ import Testing
             #expect(throws: expected, "\(input)") { try SightingsFile.parse(Data(input.utf8)) }
         }
     }
+
+    @Test func recordsKeepFileOrderEmptyScansNodeAndSite() throws {
+        let csv = """
+            time,rpi,aem,rssi,scan_start,scan_end,rssi_correction,node,site
+            1700000300,,,,1700000300,1700000304,2,n1,bus 7
+            1700000000.5,\(rpi),01020304,-70,1700000000,1700000004,2,n1,bus 7
+            """
+        let records = try SightingsFile.records(Data(csv.utf8))
+        #expect(records.count == 2)
+        #expect(records[0].isEmptyScan && records[0].rssi == nil && records[0].scanStart == 1_700_000_300 && records[0].site == "bus 7")
+        #expect(records[1].rpi?.hexString == rpi && records[1].aem?.hexString == "01020304" && records[1].rssi == -70)
+        #expect(records[1].rssiCorrection == 2 && records[1].node == "n1" && records[1].site == "bus 7")
+        let json = #"{"time": 1700000000, "rpi": null, "aem": null, "rssi": null, "scanStart": 1700000000, "scanEnd": 1700000004, "node": "n1", "site": "carriage 3"}"#
+        #expect(try SightingsFile.records(Data(json.utf8)) == [SightingsRecord(time: 1_700_000_000, rpi: nil, aem: nil, rssi: nil, scanStart: 1_700_000_000, scanEnd: 1_700_000_004, node: "n1", site: "carriage 3")])
+    }
+
+    @Test func anEmptyScanRowMustBeEmpty() {
+        #expect(throws: SightingsFormatError.badField(line: 2, column: "rssi", value: "-60", expected: "empty, as rpi is empty (an empty-scan row)")) {
+            try SightingsFile.parse(Data("time,rpi,aem,rssi\n1700000000,,,-60\n".utf8))
+        }
+    }
 }

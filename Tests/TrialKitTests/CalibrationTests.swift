@@ -25,10 +25,10 @@ import Testing
         return out
     }
 
-    @Test func correctionIsExpectedMinusPooledMedian() throws {
+    @Test func correctionIsExpectedMinusPooledMedian() async throws {
         var source = SightingsCalibrationSource(sightings: Self.recording())
         var prompted: [String] = []
-        let result = try CalibrationProcedure(expectedRSSI: -60).run(source: &source) { name, _ in prompted.append(name) }
+        let result = try await CalibrationProcedure().run(source: &source, expectedRSSI: -60) { name, _ in prompted.append(name) }
         #expect(prompted == ["front", "back", "left", "right"])
         #expect(result.orientations.map(\.medianRSSI) == [-66, -72, -68, -70])
         #expect(result.orientations.map(\.samples) == [11, 11, 11, 11])
@@ -39,32 +39,30 @@ import Testing
         #expect(result.calibrationConfidence == .high)
     }
 
-    @Test func markersCutTheOrientationsAndASpreadLowersConfidence() throws {
+    @Test func markersCutTheOrientationsAndASpreadLowersConfidence() async throws {
         let markers = [Marker(time: 1000, label: "front", distance: 1), Marker(time: 1060, label: "back", distance: 1),
                        Marker(time: 1120, label: "left", distance: 1), Marker(time: 1180, label: "right", distance: 1)]
         var source = SightingsCalibrationSource(sightings: Self.recording(), markers: markers)
-        let result = try CalibrationProcedure(expectedRSSI: -70, maximumSpreadDb: 5).run(source: &source)
+        let result = try await CalibrationProcedure(maximumSpreadDb: 5).run(source: &source, expectedRSSI: -70)
         #expect(result.orientations.map(\.medianRSSI) == [-66, -72, -68, -70])
         #expect(result.rssiCorrection == -2)
         #expect(result.calibrationConfidence == .medium)
     }
 
-    @Test func tooFewReadingsIsAnError() throws {
+    @Test func tooFewReadingsIsAnError() async throws {
         var source = SightingsCalibrationSource(sightings: Array(Self.recording().prefix(5)))
-        #expect(throws: CalibrationError.tooFewSamples(orientation: "front", needed: 10, actual: 1)) {
-            try CalibrationProcedure(expectedRSSI: -60).run(source: &source)
+        await #expect(throws: CalibrationError.tooFewSamples(orientation: "front", needed: 10, actual: 1)) {
+            try await CalibrationProcedure().run(source: &source, expectedRSSI: -60)
         }
     }
 
-    @Test func configKeepsOtherSettings() throws {
-        let url = FileManager.default.temporaryDirectory.appendingPathComponent("gaend-\(UUID().uuidString).json")
-        defer { try? FileManager.default.removeItem(at: url) }
-        try Data(#"{"site":"bus-7","calibration":{"txPower":-18,"rssiCorrection":0,"calibrationConfidence":0}}"#.utf8).write(to: url)
-        try CalibrationConfigFile.write(CalibrationSettings(txPower: -18, rssiCorrection: 8, calibrationConfidence: 3), to: url)
-        #expect(try CalibrationConfigFile.read(url) == CalibrationSettings(txPower: -18, rssiCorrection: 8, calibrationConfidence: 3))
-        let object = try JSONSerialization.jsonObject(with: Data(contentsOf: url)) as? [String: Any]
-        #expect(object?["site"] as? String == "bus-7")
-        try Data("[1]".utf8).write(to: url)
-        #expect(throws: CalibrationError.configNotAnObject(file: url.path)) { try CalibrationConfigFile.read(url) }
+    @Test func oneOrientationGivesMediumConfidenceAndTheReadingsKeepTheirTxPower() async throws {
+        let readings = (0..<12).map { CalibrationReading(time: Double($0), rssi: -60 - $0 % 3, txPower: -20) }
+        var source = SightingsCalibrationSource(readings: readings)
+        let procedure = CalibrationProcedure(orientations: ["front"])
+        let measured = try await procedure.measure(source: &source)
+        #expect(measured.count == 1 && measured[0].readings.allSatisfy { $0.txPower == -20 })
+        let result = try procedure.result(measured, expectedRSSI: -65.5)
+        #expect(result.medianRSSI == -61 && result.rssiCorrection == -4.5 && result.calibrationConfidence == .medium)
     }
 }

@@ -10,7 +10,7 @@ import Testing
         "bus, line 7",1700000000.25,00112233445566778899aabbccddeeff,0a0b0c0d,-71,1700000000,1700000004,x,board-1
         "bus, line 7",1700000250,,,,1700000250,1700000254,,board-1
         """
-        let rows = try SightingsExport.readCSV(CSVReader(bytes: Array(csv.utf8), file: "t.csv"))
+        let rows = try SightingsExport.parse(Data(csv.utf8), file: "t.csv")
         #expect(rows.count == 2)
         #expect(rows[0].time == 1_700_000_000.25)
         #expect(rows[0].rpi?.hexString == "00112233445566778899aabbccddeeff")
@@ -24,30 +24,38 @@ import Testing
         let rpi = try RollingProximityIdentifier(hex: "ffeeddccbbaa99887766554433221100")
         let rows = [
             SightingRow(time: 1_700_000_001.5, rpi: rpi, aem: try AssociatedEncryptedMetadata(hex: "01020304"), rssi: -80,
-                     scanStart: 1_700_000_000, scanEnd: 1_700_000_004, rssiCorrection: 4.5, node: "n", site: "s"),
+                     scanStart: 1_700_000_000, scanEnd: 1_700_000_004, rssiCorrection: -4, node: "n", site: "s"),
             SightingRow(time: 1_700_000_300, rpi: nil, aem: nil, rssi: nil, scanStart: 1_700_000_300, scanEnd: 1_700_000_304, node: "n"),
         ]
         var w = SightingsExport.Writer()
         rows.forEach { w.append($0) }
-        let back = try SightingsExport.readCSV(CSVReader(bytes: Array(w.csv.text.utf8), file: "w.csv"))
+        let back = try SightingsExport.parse(Data(w.csv.text.utf8), file: "w.csv")
         #expect(back == rows)
+        // The same file is what `gaenctl match` and `windows` read: ENProtocol's log of it agrees.
+        let log = try SightingsFile.parse(Data(w.csv.text.utf8), requiring: .windows)
+        #expect(log.sightings.count == 1 && log.scans.count == 2 && log.sightings[0].rssiCorrection == -4)
     }
 
     @Test func badRowsSayWhatAndWhere() throws {
-        let missing = "time,rpi,aem\n1,,\n"
-        #expect(throws: CSVError.missingColumn(file: "m.csv", column: "rssi", header: ["time", "rpi", "aem"])) {
-            try SightingsExport.readCSV(CSVReader(bytes: Array(missing.utf8), file: "m.csv"))
+        // One reader for the format: the toolkit reports ENProtocol's errors with the file name.
+        func reason(_ text: String) -> String? {
+            do { _ = try SightingsExport.parse(Data(text.utf8), file: "x.csv"); return nil } catch let e as SightingsFileError {
+                #expect(e.file == "x.csv" && e.description.hasPrefix("x.csv: "))
+                return e.reason
+            } catch { return "unexpected \(error)" }
         }
-        let shortRPI = "time,rpi,aem,rssi\n1,0011,0a0b0c0d,-70\n"
-        #expect(throws: CSVError.badValue(file: "s.csv", line: 2, column: "rpi", expected: "32 hex digits", actual: "0011")) {
-            try SightingsExport.readCSV(CSVReader(bytes: Array(shortRPI.utf8), file: "s.csv"))
-        }
-        let half = "time,rpi,aem,rssi\n1,00112233445566778899aabbccddeeff,,-70\n"
-        #expect(throws: CSVError.self) { try SightingsExport.readCSV(CSVReader(bytes: Array(half.utf8), file: "h.csv")) }
-        let badTime = "time,rpi,aem,rssi\nnoon,,,\n"
-        #expect(throws: CSVError.badValue(file: "b.csv", line: 2, column: "time", expected: "a number", actual: "noon")) {
-            try SightingsExport.readCSV(CSVReader(bytes: Array(badTime.utf8), file: "b.csv"))
-        }
+        #expect(reason("time,rpi,aem\n1,,\n") == SightingsFormatError.missingColumn("rssi").description)
+        #expect(reason("time,rpi,aem,rssi\n1,0011,0a0b0c0d,-70\n")
+                == SightingsFormatError.badField(line: 2, column: "rpi", value: "0011", expected: "32 hex digits").description)
+        // Half a report is neither a sighting nor an empty scan.
+        #expect(reason("time,rpi,aem,rssi\n1,00112233445566778899aabbccddeeff,,-70\n")
+                == SightingsFormatError.badField(line: 2, column: "aem", value: "", expected: "8 hex digits").description)
+        #expect(reason("time,rpi,aem,rssi\n1,,0a0b0c0d,\n")
+                == SightingsFormatError.badField(line: 2, column: "aem", value: "0a0b0c0d", expected: "empty, as rpi is empty (an empty-scan row)").description)
+        #expect(reason("time,rpi,aem,rssi\nnoon,,,\n")
+                == SightingsFormatError.badField(line: 2, column: "time", value: "noon", expected: "Unix seconds").description)
+        #expect(reason("time,rpi,aem,rssi,rssi_correction\n1,,,,2.5\n")
+                == SightingsFormatError.badField(line: 2, column: "rssi_correction", value: "2.5", expected: "an integer dB in -100...100").description)
         #expect(throws: CSVError.unterminatedQuote(file: "q.csv", line: 2)) {
             try CSVReader(bytes: Array("a,b\n\"x,1\n".utf8), file: "q.csv").forEachRow { _ in }
         }
@@ -186,17 +194,26 @@ import Testing
 @Suite struct MatcherAgreementTests {
     @Test func bothMatchersFindTheSameSightings() throws {
         var scenario = SimulatedTrialTests.lineScenario(seed: 21, hours: 0.75)
-        scenario.nodes[3].rssiCorrection = 2.5 // a fractional correction must survive
+        scenario.nodes[3].rssiCorrection = 3 // a node with a correction: both matchers apply it
         let result = try Simulator(scenario: scenario).run()
         var rows: [SightingRow] = []
         for (_, w) in result.sightingsFiles {
-            rows += try SightingsExport.readCSV(CSVReader(bytes: Array(w.csv.text.utf8), file: "sim"))
+            rows += try SightingsExport.parse(Data(w.csv.text.utf8), file: "sim")
         }
         let transmitters = result.keyLists.map { TransmitterKeys(name: $0.node, keys: $0.keys) }
         let project = try ProjectMatcher(workers: 2).match(rows, against: transmitters)
         let direct = try KeyScheduleMatcher().match(rows, against: transmitters)
         #expect(project.matches.count == result.sightings)
         #expect(project.matches == direct.matches)
-        #expect(project.matches.contains { $0.attenuation != $0.attenuation.rounded() })
+        let corrected = rows.filter { $0.node == scenario.nodes[3].name && !$0.isEmptyScan }
+        #expect(!corrected.isEmpty && corrected.allSatisfy { $0.rssiCorrection == 3 })
+    }
+
+    @Test func aFractionalCorrectionIsRejected() {
+        var scenario = SimulatedTrialTests.lineScenario(seed: 21, hours: 0.1)
+        scenario.nodes[3].rssiCorrection = 2.5
+        #expect(throws: ScenarioError.badValue(field: "nodes[3].rssiCorrection", expected: "a whole number of dB in -100...100", actual: "2.5")) {
+            try Simulator(scenario: scenario)
+        }
     }
 }

@@ -38,6 +38,36 @@ import Testing
         return (report, obs)
     }
 
+    @Test func theSiteLabelIsCarriedIntoEveryFileWritten() throws {
+        let dir = try Self.temporaryDirectory()
+        defer { try? FileManager.default.removeItem(at: dir) }
+        let result = try Simulator(scenario: Self.lineScenario(seed: 3, hours: 0.25)).run()
+        try result.write(to: dir)
+        let report = try TrialInputs.reportSimulation(dir)
+        #expect(report.site == "test-hall")
+        let fm = FileManager.default
+        var csvs = ["groundtruth/markers.csv", "groundtruth/distances.csv", "groundtruth/nodes.csv", "report/attenuation.csv"]
+        for sub in ["sightings", "groundtruth/pairs"] {
+            csvs += try fm.contentsOfDirectory(atPath: dir.appendingPathComponent(sub).path).map { "\(sub)/\($0)" }
+        }
+        for file in csvs {
+            let reader = try CSVReader(contentsOf: dir.appendingPathComponent(file))
+            let column = try reader.requireColumn("site")
+            var rows = 0
+            try reader.forEachRow { row in
+                #expect(row.string(column) == "test-hall", "\(file) line \(row.line)")
+                rows += 1
+            }
+            #expect(rows > 0, "\(file) has no rows")
+        }
+        let summary = try JSONSerialization.jsonObject(with: Data(contentsOf: dir.appendingPathComponent("summary.json"))) as? [String: Any]
+        #expect(summary?["site"] as? String == "test-hall" && summary?["name"] as? String == "line")
+        let reportJSON = try JSONSerialization.jsonObject(with: Data(contentsOf: dir.appendingPathComponent("report/report.json"))) as? [String: Any]
+        #expect(reportJSON?["site"] as? String == "test-hall")
+        // The markers export still reads back as ground truth.
+        #expect(try MarkersFile.read(dir.appendingPathComponent("groundtruth/markers.csv")).count == result.markers.count)
+    }
+
     @Test func reportRecoversTheChannelItWasGiven() throws {
         let dir = try Self.temporaryDirectory()
         defer { try? FileManager.default.removeItem(at: dir) }

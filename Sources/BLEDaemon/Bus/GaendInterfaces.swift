@@ -130,6 +130,8 @@ public enum GaendInterfaces {
             DBusPropertyDecl("TxPower", "n", .read, since: 1),
             DBusPropertyDecl("RssiCorrection", "n", .read, since: 1),
             DBusPropertyDecl("CalibrationConfidence", "i", .read, since: 1),
+            DBusPropertyDecl("Node", "s", .read, emitsChanged: .const, since: 1),
+            DBusPropertyDecl("Site", "s", .read, emitsChanged: .const, since: 1),
         ],
         signals: [
             DBusSignalDecl("ScanFinished", [

@@ -121,7 +121,16 @@ public actor GaenNode: ScheduleEffects {
         try FileManager.default.createDirectory(atPath: s.stateDirectory, withIntermediateDirectories: true,
                                                 attributes: [.posixPermissions: 0o700])
         statePath = (s.stateDirectory as NSString).appendingPathComponent("node-state.json")
-        state = try NodeState.load(path: statePath)
+        var loaded = try NodeState.load(path: statePath)
+        if loaded.reconcileCalibration(with: s.calibration) {
+            logger.notice("the config's calibration changed since SetCalibration was called; the config's applies",
+                          metadata: ["tx_power": "\(s.calibration.txPower)", "rssi_correction": "\(s.calibration.rssiCorrection)",
+                                     "calibration_confidence": "\(s.calibration.calibrationConfidence.rawValue)"])
+            do { try loaded.save(path: statePath) } catch {
+                throw NodeError.storage("cannot save node state: \(error.localizedDescription)")
+            }
+        }
+        state = loaded
         let key = try StoreKey.load(keyFile: s.storeKeyFile)
         store = try NodeStore(configuration: StoreConfiguration(settings: s), key: key, logger: logger)
         clockUsable = self.sync.status().isUsable
@@ -220,7 +229,8 @@ public actor GaenNode: ScheduleEffects {
 
     private func notifyStatus() async { await observer?.statusChanged() }
 
-    /// The current calibration: D-Bus changes override the configuration.
+    /// The current calibration: SetCalibration's values while the config's calibration is the
+    /// one they were set over, else the config's (NodeState.reconcileCalibration).
     public var calibration: (txPower: Int, rssiCorrection: Int, confidence: CalibrationConfidence) {
         (state.txPower ?? settings.calibration.txPower,
          state.rssiCorrection ?? settings.calibration.rssiCorrection,
@@ -241,6 +251,7 @@ public actor GaenNode: ScheduleEffects {
         state.txPower = txPower
         state.rssiCorrection = rssiCorrection
         state.calibrationConfidence = confidence
+        state.calibrationBasis = NodeState.CalibrationBasis(settings.calibration)
         try saveState()
     }
 
@@ -389,7 +400,7 @@ public actor GaenNode: ScheduleEffects {
         scanInProgress = nil
         await usedScanner.stop()
         let reports = await collector.value
-        let record = RecordedScan(ScanRecord(start: start, end: end, reports: reports))
+        let record = RecordedScan(ScanRecord(start: start, end: end, reports: reports), rssiCorrection: calibration.rssiCorrection)
         scans += 1
         sightings += UInt64(record.sightings.count)
         lastScanEnd = end

@@ -184,6 +184,9 @@ public final class NodeBus: NodeObserver, Sendable {
             "TxPower": { .int16(Int16(await node.calibration.txPower)) },
             "RssiCorrection": { .int16(Int16(await node.calibration.rssiCorrection)) },
             "CalibrationConfidence": { .int32(Int32(await node.calibration.confidence.rawValue)) },
+            // The labels every export carries, so clients label what they export the same way.
+            "Node": { .string(node.settings.research.node) },
+            "Site": { .string(node.settings.research.site) },
         ]
         return try DBusInterfaceImplementation(GaendInterfaces.research, methods: methods, getters: getters)
     }

@@ -87,10 +87,12 @@ extension GaenNode {
         }
         var log: [ENProtocol.Sighting] = []
         var scanList: [Scan] = []
-        let correction = calibration.rssiCorrection
+        // Scans stored before the correction was recorded per scan take the current one.
+        let currentCorrection = calibration.rssiCorrection
         for s in scans {
             let index = scanList.count
             scanList.append(Scan(start: s.record.start, end: s.record.end))
+            let correction = s.record.rssiCorrection ?? currentCorrection
             for r in s.record.sightings {
                 log.append(ENProtocol.Sighting(time: r.time, rpi: r.rpi, aem: r.aem, rssi: Int(r.rssi),
                                                rssiCorrection: correction, scanIndex: index))
@@ -170,7 +172,8 @@ extension GaenNode {
         guard format == "csv" || format == "jsonl" else { throw NodeError.invalidArgs("format '\(format)': expected csv or jsonl") }
         let scans: [StoredScan]
         do { scans = try store.scans(from: from, to: to) } catch { throw NodeError.storage("\(error)") }
-        let correction = calibration.rssiCorrection
+        // Scans stored before the correction was recorded per scan take the current one.
+        let currentCorrection = calibration.rssiCorrection
         let node = settings.research.node, site = settings.research.site
         var rows = 0
         var buffer = ""
@@ -189,6 +192,7 @@ extension GaenNode {
             return data.flatMap { String(data: $0, encoding: .utf8) }.map { String($0.dropFirst().dropLast()) } ?? "\"\""
         }
         for s in scans {
+            let correction = s.record.rssiCorrection ?? currentCorrection
             let items: [RecordedSighting?] = s.record.sightings.isEmpty ? [nil] : s.record.sightings.map { $0 }
             for item in items {
                 let t = item?.time ?? s.record.start

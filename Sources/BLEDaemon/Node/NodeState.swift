@@ -6,15 +6,41 @@ import Foundation
 /// sightings), so a JSON file beside the store is enough; writes replace it atomically.
 struct NodeState: Codable, Equatable, Sendable {
     var enabled = true
+    /// SetCalibration's values; they hold over the config's calibration only while the config
+    /// still has the calibration it had when they were set (`calibrationBasis`).
     var txPower: Int?
     var rssiCorrection: Int?
     var calibrationConfidence: Int?
+    var calibrationBasis: CalibrationBasis?
     var mapping: MappingState?
     /// Rate limits: the UTC day of the counted ProvideDiagnosisKeys calls, and their number.
     var provideDay: Int32?
     var provideCalls = 0
     /// When SetDiagnosisKeysDataMapping last changed the mapping (Unix seconds, node clock).
     var mappingChangedAt: Double?
+
+    /// The config's calibration when SetCalibration was called.
+    struct CalibrationBasis: Codable, Equatable, Sendable {
+        var txPower: Int
+        var rssiCorrection: Int
+        var calibrationConfidence: Int
+
+        init(_ c: CalibrationSettings) {
+            txPower = c.txPower; rssiCorrection = c.rssiCorrection; calibrationConfidence = c.calibrationConfidence.rawValue
+        }
+    }
+
+    var hasCalibrationOverride: Bool { txPower != nil || rssiCorrection != nil || calibrationConfidence != nil }
+
+    /// The precedence rule (docs/trial.md, "Which calibration applies"): the newer of the two
+    /// wins. SetCalibration overrides the config, across restarts, until the config's
+    /// calibration changes (e.g. `gaenctl calibrate --config`); from then on the config applies
+    /// and the override is dropped. Returns true when it dropped one.
+    mutating func reconcileCalibration(with config: CalibrationSettings) -> Bool {
+        guard hasCalibrationOverride, calibrationBasis != CalibrationBasis(config) else { return false }
+        txPower = nil; rssiCorrection = nil; calibrationConfidence = nil; calibrationBasis = nil
+        return true
+    }
 
     struct MappingState: Codable, Equatable, Sendable {
         var daysSinceOnsetToInfectiousness: [String: Int]?

@@ -35,24 +35,20 @@ extension Duration {
 }
 
 /// Rotates GAEN beacons: at each rotation, the TEK of the UTC day, the RPI and AEM of the
-/// current interval and a fresh address go on air together; the next rotation comes after a
-/// uniformly random 10-20 minutes of protocol time (GAEN Bluetooth spec). A rotation period
-/// never shorter than the 10-minute interval means one RPI is never sent from two addresses.
+/// current interval and a fresh address go on air together; the next rotation comes after the
+/// node's own `RotationPolicy` delay (uniformly random 10-20 minutes of protocol time, GAEN
+/// Bluetooth spec), so `gaenctl radio advertise` and gaend rotate by one rule. A rotation
+/// period never shorter than the 10-minute interval means one RPI is never sent from two
+/// addresses.
 public struct GAENAdvertisingRotation: Sendable {
-    public var rotationMinSeconds: Double = 600
-    public var rotationMaxSeconds: Double = 1200
+    public let policy: RotationPolicy
 
-    public init(rotationMinSeconds: Double = 600, rotationMaxSeconds: Double = 1200) {
-        precondition(rotationMinSeconds >= 600 && rotationMaxSeconds >= rotationMinSeconds, "rotation must be 10 minutes or more")
-        self.rotationMinSeconds = rotationMinSeconds
-        self.rotationMaxSeconds = rotationMaxSeconds
+    public init(policy: RotationPolicy = RotationPolicy()) {
+        self.policy = policy
     }
 
-    /// A uniformly random delay in [min, max] from 32 random bits.
     public func nextDelay(random: inout some RandomBytesGenerator) throws -> Double {
-        let bytes = try random.bytes(4)
-        let u = Double(bytes.reduce(UInt32(0)) { $0 << 8 | UInt32($1) }) / Double(UInt32.max)
-        return rotationMinSeconds + u * (rotationMaxSeconds - rotationMinSeconds)
+        try policy.nextDelay(using: &random)
     }
 
     /// Advertises until cancelled or `until` (protocol time) passes; calls `onRotation` after

@@ -358,7 +358,7 @@ public final class NodeStore: @unchecked Sendable {
     public var isFull: Bool { lock.withLock { full } }
 
     private func insertScan(_ scan: RecordedScan) throws -> Int64 {
-        let blob = ScanBlob.encode(scan.sightings)
+        let blob = ScanBlob.encode(scan.sightings, rssiCorrection: scan.rssiCorrection)
         return try write { db in
             let id = try Self.nextID(db, table: "scan")
             let count = Int64(scan.sightings.count)
@@ -379,14 +379,14 @@ public final class NodeStore: @unchecked Sendable {
                 let id: Int64 = row["id"], start: Double = row["start_time"], end: Double = row["end_time"]
                 let count: Int64 = row["report_count"], sealed: Data = row["sealed"]
                 let plain = try open(sealed, aad: Self.aad("scan", [id, Self.bits(start), Self.bits(end), count]), table: "scan", id: id)
-                let sightings: [RecordedSighting]
-                do { sightings = try ScanBlob.decode(plain) } catch let r as ScanBlob.Reason {
+                let sightings: [RecordedSighting], correction: Int?
+                do { (sightings, correction) = try ScanBlob.decode(plain) } catch let r as ScanBlob.Reason {
                     throw StoreError.corruptRecord(table: "scan", id: id, reason: r.text)
                 }
                 guard sightings.count == count else {
                     throw StoreError.corruptRecord(table: "scan", id: id, reason: "\(sightings.count) reports, \(count) in the clear count")
                 }
-                return StoredScan(id: id, record: RecordedScan(start: start, end: end, sightings: sightings))
+                return StoredScan(id: id, record: RecordedScan(start: start, end: end, sightings: sightings, rssiCorrection: correction))
             }
         }
     }

@@ -23,11 +23,16 @@ public struct RecordedScan: Hashable, Sendable {
     public var start: Double
     public var end: Double
     public var sightings: [RecordedSighting]
+    /// The node's RSSI correction (dB) when the scan ran; nil in scans stored before it was
+    /// recorded (blob version 1). Kept per scan so that a calibration changed mid-trial does
+    /// not rewrite the attenuation of earlier sightings.
+    public var rssiCorrection: Int?
 
-    public init(start: Double, end: Double, sightings: [RecordedSighting]) {
+    public init(start: Double, end: Double, sightings: [RecordedSighting], rssiCorrection: Int? = nil) {
         self.start = start
         self.end = end
         self.sightings = sightings
+        self.rssiCorrection = rssiCorrection
     }
 }
 
@@ -66,15 +71,19 @@ public struct StoredExposureResult: Hashable, Sendable {
 ///
 ///     version u8 = 1 | count u32 LE | count x (time f64 LE bits | RPI 16 | AEM 4 | RSSI i8)
 enum ScanBlob {
-    static let version: UInt8 = 1
+    /// Version 1: version, report count (UInt32 LE), reports. Version 2 adds the scan's RSSI
+    /// correction (Int8) after the count. Both are read; a scan with a known correction is
+    /// written as version 2, one without (nil) as version 1, so the record round-trips.
     static let reportSize = 8 + 16 + 4 + 1
-    static let headerSize = 5
+    static func headerSize(version: UInt8) -> Int { version == 1 ? 5 : 6 }
 
-    static func encode(_ sightings: [RecordedSighting]) -> Data {
+    static func encode(_ sightings: [RecordedSighting], rssiCorrection: Int?) -> Data {
         var out = [UInt8]()
-        out.reserveCapacity(headerSize + sightings.count * reportSize)
+        let version: UInt8 = rssiCorrection == nil ? 1 : 2
+        out.reserveCapacity(headerSize(version: version) + sightings.count * reportSize)
         out.append(version)
         appendLE(UInt32(sightings.count), to: &out)
+        if let c = rssiCorrection { out.append(UInt8(bitPattern: Int8(clamping: c))) }
         for s in sightings {
             appendLE(s.time.bitPattern, to: &out)
             out.append(contentsOf: s.rpi.bytes)
@@ -84,11 +93,14 @@ enum ScanBlob {
         return Data(out)
     }
 
-    static func decode(_ data: Data) throws -> [RecordedSighting] {
+    static func decode(_ data: Data) throws -> (sightings: [RecordedSighting], rssiCorrection: Int?) {
         let b = [UInt8](data)
-        guard b.count >= headerSize else { throw Reason("blob of \(b.count) bytes is shorter than its 5-byte header") }
-        guard b[0] == version else { throw Reason("blob version \(b[0]), expected \(version)") }
+        guard b.count >= 5 else { throw Reason("blob of \(b.count) bytes is shorter than its 5-byte header") }
+        guard b[0] == 1 || b[0] == 2 else { throw Reason("blob version \(b[0]), expected 1 or 2") }
+        let headerSize = headerSize(version: b[0])
+        guard b.count >= headerSize else { throw Reason("blob of \(b.count) bytes is shorter than its \(headerSize)-byte header") }
         let count = Int(readLE32(b, 1))
+        let correction: Int? = b[0] == 1 ? nil : Int(Int8(bitPattern: b[5]))
         guard b.count == headerSize + count * reportSize else {
             throw Reason("blob declares \(count) reports (\(headerSize + count * reportSize) bytes) but has \(b.count) bytes")
         }
@@ -102,7 +114,7 @@ enum ScanBlob {
             out.append(RecordedSighting(time: time, rpi: rpi, aem: aem, rssi: Int8(bitPattern: b[o + 28])))
             o += reportSize
         }
-        return out
+        return (out, correction)
     }
 
     struct Reason: Error { let text: String; init(_ t: String) { text = t } }
@@ -120,9 +132,9 @@ extension RecordedScan {
     /// What the store keeps of a scan from the radio: its times and, of each report with
     /// 0xFD6F service data, time, RPI, AEM and RSSI (not the advertiser's address, which
     /// changes with every rotation and is of no use to matching).
-    public init(_ scan: ScanRecord) {
+    public init(_ scan: ScanRecord, rssiCorrection: Int? = nil) {
         self.init(start: scan.start, end: scan.end, sightings: scan.sightings.map {
             RecordedSighting(time: $0.time, rpi: $0.rpi, aem: $0.aem, rssi: Int8(clamping: $0.rssi))
-        })
+        }, rssiCorrection: rssiCorrection)
     }
 }

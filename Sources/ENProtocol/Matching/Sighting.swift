@@ -98,3 +98,29 @@ public struct SightingsLog: Sendable {
         self.hasScanColumns = hasScanColumns
     }
 }
+
+/// One row of a sightings export as written (docs/sightings-format.md): a received
+/// advertisement, or an empty-scan row (rpi, aem and rssi nil) that only records a scan.
+public struct SightingsRecord: Sendable, Equatable {
+    public var time: Double
+    public var rpi: RollingProximityIdentifier?
+    public var aem: AssociatedEncryptedMetadata?
+    /// RSSI in dBm as the controller reported it, before correction.
+    public var rssi: Int?
+    public var scanStart: Double?
+    public var scanEnd: Double?
+    /// The receiving node's RSSI correction in whole dB (0 when the column is absent).
+    public var rssiCorrection: Int
+    public var node: String?
+    public var site: String?
+
+    public init(time: Double, rpi: RollingProximityIdentifier?, aem: AssociatedEncryptedMetadata?, rssi: Int?,
+                scanStart: Double? = nil, scanEnd: Double? = nil, rssiCorrection: Int = 0,
+                node: String? = nil, site: String? = nil) {
+        self.time = time; self.rpi = rpi; self.aem = aem; self.rssi = rssi
+        self.scanStart = scanStart; self.scanEnd = scanEnd; self.rssiCorrection = rssiCorrection
+        self.node = node; self.site = site
+    }
+
+    public var isEmptyScan: Bool { rpi == nil }
+}

@@ -31,15 +31,45 @@ public enum SightingsFile {
             throw SightingsFormatError.empty
         }
         var builder = Builder()
-        if first == UInt8(ascii: "{") {
-            try parseJSONLines(data, into: &builder)
-        } else {
-            try parseCSV(data, into: &builder)
-        }
+        builder.hasScanColumns = try forEachRow(data, startingWith: first) { try builder.add(validate($0)) }
         if requirement == .windows, !builder.hasScanColumns {
             throw SightingsFormatError.missingColumn("scan_start")
         }
         return builder.finish()
+    }
+
+    /// Every row of the file, validated exactly as `parse` validates it, in file order and with
+    /// empty-scan rows and the site kept: the form the trial toolkit reads (one reader for the
+    /// one format, so `match`, `windows` and `trial report` accept and reject the same files).
+    public static func records(_ data: Data) throws -> [SightingsRecord] {
+        guard let first = data.first(where: { !($0 == 0x20 || $0 == 0x0a || $0 == 0x0d || $0 == 0x09) }) else {
+            throw SightingsFormatError.empty
+        }
+        var out: [SightingsRecord] = []
+        // Node and site names repeat on every row: share one String per distinct value.
+        var names: [String: String] = [:]
+        func interned(_ s: String?) -> String? {
+            guard let s, !s.isEmpty else { return nil }
+            if let v = names[s] { return v }
+            names[s] = s
+            return s
+        }
+        _ = try forEachRow(data, startingWith: first) { row in
+            let v = try validate(row)
+            out.append(SightingsRecord(
+                time: v.time,
+                rpi: try v.report.map { try RollingProximityIdentifier(bytes: Data($0.rpi)) },
+                aem: try v.report.map { try AssociatedEncryptedMetadata(bytes: Data($0.aem)) },
+                rssi: v.report.map { $0.rssi },
+                scanStart: v.scanStart, scanEnd: v.scanEnd, rssiCorrection: v.rssiCorrection,
+                node: interned(v.node), site: interned(v.site)))
+        }
+        return out
+    }
+
+    /// Hands every data row to `body`; returns whether the file has scan columns.
+    static func forEachRow(_ data: Data, startingWith first: UInt8, _ body: (Row) throws -> Void) throws -> Bool {
+        first == UInt8(ascii: "{") ? try parseJSONLines(data, body) : try parseCSV(data, body)
     }
 
     /// Accumulates rows; scans are deduplicated by (node, start, end) and sorted at the end.
@@ -55,6 +85,14 @@ public enum SightingsFile {
             scans.append(scan)
             scanIDs[scan] = i
             return i
+        }
+
+        mutating func add(_ row: ValidRow) {
+            let scan = row.scanStart.map { scanIndex(Scan(start: $0, end: row.scanEnd ?? $0, node: row.node.flatMap { $0.isEmpty ? nil : $0 })) }
+            guard let r = row.report else { return } // an empty-scan row only records the scan
+            sightings.append(Sighting(time: row.time, rpiLow: Sighting.word(r.rpi, 0), rpiHigh: Sighting.word(r.rpi, 8),
+                                      aemBits: UInt32(truncatingIfNeeded: Sighting.word(r.aem, 0)),
+                                      rssi: Int16(r.rssi), rssiCorrection: Int16(row.rssiCorrection), scanIndex: scan))
         }
 
         func finish() -> SightingsLog {
@@ -78,16 +116,27 @@ public enum SightingsFile {
         var scanEnd: String?
         var rssiCorrection: String?
         var node: String?
+        var site: String?
     }
 
-    static func parseCSV(_ data: Data, into builder: inout Builder) throws {
+    /// A row after validation; `report` is nil on an empty-scan row.
+    struct ValidRow {
+        var time: Double
+        var scanStart: Double?
+        var scanEnd: Double?
+        var rssiCorrection: Int
+        var node: String?
+        var site: String?
+        var report: (rpi: [UInt8], aem: [UInt8], rssi: Int)?
+    }
+
+    static func parseCSV(_ data: Data, _ body: (Row) throws -> Void) throws -> Bool {
         // CSV.swift decodes every Unicode scalar through generic iterators: about 7 MB/s here,
         // 9 s for a 14-day busy-site export (800,000 rows). A file without a single '"' has
         // no quoting to honour, so such a file (the usual export: hex, numbers, plain names)
         // is split on bytes; any file with quotes goes through CSV.swift.
         if !data.contains(UInt8(ascii: "\"")) {
-            try parseUnquotedCSV(data, into: &builder)
-            return
+            return try parseUnquotedCSV(data, body)
         }
         let text = String(decoding: data, as: UTF8.self)
         let reader: CSVReader
@@ -102,16 +151,16 @@ public enum SightingsFile {
         while let fields = reader.next() {
             line += 1
             if fields.count == 1, fields[0].isEmpty { continue } // blank line
-            try add(columns.row(fields, line: line), to: &builder)
+            try body(columns.row(fields, line: line))
         }
-        builder.hasScanColumns = columns.start != nil
         if let error = reader.error {
             throw SightingsFormatError.malformedCSV(line: line + 1, reason: "\(error)")
         }
+        return columns.start != nil
     }
 
     /// Splits lines on LF (a CR before it is dropped) and fields on commas, on raw bytes.
-    static func parseUnquotedCSV(_ data: Data, into builder: inout Builder) throws {
+    static func parseUnquotedCSV(_ data: Data, _ body: (Row) throws -> Void) throws -> Bool {
         var columns: Columns? = nil
         var line = 0
         var fields: [String] = []
@@ -133,21 +182,21 @@ public enum SightingsFile {
                     fieldStart = i + 1
                 }
                 if let c = columns {
-                    try add(c.row(fields, line: line), to: &builder)
+                    try body(c.row(fields, line: line))
                 } else {
                     columns = try Columns(header: fields)
                 }
             }
         }
         guard let columns else { throw SightingsFormatError.empty }
-        builder.hasScanColumns = columns.start != nil
+        return columns.start != nil
     }
 
     /// Where each known column is, found by name in the header.
     struct Columns {
         var count: Int
         var time: Int, rpi: Int, aem: Int, rssi: Int
-        var start: Int?, end: Int?, correction: Int?, node: Int?
+        var start: Int?, end: Int?, correction: Int?, node: Int?, site: Int?
 
         init(header: [String]) throws {
             let names = header.map { $0.trimmingCharacters(in: .whitespaces) }
@@ -162,7 +211,7 @@ public enum SightingsFile {
                 throw SightingsFormatError.missingColumn(start == nil ? "scan_start" : "scan_end")
             }
             count = names.count; time = t; rpi = r; aem = a; rssi = s
-            correction = column("rssi_correction"); node = column("node")
+            correction = column("rssi_correction"); node = column("node"); site = column("site")
         }
 
         func row(_ fields: [String], line: Int) throws -> Row {
@@ -171,7 +220,7 @@ public enum SightingsFile {
             }
             func f(_ c: Int?) -> String? { c.map { fields[$0] } }
             return Row(line: line, time: fields[time], rpi: fields[rpi], aem: fields[aem], rssi: fields[rssi],
-                       scanStart: f(start), scanEnd: f(end), rssiCorrection: f(correction), node: f(node))
+                       scanStart: f(start), scanEnd: f(end), rssiCorrection: f(correction), node: f(node), site: f(site))
         }
     }
 
@@ -185,9 +234,10 @@ public enum SightingsFile {
         var scanEnd: Double?
         var rssiCorrection: Int?
         var node: String?
+        var site: String?
     }
 
-    static func parseJSONLines(_ data: Data, into builder: inout Builder) throws {
+    static func parseJSONLines(_ data: Data, _ body: (Row) throws -> Void) throws -> Bool {
         let decoder = JSONDecoder()
         var line = 0
         var sawScan = false, sawNoScan = false
@@ -200,15 +250,14 @@ public enum SightingsFile {
             }
             if row.scanStart != nil { sawScan = true } else { sawNoScan = true }
             func num(_ v: Double?) -> String? { v.map { String($0) } }
-            try add(Row(line: line, time: String(row.time), rpi: row.rpi ?? "", aem: row.aem ?? "",
-                        rssi: row.rssi.map(String.init) ?? "", scanStart: num(row.scanStart), scanEnd: num(row.scanEnd),
-                        rssiCorrection: row.rssiCorrection.map(String.init), node: row.node),
-                    to: &builder)
+            try body(Row(line: line, time: String(row.time), rpi: row.rpi ?? "", aem: row.aem ?? "",
+                         rssi: row.rssi.map(String.init) ?? "", scanStart: num(row.scanStart), scanEnd: num(row.scanEnd),
+                         rssiCorrection: row.rssiCorrection.map(String.init), node: row.node, site: row.site))
         }
-        builder.hasScanColumns = sawScan && !sawNoScan
+        return sawScan && !sawNoScan
     }
 
-    static func add(_ row: Row, to builder: inout Builder) throws {
+    static func validate(_ row: Row) throws -> ValidRow {
         // ASCII blanks only (NSString's trimming is slow on hundreds of thousands of rows).
         func trim(_ s: String) -> String {
             let u = s.utf8
@@ -225,35 +274,36 @@ public enum SightingsFile {
             return v
         }
         let time = try seconds("time", row.time ?? "")
-        var scan: Int32? = nil
+        var start: Double? = nil, end: Double? = nil
         if let s = row.scanStart, let e = row.scanEnd, !(s.isEmpty && e.isEmpty) {
-            let start = try seconds("scan_start", s), end = try seconds("scan_end", e)
-            guard end >= start else { throw bad("scan_end", e, "a time not before scan_start \(s)") }
-            let node = row.node.flatMap { $0.isEmpty ? nil : $0 }
-            scan = builder.scanIndex(Scan(start: start, end: end, node: node))
+            start = try seconds("scan_start", s)
+            end = try seconds("scan_end", e)
+            guard end! >= start! else { throw bad("scan_end", e, "a time not before scan_start \(s)") }
         }
-        let rpiText = trim(row.rpi ?? "")
-        if rpiText.isEmpty {
-            // An empty-scan row: it only records the scan.
-            return
-        }
-        guard let rpiBytes = hexBytes(rpiText, count: RollingProximityIdentifier.length) else {
-            throw bad("rpi", rpiText, "32 hex digits")
-        }
-        let aemText = trim(row.aem ?? "")
-        guard let aemBytes = hexBytes(aemText, count: AssociatedEncryptedMetadata.length) else {
-            throw bad("aem", aemText, "8 hex digits")
-        }
-        let rssiText = trim(row.rssi ?? "")
-        guard let rssi = Int(rssiText), (-127...20).contains(rssi) else { throw bad("rssi", rssiText, "an integer dBm in -127...20") }
         var correction = 0
         if let c = row.rssiCorrection.map(trim), !c.isEmpty {
             guard let v = Int(c), (-100...100).contains(v) else { throw bad("rssi_correction", c, "an integer dB in -100...100") }
             correction = v
         }
-        builder.sightings.append(Sighting(time: time, rpiLow: Sighting.word(rpiBytes, 0), rpiHigh: Sighting.word(rpiBytes, 8),
-                                          aemBits: UInt32(truncatingIfNeeded: Sighting.word(aemBytes, 0)),
-                                          rssi: Int16(rssi), rssiCorrection: Int16(correction), scanIndex: scan))
+        var valid = ValidRow(time: time, scanStart: start, scanEnd: end, rssiCorrection: correction, node: row.node, site: row.site)
+        let rpiText = trim(row.rpi ?? "")
+        let aemText = trim(row.aem ?? "")
+        let rssiText = trim(row.rssi ?? "")
+        if rpiText.isEmpty {
+            // An empty-scan row records only the scan; a half-filled report is an error, not a scan.
+            if !aemText.isEmpty { throw bad("aem", aemText, "empty, as rpi is empty (an empty-scan row)") }
+            if !rssiText.isEmpty { throw bad("rssi", rssiText, "empty, as rpi is empty (an empty-scan row)") }
+            return valid
+        }
+        guard let rpiBytes = hexBytes(rpiText, count: RollingProximityIdentifier.length) else {
+            throw bad("rpi", rpiText, "32 hex digits")
+        }
+        guard let aemBytes = hexBytes(aemText, count: AssociatedEncryptedMetadata.length) else {
+            throw bad("aem", aemText, "8 hex digits")
+        }
+        guard let rssi = Int(rssiText), (-127...20).contains(rssi) else { throw bad("rssi", rssiText, "an integer dBm in -127...20") }
+        valid.report = (rpiBytes, aemBytes, rssi)
+        return valid
     }
 
     /// Exactly `count` bytes of hex (either case), or nil. Rows need a byte-level decoder:

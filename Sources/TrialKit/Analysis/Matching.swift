@@ -103,7 +103,7 @@ public struct KeyScheduleMatcher: SightingMatcher {
             guard md.isPlausible else { implausible += 1; continue }
             matches.append(MatchedSighting(sightingIndex: i, transmitter: e.transmitter, txPower: Int(md.txPower),
                                            calibrationConfidence: md.calibrationConfidence,
-                                           attenuation: Double(md.txPower) - (Double(rssi) + s.rssiCorrection)))
+                                           attenuation: Double(md.txPower) - Double(rssi + s.rssiCorrection)))
         }
         return MatchResult(matches: matches, implausibleMetadata: implausible, outsideValidity: outside)
     }
@@ -132,7 +132,7 @@ public struct ProjectMatcher: SightingMatcher {
         converted.reserveCapacity(rows.count)
         for (i, r) in rows.enumerated() {
             guard let rpi = r.rpi, let aem = r.aem, let rssi = r.rssi else { continue }
-            let s = Sighting(time: r.time, rpi: rpi, aem: aem, rssi: rssi, rssiCorrection: Int(r.rssiCorrection.rounded()))
+            let s = Sighting(time: r.time, rpi: rpi, aem: aem, rssi: rssi, rssiCorrection: r.rssiCorrection)
             converted.append(s)
             rowsOf[ReportKey(s), default: []].append(i)
         }
@@ -156,7 +156,7 @@ public struct ProjectMatcher: SightingMatcher {
             let row = rows[candidates[n]]
             matches.append(MatchedSighting(sightingIndex: candidates[n], transmitter: t, txPower: m.txPower,
                                            calibrationConfidence: m.calibrationConfidence,
-                                           attenuation: Double(m.txPower) - (Double(row.rssi!) + row.rssiCorrection)))
+                                           attenuation: Double(m.txPower) - Double(row.rssi! + row.rssiCorrection)))
         }
         matches.sort { $0.sightingIndex < $1.sightingIndex }
         return MatchResult(matches: matches, implausibleMetadata: statistics.implausibleTxPower, outsideValidity: 0)

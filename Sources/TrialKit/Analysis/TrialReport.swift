@@ -97,7 +97,7 @@ public enum TrialReportWriter {
         try FileManager.default.createDirectory(at: dir, withIntermediateDirectories: true)
         try OutputFile.write(jsonData(report), to: dir.appendingPathComponent("report.json"))
         try OutputFile.write(Data(markdown(report).utf8), to: dir.appendingPathComponent("report.md"))
-        try attenuationCSV(observations).write(to: dir.appendingPathComponent("attenuation.csv"))
+        try attenuationCSV(observations, site: report.site).write(to: dir.appendingPathComponent("attenuation.csv"))
         try distancesCSV(report.analysis).write(to: dir.appendingPathComponent("distances.csv"))
         try fitCSV(report.analysis).write(to: dir.appendingPathComponent("fit.csv"))
         let plot = AttenuationPlot(analysis: report.analysis, observations: observations, site: report.site)
@@ -116,14 +116,15 @@ public enum TrialReportWriter {
         return Data(text.utf8)
     }
 
-    public static func attenuationCSV(_ obs: [Observation]) -> CSVWriter {
-        var w = CSVWriter(header: ["time", "receiver", "transmitter", "distance", "attenuation"])
+    public static func attenuationCSV(_ obs: [Observation], site: String? = nil) -> CSVWriter {
+        var w = CSVWriter(header: ["time", "receiver", "transmitter", "distance", "attenuation", "site"])
+        let siteField = "," + CSVWriter.escape(site ?? "")
         for o in obs {
             var line = Format.time(o.time)
             line += "," + CSVWriter.escape(o.receiver) + "," + CSVWriter.escape(o.transmitter) + ","
             line += Format.fixed(o.distance, 2) + ","
             line += o.attenuation == o.attenuation.rounded() ? String(Int(o.attenuation)) : Format.fixed(o.attenuation, 2)
-            w.appendRaw(line)
+            w.appendRaw(line + siteField)
         }
         return w
     }

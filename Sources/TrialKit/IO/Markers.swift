@@ -75,9 +75,11 @@ public struct GroundTruth: Sendable {
     }
 }
 
-/// The markers CSV: header `time,label,distance,note`.
+/// The markers CSV: header `time,label,distance,note`; exports add `node,site` (the labels of
+/// the node that recorded them and of the site, empty when unknown), which readers ignore.
 public enum MarkersFile {
     public static let header = ["time", "label", "distance", "note"]
+    public static let exportHeader = header + ["node", "site"]
 
     public static func read(_ url: URL) throws -> [Marker] {
         let r = try CSVReader(contentsOf: url)
@@ -96,10 +98,10 @@ public enum MarkersFile {
         return out
     }
 
-    public static func csv(_ markers: [Marker]) -> CSVWriter {
-        var w = CSVWriter(header: header)
+    public static func csv(_ markers: [Marker], node: String? = nil, site: String? = nil) -> CSVWriter {
+        var w = CSVWriter(header: exportHeader)
         for m in markers {
-            w.appendRow([Format.time(m.time), m.label, m.distance.map { Format.fixed($0, 2) } ?? "", m.note])
+            w.appendRow([Format.time(m.time), m.label, m.distance.map { Format.fixed($0, 2) } ?? "", m.note, node ?? "", site ?? ""])
         }
         return w
     }

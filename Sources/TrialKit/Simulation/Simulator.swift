@@ -166,13 +166,15 @@ public struct Simulator {
         var rng = SeededRandom(seed: seed ^ 0xC4A7_7E1F)
         let site = scenario.site
         var result = SimulationResult(seed: seed, startUnix: startUnix, channel: channel)
-        var distanceRows = CSVWriter(header: ["scan_start", "receiver", "transmitter", "distance", "expected_attenuation"])
+        var distanceRows = CSVWriter(header: ["scan_start", "receiver", "transmitter", "distance", "expected_attenuation", "site"])
+        let siteField = "," + CSVWriter.escape(site ?? "")
+        result.name = scenario.name
+        result.site = site
         let advertisers = nodes.filter(\.advertises)
         let total = Double(max(nodes.count - 1, 1))
         for (ri, rx) in nodes.enumerated() where rx.scans {
             var writer = SightingsExport.Writer()
-            let corrText = rx.rssiCorrection == rx.rssiCorrection.rounded() ? String(Int(rx.rssiCorrection)) : Format.fixed(rx.rssiCorrection, 2)
-            let tail = "," + corrText + "," + rx.name + "," + CSVWriter.escape(site ?? "")
+            let tail = "," + String(rx.rssiCorrection) + "," + rx.name + "," + CSVWriter.escape(site ?? "")
             var events: [(t: Double, tx: Int, slot: Int, rssi: Int)] = []
             for scan in timelines[ri].scans where rx.isPresent(at: scan.start) {
                 let mid = (scan.start + scan.end) / 2
@@ -192,7 +194,7 @@ public struct Simulator {
                         if tx.blocks(from: prx, at: mid) { mean += bodyBlockingDb }
                     }
                     distanceRows.appendRaw(Format.time(startUnix + scan.start) + "," + rx.name + "," + tx.name + ","
-                                           + Format.fixed(d, 2) + "," + Format.fixed(mean, 2))
+                                           + Format.fixed(d, 2) + "," + Format.fixed(mean, 2) + siteField)
                     let interval = Self.uniform(&rng) * (advertisingInterval.upperBound - advertisingInterval.lowerBound) + advertisingInterval.lowerBound
                     var t = scan.start + Self.uniform(&rng) * interval
                     while t < scan.end {
@@ -200,7 +202,7 @@ public struct Simulator {
                             let att = mean + channel.sigma * Self.gaussian(&rng)
                             // Nobody hears a node that has left (or not yet arrived), even mid-scan.
                             if att <= maxAttenuation, tx.isPresent(at: t), rx.isPresent(at: t), let slot = tl.slot(at: t) {
-                                let rssi = Int((Double(tx.txPower) - att - rx.rssiCorrection).rounded())
+                                let rssi = Int((Double(tx.txPower) - att - Double(rx.rssiCorrection)).rounded())
                                 events.append((t, tx.index, slot, rssi))
                             }
                         }
@@ -227,11 +229,11 @@ public struct Simulator {
         for tx in advertisers { result.keyLists.append((tx.name, timelines[tx.index].keys)) }
         result.distances = distanceRows
         result.markers = groundTruthMarkers()
-        var nodesCSV = CSVWriter(header: ["node", "role", "tx_power", "rssi_correction", "calibration_confidence", "tx_offset_db", "rx_offset_db"])
+        var nodesCSV = CSVWriter(header: ["node", "role", "tx_power", "rssi_correction", "calibration_confidence", "tx_offset_db", "rx_offset_db", "site"])
         for n in nodes {
             nodesCSV.appendRow([n.name, n.advertises && n.scans ? "both" : (n.advertises ? "advertiser" : "scanner"), String(n.txPower),
-                                Format.fixed(n.rssiCorrection, 2), n.calibrationConfidence.map { String($0.rawValue) } ?? "",
-                                Format.fixed(n.txOffset, 2), Format.fixed(n.rxOffset, 2)])
+                                String(n.rssiCorrection), n.calibrationConfidence.map { String($0.rawValue) } ?? "",
+                                Format.fixed(n.txOffset, 2), Format.fixed(n.rxOffset, 2), site ?? ""])
         }
         result.nodes = nodesCSV
         return result
@@ -287,7 +289,7 @@ struct SimNode {
     let enter: Double
     let leave: Double
     let txPower: Int8
-    let rssiCorrection: Double
+    let rssiCorrection: Int
     let calibrationConfidence: CalibrationConfidence?
     let body: Bool
     let heading: Double
@@ -320,7 +322,12 @@ struct SimNode {
             throw ScenarioError.badValue(field: "nodes[\(index)].txPower", expected: "\(BluetoothMetadata.plausibleTxPower) dBm", actual: "\(tx)")
         }
         txPower = Int8(tx)
-        rssiCorrection = spec.rssiCorrection ?? 0
+        // Whole dB, as gaend's setting and the export's column are.
+        let correction = spec.rssiCorrection ?? 0
+        guard correction == correction.rounded(), (-100...100).contains(correction) else {
+            throw ScenarioError.badValue(field: "nodes[\(index)].rssiCorrection", expected: "a whole number of dB in -100...100", actual: "\(correction)")
+        }
+        rssiCorrection = Int(correction)
         if let c = spec.calibrationConfidence {
             guard let v = CalibrationConfidence(rawValue: c) else {
                 throw ScenarioError.badValue(field: "nodes[\(index)].calibrationConfidence", expected: "0...3", actual: "\(c)")
@@ -381,6 +388,9 @@ public struct SimulationResult {
     public var seed: UInt64
     public var startUnix: Double
     public var channel: ChannelModel
+    /// The scenario's name and site label (the site is carried into every file written).
+    public var name: String?
+    public var site: String?
     public var sightingsFiles: [(node: String, writer: SightingsExport.Writer)] = []
     public var keyLists: [(node: String, keys: [DiagnosisKey])] = []
     public var markers: [Marker] = []
@@ -395,6 +405,8 @@ public struct SimulationResult {
     }
 
     public struct Summary: Codable, Sendable {
+        public var name: String?
+        public var site: String?
         public var seed: String
         public var start: Double
         public var channel: ChannelModel
@@ -407,7 +419,7 @@ public struct SimulationResult {
     }
 
     public var summary: Summary {
-        Summary(seed: String(seed), start: startUnix, channel: channel, scans: scans, emptyScans: emptyScans, sightings: sightings,
+        Summary(name: name, site: site, seed: String(seed), start: startUnix, channel: channel, scans: scans, emptyScans: emptyScans, sightings: sightings,
                 markers: markers.count, receivers: sightingsFiles.map(\.node), transmitters: keyLists.map(\.node))
     }
 
@@ -424,10 +436,10 @@ public struct SimulationResult {
         for (node, keys) in keyLists {
             try OutputFile.write(KeyListFile.encode(keys), to: dir.appendingPathComponent("keys/\(node).json"))
         }
-        try MarkersFile.csv(markers).write(to: dir.appendingPathComponent("groundtruth/markers.csv"))
+        try MarkersFile.csv(markers, site: site).write(to: dir.appendingPathComponent("groundtruth/markers.csv"))
         var perPair: [String: [Marker]] = [:]
         for m in markers { if let p = m.pair { perPair["\(p.receiver)__\(p.transmitter)", default: []].append(m) } }
-        for (name, ms) in perPair { try MarkersFile.csv(ms).write(to: dir.appendingPathComponent("groundtruth/pairs/\(name).csv")) }
+        for (name, ms) in perPair { try MarkersFile.csv(ms, site: site).write(to: dir.appendingPathComponent("groundtruth/pairs/\(name).csv")) }
         try distances.write(to: dir.appendingPathComponent("groundtruth/distances.csv"))
         try nodes.write(to: dir.appendingPathComponent("groundtruth/nodes.csv"))
         let enc = JSONEncoder()
