@@ -33,7 +33,7 @@ struct StopCommand: AsyncParsableCommand {
 /// stderr line "gaenctl COMMAND: error" and exit status 1.
 func withDaemon(_ command: String, _ bus: BusOptions, _ body: (GaendClient) async throws -> Void) async throws {
     let client: GaendClient
-    do { client = try await bus.connect() } catch let e as GaendDiscoveryError {
+    do { client = try await bus.connectToGaend() } catch let e as GaendDiscoveryError {
         printError("gaenctl \(command): \(e)")
         throw ExitCode(1)
     } catch let e as DBusNamedError {
