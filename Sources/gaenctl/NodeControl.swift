@@ -1,4 +1,5 @@
 import ArgumentParser
+import DBusCore
 import Foundation
 import GaenClient
 
@@ -32,7 +33,14 @@ struct StopCommand: AsyncParsableCommand {
 /// stderr line "gaenctl COMMAND: error" and exit status 1.
 func withDaemon(_ command: String, _ bus: BusOptions, _ body: (GaendClient) async throws -> Void) async throws {
     let client: GaendClient
-    do { client = try bus.connect() } catch {
+    do { client = try await bus.connectToGaend() } catch let e as GaendDiscoveryError {
+        printError("gaenctl \(command): \(e)")
+        throw ExitCode(1)
+    } catch let e as DBusNamedError {
+        // Discovery's own calls to the bus failed (a policy, a broken bus).
+        printError("gaenctl \(command): \(e)")
+        throw ExitCode(1)
+    } catch {
         printError("gaenctl \(command): cannot connect to the bus \(bus.bus): \(error)")
         throw ExitCode(1)
     }

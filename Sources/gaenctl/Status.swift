@@ -8,9 +8,10 @@ struct Status: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
         abstract: "Show gaend's state: enabled, status, counts of advertisements, scans and sightings.",
         discussion: """
-            With --json prints one object {"version","enabled","status":[...],"trialMode",
+            With --json prints one object {"busName","version","enabled","status":[...],"trialMode",
             "advertisementCount","scanCount","sightingCount","lastScanTime","provideDiagnosisKeysRemaining"}
-            (lastScanTime in ms since the Unix epoch, 0 if none). See docs/dbus.md.
+            (busName: the name it talked to, see --name; lastScanTime in ms since the Unix epoch,
+            0 if none). See docs/dbus.md.
             """
     )
 
@@ -20,31 +21,32 @@ struct Status: AsyncParsableCommand {
     var json = false
 
     func run() async throws {
-        let client = try bus.connect()
-        defer { client.bus.close() }
-        let s = try await client.status()
-        if json {
-            print(JSONValue.object([
-                "version": .string(s.version), "enabled": .bool(s.enabled),
-                "status": .array(s.status.map { .string($0) }), "trialMode": .bool(s.trialMode),
-                "advertisementCount": .int(Int64(clamping: s.advertisementCount)),
-                "scanCount": .int(Int64(clamping: s.scanCount)),
-                "sightingCount": .int(Int64(clamping: s.sightingCount)),
-                "lastScanTime": .int(s.lastScanTime),
-                "provideDiagnosisKeysRemaining": .int(Int64(s.provideDiagnosisKeysRemaining)),
-            ]).serialized())
-            return
+        try await withDaemon("status", bus) { client in
+            let s = try await client.status()
+            if json {
+                print(JSONValue.object([
+                    "busName": .string(client.destination),
+                    "version": .string(s.version), "enabled": .bool(s.enabled),
+                    "status": .array(s.status.map { .string($0) }), "trialMode": .bool(s.trialMode),
+                    "advertisementCount": .int(Int64(clamping: s.advertisementCount)),
+                    "scanCount": .int(Int64(clamping: s.scanCount)),
+                    "sightingCount": .int(Int64(clamping: s.sightingCount)),
+                    "lastScanTime": .int(s.lastScanTime),
+                    "provideDiagnosisKeysRemaining": .int(Int64(s.provideDiagnosisKeysRemaining)),
+                ]).serialized())
+                return
+            }
+            let last = s.lastScanTime == 0 ? "never"
+                : Date(timeIntervalSince1970: Double(s.lastScanTime) / 1000).formatted(.iso8601)
+            print("""
+                gaend \(s.version)\(s.trialMode ? " (trial mode)" : "") at \(client.destination)
+                enabled:        \(s.enabled ? "yes" : "no")
+                status:         \(s.status.joined(separator: ", "))
+                advertisements: \(s.advertisementCount)
+                scans:          \(s.scanCount) (last: \(last))
+                sightings:      \(s.sightingCount)
+                key uploads left today: \(s.provideDiagnosisKeysRemaining == UInt32.max ? "unlimited (rate limits off)" : "\(s.provideDiagnosisKeysRemaining)")
+                """)
         }
-        let last = s.lastScanTime == 0 ? "never"
-            : Date(timeIntervalSince1970: Double(s.lastScanTime) / 1000).formatted(.iso8601)
-        print("""
-            gaend \(s.version)\(s.trialMode ? " (trial mode)" : "")
-            enabled:        \(s.enabled ? "yes" : "no")
-            status:         \(s.status.joined(separator: ", "))
-            advertisements: \(s.advertisementCount)
-            scans:          \(s.scanCount) (last: \(last))
-            sightings:      \(s.sightingCount)
-            key uploads left today: \(s.provideDiagnosisKeysRemaining == UInt32.max ? "unlimited (rate limits off)" : "\(s.provideDiagnosisKeysRemaining)")
-            """)
     }
 }

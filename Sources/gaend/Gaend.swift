@@ -23,6 +23,8 @@ struct Gaend: AsyncParsableCommand {
     var storeKeyFile: String?
     @Option(help: "D-Bus: system, session, or a D-Bus address.")
     var bus: String?
+    @Option(help: ArgumentHelp("Well-known D-Bus name to own (default org.gaend; one per controller, e.g. org.gaend.hci0).", valueName: "NAME"))
+    var busName: String?
     @Option(help: ArgumentHelp("Trust a P-256 public key for provided key files; repeatable.", valueName: "ID[:VERSION]=PEMFILE"))
     var trust: [String] = []
     @Flag(help: "Field-trial mode: research interface on, today's key exportable, rate limits off.")
@@ -41,6 +43,14 @@ struct Gaend: AsyncParsableCommand {
         if let stateDir { s.stateDirectory = stateDir }
         if let storeKeyFile { s.storeKeyFile = storeKeyFile }
         if let bus { s.bus = bus }
+        if let busName {
+            // A full name, not a suffix: what is owned is exactly what was typed (and what
+            // the policy file and `gaenctl --name` talk about).
+            do { try WellKnownName.validate(busName) } catch {
+                throw ValidationError("--bus-name: '\(busName)' is not a D-Bus well-known name: it \(error)")
+            }
+            s.busName = busName
+        }
         for t in trust { s.trust.append(try TrustedKeySetting(argument: t)) }
         if trial { s.trial = true }
         if let timeScale {
@@ -84,10 +94,17 @@ struct Gaend: AsyncParsableCommand {
         let connection: BusConnection
         do {
             connection = try BusConnection.connect(address)
-            try await connection.requestName(GaendBus.busName)
+            try await connection.requestName(settings.busName)
         } catch {
             await node.shutdown()
-            throw fail("D-Bus \(address): \(error)")
+            switch error {
+            case DBusBindingError.nameTaken(let name):
+                throw fail("D-Bus name \(name) is already owned by another process (another gaend on this controller?)")
+            case DBusBindingError.nameNotPermitted(let name, let reason):
+                throw fail("the bus policy does not let this user own the D-Bus name \(name) (dbus/org.gaend.conf allows user gaend): \(reason)")
+            default:
+                throw fail("D-Bus \(address): \(error)")
+            }
         }
         let service = BusService(connection: connection, fallbackErrorName: GaendInterfaces.ErrorName.failed, logger: logger)
         let bus = NodeBus(service: service, node: node, trust: trustSet, logger: logger)
@@ -97,7 +114,7 @@ struct Gaend: AsyncParsableCommand {
         await node.start()
 
         let notifier = SystemdNotifier()
-        try? notifier.ready(status: "serving on \(address)")
+        try? notifier.ready(status: "serving \(settings.busName) on \(address)")
         let watchdog = Task {
             guard let interval = notifier.watchdogInterval else { return }
             while !Task.isCancelled {
@@ -108,7 +125,7 @@ struct Gaend: AsyncParsableCommand {
             }
         }
         logger.info("gaend started", metadata: [
-            "controller": "\(settings.controller)", "bus": "\(address)", "state": "\(settings.stateDirectory)",
+            "controller": "\(settings.controller)", "bus": "\(address)", "bus.name": "\(settings.busName)", "state": "\(settings.stateDirectory)",
             "trial": "\(settings.trial)", "time.scale": "\(settings.timeScale)",
         ])
 

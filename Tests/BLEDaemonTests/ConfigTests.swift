@@ -53,6 +53,22 @@ import Testing
         #expect(throws: ConfigError.self) { try ConfigLoader.parse("- just\n- a list\n") }
     }
 
+    @Test func busNameIsReadAndChecked() throws {
+        #expect(GaendSettings().busName == "org.gaend")
+        #expect(try ConfigLoader.parse("bus_name: org.gaend.hci1\n").busName == "org.gaend.hci1")
+        #expect(throws: ConfigError.wrongType(path: "<config>", line: 2, setting: "bus_name",
+                                              expected: "a D-Bus well-known name such as org.gaend.hci0; 'hci1' needs at least two dot-separated elements (e.g. org.gaend.hci0)")) {
+            try ConfigLoader.parse("bus: session\nbus_name: hci1\n")
+        }
+        #expect(throws: ConfigError.wrongType(path: "<config>", line: 1, setting: "bus_name",
+                                              expected: "a D-Bus well-known name such as org.gaend.hci0; ':1.5' starts with ':', which marks a connection's unique name, not a well-known name")) {
+            try ConfigLoader.parse("bus_name: ':1.5'")
+        }
+        #expect(throws: ConfigError.unknownSetting(path: "<config>", line: 1, setting: "bsu_name", suggestion: "bus_name")) {
+            try ConfigLoader.parse("bsu_name: org.gaend.hci1")
+        }
+    }
+
     @Test func trustArgumentsParse() throws {
         #expect(try TrustedKeySetting(argument: "310:v1=/a.pem") == TrustedKeySetting(keyId: "310", keyVersion: "v1", publicKeyFile: "/a.pem"))
         #expect(try TrustedKeySetting(argument: "310=/a.pem") == TrustedKeySetting(keyId: "310", keyVersion: nil, publicKeyFile: "/a.pem"))

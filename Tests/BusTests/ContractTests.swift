@@ -109,11 +109,129 @@ func stubImplementation(_ table: DBusInterfaceDecl) throws -> DBusInterfaceImple
 struct PolicyTests {
     func policyBus() throws -> PrivateBus {
         let conf = repoRoot.appendingPathComponent("dbus/org.gaend.conf").path
-        // The test's service runs as root, so root is allowed to own the name here as well.
+        // The test's service runs as root, so root is allowed to own the names here as well.
         return try PrivateBus(policy: PrivateBus.systemLikePolicy(extra: """
               <include>\(conf)</include>
-              <policy user="root"><allow own="org.gaend"/></policy>
+              <policy user="root"><allow own="org.gaend"/><allow own="org.gaend.hci1"/></policy>
             """))
+    }
+
+    /// The repository's policy with gaend's accounts mapped onto accounts every Debian system
+    /// has (user gaend -> daemon (uid 1), group gaend -> users (100), gaend-research -> staff
+    /// (50)): gaend's own accounts exist only where it is installed.
+    static let daemonUID = 1, enGroup = 100, researchGroup = 50
+
+    func mappedPolicyBus() throws -> PrivateBus {
+        let file = try String(contentsOf: repoRoot.appendingPathComponent("dbus/org.gaend.conf"), encoding: .utf8)
+        guard let open = file.range(of: "<busconfig>"), let close = file.range(of: "</busconfig>") else {
+            throw TestFailure("dbus/org.gaend.conf has no <busconfig> element")
+        }
+        var rules = String(file[open.upperBound..<close.lowerBound])
+        for (from, to) in [(#"user="gaend""#, #"user="daemon""#), (#"group="gaend-research""#, #"group="staff""#),
+                           (#"group="gaend""#, #"group="users""#)] {
+            guard rules.contains(from) else { throw TestFailure("dbus/org.gaend.conf has no \(from)") }
+            rules = rules.replacingOccurrences(of: from, with: to)
+        }
+        return try PrivateBus(policy: PrivateBus.systemLikePolicy(extra: rules + """
+              <policy user="root"><allow own="org.gaend"/><allow own="org.gaend.hci1"/></policy>
+            """))
+    }
+
+    /// Runs `command` as `uid` with exactly `groups` (primary group nogroup).
+    func runAs(_ uid: Int, groups: [Int], _ command: [String]) async throws -> ToolResult {
+        let g = groups.isEmpty ? "--clear-groups" : "--groups=" + groups.map(String.init).joined(separator: ",")
+        return try await runTool(["/usr/bin/setpriv", "--reuid=\(uid)", "--regid=65534", g, "--"] + command)
+    }
+
+    @Test("org.gaend and every org.gaend.* name: owned only by the daemon's user, called by the groups per interface, denied to others; signals likewise",
+          .enabled(if: getuid() == 0 && haveTool("gdbus") && haveTool("timeout"), "needs root (clients run as other uids) and gdbus"))
+    func instanceNamesFollowTheSameRules() async throws {
+        let bus = try mappedPolicyBus()
+        defer { bus.stop() }
+        let send = ["/usr/bin/dbus-send", "--bus=\(bus.address)", "--print-reply", "--reply-timeout=5000"]
+
+        // Ownership: the daemon's user owns any name below org.gaend, not a look-alike; others none.
+        func requestName(_ uid: Int, _ name: String) async throws -> ToolResult {
+            try await runAs(uid, groups: [], send + ["--dest=org.freedesktop.DBus", "/org/freedesktop/DBus",
+                                                     "org.freedesktop.DBus.RequestName", "string:\(name)", "uint32:4"])
+        }
+        for name in ["org.gaend.hci7", "org.gaend.a.b"] {
+            let owner = try await requestName(Self.daemonUID, name)
+            #expect(owner.status == 0 && owner.stdout.contains("uint32 1"), "\(name): \(owner.stderr)")
+            let other = try await requestName(65534, name)
+            #expect(other.status != 0 && other.stderr.contains("org.freedesktop.DBus.Error.AccessDenied"), "\(name): \(other.stderr)")
+        }
+        let lookalike = try await requestName(Self.daemonUID, "org.gaendx")
+        #expect(lookalike.status != 0 && lookalike.stderr.contains("org.freedesktop.DBus.Error.AccessDenied"), "\(lookalike.stderr)")
+
+        // Two services, one per name, as two gaend instances.
+        var services: [(BusConnection, BusService, Task<Void, Never>)] = []
+        defer { for (c, _, t) in services { c.close(); t.cancel() } }
+        for name in [GaendBus.busName, "org.gaend.hci1"] {
+            let connection = try BusConnection.connect(.address(bus.address))
+            let service = BusService(connection: connection)
+            try service.export(path: GaendBus.objectPath, GaendInterfaces.all.map(stubImplementation))
+            services.append((connection, service, Task { await service.run() }))
+            try await connection.requestName(name)
+        }
+
+        let en = GaendBus.exposureNotificationInterface, research = GaendBus.researchInterface
+        let getEnabled = ["org.freedesktop.DBus.Properties.Get", "string:\(en)", "string:Enabled"]
+        let start = ["\(en).Start"], markers = ["\(research).GetMarkers", "int64:0", "int64:1"]
+        let reached = "org.gaend.Error.Failed", denied = "org.freedesktop.DBus.Error.AccessDenied"
+        // (uid, groups, call, expected: nil = a normal reply, else the error name in stderr)
+        let cases: [(Int, [Int], [String], String?)] = [
+            (0, [], getEnabled, nil), (0, [], start, reached), (0, [], markers, reached),
+            (65534, [Self.enGroup], getEnabled, nil), (65534, [Self.enGroup], start, reached), (65534, [Self.enGroup], markers, denied),
+            (65534, [Self.researchGroup], getEnabled, nil), (65534, [Self.researchGroup], markers, reached),
+            (65534, [Self.researchGroup], start, denied),
+            (65534, [], getEnabled, denied), (65534, [], start, denied), (65534, [], markers, denied),
+        ]
+        for dest in [GaendBus.busName, "org.gaend.hci1"] {
+            for (uid, groups, call, expected) in cases {
+                let r = try await runAs(uid, groups: groups, send + ["--dest=\(dest)", GaendBus.objectPath] + call)
+                let what = "\(dest) \(call[0]) as uid \(uid) groups \(groups)"
+                if let expected {
+                    #expect(r.status != 0 && r.stderr.contains(expected), "\(what): \(r.stderr)")
+                } else {
+                    #expect(r.status == 0 && r.stdout.contains("boolean false"), "\(what): \(r.stderr)")
+                }
+            }
+        }
+
+        // Signals of the second instance: each group gets its interface's, others none.
+        let emitter = services[1].1
+        try await QuietPeriod.exclusive { try await signalsReachTheGroups(bus: bus, emitter: emitter) }
+    }
+
+    func signalsReachTheGroups(bus: PrivateBus, emitter: BusService) async throws {
+        let en = GaendBus.exposureNotificationInterface, research = GaendBus.researchInterface
+        let emitting = Task {
+            while !Task.isCancelled {
+                try? await emitter.emit(path: GaendBus.objectPath, interface: en, signal: "ExposureStateUpdated",
+                                        GaendExposureStateUpdate(token: "t", matchedKeys: 0, windows: 0, error: "").args)
+                try? await emitter.emit(path: GaendBus.objectPath, interface: research, signal: "ScanFinished",
+                                        GaendScanFinished(start: 1, end: 2, sightings: []).args)
+                try? await Task.sleep(for: .milliseconds(100))
+            }
+        }
+        defer { emitting.cancel() }
+        func monitor(_ uid: Int, _ groups: [Int]) async throws -> String {
+            // SIGKILL: a child of the test runner may inherit a mask that keeps SIGTERM pending.
+            let r = try await runAs(uid, groups: groups, ["/usr/bin/timeout", "--signal=KILL", "3", "/usr/bin/gdbus", "monitor",
+                                                          "--address", bus.address, "--dest", "org.gaend.hci1"])
+            #expect(r.stdout.contains("org.gaend.hci1"), "gdbus monitor as \(uid) \(groups) did not start: \(r.stderr)")
+            return r.stdout
+        }
+        async let rootSaw = monitor(0, [])
+        async let enSaw = monitor(65534, [Self.enGroup])
+        async let researchSaw = monitor(65534, [Self.researchGroup])
+        async let otherSaw = monitor(65534, [])
+        let (r, e, s, o) = try await (rootSaw, enSaw, researchSaw, otherSaw)
+        #expect(r.contains("ExposureStateUpdated") && r.contains("ScanFinished"), "\(r)")
+        #expect(e.contains("ExposureStateUpdated") && !e.contains("ScanFinished"), "\(e)")
+        #expect(s.contains("ScanFinished") && !s.contains("ExposureStateUpdated"), "\(s)")
+        #expect(!o.contains("ExposureStateUpdated") && !o.contains("ScanFinished"), "\(o)")
     }
 
     func dbusSend(_ bus: PrivateBus, _ args: [String], asNobody: Bool) async throws -> ToolResult {

@@ -20,7 +20,7 @@ struct GaenctlBusTests {
         let json = try await runTool([Self.gaenctl, "--bus", bus.address, "status", "--json"])
         #expect(json.status == 0, "\(json.stderr)")
         #expect(json.stdout.trimmingCharacters(in: .whitespacesAndNewlines) == """
-            {"advertisementCount":3,"enabled":true,"lastScanTime":1700000000000,"provideDiagnosisKeysRemaining":6,\
+            {"advertisementCount":3,"busName":"org.gaend","enabled":true,"lastScanTime":1700000000000,"provideDiagnosisKeysRemaining":6,\
             "scanCount":12,"sightingCount":345,"status":["active"],"trialMode":false,"version":"0.1.0"}
             """)
         let text = try await runTool([Self.gaenctl, "status", "--bus", bus.address])
@@ -28,12 +28,45 @@ struct GaenctlBusTests {
         #expect(text.stdout.contains("sightings:      345"))
     }
 
-    @Test("without a daemon on the bus, status fails with the bus's error name")
+    @Test("without a daemon on the bus, status fails saying so, with the bus's error name")
     func noDaemon() async throws {
         let bus = try PrivateBus()
         defer { bus.stop() }
         let r = try await runTool([Self.gaenctl, "--bus", bus.address, "status"])
-        #expect(r.status != 0)
-        #expect(r.stderr.contains("org.freedesktop.DBus.Error.ServiceUnknown"), "\(r.stderr)")
+        #expect(r.status == 1)
+        #expect(r.stderr == "gaenctl status: gaend is not running on the bus \(bus.address): neither org.gaend nor any org.gaend.* name has an owner (org.freedesktop.DBus.Error.ServiceUnknown)\n", "\(r.stderr)")
+        // A name given with --name is called as it is: the bus answers.
+        let named = try await runTool([Self.gaenctl, "--bus", bus.address, "--name", "hci3", "status"])
+        #expect(named.status == 1)
+        #expect(named.stderr.contains("org.freedesktop.DBus.Error.ServiceUnknown") && named.stderr.contains("org.gaend.hci3"), "\(named.stderr)")
+    }
+
+    @Test("two instances: --name (full or short, before or after the command) picks one; without it gaenctl lists both")
+    func instances() async throws {
+        let bus = try PrivateBus()
+        defer { bus.stop() }
+        let hci0 = try await CannedDaemon(address: bus.address, name: "org.gaend.hci0", sightings: 100)
+        defer { hci0.close() }
+        let hci1 = try await CannedDaemon(address: bus.address, name: "org.gaend.hci1", sightings: 200)
+        defer { hci1.close() }
+
+        for args in [["--name", "org.gaend.hci1", "status", "--json"], ["status", "--json", "--name", "hci1"]] {
+            let r = try await runTool([Self.gaenctl, "--bus", bus.address] + args)
+            #expect(r.status == 0, "\(r.stderr)")
+            let object = try JSONSerialization.jsonObject(with: Data(r.stdout.utf8)) as? [String: Any]
+            #expect(object?["busName"] as? String == "org.gaend.hci1" && object?["sightingCount"] as? Int == 200, "\(r.stdout)")
+        }
+        let text = try await runTool([Self.gaenctl, "status", "--bus", bus.address, "--name", "hci0"])
+        #expect(text.status == 0 && text.stdout.contains("at org.gaend.hci0") && text.stdout.contains("sightings:      100"), "\(text.stdout)")
+
+        let both = try await runTool([Self.gaenctl, "--bus", bus.address, "status"])
+        #expect(both.status == 1)
+        #expect(both.stderr == "gaenctl status: several gaend instances on this bus: org.gaend.hci0, org.gaend.hci1; choose one with --name\n",
+                "\(both.stderr)")
+        let start = try await runTool([Self.gaenctl, "start", "--bus", bus.address])
+        #expect(start.status == 1 && start.stderr.contains("several gaend instances"), "\(start.stderr)")
+
+        let bad = try await runTool([Self.gaenctl, "--bus", bus.address, "--name", "org..x", "status"])
+        #expect(bad.status != 0 && bad.stderr.contains("--name: 'org..x' is not a D-Bus well-known name: it has an empty element"), "\(bad.stderr)")
     }
 }

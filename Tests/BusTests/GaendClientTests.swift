@@ -30,7 +30,8 @@ final class CannedDaemon: Sendable {
     let service: BusService
     private let task: Task<Void, Never>
 
-    init(address: String) async throws {
+    /// Owns `name`; `sightings` tells instances apart in tests with several.
+    init(address: String, name: String = GaendBus.busName, sightings: UInt64 = 345) async throws {
         connection = try BusConnection.connect(.address(address))
         let service = BusService(connection: connection, fallbackErrorName: GaendInterfaces.ErrorName.failed)
         self.service = service
@@ -72,7 +73,7 @@ final class CannedDaemon: Sendable {
         let getters: [String: DBusPropertyGetter] = [
             "Version": { .string("0.1.0") }, "Enabled": { .boolean(true) },
             "Status": { .array(.string, [.string(GaendStatus.active)]) }, "TrialMode": { .boolean(false) },
-            "AdvertisementCount": { .uint64(3) }, "ScanCount": { .uint64(12) }, "SightingCount": { .uint64(345) },
+            "AdvertisementCount": { .uint64(3) }, "ScanCount": { .uint64(12) }, "SightingCount": { .uint64(sightings) },
             "LastScanTime": { .int64(1_700_000_000_000) }, "ProvideDiagnosisKeysRemaining": { .uint32(6) },
         ]
         let research = GaendInterfaces.research
@@ -96,7 +97,7 @@ final class CannedDaemon: Sendable {
             try DBusInterfaceImplementation(en, methods: methods, getters: getters), researchImpl,
         ])
         task = Task { await service.run() }
-        try await connection.requestName(GaendBus.busName)
+        try await connection.requestName(name)
     }
 
     func close() {

@@ -97,8 +97,10 @@ class Node:
     """One gaend with its own bus, state directory and store key file."""
 
     def __init__(self, bin_dir: Path, tmp: Path, name: str, controller: str, extra: list[str] | None = None,
-                 bus: Bus | None = None, config: str | None = None) -> None:
+                 bus: Bus | None = None, config: str | None = None, bus_name: str | None = None) -> None:
         self.bin_dir, self.name, self.controller = bin_dir, name, controller
+        # None: gaend's default name and gaenctl's discovery; else --bus-name and --name.
+        self.bus_name = bus_name
         self.dir = tmp / name
         self.dir.mkdir(parents=True, exist_ok=True)
         self.state = self.dir / "state"
@@ -123,7 +125,8 @@ class Node:
         self.err = self.dir / f"gaend-{self.runs}.err"
         self.proc = subprocess.Popen(
             [self.bin_dir / "gaend", "--config", self.config, "--controller", self.controller, "--state-dir", self.state,
-             "--store-key-file", key or self.key, "--bus", self.bus.address, *self.extra],
+             "--store-key-file", key or self.key, "--bus", self.bus.address,
+             *(["--bus-name", self.bus_name] if self.bus_name else []), *self.extra],
             stdout=subprocess.DEVNULL, stderr=open(self.err, "w"), env=env)
         if wait:
             assert wait_for(lambda: self.ctl("status").returncode == 0 or self.proc.poll() is not None, 20, 0.2)
@@ -134,7 +137,8 @@ class Node:
         return self.err.read_text()
 
     def ctl(self, *args, check: bool = False, timeout: float = 60) -> subprocess.CompletedProcess:
-        out = subprocess.run([str(self.bin_dir / "gaenctl"), "--bus", self.bus.address, *map(str, args)],
+        name = ["--name", self.bus_name] if self.bus_name else []
+        out = subprocess.run([str(self.bin_dir / "gaenctl"), "--bus", self.bus.address, *name, *map(str, args)],
                              capture_output=True, text=True, timeout=timeout)
         if check:
             assert out.returncode == 0, f"gaenctl {' '.join(map(str, args))}: {out.stderr}"

@@ -1,3 +1,4 @@
+import DBusCore
 import ENProtocol
 import Foundation
 import Yams
@@ -99,7 +100,7 @@ public enum ConfigLoader {
         }
 
         mutating func apply(_ root: Node, to s: inout GaendSettings) throws {
-            let top = ["controller", "state_dir", "store_key_file", "bus", "trust", "trial", "time_scale", "clock",
+            let top = ["controller", "state_dir", "store_key_file", "bus", "bus_name", "trust", "trial", "time_scale", "clock",
                        "advertising", "scanning", "store", "calibration", "research", "rate_limits", "watchdog"]
             for (key, keyNode, v) in try mapping(root, "config") {
                 switch key {
@@ -113,6 +114,12 @@ public enum ConfigLoader {
                 case "state_dir": s.stateDirectory = try string(v, key)
                 case "store_key_file": s.storeKeyFile = v.null != nil ? nil : try string(v, key)
                 case "bus": s.bus = try string(v, key)
+                case "bus_name":
+                    s.busName = try string(v, key)
+                    do { try WellKnownName.validate(s.busName) } catch {
+                        throw ConfigError.wrongType(path: path, line: line(v), setting: key,
+                                                    expected: "a D-Bus well-known name such as org.gaend.hci0; '\(s.busName)' \(error)")
+                    }
                 case "trial": s.trial = try bool(v, key)
                 case "time_scale": s.timeScale = try number(v, key, 1...100_000)
                 case "trust":

@@ -1,3 +1,4 @@
+import DBusCore
 import ENProtocol
 import Foundation
 
@@ -12,6 +13,9 @@ public struct GaendSettings: Sendable, Equatable {
     public var storeKeyFile: String? = nil
     /// system, session, or a D-Bus address.
     public var bus: String = "system"
+    /// The well-known name to own on that bus. One gaend per controller needs one name each
+    /// (the systemd unit passes org.gaend.hciN); see docs/dbus.md.
+    public var busName: String = GaendBus.busName
     /// Public keys that verify provided key files.
     public var trust: [TrustedKeySetting] = []
     /// Field-trial mode: research interface on, today's key exportable, rate limits off.
