@@ -41,18 +41,4 @@ struct BusOptions: ParsableArguments {
             throw error
         }
     }
-
-    /// Connects for `--name`, or `org.gaend` without it: no discovery of an `org.gaend.*`
-    /// instance (that needs calls to the bus; `connectToGaend()` makes them). `calibrate` still
-    /// uses it; it should move to `connectToGaend()`.
-    func connect() throws -> GaendClient {
-        let client = try BusClient(bus: try BusAddress(parsing: bus), timeout: .milliseconds(Int(timeoutSeconds * 1000)))
-        guard let name else { return GaendClient(bus: client) }
-        do {
-            return GaendClient(bus: client, destination: try GaendDiscovery.expand(name))
-        } catch {
-            client.close()
-            throw error
-        }
-    }
 }

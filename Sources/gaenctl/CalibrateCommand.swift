@@ -130,7 +130,7 @@ struct Calibrate: AsyncParsableCommand {
         var client: GaendClient?
         defer { client?.bus.close() }
         do {
-            if live || (apply && !dryRun) { client = try bus.connect() }
+            if live || (apply && !dryRun) { client = try await bus.connectToGaend() }
             try await calibrate(client)
         } catch let e as ExitCode { throw e } catch let e as ValidationError { throw e } catch {
             var message = String(describing: error)
