@@ -38,12 +38,14 @@ for _ in $(seq 100); do [ -s "$WORK/vradio.json" ] && break; sleep 0.1; done
 [ -s "$WORK/vradio.json" ] || { echo "demo: the virtual radio did not start:" >&2; cat "$WORK/vradio.log" >&2; exit 1; }
 connect() { python3 -c 'import json,sys; print(json.load(open(sys.argv[1]))["devices"][sys.argv[2]]["connect"])' "$WORK/vradio.json" "$1"; }
 
-# One private bus per node: each node owns the name org.gaend on its bus.
+# One private bus for both nodes, as on a board with two controllers: each node owns its own
+# name there (org.gaend.a, org.gaend.b) and gaenctl picks one with --name.
+BUS="unix:path=$WORK/demo.bus"
 start_bus() {
-    dbus-daemon --session --address="unix:path=$WORK/$1.bus" --nofork --nopidfile 2>"$WORK/$1.dbus.log" &
+    dbus-daemon --session --address="$BUS" --nofork --nopidfile 2>"$WORK/dbus.log" &
     PIDS+=($!)
-    for _ in $(seq 50); do [ -S "$WORK/$1.bus" ] && return; sleep 0.1; done
-    echo "demo: dbus-daemon for $1 did not start" >&2; exit 1
+    for _ in $(seq 50); do [ -S "$WORK/demo.bus" ] && return; sleep 0.1; done
+    echo "demo: dbus-daemon did not start" >&2; exit 1
 }
 
 start_node() {
@@ -69,7 +71,7 @@ research:
   site: demo
 EOF
     "$BIN/gaend" --config "$WORK/$n.conf" --controller "$(connect "$n")" --state-dir "$WORK/$n" \
-        --store-key-file "$WORK/$n.key" --bus "unix:path=$WORK/$n.bus" --trial --time-scale "$SCALE" \
+        --store-key-file "$WORK/$n.key" --bus "$BUS" --bus-name "org.gaend.$n" --trial --time-scale "$SCALE" \
         "${@:2}" 2>"$WORK/$n.log" &
     PIDS+=($!)
 }
@@ -78,15 +80,14 @@ echo "== signing key of the demo health authority"
 openssl ecparam -name prime256v1 -genkey -noout -out "$WORK/ha.pem" 2>/dev/null
 openssl ec -in "$WORK/ha.pem" -pubout -out "$WORK/ha.pub.pem" 2>/dev/null
 
-start_bus a
-start_bus b
+start_bus
 start_node a
 start_node b --trust "demo-ha:1=$WORK/ha.pub.pem"
-A=(--bus "unix:path=$WORK/a.bus")
-B=(--bus "unix:path=$WORK/b.bus")
+A=(--bus "$BUS" --name org.gaend.a)
+B=(--bus "$BUS" --name org.gaend.b)
 for n in a b; do
     up=0
-    for _ in $(seq 100); do "$BIN/gaenctl" --bus "unix:path=$WORK/$n.bus" status >/dev/null 2>&1 && { up=1; break; }; sleep 0.2; done
+    for _ in $(seq 100); do "$BIN/gaenctl" --bus "$BUS" --name "org.gaend.$n" status >/dev/null 2>&1 && { up=1; break; }; sleep 0.2; done
     [ $up = 1 ] || { echo "demo: node $n did not start:" >&2; tail -20 "$WORK/$n.log" >&2; exit 1; }
 done
 
