@@ -44,7 +44,7 @@ enum MatchBench {
         // Sightings: random RPIs plus the RPIs of the "present" keys (so that some keys match).
         var t0 = Date()
         let sightings = try makeSightings(o, keys: keys, firstDay: firstDay)
-        let index = SightingIndex(sightings: sightings)
+        let index = SightingIndex(sightings: sightings, tableSeed: try SightingIndex.randomTableSeed())
         print(String(format: "index: %d sightings, %d distinct RPIs, ~%.1f MB, built in %.2f s; peak RSS %.1f MB",
                      index.sightings.count, index.distinctRPICount, Double(index.approximateBytes) / 1e6,
                      Date().timeIntervalSince(t0), peakRSSMegabytes()))

@@ -41,7 +41,7 @@ enum MatchRun {
         }
         let log: SightingsLog
         do { log = try SightingsFile.parse(data, requiring: requirement) } catch { throw CommandFailure("\(sightings): \(error)") }
-        let matcher = ExposureMatcher(index: SightingIndex(sightings: log.sightings), workers: o.workers)
+        let matcher = ExposureMatcher(index: SightingIndex(sightings: log.sightings, tableSeed: try SightingIndex.randomTableSeed()), workers: o.workers)
         let trust = try o.trust.trustSet()
         var matches: [Match] = []
         var stats = MatchStatistics()

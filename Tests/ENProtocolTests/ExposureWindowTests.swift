@@ -29,7 +29,7 @@ import Testing
                                      metadata: s.metadata, scan: s.scan)
         }
         sightings.append(try make.noise(1, at: scanStarts[0] + 2))
-        let matches = try ExposureMatcher(index: SightingIndex(sightings: sightings), workers: 1).match(keys).matches
+        let matches = try ExposureMatcher(index: SightingIndex(sightings: sightings, tableSeed: 1), workers: 1).match(keys).matches
         return try ExposureWindows.compute(matches: matches, scans: scans, mapping: mapping)
     }
 
@@ -160,7 +160,7 @@ import Testing
         let k = make.key(16, day: day)
         let t = Double(day.unixSeconds) + 3000
         let s = try make.sighting(k, rpiInterval: ENIntervalNumber(unixSeconds: t), at: t)
-        let matches = try ExposureMatcher(index: SightingIndex(sightings: [s]), workers: 1).match([k]).matches
+        let matches = try ExposureMatcher(index: SightingIndex(sightings: [s], tableSeed: 1), workers: 1).match([k]).matches
         #expect(throws: ExposureWindowError.sightingWithoutScan(time: t)) {
             try ExposureWindows.compute(matches: matches, scans: [])
         }

@@ -39,7 +39,7 @@ func timeIn(_ i: ENIntervalNumber, plus seconds: Double = 30) -> Double { Double
     let day = UTCDay(isoDate: "2026-11-10")!
 
     func run(_ sightings: [Sighting], _ keys: [DiagnosisKey], workers: Int = 1) throws -> (matches: [Match], statistics: MatchStatistics) {
-        try ExposureMatcher(index: SightingIndex(sightings: sightings), workers: workers).match(keys)
+        try ExposureMatcher(index: SightingIndex(sightings: sightings, tableSeed: 0x5eed), workers: workers).match(keys)
     }
 
     @Test func toleranceEdgesTwelveIntervalsEitherSide() throws {
@@ -169,13 +169,36 @@ func timeIn(_ i: ENIntervalNumber, plus seconds: Double = 30) -> Double { Double
 
     @Test func indexFindsEveryRPIAndRejectsOthers() throws {
         let sightings = try (0..<5000).map { try make.noise($0, at: timeIn(day.firstInterval, plus: Double($0 % 144) * 600)) }
-        let index = SightingIndex(sightings: sightings)
+        let index = SightingIndex(sightings: sightings, tableSeed: 0x5eed)
         #expect(index.distinctRPICount == 5000)
         for s in sightings.prefix(500) {
             let p = try #require(index.partition(forInterval: s.interval.rawValue))
             let r = index.lookup(low: s.rpiLow, high: s.rpiHigh, in: p)
             #expect(r >= 0 && index.rpiLow[r] == s.rpiLow && index.rpiHigh[r] == s.rpiHigh)
             #expect(index.lookup(low: s.rpiLow, high: s.rpiHigh ^ 1, in: p) == -1)
+        }
+    }
+
+    /// RPIs come off the air: an advertiser can send thousands that share their first 8 bytes.
+    /// Slots mixed from both words under the seed keep them out of one probe chain (before, the
+    /// chain was as long as the crafted set, and building and probing it quadratic).
+    @Test func craftedRPIsSharingTheirFirstBytesDoNotFormOneProbeChain() throws {
+        let t = timeIn(day.firstInterval, plus: 3600)
+        let crafted = try (0..<4096).map { i -> Sighting in
+            var bytes = [UInt8](repeating: 0xab, count: 8)
+            withUnsafeBytes(of: UInt64(i).bigEndian) { bytes += $0 }
+            return Sighting(time: t, rpi: try RollingProximityIdentifier(bytes: Data(bytes)),
+                            aem: try AssociatedEncryptedMetadata(bytes: Data([1, 2, 3, 4])), rssi: -60)
+        }
+        for seed: UInt64 in [0, 0x5eed, 0xdead_beef_cafe_f00d] {
+            let index = SightingIndex(sightings: crafted, tableSeed: seed)
+            let p = try #require(index.partition(forInterval: crafted[0].interval.rawValue))
+            // 4096 RPIs in 8192 slots: random placement gives runs of a few tens at most.
+            #expect(p.longestProbeRun < 100, "seed \(seed): longest run \(p.longestProbeRun)")
+            for s in crafted.prefix(256) {
+                let r = index.lookup(low: s.rpiLow, high: s.rpiHigh, in: p)
+                #expect(r >= 0 && index.rpiHigh[r] == s.rpiHigh)
+            }
         }
     }
 }

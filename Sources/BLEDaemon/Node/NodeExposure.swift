@@ -114,7 +114,7 @@ extension GaenNode {
                 }
             }
         } catch let e as NodeError { throw e } catch { throw NodeError.storage("\(error)") }
-        let matcher = ExposureMatcher(index: SightingIndex(sightings: log), workers: 1)
+        let matcher = ExposureMatcher(index: SightingIndex(sightings: log, tableSeed: try SightingIndex.randomTableSeed()), workers: 1)
         var matches: [Match] = []
         let keys = order.compactMap { byKey[$0] }
         for start in stride(from: 0, to: keys.count, by: 1024) {

@@ -8,6 +8,11 @@
 /// table on the RPI's first 8 bytes. A key's RPIs are only looked up in its own day's
 /// partition, so a look-up touches memory proportional to one day of sightings, not fourteen.
 /// Memory grows with sightings only; keys are never stored.
+///
+/// Sighted RPIs are chosen by whoever advertises them, so the table's slots come from a keyed
+/// mix of both RPI words (`tableSeed`, random per index in production): RPIs crafted to share
+/// their first bytes would otherwise pile into one probe chain and make building and
+/// searching the index quadratic.
 public final class SightingIndex: Sendable {
     /// Clock tolerance in intervals either side (reference: tkMatchingClockDriftRollingPeriods = 12).
     public static let defaultTolerance = 12
@@ -43,12 +48,20 @@ public final class SightingIndex: Sendable {
         let slotMask: UInt64
         /// RPIs whose first word is 0 (cannot sit in the table, whose empty mark is 0).
         let zeroLow: [UInt32]
+        let seed: UInt64
 
         init(l1Bitmap: [UInt64], l1Mask: UInt64, bitmap: [UInt64], bitMask: UInt64, tableLow: [UInt64], tableIndex: [UInt32],
-             slotMask: UInt64, zeroLow: [UInt32]) {
+             slotMask: UInt64, zeroLow: [UInt32], seed: UInt64) {
             self.l1Bitmap = l1Bitmap; self.l1Mask = l1Mask
             self.bitmap = bitmap; self.bitMask = bitMask; self.tableLow = tableLow
-            self.tableIndex = tableIndex; self.slotMask = slotMask; self.zeroLow = zeroLow
+            self.tableIndex = tableIndex; self.slotMask = slotMask; self.zeroLow = zeroLow; self.seed = seed
+        }
+
+        /// The longest run of occupied slots (tests: crafted RPIs must not form one chain).
+        var longestProbeRun: Int {
+            var longest = 0, run = 0
+            for w in tableLow + tableLow { run = w == 0 ? 0 : run + 1; longest = max(longest, run) }
+            return min(longest, tableLow.count)
         }
     }
 
@@ -63,7 +76,9 @@ public final class SightingIndex: Sendable {
     /// filter, whose loads would otherwise come from L2 for every RPI.
     static let l1BitsPerRPI = 8
 
-    public init(sightings input: [Sighting], tolerance: Int = SightingIndex.defaultTolerance) {
+    /// `tableSeed` keys the table's slot mix; give a fresh random one (`randomTableSeed()`)
+    /// wherever the sightings come from the air. Results never depend on it, only speed.
+    public init(sightings input: [Sighting], tolerance: Int = SightingIndex.defaultTolerance, tableSeed: UInt64) {
         self.tolerance = tolerance
         let sorted = input.sorted { ($0.rpiLow, $0.rpiHigh, $0.time) < ($1.rpiLow, $1.rpiHigh, $1.time) }
         sightings = sorted
@@ -95,10 +110,31 @@ public final class SightingIndex: Sendable {
                 members[d - first].append(UInt32(r))
             }
         }
-        partitions = members.map { m in m.isEmpty ? nil : Self.buildPartition(m, low, high) }
+        partitions = members.map { m in m.isEmpty ? nil : Self.buildPartition(m, low, high, seed: tableSeed) }
     }
 
-    static func buildPartition(_ members: [UInt32], _ low: [UInt64], _ high: [UInt64]) -> Partition {
+    /// A seed from the system's CSPRNG.
+    public static func randomTableSeed() throws -> UInt64 {
+        var random = SecureRandom()
+        return try random.bytes(8).reduce(0) { $0 << 8 | UInt64($1) }
+    }
+
+    /// murmur3's 64-bit finalizer: every input bit reaches every output bit.
+    @inline(__always)
+    static func mix(_ x: UInt64) -> UInt64 {
+        var z = x
+        z ^= z >> 33; z &*= 0xff51_afd7_ed55_8ccd
+        z ^= z >> 33; z &*= 0xc4ce_b9fe_1a85_ec53
+        return z ^ (z >> 33)
+    }
+
+    /// The home slot of an RPI: both words under the seed.
+    @inline(__always)
+    static func homeSlot(low: UInt64, high: UInt64, seed: UInt64, mask: UInt64) -> UInt64 {
+        mix(low ^ mix(high ^ seed)) & mask
+    }
+
+    static func buildPartition(_ members: [UInt32], _ low: [UInt64], _ high: [UInt64], seed: UInt64) -> Partition {
         let bits = max(1024, (members.count * bitsPerRPI).nextPowerOfTwo)
         var bitmap = [UInt64](repeating: 0, count: bits / 64)
         let l1Bits = max(1024, (members.count * l1BitsPerRPI).nextPowerOfTwo)
@@ -115,13 +151,13 @@ public final class SightingIndex: Sendable {
             let l1 = (high[Int(r)] >> 32) & l1Mask
             l1Bitmap[Int(l1 >> 6)] |= 1 << (l1 & 63)
             if w == 0 { zeroLow.append(r); continue }
-            var slot = w & slotMask
+            var slot = homeSlot(low: w, high: high[Int(r)], seed: seed, mask: slotMask)
             while tableLow[Int(slot)] != 0 { slot = (slot + 1) & slotMask }
             tableLow[Int(slot)] = w
             tableIndex[Int(slot)] = r
         }
         return Partition(l1Bitmap: l1Bitmap, l1Mask: l1Mask, bitmap: bitmap, bitMask: bitMask, tableLow: tableLow, tableIndex: tableIndex,
-                         slotMask: slotMask, zeroLow: zeroLow)
+                         slotMask: slotMask, zeroLow: zeroLow, seed: seed)
     }
 
     public var distinctRPICount: Int { rpiLow.count }
@@ -152,7 +188,7 @@ public final class SightingIndex: Sendable {
                     try rpiHigh.withUnsafeBufferPointer { high in
                         try body(PartitionLookup(l1Bitmap: l1, l1Mask: p.l1Mask, bitmap: bitmap, bitMask: p.bitMask,
                                                  tableLow: tableLow, tableIndex: tableIndex,
-                                                 slotMask: p.slotMask, zeroLow: p.zeroLow, rpiHigh: high))
+                                                 slotMask: p.slotMask, zeroLow: p.zeroLow, seed: p.seed, rpiHigh: high))
                     }
                 }
             }
@@ -179,6 +215,7 @@ struct PartitionLookup {
     let tableIndex: UnsafeBufferPointer<UInt32>
     let slotMask: UInt64
     let zeroLow: [UInt32]
+    let seed: UInt64
     let rpiHigh: UnsafeBufferPointer<UInt64>
 
     /// 1 when both prefilter bits of the RPI are set, else 0 (branch-free, so a loop can collect
@@ -207,7 +244,7 @@ struct PartitionLookup {
             for r in zeroLow where rpiHigh[Int(r)] == high { return Int(r) }
             return -1
         }
-        var slot = low & slotMask
+        var slot = SightingIndex.homeSlot(low: low, high: high, seed: seed, mask: slotMask)
         while true {
             let w = tableLow.baseAddress.unsafelyUnwrapped[Int(slot)]
             if w == 0 { return -1 }
