@@ -97,6 +97,8 @@ let package = Package(
         .executableTarget(name: "GaenBench", dependencies: ["ENProtocol", "HCIProtocol", "BLEDaemon", "COpenSSL", "TrialKit"]),
         // Fuzz target for the key-file reader (tools/fuzz/run.sh FuzzKeyFile SECONDS).
         .executableTarget(name: "FuzzKeyFile", dependencies: ["ENProtocol", "FuzzSupport"]),
+        // Fuzz target for the sightings-file reader (tools/fuzz/run.sh FuzzSightingsFile SECONDS).
+        .executableTarget(name: "FuzzSightingsFile", dependencies: ["ENProtocol", "FuzzSupport"]),
         .testTarget(
             name: "ENProtocolTests",
             dependencies: ["ENProtocol"],
