@@ -18,28 +18,19 @@ struct MarkersExport: AsyncParsableCommand {
         commandName: "export",
         abstract: "Export the node's markers as CSV: time,label,distance,note,node,site (docs/sightings-format.md).",
         discussion: """
-            The node and site columns carry gaend's labels (its config's research.node and
-            research.site, published as Research1's Node and Site properties), the same labels
-            its sightings export carries. --node/--site, or the labels of another --config,
+            The node and site columns carry gaend's labels (its config's research.node and \
+            research.site, published as Research1's Node and Site properties), the same labels \
+            its sightings export carries. --node/--site, or the labels of another --config, \
             replace them.
             """)
     @OptionGroup var bus: BusOptions
-    @Option(name: .short, help: ArgumentHelp("Output file (default: standard output).", valueName: "FILE"))
-    var output: String?
-    @Option(help: "Start of the range, Unix seconds (default: 0).")
-    var from: Double = 0
-    @Option(help: "End of the range, Unix seconds (default: far future).")
-    var to: Double = 32_503_680_000
+    @OptionGroup var range: ExportRangeOptions
     @Option(help: ArgumentHelp("Take the node and site labels from this YAML config instead of gaend's.", valueName: "FILE"))
     var config: String?
     @Option(help: "Node label (default: gaend's research.node).")
     var node: String?
     @Option(help: "Site label (default: gaend's research.site).")
     var site: String?
-
-    func validate() throws {
-        guard from <= to else { throw ValidationError("--from must not be after --to") }
-    }
 
     func run() async throws {
         var labels = (node: node, site: site)
@@ -59,17 +50,17 @@ struct MarkersExport: AsyncParsableCommand {
                 labels.node = labels.node ?? published.node
                 labels.site = labels.site ?? published.site
             }
-            let marks = try await client.markers(from: Int64(from * 1000), to: Int64(to * 1000)).map {
+            let marks = try await client.markers(from: range.fromMs, to: range.toMs).map {
                 // gaend's markers: milliseconds, and a negative distance for "unknown".
                 TrialKit.Marker(time: Double($0.time) / 1000, label: $0.label, distance: $0.distance < 0 ? nil : $0.distance, note: $0.note)
             }
             let csv = MarkersFile.csv(marks, node: labels.node, site: labels.site)
-            if let output {
+            if let output = range.output {
                 try csv.write(to: URL(fileURLWithPath: output))
             } else {
                 print(csv.text, terminator: "")
             }
-            printError("gaenctl markers export: \(marks.count) markers\(output.map { " written to \($0)" } ?? "")")
+            printError("gaenctl markers export: \(marks.count) markers\(range.output.map { " written to \($0)" } ?? "")")
         }
     }
 }

@@ -61,22 +61,16 @@ struct SightingsExport: AsyncParsableCommand {
     @OptionGroup var bus: BusOptions
     @Option(help: "csv or jsonl.")
     var format: String = "csv"
-    @Option(name: .short, help: ArgumentHelp("Output file (default: standard output).", valueName: "FILE"))
-    var output: String?
-    @Option(help: "Start of the range, Unix seconds (default: 0).")
-    var from: Double = 0
-    @Option(help: "End of the range, Unix seconds (default: far future).")
-    var to: Double = 32_503_680_000
+    @OptionGroup var range: ExportRangeOptions
 
     func validate() throws {
         guard format == "csv" || format == "jsonl" else { throw ValidationError("--format must be csv or jsonl") }
-        guard from <= to else { throw ValidationError("--from must not be after --to") }
     }
 
     func run() async throws {
         try await withDaemon("sightings export", bus) { client in
             let fd: Int32
-            if let output {
+            if let output = range.output {
                 fd = open(output, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0o600)
                 guard fd >= 0 else { throw CommandFailure("cannot write \(output): \(String(cString: strerror(errno)))") }
             } else {
@@ -84,8 +78,8 @@ struct SightingsExport: AsyncParsableCommand {
                 fd = dup(1)
             }
             let file = DBusUnixFD(owning: fd)
-            let rows = try await client.exportSightings(to: file, from: Int64(from * 1000), to: Int64(to * 1000), format: format)
-            printError("gaenctl sightings export: \(rows) rows\(output.map { " written to \($0)" } ?? "")")
+            let rows = try await client.exportSightings(to: file, from: range.fromMs, to: range.toMs, format: format)
+            printError("gaenctl sightings export: \(rows) rows\(range.output.map { " written to \($0)" } ?? "")")
         }
     }
 }
