@@ -11,17 +11,17 @@ struct Calibrate: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
         abstract: "Compute the board's RSSI correction from a reference transmitter at 1 m; save it to gaend's config and/or apply it.",
         discussion: """
-            Guides through the orientations (default front, back, left, right): place the
-            reference transmitter 1 m from the board facing that way, then press Enter. The
-            readings come from the running gaend (--live: Research1 ScanFinished signals, RSSI
-            as received, before the node's correction) or from a sightings export recorded
-            during the procedure (--sightings; orientations cut by --markers or into equal
-            time spans). Only the reference's sightings count (its RPIs from --reference-keys),
-            or every sighting with --any-device (a shielded setup). The correction is expected
-            RSSI - median RSSI, rounded to whole dB (what gaend takes); the expected RSSI is
-            --expected-rssi, or the reference's TX power (from its AEMs, or
-            --reference-tx-power) minus --reference-attenuation. --config writes the
-            calibration: block of gaend's YAML config in place (other lines and comments kept);
+            Guides through the orientations (default front, back, left, right): place the \
+            reference transmitter 1 m from the board facing that way, then press Enter. The \
+            readings come from the running gaend (--live: Research1 ScanFinished signals, RSSI \
+            as received, before the node's correction) or from a sightings export recorded \
+            during the procedure (--sightings; orientations cut by --markers or into equal \
+            time spans). Only the reference's sightings count (its RPIs from --reference-keys), \
+            or every sighting with --any-device (a shielded setup). The correction is expected \
+            RSSI - median RSSI, rounded to whole dB (what gaend takes); the expected RSSI is \
+            --expected-rssi, or the reference's TX power (from its AEMs, or \
+            --reference-tx-power) minus --reference-attenuation. --config writes the \
+            calibration: block of gaend's YAML config in place (other lines and comments kept); \
             --apply sets it on the running node (SetCalibration). See docs/trial.md.
             """
     )

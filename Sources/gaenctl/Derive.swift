@@ -7,8 +7,8 @@ struct Derive: ParsableCommand {
     static let configuration = CommandConfiguration(
         abstract: "Derive RPIK, AEMK and the RPIs/AEMs of a temporary exposure key.",
         discussion: """
-            Prints one JSON object {"tek","rpik","aemk","intervals":[{"interval","rpi","aem"}]}.
-            One of --interval or --time is required. --time starts at the first interval of that
+            Prints one JSON object {"tek","rpik","aemk","intervals":[{"interval","rpi","aem"}]}. \
+            One of --interval or --time is required. --time starts at the first interval of that \
             instant's UTC day (a key's rolling start), so the default --count 144 covers the day.
             """
     )

@@ -87,12 +87,12 @@ struct KeysInspect: ParsableCommand {
         commandName: "inspect",
         abstract: "Print a key export file (ZIP or bare export.bin) as JSON, checking it and its signatures.",
         discussion: """
-            Prints {"header":{"startTimestamp","endTimestamp","region","batchNum","batchSize"},
-            "keys":[{"keyData","rollingStartIntervalNumber","rollingPeriod","transmissionRiskLevel",
-            "reportType","daysSinceOnsetOfSymptoms"}],"signatures":[{"keyId","keyVersion","algorithm","verified"}]}
-            ("revisedKeys", like "keys", only when the file has revised keys).
-            With --trust, a file that no trusted key verifies is rejected (exit 1). Without --trust,
-            any well-formed file is printed (signed, unsigned or a bare export.bin), signatures show
+            Prints {"header":{"startTimestamp","endTimestamp","region","batchNum","batchSize"}, \
+            "keys":[{"keyData","rollingStartIntervalNumber","rollingPeriod","transmissionRiskLevel", \
+            "reportType","daysSinceOnsetOfSymptoms"}],"signatures":[{"keyId","keyVersion","algorithm","verified"}]} \
+            ("revisedKeys", like "keys", only when the file has revised keys). \
+            With --trust, a file that no trusted key verifies is rejected (exit 1). Without --trust, \
+            any well-formed file is printed (signed, unsigned or a bare export.bin), signatures show \
             "verified": false, and a note on stderr says that no signature was required.
             """
     )
@@ -154,10 +154,10 @@ struct KeysCreate: ParsableCommand {
         commandName: "create",
         abstract: "Write a signed key export ZIP from a JSON array of keys.",
         discussion: """
-            KEYS.json is an array of objects with the fields keys inspect prints: keyData (32 hex
-            digits), rollingStartIntervalNumber, and optionally rollingPeriod (default 144),
-            transmissionRiskLevel, reportType (number or proto name such as CONFIRMED_TEST) and
-            daysSinceOnsetOfSymptoms. The header's time window runs from the earliest key's start
+            KEYS.json is an array of objects with the fields keys inspect prints: keyData (32 hex \
+            digits), rollingStartIntervalNumber, and optionally rollingPeriod (default 144), \
+            transmissionRiskLevel, reportType (number or proto name such as CONFIRMED_TEST) and \
+            daysSinceOnsetOfSymptoms. The header's time window runs from the earliest key's start \
             to the latest key's end; the file is batch 1 of 1 and carries one signature.
             """
     )

@@ -11,9 +11,9 @@ struct KeysHistory: AsyncParsableCommand {
         commandName: "history",
         abstract: "The node's temporary exposure keys (from gaend), printed or as a signed export ZIP.",
         discussion: """
-            Without -o prints one line per key (or, with --json, an array of {keyData,
-            rollingStartIntervalNumber, rollingPeriod}). With -o writes a signed key export ZIP
-            (export.bin + export.sig) that `gaenctl keys provide` or any GAEN verifier reads; it
+            Without -o prints one line per key (or, with --json, an array of {keyData, \
+            rollingStartIntervalNumber, rollingPeriod}). With -o writes a signed key export ZIP \
+            (export.bin + export.sig) that `gaenctl keys provide` or any GAEN verifier reads; it \
             needs --signing-key and --key-id. Today's key is included only in trial mode.
             """)
 
@@ -86,9 +86,9 @@ struct KeysProvide: AsyncParsableCommand {
         commandName: "provide",
         abstract: "Provide diagnosis key files to gaend and wait until matching has finished.",
         discussion: """
-            Passes the files as file descriptors in one ProvideDiagnosisKeys call (1 to 16 files),
-            then waits for ExposureStateUpdated with its token. Prints the keys accepted, the keys
-            matched and the windows added (JSON with --json: {"keys","matchedKeys","windows"}).
+            Passes the files as file descriptors in one ProvideDiagnosisKeys call (1 to 16 files), \
+            then waits for ExposureStateUpdated with its token. Prints the keys accepted, the keys \
+            matched and the windows added (JSON with --json: {"keys","matchedKeys","windows"}). \
             A rejected file is a named error (e.g. org.gaend.Error.InvalidKeyFile) and exit 1.
             """)
 

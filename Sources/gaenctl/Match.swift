@@ -8,12 +8,12 @@ struct MatchCommand: ParsableCommand {
         commandName: "match",
         abstract: "Match diagnosis keys from key files against exported sightings.",
         discussion: """
-            Prints one JSON line per matched sighting, sorted by time:
-            {"time","rpi","rssi","keyData","interval","txPower","attenuation","metadataVersion",
-            "calibrationConfidence","txPowerPlausible"}. attenuation = txPower - (rssi +
-            rssi_correction); it is null when the decrypted TX power is outside -50...+20 dB
-            (the AEM is not authenticated, so such a value is reported, flagged, not used).
-            calibrationConfidence is null for metadata v1.0. A sighting matches RPI_j of a key
+            Prints one JSON line per matched sighting, sorted by time: \
+            {"time","rpi","rssi","keyData","interval","txPower","attenuation","metadataVersion", \
+            "calibrationConfidence","txPowerPlausible"}. attenuation = txPower - (rssi + \
+            rssi_correction); it is null when the decrypted TX power is outside -50...+20 dB \
+            (the AEM is not authenticated, so such a value is reported, flagged, not used). \
+            calibrationConfidence is null for metadata v1.0. A sighting matches RPI_j of a key \
             when its interval is within 12 of j. Counters go to stderr. See docs/matching.md.
             """
     )

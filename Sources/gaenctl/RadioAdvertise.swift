@@ -11,10 +11,10 @@ struct RadioAdvertise: AsyncParsableCommand {
         commandName: "advertise",
         abstract: "Advertise GAEN beacons for a TEK, rotating address, RPI and AEM together.",
         discussion: """
-            Prints one JSON line per rotation: {"time","address","rpi","aem","interval"}, where
-            time is protocol time (Unix seconds on the possibly scaled clock) and interval the
-            ENIntervalNumber the RPI was derived from. With --time-scale N the key schedule runs
-            N times faster than real time from now: an interval lasts 600/N seconds and rotations
+            Prints one JSON line per rotation: {"time","address","rpi","aem","interval"}, where \
+            time is protocol time (Unix seconds on the possibly scaled clock) and interval the \
+            ENIntervalNumber the RPI was derived from. With --time-scale N the key schedule runs \
+            N times faster than real time from now: an interval lasts 600/N seconds and rotations \
             stay at 10-20 minutes of that clock.
             """
     )
@@ -87,7 +87,7 @@ struct RadioScan: AsyncParsableCommand {
         commandName: "scan",
         abstract: "Scan passively and print every GAEN advertisement received.",
         discussion: """
-            Prints one JSON line per report with 0xFD6F service data: {"time","address","rpi",
+            Prints one JSON line per report with 0xFD6F service data: {"time","address","rpi", \
             "aem","rssi"} (time in Unix seconds, RSSI in dBm as reported). Exits 0 at the end.
             """
     )

@@ -41,9 +41,9 @@ struct Risk: ParsableCommand {
             commandName: "cwa",
             abstract: "Corona-Warn-App exposure-window risk calculation (CWA 1.9+ parameters).",
             discussion: """
-                Prints {"totalRiskLevel" (1 low, 2 high), "mostRecentDateWithLowRisk", "mostRecentDateWithHighRisk",
-                "numberOfDaysWithLowRisk", "numberOfDaysWithHighRisk", "minimumDistinctEncountersWithLowRisk",
-                "minimumDistinctEncountersWithHighRisk"}; dates are YYYY-MM-DD or null. With --today, windows after
+                Prints {"totalRiskLevel" (1 low, 2 high), "mostRecentDateWithLowRisk", "mostRecentDateWithHighRisk", \
+                "numberOfDaysWithLowRisk", "numberOfDaysWithHighRisk", "minimumDistinctEncountersWithLowRisk", \
+                "minimumDistinctEncountersWithHighRisk"}; dates are YYYY-MM-DD or null. With --today, windows after \
                 that day or more than 14 days before it are ignored, as the framework would not return them.
                 """)
 
@@ -64,9 +64,9 @@ struct Risk: ParsableCommand {
             commandName: "nhs",
             abstract: "NHS COVID-19 app scoring: v2 (unscented Kalman smoother) or its v1 fallback.",
             discussion: """
-                Reads the app's exposure configuration JSON. Prints {"method", "windows": [{"date", "score",
-                "infectiousnessFactor", "riskScore", "isConsideredRisky"}], "maximumRiskScore", "riskThreshold",
-                "crossesThreshold", "mostRelevantExposureDate", "mostRelevantExposureRiskScore"}. The v2 method is used
+                Reads the app's exposure configuration JSON. Prints {"method", "windows": [{"date", "score", \
+                "infectiousnessFactor", "riskScore", "isConsideredRisky"}], "maximumRiskScore", "riskThreshold", \
+                "crossesThreshold", "mostRelevantExposureDate", "mostRelevantExposureRiskScore"}. The v2 method is used \
                 when the configuration has riskScore and v2RiskCalculation, the v1 fallback otherwise; --method forces one.
                 """)
 
@@ -95,9 +95,9 @@ struct Risk: ParsableCommand {
             commandName: "gaen-v1",
             abstract: "The framework's v1 risk score (product of level values) and attenuation-duration buckets.",
             discussion: """
-                Each window is taken as one v1 exposure (one key, one day). Prints {"summary": {"attenuationDurations"
-                (seconds, 3 buckets, each capped at 1800), "matchedKeyCount", "daysSinceLastExposure", "maximumRiskScore"
-                (clamped to 255), "maximumRiskScoreFullRange"}, "exposures": [{"date", "attenuationDb", "durationMinutes",
+                Each window is taken as one v1 exposure (one key, one day). Prints {"summary": {"attenuationDurations" \
+                (seconds, 3 buckets, each capped at 1800), "matchedKeyCount", "daysSinceLastExposure", "maximumRiskScore" \
+                (clamped to 255), "maximumRiskScoreFullRange"}, "exposures": [{"date", "attenuationDb", "durationMinutes", \
                 "daysSinceExposure", "transmissionRiskLevel", "riskScore", "counted"}]}.
                 """)
 
@@ -124,7 +124,7 @@ struct Risk: ParsableCommand {
             commandName: "cwa-v1",
             abstract: "The Corona-Warn-App's original method (before CWA 1.5), framework v1 names.",
             discussion: """
-                Each window is one exposure (one key, one day) and carries transmissionRiskLevel (1-8). Prints
+                Each window is one exposure (one key, one day) and carries transmissionRiskLevel (1-8). Prints \
                 {"increasedRisk", "weightedMinutes", "riskEncounters", "daysSinceLastRiskEncounter", "maximumRiskScore"}.
                 """)
 

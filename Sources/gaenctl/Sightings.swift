@@ -17,8 +17,8 @@ struct SightingsWatch: AsyncParsableCommand {
         commandName: "watch",
         abstract: "Print each scan as gaend finishes it (ScanFinished).",
         discussion: """
-            Text: one line per scan with its end time and number of sightings, then one indented
-            line per sighting. --json: one object per scan {"start","end","sightings":[{"time",
+            Text: one line per scan with its end time and number of sightings, then one indented \
+            line per sighting. --json: one object per scan {"start","end","sightings":[{"time", \
             "rpi","aem","rssi"}]} (times in ms since the epoch).
             """)
     @OptionGroup var bus: BusOptions

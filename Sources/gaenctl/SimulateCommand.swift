@@ -8,11 +8,11 @@ struct Simulate: ParsableCommand {
     static let configuration = CommandConfiguration(
         abstract: "Simulate a trial: virtual nodes, the real key schedule and scan cadence, a measured channel model.",
         discussion: """
-            Writes DIR/sightings/<node>.csv (the sightings export format), DIR/keys/<node>.json (the
-            JSON key list of gaenctl keys create), DIR/groundtruth/markers.csv (every pair,
-            labelled pair:<receiver>/<transmitter>), DIR/groundtruth/pairs/<rx>__<tx>.csv,
-            DIR/groundtruth/distances.csv, DIR/groundtruth/nodes.csv and DIR/summary.json.
-            With --report, also runs gaenctl trial report on it into DIR/report. The scenario
+            Writes DIR/sightings/<node>.csv (the sightings export format), DIR/keys/<node>.json (the \
+            JSON key list of gaenctl keys create), DIR/groundtruth/markers.csv (every pair, \
+            labelled pair:<receiver>/<transmitter>), DIR/groundtruth/pairs/<rx>__<tx>.csv, \
+            DIR/groundtruth/distances.csv, DIR/groundtruth/nodes.csv and DIR/summary.json. \
+            With --report, also runs gaenctl trial report on it into DIR/report. The scenario \
             format and the channel presets are in docs/trial.md.
             """
     )

@@ -8,9 +8,9 @@ struct Status: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
         abstract: "Show gaend's state: enabled, status, counts of advertisements, scans and sightings.",
         discussion: """
-            With --json prints one object {"busName","version","enabled","status":[...],"trialMode",
-            "advertisementCount","scanCount","sightingCount","lastScanTime","provideDiagnosisKeysRemaining"}
-            (busName: the name it talked to, see --name; lastScanTime in ms since the Unix epoch,
+            With --json prints one object {"busName","version","enabled","status":[...],"trialMode", \
+            "advertisementCount","scanCount","sightingCount","lastScanTime","provideDiagnosisKeysRemaining"} \
+            (busName: the name it talked to, see --name; lastScanTime in ms since the Unix epoch, \
             0 if none). See docs/dbus.md.
             """
     )

@@ -9,8 +9,8 @@ struct Summaries: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
         abstract: "Daily summaries of exposure windows, as the framework's getDailySummaries returns them.",
         discussion: """
-            The config holds the DailySummariesConfig fields: attenuationBucketThresholdDb (3), attenuationBucketWeights (4),
-            reportTypeWeights and infectiousnessWeights (arrays by enum value, or objects keyed by value or name),
+            The config holds the DailySummariesConfig fields: attenuationBucketThresholdDb (3), attenuationBucketWeights (4), \
+            reportTypeWeights and infectiousnessWeights (arrays by enum value, or objects keyed by value or name), \
             minimumWindowScore, daysSinceExposureThreshold. Without --json, prints one line per day and report type.
             """)
 

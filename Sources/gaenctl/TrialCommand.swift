@@ -29,12 +29,12 @@ struct TrialReportCommand: ParsableCommand {
         commandName: "report",
         abstract: "Match sightings against keys, join ground truth, fit the channel and write a report directory.",
         discussion: """
-            Writes report.json, report.md, attenuation.csv, distances.csv, fit.csv, curve.csv,
-            detection.csv and plot.svg into the output directory. The receiver of a sighting is
-            its `node` column (else the sightings file's name), the transmitter the name of the
-            key file it matched (keys/phone-1.json -> phone-1). Markers labelled
-            pair:<receiver>/<transmitter> hold for that pair only; other markers for every pair.
-            Instead of sightings and keys, --attenuations takes an attenuation CSV
+            Writes report.json, report.md, attenuation.csv, distances.csv, fit.csv, curve.csv, \
+            detection.csv and plot.svg into the output directory. The receiver of a sighting is \
+            its `node` column (else the sightings file's name), the transmitter the name of the \
+            key file it matched (keys/phone-1.json -> phone-1). Markers labelled \
+            pair:<receiver>/<transmitter> hold for that pair only; other markers for every pair. \
+            Instead of sightings and keys, --attenuations takes an attenuation CSV \
             (time,attenuation[,receiver,transmitter,distance]), e.g. a report's own attenuation.csv.
             """
     )

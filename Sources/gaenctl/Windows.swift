@@ -9,13 +9,13 @@ struct WindowsCommand: AsyncParsableCommand {
         commandName: "windows",
         abstract: "Compute exposure windows (Android API semantics) from exported sightings and key files.",
         discussion: """
-            Prints a JSON array of windows with the Android API field names:
-            [{"dateMillisSinceEpoch","reportType","infectiousness","calibrationConfidence",
-            "scanInstances":[{"typicalAttenuationDb","minAttenuationDb","secondsSinceLastScan"}],
-            "transmissionRiskLevel"}] (the last only when the key has one; v1-style engines use it).
-            The sightings file needs the scan_start/scan_end columns and its empty-scan rows.
-            --mapping is a DiagnosisKeysDataMapping JSON file; see docs/matching.md.
-            Without --sightings and --keys, asks gaend (GetExposureWindows) instead: text by
+            Prints a JSON array of windows with the Android API field names: \
+            [{"dateMillisSinceEpoch","reportType","infectiousness","calibrationConfidence", \
+            "scanInstances":[{"typicalAttenuationDb","minAttenuationDb","secondsSinceLastScan"}], \
+            "transmissionRiskLevel"}] (the last only when the key has one; v1-style engines use it). \
+            The sightings file needs the scan_start/scan_end columns and its empty-scan rows. \
+            --mapping is a DiagnosisKeysDataMapping JSON file; see docs/matching.md. \
+            Without --sightings and --keys, asks gaend (GetExposureWindows) instead: text by \
             default, the same JSON array (without transmissionRiskLevel) with --json.
             """
     )
