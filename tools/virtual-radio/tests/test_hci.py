@@ -281,7 +281,14 @@ def test_hang_swallows_everything_until_reconnect(radio):
     r = radio()
 
     async def scenario():
+        before = r.stats("a").get("host_connections", 0)
         client = await H4Client.connect(r.tcp("a"))
+        # The TCP connect returns before vradio has taken the host on (which clears a hang):
+        # hang only once it has, or the hang is cleared under us.
+        for _ in range(100):
+            if r.stats("a").get("host_connections", 0) > before:
+                break
+            await asyncio.sleep(0.02)
         r.ok(cmd="hang", device="a")
         client.send(RESET)
         with pytest.raises(asyncio.TimeoutError):
