@@ -80,8 +80,7 @@ struct Calibrate: AsyncParsableCommand {
     var dryRun = false
 
     static func confidence(_ text: String) -> CalibrationConfidence? {
-        let names: [String: CalibrationConfidence] = ["lowest": .lowest, "low": .low, "medium": .medium, "high": .high]
-        return names[text.lowercased()] ?? Int(text).flatMap(CalibrationConfidence.init(rawValue:))
+        CalibrationConfidence(configName: text.lowercased()) ?? Int(text).flatMap(CalibrationConfidence.init(rawValue:))
     }
 
     /// readLine on a thread of its own: blocking one of the few cooperative threads while the
@@ -94,7 +93,7 @@ struct Calibrate: AsyncParsableCommand {
 
     /// A confidence level as the node reports it (0-3), by the config's name.
     static func name(_ level: Int32) -> String {
-        CalibrationConfidence(rawValue: Int(level)).map(CalibrationConfigEditor.name(of:)) ?? "\(level)"
+        CalibrationConfidence(rawValue: Int(level)).map(\.configName) ?? "\(level)"
     }
 
     var orientationNames: [String] {
@@ -216,7 +215,7 @@ struct Calibrate: AsyncParsableCommand {
         print("median RSSI \(Format.fixed(result.medianRSSI, 1)) dBm, expected \(Format.fixed(result.expectedRSSI, 1)) dBm, "
               + "spread \(Format.fixed(result.spreadDb, 1)) dB: correction \(Format.fixed(result.rssiCorrection, 2)) dB")
         print("rssi_correction \(correction) dB (rounded to whole dB, as gaend applies it), calibration_confidence "
-              + CalibrationConfigEditor.name(of: confidence) + (txPower.map { ", tx_power \($0) dBm" } ?? ""))
+              + confidence.configName + (txPower.map { ", tx_power \($0) dBm" } ?? ""))
         if dryRun {
             print("dry run: nothing written or applied")
             return
@@ -225,7 +224,7 @@ struct Calibrate: AsyncParsableCommand {
         if let config {
             let saved = try CalibrationConfigEditor.apply(update, toFileAt: config)
             print("saved to \(config): calibration tx_power \(saved.calibration.txPower), rssi_correction \(saved.calibration.rssiCorrection), "
-                  + "calibration_confidence \(CalibrationConfigEditor.name(of: saved.calibration.calibrationConfidence)) "
+                  + "calibration_confidence \(saved.calibration.calibrationConfidence.configName) "
                   + "(gaend reads it at its next start; see docs/trial.md on SetCalibration)")
         }
         if apply, let client {

@@ -35,11 +35,13 @@ struct LiveCalibrationSource: CalibrationSource {
     /// AEM), or every sighting without `reference`.
     static func start(client: GaendClient, reference: TransmitterKeys?, secondsPerOrientation: Double,
                       minimumSamples: Int) async throws -> LiveCalibrationSource {
+        // The reference's RPIs are derived once, not for every scan.
+        let matcher = try reference.map { try KeyScheduleMatcher().prepare([$0]) }
         let stream = try await client.scanFinished()
         let buffer = CalibrationScanBuffer()
         let consumer = Task {
             for await scan in stream {
-                await buffer.append(readings(of: scan, reference: reference))
+                await buffer.append(readings(of: scan, reference: matcher))
             }
             await buffer.end()
         }
@@ -47,14 +49,14 @@ struct LiveCalibrationSource: CalibrationSource {
                                      minimumSamples: minimumSamples)
     }
 
-    static func readings(of scan: GaendScanFinished, reference: TransmitterKeys?) -> [CalibrationReading] {
+    static func readings(of scan: GaendScanFinished, reference: KeyScheduleMatcher.Prepared?) -> [CalibrationReading] {
         // The wire decoder already checked the sizes (16-byte RPI, 4-byte AEM).
         let rows = scan.sightings.compactMap { s -> SightingRow? in
             guard let rpi = try? RollingProximityIdentifier(bytes: s.rpi), let aem = try? AssociatedEncryptedMetadata(bytes: s.aem) else { return nil }
             return SightingRow(time: Double(s.time) / 1000, rpi: rpi, aem: aem, rssi: Int(s.rssi))
         }
         guard let reference else { return rows.map { CalibrationReading(time: $0.time, rssi: $0.rssi!) } }
-        guard let matched = try? KeyScheduleMatcher().match(rows, against: [reference]) else { return [] }
+        guard let matched = try? reference.match(rows) else { return [] }
         return matched.matches.map { m in
             CalibrationReading(time: rows[m.sightingIndex].time, rssi: rows[m.sightingIndex].rssi!, txPower: m.txPower)
         }

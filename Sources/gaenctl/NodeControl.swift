@@ -33,12 +33,9 @@ struct StopCommand: AsyncParsableCommand {
 /// stderr line "gaenctl COMMAND: error" and exit status 1.
 func withDaemon(_ command: String, _ bus: BusOptions, _ body: (GaendClient) async throws -> Void) async throws {
     let client: GaendClient
-    do { client = try await bus.connectToGaend() } catch let e as GaendDiscoveryError {
-        printError("gaenctl \(command): \(e)")
-        throw ExitCode(1)
-    } catch let e as DBusNamedError {
-        // Discovery's own calls to the bus failed (a policy, a broken bus).
-        printError("gaenctl \(command): \(e)")
+    do { client = try await bus.connectToGaend() } catch where error is GaendDiscoveryError || error is DBusNamedError {
+        // No single gaend on the bus, or discovery's own calls to the bus failed (a policy, a broken bus).
+        printError("gaenctl \(command): \(error)")
         throw ExitCode(1)
     } catch {
         printError("gaenctl \(command): cannot connect to the bus \(bus.bus): \(error)")

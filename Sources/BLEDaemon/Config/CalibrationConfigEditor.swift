@@ -47,16 +47,6 @@ public enum CalibrationConfigEditError: Error, Equatable, CustomStringConvertibl
 /// otherwise nothing is written. Layouts the edit cannot do safely (a flow mapping, a block or
 /// tagged scalar, a top level that is not a block mapping) are refused.
 public enum CalibrationConfigEditor {
-    /// The config's names of the confidence levels (`calibration.calibration_confidence`).
-    public static func name(of confidence: CalibrationConfidence) -> String {
-        switch confidence {
-        case .lowest: return "lowest"
-        case .low: return "low"
-        case .medium: return "medium"
-        case .high: return "high"
-        }
-    }
-
     /// The settings `text` loads as, with `update` applied.
     static func expected(_ base: GaendSettings, _ update: CalibrationUpdate) -> GaendSettings {
         var s = base
@@ -75,7 +65,7 @@ public enum CalibrationConfigEditor {
         }
         let wanted: [(key: String, value: String)] = [
             ("rssi_correction", String(update.rssiCorrection)),
-            ("calibration_confidence", name(of: update.calibrationConfidence)),
+            ("calibration_confidence", update.calibrationConfidence.configName),
         ] + (update.txPower.map { [("tx_power", String($0))] } ?? [])
 
         let edited = try editedText(original, path: path, wanted: wanted)

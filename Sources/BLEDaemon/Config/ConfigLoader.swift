@@ -185,9 +185,9 @@ public enum ConfigLoader {
                         case "rssi_correction": s.calibration.rssiCorrection = try integer(cv, "calibration.rssi_correction", -100...100)
                         case "calibration_confidence":
                             let c = try string(cv, "calibration.calibration_confidence")
-                            let names: [String: CalibrationConfidence] = ["lowest": .lowest, "low": .low, "medium": .medium, "high": .high]
-                            guard let conf = names[c] else {
-                                throw ConfigError.outOfRange(path: path, line: line(cv), setting: "calibration.calibration_confidence", value: c, allowed: "lowest, low, medium, high")
+                            guard let conf = CalibrationConfidence(configName: c) else {
+                                throw ConfigError.outOfRange(path: path, line: line(cv), setting: "calibration.calibration_confidence", value: c,
+                                                             allowed: CalibrationConfidence.configNames.joined(separator: ", "))
                             }
                             s.calibration.calibrationConfidence = conf
                         case "metadata_version":

@@ -126,6 +126,18 @@ public struct CalibrationSettings: Sendable, Equatable {
     }
 }
 
+extension CalibrationConfidence {
+    /// The config's names of the levels (`calibration.calibration_confidence`), lowest first.
+    public static let configNames = ["lowest", "low", "medium", "high"]
+
+    public var configName: String { Self.configNames[rawValue] }
+
+    public init?(configName: String) {
+        guard let i = Self.configNames.firstIndex(of: configName) else { return nil }
+        self.init(rawValue: i)
+    }
+}
+
 public struct ResearchSettings: Sendable, Equatable {
     /// The org.gaend.Research1 interface (raw sightings); off unless enabled.
     public var enabled: Bool = false

@@ -66,6 +66,12 @@ public struct KeyScheduleMatcher: SightingMatcher {
     }
 
     public func match(_ sightings: [SightingRow], against transmitters: [TransmitterKeys]) throws -> MatchResult {
+        try prepare(transmitters).match(sightings)
+    }
+
+    /// The transmitters' RPI table, derived once for matching many batches of sightings (the
+    /// live calibration matches every scan against the same reference).
+    public func prepare(_ transmitters: [TransmitterKeys]) throws -> Prepared {
         let schedule = try GAENKeySchedule()
         var table: [RPIKey: Entry] = [:]
         var aemKeys: [[AssociatedEncryptedMetadataKey]] = []
@@ -84,34 +90,43 @@ public struct KeyScheduleMatcher: SightingMatcher {
             }
             aemKeys.append(aemk)
         }
-        var cache: [MetadataCacheKey: BluetoothMetadata] = [:]
-        var matches: [MatchedSighting] = []
-        var implausible = 0, outside = 0
-        let tol = Int64(toleranceIntervals)
-        for (i, s) in sightings.enumerated() {
-            guard let rpi = s.rpi, let aem = s.aem, let rssi = s.rssi else { continue }
-            let rk = RPIKey(rpi.bytes)
-            guard let e = table[rk] else { continue }
-            let enin = Int64(ENIntervalNumber(unixSeconds: s.time).rawValue)
-            guard enin >= Int64(e.validFrom) - tol, enin < Int64(e.validUntil) + tol else { outside += 1; continue }
-            let ck = MetadataCacheKey(rpi: rk, aem: aem.bytes.withUnsafeBytes { $0.loadUnaligned(as: UInt32.self) })
-            let md: BluetoothMetadata
-            if let m = cache[ck] { md = m } else {
-                md = try GAENKeySchedule.decryptMetadata(aem, rpi: rpi, aemk: aemKeys[e.transmitter][e.key])
-                cache[ck] = md
+        return Prepared(table: table, aemKeys: aemKeys, toleranceIntervals: toleranceIntervals)
+    }
+
+    public struct Prepared: Sendable {
+        let table: [RPIKey: Entry]
+        let aemKeys: [[AssociatedEncryptedMetadataKey]]
+        let toleranceIntervals: Int
+
+        public func match(_ sightings: [SightingRow]) throws -> MatchResult {
+            var cache: [MetadataCacheKey: BluetoothMetadata] = [:]
+            var matches: [MatchedSighting] = []
+            var implausible = 0, outside = 0
+            let tol = Int64(toleranceIntervals)
+            for (i, s) in sightings.enumerated() {
+                guard let rpi = s.rpi, let aem = s.aem, let rssi = s.rssi else { continue }
+                let rk = RPIKey(rpi.bytes)
+                guard let e = table[rk] else { continue }
+                let enin = Int64(ENIntervalNumber(unixSeconds: s.time).rawValue)
+                guard enin >= Int64(e.validFrom) - tol, enin < Int64(e.validUntil) + tol else { outside += 1; continue }
+                let ck = MetadataCacheKey(rpi: rk, aem: aem.bytes.withUnsafeBytes { $0.loadUnaligned(as: UInt32.self) })
+                let md: BluetoothMetadata
+                if let m = cache[ck] { md = m } else {
+                    md = try GAENKeySchedule.decryptMetadata(aem, rpi: rpi, aemk: aemKeys[e.transmitter][e.key])
+                    cache[ck] = md
+                }
+                guard md.isPlausible else { implausible += 1; continue }
+                matches.append(MatchedSighting(sightingIndex: i, transmitter: e.transmitter, txPower: Int(md.txPower),
+                                               calibrationConfidence: md.calibrationConfidence,
+                                               attenuation: Double(md.txPower) - Double(rssi + s.rssiCorrection)))
             }
-            guard md.isPlausible else { implausible += 1; continue }
-            matches.append(MatchedSighting(sightingIndex: i, transmitter: e.transmitter, txPower: Int(md.txPower),
-                                           calibrationConfidence: md.calibrationConfidence,
-                                           attenuation: Double(md.txPower) - Double(rssi + s.rssiCorrection)))
+            return MatchResult(matches: matches, implausibleMetadata: implausible, outsideValidity: outside)
         }
-        return MatchResult(matches: matches, implausibleMetadata: implausible, outsideValidity: outside)
     }
 }
 
 /// The project's matcher (ENProtocol `ExposureMatcher`: a day-partitioned RPI index, keys in
-/// parallel batches) behind the report's interface. Attenuation is computed from the row, so a
-/// fractional `rssi_correction` is kept exactly (the matcher's sighting holds whole dB).
+/// parallel batches) behind the report's interface.
 public struct ProjectMatcher: SightingMatcher {
     public var workers: Int
     public init(workers: Int = ProcessInfo.processInfo.activeProcessorCount) { self.workers = workers }
