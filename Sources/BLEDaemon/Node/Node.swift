@@ -111,6 +111,8 @@ public actor GaenNode: ScheduleEffects {
 
     // Matching (one ProvideDiagnosisKeys at a time).
     var matching = false
+    /// How many of the stored key files the call being matched provided (they come last).
+    var callFiles = 0
 
     /// `clock` and `sync` default to what the settings say (tests pass a manual clock).
     public init(settings: GaendSettings, logger: Logger, clock: (any NodeClock)? = nil, sync: (any ClockSyncSource)? = nil) throws {

@@ -66,67 +66,64 @@ extension GaenNode {
             state.provideCalls += 1
             try saveState()
         }
+        // The same file twice in one call counts once; a file provided again moves to the end
+        // (it is the call's own, and the last occurrence of a key is the one that counts).
+        var unique: [KeyExportFile] = []
+        for f in parsed where !unique.contains(where: { $0.exportBin == f.exportBin }) { unique.append(f) }
         // Keep the files with the earlier ones (export.bin only: the signature was checked).
         do {
             var all = try store.exposureResults(kind: Self.keyFileKind).map { (day: $0.day, payload: $0.payload) }
-            all += parsed.map { (day: UTCDay?.none, payload: $0.exportBin) }
+            all.removeAll { old in unique.contains { $0.exportBin == old.payload } }
+            all += unique.map { (day: UTCDay?.none, payload: $0.exportBin) }
             try store.replaceExposureResults(kind: Self.keyFileKind, with: all, now: clock.wallTime())
         } catch { throw NodeError.storage("\(error)") }
         matching = true
-        return parsed.reduce(0) { $0 + $1.keyCount + $1.revisedKeyCount }
+        callFiles = unique.count
+        return unique.reduce(0) { $0 + $1.keyCount + $1.revisedKeyCount }
     }
 
     /// Matches every provided key against the sightings of the retention period and replaces
-    /// the stored windows. Returns (matched keys, windows). On failure earlier results stay.
+    /// the stored windows. Returns the matched keys and windows of the last call's own files
+    /// (ExposureStateUpdated reports those, not the union). On failure earlier results stay.
     public func runMatching() throws -> (matchedKeys: Int, windows: Int) {
         defer { matching = false }
         let now = clock.wallTime()
-        let scans: [StoredScan]
-        do { scans = try store.scans(from: now - Double(settings.store.retentionDays) * 86_400, to: now + 86_400) } catch {
-            throw NodeError.storage("\(error)")
-        }
-        var log: [ENProtocol.Sighting] = []
-        var scanList: [Scan] = []
-        // Scans stored before the correction was recorded per scan take the current one.
-        let currentCorrection = calibration.rssiCorrection
-        for s in scans {
-            let index = scanList.count
-            scanList.append(Scan(start: s.record.start, end: s.record.end))
-            let correction = s.record.rssiCorrection ?? currentCorrection
-            for r in s.record.sightings {
-                log.append(ENProtocol.Sighting(time: r.time, rpi: r.rpi, aem: r.aem, rssi: Int(r.rssi),
-                                               rssiCorrection: correction, scanIndex: index))
-            }
-        }
-        // Union of every provided key: later files win for the same TEK (revised keys).
-        var order: [TemporaryExposureKey] = []
-        var byKey: [TemporaryExposureKey: DiagnosisKey] = [:]
+        let log: SightingsLog
+        let files: [KeyExportFile]
         do {
-            for stored in try store.exposureResults(kind: Self.keyFileKind) {
-                let file = try KeyExportFile(parsing: stored.payload)
-                for batches in [file.keyBatches(), file.revisedKeyBatches()] {
-                    for batch in batches {
-                        for k in batch {
-                            if byKey[k.key] == nil { order.append(k.key) }
-                            byKey[k.key] = k
-                        }
-                    }
-                }
-            }
-        } catch let e as NodeError { throw e } catch { throw NodeError.storage("\(error)") }
-        let matcher = ExposureMatcher(index: SightingIndex(sightings: log, tableSeed: try SightingIndex.randomTableSeed()), workers: 1)
-        var matches: [Match] = []
-        let keys = order.compactMap { byKey[$0] }
-        for start in stride(from: 0, to: keys.count, by: 1024) {
-            matches += try matcher.match(Array(keys[start..<min(keys.count, start + 1024)])).matches
-        }
-        matches.sort { ($0.sighting.time, $0.sighting.rpiLow) < ($1.sighting.time, $1.sighting.rpiLow) }
-        let windows = try ExposureWindows.compute(matches: matches, scans: scanList, mapping: try dataMapping()).windows
+            log = Self.sightingsLog(try store.scans(from: now - Double(settings.store.retentionDays) * 86_400, to: now + 86_400),
+                                    currentCorrection: calibration.rssiCorrection)
+            files = try store.exposureResults(kind: Self.keyFileKind).map { try KeyExportFile(parsing: $0.payload) }
+        } catch { throw NodeError.storage("\(error)") }
+        let computation = try ExposureComputation(log: log, mapping: try dataMapping(), workers: ProcessInfo.processInfo.activeProcessorCount)
+        let (outcome, windows, _) = try computation.run(files)
+        let first = files.count - min(callFiles, files.count)
+        let own = try computation.windows(outcome.matches(fromFile: first)).windows
         let encoder = JSONEncoder()
         do {
             try store.replaceExposureResults(kind: Self.windowsKind, with: try windows.map { (day: $0.day, payload: try encoder.encode($0)) }, now: now)
         } catch { throw NodeError.storage("\(error)") }
-        return (Set(matches.map(\.key.key)).count, windows.count)
+        return (outcome.matchedKeys(fromFile: first), own.count)
+    }
+
+    /// The stored scans as the one exposure computation reads them, exactly as the sightings
+    /// export writes them (docs/sightings-format.md), so that `gaenctl windows` on an export
+    /// gives the daemon's windows: times in whole milliseconds, every scan (empty ones too),
+    /// each scan's RSSI correction (scans stored before it was recorded take the current one).
+    static func sightingsLog(_ scans: [StoredScan], currentCorrection: Int) -> SightingsLog {
+        func ms(_ t: Double) -> Double { (t * 1000).rounded() / 1000 }
+        var sightings: [ENProtocol.Sighting] = []
+        var list: [Scan] = []
+        for s in scans {
+            let index = list.count
+            list.append(Scan(start: ms(s.record.start), end: ms(s.record.end)))
+            let correction = s.record.rssiCorrection ?? currentCorrection
+            for r in s.record.sightings {
+                sightings.append(ENProtocol.Sighting(time: ms(r.time), rpi: r.rpi, aem: r.aem, rssi: Int(r.rssi),
+                                                     rssiCorrection: correction, scanIndex: index))
+            }
+        }
+        return SightingsLog(sightings: sightings, scans: list, hasScanColumns: true)
     }
 
     public func exposureWindows() throws -> [ExposureWindow] {
