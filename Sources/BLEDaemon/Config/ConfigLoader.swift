@@ -101,7 +101,7 @@ public enum ConfigLoader {
 
         mutating func apply(_ root: Node, to s: inout GaendSettings) throws {
             let top = ["controller", "state_dir", "store_key_file", "bus", "bus_name", "trust", "trial", "time_scale", "clock",
-                       "advertising", "scanning", "store", "calibration", "research", "rate_limits", "watchdog"]
+                       "advertising", "scanning", "store", "calibration", "research", "rate_limits", "watchdog", "callers"]
             for (key, keyNode, v) in try mapping(root, "config") {
                 switch key {
                 case "controller":
@@ -141,7 +141,9 @@ public enum ConfigLoader {
                     for (k, kn, cv) in try mapping(v, key) {
                         switch k {
                         case "require_sync": s.clock.requireSync = try bool(cv, "clock.require_sync")
-                        default: throw unknown(k, kn, prefix: "clock.", known: ["require_sync"])
+                        case "step_bound_hours": s.clock.stepBoundHours = try number(cv, "clock.step_bound_hours", 0.01...24 * 365)
+                        case "step_confirmation_minutes": s.clock.stepConfirmationMinutes = try number(cv, "clock.step_confirmation_minutes", 0.1...7 * 24 * 60)
+                        default: throw unknown(k, kn, prefix: "clock.", known: ["require_sync", "step_bound_hours", "step_confirmation_minutes"])
                         }
                     }
                 case "advertising":
@@ -224,6 +226,14 @@ public enum ConfigLoader {
                         case "scan_stall_seconds": s.watchdog.scanStallSeconds = try number(cv, "watchdog.\(k)", 5...3600)
                         case "controller_silence_seconds": s.watchdog.controllerSilenceSeconds = try number(cv, "watchdog.\(k)", 5...3600)
                         default: throw unknown(k, kn, prefix: "watchdog.", known: ["scan_stall_seconds", "controller_silence_seconds"])
+                        }
+                    }
+                case "callers":
+                    for (k, kn, cv) in try mapping(v, key) {
+                        switch k {
+                        case "io_timeout_seconds": s.callers.ioTimeoutSeconds = try number(cv, "callers.\(k)", 1...3600)
+                        case "calls_in_flight": s.callers.callsInFlight = try integer(cv, "callers.\(k)", 1...64)
+                        default: throw unknown(k, kn, prefix: "callers.", known: ["io_timeout_seconds", "calls_in_flight"])
                         }
                     }
                 default:

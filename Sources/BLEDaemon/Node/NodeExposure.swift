@@ -31,24 +31,16 @@ extension GaenNode {
 
     // MARK: Provide diagnosis keys
 
-    public var provideRemaining: UInt32 {
-        guard settings.rateLimits.enabled else { return UInt32.max }
-        let today = UTCDay(unixSeconds: clock.wallTime()).rawValue
-        let used = state.provideDay == today ? state.provideCalls : 0
-        return UInt32(max(0, settings.rateLimits.provideDiagnosisKeysPerDay - used))
-    }
-
-    /// Parses and verifies every file before anything changes; one bad file rejects the call.
-    /// Returns the number of keys accepted; matching runs afterwards (`runMatching`).
-    public func acceptKeyFiles(_ files: [Data], trust: KeyExportTrustSet) throws -> Int {
-        guard !files.isEmpty else { throw NodeError.invalidArgs("files: give 1 to 16 key files") }
-        guard files.count <= 16 else { throw NodeError.limitExceeded("\(files.count) files in one call; at most 16") }
+    private func checkProvideAllowed() throws {
         guard !matching else { throw NodeError.busy("an earlier ProvideDiagnosisKeys is still being matched") }
         if settings.rateLimits.enabled, provideRemaining == 0 {
             throw NodeError.rateLimited("at most \(settings.rateLimits.provideDiagnosisKeysPerDay) calls per UTC day; resets at 00:00 UTC")
         }
-        var parsed: [KeyExportFile] = []
-        for (n, data) in files.enumerated() {
+    }
+
+    /// Every file parsed and, with trusted keys, its signature verified.
+    static func parseKeyFiles(_ files: [Data], trust: KeyExportTrustSet) throws -> [KeyExportFile] {
+        try files.enumerated().map { n, data in
             let file: KeyExportFile
             do { file = try KeyExportFile(parsing: data) } catch {
                 throw NodeError.invalidKeyFile("file \(n + 1): \(error)")
@@ -58,8 +50,27 @@ extension GaenNode {
                     throw NodeError.untrustedKeyFile("file \(n + 1): \(error)")
                 }
             }
-            parsed.append(file)
+            return file
         }
+    }
+
+    public var provideRemaining: UInt32 {
+        guard settings.rateLimits.enabled else { return UInt32.max }
+        let today = UTCDay(unixSeconds: clock.wallTime()).rawValue
+        let used = state.provideDay == today ? state.provideCalls : 0
+        return UInt32(max(0, settings.rateLimits.provideDiagnosisKeysPerDay - used))
+    }
+
+    /// Parses and verifies every file before anything changes; one bad file rejects the call.
+    /// Returns the number of keys accepted; matching runs afterwards (`runMatching`). Parsing
+    /// (up to 16 files of 16 MiB) runs on a thread of its own, not on the node's executor.
+    public func acceptKeyFiles(_ files: [Data], trust: KeyExportTrustSet) async throws -> Int {
+        guard !files.isEmpty else { throw NodeError.invalidArgs("files: give 1 to 16 key files") }
+        guard files.count <= 16 else { throw NodeError.limitExceeded("\(files.count) files in one call; at most 16") }
+        try checkProvideAllowed()
+        let parsed = try await OwnThread.run("gaend.keyfiles") { _ in try Self.parseKeyFiles(files, trust: trust) }
+        // Checked again: another call may have started matching while these were parsed.
+        try checkProvideAllowed()
         if settings.rateLimits.enabled {
             let today = UTCDay(unixSeconds: clock.wallTime()).rawValue
             if state.provideDay != today { state.provideDay = today; state.provideCalls = 0 }
@@ -85,23 +96,39 @@ extension GaenNode {
     /// Matches every provided key against the sightings of the retention period and replaces
     /// the stored windows. Returns the matched keys and windows of the last call's own files
     /// (ExposureStateUpdated reports those, not the union). On failure earlier results stay.
-    public func runMatching() throws -> (matchedKeys: Int, windows: Int) {
+    public func runMatching() async throws -> (matchedKeys: Int, windows: Int) {
         defer { matching = false }
         let now = clock.wallTime()
+        let inputs = MatchingInputs(store: store, from: now - Double(settings.store.retentionDays) * 86_400, to: now + 86_400, now: now,
+                                    correction: calibration.rssiCorrection, mapping: try dataMapping(), callFiles: callFiles)
+        // Matching is CPU-bound (every core) and reads the store: a thread of its own, never
+        // the node's executor, so rotations and scans go on meanwhile. Cancelled at shutdown.
+        return try await OwnThread.run("gaend.matching") { flag in try Self.match(inputs, cancel: flag) }
+    }
+
+    struct MatchingInputs: Sendable {
+        var store: NodeStore
+        var from: Double, to: Double, now: Double
+        var correction: Int
+        var mapping: DiagnosisKeysDataMapping
+        var callFiles: Int
+    }
+
+    static func match(_ i: MatchingInputs, cancel: CancelFlag) throws -> (matchedKeys: Int, windows: Int) {
         let log: SightingsLog
         let files: [KeyExportFile]
         do {
-            log = Self.sightingsLog(try store.scans(from: now - Double(settings.store.retentionDays) * 86_400, to: now + 86_400),
-                                    currentCorrection: calibration.rssiCorrection)
-            files = try store.exposureResults(kind: Self.keyFileKind).map { try KeyExportFile(parsing: $0.payload) }
+            log = sightingsLog(try i.store.scans(from: i.from, to: i.to), currentCorrection: i.correction)
+            files = try i.store.exposureResults(kind: keyFileKind).map { try KeyExportFile(parsing: $0.payload) }
         } catch { throw NodeError.storage("\(error)") }
-        let computation = try ExposureComputation(log: log, mapping: try dataMapping(), workers: ProcessInfo.processInfo.activeProcessorCount)
-        let (outcome, windows, _) = try computation.run(files)
-        let first = files.count - min(callFiles, files.count)
+        let computation = try ExposureComputation(log: log, mapping: i.mapping, workers: ProcessInfo.processInfo.activeProcessorCount)
+        let (outcome, windows, _) = try computation.run(files, isCancelled: { cancel.isCancelled })
+        let first = files.count - min(i.callFiles, files.count)
         let own = try computation.windows(outcome.matches(fromFile: first)).windows
+        if cancel.isCancelled { throw CancellationError() }
         let encoder = JSONEncoder()
         do {
-            try store.replaceExposureResults(kind: Self.windowsKind, with: try windows.map { (day: $0.day, payload: try encoder.encode($0)) }, now: now)
+            try i.store.replaceExposureResults(kind: windowsKind, with: try windows.map { (day: $0.day, payload: try encoder.encode($0)) }, now: i.now)
         } catch { throw NodeError.storage("\(error)") }
         return (outcome.matchedKeys(fromFile: first), own.count)
     }
@@ -163,20 +190,35 @@ extension GaenNode {
 
     // MARK: Research
 
+    /// What an export needs from the node; the export itself runs off the node's executor.
+    public var exportContext: ExportContext {
+        ExportContext(store: store, currentCorrection: calibration.rssiCorrection, node: settings.research.node, site: settings.research.site)
+    }
+
+    public struct ExportContext: Sendable {
+        var store: NodeStore
+        var currentCorrection: Int
+        var node: String, site: String
+    }
+
     /// Rows of the sightings export (docs/sightings-format.md): one per sighting and one per
-    /// empty scan, oldest first.
+    /// empty scan, oldest first (tests; the D-Bus export runs `writeSightings` on its own thread).
     public func exportSightings(from: Double, to: Double, format: String, write: (Data) throws -> Void) throws -> Int {
+        try Self.writeSightings(exportContext, from: from, to: to, format: format, write: write)
+    }
+
+    public static func writeSightings(_ context: ExportContext, from: Double, to: Double, format: String, write: (Data) throws -> Void) throws -> Int {
         guard format == "csv" || format == "jsonl" else { throw NodeError.invalidArgs("format '\(format)': expected csv or jsonl") }
         let scans: [StoredScan]
-        do { scans = try store.scans(from: from, to: to) } catch { throw NodeError.storage("\(error)") }
+        do { scans = try context.store.scans(from: from, to: to) } catch { throw NodeError.storage("\(error)") }
         // Scans stored before the correction was recorded per scan take the current one.
-        let currentCorrection = calibration.rssiCorrection
-        let node = settings.research.node, site = settings.research.site
+        let currentCorrection = context.currentCorrection
+        let node = context.node, site = context.site
         var rows = 0
         var buffer = ""
         func flush() throws {
             guard !buffer.isEmpty else { return }
-            do { try write(Data(buffer.utf8)) } catch { throw NodeError.writeFailed("\(error)") }
+            do { try write(Data(buffer.utf8)) } catch let e as NodeError { throw e } catch { throw NodeError.writeFailed("\(error)") }
             buffer = ""
         }
         if format == "csv" { buffer += "time,rpi,aem,rssi,scan_start,scan_end,rssi_correction,node,site\n" }
@@ -213,6 +255,9 @@ extension GaenNode {
         return rows
     }
 
+    /// Marker times accepted (Unix seconds, 2000-01-01 to 2200-01-01).
+    static let markerTimes: ClosedRange<Double> = 946_684_800...7_258_118_400
+
     public func addMarker(time: Double, label: String, distance: Double, note: String) throws -> Int64 {
         guard !label.isEmpty, label.utf8.count <= 256 else { throw NodeError.invalidArgs("label: 1 to 256 bytes") }
         guard note.utf8.count <= 4096 else { throw NodeError.invalidArgs("note: at most 4096 bytes") }
@@ -221,7 +266,14 @@ extension GaenNode {
         if time == 0 {
             guard sync.status().isUsable else { throw NodeError.clockUnsynchronised("the clock is not synchronised; give the marker's time") }
             t = clock.wallTime()
-        } else { t = time }
+        } else {
+            // Unix seconds from 2000 to 2200: -1 or INT64_MAX ms are mistakes, and a time the
+            // store's ms columns cannot give back (GetMarkers) must not be accepted.
+            guard (Self.markerTimes).contains(time) else {
+                throw NodeError.invalidArgs("time \(String(format: "%.0f", time * 1000)) ms is outside 2000-01-01...2200-01-01 (Unix ms 946684800000...7258118400000); 0 means now")
+            }
+            t = time
+        }
         do { return try store.addMarker(Marker(time: t, label: label, distanceMeters: distance < 0 ? nil : distance, note: note)) } catch {
             throw NodeError.storage("\(error)")
         }
