@@ -30,6 +30,8 @@ public struct GaendSettings: Sendable, Equatable {
     public var research = ResearchSettings()
     public var rateLimits = RateLimitSettings()
     public var watchdog = WatchdogSettings()
+    /// Every HCI packet to a btsnoop file (`--capture`, `capture:`); nil = no capture.
+    public var capture: CaptureSettings? = nil
 
     public init() {}
 
