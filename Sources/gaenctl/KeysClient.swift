@@ -105,13 +105,33 @@ struct KeysProvide: AsyncParsableCommand {
         guard (1...16).contains(files.count) else { throw ValidationError("give 1 to 16 key files") }
     }
 
+    /// What a file of this mode is, when it is not a regular file.
+    static func notAFile(_ mode: mode_t) -> String? {
+        switch mode & S_IFMT {
+        case S_IFREG: return nil
+        case S_IFIFO: return "a FIFO (named pipe)"
+        case S_IFDIR: return "a directory"
+        case S_IFCHR: return "a character device"
+        case S_IFBLK: return "a block device"
+        case S_IFSOCK: return "a socket"
+        default: return "not a regular file"
+        }
+    }
+
     func run() async throws {
         try await withDaemon("keys provide", bus) { client in
             var fds: [DBusUnixFD] = []
             for path in files {
-                let fd = open(path, O_RDONLY | O_CLOEXEC)
+                // O_NONBLOCK: opening a FIFO must not wait for a writer; only regular files go on.
+                let fd = open(path, O_RDONLY | O_CLOEXEC | O_NONBLOCK)
                 guard fd >= 0 else { throw CommandFailure("\(path): cannot open: \(String(cString: strerror(errno)))") }
-                fds.append(DBusUnixFD(owning: fd))
+                let handle = DBusUnixFD(owning: fd)
+                var st = stat()
+                guard fstat(fd, &st) == 0 else { throw CommandFailure("\(path): cannot stat: \(String(cString: strerror(errno)))") }
+                if let kind = Self.notAFile(st.st_mode) {
+                    throw CommandFailure("\(path): is \(kind), not a key file: give a ZIP or export.bin file")
+                }
+                fds.append(handle)
             }
             let token = "gaenctl-\(getpid())-\(UInt64(Date().timeIntervalSince1970 * 1000))"
             let updates = try await client.exposureStateUpdates()

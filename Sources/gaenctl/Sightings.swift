@@ -100,14 +100,14 @@ struct MarkCommand: AsyncParsableCommand {
     var distance: Double?
     @Option(help: "Free note.")
     var note: String = ""
-    @Option(help: "Time of the marker, Unix seconds (default: now on the node's clock).")
-    var time: Double?
+    @Option(help: ArgumentHelp("Time of the marker, Unix seconds or ISO 8601 (default: now on the node's clock).", valueName: "time"))
+    var time: TimeArgument?
     @Flag(help: "Print JSON: {\"id\"}.")
     var json = false
 
     func run() async throws {
         try await withDaemon("mark", bus) { client in
-            let id = try await client.addMarker(time: Int64((time ?? 0) * 1000), label: label, distance: distance ?? -1, note: note)
+            let id = try await client.addMarker(time: Int64((time?.seconds ?? 0) * 1000), label: label, distance: distance ?? -1, note: note)
             print(json ? JSONValue.object(["id": .int(Int64(id))]).serialized() : "marker \(id) recorded")
         }
     }

@@ -94,8 +94,9 @@ struct Gaend: AsyncParsableCommand {
         do { address = try BusAddress(parsing: settings.bus) } catch { throw fail("bus: \(error)") }
         var trustSet = KeyExportTrustSet()
         for t in settings.trust {
+            let pem: String
+            do { pem = try Self.readSmallText(t.publicKeyFile) } catch { throw fail("trust \(t.keyId): \(t.publicKeyFile): \(error)") }
             do {
-                let pem = try String(contentsOfFile: t.publicKeyFile, encoding: .utf8)
                 trustSet.add(keyId: t.keyId, version: t.keyVersion, key: try P256PublicKey(pem: pem))
             } catch { throw fail("trust \(t.keyId): \(t.publicKeyFile): \(error)") }
         }
@@ -153,6 +154,30 @@ struct Gaend: AsyncParsableCommand {
         await node.shutdown()
         watchdog.cancel()
         logger.info("gaend stopped")
+    }
+
+    struct ReadFailure: Error, CustomStringConvertible { var description: String }
+
+    /// A small text file (a PEM key), with the system's reason when it cannot be read
+    /// ("cannot read: No such file or directory"), not Foundation's error domain dump.
+    static func readSmallText(_ path: String) throws -> String {
+        let fd = open(path, O_RDONLY | O_CLOEXEC)
+        guard fd >= 0 else { throw ReadFailure(description: "cannot read: \(String(cString: strerror(errno)))") }
+        defer { close(fd) }
+        var out = [UInt8]()
+        var buffer = [UInt8](repeating: 0, count: 4096)
+        while true {
+            let n = buffer.withUnsafeMutableBytes { read(fd, $0.baseAddress, $0.count) }
+            if n < 0 {
+                if errno == EINTR { continue }
+                throw ReadFailure(description: "cannot read: \(String(cString: strerror(errno)))")
+            }
+            if n == 0 { break }
+            out += buffer[0..<n]
+            guard out.count <= 1 << 16 else { throw ReadFailure(description: "larger than 64 KiB: not a PEM public key") }
+        }
+        guard let text = String(bytes: out, encoding: .utf8) else { throw ReadFailure(description: "not UTF-8 text: not a PEM public key") }
+        return text
     }
 
     /// Waits for SIGTERM or SIGINT.

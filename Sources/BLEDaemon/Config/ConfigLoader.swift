@@ -101,7 +101,7 @@ public enum ConfigLoader {
 
         mutating func apply(_ root: Node, to s: inout GaendSettings) throws {
             let top = ["controller", "state_dir", "store_key_file", "bus", "bus_name", "trust", "trial", "time_scale", "clock",
-                       "advertising", "scanning", "store", "calibration", "research", "rate_limits", "watchdog", "capture"]
+                       "advertising", "scanning", "store", "calibration", "research", "rate_limits", "watchdog", "callers", "capture"]
             for (key, keyNode, v) in try mapping(root, "config") {
                 switch key {
                 case "controller":
@@ -224,6 +224,14 @@ public enum ConfigLoader {
                         case "scan_stall_seconds": s.watchdog.scanStallSeconds = try number(cv, "watchdog.\(k)", 5...3600)
                         case "controller_silence_seconds": s.watchdog.controllerSilenceSeconds = try number(cv, "watchdog.\(k)", 5...3600)
                         default: throw unknown(k, kn, prefix: "watchdog.", known: ["scan_stall_seconds", "controller_silence_seconds"])
+                        }
+                    }
+                case "callers":
+                    for (k, kn, cv) in try mapping(v, key) {
+                        switch k {
+                        case "io_timeout_seconds": s.callers.ioTimeoutSeconds = try number(cv, "callers.\(k)", 1...3600)
+                        case "calls_in_flight": s.callers.callsInFlight = try integer(cv, "callers.\(k)", 1...64)
+                        default: throw unknown(k, kn, prefix: "callers.", known: ["io_timeout_seconds", "calls_in_flight"])
                         }
                     }
                 case "capture":

@@ -30,6 +30,7 @@ public struct GaendSettings: Sendable, Equatable {
     public var research = ResearchSettings()
     public var rateLimits = RateLimitSettings()
     public var watchdog = WatchdogSettings()
+    public var callers = CallerSettings()
     /// Every HCI packet to a btsnoop file (`--capture`, `capture:`); nil = no capture.
     public var capture: CaptureSettings? = nil
 
@@ -164,4 +165,14 @@ public struct WatchdogSettings: Sendable, Equatable {
     public var scanStallSeconds: Double = 30
     /// Restart the controller when it has not answered anything for this long.
     public var controllerSilenceSeconds: Double = 60
+}
+
+/// Limits on what a D-Bus caller can make the node wait for (docs/dbus.md, "Descriptors").
+public struct CallerSettings: Sendable, Equatable {
+    /// A descriptor a caller passes (key files in, exports out) that moves no byte for this
+    /// long fails the call with org.gaend.Error.Timeout; a key file must also be read whole
+    /// within it. Below gaenctl's 25 s reply timeout, so its callers see the error, not NoReply.
+    public var ioTimeoutSeconds: Double = 20
+    /// Calls passing descriptors one uid may have in flight at once.
+    public var callsInFlight: Int = 4
 }

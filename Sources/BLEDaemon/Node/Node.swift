@@ -16,6 +16,8 @@ public enum NodeError: Error, CustomStringConvertible, DBusErrorConvertible {
     case clockUnsynchronised(String)
     case storage(String)
     case writeFailed(String)
+    /// A caller's descriptor moved no data within the limit (docs/dbus.md, "Descriptors").
+    case timeout(String)
     case invalidArgs(String)
     case internalFailure(String)
 
@@ -34,6 +36,7 @@ public enum NodeError: Error, CustomStringConvertible, DBusErrorConvertible {
         case .clockUnsynchronised(let m): return DBusNamedError(name: E.clockUnsynchronised, message: m)
         case .storage(let m): return DBusNamedError(name: E.storageError, message: m)
         case .writeFailed(let m): return DBusNamedError(name: E.writeFailed, message: m)
+        case .timeout(let m): return DBusNamedError(name: E.timeout, message: m)
         case .invalidArgs(let m): return DBusNamedError(name: E.invalidArgs, message: m)
         case .internalFailure(let m): return DBusNamedError(name: E.failed, message: m)
         }
@@ -109,6 +112,17 @@ public actor GaenNode: ScheduleEffects {
 
     // Matching (one ProvideDiagnosisKeys at a time).
     var matching = false
+    /// How many of the stored key files the call being matched provided (they come last).
+    var callFiles = 0
+    /// The matching run in progress: cancelled and awaited at shutdown, before the store closes.
+    private var matchingTask: Task<Void, Never>?
+
+    /// Starts matching the accepted files (see `runMatching`) and reports its end.
+    public func beginMatching(report: @escaping @Sendable (Result<(matchedKeys: Int, windows: Int), Error>) async -> Void) {
+        matchingTask = Task {
+            do { await report(.success(try await self.runMatching())) } catch { await report(.failure(error)) }
+        }
+    }
 
     /// `clock` and `sync` default to what the settings say (tests pass a manual clock).
     public init(settings: GaendSettings, logger: Logger, clock: (any NodeClock)? = nil, sync: (any ClockSyncSource)? = nil) throws {
@@ -152,6 +166,12 @@ public actor GaenNode: ScheduleEffects {
     /// Stops the schedule (recording the scan in progress, advertising off), the controller
     /// and flushes and closes the store.
     public func shutdown() async {
+        // Matching first: it reads and writes the store that closes last.
+        if let task = matchingTask {
+            task.cancel()
+            await task.value
+            matchingTask = nil
+        }
         await stopSchedule()
         controllerTask?.cancel()
         await controllerTask?.value
