@@ -141,7 +141,9 @@ public enum ConfigLoader {
                     for (k, kn, cv) in try mapping(v, key) {
                         switch k {
                         case "require_sync": s.clock.requireSync = try bool(cv, "clock.require_sync")
-                        default: throw unknown(k, kn, prefix: "clock.", known: ["require_sync"])
+                        case "step_bound_hours": s.clock.stepBoundHours = try number(cv, "clock.step_bound_hours", 0.01...24 * 365)
+                        case "step_confirmation_minutes": s.clock.stepConfirmationMinutes = try number(cv, "clock.step_confirmation_minutes", 0.1...7 * 24 * 60)
+                        default: throw unknown(k, kn, prefix: "clock.", known: ["require_sync", "step_bound_hours", "step_confirmation_minutes"])
                         }
                     }
                 case "advertising":
