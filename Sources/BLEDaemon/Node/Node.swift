@@ -82,6 +82,8 @@ public actor GaenNode: ScheduleEffects {
     let statePath: String
     var state: NodeState
     private let controllerAddress: ControllerAddress
+    /// The HCI capture (`--capture`), shared by every reconnect.
+    private let capture: BTSnoopWriter?
     private var observer: (any NodeObserver)?
 
     // Radio, present while a controller session is up.
@@ -149,6 +151,9 @@ public actor GaenNode: ScheduleEffects {
             }
         }
         state = loaded
+        do { capture = try s.capture.map { try BTSnoopWriter(settings: $0) } } catch {
+            throw NodeError.invalidArgs("capture \(s.capture?.path ?? ""): \(error)")
+        }
         let key = try StoreKey.load(keyFile: s.storeKeyFile)
         store = try NodeStore(configuration: StoreConfiguration(settings: s), key: key, logger: logger)
         clockUsable = self.sync.status().isUsable
@@ -182,6 +187,7 @@ public actor GaenNode: ScheduleEffects {
         controllerTask = nil
         if let session { await session.stop() }
         session = nil
+        capture?.close()
         do {
             _ = try store.flushPending()
             try store.close()
@@ -293,7 +299,8 @@ public actor GaenNode: ScheduleEffects {
         while !Task.isCancelled {
             var configuration = HCISessionConfiguration()
             configuration.reconnectAttemptLimit = 20
-            let s = HCIControllerSession(connector: SystemTransportConnector(address: controllerAddress),
+            let plain = SystemTransportConnector(address: controllerAddress)
+            let s = HCIControllerSession(connector: capture.map { CapturingConnector(plain, writer: $0) } ?? plain,
                                          configuration: configuration, logger: logger)
             do {
                 _ = try await s.start()
