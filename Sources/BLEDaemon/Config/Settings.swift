@@ -31,6 +31,8 @@ public struct GaendSettings: Sendable, Equatable {
     public var rateLimits = RateLimitSettings()
     public var watchdog = WatchdogSettings()
     public var callers = CallerSettings()
+    /// Every HCI packet to a btsnoop file (`--capture`, `capture:`); nil = no capture.
+    public var capture: CaptureSettings? = nil
 
     public init() {}
 
@@ -77,6 +79,11 @@ public struct TrustedKeySetting: Sendable, Equatable {
 public struct ClockSettings: Sendable, Equatable {
     /// No advertising or sighting timestamps until the system clock is synchronised.
     public var requireSync: Bool = true
+    /// A synchronised clock that jumps further ahead than this of the latest time that has
+    /// held is suspect: retention waits until the new time has held (docs/schedule.md).
+    public var stepBoundHours: Double = 24
+    /// How long a suspect time must hold (monotonic minutes) before retention follows it.
+    public var stepConfirmationMinutes: Double = 60
 }
 
 public struct AdvertisingSettings: Sendable, Equatable {
