@@ -43,11 +43,14 @@ let package = Package(
         .target(name: "GaenClient", dependencies: ["DBusCore"]),
         // The few Linux calls Swift cannot make comfortably (HCI user channel, ioctls, termios).
         .target(name: "HCIShim", path: "Sources/HCIShim"),
+        // The matcher's AES (AES-NI/VAES/ARMv8, chosen at run time) and lockstep HKDF (SHA-NI):
+        // a benchmark proved the need (GaenBench match; see the header). OpenSSL stays the portable path.
+        .target(name: "CGaenCrypto", path: "Sources/CGaenCrypto"),
         // Pure GAEN protocol: no I/O, no clock, no globals.
         .target(
             name: "ENProtocol",
             dependencies: [
-                "COpenSSL",
+                "COpenSSL", "CGaenCrypto",
                 .product(name: "SwiftProtobuf", package: "swift-protobuf"),
                 .product(name: "ZIPFoundation", package: "ZIPFoundation"),
                 .product(name: "CSV", package: "CSV.swift"),
@@ -94,14 +97,14 @@ let package = Package(
         // The entry point shared by the fuzz targets (libFuzzer driver or corpus replay).
         .target(name: "FuzzSupport"),
         // Benchmarks print figures; they are not tests (run: scripts/bench.sh).
-        .executableTarget(name: "GaenBench", dependencies: ["ENProtocol", "HCIProtocol", "BLEDaemon", "COpenSSL", "TrialKit"]),
+        .executableTarget(name: "GaenBench", dependencies: ["ENProtocol", "HCIProtocol", "BLEDaemon", "COpenSSL", "CGaenCrypto", "TrialKit"]),
         // Fuzz target for the key-file reader (tools/fuzz/run.sh FuzzKeyFile SECONDS).
         .executableTarget(name: "FuzzKeyFile", dependencies: ["ENProtocol", "FuzzSupport"]),
         // Fuzz target for the sightings-file reader (tools/fuzz/run.sh FuzzSightingsFile SECONDS).
         .executableTarget(name: "FuzzSightingsFile", dependencies: ["ENProtocol", "FuzzSupport"]),
         .testTarget(
             name: "ENProtocolTests",
-            dependencies: ["ENProtocol"],
+            dependencies: ["ENProtocol", "CGaenCrypto"],
             resources: [.copy("Fixtures")]
         ),
         .testTarget(name: "HCIProtocolTests", dependencies: ["HCIProtocol"]),
