@@ -118,11 +118,14 @@ public actor GaenNode: ScheduleEffects {
     var matching = false
     /// How many of the stored key files the call being matched provided (they come last).
     var callFiles = 0
+    /// Provided key files, parsed once (matching does not parse them again).
+    public nonisolated let keyFiles = KeyFileCache()
     /// The matching run in progress: cancelled and awaited at shutdown, before the store closes.
     private var matchingTask: Task<Void, Never>?
 
     /// Starts matching the accepted files (see `runMatching`) and reports its end.
     public func beginMatching(report: @escaping @Sendable (Result<(matchedKeys: Int, windows: Int), Error>) async -> Void) {
+        logger.info("matching started", metadata: ["files.call": "\(callFiles)"])
         matchingTask = Task {
             do { await report(.success(try await self.runMatching())) } catch { await report(.failure(error)) }
         }
@@ -372,6 +375,15 @@ public actor GaenNode: ScheduleEffects {
     // MARK: Schedule effects
 
     public func perform(_ action: ScheduleAction, at reading: ClockReading) async {
+        // How long after the schedule read the clock the node got to act (node seconds): work
+        // that held the node up (it must not: matching, exports and caller I/O run beside it)
+        // shows here. A second late is a fault worth a warning; every delay is at debug level.
+        let delay = clock.monotonicTime().seconds - reading.monotonic
+        if delay > 1 {
+            logger.warning("schedule action ran late", metadata: ["action": "\(action)", "late.seconds": "\(String(format: "%.3f", delay))"])
+        } else {
+            logger.debug("schedule action", metadata: ["action": "\(action)", "late.seconds": "\(String(format: "%.3f", delay))"])
+        }
         if clockUsable != reading.synchronized {
             clockUsable = reading.synchronized
             await notifyStatus()
