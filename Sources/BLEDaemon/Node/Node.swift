@@ -16,6 +16,8 @@ public enum NodeError: Error, CustomStringConvertible, DBusErrorConvertible {
     case clockUnsynchronised(String)
     case storage(String)
     case writeFailed(String)
+    /// A caller's descriptor moved no data within the limit (docs/dbus.md, "Descriptors").
+    case timeout(String)
     case invalidArgs(String)
     case internalFailure(String)
 
@@ -34,6 +36,7 @@ public enum NodeError: Error, CustomStringConvertible, DBusErrorConvertible {
         case .clockUnsynchronised(let m): return DBusNamedError(name: E.clockUnsynchronised, message: m)
         case .storage(let m): return DBusNamedError(name: E.storageError, message: m)
         case .writeFailed(let m): return DBusNamedError(name: E.writeFailed, message: m)
+        case .timeout(let m): return DBusNamedError(name: E.timeout, message: m)
         case .invalidArgs(let m): return DBusNamedError(name: E.invalidArgs, message: m)
         case .internalFailure(let m): return DBusNamedError(name: E.failed, message: m)
         }
@@ -79,6 +82,8 @@ public actor GaenNode: ScheduleEffects {
     let statePath: String
     var state: NodeState
     private let controllerAddress: ControllerAddress
+    /// The HCI capture (`--capture`), shared by every reconnect.
+    private let capture: BTSnoopWriter?
     private var observer: (any NodeObserver)?
 
     // Radio, present while a controller session is up.
@@ -104,9 +109,27 @@ public actor GaenNode: ScheduleEffects {
     private(set) var sightings: UInt64 = 0
     private(set) var lastScanEnd: Double?
     private var clockUsable = false
+    /// The wall time that has held, for retention (HeldTime, docs/schedule.md).
+    private var heldTime: HeldTime
+    /// Set while the clock says a day whose key is gone (it was stepped back): off air.
+    private var retiredDay: UTCDay?
 
     // Matching (one ProvideDiagnosisKeys at a time).
     var matching = false
+    /// How many of the stored key files the call being matched provided (they come last).
+    var callFiles = 0
+    /// Provided key files, parsed once (matching does not parse them again).
+    public nonisolated let keyFiles = KeyFileCache()
+    /// The matching run in progress: cancelled and awaited at shutdown, before the store closes.
+    private var matchingTask: Task<Void, Never>?
+
+    /// Starts matching the accepted files (see `runMatching`) and reports its end.
+    public func beginMatching(report: @escaping @Sendable (Result<(matchedKeys: Int, windows: Int), Error>) async -> Void) {
+        logger.info("matching started", metadata: ["files.call": "\(callFiles)"])
+        matchingTask = Task {
+            do { await report(.success(try await self.runMatching())) } catch { await report(.failure(error)) }
+        }
+    }
 
     /// `clock` and `sync` default to what the settings say (tests pass a manual clock).
     public init(settings: GaendSettings, logger: Logger, clock: (any NodeClock)? = nil, sync: (any ClockSyncSource)? = nil) throws {
@@ -131,9 +154,16 @@ public actor GaenNode: ScheduleEffects {
             }
         }
         state = loaded
+        do { capture = try s.capture.map { try BTSnoopWriter(settings: $0) } } catch {
+            throw NodeError.invalidArgs("capture \(s.capture?.path ?? ""): \(error)")
+        }
         let key = try StoreKey.load(keyFile: s.storeKeyFile)
         store = try NodeStore(configuration: StoreConfiguration(settings: s), key: key, logger: logger)
         clockUsable = self.sync.status().isUsable
+        do {
+            heldTime = HeldTime(highWater: try store.highWaterMark(), stepBound: s.clock.stepBoundHours * 3_600,
+                                confirmation: s.clock.stepConfirmationMinutes * 60)
+        } catch { throw NodeError.storage("cannot read the store's clock mark: \(error)") }
     }
 
     public func setObserver(_ observer: any NodeObserver) { self.observer = observer }
@@ -147,12 +177,20 @@ public actor GaenNode: ScheduleEffects {
     /// Stops the schedule (recording the scan in progress, advertising off), the controller
     /// and flushes and closes the store.
     public func shutdown() async {
+        // Matching first: it reads and writes the store that closes last.
+        if let task = matchingTask {
+            task.cancel()
+            await task.value
+            matchingTask = nil
+        }
         await stopSchedule()
+        if let mark = heldTime.highWater { try? store.raiseHighWaterMark(to: mark) }
         controllerTask?.cancel()
         await controllerTask?.value
         controllerTask = nil
         if let session { await session.stop() }
         session = nil
+        capture?.close()
         do {
             _ = try store.flushPending()
             try store.close()
@@ -220,7 +258,7 @@ public actor GaenNode: ScheduleEffects {
     var statusList: [String] {
         var list: [String] = []
         if !state.enabled { list.append(GaendStatus.inactive) }
-        if !clockUsable { list.append(GaendStatus.clockUnsynchronised) }
+        if !clockUsable { list.append(GaendStatus.clockUnsynchronised) } else if heldTime.suspect || retiredDay != nil { list.append(GaendStatus.clockSuspect) }
         if session == nil || controllerStatus != GaendStatus.active { list.append(controllerStatus) }
         if store.isFull { list.append(GaendStatus.storageFull) } else if storageProblem != nil { list.append(GaendStatus.storageError) }
         if list.isEmpty { list.append(GaendStatus.active) }
@@ -264,7 +302,8 @@ public actor GaenNode: ScheduleEffects {
         while !Task.isCancelled {
             var configuration = HCISessionConfiguration()
             configuration.reconnectAttemptLimit = 20
-            let s = HCIControllerSession(connector: SystemTransportConnector(address: controllerAddress),
+            let plain = SystemTransportConnector(address: controllerAddress)
+            let s = HCIControllerSession(connector: capture.map { CapturingConnector(plain, writer: $0) } ?? plain,
                                          configuration: configuration, logger: logger)
             do {
                 _ = try await s.start()
@@ -336,10 +375,20 @@ public actor GaenNode: ScheduleEffects {
     // MARK: Schedule effects
 
     public func perform(_ action: ScheduleAction, at reading: ClockReading) async {
+        // How long after the schedule read the clock the node got to act (node seconds): work
+        // that held the node up (it must not: matching, exports and caller I/O run beside it)
+        // shows here. A second late is a fault worth a warning; every delay is at debug level.
+        let delay = clock.monotonicTime().seconds - reading.monotonic
+        if delay > 1 {
+            logger.warning("schedule action ran late", metadata: ["action": "\(action)", "late.seconds": "\(String(format: "%.3f", delay))"])
+        } else {
+            logger.debug("schedule action", metadata: ["action": "\(action)", "late.seconds": "\(String(format: "%.3f", delay))"])
+        }
         if clockUsable != reading.synchronized {
             clockUsable = reading.synchronized
             await notifyStatus()
         }
+        if reading.synchronized { await observeHeldTime(reading) }
         switch action {
         case .rotate(let slot): await rotate(slot, now: reading.wall)
         case .stopAdvertising:
@@ -351,11 +400,46 @@ public actor GaenNode: ScheduleEffects {
         }
     }
 
+    /// Follows the wall clock into the held-time mark; says so when it becomes or stops being
+    /// suspect.
+    private func observeHeldTime(_ reading: ClockReading) async {
+        let wasSuspect = heldTime.suspect
+        _ = heldTime.observe(wall: reading.wall, monotonic: reading.monotonic)
+        guard heldTime.suspect != wasSuspect else { return }
+        if heldTime.suspect {
+            logger.warning("the clock jumped far ahead of the latest time that held: retention waits until the new time holds",
+                           metadata: ["clock.wall": "\(reading.wall)", "clock.heldTime": "\(heldTime.highWater ?? 0)",
+                                      "clock.confirmationMinutes": "\(settings.clock.stepConfirmationMinutes)"])
+        } else {
+            logger.notice("the clock's new time has held (or came back): retention follows it",
+                          metadata: ["clock.heldTime": "\(heldTime.highWater ?? 0)"])
+        }
+        await notifyStatus()
+    }
+
     private func rotate(_ slot: AdvertisingSlot, now: Double) async {
-        _ = try? store.applyRetention(now: now)
+        if let mark = heldTime.highWater {
+            do { try store.raiseHighWaterMark(to: mark) } catch {
+                logger.warning("cannot store the clock mark", metadata: ["error": "\(error)"])
+            }
+        }
+        _ = try? store.applyRetention(now: heldTime.trustedNow(wall: now))
         let tek: TemporaryExposureKey
         do {
             tek = try store.key(for: slot.day, now: now)
+            retiredDay = nil
+        } catch StoreError.keyDayRetired(let day) {
+            // The clock went back into a day whose key is gone: advertising another day's RPI
+            // would be wrong and a second key for the day is never made, so go off air.
+            if retiredDay == nil {
+                logger.error("\(StoreError.keyDayRetired(day: day))")
+            }
+            retiredDay = slot.day
+            advertisingWanted = false
+            currentBeacon = nil
+            try? await advertiser?.stop()
+            await notifyStatus()
+            return
         } catch {
             // Keep what is on air: a node that cannot store a new day's key must not
             // advertise a key it could not report later.

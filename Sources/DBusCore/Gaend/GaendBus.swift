@@ -19,6 +19,9 @@ public enum GaendStatus {
     public static let controllerError = "controller-error"
     public static let storageError = "storage-error"
     public static let storageFull = "storage-full"
-    public static let all = [active, inactive, clockUnsynchronised, controllerMissing, controllerError,
+    /// The synchronised clock jumped far ahead of the latest time that has held; retention
+    /// waits until the new time has held (docs/schedule.md).
+    public static let clockSuspect = "clock-suspect"
+    public static let all = [active, inactive, clockUnsynchronised, clockSuspect, controllerMissing, controllerError,
                              storageError, storageFull]
 }
