@@ -2,6 +2,7 @@ import ArgumentParser
 import DBusCore
 import ENProtocol
 import Foundation
+import TrialKit
 import GaenClient
 
 /// `gaenctl keys history`: the node's own TEKs (authorized callers only), printed or written
@@ -56,7 +57,7 @@ struct KeysHistory: AsyncParsableCommand {
                 let end = keys.map { UInt64($0.rollingStartIntervalNumber.rawValue) + UInt64($0.rollingPeriod) }.max() ?? 0
                 let header = KeyExportHeader(startTimestamp: start * 600, endTimestamp: end * 600, region: region)
                 let zip = try KeyExportWriter.signedArchive(header: header, keys: keys, signingKey: signer, keyId: keyId, keyVersion: keyVersion)
-                do { try zip.write(to: URL(fileURLWithPath: output), options: .atomic) } catch {
+                do { try AtomicOutputFile.write(zip, to: output) } catch {
                     throw CommandFailure("cannot write \(output): \(error.localizedDescription)")
                 }
                 printError("gaenctl keys history: wrote \(output): \(keys.count) keys, signed as \(keyId):\(keyVersion)")

@@ -1,6 +1,7 @@
 import ArgumentParser
 import DBusCore
 import Foundation
+import TrialKit
 import GaenClient
 
 /// `gaenctl sightings watch|export`: raw sightings from gaend's research interface.
@@ -69,16 +70,19 @@ struct SightingsExport: AsyncParsableCommand {
 
     func run() async throws {
         try await withDaemon("sightings export", bus) { client in
-            let fd: Int32
+            let rows: Int
             if let output = range.output {
-                fd = open(output, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0o600)
-                guard fd >= 0 else { throw CommandFailure("cannot write \(output): \(String(cString: strerror(errno)))") }
+                // gaend writes into a temporary file that replaces `output` only once the export
+                // succeeded: a failed export leaves an existing file byte for byte.
+                rows = try await AtomicOutputFile.with(path: output, mode: 0o600) { out in
+                    let fd = dup(out.descriptor)
+                    guard fd >= 0 else { throw CommandFailure("cannot write \(output): \(String(cString: strerror(errno)))") }
+                    return Int(try await client.exportSightings(to: DBusUnixFD(owning: fd), from: range.fromMs, to: range.toMs, format: format))
+                }
             } else {
                 fflush(nil)
-                fd = dup(1)
+                rows = Int(try await client.exportSightings(to: DBusUnixFD(owning: dup(1)), from: range.fromMs, to: range.toMs, format: format))
             }
-            let file = DBusUnixFD(owning: fd)
-            let rows = try await client.exportSightings(to: file, from: range.fromMs, to: range.toMs, format: format)
             printError("gaenctl sightings export: \(rows) rows\(range.output.map { " written to \($0)" } ?? "")")
         }
     }

@@ -33,6 +33,8 @@ struct Gaend: AsyncParsableCommand {
     var timeScale: Double?
     @Flag(help: "Advertise and scan without a synchronised system clock.")
     var ignoreClockSync = false
+    @Option(help: ArgumentHelp("Write every HCI packet, both directions, to FILE as btsnoop (btmon -r, Wireshark); rotated to FILE.1 at 16 MiB.", valueName: "FILE"))
+    var capture: String?
     @Option(help: "Log level: trace, debug, info, notice, warning, error, critical.")
     var logLevel: String = "info"
 
@@ -58,12 +60,23 @@ struct Gaend: AsyncParsableCommand {
             s.timeScale = timeScale
         }
         if ignoreClockSync { s.clock.requireSync = false }
+        if let capture {
+            var c = s.capture ?? CaptureSettings(path: capture)
+            c.path = capture
+            s.capture = c
+        }
         return s
     }
 
     func run() async throws {
         guard let level = Logger.Level(rawValue: logLevel) else { throw ValidationError("--log-level: unknown level '\(logLevel)'") }
+        let journal = JournalLogHandler.standardErrorIsJournal()
         LoggingSystem.bootstrap { label in
+            if journal {
+                var h = JournalLogHandler(label: label)
+                h.logLevel = level
+                return h
+            }
             var h = StreamLogHandler.standardError(label: label)
             h.logLevel = level
             return h
@@ -71,7 +84,7 @@ struct Gaend: AsyncParsableCommand {
         let logger = Logger(label: "gaend")
         // One plain line on stderr (the journal keeps it), no log decoration: scripts match it.
         func fail(_ message: String) -> ExitCode {
-            FileHandle.standardError.write(Data("gaend: \(message)\n".utf8))
+            FileHandle.standardError.write(Data("\(journal ? "<3>" : "")gaend: \(message)\n".utf8))
             return ExitCode(1)
         }
 

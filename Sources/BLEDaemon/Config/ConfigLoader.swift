@@ -101,7 +101,7 @@ public enum ConfigLoader {
 
         mutating func apply(_ root: Node, to s: inout GaendSettings) throws {
             let top = ["controller", "state_dir", "store_key_file", "bus", "bus_name", "trust", "trial", "time_scale", "clock",
-                       "advertising", "scanning", "store", "calibration", "research", "rate_limits", "watchdog", "callers"]
+                       "advertising", "scanning", "store", "calibration", "research", "rate_limits", "watchdog", "callers", "capture"]
             for (key, keyNode, v) in try mapping(root, "config") {
                 switch key {
                 case "controller":
@@ -236,6 +236,19 @@ public enum ConfigLoader {
                         default: throw unknown(k, kn, prefix: "callers.", known: ["io_timeout_seconds", "calls_in_flight"])
                         }
                     }
+                case "capture":
+                    if v.null != nil { s.capture = nil; break }
+                    var c = CaptureSettings(path: "")
+                    for (k, kn, cv) in try mapping(v, "capture") {
+                        switch k {
+                        case "file": c.path = try string(cv, "capture.file")
+                        case "max_size_mb": c.maxBytes = try integer(cv, "capture.max_size_mb", 1...4096) << 20
+                        case "keep": c.keep = try integer(cv, "capture.keep", 0...100)
+                        default: throw unknown(k, kn, prefix: "capture.", known: ["file", "max_size_mb", "keep"])
+                        }
+                    }
+                    guard !c.path.isEmpty else { throw ConfigError.invalid(setting: "capture", reason: "capture.file is required") }
+                    s.capture = c
                 default:
                     throw unknown(key, keyNode, prefix: "", known: top)
                 }

@@ -31,6 +31,8 @@ public struct GaendSettings: Sendable, Equatable {
     public var rateLimits = RateLimitSettings()
     public var watchdog = WatchdogSettings()
     public var callers = CallerSettings()
+    /// Every HCI packet to a btsnoop file (`--capture`, `capture:`); nil = no capture.
+    public var capture: CaptureSettings? = nil
 
     public init() {}
 

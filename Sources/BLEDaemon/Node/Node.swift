@@ -86,6 +86,8 @@ public actor GaenNode: ScheduleEffects {
     let statePath: String
     var state: NodeState
     private let controllerAddress: ControllerAddress
+    /// The HCI capture (`--capture`), shared by every reconnect.
+    private let capture: BTSnoopWriter?
     private var observer: (any NodeObserver)?
 
     // Radio, present while a controller session is up.
@@ -120,11 +122,14 @@ public actor GaenNode: ScheduleEffects {
     var matching = false
     /// How many of the stored key files the call being matched provided (they come last).
     var callFiles = 0
+    /// Provided key files, parsed once (matching does not parse them again).
+    public nonisolated let keyFiles = KeyFileCache()
     /// The matching run in progress: cancelled and awaited at shutdown, before the store closes.
     private var matchingTask: Task<Void, Never>?
 
     /// Starts matching the accepted files (see `runMatching`) and reports its end.
     public func beginMatching(report: @escaping @Sendable (Result<(matchedKeys: Int, windows: Int), Error>) async -> Void) {
+        logger.info("matching started", metadata: ["files.call": "\(callFiles)"])
         matchingTask = Task {
             do { await report(.success(try await self.runMatching())) } catch { await report(.failure(error)) }
         }
@@ -153,6 +158,9 @@ public actor GaenNode: ScheduleEffects {
             }
         }
         state = loaded
+        do { capture = try s.capture.map { try BTSnoopWriter(settings: $0) } } catch {
+            throw NodeError.invalidArgs("capture \(s.capture?.path ?? ""): \(error)")
+        }
         let key = try StoreKey.load(keyFile: s.storeKeyFile)
         store = try NodeStore(configuration: StoreConfiguration(settings: s), key: key, logger: logger)
         clockUsable = self.sync.status().isUsable
@@ -186,6 +194,7 @@ public actor GaenNode: ScheduleEffects {
         controllerTask = nil
         if let session { await session.stop() }
         session = nil
+        capture?.close()
         do {
             _ = try store.flushPending()
             try store.close()
@@ -298,7 +307,8 @@ public actor GaenNode: ScheduleEffects {
         while !Task.isCancelled {
             var configuration = HCISessionConfiguration()
             configuration.reconnectAttemptLimit = 20
-            let s = HCIControllerSession(connector: SystemTransportConnector(address: controllerAddress),
+            let plain = SystemTransportConnector(address: controllerAddress)
+            let s = HCIControllerSession(connector: capture.map { CapturingConnector(plain, writer: $0) } ?? plain,
                                          configuration: configuration, logger: logger)
             do {
                 _ = try await s.start()
@@ -370,6 +380,15 @@ public actor GaenNode: ScheduleEffects {
     // MARK: Schedule effects
 
     public func perform(_ action: ScheduleAction, at reading: ClockReading) async {
+        // How long after the schedule read the clock the node got to act (node seconds): work
+        // that held the node up (it must not: matching, exports and caller I/O run beside it)
+        // shows here. A second late is a fault worth a warning; every delay is at debug level.
+        let delay = clock.monotonicTime().seconds - reading.monotonic
+        if delay > 1 {
+            logger.warning("schedule action ran late", metadata: ["action": "\(action)", "late.seconds": "\(String(format: "%.3f", delay))"])
+        } else {
+            logger.debug("schedule action", metadata: ["action": "\(action)", "late.seconds": "\(String(format: "%.3f", delay))"])
+        }
         if clockUsable != reading.synchronized {
             clockUsable = reading.synchronized
             await notifyStatus()

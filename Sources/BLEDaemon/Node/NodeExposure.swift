@@ -88,6 +88,7 @@ extension GaenNode {
             all += unique.map { (day: UTCDay?.none, payload: $0.exportBin) }
             try store.replaceExposureResults(kind: Self.keyFileKind, with: all, now: clock.wallTime())
         } catch { throw NodeError.storage("\(error)") }
+        for f in unique { keyFiles.insert(f) }
         matching = true
         callFiles = unique.count
         return unique.reduce(0) { $0 + $1.keyCount + $1.revisedKeyCount }
@@ -100,7 +101,8 @@ extension GaenNode {
         defer { matching = false }
         let now = clock.wallTime()
         let inputs = MatchingInputs(store: store, from: now - Double(settings.store.retentionDays) * 86_400, to: now + 86_400, now: now,
-                                    correction: calibration.rssiCorrection, mapping: try dataMapping(), callFiles: callFiles)
+                                    correction: calibration.rssiCorrection, mapping: try dataMapping(), callFiles: callFiles,
+                                    keyFiles: keyFiles)
         // Matching is CPU-bound (every core) and reads the store: a thread of its own, never
         // the node's executor, so rotations and scans go on meanwhile. Cancelled at shutdown.
         return try await OwnThread.run("gaend.matching") { flag in try Self.match(inputs, cancel: flag) }
@@ -112,6 +114,7 @@ extension GaenNode {
         var correction: Int
         var mapping: DiagnosisKeysDataMapping
         var callFiles: Int
+        var keyFiles: KeyFileCache
     }
 
     static func match(_ i: MatchingInputs, cancel: CancelFlag) throws -> (matchedKeys: Int, windows: Int) {
@@ -119,7 +122,7 @@ extension GaenNode {
         let files: [KeyExportFile]
         do {
             log = sightingsLog(try i.store.scans(from: i.from, to: i.to), currentCorrection: i.correction)
-            files = try i.store.exposureResults(kind: keyFileKind).map { try KeyExportFile(parsing: $0.payload) }
+            files = try i.keyFiles.files(for: i.store.exposureResults(kind: keyFileKind).map(\.payload))
         } catch { throw NodeError.storage("\(error)") }
         let computation = try ExposureComputation(log: log, mapping: i.mapping, workers: ProcessInfo.processInfo.activeProcessorCount)
         let (outcome, windows, _) = try computation.run(files, isCancelled: { cancel.isCancelled })

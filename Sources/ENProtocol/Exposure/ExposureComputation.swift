@@ -1,3 +1,4 @@
+import Dispatch
 import Foundation
 
 /// The one exposure computation: key files + a sightings log + a data mapping -> matches ->
@@ -62,8 +63,13 @@ public struct ExposureComputation: Sendable {
         var found: [(match: Match, sequence: Int)] = []
         var sequence = 0
         for (fileIndex, file) in files.enumerated() {
-            for batches in [file.keyBatches(size: Self.batchSize), file.revisedKeyBatches(size: Self.batchSize)] {
-                for batch in batches {
+            let encoded = file.encodedKeyBatches(size: Self.batchSize) + file.encodedRevisedKeyBatches(size: Self.batchSize)
+            // Batches are decoded a group at a time, one per worker thread, so that decoding
+            // (a third of the work for a large file) uses every core as the matching does.
+            for groupStart in stride(from: 0, to: encoded.count, by: matcher.workers) {
+                if isCancelled() { throw CancellationError() }
+                let group = Array(encoded[groupStart..<min(encoded.count, groupStart + matcher.workers)])
+                for batch in Self.decode(group) {
                     if isCancelled() { throw CancellationError() }
                     let r = try matcher.match(batch)
                     statistics += r.statistics
@@ -102,6 +108,14 @@ public struct ExposureComputation: Sendable {
         return Outcome(matches: kept.map(\.match), matchFiles: kept.map(\.file), statistics: statistics)
     }
 
+    /// Decodes encoded batches, each on its own thread when there are several.
+    static func decode(_ group: [EncodedKeyBatch]) -> [[DiagnosisKey]] {
+        guard group.count > 1 else { return group.map { $0.decode() } }
+        let out = DecodedBatches(count: group.count)
+        DispatchQueue.concurrentPerform(iterations: group.count) { out.set($0, group[$0].decode()) }
+        return out.all
+    }
+
     /// Windows of `matches` (an outcome's, or a subset of them) against this log's scans.
     public func windows(_ matches: [Match]) throws -> (windows: [ExposureWindow], statistics: ExposureWindows.Statistics) {
         try ExposureWindows.compute(matches: matches, scans: log.scans, mapping: mapping)
@@ -114,4 +128,13 @@ public struct ExposureComputation: Sendable {
         let (windows, stats) = try windows(outcome.matches)
         return (outcome, windows, stats)
     }
+}
+
+/// Slots the decoding threads fill, one each; read after concurrentPerform returns.
+private final class DecodedBatches: @unchecked Sendable {
+    private let lock = NSLock()
+    private var slots: [[DiagnosisKey]]
+    init(count: Int) { slots = Array(repeating: [], count: count) }
+    func set(_ i: Int, _ keys: [DiagnosisKey]) { lock.withLock { slots[i] = keys } }
+    var all: [[DiagnosisKey]] { lock.withLock { slots } }
 }
