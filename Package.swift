@@ -96,6 +96,8 @@ let package = Package(
             dependencies: [
                 "ENProtocol", "BLEDaemon", "HCIProtocol", "GaenClient", "TrialKit",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
+                // `trial import dp3t` reads DP-3T's SQLite result tables.
+                .product(name: "GRDB", package: "GRDB.swift"),
                 .product(name: "Logging", package: "swift-log"),
             ]
         ),

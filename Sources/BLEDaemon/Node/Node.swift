@@ -52,6 +52,10 @@ public struct NodeStatusSnapshot: Sendable, Equatable {
     public var sightings: UInt64
     /// Unix seconds on the node clock; nil before the first scan.
     public var lastScanEnd: Double?
+    /// What the store dropped or set aside (full-disk queue, quarantined records).
+    public var storeLosses = StoreLosses()
+    /// The clock-sync check's answer, with its source or reasons.
+    public var clockSync = ""
 }
 
 /// A finished scan as the research signal carries it.
@@ -290,7 +294,8 @@ public actor GaenNode: ScheduleEffects {
 
     public var snapshot: NodeStatusSnapshot {
         NodeStatusSnapshot(enabled: state.enabled, status: statusList, advertisements: advertisements,
-                           scans: scans, sightings: sightings, lastScanEnd: lastScanEnd)
+                           scans: scans, sightings: sightings, lastScanEnd: lastScanEnd,
+                           storeLosses: store.losses(), clockSync: sync.status().description)
     }
 
     var statusList: [String] {

@@ -135,6 +135,10 @@ public final class NodeBus: NodeObserver, Sendable {
             "SightingCount": { .uint64(await node.snapshot.sightings) },
             "LastScanTime": { .int64(await node.snapshot.lastScanEnd.map(Self.ms) ?? 0) },
             "ProvideDiagnosisKeysRemaining": { .uint32(await node.provideRemaining) },
+            "QuarantinedRecords": { .uint32(UInt32(clamping: await node.snapshot.storeLosses.quarantined)) },
+            "DroppedScans": { .uint64(UInt64(await node.snapshot.storeLosses.droppedScans)) },
+            "DroppedSightings": { .uint64(UInt64(await node.snapshot.storeLosses.droppedSightings)) },
+            "ClockSync": { .string(await node.snapshot.clockSync) },
         ]
         return try DBusInterfaceImplementation(GaendInterfaces.exposureNotification, methods: methods, getters: getters)
     }
@@ -249,7 +253,8 @@ public final class NodeBus: NodeObserver, Sendable {
 
     public func statusChanged() async {
         try? await service.emitPropertiesChanged(path: GaendBus.objectPath, interface: GaendBus.exposureNotificationInterface,
-                                                 ["Enabled", "Status", "AdvertisementCount", "ScanCount", "SightingCount", "LastScanTime"])
+                                                 ["Enabled", "Status", "AdvertisementCount", "ScanCount", "SightingCount", "LastScanTime",
+                                                  "QuarantinedRecords", "DroppedScans", "DroppedSightings", "ClockSync"])
     }
 
     public func scanFinished(_ scan: RecordedScan) async {

@@ -90,6 +90,8 @@ public final class NodeStore: @unchecked Sendable {
     /// Rotten records already logged (once each), also when the quarantine table could not be
     /// written (a full disk): reads skip them either way.
     private var reportedRotten: Set<String> = []
+    /// Rows in `quarantine`, kept in memory so status never queries for it.
+    private var quarantinedCount = 0
 
     static let keyCheckPlaintext = Data("gaend store key check v1".utf8)
     static let keyCheckAAD = Data("gaend/v1/store_meta/key_check".utf8)
@@ -139,6 +141,7 @@ public final class NodeStore: @unchecked Sendable {
                 }
             }
             try migrator.migrate(pool)
+            quarantinedCount = try pool.read { db in try Int.fetchOne(db, sql: "SELECT count(*) FROM quarantine") ?? 0 }
         } catch let e as StoreError {
             throw e
         } catch {
@@ -350,6 +353,7 @@ public final class NodeStore: @unchecked Sendable {
                         try db.execute(sql: "INSERT OR IGNORE INTO quarantine (tbl, row_id, reason, detected_at) VALUES (?, ?, ?, ?)",
                                        arguments: [table, r.id, r.reason, now])
                     }
+                    quarantinedCount = try Int.fetchOne(db, sql: "SELECT count(*) FROM quarantine") ?? quarantinedCount
                 }
             } catch {
                 logger.error("cannot record quarantined records", metadata: ["store.error": "\(error)"])
@@ -372,10 +376,9 @@ public final class NodeStore: @unchecked Sendable {
 
     /// Drops and quarantine counts, for status and metrics.
     public func losses() -> StoreLosses {
-        let quarantined = (try? read { db in try Int.fetchOne(db, sql: "SELECT count(*) FROM quarantine") ?? 0 }) ?? 0
-        return lock.withLock {
+        lock.withLock {
             StoreLosses(droppedScans: droppedScans, droppedSightings: droppedSightings, pendingScans: pending.count,
-                        pendingBytes: pendingBytes, quarantined: quarantined)
+                        pendingBytes: pendingBytes, quarantined: quarantinedCount)
         }
     }
 
@@ -813,6 +816,7 @@ public final class NodeStore: @unchecked Sendable {
                         (tbl = 'marker' AND row_id NOT IN (SELECT id FROM marker)) OR
                         (tbl = 'key_file' AND row_id NOT IN (SELECT id FROM key_file))
                     """)
+                quarantinedCount = try Int.fetchOne(db, sql: "SELECT count(*) FROM quarantine") ?? quarantinedCount
                 return r
             }
         }
