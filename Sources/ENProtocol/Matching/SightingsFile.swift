@@ -137,7 +137,9 @@ public enum SightingsFile {
         // 9 s for a 14-day busy-site export (800,000 rows). A file without a single '"' has
         // no quoting to honour, so such a file (the usual export: hex, numbers, plain names)
         // is split on bytes; any file with quotes goes through CSV.swift.
-        if !data.contains(UInt8(ascii: "\"")) {
+        // memchr on the raw bytes: Data's byte iterator was 6% of a whole `gaenctl match`.
+        let quoted = data.withUnsafeBytes { $0.isEmpty ? false : memchr($0.baseAddress!, 0x22, $0.count) != nil }
+        if !quoted {
             return try parseUnquotedCSV(data, body)
         }
         let text = String(decoding: data, as: UTF8.self)
