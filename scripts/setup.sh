@@ -5,7 +5,11 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 
 APT_PACKAGES=(libbluetooth-dev libdbus-1-dev libssl-dev libsqlite3-dev pkg-config dbus dbus-daemon protobuf-compiler
-              libglib2.0-bin systemd util-linux openssl)  # gdbus, busctl, setpriv: real D-Bus clients in tests; openssl: demo keys
+              libglib2.0-bin systemd util-linux openssl
+              qemu-system-x86 busybox-static kmod udev bluez tshark make binutils)
+# gdbus, busctl, setpriv: real D-Bus clients in tests; openssl: demo keys. The kernel test bed
+# (tests/testbed): qemu, busybox for its initramfs, kmod (depmod), udev and bluez (the guest's
+# udev and bluetoothd come from the host's root); btmon (bluez) and tshark decode captures.
 missing=()
 for p in "${APT_PACKAGES[@]}"; do
     dpkg -s "$p" >/dev/null 2>&1 || missing+=("$p")
