@@ -73,13 +73,15 @@ install:
 	cp -r docs $(DESTDIR)$(DOCDIR)/
 	@if [ -z "$(DESTDIR)" ]; then $(MAKE) --no-print-directory activate; fi
 
-# What a package's maintainer scripts do: the users and groups, udev and systemd told about the
-# new files (dbus-daemon notices its policy by itself), controllers already present handed over.
+# What a package's maintainer scripts do: the users and groups, then dbus-daemon reloaded (it
+# read the new policy when it appeared, before user gaend existed, and dropped that user's
+# rules), udev and systemd told about the new files, controllers already present handed over.
 activate:
 	@if [ "$$(id -u)" -ne 0 ] || [ ! -d /run/systemd/system ]; then \
-	    echo "make install: not activated (needs root and systemd): run systemd-sysusers; systemctl daemon-reload; udevadm control --reload; udevadm trigger --subsystem-match=bluetooth --action=add"; \
+	    echo "make install: not activated (needs root and systemd): run systemd-sysusers; systemctl reload dbus; systemctl daemon-reload; udevadm control --reload; udevadm trigger --subsystem-match=bluetooth --action=add"; \
 	else \
 	    systemd-sysusers $(DESTDIR)$(SYSUSERSDIR)/gaend.conf; \
+	    systemctl reload dbus.service || true; \
 	    systemctl daemon-reload; \
 	    udevadm control --reload; \
 	    udevadm trigger --subsystem-match=bluetooth --action=add; \

@@ -53,6 +53,9 @@ set -e
 if [ "$1" = configure ]; then
     systemd-sysusers /usr/lib/sysusers.d/gaend.conf
     if [ -d /run/systemd/system ]; then
+        # dbus-daemon read the policy at unpack, before user gaend existed: its rules for
+        # gaend were dropped until a reload.
+        systemctl reload dbus.service || true
         systemctl daemon-reload
         udevadm control --reload || true
         # Controllers already present are handed over now, as a hot-plugged one would be.
