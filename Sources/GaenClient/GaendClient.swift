@@ -13,6 +13,11 @@ public struct GaendNodeStatus: Sendable, Equatable, Codable {
     public var sightingCount: UInt64
     public var lastScanTime: Int64
     public var provideDiagnosisKeysRemaining: UInt32
+    /// Since interface version 2 (nil from an older gaend).
+    public var quarantinedRecords: UInt32?
+    public var droppedScans: UInt64?
+    public var droppedSightings: UInt64?
+    public var clockSync: String?
 
     public init(properties p: [String: DBusValue]) throws(GaendWireError) {
         func get(_ name: String) throws(GaendWireError) -> DBusValue {
@@ -42,6 +47,10 @@ public struct GaendNodeStatus: Sendable, Equatable, Codable {
         sightingCount = try u64("SightingCount")
         lastScanTime = try get("LastScanTime").wireInt64("LastScanTime")
         provideDiagnosisKeysRemaining = try get("ProvideDiagnosisKeysRemaining").wireUInt32("ProvideDiagnosisKeysRemaining")
+        if case .uint32(let n)? = p["QuarantinedRecords"] { quarantinedRecords = n }
+        if case .uint64(let n)? = p["DroppedScans"] { droppedScans = n }
+        if case .uint64(let n)? = p["DroppedSightings"] { droppedSightings = n }
+        clockSync = p["ClockSync"]?.stringValue
     }
 }
 

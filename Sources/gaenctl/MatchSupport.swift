@@ -7,7 +7,7 @@ struct SightingsAndKeysOptions: ParsableArguments {
     @Option(help: ArgumentHelp("Sightings export (CSV or JSON lines, docs/sightings-format.md).", valueName: "FILE"))
     var sightings: String?
 
-    @Option(parsing: .upToNextOption, help: ArgumentHelp("Key export files (ZIP or bare export.bin); repeatable.", valueName: "FILE"))
+    @Option(parsing: .upToNextOption, help: ArgumentHelp("Key files: export ZIPs, bare export.bin files or JSON key lists (told apart by content).", valueName: "FILE"))
     var keys: [String] = []
 
     @OptionGroup var trust: TrustOptions

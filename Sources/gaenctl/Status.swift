@@ -9,9 +9,12 @@ struct Status: AsyncParsableCommand {
         abstract: "Show gaend's state: enabled, status, counts of advertisements, scans and sightings.",
         discussion: """
             With --json prints one object {"busName","version","enabled","status":[...],"trialMode", \
-            "advertisementCount","scanCount","sightingCount","lastScanTime","provideDiagnosisKeysRemaining"} \
+            "advertisementCount","scanCount","sightingCount","lastScanTime","provideDiagnosisKeysRemaining", \
+            "quarantinedRecords","droppedScans","droppedSightings","clockSync"} \
             (busName: the name it talked to, see --name; lastScanTime in ms since the Unix epoch, \
-            0 if none). See docs/dbus.md.
+            0 if none; quarantinedRecords: store records that failed authentication and are skipped; \
+            droppedScans/droppedSightings: lost while the disk was full; the last four are absent \
+            from an older gaend). See docs/dbus.md.
             """
     )
 
@@ -19,6 +22,15 @@ struct Status: AsyncParsableCommand {
 
     @Flag(help: "Print JSON instead of text.")
     var json = false
+
+    private func optionalFields(_ s: GaendNodeStatus) -> [String: JSONValue] {
+        var o: [String: JSONValue] = [:]
+        if let q = s.quarantinedRecords { o["quarantinedRecords"] = .int(Int64(q)) }
+        if let d = s.droppedScans { o["droppedScans"] = .int(Int64(clamping: d)) }
+        if let d = s.droppedSightings { o["droppedSightings"] = .int(Int64(clamping: d)) }
+        if let c = s.clockSync { o["clockSync"] = .string(c) }
+        return o
+    }
 
     func run() async throws {
         try await withDaemon("status", bus) { client in
@@ -33,7 +45,7 @@ struct Status: AsyncParsableCommand {
                     "sightingCount": .int(Int64(clamping: s.sightingCount)),
                     "lastScanTime": .int(s.lastScanTime),
                     "provideDiagnosisKeysRemaining": .int(Int64(s.provideDiagnosisKeysRemaining)),
-                ]).serialized())
+                ].merging(optionalFields(s)) { a, _ in a }).serialized())
                 return
             }
             let last = s.lastScanTime == 0 ? "never"
@@ -47,6 +59,13 @@ struct Status: AsyncParsableCommand {
                 sightings:      \(s.sightingCount)
                 key uploads left today: \(s.provideDiagnosisKeysRemaining == UInt32.max ? "unlimited (rate limits off)" : "\(s.provideDiagnosisKeysRemaining)")
                 """)
+            if let c = s.clockSync { print("clock:          \(c)") }
+            if let q = s.quarantinedRecords, q > 0 {
+                print("quarantined:    \(q) store record(s) failed authentication and are skipped (docs/store.md)")
+            }
+            if let d = s.droppedScans, d > 0 {
+                print("dropped:        \(d) scan(s), \(s.droppedSightings ?? 0) sighting(s) while the disk was full")
+            }
         }
     }
 }

@@ -120,11 +120,12 @@ class Node:
     def store(self) -> Path:
         return self.state / "store.sqlite"
 
-    def start(self, wait: bool = True, key: Path | None = None, env: dict | None = None) -> None:
+    def start(self, wait: bool = True, key: Path | None = None, env: dict | None = None,
+              wrapper: list[str] | None = None) -> None:
         self.runs += 1
         self.err = self.dir / f"gaend-{self.runs}.err"
         self.proc = subprocess.Popen(
-            [self.bin_dir / "gaend", "--config", self.config, "--controller", self.controller, "--state-dir", self.state,
+            [*(wrapper or []), self.bin_dir / "gaend", "--config", self.config, "--controller", self.controller, "--state-dir", self.state,
              "--store-key-file", key or self.key, "--bus", self.bus.address,
              *(["--bus-name", self.bus_name] if self.bus_name else []), *self.extra],
             stdout=subprocess.DEVNULL, stderr=open(self.err, "w"), env=env)
@@ -325,7 +326,7 @@ def test_dbus_api_through_real_clients(radio, nodes):
     n.wait_scans(2, timeout=30)
     assert "recorded" in n.ctl("mark", "--label", "seated", "--distance", "1.5", check=True).stdout
     csv = n.export("csv").splitlines()
-    assert csv[0] == "time,rpi,aem,rssi,scan_start,scan_end,rssi_correction,node,site"
+    assert csv[0] == "time,rpi,aem,rssi,scan_start,scan_end,rssi_correction,node,site,address"
     assert len(csv) >= 3  # empty scans are rows too
     lines = [json.loads(l) for l in n.export("jsonl").splitlines()]
     assert lines and all("scanStart" in x for x in lines)

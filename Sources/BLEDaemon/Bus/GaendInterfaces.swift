@@ -41,7 +41,7 @@ public enum GaendInterfaces {
     /// `org.gaend.ExposureNotification1`: the framework-like API for apps and operators.
     public static let exposureNotification = DBusInterfaceDecl(
         name: GaendBus.exposureNotificationInterface,
-        revision: 1,
+        revision: 2,
         methods: [
             DBusMethodDecl("Start", since: 1, errors: [ErrorName.controllerMissing, ErrorName.storageError]),
             DBusMethodDecl("Stop", since: 1),
@@ -89,6 +89,10 @@ public enum GaendInterfaces {
             DBusPropertyDecl("SightingCount", "t", .read, since: 1),
             DBusPropertyDecl("LastScanTime", "x", .read, since: 1),
             DBusPropertyDecl("ProvideDiagnosisKeysRemaining", "u", .read, since: 1),
+            DBusPropertyDecl("QuarantinedRecords", "u", .read, since: 2),
+            DBusPropertyDecl("DroppedScans", "t", .read, since: 2),
+            DBusPropertyDecl("DroppedSightings", "t", .read, since: 2),
+            DBusPropertyDecl("ClockSync", "s", .read, since: 2),
         ],
         signals: [
             DBusSignalDecl("ExposureStateUpdated", [

@@ -52,6 +52,10 @@ public struct NodeStatusSnapshot: Sendable, Equatable {
     public var sightings: UInt64
     /// Unix seconds on the node clock; nil before the first scan.
     public var lastScanEnd: Double?
+    /// What the store dropped or set aside (full-disk queue, quarantined records).
+    public var storeLosses = StoreLosses()
+    /// The clock-sync check's answer, with its source or reasons.
+    public var clockSync = ""
 }
 
 /// A finished scan as the research signal carries it.
@@ -118,11 +122,19 @@ public actor GaenNode: ScheduleEffects {
     var matching = false
     /// How many of the stored key files the call being matched provided (they come last).
     var callFiles = 0
+    /// Provided key files, parsed once (matching does not parse them again).
+    public nonisolated let keyFiles = KeyFileCache()
+    /// False once the schedule driver's loop has returned (watchdog liveness).
+    private var driverRunning = false
+    private func driverEnded() { driverRunning = false }
+    /// Monotonic node time of the last schedule action performed (watchdog liveness).
+    private var lastAction: Double?
     /// The matching run in progress: cancelled and awaited at shutdown, before the store closes.
     private var matchingTask: Task<Void, Never>?
 
     /// Starts matching the accepted files (see `runMatching`) and reports its end.
     public func beginMatching(report: @escaping @Sendable (Result<(matchedKeys: Int, windows: Int), Error>) async -> Void) {
+        logger.info("matching started", metadata: ["files.call": "\(callFiles)"])
         matchingTask = Task {
             do { await report(.success(try await self.runMatching())) } catch { await report(.failure(error)) }
         }
@@ -171,15 +183,27 @@ public actor GaenNode: ScheduleEffects {
         if state.enabled { startSchedule() }
     }
 
-    /// Stops the schedule (recording the scan in progress, advertising off), the controller
-    /// and flushes and closes the store.
+    /// Everything `NodeServices` stops one by one, in reverse start order (tests, and gaend
+    /// before its services run).
     public func shutdown() async {
-        // Matching first: it reads and writes the store that closes last.
+        await stopMatching()
+        await stopRadio()
+        closeStore()
+    }
+
+    /// The exposure service's stop: the matching run in progress is cancelled (it stops between
+    /// batches) and awaited, before the store it reads and writes closes.
+    public func stopMatching() async {
         if let task = matchingTask {
             task.cancel()
             await task.value
             matchingTask = nil
         }
+    }
+
+    /// The radio's stop: the schedule (the scan in progress recorded, advertising off), then
+    /// the controller session.
+    public func stopRadio() async {
         await stopSchedule()
         if let mark = heldTime.highWater { try? store.raiseHighWaterMark(to: mark) }
         controllerTask?.cancel()
@@ -188,12 +212,31 @@ public actor GaenNode: ScheduleEffects {
         if let session { await session.stop() }
         session = nil
         capture?.close()
+    }
+
+    /// The store's stop, last: what is pending is flushed, then the database closes.
+    public func closeStore() {
         do {
             _ = try store.flushPending()
             try store.close()
         } catch {
             logger.error("closing the store failed", metadata: ["error": "\(error)"])
         }
+    }
+
+    /// The radio path's liveness, for the systemd watchdog: answered by the node itself (so a
+    /// wedged node is not live), and false when the schedule should run but its driver has
+    /// stopped or has performed nothing for longer than its longest gap.
+    public func liveness() -> (live: Bool, reason: String) {
+        guard state.enabled else { return (true, "stopped by the operator") }
+        guard let task = driverTask else { return (false, "the schedule is not running") }
+        if task.isCancelled || !driverRunning { return (false, "the schedule driver has stopped") }
+        guard clockUsable, let last = lastAction else { return (true, "waiting for a usable clock") }
+        let silent = clock.monotonicTime().seconds - last
+        // Rotations come at most 20 minutes apart and scans more often: twice the longest
+        // rotation interval without any action means the schedule is stuck.
+        let limit = 2 * settings.advertising.rotationMaxMinutes * 60 + 60
+        return silent > limit ? (false, "no schedule action for \(Int(silent)) s") : (true, "ok")
     }
 
     // MARK: Enable / disable
@@ -225,10 +268,12 @@ public actor GaenNode: ScheduleEffects {
         }
         let driver = ScheduleDriver(schedule: schedule, clock: clock, sync: sync, effects: self,
                                     syncCheckInterval: 5, logger: logger)
+        driverRunning = true
         driverTask = Task {
             do { try await driver.run() } catch {
                 self.logger.error("schedule stopped", metadata: ["error": "\(error)"])
             }
+            await self.driverEnded()
         }
     }
 
@@ -249,7 +294,8 @@ public actor GaenNode: ScheduleEffects {
 
     public var snapshot: NodeStatusSnapshot {
         NodeStatusSnapshot(enabled: state.enabled, status: statusList, advertisements: advertisements,
-                           scans: scans, sightings: sightings, lastScanEnd: lastScanEnd)
+                           scans: scans, sightings: sightings, lastScanEnd: lastScanEnd,
+                           storeLosses: store.losses(), clockSync: sync.status().description)
     }
 
     var statusList: [String] {
@@ -372,6 +418,16 @@ public actor GaenNode: ScheduleEffects {
     // MARK: Schedule effects
 
     public func perform(_ action: ScheduleAction, at reading: ClockReading) async {
+        // How long after the schedule read the clock the node got to act (node seconds): work
+        // that held the node up (it must not: matching, exports and caller I/O run beside it)
+        // shows here. A second late is a fault worth a warning; every delay is at debug level.
+        let delay = clock.monotonicTime().seconds - reading.monotonic
+        lastAction = clock.monotonicTime().seconds
+        if delay > 1 {
+            logger.warning("schedule action ran late", metadata: ["action": "\(action)", "late.seconds": "\(String(format: "%.3f", delay))"])
+        } else {
+            logger.debug("schedule action", metadata: ["action": "\(action)", "late.seconds": "\(String(format: "%.3f", delay))"])
+        }
         if clockUsable != reading.synchronized {
             clockUsable = reading.synchronized
             await notifyStatus()
@@ -405,16 +461,23 @@ public actor GaenNode: ScheduleEffects {
         await notifyStatus()
     }
 
+    /// Store writes (each a transaction with a FULL fsync) run on a thread of their own, never
+    /// on a cooperative thread: the node awaits them, the pool's few threads go on.
+    static func onStoreThread<T: Sendable>(_ body: @escaping @Sendable () throws -> T) async throws -> T {
+        try await OwnThread.run("gaend.store") { _ in try body() }
+    }
+
     private func rotate(_ slot: AdvertisingSlot, now: Double) async {
         if let mark = heldTime.highWater {
             do { try store.raiseHighWaterMark(to: mark) } catch {
                 logger.warning("cannot store the clock mark", metadata: ["error": "\(error)"])
             }
         }
-        _ = try? store.applyRetention(now: heldTime.trustedNow(wall: now))
+        let store = self.store, trusted = heldTime.trustedNow(wall: now)
+        _ = try? await Self.onStoreThread { try store.applyRetention(now: trusted) }
         let tek: TemporaryExposureKey
         do {
-            tek = try store.key(for: slot.day, now: now)
+            tek = try await Self.onStoreThread { try store.key(for: slot.day, now: now) }
             retiredDay = nil
         } catch StoreError.keyDayRetired(let day) {
             // The clock went back into a day whose key is gone: advertising another day's RPI
@@ -477,7 +540,8 @@ public actor GaenNode: ScheduleEffects {
         sightings += UInt64(record.sightings.count)
         lastScanEnd = end
         do {
-            _ = try store.recordScan(record)
+            let store = self.store
+            _ = try await Self.onStoreThread { try store.recordScan(record) }
             if storageProblem != nil {
                 storageProblem = nil
                 logger.info("storing resumed")

@@ -4,9 +4,8 @@ import Foundation
 /// Exposure side of the node: key history, provided key files, matching against the stored
 /// sightings, windows, summaries, and the research exports.
 extension GaenNode {
-    /// Store result kinds. Provided key files are kept (encrypted) so that windows are always
-    /// computed from the union of every file provided: a key provided twice counts once.
-    static let keyFileKind = "key-file"
+    /// Store result kinds. (Provided key files have their own table, key_file: windows are
+    /// computed from every file provided and still within retention.)
     static let windowsKind = "windows"
     static let matchedKeysKind = "matched-keys"
 
@@ -38,8 +37,9 @@ extension GaenNode {
         }
     }
 
-    /// Every file parsed and, with trusted keys, its signature verified.
-    static func parseKeyFiles(_ files: [Data], trust: KeyExportTrustSet) throws -> [KeyExportFile] {
+    /// Every file parsed and, with trusted keys, its signature verified; with its digest and
+    /// the end of its keys' validity.
+    static func parseKeyFiles(_ files: [Data], trust: KeyExportTrustSet) throws -> [(file: KeyExportFile, digest: Data, validUntil: Double)] {
         try files.enumerated().map { n, data in
             let file: KeyExportFile
             do { file = try KeyExportFile(parsing: data) } catch {
@@ -50,7 +50,7 @@ extension GaenNode {
                     throw NodeError.untrustedKeyFile("file \(n + 1): \(error)")
                 }
             }
-            return file
+            return (file, SHA256.hash(file.exportBin), validUntil(file))
         }
     }
 
@@ -79,18 +79,28 @@ extension GaenNode {
         }
         // The same file twice in one call counts once; a file provided again moves to the end
         // (it is the call's own, and the last occurrence of a key is the one that counts).
-        var unique: [KeyExportFile] = []
-        for f in parsed where !unique.contains(where: { $0.exportBin == f.exportBin }) { unique.append(f) }
-        // Keep the files with the earlier ones (export.bin only: the signature was checked).
+        var unique: [(file: KeyExportFile, digest: Data, validUntil: Double)] = []
+        for f in parsed where !unique.contains(where: { $0.digest == f.digest }) { unique.append(f) }
         do {
-            var all = try store.exposureResults(kind: Self.keyFileKind).map { (day: $0.day, payload: $0.payload) }
-            all.removeAll { old in unique.contains { $0.exportBin == old.payload } }
-            all += unique.map { (day: UTCDay?.none, payload: $0.exportBin) }
-            try store.replaceExposureResults(kind: Self.keyFileKind, with: all, now: clock.wallTime())
-        } catch { throw NodeError.storage("\(error)") }
+            let cache = keyFiles, store = self.store
+            let stored = try await OwnThread.run("gaend.keyfiles") { _ in try cache.current(store) }
+            let replacing = stored.filter { old in unique.contains { $0.digest == old.digest } }.map(\.id)
+            let ids = try store.addKeyFiles(unique.map { ($0.file.exportBin, $0.validUntil) }, replacing: replacing, now: clock.wallTime())
+            for (id, f) in zip(ids, unique) { keyFiles.insert(id: id, file: f.file, digest: f.digest) }
+        } catch let e as NodeError { throw e } catch { throw NodeError.storage("\(error)") }
         matching = true
         callFiles = unique.count
-        return unique.reduce(0) { $0 + $1.keyCount + $1.revisedKeyCount }
+        return unique.reduce(0) { $0 + $1.file.keyCount + $1.file.revisedKeyCount }
+    }
+
+    /// The end of the validity of the file's newest key (Unix seconds): retention keeps the
+    /// file while that key can still match a kept sighting.
+    static func validUntil(_ file: KeyExportFile) -> Double {
+        var end: UInt32 = 0
+        for batches in [file.keyBatches(size: 50_000), file.revisedKeyBatches(size: 50_000)] {
+            for batch in batches { for k in batch { end = max(end, k.validityEnd.rawValue) } }
+        }
+        return Double(end) * 600
     }
 
     /// Matches every provided key against the sightings of the retention period and replaces
@@ -100,7 +110,8 @@ extension GaenNode {
         defer { matching = false }
         let now = clock.wallTime()
         let inputs = MatchingInputs(store: store, from: now - Double(settings.store.retentionDays) * 86_400, to: now + 86_400, now: now,
-                                    correction: calibration.rssiCorrection, mapping: try dataMapping(), callFiles: callFiles)
+                                    correction: calibration.rssiCorrection, mapping: try dataMapping(), callFiles: callFiles,
+                                    keyFiles: keyFiles)
         // Matching is CPU-bound (every core) and reads the store: a thread of its own, never
         // the node's executor, so rotations and scans go on meanwhile. Cancelled at shutdown.
         return try await OwnThread.run("gaend.matching") { flag in try Self.match(inputs, cancel: flag) }
@@ -112,6 +123,7 @@ extension GaenNode {
         var correction: Int
         var mapping: DiagnosisKeysDataMapping
         var callFiles: Int
+        var keyFiles: KeyFileCache
     }
 
     static func match(_ i: MatchingInputs, cancel: CancelFlag) throws -> (matchedKeys: Int, windows: Int) {
@@ -119,7 +131,7 @@ extension GaenNode {
         let files: [KeyExportFile]
         do {
             log = sightingsLog(try i.store.scans(from: i.from, to: i.to), currentCorrection: i.correction)
-            files = try i.store.exposureResults(kind: keyFileKind).map { try KeyExportFile(parsing: $0.payload) }
+            files = try i.keyFiles.current(i.store).map(\.file)
         } catch { throw NodeError.storage("\(error)") }
         let computation = try ExposureComputation(log: log, mapping: i.mapping, workers: ProcessInfo.processInfo.activeProcessorCount)
         let (outcome, windows, _) = try computation.run(files, isCancelled: { cancel.isCancelled })
@@ -221,32 +233,18 @@ extension GaenNode {
             do { try write(Data(buffer.utf8)) } catch let e as NodeError { throw e } catch { throw NodeError.writeFailed("\(error)") }
             buffer = ""
         }
-        if format == "csv" { buffer += "time,rpi,aem,rssi,scan_start,scan_end,rssi_correction,node,site\n" }
-        func csvField(_ s: String) -> String {
-            s.contains(where: { $0 == "," || $0 == "\"" || $0 == "\n" }) ? "\"" + s.replacingOccurrences(of: "\"", with: "\"\"") + "\"" : s
-        }
-        func number(_ t: Double) -> String { String(format: "%.3f", t) }
-        func jsonString(_ s: String) -> String {
-            let data = try? JSONSerialization.data(withJSONObject: [s], options: [])
-            return data.flatMap { String(data: $0, encoding: .utf8) }.map { String($0.dropFirst().dropLast()) } ?? "\"\""
-        }
+        // The format's one writer (ENProtocol SightingsFileWriter), as every producer uses.
+        let writer = SightingsFileWriter(format: format == "csv" ? .csv : .jsonl)
+        buffer += writer.header
         for s in scans {
             let correction = s.record.rssiCorrection ?? currentCorrection
             let items: [RecordedSighting?] = s.record.sightings.isEmpty ? [nil] : s.record.sightings.map { $0 }
             for item in items {
                 let t = item?.time ?? s.record.start
                 guard t >= from, t < to else { continue }
-                if format == "csv" {
-                    buffer += [number(t), item?.rpi.hexString ?? "", item?.aem.hexString ?? "", item.map { String($0.rssi) } ?? "",
-                               number(s.record.start), number(s.record.end), String(correction), csvField(node), csvField(site)]
-                        .joined(separator: ",") + "\n"
-                } else {
-                    let rpi = item.map { "\"\($0.rpi.hexString)\"" } ?? "null"
-                    let aem = item.map { "\"\($0.aem.hexString)\"" } ?? "null"
-                    let rssi = item.map { String($0.rssi) } ?? "null"
-                    buffer += "{\"time\":\(number(t)),\"rpi\":\(rpi),\"aem\":\(aem),\"rssi\":\(rssi),\"scanStart\":\(number(s.record.start)),"
-                        + "\"scanEnd\":\(number(s.record.end)),\"rssiCorrection\":\(correction),\"node\":\(jsonString(node)),\"site\":\(jsonString(site))}\n"
-                }
+                buffer += writer.row(SightingsRecord(time: t, rpi: item?.rpi, aem: item?.aem, rssi: item.map { Int($0.rssi) },
+                                                     scanStart: s.record.start, scanEnd: s.record.end, rssiCorrection: correction,
+                                                     node: node, site: site, address: Self.exportAddress(item)))
                 rows += 1
                 if buffer.utf8.count > 1 << 16 { try flush() }
             }
@@ -254,6 +252,10 @@ extension GaenNode {
         try flush()
         return rows
     }
+
+    /// The advertiser's address of a sighting for the export. The scan record does not keep it
+    /// yet (the radio slice adds it to RecordedSighting); until then the column stays empty.
+    static func exportAddress(_ item: RecordedSighting?) -> String? { nil }
 
     /// Marker times accepted (Unix seconds, 2000-01-01 to 2200-01-01).
     static let markerTimes: ClosedRange<Double> = 946_684_800...7_258_118_400
