@@ -69,8 +69,17 @@ extension GaenNode {
         guard files.count <= 16 else { throw NodeError.limitExceeded("\(files.count) files in one call; at most 16") }
         try checkProvideAllowed()
         let parsed = try await OwnThread.run("gaend.keyfiles") { _ in try Self.parseKeyFiles(files, trust: trust) }
-        // Checked again: another call may have started matching while these were parsed.
+        // Checked again: another call may have started matching while these were parsed. From
+        // here the call holds the node's one matching slot (released if storing fails).
         try checkProvideAllowed()
+        matching = true
+        do { return try await store(parsed) } catch {
+            matching = false
+            throw error
+        }
+    }
+
+    private func store(_ parsed: [(file: KeyExportFile, digest: Data, validUntil: Double)]) async throws -> Int {
         if settings.rateLimits.enabled {
             let today = UTCDay(unixSeconds: clock.wallTime()).rawValue
             if state.provideDay != today { state.provideDay = today; state.provideCalls = 0 }
@@ -85,10 +94,11 @@ extension GaenNode {
             let cache = keyFiles, store = self.store
             let stored = try await OwnThread.run("gaend.keyfiles") { _ in try cache.current(store) }
             let replacing = stored.filter { old in unique.contains { $0.digest == old.digest } }.map(\.id)
-            let ids = try store.addKeyFiles(unique.map { ($0.file.exportBin, $0.validUntil) }, replacing: replacing, now: clock.wallTime())
+            // Up to 16 files of 16 MiB sealed and written with a FULL fsync: off the node's executor.
+            let files = unique.map { ($0.file.exportBin, $0.validUntil) }, now = clock.wallTime()
+            let ids = try await Self.onStoreThread { try store.addKeyFiles(files, replacing: replacing, now: now) }
             for (id, f) in zip(ids, unique) { keyFiles.insert(id: id, file: f.file, digest: f.digest) }
         } catch let e as NodeError { throw e } catch { throw NodeError.storage("\(error)") }
-        matching = true
         callFiles = unique.count
         return unique.reduce(0) { $0 + $1.file.keyCount + $1.file.revisedKeyCount }
     }
