@@ -104,7 +104,7 @@ public enum TrialPipeline {
 /// curve.csv, detection.csv, plot.svg.
 public enum TrialReportWriter {
     public static let files = ["report.json", "report.md", "attenuation.csv", "distances.csv", "fit.csv",
-                               "curve.csv", "detection.csv", "plot.svg"]
+                               "curve.csv", "detection.csv", "plot.svg", "pairs.csv", "receivers.csv", "sweep.csv", "sweep.svg"]
 
     public static func write(_ report: TrialReport, observations: [Observation], to dir: URL) throws {
         try FileManager.default.createDirectory(at: dir, withIntermediateDirectories: true)
@@ -117,6 +117,30 @@ public enum TrialReportWriter {
         try curveCSV(plot).write(to: dir.appendingPathComponent("curve.csv"))
         try detectionCSV(report.analysis).write(to: dir.appendingPathComponent("detection.csv"))
         try OutputFile.write(Data(plot.svg().utf8), to: dir.appendingPathComponent("plot.svg"))
+        try groupsCSV(report.analysis.pairs, pairs: true).write(to: dir.appendingPathComponent("pairs.csv"))
+        try groupsCSV(report.analysis.receivers, pairs: false).write(to: dir.appendingPathComponent("receivers.csv"))
+        try sweepCSV(report.analysis).write(to: dir.appendingPathComponent("sweep.csv"))
+        try OutputFile.write(Data(SweepPlot(analysis: report.analysis, site: report.site).svg().utf8), to: dir.appendingPathComponent("sweep.svg"))
+    }
+
+    public static func groupsCSV(_ groups: [GroupStats], pairs: Bool) -> CSVWriter {
+        var w = CSVWriter(header: (pairs ? ["receiver", "transmitter"] : ["receiver"]) +
+                          ["count", "distances", "min_distance", "max_distance", "median_attenuation", "mean_attenuation", "slope_db_per_decade"])
+        for g in groups {
+            w.appendRow((pairs ? [g.receiver, g.transmitter ?? ""] : [g.receiver]) +
+                        [String(g.count), String(g.distances), Format.exact(g.minDistance), Format.exact(g.maxDistance),
+                         Format.fixed(g.medianAttenuation, 2), Format.fixed(g.meanAttenuation, 2), g.slopePerDecade.map { Format.fixed($0, 3) } ?? ""])
+        }
+        return w
+    }
+
+    public static func sweepCSV(_ a: ChannelAnalysis) -> CSVWriter {
+        var w = CSVWriter(header: ["threshold_db", "close_contact_m", "true_positives", "false_positives", "recall", "false_positive_rate", "precision"])
+        for r in a.sweep {
+            w.appendRow([Format.exact(r.thresholdDb), Format.exact(a.options.closeContactDistance), String(r.truePositives), String(r.falsePositives),
+                         Format.fixed(r.recall, 4), Format.fixed(r.falsePositiveRate, 4), Format.fixed(r.precision, 4)])
+        }
+        return w
     }
 
     /// JSON with sorted keys; NaN (a rate with nothing to divide by) is written as null.
@@ -166,6 +190,12 @@ public enum TrialReportWriter {
             w.appendRow(["r_squared", Format.fixed(f.rSquared, 4), ""])
             w.appendRow(["count", String(f.count), ""])
         }
+        if let c = a.censoredFit {
+            w.appendRow(["censored_attenuation_at_1m_db", Format.fixed(c.attenuationAt1m, 3), ""])
+            w.appendRow(["censored_slope_db_per_decade", Format.fixed(c.slopePerDecade, 3), ""])
+            w.appendRow(["censored_sigma_db", Format.fixed(c.sigma, 3), ""])
+            w.appendRow(["censoring_limit_db", Format.fixed(c.limitDb, 1), ""])
+        }
         return w
     }
 
@@ -207,8 +237,26 @@ public enum TrialReportWriter {
             s += "A(d) = A(1 m) + slope x log10(d / 1 m) + X, X ~ N(0, sigma), least squares over \(fit.count) sightings:\n\n"
             s += "| A(1 m) dB | slope dB/decade | path-loss exponent | sigma dB | R² |\n|---:|---:|---:|---:|---:|\n"
             s += "| \(f(fit.attenuationAt1m, 2)) ± \(f(fit.attenuationAt1mStandardError, 2)) | \(f(fit.slopePerDecade, 2)) ± \(f(fit.slopeStandardError, 2)) | \(f(fit.pathLossExponent, 3)) | \(f(fit.sigma, 2)) | \(f(fit.rSquared, 3)) |\n\n"
+            if let c = a.censoredFit {
+                s += "Censoring-aware fit (readings modelled as truncated at the sensitivity limit, \(f(c.limitDb, 1)) dB, the weakest received): "
+                s += "A(1 m) \(f(c.attenuationAt1m, 2)) dB, slope \(f(c.slopePerDecade, 2)) dB/decade, sigma \(f(c.sigma, 2)) dB.\n\n"
+            }
+            for w in a.warnings { s += "**Warning:** \(w).\n\n" }
         } else {
             s += "No fit: \(a.fitError ?? "no data").\n\n"
+        }
+        if !a.pairs.isEmpty {
+            s += "## Per receiver\n\n| receiver | count | distances | median dB | mean dB | slope dB/decade |\n|---|---:|---:|---:|---:|---:|\n"
+            for g in a.receivers {
+                s += "| \(g.receiver) | \(g.count) | \(g.distances) | \(f(g.medianAttenuation)) | \(f(g.meanAttenuation)) | \(g.slopePerDecade.map { f($0, 2) } ?? "n/a") |\n"
+            }
+            s += "\n## Per pair\n\n| receiver | transmitter | count | distances (m) | median dB | mean dB | slope dB/decade |\n|---|---|---:|---|---:|---:|---:|\n"
+            for g in a.pairs.prefix(200) {
+                let range = g.minDistance == g.maxDistance ? Format.exact(g.minDistance) : "\(Format.exact(g.minDistance))-\(Format.exact(g.maxDistance))"
+                s += "| \(g.receiver) | \(g.transmitter ?? "") | \(g.count) | \(range) | \(f(g.medianAttenuation)) | \(f(g.meanAttenuation)) | \(g.slopePerDecade.map { f($0, 2) } ?? "n/a") |\n"
+            }
+            if a.pairs.count > 200 { s += "\n(\(a.pairs.count - 200) more pairs in pairs.csv.)\n" }
+            s += "\n"
         }
         s += "## Attenuation by distance\n\n| distance m | count | q1 | median | q3 | mean | model |\n|---:|---:|---:|---:|---:|---:|---:|\n"
         for d in a.distances {
@@ -222,7 +270,7 @@ public enum TrialReportWriter {
         for d in a.detection {
             s += "| \(Format.exact(d.thresholdDb)) | \(d.closeCount) | \(d.farCount) | \(pct(d.truePositiveRate)) | \(pct(d.expectedTruePositiveRate)) | \(pct(d.falsePositiveRate)) | \(pct(d.expectedFalsePositiveRate)) | \(pct(d.precision)) | \(pct(d.expectedPrecision)) |\n"
         }
-        s += "\nFiles: attenuation.csv (every analysed sighting), distances.csv, fit.csv, curve.csv, detection.csv, plot.svg.\n"
+        s += "\nFiles: attenuation.csv (every analysed sighting), distances.csv, fit.csv, curve.csv, detection.csv, plot.svg, pairs.csv, receivers.csv, sweep.csv and sweep.svg (recall and precision at every whole-dB threshold).\n"
         return s
     }
 }
