@@ -9,9 +9,10 @@ struct Status: AsyncParsableCommand {
         abstract: "Show gaend's state: enabled, status, counts of advertisements, scans and sightings.",
         discussion: """
             With --json prints one object {"busName","version","enabled","status":[...],"trialMode", \
-            "advertisementCount","scanCount","sightingCount","lastScanTime","provideDiagnosisKeysRemaining"} \
+            "advertisementCount","scanCount","sightingCount","lastScanTime","provideDiagnosisKeysRemaining", \
+            "advertisingOnAir","scanningOnAir","radioFailures","reportsIgnored","reportsDropped"} \
             (busName: the name it talked to, see --name; lastScanTime in ms since the Unix epoch, \
-            0 if none). See docs/dbus.md.
+            0 if none; the radio fields are null from an older daemon). See docs/dbus.md.
             """
     )
 
@@ -33,6 +34,11 @@ struct Status: AsyncParsableCommand {
                     "sightingCount": .int(Int64(clamping: s.sightingCount)),
                     "lastScanTime": .int(s.lastScanTime),
                     "provideDiagnosisKeysRemaining": .int(Int64(s.provideDiagnosisKeysRemaining)),
+                    "advertisingOnAir": s.advertisingOnAir.map { .bool($0) } ?? .null,
+                    "scanningOnAir": s.scanningOnAir.map { .bool($0) } ?? .null,
+                    "radioFailures": s.radioFailures.map { .int(Int64(clamping: $0)) } ?? .null,
+                    "reportsIgnored": s.reportsIgnored.map { .int(Int64(clamping: $0)) } ?? .null,
+                    "reportsDropped": s.reportsDropped.map { .int(Int64(clamping: $0)) } ?? .null,
                 ]).serialized())
                 return
             }
@@ -42,11 +48,19 @@ struct Status: AsyncParsableCommand {
                 gaend \(s.version)\(s.trialMode ? " (trial mode)" : "") at \(client.destination)
                 enabled:        \(s.enabled ? "yes" : "no")
                 status:         \(s.status.joined(separator: ", "))
-                advertisements: \(s.advertisementCount)
+                on air:         advertising \(Self.yesNo(s.advertisingOnAir)), scanning \(Self.yesNo(s.scanningOnAir))
+                advertisements: \(s.advertisementCount)\(s.radioFailures.map { $0 > 0 ? " (\($0) radio operations failed and were retried)" : "" } ?? "")
                 scans:          \(s.scanCount) (last: \(last))
-                sightings:      \(s.sightingCount)
+                sightings:      \(s.sightingCount)\(Self.reportNote(s))
                 key uploads left today: \(s.provideDiagnosisKeysRemaining == UInt32.max ? "unlimited (rate limits off)" : "\(s.provideDiagnosisKeysRemaining)")
                 """)
         }
+    }
+
+    static func yesNo(_ b: Bool?) -> String { b.map { $0 ? "yes" : "no" } ?? "unknown" }
+
+    static func reportNote(_ s: GaendNodeStatus) -> String {
+        guard let ignored = s.reportsIgnored, let dropped = s.reportsDropped, ignored + dropped > 0 else { return "" }
+        return " (\(ignored) non-GAEN reports ignored, \(dropped) dropped for full buffers)"
     }
 }

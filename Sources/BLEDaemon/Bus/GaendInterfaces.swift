@@ -39,7 +39,7 @@ public enum GaendInterfaces {
     /// `org.gaend.ExposureNotification1`: the framework-like API for apps and operators.
     public static let exposureNotification = DBusInterfaceDecl(
         name: GaendBus.exposureNotificationInterface,
-        revision: 1,
+        revision: 2,
         methods: [
             DBusMethodDecl("Start", since: 1, errors: [ErrorName.controllerMissing, ErrorName.storageError]),
             DBusMethodDecl("Stop", since: 1),
@@ -87,6 +87,11 @@ public enum GaendInterfaces {
             DBusPropertyDecl("SightingCount", "t", .read, since: 1),
             DBusPropertyDecl("LastScanTime", "x", .read, since: 1),
             DBusPropertyDecl("ProvideDiagnosisKeysRemaining", "u", .read, since: 1),
+            DBusPropertyDecl("AdvertisingOnAir", "b", .read, since: 2),
+            DBusPropertyDecl("ScanningOnAir", "b", .read, since: 2),
+            DBusPropertyDecl("RadioFailures", "t", .read, since: 2),
+            DBusPropertyDecl("ReportsIgnored", "t", .read, since: 2),
+            DBusPropertyDecl("ReportsDropped", "t", .read, since: 2),
         ],
         signals: [
             DBusSignalDecl("ExposureStateUpdated", [

@@ -49,6 +49,9 @@ public struct NodeStatusSnapshot: Sendable, Equatable {
     public var sightings: UInt64
     /// Unix seconds on the node clock; nil before the first scan.
     public var lastScanEnd: Double?
+    /// The radio owner's view: advertising and scanning on air (separate facts), rotations,
+    /// failed operations, report counts and drops.
+    public var radio: RadioOwner.Status
 }
 
 /// A finished scan as the research signal carries it.
@@ -81,21 +84,12 @@ public actor GaenNode: ScheduleEffects {
     private let controllerAddress: ControllerAddress
     private var observer: (any NodeObserver)?
 
-    // Radio, present while a controller session is up.
-    private var session: HCIControllerSession?
-    private var advertiser: BeaconAdvertiser?
-    private var scanner: Scanner?
-    private var controllerTask: Task<Void, Never>?
-    private var controllerStatus = GaendStatus.controllerMissing
-    /// The beacon the schedule put up last, shown again on a new controller session.
-    private var currentBeacon: Beacon?
-    private var advertisingWanted = false
+    /// The one owner of the controller's LE state (advertising, scanning, address).
+    public nonisolated let radio: RadioOwner
+    private var radioStatus = RadioOwner.Status()
 
     // Schedule.
     private var driverTask: Task<Void, Never>?
-    /// The scan in progress: the scanner it runs on (which may since have been detached with
-    /// its controller; stopping it still ends the report stream) and the collecting task.
-    private var scanInProgress: (scanner: Scanner, collector: Task<[TimedReport], Never>)?
 
     // Storage and counters.
     private var storageProblem: String?
@@ -134,25 +128,30 @@ public actor GaenNode: ScheduleEffects {
         let key = try StoreKey.load(keyFile: s.storeKeyFile)
         store = try NodeStore(configuration: StoreConfiguration(settings: s), key: key, logger: logger)
         clockUsable = self.sync.status().isUsable
+        radio = RadioOwner(clock: self.clock, configuration: RadioOwner.Configuration(settings: s), logger: logger)
     }
 
     public func setObserver(_ observer: any NodeObserver) { self.observer = observer }
 
     /// Starts the controller (in the background) and, when enabled, the schedule.
-    public func start() {
-        controllerTask = Task { await self.controllerLoop() }
+    public func start() async {
+        await radio.onChange { [weak self] in await self?.radioChanged() }
+        var configuration = HCISessionConfiguration()
+        configuration.reconnectAttemptLimit = 20
+        await radio.start(connector: SystemTransportConnector(address: controllerAddress), configuration: configuration)
         if state.enabled { startSchedule() }
+    }
+
+    private func radioChanged() async {
+        radioStatus = await radio.snapshot
+        await notifyStatus()
     }
 
     /// Stops the schedule (recording the scan in progress, advertising off), the controller
     /// and flushes and closes the store.
     public func shutdown() async {
         await stopSchedule()
-        controllerTask?.cancel()
-        await controllerTask?.value
-        controllerTask = nil
-        if let session { await session.stop() }
-        session = nil
+        await radio.stop()
         do {
             _ = try store.flushPending()
             try store.close()
@@ -214,14 +213,22 @@ public actor GaenNode: ScheduleEffects {
 
     public var snapshot: NodeStatusSnapshot {
         NodeStatusSnapshot(enabled: state.enabled, status: statusList, advertisements: advertisements,
-                           scans: scans, sightings: sightings, lastScanEnd: lastScanEnd)
+                           scans: scans, sightings: sightings, lastScanEnd: lastScanEnd, radio: radioStatus)
     }
 
     var statusList: [String] {
         var list: [String] = []
         if !state.enabled { list.append(GaendStatus.inactive) }
         if !clockUsable { list.append(GaendStatus.clockUnsynchronised) }
-        if session == nil || controllerStatus != GaendStatus.active { list.append(controllerStatus) }
+        switch radioStatus.controller {
+        case .missing: list.append(GaendStatus.controllerMissing)
+        case .error: list.append(GaendStatus.controllerError)
+        case .active:
+            // Wanted on air but not there (a retry is running): said, never hidden behind
+            // "active".
+            if radioStatus.advertisingWanted && !radioStatus.advertisingOnAir { list.append(GaendStatus.advertisingOffAir) }
+            if radioStatus.scanningWanted && !radioStatus.scanningOnAir { list.append(GaendStatus.scanningOffAir) }
+        }
         if store.isFull { list.append(GaendStatus.storageFull) } else if storageProblem != nil { list.append(GaendStatus.storageError) }
         if list.isEmpty { list.append(GaendStatus.active) }
         return list
@@ -255,84 +262,6 @@ public actor GaenNode: ScheduleEffects {
         try saveState()
     }
 
-    // MARK: Controller
-
-    /// Keeps a controller session up: a controller that is missing at start, or whose
-    /// session gave up recovering, is retried every few seconds; status says so meanwhile.
-    private func controllerLoop() async {
-        var reported = false
-        while !Task.isCancelled {
-            var configuration = HCISessionConfiguration()
-            configuration.reconnectAttemptLimit = 20
-            let s = HCIControllerSession(connector: SystemTransportConnector(address: controllerAddress),
-                                         configuration: configuration, logger: logger)
-            do {
-                _ = try await s.start()
-            } catch {
-                if !reported {
-                    logger.error("controller not available; retrying", metadata: ["controller": "\(controllerAddress)", "error": "\(error)"])
-                    reported = true
-                }
-                controllerStatus = GaendStatus.controllerMissing
-                await notifyStatus()
-                try? await Task.sleep(for: .seconds(3))
-                continue
-            }
-            reported = false
-            logger.info("controller up", metadata: ["controller": "\(controllerAddress)"])
-            await attach(s)
-            let watchdog = Task { await ControllerWatchdog(probeInterval: .seconds(Int64(max(5, settings.watchdog.controllerSilenceSeconds / 3)))).run(session: s, logger: logger) }
-            for await event in s.events {
-                switch event {
-                case .reconnected:
-                    controllerStatus = GaendStatus.active
-                    try? await advertiser?.restore()
-                    try? await scanner?.resumeContinuous()
-                    await notifyStatus()
-                case .transportLost, .hardwareError, .reconnecting, .reconnectFailed:
-                    if controllerStatus != GaendStatus.controllerError {
-                        controllerStatus = GaendStatus.controllerError
-                        await notifyStatus()
-                    }
-                case .gaveUp(let reason):
-                    logger.error("controller lost", metadata: ["reason": "\(reason)"])
-                default: break
-                }
-                if Task.isCancelled { break }
-            }
-            watchdog.cancel()
-            await detach()
-            if Task.isCancelled { break }
-            controllerStatus = GaendStatus.controllerMissing
-            await notifyStatus()
-            try? await Task.sleep(for: .seconds(3))
-        }
-    }
-
-    private func attach(_ s: HCIControllerSession) async {
-        session = s
-        let adv = BeaconAdvertiser(session: s, timing: AdvertisingTiming(intervalMinMs: settings.advertising.intervalMinMs,
-                                                                         intervalMaxMs: settings.advertising.intervalMaxMs),
-                                   logger: logger)
-        let clock = self.clock
-        let sc = Scanner(session: s, logger: logger, now: { clock.wallTime() })
-        await sc.start()
-        advertiser = adv
-        scanner = sc
-        controllerStatus = GaendStatus.active
-        if advertisingWanted, let beacon = currentBeacon {
-            do { try await adv.show(beacon) } catch { logger.warning("cannot restore advertising", metadata: ["error": "\(error)"]) }
-        }
-        await notifyStatus()
-    }
-
-    private func detach() async {
-        if let s = session { await s.stop() }
-        session = nil
-        advertiser = nil
-        scanner = nil
-    }
-
     // MARK: Schedule effects
 
     public func perform(_ action: ScheduleAction, at reading: ClockReading) async {
@@ -340,18 +269,21 @@ public actor GaenNode: ScheduleEffects {
             clockUsable = reading.synchronized
             await notifyStatus()
         }
-        switch action {
-        case .rotate(let slot): await rotate(slot, now: reading.wall)
-        case .stopAdvertising:
-            advertisingWanted = false
-            currentBeacon = nil
-            try? await advertiser?.stop()
-        case .startScan: await startScan()
-        case .finishScan(let done): await finishScan(start: done.startWall, end: done.endWall)
-        }
+        await radioEffects.perform(action, at: reading)
+        await notifyStatus()
     }
 
-    private func rotate(_ slot: AdvertisingSlot, now: Double) async {
+    /// The radio effects gaend runs (the same as `gaenctl radio` and the benchmark): beacons
+    /// from the day's key in the store, finished scans into the store.
+    private nonisolated var radioEffects: RadioScheduleEffects {
+        RadioScheduleEffects(radio: radio,
+                             beacon: { [weak self] slot, reading in await self?.beacon(for: slot, now: reading.wall) },
+                             scanned: { [weak self] scan in await self?.record(scan) })
+    }
+
+    /// The beacon of `slot`: the day's key from the store (created on first need), the RPI of
+    /// the slot's interval, a fresh address. Nil keeps what is on air.
+    private func beacon(for slot: AdvertisingSlot, now: Double) -> GAENBeacon? {
         _ = try? store.applyRetention(now: now)
         let tek: TemporaryExposureKey
         do {
@@ -361,49 +293,25 @@ public actor GaenNode: ScheduleEffects {
             // advertise a key it could not report later.
             storageProblem = "\(error)"
             logger.error("cannot get the day's key; keeping the current advertisement", metadata: ["error": "\(error)"])
-            await notifyStatus()
-            return
+            return nil
         }
         do {
             var random = SecureRandom()
             let beacon = try GAENBeaconFactory().beacon(tek: tek, interval: slot.interval, metadata: metadata, random: &random)
-            currentBeacon = beacon.beacon
-            advertisingWanted = true
             advertisements += 1
-            if let advertiser { try await advertiser.show(beacon.beacon) }
-            logger.debug("rotated", metadata: ["slot": "\(slot)"])
+            logger.debug("rotating", metadata: ["slot": "\(slot)"])
+            return beacon
         } catch {
-            logger.warning("rotation failed; retried at the next rotation or controller restart", metadata: ["error": "\(error)"])
-        }
-        await notifyStatus()
-    }
-
-    private func startScan() async {
-        guard let scanner else { return }
-        do {
-            let stream = try await scanner.scanContinuously()
-            scanInProgress = (scanner, Task {
-                var reports: [TimedReport] = []
-                for await r in stream { reports.append(r) }
-                return reports
-            })
-        } catch {
-            logger.warning("cannot start a scan", metadata: ["error": "\(error)"])
-            await scanner.stop()
-            scanInProgress = nil
+            logger.error("cannot make the beacon; keeping the current advertisement", metadata: ["error": "\(error)"])
+            return nil
         }
     }
 
-    private func finishScan(start: Double, end: Double) async {
-        // No scan was started (no controller): nothing was observed, so nothing is recorded.
-        guard let (usedScanner, collector) = scanInProgress else { return }
-        scanInProgress = nil
-        await usedScanner.stop()
-        let reports = await collector.value
-        let record = RecordedScan(ScanRecord(start: start, end: end, reports: reports), rssiCorrection: calibration.rssiCorrection)
+    private func record(_ scan: ScanRecord) async {
+        let record = RecordedScan(scan, rssiCorrection: calibration.rssiCorrection)
         scans += 1
         sightings += UInt64(record.sightings.count)
-        lastScanEnd = end
+        lastScanEnd = scan.end
         do {
             _ = try store.recordScan(record)
             if storageProblem != nil {
@@ -415,6 +323,6 @@ public actor GaenNode: ScheduleEffects {
             storageProblem = "\(error)"
         }
         await observer?.scanFinished(record)
-        await notifyStatus()
+        radioStatus = await radio.snapshot
     }
 }

@@ -121,6 +121,11 @@ public final class NodeBus: NodeObserver, Sendable {
             "SightingCount": { .uint64(await node.snapshot.sightings) },
             "LastScanTime": { .int64(await node.snapshot.lastScanEnd.map(Self.ms) ?? 0) },
             "ProvideDiagnosisKeysRemaining": { .uint32(await node.provideRemaining) },
+            "AdvertisingOnAir": { .boolean(await node.snapshot.radio.advertisingOnAir) },
+            "ScanningOnAir": { .boolean(await node.snapshot.radio.scanningOnAir) },
+            "RadioFailures": { .uint64(await node.snapshot.radio.failedOperations) },
+            "ReportsIgnored": { .uint64(await node.snapshot.radio.reportsIgnored) },
+            "ReportsDropped": { .uint64(await node.snapshot.radio.reportsDropped) },
         ]
         return try DBusInterfaceImplementation(GaendInterfaces.exposureNotification, methods: methods, getters: getters)
     }
@@ -195,7 +200,8 @@ public final class NodeBus: NodeObserver, Sendable {
 
     public func statusChanged() async {
         try? await service.emitPropertiesChanged(path: GaendBus.objectPath, interface: GaendBus.exposureNotificationInterface,
-                                                 ["Enabled", "Status", "AdvertisementCount", "ScanCount", "SightingCount", "LastScanTime"])
+                                                 ["Enabled", "Status", "AdvertisementCount", "ScanCount", "SightingCount", "LastScanTime",
+                                                  "AdvertisingOnAir", "ScanningOnAir", "RadioFailures", "ReportsIgnored", "ReportsDropped"])
     }
 
     public func scanFinished(_ scan: RecordedScan) async {
