@@ -10,7 +10,9 @@ than a few advertising intervals, and the node must report zero failed radio ope
 The controller's advertising interval runs in real time (200-270 ms, the GAEN range) while the
 schedule runs 60 times faster: rotations come every 10-20 s of real time, each one a change of
 address while scanning is on (continuous mode), or while one of the frequent scans is running
-(random mode with scans of 8 s every 10-11 s, so most rotations fall inside a scan).
+(random mode with scans of 4 s every 10 s, so 40% of rotations fall inside a scan where
+the default cadence, 210-300 s, puts 1.6%; rotations every 10.05 minutes there, eleven or
+twelve in the run, so that all of them missing every scan is a 0.2-0.4% event).
 
 The figures (rotations, RPIs heard, longest gap) are printed for the closing notes; run with
 `pytest -s -k long_run` to see them."""
@@ -40,7 +42,7 @@ CONFIGS = {
     "continuous": """
 scanning:
   mode: continuous
-  duration_seconds: 300
+  duration_seconds: 4
 calibration:
   tx_power: -20
 research:
@@ -48,11 +50,16 @@ research:
   site: e2e
 """,
     "random": """
+advertising:
+  # 603 s: not a multiple of the 10 s scan period, so rotations do not lock onto the
+  # moment a scan starts (a rotation due with a scan start goes first, outside the scan).
+  rotation_min_minutes: 10.05
+  rotation_max_minutes: 10.05
 scanning:
   mode: random
-  duration_seconds: 8
+  duration_seconds: 4
   period_min_seconds: 10
-  period_max_seconds: 11
+  period_max_seconds: 10
 calibration:
   tx_power: -20
 research:
@@ -85,11 +92,14 @@ def test_long_run_rotates_on_air_while_scanning(mode, radio, spawn, nodes, bin_d
     time.sleep(real_seconds)
     status = node.status()
     elapsed = time.time() - started
+    keys = node.keys()
     assert node.terminate() == 0, node.stderr[-3000:]
     assert watcher.wait(60) == 0, watcher.stderr
     phone.proc.terminate()
 
     log = node.stderr
+    # The node logs each rotation and whether it had to pause scanning for the address.
+    paused = log.count("radio.scan_paused=true")
     stats = r.stats("node")
     reports = [x for x in watcher.lines()
                if x["data"].startswith(PREFIX) and x["data"][len(PREFIX):len(PREFIX) + 32] != phone_rpi]
@@ -107,27 +117,28 @@ def test_long_run_rotates_on_air_while_scanning(mode, radio, spawn, nodes, bin_d
     figures = {"mode": mode, "node_hours": round(elapsed * SCALE / 3600, 2), "rotations": rotations,
                "addresses_heard": len(pairs), "distinct_rpis_heard": len(set(rpis)), "reports": len(reports),
                "longest_gap_s": round(longest, 3), "scans": status["scanCount"], "sightings": status["sightingCount"],
-               "random_address_set": stats["random_address_set"],
-               "random_address_in_scan_pause": stats["random_address_in_scan_pause"],
-               "random_address_refused": stats["random_address_refused"], "status": status["status"]}
+               "random_address_set": stats.get("random_address_set", 0),
+               "rotations_pausing_scan": paused,
+               "random_address_refused": stats.get("random_address_refused", 0), "status": status["status"]}
     print("\nLONG-RUN FIGURES " + json.dumps(figures))
 
     assert elapsed * SCALE >= NODE_HOURS * 3600
     # Zero failed rotations: the controller never refused an address, the owner never retried.
-    assert stats["random_address_refused"] == 0, stats
+    assert stats.get("random_address_refused", 0) == 0, stats
     assert "radio operation failed" not in log, log[-3000:]
     assert status["status"] == ["active"], status
     assert status["advertisingOnAir"] is True and status["radioFailures"] == 0, status
     if mode == "continuous":
         assert status["scanningOnAir"] is True, status
-    # 2 h of 10-20 minute rotations: 6 to 12 after the first one.
-    assert 7 <= rotations <= 13, figures
-    # Each rotation changed the address while scanning was on (continuous), or most did
-    # (random: scans cover 8 of every 10-11 s).
+    # 2 h of 10-20 minute rotations: 6 to 12 after the first one (and one more if the last
+    # falls due just as the run ends).
+    assert 7 <= rotations <= 14, figures
+    # Each rotation changed the address while scanning was on (continuous), or some did
+    # (random: scans cover 4 of every 10 s, so ask for one of the twelve).
     if mode == "continuous":
-        assert stats["random_address_in_scan_pause"] >= rotations - 1, figures
+        assert paused >= rotations - 1, figures
     else:
-        assert stats["random_address_in_scan_pause"] >= 2, figures
+        assert paused >= 1, figures
     # The independent watcher heard every rotation: a new address with a new RPI each time,
     # never one RPI from two addresses.
     assert len(pairs) == rotations, figures
@@ -141,7 +152,6 @@ def test_long_run_rotates_on_air_while_scanning(mode, radio, spawn, nodes, bin_d
     # Never off air for longer than a few advertising intervals, rotations included.
     assert longest <= GAP_LIMIT_S, figures
     # The RPIs are the node's own: derived from today's key at the interval of each rotation.
-    keys = node.keys()
     assert keys
     for address, seen_at in first_seen.items():
         node_time = launched + (seen_at - launched) * SCALE
@@ -149,6 +159,8 @@ def test_long_run_rotates_on_air_while_scanning(mode, radio, spawn, nodes, bin_d
         candidates = {derive(bin_dir, k["keyData"], i)["rpi"] for k in keys for i in (interval - 1, interval, interval + 1)}
         assert next(iter(pairs[address])) in candidates, (address, figures)
     # The node kept scanning and recording throughout.
-    if mode == "continuous":
-        assert status["scanCount"] >= NODE_HOURS * 3600 / 300 - 2, figures
+    # Back-to-back 4 s records in continuous mode (timers that fire late under load skip
+    # rather than catch up, so ask for half), one per 10 s in random mode.
+    nominal = NODE_HOURS * 3600 / (4 if mode == "continuous" else 10)
+    assert status["scanCount"] >= nominal / 2, figures
     assert status["sightingCount"] > 0, figures

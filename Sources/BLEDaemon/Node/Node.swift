@@ -264,13 +264,17 @@ public actor GaenNode: ScheduleEffects {
 
     // MARK: Schedule effects
 
-    public func perform(_ action: ScheduleAction, at reading: ClockReading) async {
+    public func perform(_ actions: [ScheduleAction], at reading: ClockReading) async {
         if clockUsable != reading.synchronized {
             clockUsable = reading.synchronized
             await notifyStatus()
         }
-        await radioEffects.perform(action, at: reading)
+        await radioEffects.perform(actions, at: reading)
         await notifyStatus()
+    }
+
+    public func perform(_ action: ScheduleAction, at reading: ClockReading) async {
+        await perform([action], at: reading)
     }
 
     /// The radio effects gaend runs (the same as `gaenctl radio` and the benchmark): beacons

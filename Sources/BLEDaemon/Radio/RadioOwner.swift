@@ -318,15 +318,19 @@ public actor RadioOwner {
 
     /// Ends the scan in progress with the schedule's times and returns its record, or nil
     /// when scanning never reached the air during it (no controller: nothing was observed).
-    /// Scanning is turned off unless the next scan starts at once (continuous mode).
-    public func finishScan(_ done: CompletedScan) async -> ScanRecord? {
-        guard let collected = scan else { return nil }
-        scan = nil
-        desired.scanning = false
-        // Turned off a moment later, so a continuous schedule's next startScan keeps the
-        // controller scanning instead of toggling it.
-        Task { await self.reconcileOrRetry() }
-        guard collected.wasOnAir || status.scanningOnAir else { return nil }
+    /// Scanning goes off, unless `next` starts at once (continuous mode): then the
+    /// controller keeps scanning and the reports from now on belong to `next`.
+    public func finishScan(_ done: CompletedScan, continuingWith next: ScanWindow? = nil) async -> ScanRecord? {
+        let collected = scan
+        if let next {
+            scan = ScanCollector(window: next, onAir: status.scanningOnAir)
+            desired.scanning = true
+        } else {
+            scan = nil
+            desired.scanning = false
+        }
+        await reconcileOrRetry()
+        guard let collected, collected.wasOnAir || status.scanningOnAir else { return nil }
         let record = ScanRecord(start: done.startWall, end: done.endWall,
                                 sightings: collected.sightings.map { var s = $0; s.time = min(max(s.time, done.startWall), done.endWall); return s })
         status.scansCompleted += 1
@@ -463,7 +467,8 @@ public actor RadioOwner {
         let want = desired
         if want.beacon != beaconOnAir || (want.beacon == nil && advertisingMaybeOn) {
             let needAddress = want.beacon.map { $0.address != controllerAddress } ?? false
-            if needAddress && scanningMaybeOn { try await scanOff(s) } // 7.8.4: pause scanning
+            let pausedScanning = needAddress && scanningMaybeOn
+            if pausedScanning { try await scanOff(s) } // 7.8.4: pause scanning
             if advertisingMaybeOn { try await advertisingOff(s) }
             if let beacon = want.beacon {
                 if needAddress {
@@ -482,8 +487,10 @@ public actor RadioOwner {
                 if beacon != lastCountedBeacon {
                     lastCountedBeacon = beacon
                     status.rotations += 1
+                    // Once per rotation (every 10-20 minutes); the address is public, it is
+                    // on air.
+                    logger.info("rotated", metadata: ["radio.address": "\(beacon.address)", "radio.scan_paused": "\(pausedScanning)"])
                 }
-                logger.debug("advertising", metadata: ["radio.address": "\(beacon.address)"])
             }
         }
         if want.scanning && !status.scanningOnAir {

@@ -32,6 +32,22 @@ public struct RadioScheduleEffects: ScheduleEffects {
         self.scanned = scanned
     }
 
+    public func perform(_ actions: [ScheduleAction], at reading: ClockReading) async {
+        var i = actions.startIndex
+        while i < actions.endIndex {
+            // A scan that ends as the next one starts (continuous mode): one record ends and
+            // the next begins without turning scanning off and on.
+            if case .finishScan(let done) = actions[i], i + 1 < actions.endIndex, case .startScan(let next) = actions[i + 1],
+               roles.contains(.scanning) {
+                if let record = await radio.finishScan(done, continuingWith: next) { await scanned(record) }
+                i += 2
+                continue
+            }
+            await perform(actions[i], at: reading)
+            i += 1
+        }
+    }
+
     public func perform(_ action: ScheduleAction, at reading: ClockReading) async {
         switch action {
         case .rotate(let slot):
