@@ -1,6 +1,7 @@
 import ArgumentParser
 import ENProtocol
 import Foundation
+import TrialKit
 
 /// `gaenctl derive`: RPIK, AEMK and the RPIs (and AEMs) of a TEK, for checking by hand.
 struct Derive: ParsableCommand {
@@ -19,7 +20,7 @@ struct Derive: ParsableCommand {
     @Option(help: "First ENIntervalNumber to derive.")
     var interval: UInt32?
 
-    @Option(help: "An ISO 8601 instant (e.g. 2020-04-02T10:00:00Z); derives from its UTC day's first interval.")
+    @Option(help: "A time, ISO 8601 (e.g. 2020-04-02T10:00:00Z) or Unix seconds; derives from its UTC day's first interval.")
     var time: String?
 
     @Option(help: "Number of intervals (1...144).")
@@ -42,10 +43,9 @@ struct Derive: ParsableCommand {
         if let interval {
             first = ENIntervalNumber(interval)
         } else {
-            guard let date = ISO8601DateFormatter().date(from: time!) else {
-                throw ValidationError("--time: '\(time!)' is not an ISO 8601 instant such as 2020-04-02T10:00:00Z")
-            }
-            first = ENIntervalNumber(unixSeconds: date.timeIntervalSince1970).dayStart
+            let seconds: Double
+            do { seconds = try TimeInput.parse(time!) } catch { throw ValidationError("--time: \(error)") }
+            first = ENIntervalNumber(unixSeconds: seconds).dayStart
         }
         var meta: BluetoothMetadata? = nil
         if let metadata {

@@ -27,6 +27,23 @@ struct GaenCtl: AsyncParsableCommand {
         ]
     )
 
+    /// ArgumentParser's own main, with open captures flushed before the process exits.
+    static func main() async {
+        do {
+            var command = try parseAsRoot()
+            if var asyncCommand = command as? AsyncParsableCommand {
+                try await asyncCommand.run()
+            } else {
+                try command.run()
+            }
+            CaptureRegistry.closeAll()
+            exit()
+        } catch {
+            CaptureRegistry.closeAll()
+            exit(withError: error)
+        }
+    }
+
     /// Accepted before the subcommand too (`gaenctl --bus ADDRESS status`).
     @OptionGroup var bus: BusOptions
 }

@@ -1,6 +1,7 @@
 import ArgumentParser
 import ENProtocol
 import Foundation
+import TrialKit
 
 /// A failure a gaenctl command reports as one line on stderr before exiting with status 1.
 struct CommandFailure: Error, CustomStringConvertible {
@@ -72,12 +73,26 @@ enum KeyFileLoader {
         return data
     }
 
-    /// Reads and parses a key file (ZIP or bare export.bin). With a trust set, a file no
-    /// trusted key verifies is rejected whole; without one, a note on stderr says that no
-    /// signature was required. Returns the file and, with a trust set, the signature that verified.
+    /// Reads and parses a key file: a ZIP, a bare export.bin or a JSON key list (KeyListFile),
+    /// told apart by content. A JSON key list becomes an unsigned export in memory, so every
+    /// command runs the same computation on it; it carries no signature, so with `--trust` it
+    /// is refused. With a trust set, a file no trusted key verifies is rejected whole; without
+    /// one, a note on stderr says that no signature was required. Returns the file and, with a
+    /// trust set, the signature that verified.
     static func load(_ path: String, trust: KeyExportTrustSet?, limits: KeyExportLimits = .default)
         throws -> (file: KeyExportFile, verifiedBy: KeyExportSignatureInfo?) {
         let data = try readBounded(path, limit: limits.maxFileSize)
+        if KeyInputKind.detect(data) == .jsonKeyList {
+            guard trust == nil else {
+                throw CommandFailure("\(path): rejected: a JSON key list carries no signature, so no --trust key can verify it (give the signed export instead)")
+            }
+            let keys: [DiagnosisKey]
+            do { keys = try KeyListFile.decode(data, file: path) } catch { throw CommandFailure("\(error)") }
+            let start = keys.map { UInt64($0.rollingStartIntervalNumber.rawValue) }.min() ?? 0
+            let end = keys.map { UInt64($0.rollingStartIntervalNumber.rawValue) + UInt64($0.rollingPeriod) }.max() ?? 0
+            let bin = try KeyExportWriter.exportBin(header: KeyExportHeader(startTimestamp: start * 600, endTimestamp: end * 600, region: ""), keys: keys)
+            do { return (try KeyExportFile(parsing: bin, limits: limits), nil) } catch { throw CommandFailure("\(path): \(error)") }
+        }
         let file: KeyExportFile
         do { file = try KeyExportFile(parsing: data, limits: limits) } catch { throw CommandFailure("\(path): \(error)") }
         guard let trust else {

@@ -1,6 +1,7 @@
 import ArgumentParser
 import ENProtocol
 import Foundation
+import TrialKit
 
 /// `gaenctl keys`: key export files (inspect, create). Issue 4 adds `history` and `provide`.
 struct Keys: ParsableCommand {
@@ -23,49 +24,6 @@ enum KeyJSON {
         ])
     }
 
-    /// The proto enum names, accepted by `create` besides the numbers.
-    static let reportTypeNames: [String: ReportType] = [
-        "UNKNOWN": .unknown, "CONFIRMED_TEST": .confirmedTest, "CONFIRMED_CLINICAL_DIAGNOSIS": .confirmedClinicalDiagnosis,
-        "SELF_REPORT": .selfReport, "RECURSIVE": .recursive, "REVOKED": .revoked,
-    ]
-
-    /// Parses one key object of KEYS.json; `at` names it in errors.
-    static func key(_ value: Any, at: String) throws -> DiagnosisKey {
-        guard let o = value as? [String: Any] else { throw CommandFailure("\(at): expected a JSON object") }
-        let known: Set = ["keyData", "rollingStartIntervalNumber", "rollingPeriod", "transmissionRiskLevel", "reportType", "daysSinceOnsetOfSymptoms"]
-        if let unknown = o.keys.sorted().first(where: { !known.contains($0) }) { throw CommandFailure("\(at): unknown field '\(unknown)'") }
-        func int(_ name: String, _ range: ClosedRange<Int64>) throws -> Int64? {
-            guard let v = o[name], !(v is NSNull) else { return nil }
-            guard let n = v as? NSNumber, n.doubleValue == n.doubleValue.rounded(),
-                  range.contains(n.int64Value) else {
-                throw CommandFailure("\(at).\(name): expected an integer in \(range.lowerBound)...\(range.upperBound), got \(v)")
-            }
-            return n.int64Value
-        }
-        guard let hex = o["keyData"] as? String else { throw CommandFailure("\(at).keyData: missing (32 hex digits)") }
-        let tek: TemporaryExposureKey
-        do { tek = try TemporaryExposureKey(bytes: Data(hex: hex, count: 16)) } catch { throw CommandFailure("\(at).keyData: \(error)") }
-        guard let start = try int("rollingStartIntervalNumber", 0...Int64(Int32.max)) else {
-            throw CommandFailure("\(at).rollingStartIntervalNumber: missing")
-        }
-        var report: ReportType? = nil
-        if let r = o["reportType"], !(r is NSNull) {
-            if let name = r as? String {
-                guard let t = reportTypeNames[name] else {
-                    throw CommandFailure("\(at).reportType: unknown name '\(name)' (one of \(reportTypeNames.keys.sorted().joined(separator: ", ")))")
-                }
-                report = t
-            } else if let n = try int("reportType", 0...5) {
-                report = ReportType(rawValue: Int(n))
-            }
-        }
-        return DiagnosisKey(
-            key: tek, rollingStartIntervalNumber: ENIntervalNumber(UInt32(start)),
-            rollingPeriod: UInt32(try int("rollingPeriod", 1...144) ?? 144),
-            transmissionRiskLevel: try int("transmissionRiskLevel", Int64(Int32.min)...Int64(Int32.max)).map { Int32($0) },
-            reportType: report,
-            daysSinceOnsetOfSymptoms: try int("daysSinceOnsetOfSymptoms", Int64(Int32.min)...Int64(Int32.max)).map { Int32($0) })
-    }
 }
 
 /// Writes to stdout in large chunks, so a file of many keys streams out without being
@@ -183,12 +141,7 @@ struct KeysCreate: ParsableCommand {
     func run() throws {
         try runReportingFailures("keys create") {
             let json = try KeyFileLoader.readBounded(keysPath, limit: 512 << 20)
-            let parsed: Any
-            do { parsed = try JSONSerialization.jsonObject(with: json) } catch {
-                throw CommandFailure("\(keysPath): not valid JSON (\(error.localizedDescription))")
-            }
-            guard let array = parsed as? [Any] else { throw CommandFailure("\(keysPath): expected a JSON array of key objects") }
-            let keys = try array.enumerated().map { i, v in try KeyJSON.key(v, at: "\(keysPath)[\(i)]") }
+            let keys = try KeyListFile.decode(json, file: keysPath)
 
             let pem = try KeyFileLoader.readBounded(signingKey, limit: 64 << 10)
             let signer: P256PrivateKey
@@ -199,7 +152,7 @@ struct KeysCreate: ParsableCommand {
             let end = keys.map { UInt64($0.rollingStartIntervalNumber.rawValue) + UInt64($0.rollingPeriod) }.max() ?? 0
             let header = KeyExportHeader(startTimestamp: start * 600, endTimestamp: end * 600, region: region)
             let zip = try KeyExportWriter.signedArchive(header: header, keys: keys, signingKey: signer, keyId: keyId, keyVersion: keyVersion)
-            do { try zip.write(to: URL(fileURLWithPath: output), options: .atomic) } catch {
+            do { try AtomicOutputFile.write(zip, to: output) } catch {
                 throw CommandFailure("cannot write \(output): \(error.localizedDescription)")
             }
             printError("gaenctl: wrote \(output): \(keys.count) keys, signed as \(keyId):\(keyVersion)")

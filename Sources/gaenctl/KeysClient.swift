@@ -2,6 +2,7 @@ import ArgumentParser
 import DBusCore
 import ENProtocol
 import Foundation
+import TrialKit
 import GaenClient
 
 /// `gaenctl keys history`: the node's own TEKs (authorized callers only), printed or written
@@ -56,7 +57,7 @@ struct KeysHistory: AsyncParsableCommand {
                 let end = keys.map { UInt64($0.rollingStartIntervalNumber.rawValue) + UInt64($0.rollingPeriod) }.max() ?? 0
                 let header = KeyExportHeader(startTimestamp: start * 600, endTimestamp: end * 600, region: region)
                 let zip = try KeyExportWriter.signedArchive(header: header, keys: keys, signingKey: signer, keyId: keyId, keyVersion: keyVersion)
-                do { try zip.write(to: URL(fileURLWithPath: output), options: .atomic) } catch {
+                do { try AtomicOutputFile.write(zip, to: output) } catch {
                     throw CommandFailure("cannot write \(output): \(error.localizedDescription)")
                 }
                 printError("gaenctl keys history: wrote \(output): \(keys.count) keys, signed as \(keyId):\(keyVersion)")
@@ -104,13 +105,33 @@ struct KeysProvide: AsyncParsableCommand {
         guard (1...16).contains(files.count) else { throw ValidationError("give 1 to 16 key files") }
     }
 
+    /// What a file of this mode is, when it is not a regular file.
+    static func notAFile(_ mode: mode_t) -> String? {
+        switch mode & S_IFMT {
+        case S_IFREG: return nil
+        case S_IFIFO: return "a FIFO (named pipe)"
+        case S_IFDIR: return "a directory"
+        case S_IFCHR: return "a character device"
+        case S_IFBLK: return "a block device"
+        case S_IFSOCK: return "a socket"
+        default: return "not a regular file"
+        }
+    }
+
     func run() async throws {
         try await withDaemon("keys provide", bus) { client in
             var fds: [DBusUnixFD] = []
             for path in files {
-                let fd = open(path, O_RDONLY | O_CLOEXEC)
+                // O_NONBLOCK: opening a FIFO must not wait for a writer; only regular files go on.
+                let fd = open(path, O_RDONLY | O_CLOEXEC | O_NONBLOCK)
                 guard fd >= 0 else { throw CommandFailure("\(path): cannot open: \(String(cString: strerror(errno)))") }
-                fds.append(DBusUnixFD(owning: fd))
+                let handle = DBusUnixFD(owning: fd)
+                var st = stat()
+                guard fstat(fd, &st) == 0 else { throw CommandFailure("\(path): cannot stat: \(String(cString: strerror(errno)))") }
+                if let kind = Self.notAFile(st.st_mode) {
+                    throw CommandFailure("\(path): is \(kind), not a key file: give a ZIP or export.bin file")
+                }
+                fds.append(handle)
             }
             let token = "gaenctl-\(getpid())-\(UInt64(Date().timeIntervalSince1970 * 1000))"
             let updates = try await client.exposureStateUpdates()

@@ -56,7 +56,7 @@ struct MarkersExport: AsyncParsableCommand {
             }
             let csv = MarkersFile.csv(marks, node: labels.node, site: labels.site)
             if let output = range.output {
-                try csv.write(to: URL(fileURLWithPath: output))
+                try AtomicOutputFile.write(Data(csv.text.utf8), to: output)
             } else {
                 print(csv.text, terminator: "")
             }

@@ -1,6 +1,7 @@
 import ArgumentParser
 import ENProtocol
 import Foundation
+import TrialKit
 
 /// `gaenctl match`: which sightings of an export a set of diagnosis keys explains.
 struct MatchCommand: ParsableCommand {
@@ -9,7 +10,7 @@ struct MatchCommand: ParsableCommand {
         abstract: "Match diagnosis keys from key files against exported sightings.",
         discussion: """
             Prints one JSON line per matched sighting, sorted by time: \
-            {"time","rpi","rssi","keyData","interval","txPower","attenuation","metadataVersion", \
+            {"time","rpi","rssi","transmitter","keyData","interval","txPower","attenuation","metadataVersion", \
             "calibrationConfidence","txPowerPlausible"}. attenuation = txPower - (rssi + \
             rssi_correction); it is null when the decrypted TX power is outside -50...+20 dB \
             (the AEM is not authenticated, so such a value is reported, flagged, not used). \
@@ -24,8 +25,10 @@ struct MatchCommand: ParsableCommand {
         try runReportingFailures("match") {
             let result = try MatchRun.run(options, requirement: .matching)
             var out = ""
-            for m in result.matches {
-                out += Self.json(m).serialized()
+            // The transmitter is named after its key file (keys/phone-1.json -> phone-1), as in `trial report`.
+            let names = options.keys.map(TrialInputs.stem)
+            for (m, file) in zip(result.matches, result.outcome.matchFiles) {
+                out += Self.json(m, transmitter: names[file]).serialized()
                 out += "\n"
                 if out.utf8.count > 1 << 16 { FileHandle.standardOutput.write(Data(out.utf8)); out = "" }
             }
@@ -34,9 +37,10 @@ struct MatchCommand: ParsableCommand {
         }
     }
 
-    static func json(_ m: Match) -> JSONValue {
+    static func json(_ m: Match, transmitter: String) -> JSONValue {
         let t = m.sighting.time
         return .object([
+            "transmitter": .string(transmitter),
             "time": t == t.rounded() && abs(t) < 1e15 ? .int(Int64(t)) : .double(t),
             "rpi": .string(m.sighting.rpi.hexString),
             "rssi": .int(Int64(m.sighting.rssi)),

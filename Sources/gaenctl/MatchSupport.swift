@@ -7,7 +7,7 @@ struct SightingsAndKeysOptions: ParsableArguments {
     @Option(help: ArgumentHelp("Sightings export (CSV or JSON lines, docs/sightings-format.md).", valueName: "FILE"))
     var sightings: String?
 
-    @Option(parsing: .upToNextOption, help: ArgumentHelp("Key export files (ZIP or bare export.bin); repeatable.", valueName: "FILE"))
+    @Option(parsing: .upToNextOption, help: ArgumentHelp("Key files: export ZIPs, bare export.bin files or JSON key lists (told apart by content).", valueName: "FILE"))
     var keys: [String] = []
 
     @OptionGroup var trust: TrustOptions
@@ -24,16 +24,20 @@ struct SightingsAndKeysOptions: ParsableArguments {
     }
 }
 
-/// The matching run behind `match` and `windows`: reads the sightings, indexes them, then
-/// streams each key file's keys (then its revised keys) through the matcher in batches.
+/// The matching run behind `match` and `windows`: reads the sightings and the key files, then
+/// runs the one exposure computation (ENProtocol's ExposureComputation, which the daemon runs
+/// too: same key order, dedup, sort and batching).
 enum MatchRun {
     struct Result {
         var log: SightingsLog
-        var matches: [Match]
-        var statistics: MatchStatistics
+        var computation: ExposureComputation
+        var outcome: ExposureComputation.Outcome
+        var matches: [Match] { outcome.matches }
+        var statistics: MatchStatistics { outcome.statistics }
     }
 
-    static func run(_ o: SightingsAndKeysOptions, requirement: SightingsFile.Requirement) throws -> Result {
+    static func run(_ o: SightingsAndKeysOptions, requirement: SightingsFile.Requirement,
+                    mapping: DiagnosisKeysDataMapping = .default) throws -> Result {
         guard let sightings = o.sightings else { throw CommandFailure("give the sightings export with --sightings FILE and key files with --keys FILE...") }
         let data: Data
         do { data = try Data(contentsOf: URL(fileURLWithPath: sightings)) } catch {
@@ -41,24 +45,10 @@ enum MatchRun {
         }
         let log: SightingsLog
         do { log = try SightingsFile.parse(data, requiring: requirement) } catch { throw CommandFailure("\(sightings): \(error)") }
-        let matcher = ExposureMatcher(index: SightingIndex(sightings: log.sightings, tableSeed: try SightingIndex.randomTableSeed()), workers: o.workers)
         let trust = try o.trust.trustSet()
-        var matches: [Match] = []
-        var stats = MatchStatistics()
-        for path in o.keys {
-            let file = try KeyFileLoader.load(path, trust: trust).file
-            // Revised keys come after the file's keys, so their report type wins in windows.
-            // 50,000 keys (~5 MB) per batch: large enough that handing parts to threads is cheap.
-            for batches in [file.keyBatches(size: 50_000), file.revisedKeyBatches(size: 50_000)] {
-                for batch in batches {
-                    let r = try matcher.match(batch)
-                    matches += r.matches
-                    stats += r.statistics
-                }
-            }
-        }
-        matches.sort { ($0.sighting.time, $0.sighting.rpiLow, $0.sighting.rpiHigh) < ($1.sighting.time, $1.sighting.rpiLow, $1.sighting.rpiHigh) }
-        return Result(log: log, matches: matches, statistics: stats)
+        let files = try o.keys.map { try KeyFileLoader.load($0, trust: trust).file }
+        let computation = try ExposureComputation(log: log, mapping: mapping, workers: o.workers)
+        return Result(log: log, computation: computation, outcome: try computation.match(files))
     }
 
     /// One stderr line with the counters (stdout carries only the JSON contract).

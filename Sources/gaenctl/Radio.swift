@@ -1,5 +1,6 @@
 import ArgumentParser
 import BLEDaemon
+import Foundation
 import Logging
 
 /// `gaenctl radio ...`: drive a Bluetooth controller directly through HCI, without the daemon
@@ -23,9 +24,29 @@ struct RadioControllerOptions: ParsableArguments {
     @Flag(name: .long, help: "Log the HCI dialogue (btmon style) to standard error.")
     var verbose = false
 
+    @Option(name: .long, help: ArgumentHelp("Write every HCI packet, both directions, to FILE as btsnoop (btmon -r, Wireshark).", valueName: "FILE"))
+    var capture: String?
+
+    @Option(name: .long, help: ArgumentHelp("Rotate the capture to FILE.1 at this size (MiB).", valueName: "MIB"))
+    var captureMaxMb: Int = CaptureSettings.defaultMaxBytes >> 20
+
     func validate() throws {
         _ = try address()
         guard commandTimeout > 0, commandTimeout.isFinite else { throw ValidationError("--command-timeout must be a positive number of seconds") }
+        guard (1...4096).contains(captureMaxMb) else { throw ValidationError("--capture-max-mb must be 1...4096") }
+    }
+
+    /// The controller's connector, recording into `--capture` when given.
+    func connector() throws -> any HCITransportConnector {
+        let plain = SystemTransportConnector(address: try address())
+        guard let capture else { return plain }
+        do {
+            let writer = try BTSnoopWriter(settings: CaptureSettings(path: capture, maxBytes: captureMaxMb << 20))
+            CaptureRegistry.keep(writer)
+            return CapturingConnector(plain, writer: writer)
+        } catch {
+            throw CLIFailure("--capture \(capture): \(error)")
+        }
     }
 
     func address() throws -> ControllerAddress {
@@ -52,7 +73,7 @@ extension RadioControllerOptions {
         let log = self.logger()
         var configuration = HCISessionConfiguration()
         configuration.commandTimeout = timeout
-        let session = HCIControllerSession(connector: SystemTransportConnector(address: try address()),
+        let session = HCIControllerSession(connector: try connector(),
                                            configuration: configuration, logger: log)
         do { _ = try await session.start() } catch { throw CLIFailure("cannot use controller \(controller): \(error)") }
         return (session, log)
@@ -65,4 +86,30 @@ extension RadioControllerOptions {
         await radio.attach(session)
         return (radio, log)
     }
+}
+
+/// Captures gaenctl opened, flushed to disk before the process exits (`GaenCtl.main` calls
+/// `closeAll`), whichever way the command ends.
+/// Ctrl-C or SIGTERM (a radio command left running) also flushes them before exiting.
+enum CaptureRegistry {
+    nonisolated(unsafe) private static var writers: [BTSnoopWriter] = []
+    nonisolated(unsafe) private static var sources: [DispatchSourceSignal] = []
+    private static let lock = NSLock()
+    static func keep(_ w: BTSnoopWriter) {
+        lock.withLock {
+            writers.append(w)
+            guard sources.isEmpty else { return }
+            for sig in [SIGINT, SIGTERM] {
+                signal(sig, SIG_IGN)
+                let s = DispatchSource.makeSignalSource(signal: sig, queue: .global())
+                s.setEventHandler {
+                    closeAll()
+                    exit(128 + sig)
+                }
+                s.resume()
+                sources.append(s)
+            }
+        }
+    }
+    static func closeAll() { lock.withLock { writers.forEach { $0.close() }; writers = [] } }
 }

@@ -13,7 +13,7 @@ struct RadioProbe: AsyncParsableCommand {
     @OptionGroup var options: RadioControllerOptions
 
     func run() async throws {
-        let connector = SystemTransportConnector(address: try options.address())
+        let connector = try options.connector()
         let facts = try await ControllerProbe.run(connector: connector, commandTimeout: options.timeout, logger: options.logger())
         let encoder = JSONEncoder()
         encoder.outputFormatting = [.sortedKeys, .withoutEscapingSlashes]

@@ -6,9 +6,9 @@ import Foundation
 /// read at run time, so a trial can change them without a new build (docs/risk.md).
 struct Risk: ParsableCommand {
     static let configuration = CommandConfiguration(
-        abstract: "Run an app's risk engine over exposure windows (CWA, NHS, framework v1, original CWA).",
+        abstract: "Run an app's risk engine over exposure windows (CWA, NHS, framework v1, original CWA, SwissCovid, Immuni).",
         discussion: "Windows files are JSON arrays of windows in the Android API shape. See docs/risk.md.",
-        subcommands: [CWA.self, NHS.self, GAENv1Command.self, CWAv1.self]
+        subcommands: [CWA.self, NHS.self, GAENv1Command.self, CWAv1.self, SwissCovid.self, Immuni.self]
     )
 
     /// Options every engine takes.
@@ -16,8 +16,15 @@ struct Risk: ParsableCommand {
         @Option(help: ArgumentHelp("Exposure windows: a JSON array in the Android API shape.", valueName: "file"))
         var windows: String
 
+        @Flag(help: "Print the engine's verdict on every window too: {\"result\": ..., \"windows\": [...]}.")
+        var perWindow = false
+
         func load() throws -> [ExposureWindow] {
-            try RiskJSON.decodeWindows(from: RiskCLI.read(windows, what: "--windows"))
+            try RiskCLI.reporting { try RiskJSON.decodeWindows(from: RiskCLI.read(windows, what: "--windows")) }
+        }
+
+        func entries() throws -> [WindowsFileEntry] {
+            try RiskCLI.reporting { try WindowsFile.parse(RiskCLI.read(windows, what: "--windows")) }
         }
     }
 
@@ -39,23 +46,111 @@ struct Risk: ParsableCommand {
     struct CWA: ParsableCommand {
         static let configuration = CommandConfiguration(
             commandName: "cwa",
-            abstract: "Corona-Warn-App exposure-window risk calculation (CWA 1.9+ parameters).",
+            abstract: "Corona-Warn-App exposure-window risk calculation (CWA 1.9+ parameters, every generation).",
             discussion: """
                 Prints {"totalRiskLevel" (1 low, 2 high), "mostRecentDateWithLowRisk", "mostRecentDateWithHighRisk", \
                 "numberOfDaysWithLowRisk", "numberOfDaysWithHighRisk", "minimumDistinctEncountersWithLowRisk", \
-                "minimumDistinctEncountersWithHighRisk"}; dates are YYYY-MM-DD or null. With --today, windows after \
-                that day or more than 14 days before it are ignored, as the framework would not return them.
+                "minimumDistinctEncountersWithHighRisk"}; dates are YYYY-MM-DD or null. With --today, windows more \
+                than maxEncounterAgeInDays before that day are ignored. --app-version picks the calculation of that \
+                app version: 1.9-1.14 (transmissionRiskLevelMultiplier, unmapped normalized time is an error), \
+                1.15-2.18 (transmissionRiskValueMapping), 2.19 and later (daily normalized time rounded to one \
+                decimal). Default: 1.9 for a parameter file with only transmissionRiskLevelMultiplier, else the \
+                current app. With --per-window: {"result", "generation", "windows": [{"index", "date", "dropped", \
+                "transmissionRiskLevel", "transmissionRiskValue", "normalizedTime", "riskLevel"}], "days": [{"date", \
+                "normalizedTime", "riskLevel"}]}.
                 """)
 
         @Option(help: ArgumentHelp("CWA risk calculation parameters (the app's field names), JSON.", valueName: "file"))
         var parameters: String
+        @Option(help: ArgumentHelp("The app version whose calculation to use, e.g. 1.9, 1.15, 2.19 (default: see above).", valueName: "version"))
+        var appVersion: String?
+        @OptionGroup var windows: WindowsOptions
+        @OptionGroup var today: TodayOption
+
+        struct Detailed: Encodable {
+            var result: CWAResult
+            var generation: String
+            var windows: [CWAWindowVerdict]
+            var days: [CWADayVerdict]
+        }
+
+        func run() throws {
+            var generation: CWAGeneration? = nil
+            if let appVersion {
+                guard let g = CWAGeneration(appVersion: appVersion) else {
+                    throw ValidationError("--app-version: expected a CWA version such as 1.9, 1.15 or 2.19 (1.9 or later), got '\(appVersion)'")
+                }
+                generation = g
+            }
+            try RiskCLI.reporting {
+                let p = try CWAParameters.decode(from: RiskCLI.read(parameters, what: "--parameters"), file: parameters)
+                let g = generation ?? .implied(by: p)
+                let e = try CWARiskCalculation.evaluate(windows.load(), parameters: p, today: today.optionalDay(), generation: g)
+                if windows.perWindow {
+                    try RiskCLI.print(Detailed(result: e.result, generation: g.rawValue, windows: e.windows, days: e.days))
+                } else {
+                    try RiskCLI.print(e.result)
+                }
+            }
+        }
+    }
+
+    struct SwissCovid: ParsableCommand {
+        static let configuration = CommandConfiguration(
+            commandName: "swisscovid",
+            abstract: "SwissCovid's rule: weighted minutes per day below two attenuation thresholds.",
+            discussion: """
+                Configuration (JSON, optional): attenuationThresholdLow, attenuationThresholdMedium, attenuationFactorLow, \
+                attenuationFactorMedium, minDurationForExposure (minutes); default SwissCovid's published values \
+                55, 63, 1.0, 0.5, 15. Prints {"exposed", "exposureDays", "days": [{"date", "minutesLow", "minutesMedium", \
+                "weightedMinutes", "exposed"}]}; the days are the per-window verdicts' aggregate (--per-window adds \
+                each window scored alone).
+                """)
+
+        @Option(help: ArgumentHelp("SwissCovid configuration JSON (default: the published one).", valueName: "file"))
+        var configuration: String?
+        @OptionGroup var windows: WindowsOptions
+
+        struct Detailed: Encodable { var result: SwissCovidResult; var windows: [SwissCovidResult] }
+
+        func run() throws {
+            try RiskCLI.reporting {
+                let c = try configuration.map {
+                    try RiskJSON.decodeParameters(SwissCovidConfiguration.self, from: RiskCLI.read($0, what: "--configuration"), file: $0)
+                } ?? .published
+                let w = try windows.load()
+                let result = try SwissCovidRisk.calculate(w, configuration: c)
+                if windows.perWindow {
+                    try RiskCLI.print(Detailed(result: result, windows: try w.map { try SwissCovidRisk.calculate([$0], configuration: c) }))
+                } else {
+                    try RiskCLI.print(result)
+                }
+            }
+        }
+    }
+
+    struct Immuni: ParsableCommand {
+        static let configuration = CommandConfiguration(
+            commandName: "immuni",
+            abstract: "Immuni's rule: the framework's v1 risk score under Immuni's exposure configuration.",
+            discussion: """
+                Configuration (JSON, optional): Immuni's exposure_configuration (attenuation_thresholds, \
+                attenuation_bucket_scores, days_since_last_exposure_bucket_scores, duration_bucket_scores, \
+                transmission_risk_bucket_scores, minimum_risk_score), alone or inside the app configuration; default \
+                the app's built-in values. Prints {"notified", "maximumRiskScore", "exposures": [per window: {"date", \
+                "attenuationDb", "durationMinutes", "daysSinceExposure", "transmissionRiskLevel", "riskScore", "counted"}]}.
+                """)
+
+        @Option(help: ArgumentHelp("Immuni exposure configuration JSON (default: the published one).", valueName: "file"))
+        var configuration: String?
         @OptionGroup var windows: WindowsOptions
         @OptionGroup var today: TodayOption
 
         func run() throws {
-            let p = try CWAParameters.decode(from: RiskCLI.read(parameters, what: "--parameters"), file: parameters)
-            let result = try CWARiskCalculation.aggregate(windows.load(), parameters: p, today: today.optionalDay())
-            try RiskCLI.print(result)
+            try RiskCLI.reporting {
+                let c = try configuration.map { try ImmuniConfiguration.decode(from: RiskCLI.read($0, what: "--configuration"), file: $0) } ?? .published
+                try RiskCLI.print(ImmuniRisk.calculate(windows.load(), configuration: c, today: today.day()))
+            }
         }
     }
 
@@ -64,7 +159,8 @@ struct Risk: ParsableCommand {
             commandName: "nhs",
             abstract: "NHS COVID-19 app scoring: v2 (unscented Kalman smoother) or its v1 fallback.",
             discussion: """
-                Reads the app's exposure configuration JSON. Prints {"method", "windows": [{"date", "score", \
+                Reads the app's exposure configuration JSON; attenuations and durations may be decimal. Prints \
+                {"method", "windows": [{"index", "date", "score", \
                 "infectiousnessFactor", "riskScore", "isConsideredRisky"}], "maximumRiskScore", "riskThreshold", \
                 "crossesThreshold", "mostRelevantExposureDate", "mostRelevantExposureRiskScore"}. The v2 method is used \
                 when the configuration has riskScore and v2RiskCalculation, the v1 fallback otherwise; --method forces one.
@@ -84,9 +180,12 @@ struct Risk: ParsableCommand {
                 }
                 m = parsed
             }
-            let c = try RiskJSON.decodeParameters(NHSExposureConfiguration.self,
-                                                  from: RiskCLI.read(configuration, what: "--configuration"), file: configuration)
-            try RiskCLI.print(NHSRiskCalculation.calculate(windows.load(), configuration: c, method: m))
+            try RiskCLI.reporting {
+                let c = try RiskJSON.decodeParameters(NHSExposureConfiguration.self,
+                                                      from: RiskCLI.read(configuration, what: "--configuration"), file: configuration)
+                // Decimal attenuations and durations are read as written (the NHS scorer's inputs are decimal).
+                try RiskCLI.print(NHSRiskCalculation.calculate(windows.entries(), configuration: c, method: m))
+            }
         }
     }
 
@@ -114,8 +213,10 @@ struct Risk: ParsableCommand {
         func run() throws {
             let c = try RiskJSON.decodeParameters(GAENv1Configuration.self,
                                                   from: RiskCLI.read(configuration, what: "--configuration"), file: configuration)
-            let (summary, exposures) = try ExposureSummaryV1.compute(windows.load(), configuration: c, today: today.day())
-            try RiskCLI.print(Output(summary: summary, exposures: exposures))
+            try RiskCLI.reporting {
+                let (summary, exposures) = try ExposureSummaryV1.compute(windows.load(), configuration: c, today: today.day())
+                try RiskCLI.print(Output(summary: summary, exposures: exposures))
+            }
         }
     }
 
@@ -136,12 +237,27 @@ struct Risk: ParsableCommand {
         func run() throws {
             let c = try RiskJSON.decodeParameters(CWAv1Configuration.self,
                                                   from: RiskCLI.read(configuration, what: "--configuration"), file: configuration)
-            try RiskCLI.print(CWAv1RiskCalculation.calculate(windows.load(), configuration: c, today: today.day()))
+            try RiskCLI.reporting {
+                let w = try windows.load()
+                let result = try CWAv1RiskCalculation.calculate(w, configuration: c, today: today.day())
+                guard windows.perWindow else { try RiskCLI.print(result); return }
+                // Each window scored alone: whether it is a risk encounter by itself.
+                struct Detailed: Encodable { var result: CWAv1Result; var windows: [CWAv1Result] }
+                try RiskCLI.print(Detailed(result: result, windows: try w.map { try CWAv1RiskCalculation.calculate([$0], configuration: c, today: today.day()) }))
+            }
         }
     }
 }
 
 enum RiskCLI {
+    /// A risk error becomes one stderr line naming the field, and exit status 1.
+    static func reporting<T>(_ body: () throws -> T) throws -> T {
+        do { return try body() } catch let e as RiskError {
+            FileHandle.standardError.write(Data("gaenctl risk: \(e)\n".utf8))
+            throw ExitCode(1)
+        }
+    }
+
     static func read(_ path: String, what: String) throws -> Data {
         do {
             return try Data(contentsOf: URL(fileURLWithPath: path))

@@ -1,6 +1,7 @@
 import ArgumentParser
 import DBusCore
 import Foundation
+import TrialKit
 import GaenClient
 
 /// `gaenctl sightings watch|export`: raw sightings from gaend's research interface.
@@ -69,16 +70,19 @@ struct SightingsExport: AsyncParsableCommand {
 
     func run() async throws {
         try await withDaemon("sightings export", bus) { client in
-            let fd: Int32
+            let rows: Int
             if let output = range.output {
-                fd = open(output, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0o600)
-                guard fd >= 0 else { throw CommandFailure("cannot write \(output): \(String(cString: strerror(errno)))") }
+                // gaend writes into a temporary file that replaces `output` only once the export
+                // succeeded: a failed export leaves an existing file byte for byte.
+                rows = try await AtomicOutputFile.with(path: output, mode: 0o600) { out in
+                    let fd = dup(out.descriptor)
+                    guard fd >= 0 else { throw CommandFailure("cannot write \(output): \(String(cString: strerror(errno)))") }
+                    return Int(try await client.exportSightings(to: DBusUnixFD(owning: fd), from: range.fromMs, to: range.toMs, format: format))
+                }
             } else {
                 fflush(nil)
-                fd = dup(1)
+                rows = Int(try await client.exportSightings(to: DBusUnixFD(owning: dup(1)), from: range.fromMs, to: range.toMs, format: format))
             }
-            let file = DBusUnixFD(owning: fd)
-            let rows = try await client.exportSightings(to: file, from: range.fromMs, to: range.toMs, format: format)
             printError("gaenctl sightings export: \(rows) rows\(range.output.map { " written to \($0)" } ?? "")")
         }
     }
@@ -96,14 +100,14 @@ struct MarkCommand: AsyncParsableCommand {
     var distance: Double?
     @Option(help: "Free note.")
     var note: String = ""
-    @Option(help: "Time of the marker, Unix seconds (default: now on the node's clock).")
-    var time: Double?
+    @Option(help: ArgumentHelp("Time of the marker, Unix seconds or ISO 8601 (default: now on the node's clock).", valueName: "time"))
+    var time: TimeArgument?
     @Flag(help: "Print JSON: {\"id\"}.")
     var json = false
 
     func run() async throws {
         try await withDaemon("mark", bus) { client in
-            let id = try await client.addMarker(time: Int64((time ?? 0) * 1000), label: label, distance: distance ?? -1, note: note)
+            let id = try await client.addMarker(time: Int64((time?.seconds ?? 0) * 1000), label: label, distance: distance ?? -1, note: note)
             print(json ? JSONValue.object(["id": .int(Int64(id))]).serialized() : "marker \(id) recorded")
         }
     }

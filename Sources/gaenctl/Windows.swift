@@ -42,8 +42,8 @@ struct WindowsCommand: AsyncParsableCommand {
                 }
                 do { dataMapping = try DiagnosisKeysDataMapping(json: data) } catch { throw CommandFailure("\(mapping): \(error)") }
             }
-            let result = try MatchRun.run(options, requirement: .windows)
-            let (windows, stats) = try ExposureWindows.compute(matches: result.matches, scans: result.log.scans, mapping: dataMapping)
+            let result = try MatchRun.run(options, requirement: .windows, mapping: dataMapping)
+            let (windows, stats) = try result.computation.windows(result.matches)
             let encoder = JSONEncoder()
             encoder.outputFormatting = [.sortedKeys, .prettyPrinted]
             FileHandle.standardOutput.write(try encoder.encode(windows))

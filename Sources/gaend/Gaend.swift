@@ -33,6 +33,8 @@ struct Gaend: AsyncParsableCommand {
     var timeScale: Double?
     @Flag(help: "Advertise and scan without a synchronised system clock.")
     var ignoreClockSync = false
+    @Option(help: ArgumentHelp("Write every HCI packet, both directions, to FILE as btsnoop (btmon -r, Wireshark); rotated to FILE.1 at 16 MiB.", valueName: "FILE"))
+    var capture: String?
     @Option(help: "Log level: trace, debug, info, notice, warning, error, critical.")
     var logLevel: String = "info"
 
@@ -58,12 +60,23 @@ struct Gaend: AsyncParsableCommand {
             s.timeScale = timeScale
         }
         if ignoreClockSync { s.clock.requireSync = false }
+        if let capture {
+            var c = s.capture ?? CaptureSettings(path: capture)
+            c.path = capture
+            s.capture = c
+        }
         return s
     }
 
     func run() async throws {
         guard let level = Logger.Level(rawValue: logLevel) else { throw ValidationError("--log-level: unknown level '\(logLevel)'") }
+        let journal = JournalLogHandler.standardErrorIsJournal()
         LoggingSystem.bootstrap { label in
+            if journal {
+                var h = JournalLogHandler(label: label)
+                h.logLevel = level
+                return h
+            }
             var h = StreamLogHandler.standardError(label: label)
             h.logLevel = level
             return h
@@ -71,7 +84,7 @@ struct Gaend: AsyncParsableCommand {
         let logger = Logger(label: "gaend")
         // One plain line on stderr (the journal keeps it), no log decoration: scripts match it.
         func fail(_ message: String) -> ExitCode {
-            FileHandle.standardError.write(Data("gaend: \(message)\n".utf8))
+            FileHandle.standardError.write(Data("\(journal ? "<3>" : "")gaend: \(message)\n".utf8))
             return ExitCode(1)
         }
 
@@ -81,8 +94,9 @@ struct Gaend: AsyncParsableCommand {
         do { address = try BusAddress(parsing: settings.bus) } catch { throw fail("bus: \(error)") }
         var trustSet = KeyExportTrustSet()
         for t in settings.trust {
+            let pem: String
+            do { pem = try Self.readSmallText(t.publicKeyFile) } catch { throw fail("trust \(t.keyId): \(t.publicKeyFile): \(error)") }
             do {
-                let pem = try String(contentsOfFile: t.publicKeyFile, encoding: .utf8)
                 trustSet.add(keyId: t.keyId, version: t.keyVersion, key: try P256PublicKey(pem: pem))
             } catch { throw fail("trust \(t.keyId): \(t.publicKeyFile): \(error)") }
         }
@@ -140,6 +154,30 @@ struct Gaend: AsyncParsableCommand {
         await node.shutdown()
         watchdog.cancel()
         logger.info("gaend stopped")
+    }
+
+    struct ReadFailure: Error, CustomStringConvertible { var description: String }
+
+    /// A small text file (a PEM key), with the system's reason when it cannot be read
+    /// ("cannot read: No such file or directory"), not Foundation's error domain dump.
+    static func readSmallText(_ path: String) throws -> String {
+        let fd = open(path, O_RDONLY | O_CLOEXEC)
+        guard fd >= 0 else { throw ReadFailure(description: "cannot read: \(String(cString: strerror(errno)))") }
+        defer { close(fd) }
+        var out = [UInt8]()
+        var buffer = [UInt8](repeating: 0, count: 4096)
+        while true {
+            let n = buffer.withUnsafeMutableBytes { read(fd, $0.baseAddress, $0.count) }
+            if n < 0 {
+                if errno == EINTR { continue }
+                throw ReadFailure(description: "cannot read: \(String(cString: strerror(errno)))")
+            }
+            if n == 0 { break }
+            out += buffer[0..<n]
+            guard out.count <= 1 << 16 else { throw ReadFailure(description: "larger than 64 KiB: not a PEM public key") }
+        }
+        guard let text = String(bytes: out, encoding: .utf8) else { throw ReadFailure(description: "not UTF-8 text: not a PEM public key") }
+        return text
     }
 
     /// Waits for SIGTERM or SIGINT.

@@ -101,6 +101,14 @@ struct NodeTests {
         _ = try await node.acceptKeyFiles([keyFile([key])], trust: KeyExportTrustSet())
         _ = try await node.runMatching()
         #expect(try await node.exposureWindows() == windows)
+        // Files are parsed once, when provided: matching again parses none of them.
+        let other = DiagnosisKey(key: try TemporaryExposureKey(bytes: Data(repeating: 7, count: 16)), rollingStartIntervalNumber: Self.day.firstInterval)
+        _ = try await node.acceptKeyFiles([keyFile([other])], trust: KeyExportTrustSet())
+        let (ownMatched, ownWindows) = try await node.runMatching()
+        #expect(node.keyFiles.parses == 0)
+        // The call's own figures: a key that matches nothing reports 0, whatever matched before.
+        #expect(ownMatched == 0 && ownWindows == 0)
+        #expect(try await node.exposureWindows() == windows)
 
         // One bad file rejects the whole call.
         await #expect(throws: NodeError.self) { try await node.acceptKeyFiles([try keyFile([key]), Data("junk".utf8)], trust: KeyExportTrustSet()) }

@@ -75,6 +75,8 @@ final class CannedDaemon: Sendable {
             "Status": { .array(.string, [.string(GaendStatus.active)]) }, "TrialMode": { .boolean(false) },
             "AdvertisementCount": { .uint64(3) }, "ScanCount": { .uint64(12) }, "SightingCount": { .uint64(sightings) },
             "LastScanTime": { .int64(1_700_000_000_000) }, "ProvideDiagnosisKeysRemaining": { .uint32(6) },
+            "AdvertisingOnAir": { .boolean(true) }, "ScanningOnAir": { .boolean(false) }, "RadioFailures": { .uint64(2) },
+            "ReportsIgnored": { .uint64(40) }, "ReportsDropped": { .uint64(0) },
         ]
         let research = GaendInterfaces.research
         let researchImpl = try DBusInterfaceImplementation(research, methods: [
@@ -149,6 +151,8 @@ struct GaendClientTests {
 
         let status = try await client.status()
         #expect(status.enabled && status.status == ["active"] && status.sightingCount == 345)
+        #expect(status.advertisingOnAir == true && status.scanningOnAir == false && status.radioFailures == 2
+                && status.reportsIgnored == 40 && status.reportsDropped == 0)
         try await client.start()
         try await client.stop()
         #expect(try await client.temporaryExposureKeyHistory() == [Samples.key])

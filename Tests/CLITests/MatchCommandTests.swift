@@ -67,12 +67,12 @@ import Testing
         let lines = r.stdout.split(separator: "\n").map(String.init)
         try #require(lines.count == 5)
         let objects = try lines.map { try #require(try CLI.json($0) as? [String: Any]) }
-        let fields: Set = ["time", "rpi", "rssi", "keyData", "interval", "txPower", "attenuation", "metadataVersion",
+        let fields: Set = ["time", "rpi", "rssi", "transmitter", "keyData", "interval", "txPower", "attenuation", "metadataVersion",
                            "calibrationConfidence", "txPowerPlausible"]
         #expect(objects.allSatisfy { Set($0.keys) == fields })
         let first = objects[0]
         #expect(first["time"] as? Int == Int(s.t0) + 241 && first["rssi"] as? Int == -70)
-        #expect(first["keyData"] as? String == s.tek.hexString)
+        #expect(first["keyData"] as? String == s.tek.hexString && first["transmitter"] as? String == "keys")
         #expect(first["interval"] as? Int == Int(ENIntervalNumber(unixSeconds: s.t0 + 241).rawValue))
         // attenuation = -20 - (-70 + 4)
         #expect(first["txPower"] as? Int == -20 && first["attenuation"] as? Int == 46)

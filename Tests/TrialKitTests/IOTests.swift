@@ -114,7 +114,7 @@ import Testing
         #expect(keys.count == 2)
         #expect(keys[0].rollingStartIntervalNumber.rawValue == 2_649_980 && keys[0].rollingPeriod == 1 && keys[0].transmissionRiskLevel == 8)
         #expect(try KeyListFile.decode(KeyListFile.encode(keys), file: "again") == keys)
-        #expect(throws: KeyListFile.KeyListError.badKey(file: "b.json", index: 0, reason: "rollingPeriod 145 is outside 1...144")) {
+        #expect(throws: KeyListFile.KeyListError.badKey(file: "b.json", index: 0, reason: ".rollingPeriod: expected an integer in 1...144, got 145")) {
             try KeyListFile.decode(Data(#"{"temporaryExposureKeys":[{"key":"Fy/EgOWYSQw0F3YEM5sVQw==","rollingStartNumber":1,"rollingPeriod":145}]}"#.utf8), file: "b.json")
         }
         #expect(throws: KeyListFile.KeyListError.self) { try KeyListFile.decode(Data("{}".utf8), file: "e.json") }

@@ -226,10 +226,22 @@ def test_two_nodes_exposure_windows(radio, nodes, tmp_path):
     zip_path = tmp_path / "a.zip"
     a.ctl("keys", "history", "-o", zip_path, "--signing-key", private, "--key-id", "e2e-ha", "--key-version", "1", check=True)
 
+    # B stops scanning, so that its export holds exactly the sightings the daemon matches.
+    b.ctl("stop", check=True)
     provided = json.loads(b.ctl("keys", "provide", "--json", zip_path, check=True).stdout)
     assert provided["keys"] == 1 and provided["matchedKeys"] == 1 and provided["windows"] >= 1, provided
     windows = json.loads(b.ctl("windows", "--json", check=True).stdout)
     assert len(windows) == provided["windows"]
+    # One exposure computation: `gaenctl windows` on B's export and the same key file gives
+    # exactly the daemon's windows (the daemon's JSON leaves out transmissionRiskLevel).
+    export = tmp_path / "b-sightings.csv"
+    b.ctl("sightings", "export", "-o", export, check=True)
+    offline = b.ctl("windows", "--sightings", export, "--keys", zip_path, "--trust", f"e2e-ha:1={public}", check=True)
+    assert [{k: v for k, v in w.items() if k != "transmissionRiskLevel"} for w in json.loads(offline.stdout)] == windows
+    # Providing the same file twice in one call counts it once: the call's own figures.
+    again = json.loads(b.ctl("keys", "provide", "--json", zip_path, zip_path, check=True).stdout)
+    assert again["matchedKeys"] == 1 and again["windows"] == provided["windows"], again
+    assert json.loads(b.ctl("windows", "--json", check=True).stdout) == windows
     expected = 40 + 20 * math.log10(1.5)  # free-space model, TX power in the AEM = controller's
     for w in windows:
         assert set(w) >= {"dateMillisSinceEpoch", "reportType", "infectiousness", "calibrationConfidence", "scanInstances"}

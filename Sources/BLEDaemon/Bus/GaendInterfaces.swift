@@ -18,6 +18,7 @@ public enum GaendInterfaces {
         public static let storageError = GaendBus.errorPrefix + "StorageError"
         public static let writeFailed = GaendBus.errorPrefix + "WriteFailed"
         public static let failed = GaendBus.errorPrefix + "Failed"
+        public static let timeout = GaendBus.errorPrefix + "Timeout"
         public static let invalidArgs = "org.freedesktop.DBus.Error.InvalidArgs"
     }
 
@@ -33,6 +34,7 @@ public enum GaendInterfaces {
         DBusErrorDecl(ErrorName.clockUnsynchronised, "The system clock is not synchronised; no timestamped data."),
         DBusErrorDecl(ErrorName.storageError, "The encrypted store failed (disk full, I/O error, wrong key)."),
         DBusErrorDecl(ErrorName.writeFailed, "Writing to a passed file descriptor failed."),
+        DBusErrorDecl(ErrorName.timeout, "A passed file descriptor moved no data within the node's limit (callers.io_timeout_seconds); the call did nothing."),
         DBusErrorDecl(ErrorName.failed, "An unexpected internal failure."),
     ]
 
@@ -53,7 +55,7 @@ public enum GaendInterfaces {
                 out: [DBusArgument("keys", "u")],
                 since: 1,
                 errors: [ErrorName.invalidKeyFile, ErrorName.untrustedKeyFile, ErrorName.rateLimited,
-                         ErrorName.limitExceeded, ErrorName.busy, ErrorName.storageError, ErrorName.invalidArgs]),
+                         ErrorName.limitExceeded, ErrorName.busy, ErrorName.storageError, ErrorName.invalidArgs, ErrorName.timeout]),
             DBusMethodDecl(
                 "GetExposureWindows",
                 out: [DBusArgument("windows", "a(xiiia(iii))")],
@@ -113,7 +115,7 @@ public enum GaendInterfaces {
                      DBusArgument("format", "s")],
                 out: [DBusArgument("rows", "u")],
                 since: 1, errors: [ErrorName.invalidArgs, ErrorName.writeFailed, ErrorName.storageError,
-                                   ErrorName.limitExceeded]),
+                                   ErrorName.limitExceeded, ErrorName.timeout]),
             DBusMethodDecl(
                 "AddMarker",
                 in: [DBusArgument("time", "x"), DBusArgument("label", "s"), DBusArgument("distance", "d"),

@@ -101,7 +101,7 @@ public enum ConfigLoader {
 
         mutating func apply(_ root: Node, to s: inout GaendSettings) throws {
             let top = ["controller", "state_dir", "store_key_file", "bus", "bus_name", "trust", "trial", "time_scale", "clock",
-                       "advertising", "scanning", "store", "calibration", "research", "rate_limits", "watchdog"]
+                       "advertising", "scanning", "store", "calibration", "research", "rate_limits", "watchdog", "callers", "capture"]
             for (key, keyNode, v) in try mapping(root, "config") {
                 switch key {
                 case "controller":
@@ -141,7 +141,9 @@ public enum ConfigLoader {
                     for (k, kn, cv) in try mapping(v, key) {
                         switch k {
                         case "require_sync": s.clock.requireSync = try bool(cv, "clock.require_sync")
-                        default: throw unknown(k, kn, prefix: "clock.", known: ["require_sync"])
+                        case "step_bound_hours": s.clock.stepBoundHours = try number(cv, "clock.step_bound_hours", 0.01...24 * 365)
+                        case "step_confirmation_minutes": s.clock.stepConfirmationMinutes = try number(cv, "clock.step_confirmation_minutes", 0.1...7 * 24 * 60)
+                        default: throw unknown(k, kn, prefix: "clock.", known: ["require_sync", "step_bound_hours", "step_confirmation_minutes"])
                         }
                     }
                 case "advertising":
@@ -226,6 +228,27 @@ public enum ConfigLoader {
                         default: throw unknown(k, kn, prefix: "watchdog.", known: ["scan_stall_seconds", "controller_silence_seconds"])
                         }
                     }
+                case "callers":
+                    for (k, kn, cv) in try mapping(v, key) {
+                        switch k {
+                        case "io_timeout_seconds": s.callers.ioTimeoutSeconds = try number(cv, "callers.\(k)", 1...3600)
+                        case "calls_in_flight": s.callers.callsInFlight = try integer(cv, "callers.\(k)", 1...64)
+                        default: throw unknown(k, kn, prefix: "callers.", known: ["io_timeout_seconds", "calls_in_flight"])
+                        }
+                    }
+                case "capture":
+                    if v.null != nil { s.capture = nil; break }
+                    var c = CaptureSettings(path: "")
+                    for (k, kn, cv) in try mapping(v, "capture") {
+                        switch k {
+                        case "file": c.path = try string(cv, "capture.file")
+                        case "max_size_mb": c.maxBytes = try integer(cv, "capture.max_size_mb", 1...4096) << 20
+                        case "keep": c.keep = try integer(cv, "capture.keep", 0...100)
+                        default: throw unknown(k, kn, prefix: "capture.", known: ["file", "max_size_mb", "keep"])
+                        }
+                    }
+                    guard !c.path.isEmpty else { throw ConfigError.invalid(setting: "capture", reason: "capture.file is required") }
+                    s.capture = c
                 default:
                     throw unknown(key, keyNode, prefix: "", known: top)
                 }

@@ -30,6 +30,9 @@ public struct GaendSettings: Sendable, Equatable {
     public var research = ResearchSettings()
     public var rateLimits = RateLimitSettings()
     public var watchdog = WatchdogSettings()
+    public var callers = CallerSettings()
+    /// Every HCI packet to a btsnoop file (`--capture`, `capture:`); nil = no capture.
+    public var capture: CaptureSettings? = nil
 
     public init() {}
 
@@ -76,6 +79,11 @@ public struct TrustedKeySetting: Sendable, Equatable {
 public struct ClockSettings: Sendable, Equatable {
     /// No advertising or sighting timestamps until the system clock is synchronised.
     public var requireSync: Bool = true
+    /// A synchronised clock that jumps further ahead than this of the latest time that has
+    /// held is suspect: retention waits until the new time has held (docs/schedule.md).
+    public var stepBoundHours: Double = 24
+    /// How long a suspect time must hold (monotonic minutes) before retention follows it.
+    public var stepConfirmationMinutes: Double = 60
 }
 
 public struct AdvertisingSettings: Sendable, Equatable {
@@ -162,4 +170,14 @@ public struct WatchdogSettings: Sendable, Equatable {
     public var scanStallSeconds: Double = 30
     /// Restart the controller when it has not answered anything for this long.
     public var controllerSilenceSeconds: Double = 60
+}
+
+/// Limits on what a D-Bus caller can make the node wait for (docs/dbus.md, "Descriptors").
+public struct CallerSettings: Sendable, Equatable {
+    /// A descriptor a caller passes (key files in, exports out) that moves no byte for this
+    /// long fails the call with org.gaend.Error.Timeout; a key file must also be read whole
+    /// within it. Below gaenctl's 25 s reply timeout, so its callers see the error, not NoReply.
+    public var ioTimeoutSeconds: Double = 20
+    /// Calls passing descriptors one uid may have in flight at once.
+    public var callsInFlight: Int = 4
 }

@@ -28,6 +28,8 @@ public enum HCITransportError: Error, Equatable, Sendable, CustomStringConvertib
     case bluetoothUnsupported(address: String)
     /// EPERM/EACCES: the HCI user channel needs CAP_NET_ADMIN (root), a device node needs access.
     case permissionDenied(address: String, call: String)
+    /// ERFKILL (132): the controller is blocked by rfkill (soft: `rfkill unblock bluetooth`).
+    case rfkillBlocked(address: String, call: String)
     /// EBUSY: another owner (bluetoothd, another gaend) holds the device or it is still up.
     case busy(address: String, call: String)
     /// ENODEV/ENOENT: no such controller.
@@ -41,8 +43,14 @@ public enum HCITransportError: Error, Equatable, Sendable, CustomStringConvertib
         switch self {
         case let .bluetoothUnsupported(a):
             return "\(a): this kernel has no Bluetooth support (socket(AF_BLUETOOTH) failed with EAFNOSUPPORT); use a kernel with CONFIG_BT, or a serial/tcp/unix controller"
+        case let .permissionDenied(a, call) where call.contains("HCIDEVDOWN") || call.contains("HCI_CHANNEL_USER"):
+            return "\(a): permission denied in \(call): the HCI user channel needs the capability CAP_NET_ADMIN; run as root, "
+                + "through gaend@\(a).service (which grants it), or with `sudo setpriv --inh-caps=+net_admin --ambient-caps=+net_admin ...`"
         case let .permissionDenied(a, call):
-            return "\(a): permission denied in \(call); the HCI user channel needs CAP_NET_ADMIN (run as root or grant the capability), a serial device needs read/write access"
+            return "\(a): permission denied in \(call); a serial device needs read/write access (group dialout), a socket its file mode"
+        case let .rfkillBlocked(a, call):
+            return "\(a): blocked by rfkill (\(call) failed with ERFKILL, errno 132); run `rfkill unblock bluetooth` "
+                + "(a hard block is a switch or the firmware: `rfkill list` shows which)"
         case let .busy(a, call):
             return "\(a): device busy in \(call); stop bluetoothd or any other user of the controller (the user channel needs exclusive access)"
         case let .noSuchDevice(a, call):
@@ -56,12 +64,16 @@ public enum HCITransportError: Error, Equatable, Sendable, CustomStringConvertib
         }
     }
 
+    /// Linux's ERFKILL ("Operation not possible due to RF-kill"), not exported by every libc module.
+    static let erfkill: Int32 = 132
+
     /// Maps errno of a failed open step to the case that names the cause.
     static func classify(_ e: SystemCallError, address: String) -> HCITransportError {
         switch e.errno {
         case EAFNOSUPPORT where e.function.hasPrefix("socket(AF_BLUETOOTH"): return .bluetoothUnsupported(address: address)
         case EPERM, EACCES: return .permissionDenied(address: address, call: e.function)
         case EBUSY: return .busy(address: address, call: e.function)
+        case Self.erfkill: return .rfkillBlocked(address: address, call: e.function)
         case ENODEV, ENOENT, ENXIO: return .noSuchDevice(address: address, call: e.function)
         case ECONNREFUSED: return .connectionRefused(address: address)
         default: return .system(address: address, e)

@@ -16,6 +16,8 @@ public enum NodeError: Error, CustomStringConvertible, DBusErrorConvertible {
     case clockUnsynchronised(String)
     case storage(String)
     case writeFailed(String)
+    /// A caller's descriptor moved no data within the limit (docs/dbus.md, "Descriptors").
+    case timeout(String)
     case invalidArgs(String)
     case internalFailure(String)
 
@@ -34,6 +36,7 @@ public enum NodeError: Error, CustomStringConvertible, DBusErrorConvertible {
         case .clockUnsynchronised(let m): return DBusNamedError(name: E.clockUnsynchronised, message: m)
         case .storage(let m): return DBusNamedError(name: E.storageError, message: m)
         case .writeFailed(let m): return DBusNamedError(name: E.writeFailed, message: m)
+        case .timeout(let m): return DBusNamedError(name: E.timeout, message: m)
         case .invalidArgs(let m): return DBusNamedError(name: E.invalidArgs, message: m)
         case .internalFailure(let m): return DBusNamedError(name: E.failed, message: m)
         }
@@ -82,6 +85,8 @@ public actor GaenNode: ScheduleEffects {
     let statePath: String
     var state: NodeState
     private let controllerAddress: ControllerAddress
+    /// The HCI capture (`--capture`), shared by every reconnect.
+    private let capture: BTSnoopWriter?
     private var observer: (any NodeObserver)?
 
     /// The one owner of the controller's LE state (advertising, scanning, address).
@@ -98,9 +103,27 @@ public actor GaenNode: ScheduleEffects {
     private(set) var sightings: UInt64 = 0
     private(set) var lastScanEnd: Double?
     private var clockUsable = false
+    /// The wall time that has held, for retention (HeldTime, docs/schedule.md).
+    private var heldTime: HeldTime
+    /// Set while the clock says a day whose key is gone (it was stepped back): off air.
+    private var retiredDay: UTCDay?
 
     // Matching (one ProvideDiagnosisKeys at a time).
     var matching = false
+    /// How many of the stored key files the call being matched provided (they come last).
+    var callFiles = 0
+    /// Provided key files, parsed once (matching does not parse them again).
+    public nonisolated let keyFiles = KeyFileCache()
+    /// The matching run in progress: cancelled and awaited at shutdown, before the store closes.
+    private var matchingTask: Task<Void, Never>?
+
+    /// Starts matching the accepted files (see `runMatching`) and reports its end.
+    public func beginMatching(report: @escaping @Sendable (Result<(matchedKeys: Int, windows: Int), Error>) async -> Void) {
+        logger.info("matching started", metadata: ["files.call": "\(callFiles)"])
+        matchingTask = Task {
+            do { await report(.success(try await self.runMatching())) } catch { await report(.failure(error)) }
+        }
+    }
 
     /// `clock` and `sync` default to what the settings say (tests pass a manual clock).
     public init(settings: GaendSettings, logger: Logger, clock: (any NodeClock)? = nil, sync: (any ClockSyncSource)? = nil) throws {
@@ -125,10 +148,17 @@ public actor GaenNode: ScheduleEffects {
             }
         }
         state = loaded
+        do { capture = try s.capture.map { try BTSnoopWriter(settings: $0) } } catch {
+            throw NodeError.invalidArgs("capture \(s.capture?.path ?? ""): \(error)")
+        }
         let key = try StoreKey.load(keyFile: s.storeKeyFile)
         store = try NodeStore(configuration: StoreConfiguration(settings: s), key: key, logger: logger)
         clockUsable = self.sync.status().isUsable
         radio = RadioOwner(clock: self.clock, configuration: RadioOwner.Configuration(settings: s), logger: logger)
+        do {
+            heldTime = HeldTime(highWater: try store.highWaterMark(), stepBound: s.clock.stepBoundHours * 3_600,
+                                confirmation: s.clock.stepConfirmationMinutes * 60)
+        } catch { throw NodeError.storage("cannot read the store's clock mark: \(error)") }
     }
 
     public func setObserver(_ observer: any NodeObserver) { self.observer = observer }
@@ -138,7 +168,8 @@ public actor GaenNode: ScheduleEffects {
         await radio.onChange { [weak self] in await self?.radioChanged() }
         var configuration = HCISessionConfiguration()
         configuration.reconnectAttemptLimit = 20
-        await radio.start(connector: SystemTransportConnector(address: controllerAddress), configuration: configuration)
+        let plain = SystemTransportConnector(address: controllerAddress)
+        await radio.start(connector: capture.map { CapturingConnector(plain, writer: $0) } ?? plain, configuration: configuration)
         if state.enabled { startSchedule() }
     }
 
@@ -150,8 +181,16 @@ public actor GaenNode: ScheduleEffects {
     /// Stops the schedule (recording the scan in progress, advertising off), the controller
     /// and flushes and closes the store.
     public func shutdown() async {
+        // Matching first: it reads and writes the store that closes last.
+        if let task = matchingTask {
+            task.cancel()
+            await task.value
+            matchingTask = nil
+        }
         await stopSchedule()
+        if let mark = heldTime.highWater { try? store.raiseHighWaterMark(to: mark) }
         await radio.stop()
+        capture?.close()
         do {
             _ = try store.flushPending()
             try store.close()
@@ -219,7 +258,7 @@ public actor GaenNode: ScheduleEffects {
     var statusList: [String] {
         var list: [String] = []
         if !state.enabled { list.append(GaendStatus.inactive) }
-        if !clockUsable { list.append(GaendStatus.clockUnsynchronised) }
+        if !clockUsable { list.append(GaendStatus.clockUnsynchronised) } else if heldTime.suspect || retiredDay != nil { list.append(GaendStatus.clockSuspect) }
         switch radioStatus.controller {
         case .missing: list.append(GaendStatus.controllerMissing)
         case .error: list.append(GaendStatus.controllerError)
@@ -265,16 +304,43 @@ public actor GaenNode: ScheduleEffects {
     // MARK: Schedule effects
 
     public func perform(_ actions: [ScheduleAction], at reading: ClockReading) async {
+        // How long after the schedule read the clock the node got to act (node seconds): work
+        // that held the node up (it must not: matching, exports and caller I/O run beside it)
+        // shows here. A second late is a fault worth a warning; every delay is at debug level.
+        let delay = clock.monotonicTime().seconds - reading.monotonic
+        if delay > 1 {
+            logger.warning("schedule action ran late", metadata: ["actions": "\(actions)", "late.seconds": "\(String(format: "%.3f", delay))"])
+        } else {
+            logger.debug("schedule action", metadata: ["actions": "\(actions)", "late.seconds": "\(String(format: "%.3f", delay))"])
+        }
         if clockUsable != reading.synchronized {
             clockUsable = reading.synchronized
             await notifyStatus()
         }
+        if reading.synchronized { await observeHeldTime(reading) }
         await radioEffects.perform(actions, at: reading)
         await notifyStatus()
     }
 
     public func perform(_ action: ScheduleAction, at reading: ClockReading) async {
         await perform([action], at: reading)
+    }
+
+    /// Follows the wall clock into the held-time mark; says so when it becomes or stops being
+    /// suspect.
+    private func observeHeldTime(_ reading: ClockReading) async {
+        let wasSuspect = heldTime.suspect
+        _ = heldTime.observe(wall: reading.wall, monotonic: reading.monotonic)
+        guard heldTime.suspect != wasSuspect else { return }
+        if heldTime.suspect {
+            logger.warning("the clock jumped far ahead of the latest time that held: retention waits until the new time holds",
+                           metadata: ["clock.wall": "\(reading.wall)", "clock.heldTime": "\(heldTime.highWater ?? 0)",
+                                      "clock.confirmationMinutes": "\(settings.clock.stepConfirmationMinutes)"])
+        } else {
+            logger.notice("the clock's new time has held (or came back): retention follows it",
+                          metadata: ["clock.heldTime": "\(heldTime.highWater ?? 0)"])
+        }
+        await notifyStatus()
     }
 
     /// The radio effects gaend runs (the same as `gaenctl radio` and the benchmark): beacons
@@ -286,12 +352,28 @@ public actor GaenNode: ScheduleEffects {
     }
 
     /// The beacon of `slot`: the day's key from the store (created on first need), the RPI of
-    /// the slot's interval, a fresh address. Nil keeps what is on air.
-    private func beacon(for slot: AdvertisingSlot, now: Double) -> GAENBeacon? {
-        _ = try? store.applyRetention(now: now)
+    /// the slot's interval, a fresh address. Nil keeps what is on air (or, for a day whose
+    /// key is retired, takes it off air).
+    private func beacon(for slot: AdvertisingSlot, now: Double) async -> GAENBeacon? {
+        if let mark = heldTime.highWater {
+            do { try store.raiseHighWaterMark(to: mark) } catch {
+                logger.warning("cannot store the clock mark", metadata: ["error": "\(error)"])
+            }
+        }
+        _ = try? store.applyRetention(now: heldTime.trustedNow(wall: now))
         let tek: TemporaryExposureKey
         do {
             tek = try store.key(for: slot.day, now: now)
+            retiredDay = nil
+        } catch StoreError.keyDayRetired(let day) {
+            // The clock went back into a day whose key is gone: advertising another day's RPI
+            // would be wrong and a second key for the day is never made, so go off air.
+            if retiredDay == nil {
+                logger.error("\(StoreError.keyDayRetired(day: day))")
+            }
+            retiredDay = slot.day
+            await radio.stopAdvertising()
+            return nil
         } catch {
             // Keep what is on air: a node that cannot store a new day's key must not
             // advertise a key it could not report later.

@@ -11,6 +11,8 @@ public final class NodeBus: NodeObserver, Sendable {
     let trust: KeyExportTrustSet
     let research: Bool
     let logger: Logger
+    /// Calls passing descriptors in flight per caller uid (settings.callers.callsInFlight).
+    let slots: CallerSlots
     static let version = "0.1.0"
 
     public init(service: BusService, node: GaenNode, trust: KeyExportTrustSet, logger: Logger) {
@@ -18,6 +20,7 @@ public final class NodeBus: NodeObserver, Sendable {
         self.node = node
         self.trust = trust
         self.research = node.settings.research.enabled
+        self.slots = CallerSlots(limit: node.settings.callers.callsInFlight)
         self.logger = logger
     }
 
@@ -55,13 +58,22 @@ public final class NodeBus: NodeObserver, Sendable {
                 }
                 guard token.utf8.count <= 256 else { throw NodeError.invalidArgs("token: at most 256 bytes") }
                 guard fds.count <= 16 else { throw NodeError.limitExceeded("\(fds.count) files; at most 16 per call") }
-                var files: [Data] = []
+                var descriptors: [CallerDescriptor] = []
                 for (n, v) in fds.enumerated() {
                     guard let fd = v.unixFDValue?.take() else { throw NodeError.invalidArgs("files[\(n)] is not a file descriptor") }
-                    files.append(try Self.readAll(fd: fd, limit: 16 << 20, what: "file \(n + 1)"))
+                    do { descriptors.append(try CallerDescriptor(taking: fd, what: "file \(n + 1)")) } catch let e as CallerIOError {
+                        throw Self.keyFileError(e)
+                    }
+                }
+                let files = try await self.withCallerSlot(call) { [timeout = self.ioTimeout, descriptors] in
+                    do {
+                        return try await OwnThread.run("gaend.keyfile-read") { flag in
+                            try descriptors.map { try $0.readAll(limit: 16 << 20, timeout: timeout, cancel: flag) }
+                        }
+                    } catch let e as CallerIOError { throw Self.keyFileError(e) }
                 }
                 let count = try await node.acceptKeyFiles(files, trust: trust)
-                Task { await self.match(token: token) }
+                await node.beginMatching { [self] result in await self.matched(token: token, result) }
                 return [.uint32(UInt32(clamping: count))]
             },
             "GetExposureWindows": { _ in
@@ -130,15 +142,47 @@ public final class NodeBus: NodeObserver, Sendable {
         return try DBusInterfaceImplementation(GaendInterfaces.exposureNotification, methods: methods, getters: getters)
     }
 
-    private func match(token: String) async {
-        do {
-            let (matched, windows) = try await node.runMatching()
+    private func matched(token: String, _ result: Result<(matchedKeys: Int, windows: Int), Error>) async {
+        switch result {
+        case .success(let (matched, windows)):
             logger.info("matching finished", metadata: ["matched.keys": "\(matched)", "windows": "\(windows)"])
             await exposureStateUpdated(token: token, matchedKeys: matched, windows: windows, error: "")
-        } catch {
+        case .failure(let error):
             let name = (error as? NodeError)?.dbusError.name ?? GaendInterfaces.ErrorName.failed
             logger.error("matching failed", metadata: ["error": "\(error)"])
             await exposureStateUpdated(token: token, matchedKeys: 0, windows: 0, error: name)
+        }
+    }
+
+    // MARK: Caller descriptors
+
+    var ioTimeout: Double { node.settings.callers.ioTimeoutSeconds }
+
+    /// Runs `body` holding one of the caller's slots for calls that pass descriptors.
+    func withCallerSlot<T: Sendable>(_ call: DBusMethodCall, _ body: () async throws -> T) async throws -> T {
+        let uid = try await call.callerUID()
+        guard slots.claim(uid) else {
+            throw NodeError.limitExceeded("uid \(uid) already has \(slots.limit) calls passing file descriptors in flight")
+        }
+        defer { slots.release(uid) }
+        return try await body()
+    }
+
+    static func keyFileError(_ e: CallerIOError) -> NodeError {
+        switch e {
+        case .timeout: return .timeout("\(e)")
+        case .tooLarge: return .limitExceeded("\(e)")
+        case .unsupported, .failed: return .invalidKeyFile("\(e)")
+        case .cancelled: return .internalFailure("\(e)")
+        }
+    }
+
+    static func exportError(_ e: CallerIOError) -> NodeError {
+        switch e {
+        case .timeout: return .timeout("\(e)")
+        case .tooLarge: return .limitExceeded("\(e)")
+        case .unsupported, .failed: return .writeFailed("\(e)")
+        case .cancelled: return .internalFailure("\(e)")
         }
     }
 
@@ -147,15 +191,23 @@ public final class NodeBus: NodeObserver, Sendable {
     private func researchInterface() throws -> DBusInterfaceImplementation {
         let node = self.node
         let methods: [String: DBusMethodHandler] = [
-            "ExportSightings": { call in
+            "ExportSightings": { [self] call in
                 guard let fd = call.args[0].unixFDValue?.take(), case .int64(let from) = call.args[1],
                       case .int64(let to) = call.args[2], case .string(let format) = call.args[3] else {
                     throw NodeError.invalidArgs("expected (h fd, x from, x to, s format)")
                 }
-                defer { close(fd) }
+                let out: CallerDescriptor
+                do { out = try CallerDescriptor(taking: fd, what: "the export's descriptor") } catch let e as CallerIOError { throw Self.exportError(e) }
                 guard from <= to else { throw NodeError.invalidArgs("from \(from) is after to \(to)") }
-                let rows = try await node.exportSightings(from: Double(from) / 1000, to: Double(to) / 1000, format: format) { data in
-                    try Self.writeAll(fd: fd, data)
+                let context = await node.exportContext
+                let rows = try await self.withCallerSlot(call) { [timeout = self.ioTimeout] in
+                    // Store reads, formatting and the writes into the caller's descriptor run on
+                    // a thread of their own: a reader that stops reading stalls only this call.
+                    try await OwnThread.run("gaend.export") { flag in
+                        try GaenNode.writeSightings(context, from: Double(from) / 1000, to: Double(to) / 1000, format: format) { data in
+                            do { try out.write(data, idleTimeout: timeout, cancel: flag) } catch let e as CallerIOError { throw Self.exportError(e) }
+                        }
+                    }
                 }
                 return [.uint32(UInt32(clamping: rows))]
             },
@@ -346,38 +398,5 @@ public final class NodeBus: NodeObserver, Sendable {
             return try DiagnosisKeysDataMapping(daysSinceOnsetToInfectiousness: table, reportTypeWhenMissing: rt,
                                                 infectiousnessWhenDaysSinceOnsetMissing: inf)
         } catch { throw NodeError.invalidArgs("mapping: \(error)") }
-    }
-
-    // MARK: File descriptors
-
-    /// Reads `fd` to its end (at most `limit` bytes) and closes it.
-    static func readAll(fd: Int32, limit: Int, what: String) throws -> Data {
-        defer { close(fd) }
-        var out = Data()
-        var buffer = [UInt8](repeating: 0, count: 65_536)
-        while true {
-            let n = buffer.withUnsafeMutableBytes { read(fd, $0.baseAddress, $0.count) }
-            if n < 0 {
-                if errno == EINTR { continue }
-                throw NodeError.invalidKeyFile("\(what): read failed: \(String(cString: strerror(errno)))")
-            }
-            if n == 0 { return out }
-            out.append(contentsOf: buffer[0..<n])
-            guard out.count <= limit else { throw NodeError.limitExceeded("\(what) is larger than \(limit) bytes") }
-        }
-    }
-
-    static func writeAll(fd: Int32, _ data: Data) throws {
-        try data.withUnsafeBytes { raw in
-            var offset = 0
-            while offset < raw.count {
-                let n = write(fd, raw.baseAddress! + offset, raw.count - offset)
-                if n < 0 {
-                    if errno == EINTR { continue }
-                    throw NodeError.writeFailed("write failed: \(String(cString: strerror(errno)))")
-                }
-                offset += n
-            }
-        }
     }
 }

@@ -31,24 +31,16 @@ extension GaenNode {
 
     // MARK: Provide diagnosis keys
 
-    public var provideRemaining: UInt32 {
-        guard settings.rateLimits.enabled else { return UInt32.max }
-        let today = UTCDay(unixSeconds: clock.wallTime()).rawValue
-        let used = state.provideDay == today ? state.provideCalls : 0
-        return UInt32(max(0, settings.rateLimits.provideDiagnosisKeysPerDay - used))
-    }
-
-    /// Parses and verifies every file before anything changes; one bad file rejects the call.
-    /// Returns the number of keys accepted; matching runs afterwards (`runMatching`).
-    public func acceptKeyFiles(_ files: [Data], trust: KeyExportTrustSet) throws -> Int {
-        guard !files.isEmpty else { throw NodeError.invalidArgs("files: give 1 to 16 key files") }
-        guard files.count <= 16 else { throw NodeError.limitExceeded("\(files.count) files in one call; at most 16") }
+    private func checkProvideAllowed() throws {
         guard !matching else { throw NodeError.busy("an earlier ProvideDiagnosisKeys is still being matched") }
         if settings.rateLimits.enabled, provideRemaining == 0 {
             throw NodeError.rateLimited("at most \(settings.rateLimits.provideDiagnosisKeysPerDay) calls per UTC day; resets at 00:00 UTC")
         }
-        var parsed: [KeyExportFile] = []
-        for (n, data) in files.enumerated() {
+    }
+
+    /// Every file parsed and, with trusted keys, its signature verified.
+    static func parseKeyFiles(_ files: [Data], trust: KeyExportTrustSet) throws -> [KeyExportFile] {
+        try files.enumerated().map { n, data in
             let file: KeyExportFile
             do { file = try KeyExportFile(parsing: data) } catch {
                 throw NodeError.invalidKeyFile("file \(n + 1): \(error)")
@@ -58,75 +50,110 @@ extension GaenNode {
                     throw NodeError.untrustedKeyFile("file \(n + 1): \(error)")
                 }
             }
-            parsed.append(file)
+            return file
         }
+    }
+
+    public var provideRemaining: UInt32 {
+        guard settings.rateLimits.enabled else { return UInt32.max }
+        let today = UTCDay(unixSeconds: clock.wallTime()).rawValue
+        let used = state.provideDay == today ? state.provideCalls : 0
+        return UInt32(max(0, settings.rateLimits.provideDiagnosisKeysPerDay - used))
+    }
+
+    /// Parses and verifies every file before anything changes; one bad file rejects the call.
+    /// Returns the number of keys accepted; matching runs afterwards (`runMatching`). Parsing
+    /// (up to 16 files of 16 MiB) runs on a thread of its own, not on the node's executor.
+    public func acceptKeyFiles(_ files: [Data], trust: KeyExportTrustSet) async throws -> Int {
+        guard !files.isEmpty else { throw NodeError.invalidArgs("files: give 1 to 16 key files") }
+        guard files.count <= 16 else { throw NodeError.limitExceeded("\(files.count) files in one call; at most 16") }
+        try checkProvideAllowed()
+        let parsed = try await OwnThread.run("gaend.keyfiles") { _ in try Self.parseKeyFiles(files, trust: trust) }
+        // Checked again: another call may have started matching while these were parsed.
+        try checkProvideAllowed()
         if settings.rateLimits.enabled {
             let today = UTCDay(unixSeconds: clock.wallTime()).rawValue
             if state.provideDay != today { state.provideDay = today; state.provideCalls = 0 }
             state.provideCalls += 1
             try saveState()
         }
+        // The same file twice in one call counts once; a file provided again moves to the end
+        // (it is the call's own, and the last occurrence of a key is the one that counts).
+        var unique: [KeyExportFile] = []
+        for f in parsed where !unique.contains(where: { $0.exportBin == f.exportBin }) { unique.append(f) }
         // Keep the files with the earlier ones (export.bin only: the signature was checked).
         do {
             var all = try store.exposureResults(kind: Self.keyFileKind).map { (day: $0.day, payload: $0.payload) }
-            all += parsed.map { (day: UTCDay?.none, payload: $0.exportBin) }
+            all.removeAll { old in unique.contains { $0.exportBin == old.payload } }
+            all += unique.map { (day: UTCDay?.none, payload: $0.exportBin) }
             try store.replaceExposureResults(kind: Self.keyFileKind, with: all, now: clock.wallTime())
         } catch { throw NodeError.storage("\(error)") }
+        for f in unique { keyFiles.insert(f) }
         matching = true
-        return parsed.reduce(0) { $0 + $1.keyCount + $1.revisedKeyCount }
+        callFiles = unique.count
+        return unique.reduce(0) { $0 + $1.keyCount + $1.revisedKeyCount }
     }
 
     /// Matches every provided key against the sightings of the retention period and replaces
-    /// the stored windows. Returns (matched keys, windows). On failure earlier results stay.
-    public func runMatching() throws -> (matchedKeys: Int, windows: Int) {
+    /// the stored windows. Returns the matched keys and windows of the last call's own files
+    /// (ExposureStateUpdated reports those, not the union). On failure earlier results stay.
+    public func runMatching() async throws -> (matchedKeys: Int, windows: Int) {
         defer { matching = false }
         let now = clock.wallTime()
-        let scans: [StoredScan]
-        do { scans = try store.scans(from: now - Double(settings.store.retentionDays) * 86_400, to: now + 86_400) } catch {
-            throw NodeError.storage("\(error)")
-        }
-        var log: [ENProtocol.Sighting] = []
-        var scanList: [Scan] = []
-        // Scans stored before the correction was recorded per scan take the current one.
-        let currentCorrection = calibration.rssiCorrection
-        for s in scans {
-            let index = scanList.count
-            scanList.append(Scan(start: s.record.start, end: s.record.end))
-            let correction = s.record.rssiCorrection ?? currentCorrection
-            for r in s.record.sightings {
-                log.append(ENProtocol.Sighting(time: r.time, rpi: r.rpi, aem: r.aem, rssi: Int(r.rssi),
-                                               rssiCorrection: correction, scanIndex: index))
-            }
-        }
-        // Union of every provided key: later files win for the same TEK (revised keys).
-        var order: [TemporaryExposureKey] = []
-        var byKey: [TemporaryExposureKey: DiagnosisKey] = [:]
+        let inputs = MatchingInputs(store: store, from: now - Double(settings.store.retentionDays) * 86_400, to: now + 86_400, now: now,
+                                    correction: calibration.rssiCorrection, mapping: try dataMapping(), callFiles: callFiles,
+                                    keyFiles: keyFiles)
+        // Matching is CPU-bound (every core) and reads the store: a thread of its own, never
+        // the node's executor, so rotations and scans go on meanwhile. Cancelled at shutdown.
+        return try await OwnThread.run("gaend.matching") { flag in try Self.match(inputs, cancel: flag) }
+    }
+
+    struct MatchingInputs: Sendable {
+        var store: NodeStore
+        var from: Double, to: Double, now: Double
+        var correction: Int
+        var mapping: DiagnosisKeysDataMapping
+        var callFiles: Int
+        var keyFiles: KeyFileCache
+    }
+
+    static func match(_ i: MatchingInputs, cancel: CancelFlag) throws -> (matchedKeys: Int, windows: Int) {
+        let log: SightingsLog
+        let files: [KeyExportFile]
         do {
-            for stored in try store.exposureResults(kind: Self.keyFileKind) {
-                let file = try KeyExportFile(parsing: stored.payload)
-                for batches in [file.keyBatches(), file.revisedKeyBatches()] {
-                    for batch in batches {
-                        for k in batch {
-                            if byKey[k.key] == nil { order.append(k.key) }
-                            byKey[k.key] = k
-                        }
-                    }
-                }
-            }
-        } catch let e as NodeError { throw e } catch { throw NodeError.storage("\(error)") }
-        let matcher = ExposureMatcher(index: SightingIndex(sightings: log, tableSeed: try SightingIndex.randomTableSeed()), workers: 1)
-        var matches: [Match] = []
-        let keys = order.compactMap { byKey[$0] }
-        for start in stride(from: 0, to: keys.count, by: 1024) {
-            matches += try matcher.match(Array(keys[start..<min(keys.count, start + 1024)])).matches
-        }
-        matches.sort { ($0.sighting.time, $0.sighting.rpiLow) < ($1.sighting.time, $1.sighting.rpiLow) }
-        let windows = try ExposureWindows.compute(matches: matches, scans: scanList, mapping: try dataMapping()).windows
+            log = sightingsLog(try i.store.scans(from: i.from, to: i.to), currentCorrection: i.correction)
+            files = try i.keyFiles.files(for: i.store.exposureResults(kind: keyFileKind).map(\.payload))
+        } catch { throw NodeError.storage("\(error)") }
+        let computation = try ExposureComputation(log: log, mapping: i.mapping, workers: ProcessInfo.processInfo.activeProcessorCount)
+        let (outcome, windows, _) = try computation.run(files, isCancelled: { cancel.isCancelled })
+        let first = files.count - min(i.callFiles, files.count)
+        let own = try computation.windows(outcome.matches(fromFile: first)).windows
+        if cancel.isCancelled { throw CancellationError() }
         let encoder = JSONEncoder()
         do {
-            try store.replaceExposureResults(kind: Self.windowsKind, with: try windows.map { (day: $0.day, payload: try encoder.encode($0)) }, now: now)
+            try i.store.replaceExposureResults(kind: windowsKind, with: try windows.map { (day: $0.day, payload: try encoder.encode($0)) }, now: i.now)
         } catch { throw NodeError.storage("\(error)") }
-        return (Set(matches.map(\.key.key)).count, windows.count)
+        return (outcome.matchedKeys(fromFile: first), own.count)
+    }
+
+    /// The stored scans as the one exposure computation reads them, exactly as the sightings
+    /// export writes them (docs/sightings-format.md), so that `gaenctl windows` on an export
+    /// gives the daemon's windows: times in whole milliseconds, every scan (empty ones too),
+    /// each scan's RSSI correction (scans stored before it was recorded take the current one).
+    static func sightingsLog(_ scans: [StoredScan], currentCorrection: Int) -> SightingsLog {
+        func ms(_ t: Double) -> Double { (t * 1000).rounded() / 1000 }
+        var sightings: [ENProtocol.Sighting] = []
+        var list: [Scan] = []
+        for s in scans {
+            let index = list.count
+            list.append(Scan(start: ms(s.record.start), end: ms(s.record.end)))
+            let correction = s.record.rssiCorrection ?? currentCorrection
+            for r in s.record.sightings {
+                sightings.append(ENProtocol.Sighting(time: ms(r.time), rpi: r.rpi, aem: r.aem, rssi: Int(r.rssi),
+                                                     rssiCorrection: correction, scanIndex: index))
+            }
+        }
+        return SightingsLog(sightings: sightings, scans: list, hasScanColumns: true)
     }
 
     public func exposureWindows() throws -> [ExposureWindow] {
@@ -166,20 +193,35 @@ extension GaenNode {
 
     // MARK: Research
 
+    /// What an export needs from the node; the export itself runs off the node's executor.
+    public var exportContext: ExportContext {
+        ExportContext(store: store, currentCorrection: calibration.rssiCorrection, node: settings.research.node, site: settings.research.site)
+    }
+
+    public struct ExportContext: Sendable {
+        var store: NodeStore
+        var currentCorrection: Int
+        var node: String, site: String
+    }
+
     /// Rows of the sightings export (docs/sightings-format.md): one per sighting and one per
-    /// empty scan, oldest first.
+    /// empty scan, oldest first (tests; the D-Bus export runs `writeSightings` on its own thread).
     public func exportSightings(from: Double, to: Double, format: String, write: (Data) throws -> Void) throws -> Int {
+        try Self.writeSightings(exportContext, from: from, to: to, format: format, write: write)
+    }
+
+    public static func writeSightings(_ context: ExportContext, from: Double, to: Double, format: String, write: (Data) throws -> Void) throws -> Int {
         guard format == "csv" || format == "jsonl" else { throw NodeError.invalidArgs("format '\(format)': expected csv or jsonl") }
         let scans: [StoredScan]
-        do { scans = try store.scans(from: from, to: to) } catch { throw NodeError.storage("\(error)") }
+        do { scans = try context.store.scans(from: from, to: to) } catch { throw NodeError.storage("\(error)") }
         // Scans stored before the correction was recorded per scan take the current one.
-        let currentCorrection = calibration.rssiCorrection
-        let node = settings.research.node, site = settings.research.site
+        let currentCorrection = context.currentCorrection
+        let node = context.node, site = context.site
         var rows = 0
         var buffer = ""
         func flush() throws {
             guard !buffer.isEmpty else { return }
-            do { try write(Data(buffer.utf8)) } catch { throw NodeError.writeFailed("\(error)") }
+            do { try write(Data(buffer.utf8)) } catch let e as NodeError { throw e } catch { throw NodeError.writeFailed("\(error)") }
             buffer = ""
         }
         if format == "csv" { buffer += "time,rpi,aem,rssi,scan_start,scan_end,rssi_correction,node,site\n" }
@@ -216,6 +258,9 @@ extension GaenNode {
         return rows
     }
 
+    /// Marker times accepted (Unix seconds, 2000-01-01 to 2200-01-01).
+    static let markerTimes: ClosedRange<Double> = 946_684_800...7_258_118_400
+
     public func addMarker(time: Double, label: String, distance: Double, note: String) throws -> Int64 {
         guard !label.isEmpty, label.utf8.count <= 256 else { throw NodeError.invalidArgs("label: 1 to 256 bytes") }
         guard note.utf8.count <= 4096 else { throw NodeError.invalidArgs("note: at most 4096 bytes") }
@@ -224,7 +269,14 @@ extension GaenNode {
         if time == 0 {
             guard sync.status().isUsable else { throw NodeError.clockUnsynchronised("the clock is not synchronised; give the marker's time") }
             t = clock.wallTime()
-        } else { t = time }
+        } else {
+            // Unix seconds from 2000 to 2200: -1 or INT64_MAX ms are mistakes, and a time the
+            // store's ms columns cannot give back (GetMarkers) must not be accepted.
+            guard (Self.markerTimes).contains(time) else {
+                throw NodeError.invalidArgs("time \(String(format: "%.0f", time * 1000)) ms is outside 2000-01-01...2200-01-01 (Unix ms 946684800000...7258118400000); 0 means now")
+            }
+            t = time
+        }
         do { return try store.addMarker(Marker(time: t, label: label, distanceMeters: distance < 0 ? nil : distance, note: note)) } catch {
             throw NodeError.storage("\(error)")
         }

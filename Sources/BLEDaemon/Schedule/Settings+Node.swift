@@ -36,7 +36,7 @@ extension GaendSettings {
     /// The clock-sync check; `clock.requireSync: false` (`--ignore-clock-sync`) waives it. A
     /// scaled clock is never the system time, so it waives the check too.
     public func makeClockSync() -> any ClockSyncSource {
-        LinuxClockSync(waived: !clock.requireSync || timeScale != 1)
+        LinuxClockSync(waived: !clock.requireSync || timeScale != 1, timedated: TimedatedClockSync())
     }
 }
 

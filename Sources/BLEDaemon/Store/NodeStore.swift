@@ -22,22 +22,46 @@ public struct StoreConfiguration: Sendable {
     /// Scan records kept in memory while the disk is full, oldest dropped beyond it
     /// (2016 = a week of the nominal schedule).
     public var maximumPendingScans: Int
+    /// Bytes those waiting records may take (estimated from their report counts), oldest
+    /// dropped beyond it: in continuous scanning a crowd makes big records, and a full disk
+    /// must not turn into unbounded memory.
+    public var maximumPendingBytes: Int
     /// Testing hook: SQLite's `max_page_count`, to make the store "full" without a full disk.
     var pageLimit: Int?
 
     public init(path: String, retentionDays: Int = 14, maximumBytes: Int64? = 256 << 20,
-                durability: Durability = .full, maximumPendingScans: Int = 2016) {
+                durability: Durability = .full, maximumPendingScans: Int = 2016, maximumPendingBytes: Int = 16 << 20) {
         self.path = path
         self.retentionDays = retentionDays
         self.maximumBytes = maximumBytes
         self.durability = durability
         self.maximumPendingScans = maximumPendingScans
+        self.maximumPendingBytes = maximumPendingBytes
     }
 }
 
 /// What retention removed.
 public struct RetentionResult: Equatable, Sendable {
     public var scans = 0, keys = 0, results = 0, markers = 0
+}
+
+/// What was lost or set aside instead of stored: scans dropped from the full-disk queue and
+/// records quarantined because they failed authentication. Counts since the store was opened,
+/// except `quarantined`, which counts the quarantined records still in the store.
+public struct StoreLosses: Equatable, Sendable {
+    public var droppedScans = 0
+    public var droppedSightings = 0
+    public var pendingScans = 0
+    public var pendingBytes = 0
+    public var quarantined = 0
+}
+
+/// A record that failed authentication or did not decode, set aside (see `NodeStore`).
+public struct QuarantinedRecord: Equatable, Sendable {
+    public var table: String
+    public var id: Int64
+    public var reason: String
+    public var detectedAt: Double
 }
 
 /// The node's encrypted store: TEKs (one per UTC day), scan records (one per scan, every
@@ -58,8 +82,14 @@ public final class NodeStore: @unchecked Sendable {
     private let logger: Logger
     private let lock = NSLock()
     private var pending: [RecordedScan] = []
+    private var pendingBytes = 0
     private var droppedWhileFull = 0
+    private var droppedScans = 0
+    private var droppedSightings = 0
     private var full = false
+    /// Rotten records already logged (once each), also when the quarantine table could not be
+    /// written (a full disk): reads skip them either way.
+    private var reportedRotten: Set<String> = []
 
     static let keyCheckPlaintext = Data("gaend store key check v1".utf8)
     static let keyCheckAAD = Data("gaend/v1/store_meta/key_check".utf8)
@@ -71,14 +101,18 @@ public final class NodeStore: @unchecked Sendable {
         self.key = key
         self.logger = logger
         let path = configuration.path
-        let size = (try? FileManager.default.attributesOfItem(atPath: path))?[.size] as? Int ?? 0
-        if size > 0 {
-            try Self.verifyKey(path: path, key: key)
-        } else {
-            // SQLite would create the file with the umask's mode; the store is private.
-            let fd = Glibc.open(path, O_WRONLY | O_CREAT | O_CLOEXEC, 0o600)
-            guard fd >= 0 else { throw StoreError.database(code: 14 /* SQLITE_CANTOPEN */, message: "cannot create \(path): \(String(cString: strerror(errno)))") }
-            Glibc.close(fd)
+        let attributes = try? FileManager.default.attributesOfItem(atPath: path)
+        if let attributes {
+            let size = attributes[.size] as? Int ?? 0
+            // gaend creates its store atomically (below), so an empty file is not one of its
+            // stores: a truncated copy, a failed restore or a lost file system write. Opening it
+            // as new would silently start over; only a state directory holding nothing else is
+            // taken as new.
+            if size == 0 && !Self.isAloneInDirectory(path) { throw StoreError.emptyStoreFile(path: path) }
+            if size > 0 { try Self.verifyKey(path: path, key: key) }
+        }
+        if attributes == nil || (attributes?[.size] as? Int ?? 0) == 0 {
+            try Self.createAtomically(path: path, key: key)
         }
         var config = Configuration()
         config.label = "gaend.store"
@@ -151,7 +185,68 @@ public final class NodeStore: @unchecked Sendable {
             try db.execute(sql: "INSERT INTO store_meta (id, created_at, key_check) VALUES (1, ?, ?)",
                            arguments: [Date().timeIntervalSince1970, check])
         }
+        m.registerMigration("v2-quarantine-key-days-clock") { db in
+            try db.execute(sql: """
+                -- Records that failed authentication or did not decode: skipped by every read,
+                -- kept for inspection until retention deletes the row itself.
+                CREATE TABLE quarantine (
+                    tbl TEXT NOT NULL,
+                    row_id INTEGER NOT NULL,
+                    reason TEXT NOT NULL,
+                    detected_at REAL NOT NULL,
+                    PRIMARY KEY (tbl, row_id));
+                -- Every UTC day that ever had a key. Retention deletes keys, never these, so a
+                -- clock stepped back into a day whose key is gone cannot make a second key.
+                CREATE TABLE key_day (
+                    day INTEGER PRIMARY KEY,
+                    created_at REAL NOT NULL);
+                INSERT INTO key_day (day, created_at) SELECT day, created_at FROM tek;
+                -- The latest wall time that has held (docs/schedule.md): retention never runs
+                -- ahead of it.
+                CREATE TABLE clock_mark (
+                    id INTEGER PRIMARY KEY CHECK (id = 1),
+                    high_water REAL NOT NULL);
+                """)
+        }
         return m
+    }
+
+    /// Creates a new store under a temporary name, with its schema and key check, and renames it
+    /// into place: a store path holds either nothing or a whole store, never an empty file.
+    static func createAtomically(path: String, key: StoreKey) throws {
+        let temporary = path + ".creating"
+        for suffix in ["", "-journal", "-wal", "-shm"] { unlink(temporary + suffix) }
+        // SQLite would create the file with the umask's mode; the store is private.
+        let fd = Glibc.open(temporary, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0o600)
+        guard fd >= 0 else { throw StoreError.database(code: 14 /* SQLITE_CANTOPEN */, message: "cannot create \(temporary): \(String(cString: strerror(errno)))") }
+        Glibc.close(fd)
+        do {
+            var config = Configuration()
+            config.label = "gaend.store.create"
+            let queue = try DatabaseQueue(path: temporary, configuration: config)
+            try migrator(key: key).migrate(queue)
+            try queue.close()
+        } catch {
+            unlink(temporary)
+            throw mapped(error, pending: 0)
+        }
+        let fileFD = Glibc.open(temporary, O_RDONLY | O_CLOEXEC)
+        if fileFD >= 0 { fsync(fileFD); Glibc.close(fileFD) }
+        guard rename(temporary, path) == 0 else {
+            let reason = String(cString: strerror(errno))
+            unlink(temporary)
+            throw StoreError.database(code: 14, message: "cannot rename \(temporary) to \(path): \(reason)")
+        }
+        let dirFD = Glibc.open((path as NSString).deletingLastPathComponent.isEmpty ? "." : (path as NSString).deletingLastPathComponent, O_RDONLY | O_DIRECTORY | O_CLOEXEC)
+        if dirFD >= 0 { fsync(dirFD); Glibc.close(dirFD) }
+    }
+
+    /// Whether `path` is the only entry of its directory besides key files (a new state directory).
+    static func isAloneInDirectory(_ path: String) -> Bool {
+        let dir = (path as NSString).deletingLastPathComponent
+        let name = (path as NSString).lastPathComponent
+        guard let entries = try? FileManager.default.contentsOfDirectory(atPath: dir.isEmpty ? "." : dir) else { return false }
+        return entries.allSatisfy { $0 == name || $0.hasSuffix("key") || $0.hasSuffix(".key") }
     }
 
     /// Read-only check of the key check value: wrong key, foreign file and non-SQLite file
@@ -208,6 +303,54 @@ public final class NodeStore: @unchecked Sendable {
         }
     }
 
+    // MARK: Quarantine
+
+    /// SQL excluding quarantined rows of `table` (its id column is `column`).
+    private static func notQuarantined(_ table: String, column: String = "id") -> String {
+        "\(column) NOT IN (SELECT row_id FROM quarantine WHERE tbl = '\(table)')"
+    }
+
+    /// Sets rotten records aside: one row each in `quarantine` (reads skip them from then on),
+    /// logged once. Never throws: a record that cannot even be quarantined (full disk) is
+    /// skipped by the read that found it and found again by the next read.
+    private func quarantine(_ table: String, _ rotten: [(id: Int64, reason: String)], now: Double = Date().timeIntervalSince1970) {
+        guard !rotten.isEmpty else { return }
+        lock.withLock {
+            do {
+                try write { db in
+                    for r in rotten {
+                        try db.execute(sql: "INSERT OR IGNORE INTO quarantine (tbl, row_id, reason, detected_at) VALUES (?, ?, ?, ?)",
+                                       arguments: [table, r.id, r.reason, now])
+                    }
+                }
+            } catch {
+                logger.error("cannot record quarantined records", metadata: ["store.error": "\(error)"])
+            }
+            for r in rotten where reportedRotten.insert("\(table)#\(r.id)").inserted {
+                logger.error("store record quarantined: it fails authentication or does not decode; it is skipped, everything else is served",
+                             metadata: ["store.table": "\(table)", "store.id": "\(r.id)", "store.reason": "\(r.reason)"])
+            }
+        }
+    }
+
+    /// The quarantined records still in the store, oldest detection first.
+    public func quarantinedRecords() throws -> [QuarantinedRecord] {
+        try read { db in
+            try Row.fetchAll(db, sql: "SELECT tbl, row_id, reason, detected_at FROM quarantine ORDER BY detected_at, tbl, row_id").map {
+                QuarantinedRecord(table: $0["tbl"], id: $0["row_id"], reason: $0["reason"], detectedAt: $0["detected_at"])
+            }
+        }
+    }
+
+    /// Drops and quarantine counts, for status and metrics.
+    public func losses() -> StoreLosses {
+        let quarantined = (try? read { db in try Int.fetchOne(db, sql: "SELECT count(*) FROM quarantine") ?? 0 }) ?? 0
+        return lock.withLock {
+            StoreLosses(droppedScans: droppedScans, droppedSightings: droppedSightings, pendingScans: pending.count,
+                        pendingBytes: pendingBytes, quarantined: quarantined)
+        }
+    }
+
     /// Associated data: a domain label, the table and the row's identifying clear columns.
     static func aad(_ table: String, _ fields: [Int64]) -> Data {
         var d = Data("gaend/v1/\(table)".utf8)
@@ -243,19 +386,26 @@ public final class NodeStore: @unchecked Sendable {
     // MARK: Temporary exposure keys
 
     /// The TEK of `day`: the stored one, or a new one created and stored atomically. Never a
-    /// second key for a day: the check and the insert are one transaction and `day` is the
-    /// primary key. If the disk is full, the oldest scans are evicted once to make room (a
-    /// lost key is worse than a lost scan); if that fails too, `diskFull` is thrown and no key
-    /// is handed out, so nothing unstored is ever advertised.
+    /// second key for a day: the check and the insert are one transaction, `day` is the
+    /// primary key, and a day whose key is gone (deleted by retention, or quarantined) is
+    /// refused with `keyDayRetired`, because `key_day` remembers every day that had a key. If
+    /// the disk is full, the oldest scans are evicted once to make room (a lost key is worse
+    /// than a lost scan); if that fails too, `diskFull` is thrown and no key is handed out, so
+    /// nothing unstored is ever advertised.
     public func key(for day: UTCDay, now: Double = Date().timeIntervalSince1970) throws -> TemporaryExposureKey {
-        try lock.withLock {
-            do {
-                return try keyLocked(for: day, now: now)
-            } catch StoreError.diskFull {
-                logger.warning("disk full while storing the key of a new day; evicting the oldest scans", metadata: ["store.day": "\(day)"])
-                _ = try? write { db in try db.execute(sql: "DELETE FROM scan WHERE id IN (SELECT id FROM scan ORDER BY start_time LIMIT 32)") }
-                return try keyLocked(for: day, now: now)
+        do {
+            return try lock.withLock {
+                do {
+                    return try keyLocked(for: day, now: now)
+                } catch StoreError.diskFull {
+                    logger.warning("disk full while storing the key of a new day; evicting the oldest scans", metadata: ["store.day": "\(day)"])
+                    _ = try? write { db in try db.execute(sql: "DELETE FROM scan WHERE id IN (SELECT id FROM scan ORDER BY start_time LIMIT 32)") }
+                    return try keyLocked(for: day, now: now)
+                }
             }
+        } catch StoreError.corruptRecord(let table, let id, let reason) {
+            quarantine(table, [(id, reason)])
+            throw StoreError.corruptRecord(table: table, id: id, reason: reason)
         }
     }
 
@@ -265,23 +415,56 @@ public final class NodeStore: @unchecked Sendable {
             if let sealed = try Data.fetchOne(db, sql: "SELECT sealed FROM tek WHERE day = ?", arguments: [day.rawValue]) {
                 return try TemporaryExposureKey(bytes: open(sealed, aad: aad, table: "tek", id: Int64(day.rawValue)))
             }
+            if try Int.fetchOne(db, sql: "SELECT 1 FROM key_day WHERE day = ?", arguments: [day.rawValue]) != nil {
+                throw StoreError.keyDayRetired(day: day.rawValue)
+            }
             var random = SecureRandom()
             let tek = try TemporaryExposureKey.generate(using: &random)
             try db.execute(sql: "INSERT INTO tek (day, created_at, sealed) VALUES (?, ?, ?)",
                            arguments: [day.rawValue, now, seal(tek.bytes, aad: aad)])
+            try db.execute(sql: "INSERT INTO key_day (day, created_at) VALUES (?, ?)", arguments: [day.rawValue, now])
             return tek
         }
     }
 
-    /// The stored keys of days in `range`, oldest first (no key is created).
+    /// The stored keys of days in `range`, oldest first (no key is created). A key that fails
+    /// authentication is quarantined and left out.
     public func keys(in range: ClosedRange<UTCDay>) throws -> [(day: UTCDay, key: TemporaryExposureKey)] {
-        try read { db in
-            try Row.fetchAll(db, sql: "SELECT day, sealed FROM tek WHERE day BETWEEN ? AND ? ORDER BY day",
-                             arguments: [range.lowerBound.rawValue, range.upperBound.rawValue]).map { row in
+        var rotten: [(id: Int64, reason: String)] = []
+        let found = try read { db in
+            try Row.fetchAll(db, sql: "SELECT day, sealed FROM tek WHERE day BETWEEN ? AND ? AND \(Self.notQuarantined("tek", column: "day")) ORDER BY day",
+                             arguments: [range.lowerBound.rawValue, range.upperBound.rawValue]).compactMap { row -> (day: UTCDay, key: TemporaryExposureKey)? in
                 let day = UTCDay(row["day"] as Int32)
                 let sealed: Data = row["sealed"]
-                let bytes = try open(sealed, aad: Self.aad("tek", [Int64(day.rawValue)]), table: "tek", id: Int64(day.rawValue))
-                return (day, try TemporaryExposureKey(bytes: bytes))
+                do {
+                    let bytes = try open(sealed, aad: Self.aad("tek", [Int64(day.rawValue)]), table: "tek", id: Int64(day.rawValue))
+                    return (day, try TemporaryExposureKey(bytes: bytes))
+                } catch {
+                    rotten.append((Int64(day.rawValue), "\(error)"))
+                    return nil
+                }
+            }
+        }
+        quarantine("tek", rotten)
+        return found
+    }
+
+    // MARK: Clock high-water mark
+
+    /// The latest wall time that has held (nil in a new store).
+    public func highWaterMark() throws -> Double? {
+        try read { db in try Double.fetchOne(db, sql: "SELECT high_water FROM clock_mark WHERE id = 1") }
+    }
+
+    /// Raises the high-water mark to `time` (never lowers it).
+    public func raiseHighWaterMark(to time: Double) throws {
+        guard time.isFinite else { return }
+        try lock.withLock {
+            try write { db in
+                try db.execute(sql: """
+                    INSERT INTO clock_mark (id, high_water) VALUES (1, ?)
+                    ON CONFLICT(id) DO UPDATE SET high_water = max(high_water, excluded.high_water)
+                    """, arguments: [time])
             }
         }
     }
@@ -302,10 +485,21 @@ public final class NodeStore: @unchecked Sendable {
         }
         return try lock.withLock {
             pending.append(scan)
-            if pending.count > configuration.maximumPendingScans {
-                pending.removeFirst()
+            pendingBytes += Self.estimatedBytes(scan)
+            // Oldest first, but never the scan just added: the newest record is the one worth
+            // keeping when the disk has been full for long.
+            while pending.count > 1 && (pending.count > configuration.maximumPendingScans || pendingBytes > configuration.maximumPendingBytes) {
+                let dropped = pending.removeFirst()
+                pendingBytes -= Self.estimatedBytes(dropped)
                 droppedWhileFull += 1
-                logger.warning("disk full: dropped the oldest scan waiting in memory", metadata: ["store.dropped": "\(droppedWhileFull)"])
+                droppedScans += 1
+                droppedSightings += dropped.sightings.count
+                if droppedWhileFull == 1 || droppedWhileFull.nonzeroBitCount == 1 {
+                    // Logged at the first drop and then at powers of two, so a long outage does not flood the log.
+                    logger.warning("disk full: dropped the oldest scan waiting in memory",
+                                   metadata: ["store.droppedScans": "\(droppedScans)", "store.droppedSightings": "\(droppedSightings)",
+                                              "store.pendingBytes": "\(pendingBytes)"])
+                }
             }
             guard let id = try flushLocked() else {
                 throw StoreError.invalidRecord(reason: "scan was queued but not written") // unreachable: the queue held it
@@ -327,6 +521,10 @@ public final class NodeStore: @unchecked Sendable {
     /// Scans waiting in memory for disk space.
     public var pendingScanCount: Int { lock.withLock { pending.count } }
 
+    /// Memory a waiting scan takes, about: the record's fields and each report's time, RPI,
+    /// AEM, RSSI and address, with the array's overhead.
+    static func estimatedBytes(_ scan: RecordedScan) -> Int { 96 + scan.sightings.count * 64 }
+
     private func flushLocked() throws -> Int64? {
         var lastID: Int64?
         var written = 0
@@ -342,7 +540,7 @@ public final class NodeStore: @unchecked Sendable {
                 if written > 0 { enforceSizeBound() }
                 throw StoreError.diskFull(pendingScans: pending.count)
             }
-            pending.removeFirst()
+            pendingBytes -= Self.estimatedBytes(pending.removeFirst())
             written += 1
         }
         if full {
@@ -369,26 +567,45 @@ public final class NodeStore: @unchecked Sendable {
         }
     }
 
-    /// Scans that started in [from, to), oldest first, decrypted (matching and export).
+    /// Scans that started in [from, to), oldest first, decrypted (matching and export). A scan
+    /// that fails authentication or does not decode is quarantined and left out: one rotten
+    /// record costs that record only.
     public func scans(from: Double, to: Double) throws -> [StoredScan] {
-        try read { db in
+        var rotten: [(id: Int64, reason: String)] = []
+        let found = try read { db in
             try Row.fetchAll(db, sql: """
                 SELECT id, start_time, end_time, report_count, sealed FROM scan
-                WHERE start_time >= ? AND start_time < ? ORDER BY start_time, id
-                """, arguments: [from, to]).map { row in
-                let id: Int64 = row["id"], start: Double = row["start_time"], end: Double = row["end_time"]
-                let count: Int64 = row["report_count"], sealed: Data = row["sealed"]
-                let plain = try open(sealed, aad: Self.aad("scan", [id, Self.bits(start), Self.bits(end), count]), table: "scan", id: id)
-                let sightings: [RecordedSighting], correction: Int?
-                do { (sightings, correction) = try ScanBlob.decode(plain) } catch let r as ScanBlob.Reason {
-                    throw StoreError.corruptRecord(table: "scan", id: id, reason: r.text)
+                WHERE start_time >= ? AND start_time < ? AND \(Self.notQuarantined("scan")) ORDER BY start_time, id
+                """, arguments: [from, to]).compactMap { row -> StoredScan? in
+                let id: Int64 = row["id"]
+                do { return try decodeScan(row) } catch {
+                    rotten.append((id, Self.reason(error)))
+                    return nil
                 }
-                guard sightings.count == count else {
-                    throw StoreError.corruptRecord(table: "scan", id: id, reason: "\(sightings.count) reports, \(count) in the clear count")
-                }
-                return StoredScan(id: id, record: RecordedScan(start: start, end: end, sightings: sightings, rssiCorrection: correction))
             }
         }
+        quarantine("scan", rotten)
+        return found
+    }
+
+    private func decodeScan(_ row: Row) throws -> StoredScan {
+        let id: Int64 = row["id"], start: Double = row["start_time"], end: Double = row["end_time"]
+        let count: Int64 = row["report_count"], sealed: Data = row["sealed"]
+        let plain = try open(sealed, aad: Self.aad("scan", [id, Self.bits(start), Self.bits(end), count]), table: "scan", id: id)
+        let sightings: [RecordedSighting], correction: Int?
+        do { (sightings, correction) = try ScanBlob.decode(plain) } catch let r as ScanBlob.Reason {
+            throw StoreError.corruptRecord(table: "scan", id: id, reason: r.text)
+        }
+        guard sightings.count == count else {
+            throw StoreError.corruptRecord(table: "scan", id: id, reason: "\(sightings.count) reports, \(count) in the clear count")
+        }
+        return StoredScan(id: id, record: RecordedScan(start: start, end: end, sightings: sightings, rssiCorrection: correction))
+    }
+
+    /// The reason a record is rotten, without the "store record ... is corrupt" framing.
+    private static func reason(_ error: any Error) -> String {
+        if case StoreError.corruptRecord(_, _, let r) = error { return r }
+        return "\(error)"
     }
 
     /// Counts from the clear columns (no decryption): for status properties.
@@ -421,15 +638,23 @@ public final class NodeStore: @unchecked Sendable {
     }
 
     public func exposureResults(kind: String) throws -> [StoredExposureResult] {
-        try read { db in
-            try Row.fetchAll(db, sql: "SELECT id, created_at, day, sealed FROM exposure_result WHERE kind = ? ORDER BY id",
-                             arguments: [kind]).map { row in
+        var rotten: [(id: Int64, reason: String)] = []
+        let found = try read { db in
+            try Row.fetchAll(db, sql: "SELECT id, created_at, day, sealed FROM exposure_result WHERE kind = ? AND \(Self.notQuarantined("exposure_result")) ORDER BY id",
+                             arguments: [kind]).compactMap { row -> StoredExposureResult? in
                 let id: Int64 = row["id"], createdAt: Double = row["created_at"], sealed: Data = row["sealed"]
                 let day = (row["day"] as Int32?).map { UTCDay($0) }
-                let payload = try open(sealed, aad: Self.resultAAD(id: id, kind: kind, createdAt: createdAt, day: day), table: "exposure_result", id: id)
-                return StoredExposureResult(id: id, kind: kind, createdAt: createdAt, day: day, payload: payload)
+                do {
+                    let payload = try open(sealed, aad: Self.resultAAD(id: id, kind: kind, createdAt: createdAt, day: day), table: "exposure_result", id: id)
+                    return StoredExposureResult(id: id, kind: kind, createdAt: createdAt, day: day, payload: payload)
+                } catch {
+                    rotten.append((id, Self.reason(error)))
+                    return nil
+                }
             }
         }
+        quarantine("exposure_result", rotten)
+        return found
     }
 
     private static func resultAAD(id: Int64, kind: String, createdAt: Double, day: UTCDay?) -> Data {
@@ -460,23 +685,32 @@ public final class NodeStore: @unchecked Sendable {
 
     /// The markers with their ids (what `addMarker` returned), for Research1.GetMarkers.
     public func markerRecords(from: Double, to: Double) throws -> [(id: Int64, marker: Marker)] {
-        try read { db in
-            try Row.fetchAll(db, sql: "SELECT id, time, sealed FROM marker WHERE time >= ? AND time < ? ORDER BY time, id",
-                             arguments: [from, to]).map { row in
+        var rotten: [(id: Int64, reason: String)] = []
+        let found = try read { db in
+            try Row.fetchAll(db, sql: "SELECT id, time, sealed FROM marker WHERE time >= ? AND time < ? AND \(Self.notQuarantined("marker")) ORDER BY time, id",
+                             arguments: [from, to]).compactMap { row -> (id: Int64, marker: Marker)? in
                 let id: Int64 = row["id"], time: Double = row["time"], sealed: Data = row["sealed"]
-                let plain = try open(sealed, aad: Self.aad("marker", [id, Self.bits(time)]), table: "marker", id: id)
-                do { return (id, try JSONDecoder().decode(Marker.self, from: plain)) } catch {
-                    throw StoreError.corruptRecord(table: "marker", id: id, reason: "payload does not decode")
+                do {
+                    let plain = try open(sealed, aad: Self.aad("marker", [id, Self.bits(time)]), table: "marker", id: id)
+                    do { return (id, try JSONDecoder().decode(Marker.self, from: plain)) } catch {
+                        throw StoreError.corruptRecord(table: "marker", id: id, reason: "payload does not decode")
+                    }
+                } catch {
+                    rotten.append((id, Self.reason(error)))
+                    return nil
                 }
             }
         }
+        quarantine("marker", rotten)
+        return found
     }
 
     // MARK: Retention and size
 
     /// Deletes everything older than the retention period by its clear times, decrypting
-    /// nothing. The caller runs it only while the clock is synchronised (a clock stepped
-    /// years ahead must not wipe the store).
+    /// nothing. `now` must be a time that has held (`HeldTime.trustedNow`, docs/schedule.md),
+    /// never a raw clock reading: a clock stepped weeks ahead must not wipe the store. Days
+    /// whose keys it deletes stay in `key_day`, so no second key is ever made for them.
     @discardableResult
     public func applyRetention(now: Double) throws -> RetentionResult {
         let cutoff = now - Double(configuration.retentionDays) * 86_400
@@ -488,6 +722,13 @@ public final class NodeStore: @unchecked Sendable {
                 try db.execute(sql: "DELETE FROM tek WHERE day < ?", arguments: [cutoffDay.rawValue]); r.keys = db.changesCount
                 try db.execute(sql: "DELETE FROM exposure_result WHERE created_at < ?", arguments: [cutoff]); r.results = db.changesCount
                 try db.execute(sql: "DELETE FROM marker WHERE time < ?", arguments: [cutoff]); r.markers = db.changesCount
+                try db.execute(sql: """
+                    DELETE FROM quarantine WHERE
+                        (tbl = 'scan' AND row_id NOT IN (SELECT id FROM scan)) OR
+                        (tbl = 'tek' AND row_id NOT IN (SELECT day FROM tek)) OR
+                        (tbl = 'exposure_result' AND row_id NOT IN (SELECT id FROM exposure_result)) OR
+                        (tbl = 'marker' AND row_id NOT IN (SELECT id FROM marker))
+                    """)
                 return r
             }
         }

@@ -23,6 +23,12 @@ public enum StoreError: Error, Equatable, CustomStringConvertible {
     /// A record failed authentication or does not parse: tampering, corruption, or a bug.
     case corruptRecord(table: String, id: Int64, reason: String)
     case invalidRecord(reason: String)
+    /// The store file exists but is empty, and the state directory is not new: not a store
+    /// gaend made (it creates stores atomically), so it is not silently replaced.
+    case emptyStoreFile(path: String)
+    /// The day had a key that is gone (deleted by retention or quarantined): the clock went
+    /// back into it. No second key is ever made for a day.
+    case keyDayRetired(day: Int32)
     /// Any other SQLite failure, with SQLite's code and message.
     case database(code: Int32, message: String)
 
@@ -43,6 +49,12 @@ public enum StoreError: Error, Equatable, CustomStringConvertible {
         case .diskFull(let n): return "disk full: the store cannot grow; \(n) scan record(s) wait in memory for space"
         case .corruptRecord(let t, let id, let r): return "store record \(t)#\(id) is corrupt: \(r)"
         case .invalidRecord(let r): return "invalid record: \(r)"
+        case .emptyStoreFile(let p):
+            return "\(p) is empty (0 bytes) but its directory holds other files: this is not a store gaend made; "
+                + "restore the store from a backup, or remove the file to start a new, empty store"
+        case .keyDayRetired(let d):
+            return "the clock says UTC day \(d), whose key was deleted (retention) or quarantined; gaend never makes a second key for a day "
+                + "(the clock may have been stepped back): not advertising until the next day or a corrected clock"
         case .database(let c, let m): return "SQLite error \(c): \(m)"
         }
     }
@@ -58,6 +70,8 @@ public enum StoreError: Error, Equatable, CustomStringConvertible {
         case .diskFull: return "DiskFull"
         case .corruptRecord: return "CorruptRecord"
         case .invalidRecord: return "InvalidRecord"
+        case .emptyStoreFile: return "EmptyStoreFile"
+        case .keyDayRetired: return "KeyDayRetired"
         case .database: return "StorageError"
         }
     }

@@ -1,3 +1,4 @@
+import DBusCore
 import Foundation
 import HCIShim
 
@@ -33,28 +34,125 @@ public protocol ClockSyncSource: Sendable {
     func status() -> ClockSyncStatus
 }
 
-/// Linux detection: the kernel's NTP state (adjtimex(): TIME_ERROR / STA_UNSYNC, set by any
-/// NTP client that disciplines the kernel: chrony, ntpd, systemd-timesyncd) or the flag file
-/// systemd-timesyncd touches once it has synchronised. Either one suffices.
+/// Linux detection, the first that answers:
+/// 1. the kernel's NTP state (adjtimex(): TIME_ERROR / STA_UNSYNC, kept by any NTP client
+///    that disciplines the kernel: chrony, ntpd, systemd-timesyncd);
+/// 2. where adjtimex() is refused (the shipped unit's ProtectClock=yes denies the @clock
+///    system calls, reads included), systemd-timedated's `NTPSynchronized` property over the
+///    system bus: timedated reads the same kernel state outside our sandbox, so chrony and
+///    ntpd count as well as timesyncd;
+/// 3. the flag file systemd-timesyncd touches once it has synchronised.
 public struct LinuxClockSync: ClockSyncSource {
     public var waived: Bool
     public var timesyncFlagPath: String
+    /// Asked only when adjtimex() is refused; nil: not asked.
+    public var timedated: TimedatedClockSync?
+    /// The kernel reading (1 synchronised, 0 not, -errno): injectable for tests.
+    var kernelState: @Sendable () -> Int32
 
-    public init(waived: Bool = false, timesyncFlagPath: String = "/run/systemd/timesync/synchronized") {
+    public init(waived: Bool = false, timesyncFlagPath: String = "/run/systemd/timesync/synchronized",
+                timedated: TimedatedClockSync? = nil) {
         self.waived = waived
         self.timesyncFlagPath = timesyncFlagPath
+        self.timedated = timedated
+        kernelState = { gaend_clock_kernel_synchronized() }
+    }
+
+    init(kernelState: @escaping @Sendable () -> Int32, timedated: TimedatedClockSync?, timesyncFlagPath: String) {
+        waived = false
+        self.timesyncFlagPath = timesyncFlagPath
+        self.timedated = timedated
+        self.kernelState = kernelState
     }
 
     public func status() -> ClockSyncStatus {
         if waived { return .waived }
-        let kernel = gaend_clock_kernel_synchronized()
+        let kernel = kernelState()
         if kernel == 1 { return .synchronized(source: "kernel NTP state") }
+        var reasons = [kernel == 0 ? "the kernel reports the clock unsynchronized (STA_UNSYNC)" : "adjtimex() failed with errno \(-kernel)"]
+        if kernel < 0, let timedated {
+            switch timedated.answer() {
+            case .synchronized: return .synchronized(source: "systemd-timedated (NTPSynchronized)")
+            case .unsynchronized: reasons.append("systemd-timedated reports NTPSynchronized=false")
+            case .unknown(let why): reasons.append("systemd-timedated: \(why)")
+            }
+        }
         if FileManager.default.fileExists(atPath: timesyncFlagPath) {
             return .synchronized(source: timesyncFlagPath)
         }
-        let kernelText = kernel == 0 ? "the kernel reports the clock unsynchronized (STA_UNSYNC)"
-                                     : "adjtimex() failed with errno \(-kernel)"
-        return .unsynchronized(reason: "\(kernelText) and \(timesyncFlagPath) does not exist")
+        reasons.append("\(timesyncFlagPath) does not exist")
+        return .unsynchronized(reason: reasons.joined(separator: "; "))
+    }
+}
+
+/// systemd-timedated's view of the clock (org.freedesktop.timedate1, property
+/// NTPSynchronized), asked in the background and cached, so `status()` never waits on the
+/// bus: the schedule calls it every few seconds on the radio's path.
+public final class TimedatedClockSync: @unchecked Sendable {
+    public enum Answer: Equatable, Sendable {
+        case synchronized, unsynchronized
+        case unknown(String)
+    }
+
+    private let bus: BusAddress
+    private let interval: Duration
+    private let lock = NSLock()
+    private var cached = Answer.unknown("not asked yet")
+    private var task: Task<Void, Never>?
+
+    /// `bus` is where timedated lives (the system bus); asked every `interval`.
+    public init(bus: BusAddress = .system, interval: Duration = .seconds(10)) {
+        self.bus = bus
+        self.interval = interval
+    }
+
+    deinit { task?.cancel() }
+
+    /// The latest answer; the first call starts the background asking.
+    public func answer() -> Answer {
+        lock.withLock {
+            if task == nil { task = Task.detached { [weak self] in await self?.run() } }
+            return cached
+        }
+    }
+
+    public func stop() { lock.withLock { task?.cancel() } }
+
+    private func set(_ a: Answer) { lock.withLock { cached = a } }
+
+    private func run() async {
+        var connection: BusConnection?
+        while !Task.isCancelled {
+            do {
+                if connection == nil || connection?.isOpen == false {
+                    connection = try await Self.connect(bus)
+                }
+                let reply = try await connection!.call(.methodCall(
+                    destination: "org.freedesktop.timedate1", path: "/org/freedesktop/timedate1",
+                    interface: "org.freedesktop.DBus.Properties", member: "Get",
+                    body: [.string("org.freedesktop.timedate1"), .string("NTPSynchronized")]), timeout: .seconds(5))
+                if case .variant(.boolean(let b))? = reply.body.first {
+                    set(b ? .synchronized : .unsynchronized)
+                } else {
+                    set(.unknown("NTPSynchronized has signature \(reply.signature), expected v(b)"))
+                }
+            } catch {
+                set(.unknown("\(error)"))
+                connection?.close()
+                connection = nil
+            }
+            try? await Task.sleep(for: interval)
+        }
+        connection?.close()
+    }
+
+    /// Connecting blocks for the Hello round trip: done on its own thread, not the pool's.
+    private static func connect(_ bus: BusAddress) async throws -> BusConnection {
+        try await withCheckedThrowingContinuation { (c: CheckedContinuation<BusConnection, any Error>) in
+            Thread.detachNewThread {
+                c.resume(with: Result { () throws(DBusBindingError) -> BusConnection in try BusConnection.connect(bus) }.mapError { $0 as any Error })
+            }
+        }
     }
 }
 

@@ -54,6 +54,8 @@ public struct CWAParameters: Sendable, Equatable, Codable {
         public var attenuationRange: CWARange
         public var weight: Double
 
+        public init(attenuationRange: CWARange, weight: Double) { self.attenuationRange = attenuationRange; self.weight = weight }
+
         public init(from decoder: Decoder) throws {
             let c = try decoder.container(keyedBy: CodingKeys.self)
             attenuationRange = try c.decodeIfPresent(CWARange.self, forKey: .attenuationRange) ?? CWARange(min: 0, max: 0)
@@ -108,13 +110,17 @@ public struct CWAParameters: Sendable, Equatable, Codable {
     public var normalizedTimePerDayToRiskLevelMapping: [NormalizedTimeToRiskLevelMapping]
     public var trlEncoding: TrlEncoding
     public var transmissionRiskValueMapping: [TransmissionRiskValueMapping]
+    /// CWA 1.9-1.14 configurations: transmission risk value = TRL x this multiplier, instead of
+    /// `transmissionRiskValueMapping` (which CWA 1.15 introduced, EXPOSUREAPP-5217).
+    public var transmissionRiskLevelMultiplier: Double?
     /// Windows older than this many days before the calculation day are ignored (CWA's
     /// ExposureWindowsFilter; absent or 0: 14, CWA's default).
     public var maxEncounterAgeInDays: Int
 
     enum CodingKeys: String, CodingKey {
         case minutesAtAttenuationFilters, trlFilters, minutesAtAttenuationWeights, normalizedTimePerEWToRiskLevelMapping,
-             normalizedTimePerDayToRiskLevelMapping, trlEncoding, transmissionRiskValueMapping, maxEncounterAgeInDays
+             normalizedTimePerDayToRiskLevelMapping, trlEncoding, transmissionRiskValueMapping, maxEncounterAgeInDays,
+             transmissionRiskLevelMultiplier
     }
 
     public init(from decoder: Decoder) throws {
@@ -125,7 +131,12 @@ public struct CWAParameters: Sendable, Equatable, Codable {
         normalizedTimePerEWToRiskLevelMapping = try c.decode([NormalizedTimeToRiskLevelMapping].self, forKey: .normalizedTimePerEWToRiskLevelMapping)
         normalizedTimePerDayToRiskLevelMapping = try c.decode([NormalizedTimeToRiskLevelMapping].self, forKey: .normalizedTimePerDayToRiskLevelMapping)
         trlEncoding = try c.decode(TrlEncoding.self, forKey: .trlEncoding)
-        transmissionRiskValueMapping = try c.decode([TransmissionRiskValueMapping].self, forKey: .transmissionRiskValueMapping)
+        transmissionRiskLevelMultiplier = try c.decodeIfPresent(Double.self, forKey: .transmissionRiskLevelMultiplier)
+        if transmissionRiskLevelMultiplier == nil || c.contains(.transmissionRiskValueMapping) {
+            transmissionRiskValueMapping = try c.decode([TransmissionRiskValueMapping].self, forKey: .transmissionRiskValueMapping)
+        } else {
+            transmissionRiskValueMapping = []
+        }
         let age = try c.decodeIfPresent(Int.self, forKey: .maxEncounterAgeInDays) ?? 0
         maxEncounterAgeInDays = age > 0 ? age : 14
     }
@@ -169,9 +180,47 @@ public struct CWAParameters: Sendable, Equatable, Codable {
                 throw RiskError.invalidParameter(name: name, expected: "riskLevel 0 (unspecified), 1 (low) or 2 (high)", actual: "\(bad.riskLevel)")
             }
         }
+        if let m = transmissionRiskLevelMultiplier, !m.isFinite || m < 0 {
+            throw RiskError.invalidParameter(name: "transmissionRiskLevelMultiplier", expected: "a finite number >= 0", actual: "\(m)")
+        }
         if let bad = minutesAtAttenuationWeights.first(where: { !$0.weight.isFinite || $0.weight < 0 }) {
             throw RiskError.invalidParameter(name: "minutesAtAttenuationWeights", expected: "finite weights >= 0", actual: "\(bad.weight)")
         }
+    }
+}
+
+/// The published generations of the CWA risk calculation on exposure windows, by the app
+/// version that introduced them (cwa-app-android history of
+/// Corona-Warn-App/src/test/resources/exposure-windows-risk-calculation.json):
+/// - 1.9 (Dec 2020): transmission risk value = TRL x `transmissionRiskLevelMultiplier`; a window
+///   or day whose normalized time no mapping covers stops the calculation with an error.
+/// - 1.15 (Mar 2021, EXPOSUREAPP-5217): `transmissionRiskValueMapping`; such windows and days are
+///   dropped instead.
+/// - 2.19 (Mar 2022, EXPOSUREAPP-12211): the day's normalized time is rounded to one decimal
+///   before it is mapped (a 14.983-minute day was LOW before, HIGH since).
+public enum CWAGeneration: String, Sendable, CaseIterable, Codable {
+    case v1_9 = "1.9"
+    case v1_15 = "1.15"
+    case v2_19 = "2.19"
+
+    public static let current = CWAGeneration.v2_19
+
+    /// The generation in force in an app version such as "2.3" or "1.12.0".
+    public init?(appVersion: String) {
+        let parts = appVersion.split(separator: ".").map { Int($0) }
+        guard parts.count >= 2, parts.count <= 3, parts.allSatisfy({ $0 != nil && $0! >= 0 }) else { return nil }
+        let v = (parts[0]!, parts[1]!)
+        if v < (1, 9) { return nil }
+        self = v < (1, 15) ? .v1_9 : (v < (2, 19) ? .v1_15 : .v2_19)
+    }
+
+    var roundsDailyNormalizedTime: Bool { self == .v2_19 }
+    var unmappedIsError: Bool { self == .v1_9 }
+
+    /// The generation a parameter file belongs to when none is chosen: a file with only the
+    /// TRL multiplier is a 1.9-1.14 file; anything else the current app's.
+    public static func implied(by p: CWAParameters) -> CWAGeneration {
+        p.transmissionRiskLevelMultiplier != nil && p.transmissionRiskValueMapping.isEmpty ? .v1_9 : current
     }
 }
 
@@ -210,16 +259,63 @@ public struct CWAResult: Sendable, Equatable, Codable {
     }
 }
 
+/// What the engine made of one window (`gaenctl risk cwa --per-window`).
+public struct CWAWindowVerdict: Sendable, Equatable, Codable {
+    public var index: Int
+    public var date: String
+    /// Why the window does not count: "older than maxEncounterAgeInDays", "minutesAtAttenuationFilter",
+    /// "trlFilter", "no risk level for its normalized time"; nil when it counts.
+    public var dropped: String?
+    public var transmissionRiskLevel: Int?
+    public var transmissionRiskValue: Double?
+    public var normalizedTime: Double?
+    public var riskLevel: Int?
+
+    public func encode(to encoder: Encoder) throws {
+        var c = encoder.container(keyedBy: CodingKeys.self)
+        try c.encode(index, forKey: .index)
+        try c.encode(date, forKey: .date)
+        try c.encode(dropped, forKey: .dropped)
+        try c.encode(transmissionRiskLevel, forKey: .transmissionRiskLevel)
+        try c.encode(transmissionRiskValue, forKey: .transmissionRiskValue)
+        try c.encode(normalizedTime, forKey: .normalizedTime)
+        try c.encode(riskLevel, forKey: .riskLevel)
+    }
+}
+
+/// One day's aggregate: the summed (and, from CWA 2.19, rounded) normalized time and its level.
+public struct CWADayVerdict: Sendable, Equatable, Codable {
+    public var date: String
+    public var normalizedTime: Double
+    /// 1 low, 2 high; nil when no mapping covers the day's normalized time (the day does not count).
+    public var riskLevel: Int?
+
+    public func encode(to encoder: Encoder) throws {
+        var c = encoder.container(keyedBy: CodingKeys.self)
+        try c.encode(date, forKey: .date)
+        try c.encode(normalizedTime, forKey: .normalizedTime)
+        try c.encode(riskLevel, forKey: .riskLevel)
+    }
+}
+
 public enum CWARiskCalculation {
     public static let low = 1
     public static let high = 2
 
     /// Scores one window; nil when a filter drops it or no risk level maps its normalized time.
-    public static func window(_ w: ExposureWindow, index: Int, parameters p: CWAParameters) throws -> CWAWindowResult? {
+    public static func window(_ w: ExposureWindow, index: Int, parameters p: CWAParameters,
+                              generation: CWAGeneration = .current) throws -> CWAWindowResult? {
+        let v = try verdict(w, index: index, parameters: p, generation: generation)
+        guard v.dropped == nil, let trl = v.transmissionRiskLevel, let t = v.normalizedTime, let level = v.riskLevel else { return nil }
+        return CWAWindowResult(transmissionRiskLevel: trl, normalizedTime: t, riskLevel: level)
+    }
+
+    static func verdict(_ w: ExposureWindow, index: Int, parameters p: CWAParameters, generation: CWAGeneration) throws -> CWAWindowVerdict {
+        var v = CWAWindowVerdict(index: index, date: w.day.isoDate)
         for f in p.minutesAtAttenuationFilters {
             let seconds = w.scanInstances.filter { f.attenuationRange.contains(Double($0.minAttenuationDb)) }
                 .reduce(0) { $0 + max($1.secondsSinceLastScan, 0) }
-            if f.dropIfMinutesInRange.contains(Double(seconds) / 60) { return nil }
+            if f.dropIfMinutesInRange.contains(Double(seconds) / 60) { v.dropped = "minutesAtAttenuationFilter"; return v }
         }
         let e = p.trlEncoding
         let reportTypeOffset: Int
@@ -232,46 +328,88 @@ public enum CWARiskCalculation {
             throw RiskError.invalidWindow(index: index, field: "reportType", expected: "1...4 (CONFIRMED_TEST ... RECURSIVE)", actual: "\(w.reportType)")
         }
         let trl = reportTypeOffset + (w.infectiousness == 2 ? e.infectiousnessOffsetHigh : e.infectiousnessOffsetStandard)
-        if p.trlFilters.contains(where: { $0.dropIfTrlInRange.contains(Double(trl)) }) { return nil }
-        let trv = p.transmissionRiskValueMapping.first { $0.transmissionRiskLevel == trl }?.transmissionRiskValue ?? 0
+        v.transmissionRiskLevel = trl
+        if p.trlFilters.contains(where: { $0.dropIfTrlInRange.contains(Double(trl)) }) { v.dropped = "trlFilter"; return v }
+        let trv: Double
+        if p.transmissionRiskValueMapping.isEmpty, let m = p.transmissionRiskLevelMultiplier {
+            trv = Double(trl) * m
+        } else {
+            trv = p.transmissionRiskValueMapping.first { $0.transmissionRiskLevel == trl }?.transmissionRiskValue ?? 0
+        }
+        v.transmissionRiskValue = trv
         let weightedSeconds = w.scanInstances.reduce(0.0) { acc, s in
             let weight = p.minutesAtAttenuationWeights.first { $0.attenuationRange.contains(Double(s.minAttenuationDb)) }?.weight ?? 0
             return acc + Double(max(s.secondsSinceLastScan, 0)) * weight
         }
         let normalizedTime = trv * weightedSeconds / 60
+        v.normalizedTime = normalizedTime
         guard let level = p.normalizedTimePerEWToRiskLevelMapping.first(where: { $0.normalizedTimeRange.contains(normalizedTime) })?.riskLevel
-        else { return nil }
-        return CWAWindowResult(transmissionRiskLevel: trl, normalizedTime: normalizedTime, riskLevel: level)
+        else {
+            if generation.unmappedIsError {
+                throw RiskError.invalidWindow(index: index, field: "normalizedTime", expected: "a value normalizedTimePerEWToRiskLevelMapping maps (CWA 1.9-1.14 stop the calculation here)",
+                                              actual: "\(normalizedTime)")
+            }
+            v.dropped = "no risk level for its normalized time"
+            return v
+        }
+        v.riskLevel = level
+        return v
     }
 
     /// The aggregate over all windows. With `today`, windows dated more than maxEncounterAgeInDays
     /// before it are ignored, as the app's ExposureWindowsFilter does.
-    public static func aggregate(_ windows: [ExposureWindow], parameters p: CWAParameters, today: UTCDay? = nil) throws -> CWAResult {
-        var perDay: [UTCDay: [(ExposureWindow, CWAWindowResult)]] = [:]
+    public static func aggregate(_ windows: [ExposureWindow], parameters p: CWAParameters, today: UTCDay? = nil,
+                                 generation: CWAGeneration? = nil) throws -> CWAResult {
+        try evaluate(windows, parameters: p, today: today, generation: generation).result
+    }
+
+    /// The aggregate with the verdict on every window and day.
+    public static func evaluate(_ windows: [ExposureWindow], parameters p: CWAParameters, today: UTCDay? = nil,
+                                generation: CWAGeneration? = nil)
+        throws -> (result: CWAResult, windows: [CWAWindowVerdict], days: [CWADayVerdict]) {
+        let generation = generation ?? .implied(by: p)
+        var perDay: [UTCDay: [(ExposureWindow, CWAWindowVerdict)]] = [:]
         var order: [UTCDay] = []
+        var verdicts: [CWAWindowVerdict] = []
         for (i, w) in windows.enumerated() {
-            if let today, Int(today.rawValue - w.day.rawValue) > p.maxEncounterAgeInDays { continue }
-            guard let r = try window(w, index: i, parameters: p) else { continue }
+            if let today, Int(today.rawValue - w.day.rawValue) > p.maxEncounterAgeInDays {
+                verdicts.append(CWAWindowVerdict(index: i, date: w.day.isoDate, dropped: "older than maxEncounterAgeInDays"))
+                continue
+            }
+            let v = try verdict(w, index: i, parameters: p, generation: generation)
+            verdicts.append(v)
+            guard v.dropped == nil else { continue }
             if perDay[w.day] == nil { order.append(w.day) }
-            perDay[w.day, default: []].append((w, r))
+            perDay[w.day, default: []].append((w, v))
         }
         var dayLevels: [(day: UTCDay, level: Int, low: Int, high: Int)] = []
+        var days: [CWADayVerdict] = []
         for day in order {
             let entries = perDay[day]!
-            // Summed then rounded to one decimal, half up, so that 8.99999 from binary floating
-            // point lands on 9.0 as the app does (CWA EXPOSUREAPP-12211).
-            let sum = entries.reduce(0.0) { $0 + $1.1.normalizedTime }
-            let normalized = (sum * 10).rounded(.toNearestOrAwayFromZero) / 10
-            guard let level = p.normalizedTimePerDayToRiskLevelMapping.first(where: { $0.normalizedTimeRange.contains(normalized) })?.riskLevel
-            else { continue }
+            var normalized = entries.reduce(0.0) { $0 + $1.1.normalizedTime! }
+            if generation.roundsDailyNormalizedTime {
+                // Rounded to one decimal, half up, so that 8.99999 from binary floating point
+                // lands on 9.0 as the app does since 2.19 (EXPOSUREAPP-12211).
+                normalized = (normalized * 10).rounded(.toNearestOrAwayFromZero) / 10
+            }
+            let level = p.normalizedTimePerDayToRiskLevelMapping.first(where: { $0.normalizedTimeRange.contains(normalized) })?.riskLevel
+            days.append(CWADayVerdict(date: day.isoDate, normalizedTime: normalized, riskLevel: level))
+            guard let level else {
+                if generation.unmappedIsError {
+                    throw RiskError.invalidParameter(name: "normalizedTimePerDayToRiskLevelMapping",
+                                                     expected: "a range covering day \(day.isoDate)'s normalized time (CWA 1.9-1.14 stop the calculation here)",
+                                                     actual: "\(normalized)")
+                }
+                continue
+            }
             func distinct(_ level: Int) -> Int {
-                Set(entries.filter { $0.1.riskLevel == level }.map { "\($0.1.transmissionRiskLevel)_\($0.0.calibrationConfidence)" }).count
+                Set(entries.filter { $0.1.riskLevel == level }.map { "\($0.1.transmissionRiskLevel!)_\($0.0.calibrationConfidence)" }).count
             }
             dayLevels.append((day, level, distinct(low), distinct(high)))
         }
         let lowDays = dayLevels.filter { $0.level == low }
         let highDays = dayLevels.filter { $0.level == high }
-        return CWAResult(
+        let result = CWAResult(
             totalRiskLevel: highDays.isEmpty ? low : high,
             mostRecentDateWithLowRisk: lowDays.map(\.day).max()?.isoDate,
             mostRecentDateWithHighRisk: highDays.map(\.day).max()?.isoDate,
@@ -279,5 +417,6 @@ public enum CWARiskCalculation {
             numberOfDaysWithHighRisk: highDays.count,
             minimumDistinctEncountersWithLowRisk: dayLevels.reduce(0) { $0 + $1.low },
             minimumDistinctEncountersWithHighRisk: dayLevels.reduce(0) { $0 + $1.high })
+        return (result, verdicts, days)
     }
 }

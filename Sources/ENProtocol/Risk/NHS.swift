@@ -163,6 +163,8 @@ public struct NHSRiskScoreCalculator: Sendable {
 }
 
 public struct NHSWindowRisk: Sendable, Equatable, Codable {
+    /// The window's position in the windows file (revoked windows are not scored).
+    public var index: Int
     public var date: String
     public var score: Double
     public var infectiousnessFactor: Double
@@ -210,6 +212,20 @@ public enum NHSRiskCalculation {
     /// `v2RiskCalculation`, else v1.
     public static func calculate(_ windows: [ExposureWindow], configuration c: NHSExposureConfiguration,
                                  method: Method? = nil) throws -> NHSResult {
+        try calculate(windows.enumerated().map { i, w in
+            WindowsFileEntry(index: i, dateMillisSinceEpoch: w.dateMillisSinceEpoch, reportType: w.reportType, infectiousness: w.infectiousness,
+                             calibrationConfidence: w.calibrationConfidence, transmissionRiskLevel: w.transmissionRiskLevel,
+                             scanInstances: w.scanInstances.map {
+                                 .init(typicalAttenuationDb: Double($0.typicalAttenuationDb), minAttenuationDb: Double($0.minAttenuationDb),
+                                       secondsSinceLastScan: Double($0.secondsSinceLastScan))
+                             })
+        }, configuration: c, method: method)
+    }
+
+    /// Scores windows as read from a windows file, decimal attenuations and durations kept (the
+    /// NHS scorer and its published scenarios use decimals).
+    public static func calculate(_ windows: [WindowsFileEntry], configuration c: NHSExposureConfiguration,
+                                 method: Method? = nil) throws -> NHSResult {
         try c.validate()
         let chosen = method ?? ((c.riskScore != nil && c.v2RiskCalculation != nil) ? .v2 : .v1)
         var results: [NHSWindowRisk] = []
@@ -224,12 +240,12 @@ public enum NHSRiskCalculation {
             for w in windows where w.reportType != 5 {
                 // The apps drop instances with secondsSinceLastScan 0 as invalid model input.
                 let instances = w.scanInstances.filter { $0.secondsSinceLastScan > 0 }
-                    .map { (attenuation: Double($0.minAttenuationDb), seconds: Double($0.secondsSinceLastScan)) }
+                    .map { (attenuation: $0.minAttenuationDb, seconds: $0.secondsSinceLastScan) }
                 let score = calculator.score(instances)
                 let factor = v2.infectiousnessWeights.indices.contains(w.infectiousness)
                     ? v2.infectiousnessWeights[w.infectiousness] : v2.infectiousnessWeights[0]
                 let risk = 60 * score * factor
-                results.append(NHSWindowRisk(date: w.day.isoDate, score: score, infectiousnessFactor: factor,
+                results.append(NHSWindowRisk(index: w.index, date: w.day.isoDate, score: score, infectiousnessFactor: factor,
                                              riskScore: risk, isConsideredRisky: !instances.isEmpty && risk >= threshold))
             }
         case .v1:
@@ -237,16 +253,22 @@ public enum NHSRiskCalculation {
                 throw RiskError.invalidParameter(name: "riskCalculation/exposureNotification", expected: "both present for the v1 method", actual: "missing")
             }
             threshold = rc.riskThreshold
-            for (i, w) in windows.enumerated() where w.reportType != 5 {
+            for w in windows where w.reportType != 5 {
                 guard let trl = w.transmissionRiskLevel, (0...8).contains(trl) else {
-                    throw RiskError.invalidWindow(index: i, field: "transmissionRiskLevel", expected: "0...8 for the v1 method",
+                    throw RiskError.invalidWindow(index: w.index, field: "transmissionRiskLevel", expected: "0...8 for the v1 method",
                                                   actual: w.transmissionRiskLevel.map(String.init) ?? "absent")
                 }
-                let seconds = GAENv1.attenuationDurations(w, thresholds: en.attenuationDurationThresholds).map { min($0, 30 * 60) }
-                let score = zip(seconds, rc.durationBucketWeights).reduce(0.0) { $0 + Double($1.0) * $1.1 }
+                // The framework's three buckets by typical attenuation (GAENv1.attenuationDurations).
+                let t = en.attenuationDurationThresholds.map(Double.init)
+                var seconds = [0.0, 0.0, 0.0]
+                for s in w.scanInstances {
+                    let a = s.typicalAttenuationDb
+                    seconds[a < t[0] ? 0 : (a < t[1] ? 1 : 2)] += max(s.secondsSinceLastScan, 0)
+                }
+                let score = zip(seconds.map { min($0, 30 * 60) }, rc.durationBucketWeights).reduce(0.0) { $0 + $1.0 * $1.1 }
                 let factor = infectiousnessFactor(daysFromOnset: 8 - trl)
                 let risk = score * factor
-                results.append(NHSWindowRisk(date: w.day.isoDate, score: score, infectiousnessFactor: factor,
+                results.append(NHSWindowRisk(index: w.index, date: w.day.isoDate, score: score, infectiousnessFactor: factor,
                                              riskScore: risk, isConsideredRisky: risk >= threshold))
             }
         }

@@ -42,15 +42,9 @@ public enum RiskJSON {
         }
     }
 
-    /// Decodes a windows file: a JSON array of windows in the Android API shape.
+    /// Decodes a windows file: a JSON array of windows in the Android API shape (WindowsFile).
     public static func decodeWindows(from data: Data) throws -> [ExposureWindow] {
-        do {
-            return try JSONDecoder().decode([ExposureWindow].self, from: data)
-        } catch let error as DecodingError {
-            throw RiskError.malformedWindows(detail: describe(error))
-        } catch {
-            throw RiskError.malformedWindows(detail: String(describing: error))
-        }
+        try WindowsFile.exposureWindows(data)
     }
 
     /// Encodes a result with sorted keys so that outputs diff cleanly between runs.

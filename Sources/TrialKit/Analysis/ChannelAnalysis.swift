@@ -12,6 +12,11 @@ public struct Observation: Sendable, Equatable {
         self.time = time; self.receiver = receiver; self.transmitter = transmitter
         self.distance = distance; self.attenuation = attenuation
     }
+
+    /// Attenuations a reading can have: TX power (-50...+20 dBm, GAEN-FACTS.md) minus an RSSI
+    /// of -127...+20 dBm gives -70...147 dB; anything outside is not a reading (the -127 of an
+    /// unavailable RSSI fed through as an attenuation, a unit mistake).
+    public static let plausibleAttenuation: ClosedRange<Double> = -70...147
 }
 
 public struct AnalysisOptions: Sendable, Codable, Equatable {

@@ -76,9 +76,17 @@ public enum TrialPipeline {
             counts.rows += 1; counts.reports += 1; counts.matched += 1
             let t = try row.requireDouble(cTime, column: "time")
             let a = try row.requireDouble(cAtt, column: "attenuation")
+            guard Observation.plausibleAttenuation.contains(a) else {
+                throw CSVError.badValue(file: reader.file, line: row.line, column: "attenuation",
+                                        expected: "dB in \(Format.exact(Observation.plausibleAttenuation.lowerBound))...\(Format.exact(Observation.plausibleAttenuation.upperBound)) (127 and -127 are the 'RSSI not available' value, not a reading)",
+                                        actual: row.string(cAtt))
+            }
             let rx = cRx.map { row.string($0) } ?? "", tx = cTx.map { row.string($0) } ?? ""
-            let d = try cDist.flatMap { try row.double($0, column: "distance") }
-                ?? groundTruth.distance(at: t, pair: NodePair(receiver: rx, transmitter: tx))
+            let given = try cDist.flatMap { try row.double($0, column: "distance") }
+            if let given, given < 0 {
+                throw CSVError.badValue(file: reader.file, line: row.line, column: "distance", expected: "metres >= 0 or empty", actual: row.string(cDist!))
+            }
+            let d = given ?? groundTruth.distance(at: t, pair: NodePair(receiver: rx, transmitter: tx))
             guard let d else { counts.withoutGroundTruth += 1; return }
             obs.append(Observation(time: t, receiver: rx, transmitter: tx, distance: d, attenuation: a))
         }
@@ -122,8 +130,10 @@ public enum TrialReportWriter {
         for o in obs {
             var line = Format.time(o.time)
             line += "," + CSVWriter.escape(o.receiver) + "," + CSVWriter.escape(o.transmitter) + ","
-            line += Format.fixed(o.distance, 2) + ","
-            line += o.attenuation == o.attenuation.rounded() ? String(Int(o.attenuation)) : Format.fixed(o.attenuation, 2)
+            // Exact values: the file read back with --attenuations must give the same report
+            // (2 decimals moved a 1.499 m row across a 1.5 m close-contact boundary).
+            line += Format.exact(o.distance) + ","
+            line += Format.exact(o.attenuation)
             w.appendRaw(line + siteField)
         }
         return w
@@ -204,7 +214,7 @@ public enum TrialReportWriter {
         s += "| threshold dB | close | far | TPR | expected TPR | FPR | expected FPR | precision | expected precision |\n"
         s += "|---:|---:|---:|---:|---:|---:|---:|---:|---:|\n"
         for d in a.detection {
-            s += "| \(f(d.thresholdDb, 0)) | \(d.closeCount) | \(d.farCount) | \(pct(d.truePositiveRate)) | \(pct(d.expectedTruePositiveRate)) | \(pct(d.falsePositiveRate)) | \(pct(d.expectedFalsePositiveRate)) | \(pct(d.precision)) | \(pct(d.expectedPrecision)) |\n"
+            s += "| \(Format.exact(d.thresholdDb)) | \(d.closeCount) | \(d.farCount) | \(pct(d.truePositiveRate)) | \(pct(d.expectedTruePositiveRate)) | \(pct(d.falsePositiveRate)) | \(pct(d.expectedFalsePositiveRate)) | \(pct(d.precision)) | \(pct(d.expectedPrecision)) |\n"
         }
         s += "\nFiles: attenuation.csv (every analysed sighting), distances.csv, fit.csv, curve.csv, detection.csv, plot.svg.\n"
         return s

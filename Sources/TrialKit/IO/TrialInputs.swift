@@ -8,22 +8,27 @@ public enum TrialInputs {
         ((path as NSString).lastPathComponent as NSString).deletingPathExtension
     }
 
-    /// A transmitter's keys: a key export file (.zip, or a bare export.bin as .bin; its
-    /// signature is not checked here, `gaenctl keys inspect --trust` does that) or a JSON key
-    /// list. A revised key replaces the key with the same TEK (so a revocation takes effect).
+    /// A transmitter's keys: a key export file (ZIP, or a bare export.bin; its signature is not
+    /// checked here, `gaenctl keys inspect --trust` does that) or a JSON key list, told apart by
+    /// content. A revised key replaces the key with the same TEK (so a revocation takes effect).
     public static func readKeys(_ path: String) throws -> TransmitterKeys {
-        let ext = (path as NSString).pathExtension.lowercased()
         let url = URL(fileURLWithPath: path)
-        guard ext == "zip" || ext == "bin" else { return TransmitterKeys(name: stem(path), keys: try KeyListFile.read(url)) }
-        let file: KeyExportFile
-        do { file = try KeyExportFile(parsing: Data(contentsOf: url)) } catch let e as KeyExportError {
-            throw KeyListFile.KeyListError.notAKeyList(file: path, reason: "\(e)")
+        let data = try Data(contentsOf: url)
+        return TransmitterKeys(name: stem(path), keys: try keys(data, file: path))
+    }
+
+    /// The keys of a key input of any kind (KeyInputKind), revised keys applied.
+    public static func keys(_ data: Data, file: String) throws -> [DiagnosisKey] {
+        guard KeyInputKind.detect(data) != .jsonKeyList else { return try KeyListFile.decode(data, file: file) }
+        let export: KeyExportFile
+        do { export = try KeyExportFile(parsing: data) } catch let e as KeyExportError {
+            throw KeyListFile.KeyListError.notAKeyList(file: file, reason: "\(e)")
         }
-        var keys = file.keyBatches().flatMap { $0 }
-        for revised in file.revisedKeyBatches().joined() {
+        var keys = export.keyBatches().flatMap { $0 }
+        for revised in export.revisedKeyBatches().joined() {
             if let i = keys.firstIndex(where: { $0.key == revised.key }) { keys[i] = revised } else { keys.append(revised) }
         }
-        return TransmitterKeys(name: stem(path), keys: keys)
+        return keys
     }
 
     /// Sightings of several files; rows without a `node` take the file's stem as receiver name.

@@ -134,4 +134,47 @@ import Testing
             try CWAParameters.decode(from: wrapped, file: "w.json")
         }
     }
+
+    /// The three published generations of the test-case file, each with the calculation of its app version.
+    @Test(arguments: [("exposure-windows-risk-calculation-1.9.json", CWAGeneration.v1_9, 25),
+                      ("exposure-windows-risk-calculation-1.15.json", CWAGeneration.v1_15, 28),
+                      ("exposure-windows-risk-calculation.json", CWAGeneration.v2_19, 29)])
+    func everyGenerationPassesItsOwnCases(file: String, generation: CWAGeneration, count: Int) throws {
+        let data = try RiskFixtures.data("cwa/\(file)")
+        let parameters = try CWAParameters.decode(from: data, file: file)
+        #expect(CWAGeneration.implied(by: parameters) == (generation == .v1_9 ? .v1_9 : .v2_19))
+        let cases = try JSONDecoder().decode(CaseFile.self, from: data)
+        #expect(cases.testCases.count == count)
+        for c in cases.testCases {
+            let r = try CWARiskCalculation.aggregate(Self.windows(c), parameters: parameters, today: Self.today, generation: generation)
+            let date: (Int?) -> String? = { $0.map { Self.today.advanced(by: -$0).isoDate } }
+            let want = CWAResult(totalRiskLevel: c.expTotalRiskLevel, mostRecentDateWithLowRisk: date(c.expAgeOfMostRecentDateWithLowRisk),
+                                 mostRecentDateWithHighRisk: date(c.expAgeOfMostRecentDateWithHighRisk),
+                                 numberOfDaysWithLowRisk: c.expNumberOfDaysWithLowRisk, numberOfDaysWithHighRisk: c.expNumberOfDaysWithHighRisk,
+                                 minimumDistinctEncountersWithLowRisk: c.expTotalMinimumDistinctEncountersWithLowRisk,
+                                 minimumDistinctEncountersWithHighRisk: c.expTotalMinimumDistinctEncountersWithHighRisk)
+            #expect(r == want, "\(file): \(c.description)")
+        }
+    }
+
+    @Test func roundingBelongsToTheGenerationThatIntroducedIt() throws {
+        // A 14.983-minute day under a 15-minute HIGH threshold: LOW before CWA 2.19, HIGH since.
+        var p = try CWAParameters.decode(from: RiskFixtures.data("cwa/exposure-windows-risk-calculation-1.15.json"), file: "cases")
+        p.minutesAtAttenuationWeights = [.init(attenuationRange: CWARange(min: 0, max: 55, maxExclusive: true), weight: 1)]
+        // TRL 8 -> 1.6; 561.875 s x 1.6 / 60 = 14.983 minutes; secondsSinceLastScan is whole, so 0.9986 x 900 s.
+        p.transmissionRiskValueMapping = p.transmissionRiskValueMapping.map { var m = $0; if m.transmissionRiskLevel == 8 { m.transmissionRiskValue = 14.983 * 60 / 900 }; return m }
+        let w = RiskFixtures.window(day: Self.today.advanced(by: -1), reportType: 1, infectiousness: 2, [(40, 40, 900)])
+        #expect(try CWARiskCalculation.aggregate([w], parameters: p, today: Self.today, generation: .v1_15).totalRiskLevel == 1)
+        #expect(try CWARiskCalculation.aggregate([w], parameters: p, today: Self.today, generation: .v2_19).totalRiskLevel == 2)
+        #expect(CWAGeneration(appVersion: "2.3") == .v1_15 && CWAGeneration(appVersion: "1.12.0") == .v1_9
+                && CWAGeneration(appVersion: "3.2") == .v2_19 && CWAGeneration(appVersion: "1.5") == nil)
+    }
+
+    @Test func theMultiplierGenerationReadsWithoutAValueMapping() throws {
+        let p = try CWAParameters.decode(from: RiskFixtures.data("cwa/exposure-windows-risk-calculation-1.9.json"), file: "cases")
+        #expect(p.transmissionRiskLevelMultiplier == 0.2 && p.transmissionRiskValueMapping.isEmpty)
+        let w = RiskFixtures.window(day: Self.today.advanced(by: -1), reportType: 1, infectiousness: 2, [(40, 40, 600), (40, 40, 300)])
+        let r = try #require(try CWARiskCalculation.window(w, index: 0, parameters: p, generation: .v1_9))
+        #expect(r.transmissionRiskLevel == 8 && abs(r.normalizedTime - 8 * 0.2 * 15) < 1e-9)
+    }
 }

@@ -1,0 +1,186 @@
+import Foundation
+#if canImport(Glibc)
+import Glibc
+#endif
+
+/// Descriptors a D-Bus caller passes (key files in, research exports out): the one place of
+/// the rules of issue 13. Every transfer runs on a thread of its own (never on the Swift
+/// cooperative pool, whose few threads run the radio's path), moves bytes without blocking
+/// (poll with a deadline, then a read or write that cannot wait), is bounded in size, and ends
+/// with `CallerIOError.timeout` when the caller stops moving bytes. So a stalled caller costs
+/// one parked thread until its deadline, never the node.
+
+/// Why a transfer on a caller's descriptor failed.
+public enum CallerIOError: Error, Equatable, CustomStringConvertible {
+    /// No byte moved for `seconds` (or a key file was not read whole within them).
+    case timeout(what: String, seconds: Double)
+    case tooLarge(what: String, limit: Int)
+    /// A descriptor that cannot carry a file (a directory, ...).
+    case unsupported(what: String, reason: String)
+    case failed(what: String, reason: String)
+    case cancelled(what: String)
+
+    public var description: String {
+        switch self {
+        case .timeout(let w, let s): return "\(w): the caller moved no data for \(Self.seconds(s)) s (timeout)"
+        case .tooLarge(let w, let l): return "\(w) is larger than \(l) bytes"
+        case .unsupported(let w, let r): return "\(w): \(r)"
+        case .failed(let w, let r): return "\(w): \(r)"
+        case .cancelled(let w): return "\(w): gaend is stopping"
+        }
+    }
+
+    static func seconds(_ s: Double) -> String { s == s.rounded() ? String(Int(s)) : String(format: "%.1f", s) }
+}
+
+/// A flag a task's cancellation sets and a transfer thread polls.
+public final class CancelFlag: @unchecked Sendable {
+    private let lock = NSLock()
+    private var set = false
+    public init() {}
+    public func cancel() { lock.withLock { set = true } }
+    public var isCancelled: Bool { lock.withLock { set } }
+}
+
+/// Runs blocking work on a thread of its own and awaits it; the task's cancellation sets the
+/// flag the work polls. Used for everything that may wait on a caller or take long (key file
+/// reads, exports, matching), so that no cooperative thread ever waits.
+public enum OwnThread {
+    public static func run<T: Sendable>(_ name: String, _ body: @escaping @Sendable (CancelFlag) throws -> T) async throws -> T {
+        let flag = CancelFlag()
+        return try await withTaskCancellationHandler {
+            try await withCheckedThrowingContinuation { (c: CheckedContinuation<T, Error>) in
+                let thread = Thread {
+                    do { c.resume(returning: try body(flag)) } catch { c.resume(throwing: error) }
+                }
+                thread.name = name
+                thread.start()
+            }
+        } onCancel: { flag.cancel() }
+    }
+}
+
+/// One descriptor a caller passed, owned (closed when done).
+public final class CallerDescriptor: @unchecked Sendable {
+    public let what: String
+    private var fd: Int32
+    private let isSocket: Bool
+    private let isRegular: Bool
+
+    /// Takes ownership of `fd`. A socket is used with MSG_DONTWAIT (its flags are shared with
+    /// the caller, who may rely on them); any other non-regular file (pipe, FIFO, device) is
+    /// switched to O_NONBLOCK. Regular files never wait on a caller.
+    public init(taking fd: Int32, what: String) throws {
+        self.fd = fd
+        self.what = what
+        var st = stat()
+        guard fstat(fd, &st) == 0 else {
+            let reason = String(cString: strerror(errno))
+            close(fd)
+            throw CallerIOError.failed(what: what, reason: "fstat failed: \(reason)")
+        }
+        let type = st.st_mode & S_IFMT
+        isSocket = type == S_IFSOCK
+        isRegular = type == S_IFREG
+        if type == S_IFDIR {
+            close(fd)
+            throw CallerIOError.unsupported(what: what, reason: "is a directory, not a file")
+        }
+        if !isSocket && !isRegular {
+            let flags = fcntl(fd, F_GETFL)
+            if flags < 0 || fcntl(fd, F_SETFL, flags | O_NONBLOCK) < 0 {
+                let reason = String(cString: strerror(errno))
+                close(fd)
+                throw CallerIOError.failed(what: what, reason: "cannot make it non-blocking: \(reason)")
+            }
+        }
+    }
+
+    deinit { if fd >= 0 { close(fd) } }
+
+    /// Waits until the descriptor is ready for `events` or `deadline` passes (in slices, so a
+    /// stop is noticed within 200 ms).
+    private func wait(_ events: Int16, deadline: ContinuousClock.Instant, timeout: Double, cancel: CancelFlag) throws {
+        while true {
+            if cancel.isCancelled { throw CallerIOError.cancelled(what: what) }
+            let left = ContinuousClock.now.duration(to: deadline)
+            guard left > .zero else { throw CallerIOError.timeout(what: what, seconds: timeout) }
+            let ms = Int32(min(200, max(1, left.components.seconds * 1000 + left.components.attoseconds / 1_000_000_000_000_000)))
+            var p = pollfd(fd: fd, events: events, revents: 0)
+            let n = poll(&p, 1, ms)
+            if n < 0 {
+                if errno == EINTR { continue }
+                throw CallerIOError.failed(what: what, reason: "poll failed: \(String(cString: strerror(errno)))")
+            }
+            if n > 0 { return } // readable, writable, or an error/hang-up the next call reports
+        }
+    }
+
+    /// Reads to the end of file: at most `limit` bytes, all within `timeout` seconds.
+    public func readAll(limit: Int, timeout: Double, cancel: CancelFlag) throws -> Data {
+        let deadline = ContinuousClock.now + .milliseconds(Int64(timeout * 1000))
+        var out = Data()
+        var buffer = [UInt8](repeating: 0, count: 65_536)
+        while true {
+            if !isRegular { try wait(Int16(POLLIN), deadline: deadline, timeout: timeout, cancel: cancel) }
+            else if cancel.isCancelled { throw CallerIOError.cancelled(what: what) }
+            let n = buffer.withUnsafeMutableBytes { b in
+                isSocket ? recv(fd, b.baseAddress, b.count, Int32(MSG_DONTWAIT)) : read(fd, b.baseAddress, b.count)
+            }
+            if n < 0 {
+                if errno == EINTR || errno == EAGAIN || errno == EWOULDBLOCK { continue }
+                throw CallerIOError.failed(what: what, reason: "read failed: \(String(cString: strerror(errno)))")
+            }
+            if n == 0 { return out }
+            out.append(contentsOf: buffer[0..<n])
+            guard out.count <= limit else { throw CallerIOError.tooLarge(what: what, limit: limit) }
+        }
+    }
+
+    /// Writes all of `data`; fails when the reader takes no byte for `idleTimeout` seconds.
+    public func write(_ data: Data, idleTimeout: Double, cancel: CancelFlag) throws {
+        try data.withUnsafeBytes { raw in
+            var offset = 0
+            var deadline = ContinuousClock.now + .milliseconds(Int64(idleTimeout * 1000))
+            while offset < raw.count {
+                if !isRegular { try wait(Int16(POLLOUT), deadline: deadline, timeout: idleTimeout, cancel: cancel) }
+                else if cancel.isCancelled { throw CallerIOError.cancelled(what: what) }
+                let p = raw.baseAddress! + offset, count = raw.count - offset
+                let n = isSocket ? send(fd, p, count, Int32(MSG_DONTWAIT | MSG_NOSIGNAL)) : Glibc.write(fd, p, count)
+                if n < 0 {
+                    if errno == EINTR || errno == EAGAIN || errno == EWOULDBLOCK { continue }
+                    let reason = errno == EPIPE ? "the reader closed its end" : String(cString: strerror(errno))
+                    throw CallerIOError.failed(what: what, reason: "write failed: \(reason)")
+                }
+                offset += n
+                deadline = ContinuousClock.now + .milliseconds(Int64(idleTimeout * 1000))
+            }
+        }
+    }
+}
+
+/// Calls passing descriptors in flight, per caller uid: a caller past its limit gets
+/// LimitExceeded at once instead of parking one more thread.
+public final class CallerSlots: @unchecked Sendable {
+    private let lock = NSLock()
+    private var inFlight: [UInt32: Int] = [:]
+    public let limit: Int
+
+    public init(limit: Int) { self.limit = max(1, limit) }
+
+    /// Claims a slot for `uid`, or returns false when it has `limit` calls in flight.
+    public func claim(_ uid: UInt32) -> Bool {
+        lock.withLock {
+            guard inFlight[uid, default: 0] < limit else { return false }
+            inFlight[uid, default: 0] += 1
+            return true
+        }
+    }
+
+    public func release(_ uid: UInt32) {
+        lock.withLock {
+            let n = inFlight[uid, default: 1] - 1
+            inFlight[uid] = n > 0 ? n : nil
+        }
+    }
+}

@@ -1,0 +1,204 @@
+import Foundation
+import HCIProtocol
+#if canImport(Glibc)
+import Glibc
+#endif
+
+/// Where and how much to capture: every HCI packet, both directions, as btsnoop.
+public struct CaptureSettings: Sendable, Equatable {
+    /// The capture file; older parts are FILE.1, FILE.2, ... (newest first).
+    public var path: String
+    /// A part is closed and rotated once it reaches this size.
+    public var maxBytes: Int
+    /// How many rotated parts are kept beside the current one.
+    public var keep: Int
+
+    public static let defaultMaxBytes = 16 << 20
+    public static let defaultKeep = 1
+
+    public init(path: String, maxBytes: Int = CaptureSettings.defaultMaxBytes, keep: Int = CaptureSettings.defaultKeep) {
+        self.path = path
+        self.maxBytes = maxBytes
+        self.keep = keep
+    }
+}
+
+/// Writes HCI packets in the btsnoop format `btmon -w` writes (version 1, datalink 1002: H4,
+/// the packet-type byte first), which `btmon -r`, Wireshark and tshark read. Format facts from
+/// the btsnoop description in Wireshark's wiretap/btsnoop.c and BlueZ's src/shared/btsnoop.h:
+/// 16-byte header "btsnoop\0", version and datalink (big endian); per record original and
+/// included length, flags (bit 0: received, bit 1: command or event), cumulative drops and
+/// microseconds since 0000-01-01 (Unix epoch + 0x00dcddb30f2f8000).
+///
+/// Packets are handed to a serial queue so the radio's path never waits for the disk; at most
+/// `maxPendingBytes` wait there, beyond that packets are dropped and counted in the next
+/// record's drops field. The file is rotated at `maxBytes`, so a capture left on for weeks stays
+/// bounded (`keep + 1` parts).
+public final class BTSnoopWriter: @unchecked Sendable {
+    public enum Direction: Sendable { case sent, received }
+
+    static let header: [UInt8] = Array("btsnoop".utf8) + [0, 0, 0, 0, 1, 0, 0, 0x03, 0xEA]
+    static let unixEpochOffsetMicroseconds: Int64 = 0x00DC_DDB3_0F2F_8000
+    static let maxPendingBytes = 4 << 20
+
+    public let settings: CaptureSettings
+    private let queue = DispatchQueue(label: "gaend.capture")
+    private let lock = NSLock()
+    private var pendingBytes = 0  // guarded by lock
+    private var dropped: UInt32 = 0  // guarded by lock
+    private var failure: String?  // guarded by lock
+    // Owned by `queue`:
+    private var fd: Int32 = -1
+    private var size = 0
+
+    /// Creates (or truncates) the capture file now, so that a bad path fails at start.
+    public init(settings: CaptureSettings) throws {
+        self.settings = settings
+        try openFresh()
+    }
+
+    /// The first write error, if any (the capture stops there; the radio does not).
+    public var error: String? { lock.withLock { failure } }
+
+    public func record(_ packet: H4Packet, _ direction: Direction, at date: Date = Date()) {
+        let bytes = packet.bytes
+        let accepted: UInt32? = lock.withLock {
+            guard failure == nil else { return nil }
+            guard pendingBytes + bytes.count <= Self.maxPendingBytes else {
+                dropped &+= 1
+                return nil
+            }
+            pendingBytes += bytes.count
+            return dropped
+        }
+        guard let drops = accepted else { return }
+        var flags: UInt32 = direction == .received ? 1 : 0
+        if packet.type == .command || packet.type == .event { flags |= 2 }
+        let micros = Int64((date.timeIntervalSince1970 * 1_000_000).rounded()) + Self.unixEpochOffsetMicroseconds
+        var record = [UInt8]()
+        record.reserveCapacity(24 + bytes.count)
+        for v in [UInt32(bytes.count), UInt32(bytes.count), flags, drops] { record.appendBigEndian(v) }
+        record.appendBigEndian(UInt64(bitPattern: micros))
+        record += bytes
+        let finished = record
+        queue.async { [self] in
+            write(finished)
+            lock.withLock { pendingBytes -= bytes.count }
+        }
+    }
+
+    /// Waits until everything recorded so far is on disk, then closes the file.
+    public func close() {
+        queue.sync {
+            if fd >= 0 { _ = fsync(fd); _ = Glibc.close(fd); fd = -1 }
+        }
+    }
+
+    /// Waits until everything recorded so far has been written (tests, shutdown).
+    public func flush() { queue.sync {} }
+
+    private func openFresh() throws {
+        let f = open(settings.path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0o600)
+        guard f >= 0 else { throw SystemCallError(function: "open(\(settings.path))", errno: errno) }
+        fd = f
+        size = 0
+        guard writeAll(Self.header) else { throw SystemCallError(function: "write(\(settings.path))", errno: errno) }
+    }
+
+    private func write(_ record: [UInt8]) {
+        guard fd >= 0 else { return }
+        if size + record.count > settings.maxBytes, size > Self.header.count {
+            rotate()
+            guard fd >= 0 else { return }
+        }
+        if !writeAll(record) { fail("write(\(settings.path)) failed: \(String(cString: strerror(errno)))") }
+    }
+
+    private func rotate() {
+        _ = Glibc.close(fd)
+        fd = -1
+        if settings.keep > 0 {
+            for i in stride(from: settings.keep - 1, through: 1, by: -1) {
+                _ = rename("\(settings.path).\(i)", "\(settings.path).\(i + 1)")
+            }
+            _ = rename(settings.path, "\(settings.path).1")
+        }
+        do { try openFresh() } catch { fail("\(error)") }
+    }
+
+    private func writeAll(_ bytes: [UInt8]) -> Bool {
+        var offset = 0
+        while offset < bytes.count {
+            let n = bytes.withUnsafeBytes { Glibc.write(fd, $0.baseAddress! + offset, $0.count - offset) }
+            if n < 0 {
+                if errno == EINTR { continue }
+                return false
+            }
+            offset += n
+        }
+        size += bytes.count
+        return true
+    }
+
+    private func fail(_ message: String) {
+        lock.withLock { if failure == nil { failure = message } }
+        if fd >= 0 { _ = Glibc.close(fd); fd = -1 }
+    }
+}
+
+extension Array where Element == UInt8 {
+    fileprivate mutating func appendBigEndian<T: FixedWidthInteger>(_ v: T) {
+        Swift.withUnsafeBytes(of: v.bigEndian) { append(contentsOf: $0) }
+    }
+}
+
+/// A connector whose transports record every packet in a btsnoop capture. One writer serves
+/// every reconnect, so a capture spans a controller's unplug and replug.
+public struct CapturingConnector: HCITransportConnector {
+    public let inner: any HCITransportConnector
+    public let writer: BTSnoopWriter
+    public init(_ inner: any HCITransportConnector, writer: BTSnoopWriter) {
+        self.inner = inner
+        self.writer = writer
+    }
+    public var description: String { inner.description }
+
+    public func connect() async throws -> any HCITransport {
+        CapturingTransport(try await inner.connect(), writer: writer)
+    }
+}
+
+/// Records what passes through another transport.
+final class CapturingTransport: HCITransport, @unchecked Sendable {
+    let packets: AsyncThrowingStream<H4Packet, any Error>
+    private let inner: any HCITransport
+    private let writer: BTSnoopWriter
+    private let pump: Task<Void, Never>
+
+    init(_ inner: any HCITransport, writer: BTSnoopWriter) {
+        self.inner = inner
+        self.writer = writer
+        let (stream, continuation) = AsyncThrowingStream.makeStream(of: H4Packet.self, throwing: (any Error).self)
+        packets = stream
+        pump = Task {
+            do {
+                for try await p in inner.packets {
+                    writer.record(p, .received)
+                    continuation.yield(p)
+                }
+                continuation.finish()
+            } catch {
+                continuation.finish(throwing: error)
+            }
+        }
+    }
+
+    func send(_ packet: H4Packet) throws {
+        try inner.send(packet)
+        writer.record(packet, .sent)
+    }
+
+    func close() { inner.close() }
+
+    deinit { pump.cancel() }
+}

@@ -1,0 +1,133 @@
+import Foundation
+
+/// The windows file of the risk engines (docs/risk.md): a JSON array of exposure windows in the
+/// Android API shape. Read field by field (not Codable) so that every error names the window,
+/// the field, the expected type and what was found; numbers are kept as written, so the engines
+/// whose published inputs are decimal (the NHS scorer) read them exactly, while the engines
+/// that take the framework's whole numbers say so when given a fraction.
+public struct WindowsFileEntry: Sendable, Equatable {
+    public struct Scan: Sendable, Equatable {
+        public var typicalAttenuationDb: Double
+        public var minAttenuationDb: Double
+        public var secondsSinceLastScan: Double
+    }
+
+    public var index: Int
+    public var dateMillisSinceEpoch: Int64
+    public var reportType: Int
+    public var infectiousness: Int
+    public var calibrationConfidence: Int
+    public var transmissionRiskLevel: Int?
+    public var scanInstances: [Scan]
+
+    public var day: UTCDay { UTCDay(Int32(dateMillisSinceEpoch / 86_400_000)) }
+
+    /// The window in the framework's integer shape; a fractional attenuation or duration is an
+    /// error naming the field (the framework reports whole dB and seconds).
+    public func exposureWindow() throws -> ExposureWindow {
+        let scans = try scanInstances.enumerated().map { i, s in
+            func whole(_ v: Double, _ name: String) throws -> Int {
+                guard v == v.rounded(), abs(v) < 1e9 else {
+                    throw RiskError.invalidWindow(index: index, field: "scanInstances[\(i)].\(name)",
+                                                  expected: "an integer (this engine takes whole dB and seconds, as the framework reports them; `risk nhs` takes decimals)",
+                                                  actual: WindowsFile.format(v))
+                }
+                return Int(v)
+            }
+            return ScanInstance(typicalAttenuationDb: try whole(s.typicalAttenuationDb, "typicalAttenuationDb"),
+                                minAttenuationDb: try whole(s.minAttenuationDb, "minAttenuationDb"),
+                                secondsSinceLastScan: try whole(s.secondsSinceLastScan, "secondsSinceLastScan"))
+        }
+        return ExposureWindow(dateMillisSinceEpoch: dateMillisSinceEpoch, reportType: reportType, infectiousness: infectiousness,
+                              calibrationConfidence: calibrationConfidence, scanInstances: scans, transmissionRiskLevel: transmissionRiskLevel)
+    }
+}
+
+public enum WindowsFile {
+    public static func parse(_ data: Data) throws -> [WindowsFileEntry] {
+        let json: Any
+        do { json = try JSONSerialization.jsonObject(with: data) } catch {
+            throw RiskError.malformedWindows(detail: "not valid JSON (\((error as NSError).localizedDescription))")
+        }
+        guard let array = json as? [Any] else {
+            throw RiskError.malformedWindows(detail: "top level: expected a JSON array of windows, got \(kind(json))")
+        }
+        return try array.enumerated().map { i, v in try entry(v, index: i) }
+    }
+
+    /// Parses a windows file into the framework's integer windows.
+    public static func exposureWindows(_ data: Data) throws -> [ExposureWindow] {
+        try parse(data).map { try $0.exposureWindow() }
+    }
+
+    static func entry(_ value: Any, index: Int) throws -> WindowsFileEntry {
+        guard let o = value as? [String: Any] else {
+            throw RiskError.invalidWindow(index: index, field: "window", expected: "a JSON object", actual: kind(value))
+        }
+        func number(_ o: [String: Any], _ name: String, _ path: String) throws -> Double? {
+            guard let v = o[name], !(v is NSNull) else { return nil }
+            guard !(v is String), let n = v as? NSNumber, n.doubleValue.isFinite else {
+                throw RiskError.invalidWindow(index: index, field: path, expected: "a number", actual: kind(v))
+            }
+            return n.doubleValue
+        }
+        func integer(_ name: String, _ range: ClosedRange<Int64>, required: Bool) throws -> Int64? {
+            guard let v = try number(o, name, name) else {
+                if required { throw RiskError.invalidWindow(index: index, field: name, expected: "an integer in \(range.lowerBound)...\(range.upperBound)", actual: "missing") }
+                return nil
+            }
+            guard v == v.rounded(), v >= Double(range.lowerBound), v <= Double(range.upperBound) else {
+                throw RiskError.invalidWindow(index: index, field: name, expected: "an integer in \(range.lowerBound)...\(range.upperBound)", actual: format(v))
+            }
+            return Int64(v)
+        }
+        let date = try integer("dateMillisSinceEpoch", 0...Int64(4_102_444_800_000), required: true)!
+        guard date % 86_400_000 == 0 else {
+            throw RiskError.invalidWindow(index: index, field: "dateMillisSinceEpoch", expected: "midnight UTC (a multiple of 86400000)", actual: "\(date)")
+        }
+        let reportType = try integer("reportType", 0...5, required: true)!
+        let infectiousness = try integer("infectiousness", 0...2, required: true)!
+        let confidence = try integer("calibrationConfidence", 0...3, required: true)!
+        let trl = try integer("transmissionRiskLevel", 0...8, required: false)
+        guard let list = o["scanInstances"] else {
+            throw RiskError.invalidWindow(index: index, field: "scanInstances", expected: "a JSON array", actual: "missing")
+        }
+        guard let scans = list as? [Any] else {
+            throw RiskError.invalidWindow(index: index, field: "scanInstances", expected: "a JSON array", actual: kind(list))
+        }
+        let parsed: [WindowsFileEntry.Scan] = try scans.enumerated().map { j, s in
+            let path = "scanInstances[\(j)]"
+            guard let so = s as? [String: Any] else {
+                throw RiskError.invalidWindow(index: index, field: path, expected: "a JSON object", actual: kind(s))
+            }
+            func field(_ name: String) throws -> Double {
+                guard let v = try number(so, name, "\(path).\(name)") else {
+                    throw RiskError.invalidWindow(index: index, field: "\(path).\(name)", expected: "a number", actual: "missing")
+                }
+                return v
+            }
+            let minimum = try field("minAttenuationDb")
+            let typical = try field("typicalAttenuationDb")
+            let seconds = try field("secondsSinceLastScan")
+            for (name, v) in [("minAttenuationDb", minimum), ("typicalAttenuationDb", typical)] where !(0...255).contains(v) {
+                throw RiskError.invalidWindow(index: index, field: "\(path).\(name)", expected: "dB in 0...255", actual: format(v))
+            }
+            return .init(typicalAttenuationDb: typical, minAttenuationDb: minimum, secondsSinceLastScan: seconds)
+        }
+        return WindowsFileEntry(index: index, dateMillisSinceEpoch: date, reportType: Int(reportType), infectiousness: Int(infectiousness),
+                                calibrationConfidence: Int(confidence), transmissionRiskLevel: trl.map(Int.init), scanInstances: parsed)
+    }
+
+    static func kind(_ v: Any) -> String {
+        if v is NSNull { return "null" }
+        if let s = v as? String { return "the string \"\(s.prefix(40))\"" }
+        if v is [Any] { return "an array" }
+        if v is [String: Any] { return "an object" }
+        if let n = v as? NSNumber { return format(n.doubleValue) }
+        return "\(v)"
+    }
+
+    static func format(_ v: Double) -> String {
+        v == v.rounded() && abs(v) < 1e15 ? String(Int64(v)) : "\(v)"
+    }
+}

@@ -1,0 +1,83 @@
+import DBusCore
+import Foundation
+import Testing
+@testable import BLEDaemon
+
+/// A stand-in for systemd-timedated: answers Properties.Get of NTPSynchronized with `synced`.
+final class FakeTimedated: @unchecked Sendable {
+    let connection: BusConnection
+    private let lock = NSLock()
+    private var value = false
+    var synced: Bool {
+        get { lock.withLock { value } }
+        set { lock.withLock { value = newValue } }
+    }
+
+    init(address: String) async throws {
+        connection = try BusConnection.connect(.address(address))
+        connection.setMethodCallHandler { [weak self] call in
+            guard let self else { return }
+            let reply: BusMessage
+            if call.interface == "org.freedesktop.DBus.Properties", call.member == "Get",
+               call.body == [.string("org.freedesktop.timedate1"), .string("NTPSynchronized")] {
+                reply = .methodReturn(to: call, body: [.variant(.boolean(self.synced))])
+            } else {
+                reply = .error(to: call, DBusNamedError(name: "org.freedesktop.DBus.Error.UnknownMethod", message: "no"))
+            }
+            let connection = self.connection
+            Task { _ = try? await connection.send(reply) }
+        }
+        try await connection.requestName("org.freedesktop.timedate1")
+    }
+}
+
+@Suite("Clock sync inside the unit's sandbox (adjtimex refused)", .serialized)
+struct ClockSyncBusTests {
+    func waitFor(_ source: LinuxClockSync, _ what: (ClockSyncStatus) -> Bool) async throws -> ClockSyncStatus {
+        var last = source.status()
+        for _ in 0..<200 where !what(last) {
+            try await Task.sleep(for: .milliseconds(50))
+            last = source.status()
+        }
+        return last
+    }
+
+    @Test("with adjtimex refused (EPERM), systemd-timedated's NTPSynchronized decides, both ways, without waiting on the bus")
+    func timedatedDecides() async throws {
+        let bus = try PrivateBus()
+        let fake = try await FakeTimedated(address: bus.address)
+        let timedated = TimedatedClockSync(bus: .address(bus.address), interval: .milliseconds(100))
+        let sync = LinuxClockSync(kernelState: { -EPERM }, timedated: timedated, timesyncFlagPath: "/nonexistent/flag")
+        var s = try await waitFor(sync) { if case .unsynchronized(let r) = $0 { r.contains("NTPSynchronized=false") } else { false } }
+        #expect(!s.isUsable)
+        fake.synced = true
+        s = try await waitFor(sync) { $0.isUsable }
+        #expect(s == .synchronized(source: "systemd-timedated (NTPSynchronized)"))
+        fake.synced = false
+        s = try await waitFor(sync) { !$0.isUsable }
+        #expect(!s.isUsable)
+        timedated.stop()
+        fake.connection.close()
+        bus.stop()
+    }
+
+    @Test("no timedated on the bus: unsynchronised with every reason named; the timesyncd flag still counts")
+    func noTimedated() async throws {
+        let bus = try PrivateBus()
+        let timedated = TimedatedClockSync(bus: .address(bus.address), interval: .milliseconds(100))
+        let flag = FileManager.default.temporaryDirectory.appendingPathComponent("gaend-sync-\(UUID().uuidString)").path
+        let sync = LinuxClockSync(kernelState: { -EPERM }, timedated: timedated, timesyncFlagPath: flag)
+        let s = try await waitFor(sync) { if case .unsynchronized(let r) = $0 { r.contains("systemd-timedated: ") && !r.contains("not asked yet") } else { false } }
+        guard case .unsynchronized(let reason) = s else { Issue.record("expected unsynchronised, got \(s)"); return }
+        #expect(reason.contains("adjtimex() failed with errno \(EPERM)"))
+        #expect(reason.contains("org.freedesktop.timedate1") || reason.contains("ServiceUnknown") || reason.contains("NameHasNoOwner"))
+        FileManager.default.createFile(atPath: flag, contents: Data())
+        #expect(sync.status() == .synchronized(source: flag))
+        try? FileManager.default.removeItem(atPath: flag)
+        // The kernel's own answer wins when adjtimex works: timedated is not even asked.
+        let kernel = LinuxClockSync(kernelState: { 0 }, timedated: nil, timesyncFlagPath: flag)
+        #expect(!kernel.status().isUsable)
+        timedated.stop()
+        bus.stop()
+    }
+}

@@ -1,0 +1,121 @@
+"""Helpers for scenarios that run inside the test bed's guest (tests/testbed/guest)."""
+from __future__ import annotations
+
+import json
+import os
+import select
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+REPO = Path(os.environ["tb_repo"])
+BIN = Path(os.environ["tb_bin"])
+PY = os.environ["tb_python"]
+WORK = Path("/testbed")
+VRADIO = REPO / "tools/virtual-radio/vradio.py"
+PEER = REPO / "tools/virtual-radio/peer.py"
+BRIDGE = REPO / "tests/testbed/guest/vhci_bridge.py"
+TEK = "75c734c6dd1a782de7a965da5eb93125"
+RESULTS: dict = {}
+T0 = time.monotonic()
+
+
+def log(msg: str) -> None:
+    print(f"[{time.monotonic() - T0:7.1f}s] {msg}", flush=True)
+
+
+def record(key: str, value) -> None:
+    RESULTS[key] = value
+    (WORK / "results.json").write_text(json.dumps(RESULTS, indent=1, default=str))
+
+
+def run(args, timeout=120, **kw) -> subprocess.CompletedProcess:
+    args = [str(a) for a in args]
+    log("$ " + " ".join(args))
+    p = subprocess.run(args, capture_output=True, text=True, timeout=timeout, **kw)
+    log(f"  -> {p.returncode}; stdout {p.stdout[-600:]!r}; stderr {p.stderr[-600:]!r}")
+    return p
+
+
+def spawn(args, name: str, **kw) -> subprocess.Popen:
+    args = [str(a) for a in args]
+    log("& " + " ".join(args))
+    return subprocess.Popen(args, stdout=open(WORK / f"{name}.out", "w"), stderr=open(WORK / f"{name}.err", "w"), text=True, **kw)
+
+
+def lines(name: str) -> list[dict]:
+    out = []
+    for line in (WORK / f"{name}.out").read_text().splitlines():
+        try:
+            out.append(json.loads(line))
+        except ValueError:
+            pass
+    return out
+
+
+def read_json_line(proc: subprocess.Popen, timeout: float) -> dict:
+    ready, _, _ = select.select([proc.stdout], [], [], timeout)
+    if not ready:
+        raise RuntimeError("no ready line")
+    return json.loads(proc.stdout.readline())
+
+
+class VRadio:
+    """vradio.py with the given devices; `bridge(name)` attaches one to /dev/vhci."""
+
+    def __init__(self, devices: list[str]):
+        args = [PY, VRADIO, "--control", "tcp:127.0.0.1:0"]
+        for d in devices:
+            args += ["--device", d]
+        self.proc = subprocess.Popen([str(a) for a in args], stdout=subprocess.PIPE, stderr=open(WORK / "vradio.err", "w"), text=True)
+        self.ready = read_json_line(self.proc, 120)
+        self.bridges: dict[str, subprocess.Popen] = {}
+
+    def connect(self, name: str) -> str:
+        return self.ready["devices"][name]["connect"]
+
+    def bumble(self, name: str) -> str:
+        return self.ready["devices"][name]["bumble"]
+
+    def plug(self, name: str) -> int:
+        """Bridges the device to /dev/vhci; returns the kernel's hci index once registered."""
+        addr = self.connect(name).removeprefix("tcp:")
+        p = subprocess.Popen([PY, str(BRIDGE), addr], stdout=subprocess.PIPE, stderr=open(WORK / f"bridge-{name}.err", "a"), text=True)
+        index = read_json_line(p, 60)["index"]
+        self.bridges[name] = p
+        wait_for(lambda: Path(f"/sys/class/bluetooth/hci{index}").exists(), 30)
+        log(f"plugged {name} as hci{index}")
+        return index
+
+    def unplug(self, name: str) -> None:
+        p = self.bridges.pop(name)
+        p.terminate()
+        p.wait(10)
+        log(f"unplugged {name}")
+
+    def stop(self) -> None:
+        for name in list(self.bridges):
+            self.unplug(name)
+        self.proc.terminate()
+        self.proc.wait(10)
+
+
+def wait_for(predicate, timeout: float, step: float = 0.2) -> bool:
+    end = time.monotonic() + timeout
+    while time.monotonic() < end:
+        if predicate():
+            return True
+        time.sleep(step)
+    return bool(predicate())
+
+
+def main(scenario) -> None:
+    try:
+        scenario()
+        record("ok", True)
+    except BaseException as e:  # the host test reads what happened from results.json
+        import traceback
+        traceback.print_exc()
+        record("error", f"{type(e).__name__}: {e}")
+        sys.exit(1)

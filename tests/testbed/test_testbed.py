@@ -1,0 +1,148 @@
+"""The kernel test bed's scenarios (issue 10), run by ./scripts/test.sh.
+
+Each scenario boots Debian's kernel under qemu TCG (tests/testbed/testbed.py) with a guest
+script from tests/testbed/guest and checks what it recorded in results.json. The binaries are
+copied into the scenario's work directory first, so a rebuild on the host cannot change them
+under a running guest. Set GAEND_TESTBED=0 to skip (e.g. on a machine without qemu)."""
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+import testbed  # noqa: E402
+
+REPO = testbed.REPO
+TEK = "75c734c6dd1a782de7a965da5eb93125"
+PREFIX = "02011a03036ffd17166ffd"
+TIMINGS = Path(os.environ.get("GAEND_TESTBED_TIMINGS", "/tmp/gaend-testbed-timings.json"))
+
+
+def bin_dir() -> Path:
+    d = os.environ.get("GAEND_BIN_DIR")
+    if d:
+        return Path(d)
+    return Path(subprocess.run(["swift", "build", "--show-bin-path"], cwd=REPO, capture_output=True, text=True, check=True).stdout.strip())
+
+
+@pytest.fixture(scope="session")
+def kernel():
+    if os.environ.get("GAEND_TESTBED") == "0":
+        pytest.skip("GAEND_TESTBED=0")
+    why = testbed.missing_tools()
+    if why:
+        pytest.skip(why)
+    try:
+        return testbed.prepare_kernel()
+    except testbed.TestbedUnavailable as e:
+        pytest.skip(str(e))
+
+
+def run_scenario(kernel, tmp_path: Path, scenario: str, timeout: float, init: str | None = None) -> tuple[dict, testbed.GuestRun]:
+    work = tmp_path / scenario.split(".")[0]
+    work.mkdir()
+    staged = work / "bin"
+    staged.mkdir()
+    for name in ("gaend", "gaenctl"):
+        shutil.copy2(bin_dir() / name, staged / name)
+    run = testbed.boot(kernel, work, init or str(REPO / "tests/testbed/guest/run-scenario.sh"), timeout, extra_env={
+        "tb_scenario": scenario, "tb_repo": str(REPO), "tb_bin": "/testbed/bin", "tb_python": sys.executable})
+    timings = json.loads(TIMINGS.read_text()) if TIMINGS.exists() else {}
+    timings[scenario] = round(run.seconds, 1)
+    TIMINGS.write_text(json.dumps(timings))
+    results_file = work / "results.json"
+    results = json.loads(results_file.read_text()) if results_file.exists() else {}
+    log = (work / "scenario.log").read_text()[-6000:] if (work / "scenario.log").exists() else run.console[-4000:]
+    assert run.returncode == 0 and results.get("ok"), f"scenario {scenario} failed ({run.seconds:.0f} s): {results.get('error')}\n{log}"
+    return results, run
+
+
+def derive(interval: int, metadata: str) -> dict:
+    out = subprocess.run([str(bin_dir() / "gaenctl"), "derive", "--tek", TEK, "--interval", str(interval), "--count", "1",
+                          "--metadata", metadata], capture_output=True, text=True, check=True).stdout
+    return json.loads(out)["intervals"][0]
+
+
+def advertising_data(capture: Path) -> list[str]:
+    """The data of every LE Set Advertising Data command in a capture, as tshark decodes it."""
+    out = subprocess.run(["tshark", "-r", str(capture), "-Y", "bthci_cmd.opcode == 0x2008", "-T", "fields",
+                          "-e", "btcommon.eir_ad.entry.service_uuid", "-e", "btcommon.eir_ad.entry.data"],
+                         capture_output=True, text=True, timeout=120)
+    assert out.returncode == 0, out.stderr
+    return [l for l in out.stdout.splitlines() if l.strip()]
+
+
+def btmon(capture: Path) -> str:
+    out = subprocess.run(["btmon", "-r", str(capture)], capture_output=True, text=True, timeout=120)
+    assert out.returncode == 0, out.stderr
+    return out.stdout
+
+
+def check_capture(capture: Path, rpis: set[str]) -> dict:
+    """tshark and btmon decode the capture; its advertising data carries 0xFD6F and the RPIs."""
+    assert capture.exists() and capture.stat().st_size > 16
+    decoded = btmon(capture)
+    assert "LE Set Advertising Data" in decoded and "0xfd6f" in decoded.lower(), decoded[-3000:]
+    fields = advertising_data(capture)
+    assert fields, "tshark found no LE Set Advertising Data"
+    carried = set()
+    for line in fields:
+        assert "0xfd6f" in line.lower(), line
+        hexes = line.replace(":", "").lower()
+        carried |= {rpi for rpi in rpis if rpi in hexes}
+    return {"btmon_excerpt": [l for l in decoded.splitlines() if "fd6f" in l.lower()][:6], "tshark": fields[:4], "rpis": sorted(carried)}
+
+
+def test_kernel_scenario(kernel, tmp_path):
+    r, run = run_scenario(kernel, tmp_path, "kernel.py", timeout=1500)
+    assert r["plug"] == 0 and r["plug_again"] == 0
+
+    probe = r["probe"]
+    assert probe["rc"] == 0, probe
+    facts = json.loads(probe["stdout"])
+    assert facts["manufacturerId"] == 65535 and facts["hciVersionNumber"] >= 6, facts
+
+    # Advertising through hci0, heard by the independent Bumble scanner with the RPIs derive gives.
+    adv = r["advertise"]
+    assert adv["rc"] == 0, adv["stderr"]
+    assert adv["rotations"] and adv["heard"], adv
+    expected = {rot["rpi"] for rot in adv["rotations"]}
+    for rot in adv["rotations"]:
+        d = derive(rot["interval"], "40e20000")
+        assert (rot["rpi"], rot["aem"]) == (d["rpi"], d["aem"])
+    heard = {rep["data"][len(PREFIX):len(PREFIX) + 32] for rep in adv["heard"]}
+    assert heard <= expected and heard, (heard, expected)
+    decoded = check_capture(run.work / "advertise.btsnoop", expected)
+    assert set(decoded["rpis"]) == expected, decoded
+
+    # Scanning through hci0 decodes an independent advertiser.
+    scan = r["scan"]
+    assert scan["rc"] == 0 and scan["seen"], scan
+    want = derive(scan["enin"], "40ec0000")
+    assert all((s["rpi"], s["aem"]) == (want["rpi"], want["aem"]) for s in scan["seen"]), scan["seen"][:3]
+
+    # gaend on hci0: status, beacons on air, a second user refused, unplug/replug survived.
+    st = r["gaend_status"]
+    assert st["up"] and st["rc"] == 0, st
+    assert r["gaend_heard"] > 0
+    assert r["busy"]["rc"] != 0 and "busy" in r["busy"]["stderr"], r["busy"]
+    assert r["replug"]["alive"] and r["replug"]["after_rc"] == 0, r["replug"]
+    assert r["replug"]["heard"] > 0, "no beacon heard after replug"
+    assert r["gaend_exit"] == 0, r["gaend_stderr"]
+    # The gaend capture spans the whole run: its advertising data carries gaend's RPIs.
+    gaend_capture = check_capture(run.work / "gaend.btsnoop", set())
+    assert gaend_capture["tshark"]
+
+    # Hints: rfkill and a missing capability; CAP_NET_ADMIN alone suffices.
+    assert r["rfkill"]["rc"] != 0 and "rfkill unblock bluetooth" in r["rfkill"]["stderr"], r["rfkill"]
+    assert r["no_capability"]["rc"] != 0 and "CAP_NET_ADMIN" in r["no_capability"]["stderr"], r["no_capability"]
+    assert r["net_admin_only"]["rc"] == 0, r["net_admin_only"]
+    (Path(os.environ.get("GAEND_TESTBED_REPORT", "/tmp")) / "kernel-capture-decode.json").write_text(
+        json.dumps({"advertise": decoded, "gaend": gaend_capture, "seconds": run.seconds}, indent=1))
