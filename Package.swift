@@ -1,6 +1,6 @@
 // swift-tools-version:6.0
 // gaend: a Linux Bluetooth LE node for Google/Apple Exposure Notification.
-// Layers (one direction of dependency): executables -> BLEDaemon -> HCIProtocol, ENProtocol -> COpenSSL.
+// Layers (one direction of dependency): executables -> BLEDaemon -> HCIProtocol, ENProtocol -> COpenSSL, CGaenCrypto, CGaenZlib.
 import PackageDescription
 
 let package = Package(
@@ -21,6 +21,7 @@ let package = Package(
         .package(url: "https://github.com/groue/GRDB.swift", from: "7.0.0"),
         .package(url: "https://github.com/jpsim/Yams", from: "6.0.0"),
         .package(url: "https://github.com/yaslab/CSV.swift", from: "2.5.2"),
+        .package(url: "https://github.com/swift-server/swift-service-lifecycle", from: "2.6.0"),
     ],
     targets: [
         // System library: OpenSSL libcrypto, the one crypto provider (design card: libssl-dev).
@@ -29,6 +30,14 @@ let package = Package(
             path: "Sources/COpenSSL",
             pkgConfig: "libcrypto",
             providers: [.apt(["libssl-dev"])]
+        ),
+        // System library: zlib, which inflates key files in one call with its own crc32
+        // (GaenBench keyfile: the ZIP library's chunked extraction and Swift CRC loop ran at 35 MB/s).
+        .systemLibrary(
+            name: "CGaenZlib",
+            path: "Sources/CGaenZlib",
+            pkgConfig: "zlib",
+            providers: [.apt(["zlib1g-dev"])]
         ),
         // System library: libdbus-1, under our own small D-Bus binding (no Swift D-Bus package is available).
         .systemLibrary(
@@ -43,11 +52,14 @@ let package = Package(
         .target(name: "GaenClient", dependencies: ["DBusCore"]),
         // The few Linux calls Swift cannot make comfortably (HCI user channel, ioctls, termios).
         .target(name: "HCIShim", path: "Sources/HCIShim"),
+        // The matcher's AES (AES-NI/VAES/ARMv8, chosen at run time) and lockstep HKDF (SHA-NI):
+        // a benchmark proved the need (GaenBench match; see the header). OpenSSL stays the portable path.
+        .target(name: "CGaenCrypto", path: "Sources/CGaenCrypto"),
         // Pure GAEN protocol: no I/O, no clock, no globals.
         .target(
             name: "ENProtocol",
             dependencies: [
-                "COpenSSL",
+                "COpenSSL", "CGaenCrypto", "CGaenZlib",
                 .product(name: "SwiftProtobuf", package: "swift-protobuf"),
                 .product(name: "ZIPFoundation", package: "ZIPFoundation"),
                 .product(name: "CSV", package: "CSV.swift"),
@@ -67,12 +79,14 @@ let package = Package(
                 .product(name: "Logging", package: "swift-log"),
                 .product(name: "GRDB", package: "GRDB.swift"),
                 .product(name: "Yams", package: "Yams"),
+                .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
             ]
         ),
         .executableTarget(
             name: "gaend",
             dependencies: [
                 "BLEDaemon", "DBusCore", "ENProtocol",
+                .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
                 .product(name: "Logging", package: "swift-log"),
             ]
@@ -82,6 +96,8 @@ let package = Package(
             dependencies: [
                 "ENProtocol", "BLEDaemon", "HCIProtocol", "GaenClient", "TrialKit",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
+                // `trial import dp3t` reads DP-3T's SQLite result tables.
+                .product(name: "GRDB", package: "GRDB.swift"),
                 .product(name: "Logging", package: "swift-log"),
             ]
         ),
@@ -94,14 +110,14 @@ let package = Package(
         // The entry point shared by the fuzz targets (libFuzzer driver or corpus replay).
         .target(name: "FuzzSupport"),
         // Benchmarks print figures; they are not tests (run: scripts/bench.sh).
-        .executableTarget(name: "GaenBench", dependencies: ["ENProtocol", "HCIProtocol", "BLEDaemon", "COpenSSL", "TrialKit"]),
+        .executableTarget(name: "GaenBench", dependencies: ["ENProtocol", "HCIProtocol", "BLEDaemon", "COpenSSL", "CGaenCrypto", "TrialKit"]),
         // Fuzz target for the key-file reader (tools/fuzz/run.sh FuzzKeyFile SECONDS).
         .executableTarget(name: "FuzzKeyFile", dependencies: ["ENProtocol", "FuzzSupport"]),
         // Fuzz target for the sightings-file reader (tools/fuzz/run.sh FuzzSightingsFile SECONDS).
         .executableTarget(name: "FuzzSightingsFile", dependencies: ["ENProtocol", "FuzzSupport"]),
         .testTarget(
             name: "ENProtocolTests",
-            dependencies: ["ENProtocol"],
+            dependencies: ["ENProtocol", "CGaenCrypto"],
             resources: [.copy("Fixtures")]
         ),
         .testTarget(name: "HCIProtocolTests", dependencies: ["HCIProtocol"]),

@@ -4,8 +4,8 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
-APT_PACKAGES=(libbluetooth-dev libdbus-1-dev libssl-dev libsqlite3-dev pkg-config dbus dbus-daemon protobuf-compiler
-              libglib2.0-bin systemd util-linux openssl)  # gdbus, busctl, setpriv: real D-Bus clients in tests; openssl: demo keys
+APT_PACKAGES=(libbluetooth-dev libdbus-1-dev libssl-dev libsqlite3-dev zlib1g-dev pkg-config dbus dbus-daemon protobuf-compiler
+              libglib2.0-bin systemd util-linux openssl faketime)  # gdbus, busctl, setpriv: real D-Bus clients in tests; openssl: demo keys; faketime: clock-step faults
 missing=()
 for p in "${APT_PACKAGES[@]}"; do
     dpkg -s "$p" >/dev/null 2>&1 || missing+=("$p")

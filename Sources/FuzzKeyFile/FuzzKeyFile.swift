@@ -3,7 +3,8 @@ import Foundation
 import FuzzSupport
 
 // Fuzz target for the key-file reader (ZIP layer, header, protobuf walk, key validation,
-// signature checks, batch decoding) on arbitrary bytes.
+// signature checks, batch decoding) on arbitrary bytes, and for the fast key decoder against
+// swift-protobuf (the input as one key message, and every key of a file that parses).
 //
 // Built with `-sanitize=fuzzer -DFUZZING` (tools/fuzz/run.sh) FuzzSupport hands control to
 // libFuzzer, which calls `LLVMFuzzerTestOneInput`; in a normal build the target replays the
@@ -29,6 +30,9 @@ let limits = KeyExportLimits(maxFileSize: 1 << 20, maxExportSize: 1 << 20, maxSi
 /// Parses `data`; any input must either be rejected with a KeyExportError or yield a file
 /// whose invariants hold. A trap or a sanitizer report is a finding.
 func fuzzOne(_ data: Data) {
+    // The input as one encoded key: the fast key decoder must decline it or agree with
+    // swift-protobuf (the reader of record).
+    precondition(KeyDecoderCheck.agree(data), "fast key decoder disagrees with swift-protobuf")
     let file: KeyExportFile
     do {
         file = try KeyExportFile(parsing: data, limits: limits)
@@ -38,6 +42,7 @@ func fuzzOne(_ data: Data) {
         fatalError("reader threw something other than KeyExportError: \(error)")
     }
     precondition(file.exportBin.count <= limits.maxExportSize)
+    precondition(KeyDecoderCheck.agreeOnEveryKey(of: file), "fast key decoder disagrees with swift-protobuf on a key of the file")
     _ = file.verify(against: trust)
     _ = try? file.requireTrustedSignature(trust)
     // Batches must yield exactly the keys the validating pass counted, each valid.

@@ -6,6 +6,7 @@ let benchmarks: [String: ([String]) throws -> Void] = [
     "ingest": IngestBench.run,
     "ingest-h4": IngestH4Bench.run,
     "match": MatchBench.run,
+    "match-files": MatchFilesBench.run,
     "schedule-idle": ScheduleIdleBench.run,
     "keyfile": KeyFileBench.run,
     "keyfile-read": KeyFileBench.readPhase,

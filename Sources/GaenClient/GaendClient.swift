@@ -13,6 +13,11 @@ public struct GaendNodeStatus: Sendable, Equatable, Codable {
     public var sightingCount: UInt64
     public var lastScanTime: Int64
     public var provideDiagnosisKeysRemaining: UInt32
+    /// Since interface version 2 (nil from an older gaend).
+    public var quarantinedRecords: UInt32?
+    public var droppedScans: UInt64?
+    public var droppedSightings: UInt64?
+    public var clockSync: String?
     /// Whether the controller confirmed advertising and scanning on air (separate facts;
     /// scanning is off between scans in the periodic modes). Nil from a daemon older than
     /// these properties (since 2), as are the radio counters below.
@@ -53,6 +58,10 @@ public struct GaendNodeStatus: Sendable, Equatable, Codable {
         sightingCount = try u64("SightingCount")
         lastScanTime = try get("LastScanTime").wireInt64("LastScanTime")
         provideDiagnosisKeysRemaining = try get("ProvideDiagnosisKeysRemaining").wireUInt32("ProvideDiagnosisKeysRemaining")
+        if case .uint32(let n)? = p["QuarantinedRecords"] { quarantinedRecords = n }
+        if case .uint64(let n)? = p["DroppedScans"] { droppedScans = n }
+        if case .uint64(let n)? = p["DroppedSightings"] { droppedSightings = n }
+        clockSync = p["ClockSync"]?.stringValue
         func optionalBool(_ name: String) throws(GaendWireError) -> Bool? { p[name] == nil ? nil : try bool(name) }
         func optionalU64(_ name: String) throws(GaendWireError) -> UInt64? { p[name] == nil ? nil : try u64(name) }
         advertisingOnAir = try optionalBool("AdvertisingOnAir")

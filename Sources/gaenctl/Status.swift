@@ -10,9 +10,14 @@ struct Status: AsyncParsableCommand {
         discussion: """
             With --json prints one object {"busName","version","enabled","status":[...],"trialMode", \
             "advertisementCount","scanCount","sightingCount","lastScanTime","provideDiagnosisKeysRemaining", \
-            "advertisingOnAir","scanningOnAir","radioFailures","reportsIgnored","reportsDropped"} \
+            "quarantinedRecords","droppedScans","droppedSightings","clockSync","advertisingOnAir","scanningOnAir", \
+            "radioFailures","reportsIgnored","reportsDropped"} \
             (busName: the name it talked to, see --name; lastScanTime in ms since the Unix epoch, \
-            0 if none; the radio fields are null from an older daemon). See docs/dbus.md.
+            0 if none; quarantinedRecords: store records that failed authentication and are skipped; \
+            droppedScans/droppedSightings: lost while the disk was full; advertisingOnAir/scanningOnAir: \
+            the controller confirmed them; radioFailures: radio operations retried; reportsIgnored: \
+            non-GAEN reports; reportsDropped: reports lost to full buffers; the last nine are absent \
+            from an older gaend). See docs/dbus.md.
             """
     )
 
@@ -20,6 +25,20 @@ struct Status: AsyncParsableCommand {
 
     @Flag(help: "Print JSON instead of text.")
     var json = false
+
+    private func optionalFields(_ s: GaendNodeStatus) -> [String: JSONValue] {
+        var o: [String: JSONValue] = [:]
+        if let q = s.quarantinedRecords { o["quarantinedRecords"] = .int(Int64(q)) }
+        if let d = s.droppedScans { o["droppedScans"] = .int(Int64(clamping: d)) }
+        if let d = s.droppedSightings { o["droppedSightings"] = .int(Int64(clamping: d)) }
+        if let c = s.clockSync { o["clockSync"] = .string(c) }
+        if let b = s.advertisingOnAir { o["advertisingOnAir"] = .bool(b) }
+        if let b = s.scanningOnAir { o["scanningOnAir"] = .bool(b) }
+        if let n = s.radioFailures { o["radioFailures"] = .int(Int64(clamping: n)) }
+        if let n = s.reportsIgnored { o["reportsIgnored"] = .int(Int64(clamping: n)) }
+        if let n = s.reportsDropped { o["reportsDropped"] = .int(Int64(clamping: n)) }
+        return o
+    }
 
     func run() async throws {
         try await withDaemon("status", bus) { client in
@@ -34,12 +53,7 @@ struct Status: AsyncParsableCommand {
                     "sightingCount": .int(Int64(clamping: s.sightingCount)),
                     "lastScanTime": .int(s.lastScanTime),
                     "provideDiagnosisKeysRemaining": .int(Int64(s.provideDiagnosisKeysRemaining)),
-                    "advertisingOnAir": s.advertisingOnAir.map { .bool($0) } ?? .null,
-                    "scanningOnAir": s.scanningOnAir.map { .bool($0) } ?? .null,
-                    "radioFailures": s.radioFailures.map { .int(Int64(clamping: $0)) } ?? .null,
-                    "reportsIgnored": s.reportsIgnored.map { .int(Int64(clamping: $0)) } ?? .null,
-                    "reportsDropped": s.reportsDropped.map { .int(Int64(clamping: $0)) } ?? .null,
-                ]).serialized())
+                ].merging(optionalFields(s)) { a, _ in a }).serialized())
                 return
             }
             let last = s.lastScanTime == 0 ? "never"
@@ -54,6 +68,13 @@ struct Status: AsyncParsableCommand {
                 sightings:      \(s.sightingCount)\(Self.reportNote(s))
                 key uploads left today: \(s.provideDiagnosisKeysRemaining == UInt32.max ? "unlimited (rate limits off)" : "\(s.provideDiagnosisKeysRemaining)")
                 """)
+            if let c = s.clockSync { print("clock:          \(c)") }
+            if let q = s.quarantinedRecords, q > 0 {
+                print("quarantined:    \(q) store record(s) failed authentication and are skipped (docs/store.md)")
+            }
+            if let d = s.droppedScans, d > 0 {
+                print("dropped:        \(d) scan(s), \(s.droppedSightings ?? 0) sighting(s) while the disk was full")
+            }
         }
     }
 

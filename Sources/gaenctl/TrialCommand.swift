@@ -6,8 +6,8 @@ import TrialKit
 /// `gaenctl trial`: the field-trial toolkit's analysis (docs/trial.md).
 struct Trial: ParsableCommand {
     static let configuration = CommandConfiguration(
-        abstract: "Field-trial analysis: attenuation against ground-truth distance.",
-        subcommands: [TrialReportCommand.self]
+        abstract: "Field-trial analysis: attenuation against ground-truth distance, importers, rule replay.",
+        subcommands: [TrialReportCommand.self, TrialImportCommand.self, TrialReplayCommand.self]
     )
 }
 

@@ -4,6 +4,7 @@ import DBusCore
 import ENProtocol
 import Foundation
 import Logging
+import ServiceLifecycle
 
 /// gaend: the GAEN node daemon. Command-line contract in docs/gaenctl.md ("gaend") and the
 /// issue: flags override the config file.
@@ -122,37 +123,22 @@ struct Gaend: AsyncParsableCommand {
         }
         let service = BusService(connection: connection, fallbackErrorName: GaendInterfaces.ErrorName.failed, logger: logger)
         let bus = NodeBus(service: service, node: node, trust: trustSet, logger: logger)
-        do { try bus.export() } catch { throw fail("D-Bus export: \(error)") }
-        await node.setObserver(bus)
-        let serving = Task { await service.run() }
-        await node.start()
-
         let notifier = SystemdNotifier()
-        try? notifier.ready(status: "serving \(settings.busName) on \(address)")
-        let watchdog = Task {
-            guard let interval = notifier.watchdogInterval else { return }
-            while !Task.isCancelled {
-                // Fed only while the node answers: a wedged node actor lets systemd restart us.
-                _ = await node.snapshot
-                try? notifier.watchdog()
-                try? await Task.sleep(for: interval)
-            }
-        }
         logger.info("gaend started", metadata: [
             "controller": "\(settings.controller)", "bus": "\(address)", "bus.name": "\(settings.busName)", "state": "\(settings.stateDirectory)",
             "trial": "\(settings.trial)", "time.scale": "\(settings.timeScale)",
         ])
-
-        let signal = await Self.waitForTermination()
-        logger.info("stopping", metadata: ["signal": "\(signal)"])
-        try? notifier.stopping()
-        // Bus first (no new calls), then the node (scan in progress recorded, advertising
-        // off), then the store is closed by the node.
-        service.unexport(path: GaendBus.objectPath)
-        connection.close()
-        serving.cancel()
-        await node.shutdown()
-        watchdog.cancel()
+        signal(SIGPIPE, SIG_IGN)
+        // Started in order (store, radio, exposure, research, bus, watchdog) and stopped in
+        // reverse on SIGTERM/SIGINT; a service that fails stops the whole group the same way.
+        // A stop that takes longer than 10 s (the unit allows 15) is escalated to cancellation.
+        var configuration = ServiceGroupConfiguration(
+            services: NodeServices.all(node: node, bus: bus, connection: connection, notifier: notifier, logger: logger).map {
+                .init(service: $0, successTerminationBehavior: .gracefullyShutdownGroup, failureTerminationBehavior: .gracefullyShutdownGroup)
+            },
+            gracefulShutdownSignals: [.sigterm, .sigint], logger: logger)
+        configuration.maximumGracefulShutdownDuration = .seconds(10)
+        do { try await ServiceGroup(configuration: configuration).run() } catch { throw fail("\(error)") }
         logger.info("gaend stopped")
     }
 
@@ -179,39 +165,4 @@ struct Gaend: AsyncParsableCommand {
         guard let text = String(bytes: out, encoding: .utf8) else { throw ReadFailure(description: "not UTF-8 text: not a PEM public key") }
         return text
     }
-
-    /// Waits for SIGTERM or SIGINT.
-    static func waitForTermination() async -> Int32 {
-        signal(SIGTERM, SIG_IGN)
-        signal(SIGINT, SIG_IGN)
-        signal(SIGPIPE, SIG_IGN)
-        return await withCheckedContinuation { (c: CheckedContinuation<Int32, Never>) in
-            let once = OnceFlag()
-            var sources: [DispatchSourceSignal] = []
-            for sig in [SIGTERM, SIGINT] {
-                let s = DispatchSource.makeSignalSource(signal: sig, queue: .global())
-                s.setEventHandler {
-                    if once.claim() { c.resume(returning: sig) }
-                }
-                s.resume()
-                sources.append(s)
-            }
-            SignalSources.keep(sources)
-        }
-    }
 }
-
-/// Resumes a continuation at most once.
-final class OnceFlag: @unchecked Sendable {
-    private let lock = NSLock()
-    private var done = false
-    func claim() -> Bool { lock.withLock { if done { return false }; done = true; return true } }
-}
-
-/// Keeps the signal sources alive for the process's lifetime.
-enum SignalSources {
-    nonisolated(unsafe) static var kept: [DispatchSourceSignal] = []
-    static func keep(_ s: [DispatchSourceSignal]) { kept = s }
-}
-
-

@@ -60,6 +60,10 @@ struct ClockTests {
         #expect(base.nextDeadline?.seconds == 21) // 10 real seconds later
         base.advance(by: 10)
         try await task.value
+        // A step of the real wall clock shows through as the same step; timers do not move.
+        base.stepWall(by: 40 * 86_400)
+        #expect(scaled.wallTime() == 1_700_000_000 + 11 * 60 + 40 * 86_400)
+        #expect(scaled.monotonicTime().seconds == 10 + 11 * 60)
         #expect(throws: ClockError.invalidTimeScale(0)) { try ScaledClock(factor: 0) }
     }
 

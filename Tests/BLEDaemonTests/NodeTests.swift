@@ -70,6 +70,44 @@ struct NodeTests {
         try KeyExportWriter.exportBin(header: KeyExportHeader(startTimestamp: 0, endTimestamp: 1, region: "t"), keys: keys)
     }
 
+    @Test("a provided key file is kept while its keys can match a kept sighting, dropped by retention after; kept files are not parsed again")
+    func keyFileRetention() async throws {
+        let dir = try TempStoreDir()
+        let (node, _) = try makeNode(dir)
+        func key(_ byte: UInt8, _ day: UTCDay) throws -> DiagnosisKey {
+            DiagnosisKey(key: try TemporaryExposureKey(bytes: Data(repeating: byte, count: 16)), rollingStartIntervalNumber: day.firstInterval)
+        }
+        let old = try key(1, UTCDay(Self.day.rawValue - 3)), recent = try key(2, Self.day)
+        _ = try await node.acceptKeyFiles([keyFile([old])], trust: KeyExportTrustSet())
+        _ = try await node.runMatching()
+        _ = try await node.acceptKeyFiles([keyFile([recent]), keyFile([old, recent])], trust: KeyExportTrustSet())
+        _ = try await node.runMatching()
+        #expect(try node.store.keyFiles().map(\.validUntil) == [Double(Self.day.rawValue - 2) * 86_400, Double(Self.day.rawValue + 1) * 86_400,
+                                                                Double(Self.day.rawValue + 1) * 86_400])
+        // A file provided again replaces its earlier copy (one row, at the end).
+        _ = try await node.acceptKeyFiles([keyFile([old])], trust: KeyExportTrustSet())
+        _ = try await node.runMatching()
+        #expect(try node.store.keyFiles().count == 3)
+        #expect(node.keyFiles.parses == 0)
+        // 14 days (+ the 2 h tolerance) after the old key's validity: its file goes, the others stay.
+        let retention = Double(node.settings.store.retentionDays) * 86_400
+        let r = try node.store.applyRetention(now: Double(Self.day.rawValue - 2) * 86_400 + retention + 7_201)
+        #expect(r.keyFiles == 1)
+        #expect(try node.store.keyFiles().map(\.validUntil) == [Double(Self.day.rawValue + 1) * 86_400, Double(Self.day.rawValue + 1) * 86_400])
+        _ = try await node.runMatching()
+        #expect(node.keyFiles.parses == 0)
+        await node.shutdown()
+        // After a restart each of the two kept files is parsed once, at first use (here: the
+        // next call, looking for a copy of its file), and never again.
+        let (again, _) = try makeNode(dir)
+        _ = try await again.acceptKeyFiles([keyFile([recent])], trust: KeyExportTrustSet())
+        #expect(again.keyFiles.parses == 2)
+        _ = try await again.runMatching()
+        _ = try await again.runMatching()
+        #expect(again.keyFiles.parses == 2)
+        await again.shutdown()
+    }
+
     @Test("provided keys are matched against stored sightings; a corrupt file is refused and earlier windows stay")
     func provideAndMatch() async throws {
         let dir = try TempStoreDir()

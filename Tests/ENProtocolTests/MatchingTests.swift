@@ -38,8 +38,17 @@ func timeIn(_ i: ENIntervalNumber, plus seconds: Double = 30) -> Double { Double
     let make = SightingMaker()
     let day = UTCDay(isoDate: "2026-11-10")!
 
+    /// Matches on the portable path (OpenSSL) and on every faster path this CPU has; all
+    /// must agree match for match and counter for counter.
     func run(_ sightings: [Sighting], _ keys: [DiagnosisKey], workers: Int = 1) throws -> (matches: [Match], statistics: MatchStatistics) {
-        try ExposureMatcher(index: SightingIndex(sightings: sightings, tableSeed: 0x5eed), workers: workers).match(keys)
+        let index = SightingIndex(sightings: sightings, tableSeed: 0x5eed)
+        let portable = try ExposureMatcher(index: index, workers: workers, crypto: .portable).match(keys)
+        for crypto in MatchCrypto.allSupported where crypto != .portable {
+            let other = try ExposureMatcher(index: index, workers: workers, crypto: crypto).match(keys)
+            #expect(other.statistics == portable.statistics, "\(crypto)")
+            #expect(other.matches.map(MatchIdentity.init) == portable.matches.map(MatchIdentity.init), "\(crypto)")
+        }
+        return portable
     }
 
     @Test func toleranceEdgesTwelveIntervalsEitherSide() throws {
@@ -201,4 +210,13 @@ func timeIn(_ i: ENIntervalNumber, plus seconds: Double = 30) -> Double { Double
             }
         }
     }
+}
+
+/// What two matching paths must agree on for one match.
+struct MatchIdentity: Equatable {
+    var sighting: Sighting
+    var key: DiagnosisKey
+    var interval: ENIntervalNumber
+    var metadata: BluetoothMetadata
+    init(_ m: Match) { sighting = m.sighting; key = m.key; interval = m.interval; metadata = m.metadata }
 }

@@ -120,11 +120,12 @@ class Node:
     def store(self) -> Path:
         return self.state / "store.sqlite"
 
-    def start(self, wait: bool = True, key: Path | None = None, env: dict | None = None) -> None:
+    def start(self, wait: bool = True, key: Path | None = None, env: dict | None = None,
+              wrapper: list[str] | None = None) -> None:
         self.runs += 1
         self.err = self.dir / f"gaend-{self.runs}.err"
         self.proc = subprocess.Popen(
-            [self.bin_dir / "gaend", "--config", self.config, "--controller", self.controller, "--state-dir", self.state,
+            [*(wrapper or []), self.bin_dir / "gaend", "--config", self.config, "--controller", self.controller, "--state-dir", self.state,
              "--store-key-file", key or self.key, "--bus", self.bus.address,
              *(["--bus-name", self.bus_name] if self.bus_name else []), *self.extra],
             stdout=subprocess.DEVNULL, stderr=open(self.err, "w"), env=env)

@@ -159,6 +159,42 @@ public final class CallerDescriptor: @unchecked Sendable {
     }
 }
 
+/// Transfers on callers' descriptors in flight: each on a thread of its own (`OwnThread`);
+/// at shutdown the research service ends them (their flags) and waits until they have.
+public final class CallerTransfers: @unchecked Sendable {
+    private let lock = NSLock()
+    private var flags: [UInt64: CancelFlag] = [:]
+    private var next: UInt64 = 0
+    private var stopping = false
+
+    public init() {}
+
+    public func run<T: Sendable>(_ name: String, _ body: @escaping @Sendable (CancelFlag) throws -> T) async throws -> T {
+        try await OwnThread.run(name) { flag in
+            let id: UInt64? = self.lock.withLock {
+                if self.stopping { return nil }
+                self.next += 1
+                self.flags[self.next] = flag
+                return self.next
+            }
+            guard let id else { throw CallerIOError.cancelled(what: name) }
+            defer { _ = self.lock.withLock { self.flags.removeValue(forKey: id) } }
+            return try body(flag)
+        }
+    }
+
+    public var inFlight: Int { lock.withLock { flags.count } }
+
+    /// Ends every transfer in flight (each notices within 200 ms) and refuses new ones.
+    public func cancelAllAndWait() async {
+        lock.withLock {
+            stopping = true
+            for f in flags.values { f.cancel() }
+        }
+        while inFlight > 0 { try? await Task.sleep(for: .milliseconds(20)) }
+    }
+}
+
 /// Calls passing descriptors in flight, per caller uid: a caller past its limit gets
 /// LimitExceeded at once instead of parking one more thread.
 public final class CallerSlots: @unchecked Sendable {

@@ -55,6 +55,10 @@ public struct NodeStatusSnapshot: Sendable, Equatable {
     /// The radio owner's view: advertising and scanning on air (separate facts), rotations,
     /// failed operations, report counts and drops.
     public var radio: RadioOwner.Status
+    /// What the store dropped or set aside (full-disk queue, quarantined records).
+    public var storeLosses = StoreLosses()
+    /// The clock-sync check's answer, with its source or reasons.
+    public var clockSync = ""
 }
 
 /// A finished scan as the research signal carries it.
@@ -114,6 +118,11 @@ public actor GaenNode: ScheduleEffects {
     var callFiles = 0
     /// Provided key files, parsed once (matching does not parse them again).
     public nonisolated let keyFiles = KeyFileCache()
+    /// False once the schedule driver's loop has returned (watchdog liveness).
+    private var driverRunning = false
+    private func driverEnded() { driverRunning = false }
+    /// Monotonic node time of the last schedule action performed (watchdog liveness).
+    private var lastAction: Double?
     /// The matching run in progress: cancelled and awaited at shutdown, before the store closes.
     private var matchingTask: Task<Void, Never>?
 
@@ -178,25 +187,56 @@ public actor GaenNode: ScheduleEffects {
         await notifyStatus()
     }
 
-    /// Stops the schedule (recording the scan in progress, advertising off), the controller
-    /// and flushes and closes the store.
+    /// Everything `NodeServices` stops one by one, in reverse start order (tests, and gaend
+    /// before its services run).
     public func shutdown() async {
-        // Matching first: it reads and writes the store that closes last.
+        await stopMatching()
+        await stopRadio()
+        closeStore()
+    }
+
+    /// The exposure service's stop: the matching run in progress is cancelled (it stops between
+    /// batches) and awaited, before the store it reads and writes closes.
+    public func stopMatching() async {
         if let task = matchingTask {
             task.cancel()
             await task.value
             matchingTask = nil
         }
+    }
+
+    /// The radio's stop: the schedule (the scan in progress recorded, advertising off), then
+    /// the controller session.
+    public func stopRadio() async {
         await stopSchedule()
         if let mark = heldTime.highWater { try? store.raiseHighWaterMark(to: mark) }
         await radio.stop()
         capture?.close()
+    }
+
+    /// The store's stop, last: what is pending is flushed, then the database closes.
+    public func closeStore() {
         do {
             _ = try store.flushPending()
             try store.close()
         } catch {
             logger.error("closing the store failed", metadata: ["error": "\(error)"])
         }
+    }
+
+    /// The radio path's liveness, for the systemd watchdog: answered by the node itself (so a
+    /// wedged node is not live), and false when the schedule should run but its driver has
+    /// stopped or has performed nothing for longer than its longest gap.
+    public func liveness() -> (live: Bool, reason: String) {
+        guard state.enabled else { return (true, "stopped by the operator") }
+        guard let task = driverTask else { return (false, "the schedule is not running") }
+        if task.isCancelled || !driverRunning { return (false, "the schedule driver has stopped") }
+        guard clockUsable, let last = lastAction else { return (true, "waiting for a usable clock") }
+        let silent = clock.monotonicTime().seconds - last
+        // Rotations come at most 20 minutes apart and scans more often: twice the longest
+        // rotation interval without any action means the schedule is stuck.
+        let limit = 2 * settings.advertising.rotationMaxMinutes * 60 + 60
+        return silent > limit ? (false, "no schedule action for \(Int(silent)) s") : (true, "ok")
     }
 
     // MARK: Enable / disable
@@ -228,10 +268,12 @@ public actor GaenNode: ScheduleEffects {
         }
         let driver = ScheduleDriver(schedule: schedule, clock: clock, sync: sync, effects: self,
                                     syncCheckInterval: 5, logger: logger)
+        driverRunning = true
         driverTask = Task {
             do { try await driver.run() } catch {
                 self.logger.error("schedule stopped", metadata: ["error": "\(error)"])
             }
+            await self.driverEnded()
         }
     }
 
@@ -252,7 +294,8 @@ public actor GaenNode: ScheduleEffects {
 
     public var snapshot: NodeStatusSnapshot {
         NodeStatusSnapshot(enabled: state.enabled, status: statusList, advertisements: advertisements,
-                           scans: scans, sightings: sightings, lastScanEnd: lastScanEnd, radio: radioStatus)
+                           scans: scans, sightings: sightings, lastScanEnd: lastScanEnd, radio: radioStatus,
+                           storeLosses: store.losses(), clockSync: sync.status().description)
     }
 
     var statusList: [String] {
@@ -308,6 +351,7 @@ public actor GaenNode: ScheduleEffects {
         // that held the node up (it must not: matching, exports and caller I/O run beside it)
         // shows here. A second late is a fault worth a warning; every delay is at debug level.
         let delay = clock.monotonicTime().seconds - reading.monotonic
+        lastAction = clock.monotonicTime().seconds
         if delay > 1 {
             logger.warning("schedule action ran late", metadata: ["actions": "\(actions)", "late.seconds": "\(String(format: "%.3f", delay))"])
         } else {

@@ -13,6 +13,8 @@ public final class NodeBus: NodeObserver, Sendable {
     let logger: Logger
     /// Calls passing descriptors in flight per caller uid (settings.callers.callsInFlight).
     let slots: CallerSlots
+    /// Transfers on callers' descriptors in flight (ended at shutdown by the research service).
+    public let transfers = CallerTransfers()
     static let version = "0.1.0"
 
     public init(service: BusService, node: GaenNode, trust: KeyExportTrustSet, logger: Logger) {
@@ -67,7 +69,7 @@ public final class NodeBus: NodeObserver, Sendable {
                 }
                 let files = try await self.withCallerSlot(call) { [timeout = self.ioTimeout, descriptors] in
                     do {
-                        return try await OwnThread.run("gaend.keyfile-read") { flag in
+                        return try await transfers.run("gaend.keyfile-read") { flag in
                             try descriptors.map { try $0.readAll(limit: 16 << 20, timeout: timeout, cancel: flag) }
                         }
                     } catch let e as CallerIOError { throw Self.keyFileError(e) }
@@ -133,6 +135,10 @@ public final class NodeBus: NodeObserver, Sendable {
             "SightingCount": { .uint64(await node.snapshot.sightings) },
             "LastScanTime": { .int64(await node.snapshot.lastScanEnd.map(Self.ms) ?? 0) },
             "ProvideDiagnosisKeysRemaining": { .uint32(await node.provideRemaining) },
+            "QuarantinedRecords": { .uint32(UInt32(clamping: await node.snapshot.storeLosses.quarantined)) },
+            "DroppedScans": { .uint64(UInt64(await node.snapshot.storeLosses.droppedScans)) },
+            "DroppedSightings": { .uint64(UInt64(await node.snapshot.storeLosses.droppedSightings)) },
+            "ClockSync": { .string(await node.snapshot.clockSync) },
             "AdvertisingOnAir": { .boolean(await node.snapshot.radio.advertisingOnAir) },
             "ScanningOnAir": { .boolean(await node.snapshot.radio.scanningOnAir) },
             "RadioFailures": { .uint64(await node.snapshot.radio.failedOperations) },
@@ -203,7 +209,7 @@ public final class NodeBus: NodeObserver, Sendable {
                 let rows = try await self.withCallerSlot(call) { [timeout = self.ioTimeout] in
                     // Store reads, formatting and the writes into the caller's descriptor run on
                     // a thread of their own: a reader that stops reading stalls only this call.
-                    try await OwnThread.run("gaend.export") { flag in
+                    try await transfers.run("gaend.export") { flag in
                         try GaenNode.writeSightings(context, from: Double(from) / 1000, to: Double(to) / 1000, format: format) { data in
                             do { try out.write(data, idleTimeout: timeout, cancel: flag) } catch let e as CallerIOError { throw Self.exportError(e) }
                         }
@@ -253,6 +259,7 @@ public final class NodeBus: NodeObserver, Sendable {
     public func statusChanged() async {
         try? await service.emitPropertiesChanged(path: GaendBus.objectPath, interface: GaendBus.exposureNotificationInterface,
                                                  ["Enabled", "Status", "AdvertisementCount", "ScanCount", "SightingCount", "LastScanTime",
+                                                  "QuarantinedRecords", "DroppedScans", "DroppedSightings", "ClockSync",
                                                   "AdvertisingOnAir", "ScanningOnAir", "RadioFailures", "ReportsIgnored", "ReportsDropped"])
     }
 

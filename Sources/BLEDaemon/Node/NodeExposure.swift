@@ -4,9 +4,8 @@ import Foundation
 /// Exposure side of the node: key history, provided key files, matching against the stored
 /// sightings, windows, summaries, and the research exports.
 extension GaenNode {
-    /// Store result kinds. Provided key files are kept (encrypted) so that windows are always
-    /// computed from the union of every file provided: a key provided twice counts once.
-    static let keyFileKind = "key-file"
+    /// Store result kinds. (Provided key files have their own table, key_file: windows are
+    /// computed from every file provided and still within retention.)
     static let windowsKind = "windows"
     static let matchedKeysKind = "matched-keys"
 
@@ -38,8 +37,9 @@ extension GaenNode {
         }
     }
 
-    /// Every file parsed and, with trusted keys, its signature verified.
-    static func parseKeyFiles(_ files: [Data], trust: KeyExportTrustSet) throws -> [KeyExportFile] {
+    /// Every file parsed and, with trusted keys, its signature verified; with its digest and
+    /// the end of its keys' validity.
+    static func parseKeyFiles(_ files: [Data], trust: KeyExportTrustSet) throws -> [(file: KeyExportFile, digest: Data, validUntil: Double)] {
         try files.enumerated().map { n, data in
             let file: KeyExportFile
             do { file = try KeyExportFile(parsing: data) } catch {
@@ -50,7 +50,7 @@ extension GaenNode {
                     throw NodeError.untrustedKeyFile("file \(n + 1): \(error)")
                 }
             }
-            return file
+            return (file, SHA256.hash(file.exportBin), validUntil(file))
         }
     }
 
@@ -79,19 +79,28 @@ extension GaenNode {
         }
         // The same file twice in one call counts once; a file provided again moves to the end
         // (it is the call's own, and the last occurrence of a key is the one that counts).
-        var unique: [KeyExportFile] = []
-        for f in parsed where !unique.contains(where: { $0.exportBin == f.exportBin }) { unique.append(f) }
-        // Keep the files with the earlier ones (export.bin only: the signature was checked).
+        var unique: [(file: KeyExportFile, digest: Data, validUntil: Double)] = []
+        for f in parsed where !unique.contains(where: { $0.digest == f.digest }) { unique.append(f) }
         do {
-            var all = try store.exposureResults(kind: Self.keyFileKind).map { (day: $0.day, payload: $0.payload) }
-            all.removeAll { old in unique.contains { $0.exportBin == old.payload } }
-            all += unique.map { (day: UTCDay?.none, payload: $0.exportBin) }
-            try store.replaceExposureResults(kind: Self.keyFileKind, with: all, now: clock.wallTime())
-        } catch { throw NodeError.storage("\(error)") }
-        for f in unique { keyFiles.insert(f) }
+            let cache = keyFiles, store = self.store
+            let stored = try await OwnThread.run("gaend.keyfiles") { _ in try cache.current(store) }
+            let replacing = stored.filter { old in unique.contains { $0.digest == old.digest } }.map(\.id)
+            let ids = try store.addKeyFiles(unique.map { ($0.file.exportBin, $0.validUntil) }, replacing: replacing, now: clock.wallTime())
+            for (id, f) in zip(ids, unique) { keyFiles.insert(id: id, file: f.file, digest: f.digest) }
+        } catch let e as NodeError { throw e } catch { throw NodeError.storage("\(error)") }
         matching = true
         callFiles = unique.count
-        return unique.reduce(0) { $0 + $1.keyCount + $1.revisedKeyCount }
+        return unique.reduce(0) { $0 + $1.file.keyCount + $1.file.revisedKeyCount }
+    }
+
+    /// The end of the validity of the file's newest key (Unix seconds): retention keeps the
+    /// file while that key can still match a kept sighting.
+    static func validUntil(_ file: KeyExportFile) -> Double {
+        var end: UInt32 = 0
+        for batches in [file.keyBatches(size: 50_000), file.revisedKeyBatches(size: 50_000)] {
+            for batch in batches { for k in batch { end = max(end, k.validityEnd.rawValue) } }
+        }
+        return Double(end) * 600
     }
 
     /// Matches every provided key against the sightings of the retention period and replaces
@@ -122,7 +131,7 @@ extension GaenNode {
         let files: [KeyExportFile]
         do {
             log = sightingsLog(try i.store.scans(from: i.from, to: i.to), currentCorrection: i.correction)
-            files = try i.keyFiles.files(for: i.store.exposureResults(kind: keyFileKind).map(\.payload))
+            files = try i.keyFiles.current(i.store).map(\.file)
         } catch { throw NodeError.storage("\(error)") }
         let computation = try ExposureComputation(log: log, mapping: i.mapping, workers: ProcessInfo.processInfo.activeProcessorCount)
         let (outcome, windows, _) = try computation.run(files, isCancelled: { cancel.isCancelled })

@@ -42,7 +42,7 @@ public struct StoreConfiguration: Sendable {
 
 /// What retention removed.
 public struct RetentionResult: Equatable, Sendable {
-    public var scans = 0, keys = 0, results = 0, markers = 0
+    public var scans = 0, keys = 0, results = 0, markers = 0, keyFiles = 0
 }
 
 /// What was lost or set aside instead of stored: scans dropped from the full-disk queue and
@@ -90,6 +90,8 @@ public final class NodeStore: @unchecked Sendable {
     /// Rotten records already logged (once each), also when the quarantine table could not be
     /// written (a full disk): reads skip them either way.
     private var reportedRotten: Set<String> = []
+    /// Rows in `quarantine`, kept in memory so status never queries for it.
+    private var quarantinedCount = 0
 
     static let keyCheckPlaintext = Data("gaend store key check v1".utf8)
     static let keyCheckAAD = Data("gaend/v1/store_meta/key_check".utf8)
@@ -139,6 +141,7 @@ public final class NodeStore: @unchecked Sendable {
                 }
             }
             try migrator.migrate(pool)
+            quarantinedCount = try pool.read { db in try Int.fetchOne(db, sql: "SELECT count(*) FROM quarantine") ?? 0 }
         } catch let e as StoreError {
             throw e
         } catch {
@@ -207,6 +210,34 @@ public final class NodeStore: @unchecked Sendable {
                     id INTEGER PRIMARY KEY CHECK (id = 1),
                     high_water REAL NOT NULL);
                 """)
+        }
+        m.registerMigration("v3-key-files") { db in
+            try db.execute(sql: """
+                -- Provided key files (export.bin, sealed), in the order provided. valid_until
+                -- (clear, like every time here) is the end of the newest key's validity:
+                -- retention drops a file once none of its keys can match a kept sighting.
+                CREATE TABLE key_file (
+                    id INTEGER PRIMARY KEY AUTOINCREMENT,
+                    provided_at REAL NOT NULL,
+                    valid_until REAL NOT NULL,
+                    sealed BLOB NOT NULL);
+                """)
+            // Files kept as exposure results before: re-sealed here. Their keys' validity was
+            // not recorded; a key file's keys end by the day after it was stored, so that is
+            // taken as their end (created_at was re-stamped at every call: at least that late).
+            for row in try Row.fetchAll(db, sql: "SELECT id, created_at, day, sealed FROM exposure_result WHERE kind = 'key-file' ORDER BY id") {
+                let id: Int64 = row["id"], createdAt: Double = row["created_at"], sealed: Data = row["sealed"]
+                let day = (row["day"] as Int32?).map { UTCDay($0) }
+                guard let payload = try? AES256GCM.open(sealed, key: key.bytes, associatedData: resultAAD(id: id, kind: "key-file", createdAt: createdAt, day: day))
+                else { continue } // rotten: dropped with the old row
+                let newID = try nextID(db, table: "key_file")
+                let validUntil = createdAt + 86_400
+                try db.execute(sql: "INSERT INTO key_file (id, provided_at, valid_until, sealed) VALUES (?, ?, ?, ?)",
+                               arguments: [newID, createdAt, validUntil,
+                                           try AES256GCM.seal(payload, key: key.bytes, associatedData: keyFileAAD(id: newID, providedAt: createdAt, validUntil: validUntil),
+                                                              random: SecureRandom())])
+            }
+            try db.execute(sql: "DELETE FROM exposure_result WHERE kind = 'key-file'")
         }
         return m
     }
@@ -322,6 +353,7 @@ public final class NodeStore: @unchecked Sendable {
                         try db.execute(sql: "INSERT OR IGNORE INTO quarantine (tbl, row_id, reason, detected_at) VALUES (?, ?, ?, ?)",
                                        arguments: [table, r.id, r.reason, now])
                     }
+                    quarantinedCount = try Int.fetchOne(db, sql: "SELECT count(*) FROM quarantine") ?? quarantinedCount
                 }
             } catch {
                 logger.error("cannot record quarantined records", metadata: ["store.error": "\(error)"])
@@ -344,10 +376,9 @@ public final class NodeStore: @unchecked Sendable {
 
     /// Drops and quarantine counts, for status and metrics.
     public func losses() -> StoreLosses {
-        let quarantined = (try? read { db in try Int.fetchOne(db, sql: "SELECT count(*) FROM quarantine") ?? 0 }) ?? 0
-        return lock.withLock {
+        lock.withLock {
             StoreLosses(droppedScans: droppedScans, droppedSightings: droppedSightings, pendingScans: pending.count,
-                        pendingBytes: pendingBytes, quarantined: quarantined)
+                        pendingBytes: pendingBytes, quarantined: quarantinedCount)
         }
     }
 
@@ -358,11 +389,11 @@ public final class NodeStore: @unchecked Sendable {
         return d
     }
 
-    private static func bits(_ v: Double) -> Int64 { Int64(bitPattern: v.bitPattern) }
+    static func bits(_ v: Double) -> Int64 { Int64(bitPattern: v.bitPattern) }
 
     /// The id the next row of an AUTOINCREMENT table will get. It is part of the associated
     /// data, so it must be known before sealing; called inside the inserting transaction.
-    private static func nextID(_ db: Database, table: String) throws -> Int64 {
+    static func nextID(_ db: Database, table: String) throws -> Int64 {
         (try Int64.fetchOne(db, sql: "SELECT seq FROM sqlite_sequence WHERE name = ?", arguments: [table]) ?? 0) + 1
     }
 
@@ -657,10 +688,62 @@ public final class NodeStore: @unchecked Sendable {
         return found
     }
 
-    private static func resultAAD(id: Int64, kind: String, createdAt: Double, day: UTCDay?) -> Data {
+    static func resultAAD(id: Int64, kind: String, createdAt: Double, day: UTCDay?) -> Data {
         var d = aad("exposure_result", [id, bits(createdAt), day.map { Int64($0.rawValue) } ?? Int64.min])
         d.append(Data(kind.utf8))
         return d
+    }
+
+    // MARK: Key files
+
+    /// Adds provided key files (export.bin) after the stored ones, removing the stored files
+    /// `replacing` (the same files provided again) in the same transaction. Returns the new ids.
+    @discardableResult
+    public func addKeyFiles(_ files: [(exportBin: Data, validUntil: Double)], replacing: [Int64] = [],
+                            now: Double = Date().timeIntervalSince1970) throws -> [Int64] {
+        try lock.withLock {
+            try write { db in
+                for id in replacing { try db.execute(sql: "DELETE FROM key_file WHERE id = ?", arguments: [id]) }
+                return try files.map { f in
+                    let id = try Self.nextID(db, table: "key_file")
+                    try db.execute(sql: "INSERT INTO key_file (id, provided_at, valid_until, sealed) VALUES (?, ?, ?, ?)",
+                                   arguments: [id, now, f.validUntil,
+                                               seal(f.exportBin, aad: Self.keyFileAAD(id: id, providedAt: now, validUntil: f.validUntil))])
+                    return id
+                }
+            }
+        }
+    }
+
+    /// The ids of the stored key files, in the order provided (no decryption).
+    public func keyFileIDs() throws -> [Int64] {
+        try read { db in try Int64.fetchAll(db, sql: "SELECT id FROM key_file WHERE \(Self.notQuarantined("key_file")) ORDER BY id") }
+    }
+
+    /// The stored key files, in the order provided (rotten ones quarantined and skipped).
+    public func keyFiles(ids: [Int64]? = nil) throws -> [StoredKeyFile] {
+        var rotten: [(id: Int64, reason: String)] = []
+        let only = ids.map { " AND id IN (" + $0.map(String.init).joined(separator: ",") + ")" } ?? ""
+        let found = try read { db in
+            try Row.fetchAll(db, sql: "SELECT id, provided_at, valid_until, sealed FROM key_file WHERE \(Self.notQuarantined("key_file"))\(only) ORDER BY id")
+                .compactMap { row -> StoredKeyFile? in
+                    let id: Int64 = row["id"], providedAt: Double = row["provided_at"], validUntil: Double = row["valid_until"]
+                    do {
+                        let payload = try open(row["sealed"], aad: Self.keyFileAAD(id: id, providedAt: providedAt, validUntil: validUntil),
+                                               table: "key_file", id: id)
+                        return StoredKeyFile(id: id, providedAt: providedAt, validUntil: validUntil, exportBin: payload)
+                    } catch {
+                        rotten.append((id, Self.reason(error)))
+                        return nil
+                    }
+                }
+        }
+        quarantine("key_file", rotten)
+        return found
+    }
+
+    static func keyFileAAD(id: Int64, providedAt: Double, validUntil: Double) -> Data {
+        aad("key_file", [id, bits(providedAt), bits(validUntil)])
     }
 
     // MARK: Markers
@@ -722,13 +805,18 @@ public final class NodeStore: @unchecked Sendable {
                 try db.execute(sql: "DELETE FROM tek WHERE day < ?", arguments: [cutoffDay.rawValue]); r.keys = db.changesCount
                 try db.execute(sql: "DELETE FROM exposure_result WHERE created_at < ?", arguments: [cutoff]); r.results = db.changesCount
                 try db.execute(sql: "DELETE FROM marker WHERE time < ?", arguments: [cutoff]); r.markers = db.changesCount
+                // A key matches sightings up to 12 intervals (2 h) after its validity; once that
+                // is before the oldest kept sighting, its file can match nothing any more.
+                try db.execute(sql: "DELETE FROM key_file WHERE valid_until < ?", arguments: [cutoff - 7_200]); r.keyFiles = db.changesCount
                 try db.execute(sql: """
                     DELETE FROM quarantine WHERE
                         (tbl = 'scan' AND row_id NOT IN (SELECT id FROM scan)) OR
                         (tbl = 'tek' AND row_id NOT IN (SELECT day FROM tek)) OR
                         (tbl = 'exposure_result' AND row_id NOT IN (SELECT id FROM exposure_result)) OR
-                        (tbl = 'marker' AND row_id NOT IN (SELECT id FROM marker))
+                        (tbl = 'marker' AND row_id NOT IN (SELECT id FROM marker)) OR
+                        (tbl = 'key_file' AND row_id NOT IN (SELECT id FROM key_file))
                     """)
+                quarantinedCount = try Int.fetchOne(db, sql: "SELECT count(*) FROM quarantine") ?? quarantinedCount
                 return r
             }
         }

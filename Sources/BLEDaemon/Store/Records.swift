@@ -72,6 +72,15 @@ public struct StoredExposureResult: Hashable, Sendable {
     public var payload: Data
 }
 
+/// A provided key file as stored: its export.bin (the signature was checked when it was
+/// provided), when, and the end of its newest key's validity (Unix seconds).
+public struct StoredKeyFile: Hashable, Sendable {
+    public var id: Int64
+    public var providedAt: Double
+    public var validUntil: Double
+    public var exportBin: Data
+}
+
 /// The plaintext layout of a scan's sealed blob. A hand-written fixed layout rather than
 /// JSON or protobuf: it is the ingestion hot path and has exactly one shape per version.
 ///

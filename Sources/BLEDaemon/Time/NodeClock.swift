@@ -66,26 +66,26 @@ public struct SystemClock: NodeClock {
 /// Runs time `factor` times faster than the underlying clock from the moment it is made
 /// (`--time-scale N`): wall time starts at the real wall time and then advances N seconds per
 /// real second, so key days, intervals, rotations and scan cadence all run N times faster.
-/// Wall time is derived from the base clock's monotonic time, so a step of the real clock
-/// does not show through (a demo wants a steady, fast clock).
+/// A step of the real wall clock shows through as the same step (an NTP correction, or a
+/// fault test's faketime), so a scaled node meets clock steps as a real one does; timers run
+/// on the scaled monotonic time, which never steps.
 public struct ScaledClock: NodeClock {
     public let factor: Double
     let base: any NodeClock
-    let wallOrigin: Double
     let monotonicOrigin: MonotonicInstant
 
     public init(factor: Double, base: any NodeClock = SystemClock()) throws {
         guard factor.isFinite, factor > 0 else { throw ClockError.invalidTimeScale(factor) }
         self.factor = factor
         self.base = base
-        wallOrigin = base.wallTime()
         monotonicOrigin = base.monotonicTime()
     }
 
-    private func elapsedScaled() -> Double { base.monotonicTime().duration(since: monotonicOrigin) * factor }
+    private func elapsedReal() -> Double { base.monotonicTime().duration(since: monotonicOrigin) }
 
-    public func wallTime() -> Double { wallOrigin + elapsedScaled() }
-    public func monotonicTime() -> MonotonicInstant { monotonicOrigin.advanced(by: elapsedScaled()) }
+    /// The real wall time plus the extra (factor - 1) seconds per real second elapsed.
+    public func wallTime() -> Double { base.wallTime() + elapsedReal() * (factor - 1) }
+    public func monotonicTime() -> MonotonicInstant { monotonicOrigin.advanced(by: elapsedReal() * factor) }
 
     public func sleep(until deadline: MonotonicInstant) async throws {
         let realDeadline = monotonicOrigin.advanced(by: deadline.duration(since: monotonicOrigin) / factor)

@@ -1,9 +1,11 @@
+import CGaenZlib
 import Foundation
-import ZIPFoundation
 
 /// The ZIP layer of a key export file: exactly `export.bin` and `export.sig`.
 ///
-/// ZIPFoundation does the decoding (inflate, CRC). Before it runs, `ZipLayout` checks the
+/// zlib does the decoding: one raw-inflate call per entry into a buffer of the declared size,
+/// and zlib's crc32 (GaenBench keyfile: ZIPFoundation's chunked extraction with its Swift CRC
+/// loop held parse+verify to 35 MB/s of ZIP). Before it runs, `ZipLayout` checks the
 /// archive's structure strictly, because the signature covers export.bin only: nothing else
 /// protects the archive's own bytes, and a lenient reader would accept an archive whose
 /// headers were altered. Every field that is stored twice (local header and central
@@ -29,45 +31,87 @@ enum KeyExportContainer {
         guard let bin = byName[exportName] else { throw KeyExportError.missingEntry(name: exportName) }
         guard let sig = byName[signatureName] else { throw KeyExportError.missingEntry(name: signatureName) }
 
-        let archive: Archive
-        do { archive = try Archive(data: data, accessMode: .read) } catch {
-            throw KeyExportError.malformedArchive(reason: "ZIP library rejected the archive: \(error)")
-        }
-        let export = try inflate(bin, from: archive, limit: limits.maxExportSize)
-        let signature = try inflate(sig, from: archive, limit: limits.maxSignatureFileSize)
+        let export = try inflate(bin, from: data, limit: limits.maxExportSize)
+        let signature = try inflate(sig, from: data, limit: limits.maxSignatureFileSize)
         return (export, signature)
     }
 
-    /// Inflates one entry, counting bytes as they come out: the declared size was checked
-    /// already, but a zip bomb lies about it, so the limit holds during extraction too.
-    private static func inflate(_ entry: ZipLayout.Entry, from archive: Archive, limit: Int) throws -> Data {
-        guard entry.uncompressedSize <= limit else {
-            throw KeyExportError.entryTooLarge(name: entry.name, limit: limit, size: Int(entry.uncompressedSize))
+    /// Inflates one entry and checks its CRC-32. The declared size was checked against the
+    /// limit already, and the output buffer has room for one byte more than it: a stream that
+    /// fills it lies about its size (a zip bomb does), and is then measured on, in a scratch
+    /// buffer and never past the limit, only to say which error it is.
+    private static func inflate(_ entry: ZipLayout.Entry, from data: Data, limit: Int) throws -> Data {
+        let declared = Int(entry.uncompressedSize)
+        guard declared <= limit else {
+            throw KeyExportError.entryTooLarge(name: entry.name, limit: limit, size: declared)
         }
-        guard let zipEntry = archive[entry.name] else { throw KeyExportError.missingEntry(name: entry.name) }
-        var out = Data()
-        out.reserveCapacity(Int(entry.uncompressedSize))
-        let crc: UInt32
-        do {
-            crc = try archive.extract(zipEntry, bufferSize: 64 * 1024, skipCRC32: false) { chunk in
-                guard out.count + chunk.count <= limit else {
-                    throw KeyExportError.entryTooLarge(name: entry.name, limit: limit, size: out.count + chunk.count)
+        var out = Data(count: declared + 1)
+        let produced: Int = try data.withUnsafeBytes { archive in
+            let compressed = UnsafeRawBufferPointer(rebasing: archive[entry.dataOffset..<(entry.dataOffset + Int(entry.compressedSize))])
+            return try out.withUnsafeMutableBytes { o in
+                if entry.method == 0 {
+                    o.copyMemory(from: compressed) // stored: sizes are equal (ZipLayout checked)
+                    return compressed.count
                 }
-                out.append(chunk)
+                return try inflateRaw(compressed, into: o, entry: entry, limit: limit)
             }
-        } catch let e as KeyExportError {
-            throw e
-        } catch {
-            throw KeyExportError.malformedArchive(reason: "cannot extract \(entry.name): \(error)")
         }
-        guard out.count == Int(entry.uncompressedSize) else {
-            throw KeyExportError.malformedArchive(
-                reason: "\(entry.name) inflates to \(out.count) bytes but its header says \(entry.uncompressedSize)")
+        guard produced == declared else {
+            throw KeyExportError.malformedArchive(reason: "\(entry.name) inflates to \(produced) bytes but its header says \(declared)")
+        }
+        out.count = declared
+        let crc = out.withUnsafeBytes { b in
+            UInt32(crc32_z(0, b.bindMemory(to: Bytef.self).baseAddress, b.count))
         }
         guard crc == entry.crc32 else {
             throw KeyExportError.checksumMismatch(name: entry.name)
         }
         return out
+    }
+
+    /// Raw deflate (no zlib header, as ZIP stores it) of `input` into `output`, in one call;
+    /// returns the bytes produced. The stream must end exactly at the end of `input`.
+    private static func inflateRaw(_ input: UnsafeRawBufferPointer, into output: UnsafeMutableRawBufferPointer,
+                                   entry: ZipLayout.Entry, limit: Int) throws -> Int {
+        var stream = z_stream()
+        guard inflateInit2_(&stream, -MAX_WBITS, zlibVersion(), Int32(MemoryLayout<z_stream>.size)) == Z_OK else {
+            throw KeyExportError.malformedArchive(reason: "cannot extract \(entry.name): zlib would not start")
+        }
+        defer { inflateEnd(&stream) }
+        stream.next_in = UnsafeMutablePointer(mutating: input.bindMemory(to: Bytef.self).baseAddress)
+        stream.avail_in = uInt(input.count)
+        stream.next_out = output.bindMemory(to: Bytef.self).baseAddress
+        stream.avail_out = uInt(output.count)
+        let status = CGaenZlib.inflate(&stream, Z_FINISH)
+        var produced = output.count - Int(stream.avail_out)
+        switch status {
+        case Z_STREAM_END:
+            guard stream.avail_in == 0 else {
+                throw KeyExportError.malformedArchive(reason: "\(entry.name): \(stream.avail_in) bytes after the end of its deflate stream")
+            }
+            return produced
+        case Z_OK where stream.avail_out == 0, Z_BUF_ERROR where stream.avail_out == 0:
+            // More output than declared: measure on (bounded by the limit) to name the error.
+            var scratch = [UInt8](repeating: 0, count: 64 << 10)
+            var more = Z_OK
+            while (more == Z_OK || more == Z_BUF_ERROR) && stream.avail_out == 0 {
+                if produced > limit { throw KeyExportError.entryTooLarge(name: entry.name, limit: limit, size: produced) }
+                more = scratch.withUnsafeMutableBytes { s in
+                    stream.next_out = s.bindMemory(to: Bytef.self).baseAddress
+                    stream.avail_out = uInt(s.count)
+                    let r = CGaenZlib.inflate(&stream, Z_FINISH)
+                    produced += s.count - Int(stream.avail_out)
+                    return r
+                }
+            }
+            if produced > limit { throw KeyExportError.entryTooLarge(name: entry.name, limit: limit, size: produced) }
+            return produced
+        case Z_BUF_ERROR:
+            throw KeyExportError.malformedArchive(reason: "cannot extract \(entry.name): its deflate stream is truncated")
+        default:
+            let message = stream.msg.map { String(cString: $0) } ?? "zlib status \(status)"
+            throw KeyExportError.malformedArchive(reason: "cannot extract \(entry.name): \(message)")
+        }
     }
 }
 
@@ -79,6 +123,8 @@ struct ZipLayout {
         var crc32: UInt32
         var compressedSize: UInt32
         var uncompressedSize: UInt32
+        /// Where the entry's data starts in the archive.
+        var dataOffset: Int
     }
 
     let entries: [Entry]
@@ -219,7 +265,7 @@ struct ZipLayout {
                 dataEnd = q + 12
             }
             spans.append((l, dataEnd))
-            entries.append(Entry(name: name, method: method, crc32: crc, compressedSize: csize, uncompressedSize: usize))
+            entries.append(Entry(name: name, method: method, crc32: crc, compressedSize: csize, uncompressedSize: usize, dataOffset: dataStart))
         }
         guard p == eocd else { throw fail("central directory size does not match its entries") }
         // Local records must tile [0, central directory) exactly.

@@ -291,9 +291,9 @@ public struct KeyBatches: Sequence, Sendable {
                 var walker = WireWalker(raw, offset: offset)
                 while batch.count < batchSize, let f = try? walker.next() {
                     guard f.number == field, f.wireType == 2,
-                          let k = try? ExportScan.validatedKey(UnsafeRawBufferPointer(rebasing: raw[f.payload]), list: "", index: 0)
+                          let k = try? KeyRecord(validating: UnsafeRawBufferPointer(rebasing: raw[f.payload]), list: "", index: 0)
                     else { continue }
-                    batch.append(ExportScan.diagnosisKey(k))
+                    batch.append(k.diagnosisKey)
                 }
                 return walker.offset
             }
@@ -320,9 +320,9 @@ public struct EncodedKeyBatch: Sendable {
             var walker = WireWalker(UnsafeRawBufferPointer(rebasing: raw[..<range.upperBound]), offset: range.lowerBound)
             while let f = try? walker.next() {
                 guard f.number == field, f.wireType == 2,
-                      let k = try? ExportScan.validatedKey(UnsafeRawBufferPointer(rebasing: raw[f.payload]), list: "", index: 0)
+                      let k = try? KeyRecord(validating: UnsafeRawBufferPointer(rebasing: raw[f.payload]), list: "", index: 0)
                 else { continue }
-                out.append(ExportScan.diagnosisKey(k))
+                out.append(k.diagnosisKey)
             }
         }
         return out
@@ -442,8 +442,8 @@ struct ExportScan {
                     guard f.wireType == 2 else {
                         throw KeyExportError.malformedProtobuf(entry: walker.name, offset: f.range.lowerBound, reason: "\(list) entry is not length-delimited")
                     }
-                    _ = try Self.validatedKey(UnsafeRawBufferPointer(rebasing: raw[f.payload]), list: list,
-                                              index: f.number == 7 ? keys : revised, offset: f.range.lowerBound)
+                    _ = try KeyRecord(validating: UnsafeRawBufferPointer(rebasing: raw[f.payload]), list: list,
+                                      index: f.number == 7 ? keys : revised, offset: f.range.lowerBound)
                     if f.number == 7 { keys += 1 } else { revised += 1 }
                 default:
                     rest.append(contentsOf: UnsafeRawBufferPointer(rebasing: raw[f.range]))
@@ -485,5 +485,140 @@ struct ExportScan {
             transmissionRiskLevel: k.hasTransmissionRiskLevel ? k.transmissionRiskLevel : nil,
             reportType: k.hasReportType ? ReportType(rawValue: k.reportType.rawValue) : nil,
             daysSinceOnsetOfSymptoms: k.hasDaysSinceOnsetOfSymptoms ? k.daysSinceOnsetOfSymptoms : nil)
+    }
+}
+
+/// A validated diagnosis key in compact form: no allocation until it becomes a DiagnosisKey.
+///
+/// Decoding: swift-protobuf's generated TemporaryExposureKey is the reader of record. In
+/// front of it sits a decoder for the one encoding servers write (each field at most a
+/// one-byte tag of the expected wire type, key_data of 16 bytes, valid values): GaenBench
+/// keyfile measured swift-protobuf at about a microsecond and several allocations per key,
+/// most of parse+verify. Anything else (unknown or repeated-in-other-form fields, other
+/// lengths, out-of-range values) goes to swift-protobuf, which then accepts it or names the
+/// error. Tests and FuzzKeyFile check that the two agree on every input the fast one takes.
+struct KeyRecord: Equatable, Sendable {
+    /// The TEK's 16 bytes as two words loaded from memory (byte order as in the file).
+    var tek: (UInt64, UInt64)
+    var rollingStartIntervalNumber: UInt32
+    var rollingPeriod: UInt32
+    var transmissionRiskLevel: Int32?
+    var reportType: ReportType?
+    var daysSinceOnsetOfSymptoms: Int32?
+
+    init(tek: (UInt64, UInt64), rollingStartIntervalNumber: UInt32, rollingPeriod: UInt32, transmissionRiskLevel: Int32?,
+         reportType: ReportType?, daysSinceOnsetOfSymptoms: Int32?) {
+        self.tek = tek
+        self.rollingStartIntervalNumber = rollingStartIntervalNumber
+        self.rollingPeriod = rollingPeriod
+        self.transmissionRiskLevel = transmissionRiskLevel
+        self.reportType = reportType
+        self.daysSinceOnsetOfSymptoms = daysSinceOnsetOfSymptoms
+    }
+
+    static func == (a: KeyRecord, b: KeyRecord) -> Bool {
+        a.tek == b.tek && a.rollingStartIntervalNumber == b.rollingStartIntervalNumber && a.rollingPeriod == b.rollingPeriod
+            && a.transmissionRiskLevel == b.transmissionRiskLevel && a.reportType == b.reportType
+            && a.daysSinceOnsetOfSymptoms == b.daysSinceOnsetOfSymptoms
+    }
+
+    /// Decodes and checks one encoded TemporaryExposureKey, throwing what is wrong with it.
+    init(validating bytes: UnsafeRawBufferPointer, list: String, index: Int, offset: Int = 0) throws {
+        if let fast = Self.fast(bytes) {
+            self = fast
+        } else {
+            self.init(try ExportScan.validatedKey(bytes, list: list, index: index, offset: offset))
+        }
+    }
+
+    /// From swift-protobuf's message, already validated (`ExportScan.validatedKey`).
+    init(_ k: ExportProto_TemporaryExposureKey) {
+        tek = k.keyData.withUnsafeBytes { ($0.loadUnaligned(fromByteOffset: 0, as: UInt64.self), $0.loadUnaligned(fromByteOffset: 8, as: UInt64.self)) }
+        rollingStartIntervalNumber = UInt32(k.rollingStartIntervalNumber)
+        rollingPeriod = UInt32(k.rollingPeriod)
+        transmissionRiskLevel = k.hasTransmissionRiskLevel ? k.transmissionRiskLevel : nil
+        reportType = k.hasReportType ? ReportType(rawValue: k.reportType.rawValue) : nil
+        daysSinceOnsetOfSymptoms = k.hasDaysSinceOnsetOfSymptoms ? k.daysSinceOnsetOfSymptoms : nil
+    }
+
+    var diagnosisKey: DiagnosisKey {
+        DiagnosisKey(key: try! TemporaryExposureKey(bytes: withUnsafeBytes(of: tek) { Data($0) }), // always 16 bytes
+                     rollingStartIntervalNumber: ENIntervalNumber(rollingStartIntervalNumber), rollingPeriod: rollingPeriod,
+                     transmissionRiskLevel: transmissionRiskLevel, reportType: reportType, daysSinceOnsetOfSymptoms: daysSinceOnsetOfSymptoms)
+    }
+
+    /// The fast decoder: a valid key in the plain encoding, or nil (then swift-protobuf decides).
+    /// Semantics follow swift-protobuf's: the last occurrence of a field wins, varints of up to
+    /// ten bytes truncate to 32 bits, sint32 is zigzag, rolling_period defaults to 144.
+    static func fast(_ bytes: UnsafeRawBufferPointer) -> KeyRecord? {
+        guard let p = bytes.baseAddress else { return nil }
+        let end = bytes.count
+        var i = 0
+        var hasKey = false
+        var t0: UInt64 = 0, t1: UInt64 = 0
+        var start: Int32 = 0, period: Int32 = 144
+        var risk: Int32? = nil, type: ReportType? = nil, onset: Int32? = nil
+        while i < end {
+            let tag = p.load(fromByteOffset: i, as: UInt8.self)
+            i &+= 1
+            if tag == 0x0A { // 1: key_data, length-delimited, exactly 16 bytes
+                guard i &+ 17 <= end, p.load(fromByteOffset: i, as: UInt8.self) == 16 else { return nil }
+                t0 = p.loadUnaligned(fromByteOffset: i &+ 1, as: UInt64.self)
+                t1 = p.loadUnaligned(fromByteOffset: i &+ 9, as: UInt64.self)
+                hasKey = true
+                i &+= 17
+                continue
+            }
+            guard tag == 0x10 || tag == 0x18 || tag == 0x20 || tag == 0x28 || tag == 0x30 else { return nil }
+            var v: UInt64 = 0, shift: UInt64 = 0
+            while true {
+                guard i < end, shift <= 63 else { return nil }
+                let c = p.load(fromByteOffset: i, as: UInt8.self)
+                i &+= 1
+                v |= UInt64(c & 0x7f) &<< shift
+                if c & 0x80 == 0 { break }
+                shift &+= 7
+            }
+            let v32 = Int32(truncatingIfNeeded: v)
+            switch tag {
+            case 0x10: risk = v32
+            case 0x18: start = v32
+            case 0x20: period = v32
+            case 0x28:
+                guard let t = ReportType(rawValue: Int(v32)) else { return nil } // swift-protobuf keeps unknown values aside
+                type = t
+            default:
+                let z = UInt32(truncatingIfNeeded: v)
+                onset = Int32(bitPattern: (z >> 1) ^ (0 &- (z & 1)))
+            }
+        }
+        guard hasKey, period >= 1, period <= 144, start >= 0 else { return nil }
+        return KeyRecord(tek: (t0, t1), rollingStartIntervalNumber: UInt32(start), rollingPeriod: UInt32(period),
+                         transmissionRiskLevel: risk, reportType: type, daysSinceOnsetOfSymptoms: onset)
+    }
+}
+
+/// The key decoders side by side, for the fuzz target: on any bytes, the fast decoder either
+/// declines or yields exactly what swift-protobuf (with the same validation) yields.
+public enum KeyDecoderCheck {
+    /// False when the fast decoder accepted `encodedKey` with a result swift-protobuf does not give.
+    public static func agree(_ encodedKey: Data) -> Bool {
+        encodedKey.withUnsafeBytes { b in
+            guard let fast = KeyRecord.fast(b) else { return true }
+            guard let slow = try? ExportScan.validatedKey(b, list: "", index: 0) else { return false }
+            return fast == KeyRecord(slow) && fast.diagnosisKey == ExportScan.diagnosisKey(slow)
+        }
+    }
+
+    /// `agree` on every keys and revised_keys entry of a parsed file.
+    public static func agreeOnEveryKey(of file: KeyExportFile) -> Bool {
+        file.exportBin.withUnsafeBytes { raw in
+            var walker = WireWalker(raw, offset: KeyExportFile.headerBytes.count)
+            while let f = try? walker.next() {
+                guard f.number == 7 || f.number == 8, f.wireType == 2 else { continue }
+                if !agree(Data(UnsafeRawBufferPointer(rebasing: raw[f.payload]))) { return false }
+            }
+            return true
+        }
     }
 }

@@ -154,13 +154,26 @@ public final class GAENKeySchedule {
             throw CryptoError.invalidInput(operation: "RPI derivation", reason: "count \(count) must be 0...144 and fit the output")
         }
         derive(tek: tek, info: Self.rpikInfo, into: rpikScratch)
-        if paddedData.loadUnaligned(fromByteOffset: 12, as: UInt32.self) != first.rawValue.littleEndian {
+        if count > 0 { try encryptRPIs(rpik: rpikScratch, first: first.rawValue, count: count, into: output.baseAddress!) }
+    }
+
+    /// The RPIK of one TEK (16 bytes at `tek`) into `out`: OpenSSL's SHA-256, one key at a
+    /// time (the matcher's portable path; the lockstep path is CGaenCrypto's gaen_hkdf16).
+    func deriveRPIK(tek: UnsafeRawPointer, into out: UnsafeMutablePointer<UInt8>) {
+        derive(tek: UnsafeRawBufferPointer(start: tek, count: TemporaryExposureKey.length), info: Self.rpikInfo, into: out)
+    }
+
+    /// RPIs of `count` (0...144) intervals from `first` under an RPIK already derived, through
+    /// OpenSSL EVP (the matcher's portable AES path).
+    func encryptRPIs(rpik: UnsafePointer<UInt8>, first: UInt32, count: Int, into output: UnsafeMutableRawPointer) throws {
+        if paddedData.loadUnaligned(fromByteOffset: 12, as: UInt32.self) != first.littleEndian {
             for j in 0..<Int(ENIntervalNumber.perDay) {
-                paddedData.storeBytes(of: (first.rawValue &+ UInt32(j)).littleEndian, toByteOffset: j * 16 + 12, as: UInt32.self)
+                paddedData.storeBytes(of: (first &+ UInt32(j)).littleEndian, toByteOffset: j * 16 + 12, as: UInt32.self)
             }
         }
-        try aes.encrypt(key: UnsafeRawBufferPointer(start: rpikScratch, count: 16),
-                        input: UnsafeRawBufferPointer(start: paddedData, count: count * 16), output: output)
+        try aes.encrypt(key: UnsafeRawBufferPointer(start: rpik, count: 16),
+                        input: UnsafeRawBufferPointer(start: paddedData, count: count * 16),
+                        output: UnsafeMutableRawBufferPointer(start: output, count: count * 16))
     }
 
     /// RPIs of a key's whole validity (or any run of up to 144 intervals).

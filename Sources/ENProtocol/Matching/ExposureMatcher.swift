@@ -1,3 +1,4 @@
+import CGaenCrypto
 import Dispatch
 import Foundation
 
@@ -52,8 +53,9 @@ public struct MatchStatistics: Sendable, Equatable {
 }
 
 /// Matches diagnosis keys against an index of sightings. Keys come in batches (from key files
-/// read incrementally, never all in memory); each batch is split across `workers` threads,
-/// each with its own key schedule (GAENKeySchedule holds OpenSSL state and is not Sendable).
+/// read incrementally, never all in memory); each batch is cut into contiguous parts that
+/// threads take in turn, each part filtered, sorted by day and matched by one worker. Workers
+/// (key schedule, scratch buffers) are kept and reused from batch to batch.
 ///
 /// Per key: derive the RPIs of the key's validity [rs, rs + rp) restricted to the intervals
 /// that can meet a sighting (the sightings' span widened by the tolerance), look each RPI_j up
@@ -62,45 +64,72 @@ public struct MatchStatistics: Sendable, Equatable {
 public final class ExposureMatcher: Sendable {
     public let index: SightingIndex
     public let workers: Int
+    /// The AES and HKDF code used (`.fastest` unless a caller forces another path).
+    public let crypto: MatchCrypto
+    private let pool: WorkerPool
 
     /// `workers`: threads to use per batch (the caller passes the core count; 1 = this thread).
-    public init(index: SightingIndex, workers: Int) {
+    /// `crypto`: `.fastest` in production; tests and GaenBench also run `.portable` (OpenSSL)
+    /// and every path the CPU supports. A path the CPU lacks falls back to `.portable`.
+    public init(index: SightingIndex, workers: Int, crypto: MatchCrypto = .fastest) {
         self.index = index
         self.workers = max(1, workers)
+        self.crypto = crypto.isSupported ? crypto : .portable
+        pool = WorkerPool(index: index, crypto: self.crypto)
     }
 
     /// Matches one batch. Matches come back in key order within the batch.
     public func match(_ batch: [DiagnosisKey]) throws -> (matches: [Match], statistics: MatchStatistics) {
-        // One pass on this thread: drop the keys that cannot match and sort the rest by day.
-        var stats = MatchStatistics()
-        let work = MatchWorker.prepare(batch, index: index, statistics: &stats)
-        // Below a few hundred keys a thread hand-off costs more than it saves. Parts are runs
-        // of consecutive days, so each thread keeps its own days' filters in cache; there are
-        // more parts than threads, so that a thread the OS preempts (a shared machine) does
-        // not hold the others at the end of the batch.
-        let parts = workers == 1 ? 1 : min(workers * 4, max(1, work.count / 256))
+        // Below a few hundred keys a thread hand-off costs more than it saves. There are more
+        // parts than threads, so that a thread the OS preempts (a shared machine) does not hold
+        // the others at the end of the batch.
+        let parts = workers == 1 ? 1 : min(workers * 4, max(1, batch.count / 256))
         if parts == 1 {
-            var worker = try MatchWorker(index: index)
-            var matches: [Match] = []
-            try worker.process(work[...], keys: batch, into: &matches, statistics: &stats)
+            let worker = try pool.take()
+            defer { pool.give(worker) }
+            var stats = MatchStatistics()
+            let matches = try worker.run(batch, 0..<batch.count, statistics: &stats)
             return (matches, stats)
         }
         let results = PartResults(count: parts)
         DispatchQueue.concurrentPerform(iterations: parts) { part in
-            let range = (work.count * part / parts)..<(work.count * (part + 1) / parts)
+            let range = (batch.count * part / parts)..<(batch.count * (part + 1) / parts)
             do {
-                var worker = try MatchWorker(index: index)
-                var matches: [Match] = []
+                let worker = try pool.take()
+                defer { pool.give(worker) }
                 var partStats = MatchStatistics()
-                try worker.process(work[range], keys: batch, into: &matches, statistics: &partStats)
+                let matches = try worker.run(batch, range, statistics: &partStats)
                 results.store(part, matches, partStats)
             } catch {
                 results.fail(error)
             }
         }
-        let (matches, partStats) = try results.collect()
-        stats += partStats
-        return (matches, stats)
+        return try results.collect()
+    }
+}
+
+/// Idle workers, kept across batches (each holds a key schedule and its scratch memory).
+private final class WorkerPool: @unchecked Sendable {
+    private let lock = NSLock()
+    private var idle: [MatchWorker] = []
+    private let index: SightingIndex
+    private let crypto: MatchCrypto
+
+    init(index: SightingIndex, crypto: MatchCrypto) {
+        self.index = index
+        self.crypto = crypto
+    }
+
+    func take() throws -> MatchWorker {
+        lock.lock()
+        if let w = idle.popLast() { lock.unlock(); return w }
+        lock.unlock()
+        return try MatchWorker(index: index, crypto: crypto)
+    }
+
+    func give(_ w: MatchWorker) {
+        lock.lock(); defer { lock.unlock() }
+        idle.append(w)
     }
 }
 
@@ -137,38 +166,62 @@ private final class PartResults: @unchecked Sendable {
     }
 }
 
-/// The single-threaded matching loop: one key schedule and one RPI buffer, reused per key.
-struct MatchWorker {
+/// The single-threaded matching loop over one part of a batch. A class, kept by the pool:
+/// its key schedule and scratch memory are made once, not per batch.
+final class MatchWorker {
     let index: SightingIndex
+    let crypto: MatchCrypto
     let schedule: GAENKeySchedule
-    var rpis: [UInt8]
-    /// Offsets of the RPIs that passed the prefilter, per day run (at most 144).
-    var candidates: [Int32]
+    /// Scratch: the RPIs of one key (144 x 16 bytes), the offsets of those that passed the
+    /// first stage (144, plus 16 of slack the vector filter may write), the RPIKs of a group.
+    private let scratch: UnsafeMutableRawPointer
+    private var rpis: UnsafeMutableRawPointer { scratch }
+    private var candidates: UnsafeMutablePointer<Int32> { (scratch + Self.candidatesOffset).assumingMemoryBound(to: Int32.self) }
+    private var rpiks: UnsafeMutablePointer<UInt8> { (scratch + Self.rpiksOffset).assumingMemoryBound(to: UInt8.self) }
+    /// Keys whose RPIKs are derived in one call (lockstep HKDF runs 2 or 4 of them at once).
+    static let group = 16
+    private static let candidatesOffset = 16 * Int(ENIntervalNumber.perDay)
+    private static let rpiksOffset = candidatesOffset + 4 * (Int(ENIntervalNumber.perDay) + 16)
+    private static let scratchSize = rpiksOffset + 16 * group
+    /// The current part's keys, reused from part to part.
+    private var work: [CompactKey] = []
 
-    init(index: SightingIndex) throws {
-        candidates = [Int32](repeating: 0, count: Int(ENIntervalNumber.perDay))
+    init(index: SightingIndex, crypto: MatchCrypto) throws {
         self.index = index
+        self.crypto = crypto
         schedule = try GAENKeySchedule()
-        rpis = [UInt8](repeating: 0, count: Int(ENIntervalNumber.perDay) * 16)
+        scratch = UnsafeMutableRawPointer.allocate(byteCount: Self.scratchSize, alignment: 64)
+        scratch.initializeMemory(as: UInt8.self, repeating: 0, count: Self.scratchSize)
+    }
+
+    deinit { scratch.deallocate() }
+
+    /// Matches keys[range]; the matches come back in key order.
+    func run(_ keys: [DiagnosisKey], _ range: Range<Int>, statistics stats: inout MatchStatistics) throws -> [Match] {
+        prepare(keys, range, statistics: &stats)
+        var found: [(position: UInt32, match: Match)] = []
+        try process(keys, statistics: &stats, into: &found)
+        if found.count > 1 { found.sort { $0.position < $1.position } } // stable: intervals stay in order per key
+        return found.map(\.match)
     }
 
     /// The keys that can match, as compact records in day order; counts the others.
     ///
-    /// One pass in file order copies each key's TEK words, first interval and count (the
+    /// One pass in key order copies each key's TEK words, first interval and count (the
     /// validity clipped to the sightings' span widened by the tolerance); the records are then
     /// sorted by day, so that consecutive keys probe the same day partition while it is in
-    /// cache. Sorting records touches no key object (each TEK's Data is a separate heap block,
-    /// and reading them out of order costs a cache miss each).
-    static func prepare(_ keys: [DiagnosisKey], index: SightingIndex, statistics stats: inout MatchStatistics) -> [CompactKey] {
-        stats.keys += keys.count
+    /// cache, and a day's partition is entered once per run of its keys.
+    func prepare(_ keys: [DiagnosisKey], _ range: Range<Int>, statistics stats: inout MatchStatistics) {
+        work.removeAll(keepingCapacity: true)
+        stats.keys += range.count
         guard let span = index.intervalSpan else {
-            stats.keysSkipped += keys.count
-            return []
+            stats.keysSkipped += range.count
+            return
         }
         let spanLow = Int(span.lowerBound) - index.tolerance, spanHigh = Int(span.upperBound) + index.tolerance
-        var work = [CompactKey]()
-        work.reserveCapacity(keys.count)
-        for (n, key) in keys.enumerated() {
+        work.reserveCapacity(range.count)
+        for n in range {
+            let key = keys[n]
             let period = Int(key.rollingPeriod)
             guard (1...Int(ENIntervalNumber.perDay)).contains(period), key.key.bytes.count == 16 else {
                 stats.keysInvalid += 1
@@ -185,28 +238,120 @@ struct MatchWorker {
             }
             work.append(CompactKey(tek: words, first: UInt32(first), count: UInt16(last - first + 1), position: UInt32(n)))
         }
-        return dayOrder(work)
+        work = Self.dayOrder(work)
     }
 
-    /// Derives and looks up the RPIs of `work` (records of `keys`), appending the matches.
-    mutating func process(_ work: ArraySlice<CompactKey>, keys: [DiagnosisKey], into matches: inout [Match],
-                          statistics stats: inout MatchStatistics) throws {
-        for var item in work {
-            let count = Int(item.count)
-            try withUnsafeBytes(of: &item.tek) { tek in
-                try rpis.withUnsafeMutableBytes { out in
-                    try schedule.deriveRPIs(tek: tek, first: ENIntervalNumber(item.first), count: count, into: out)
+    /// Derives and looks up the RPIs of the prepared keys, appending the matches.
+    private func process(_ keys: [DiagnosisKey], statistics stats: inout MatchStatistics,
+                         into found: inout [(position: UInt32, match: Match)]) throws {
+        let perDay = Int(ENIntervalNumber.perDay)
+        let aes = crypto.aes.rawValue
+        let fused = crypto.aes != .evp
+        let rpis = self.rpis, candidates = self.candidates, rpiks = self.rpiks
+        var currentDay = Int.min
+        var partition: SightingIndex.Partition? = nil
+        var lookup: PartitionLookup? = nil
+        try work.withUnsafeBufferPointer { w in
+            var i = 0
+            while i < w.count {
+                let g = min(Self.group, w.count - i)
+                deriveRPIKs(w.baseAddress.unsafelyUnwrapped + i, count: g, into: rpiks)
+                for k in 0..<g {
+                    let item = w[i &+ k]
+                    let first = Int(item.first), count = Int(item.count)
+                    let rpik = rpiks + 16 &* k
+                    let day = first / perDay
+                    if day != currentDay {
+                        // Once per run of same-day keys (the records are in day order).
+                        currentDay = day
+                        partition = index.partition(forInterval: UInt32(first))
+                        lookup = partition?.lookup
+                    }
+                    let before = found.count
+                    if (first + count - 1) / perDay == day {
+                        // The usual case: the whole run of RPIs meets one day's partition.
+                        guard let p = partition, let l = lookup else { continue } // nothing sighted near that day
+                        stats.rpisDerived += count
+                        let n: Int
+                        if fused {
+                            n = gaen_derive_rpis(aes, rpik, UInt32(first), count, rpis.assumingMemoryBound(to: UInt8.self),
+                                                 p.l1Bitmap.base, p.l1Mask, candidates)
+                        } else {
+                            try schedule.encryptRPIs(rpik: rpik, first: UInt32(first), count: count, into: rpis)
+                            n = gaen_first_stage(rpis.assumingMemoryBound(to: UInt8.self), count, p.l1Bitmap.base, p.l1Mask, candidates)
+                        }
+                        try secondStage(l, candidates: n, offset: 0, first: first, position: item.position, keys: keys, into: &found)
+                    } else {
+                        // A validity that crosses midnight: derive all, then filter each day's part.
+                        stats.rpisDerived += count
+                        if fused {
+                            _ = gaen_derive_rpis(aes, rpik, UInt32(first), count, rpis.assumingMemoryBound(to: UInt8.self), nil, 0, candidates)
+                        } else {
+                            try schedule.encryptRPIs(rpik: rpik, first: UInt32(first), count: count, into: rpis)
+                        }
+                        var j = first
+                        while j < first + count {
+                            let dayEnd = min(first + count, (j / perDay + 1) * perDay)
+                            if let p = index.partition(forInterval: UInt32(j)) {
+                                let n = gaen_first_stage(rpis.assumingMemoryBound(to: UInt8.self) + (j - first) * 16, dayEnd - j,
+                                                         p.l1Bitmap.base, p.l1Mask, candidates)
+                                try secondStage(p.lookup, candidates: n, offset: j - first, first: first, position: item.position,
+                                                keys: keys, into: &found)
+                            }
+                            j = dayEnd
+                        }
+                    }
+                    if found.count > before {
+                        stats.keysMatched += 1
+                        stats.matches += found.count - before
+                        for m in found[before...] where !m.match.txPowerPlausible { stats.implausibleTxPower += 1 }
+                    }
                 }
+                i += g
             }
-            stats.rpisDerived += count
-            let before = matches.count
-            try lookUp(first: Int(item.first), count: count, key: { keys[Int(item.position)] }, into: &matches)
-            let found = matches.count - before
-            if found > 0 {
-                stats.keysMatched += 1
-                stats.matches += found
-                for m in matches[before...] where !m.txPowerPlausible { stats.implausibleTxPower += 1 }
+        }
+    }
+
+    /// The RPIKs of `count` records (at most `group`) into `out` (16 bytes each).
+    @inline(__always)
+    private func deriveRPIKs(_ records: UnsafePointer<CompactKey>, count: Int, into out: UnsafeMutablePointer<UInt8>) {
+        let tek = UnsafeRawPointer(records) // the TEK is the record's first field
+        if crypto.hkdfLanes > 0 {
+            _ = GAENKeySchedule.rpikInfo.withUnsafeBufferPointer { info in
+                gaen_hkdf16(UInt32(crypto.hkdfLanes), tek.assumingMemoryBound(to: UInt8.self), MemoryLayout<CompactKey>.stride, count,
+                            info.baseAddress, info.count, out)
             }
+        } else {
+            for k in 0..<count { schedule.deriveRPIK(tek: tek + k * MemoryLayout<CompactKey>.stride, into: out + 16 * k) }
+        }
+    }
+
+    /// Second stage for the `n` candidates of the first (offsets from `offset` in `rpis`): the
+    /// Bloom filter, then the table; a hit decrypts the AEM of every sighting of that RPI
+    /// within the tolerance.
+    @inline(__always)
+    private func secondStage(_ lookup: PartitionLookup, candidates n: Int, offset: Int, first: Int, position: UInt32,
+                             keys: [DiagnosisKey], into found: inout [(position: UInt32, match: Match)]) throws {
+        let candidates = self.candidates, rpis = self.rpis
+        for c in 0..<n {
+            let k = offset &+ Int(candidates[c])
+            let low = rpis.loadUnaligned(fromByteOffset: k &* 16, as: UInt64.self).littleEndian
+            let high = rpis.loadUnaligned(fromByteOffset: k &* 16 &+ 8, as: UInt64.self).littleEndian
+            guard lookup.prefilterBit(low: low, high: high) != 0 else { continue }
+            let r = lookup.find(low: low, high: high)
+            if r >= 0 { try record(hit: r, interval: first + k, key: keys[Int(position)], position: position, into: &found) }
+        }
+    }
+
+    /// Rare path: the sightings of distinct RPI `r` within the tolerance of interval `j`.
+    @inline(never)
+    private func record(hit r: Int, interval j: Int, key: DiagnosisKey, position: UInt32,
+                        into found: inout [(position: UInt32, match: Match)]) throws {
+        let aemk = schedule.associatedEncryptedMetadataKey(for: key.key)
+        for s in index.run(r) where abs(Int(index.sightingIntervals[s]) - j) <= index.tolerance {
+            let sighting = index.sightings[s]
+            let metadata = try GAENKeySchedule.decryptMetadata(sighting.aem, rpi: sighting.rpi, aemk: aemk)
+            found.append((position, Match(sighting: sighting, key: key, interval: ENIntervalNumber(UInt32(j)), metadata: metadata)))
         }
     }
 
@@ -228,66 +373,12 @@ struct MatchWorker {
         return out
     }
 
-    /// A key reduced to what the derive-and-look-up loop needs.
+    /// A key reduced to what the derive-and-look-up loop needs. The TEK comes first: the
+    /// lockstep HKDF reads it from the records with their stride.
     struct CompactKey {
         var tek: (UInt64, UInt64)
         var first: UInt32
         var count: UInt16
         var position: UInt32
-    }
-
-    /// Looks up the `count` RPIs in `rpis` (intervals from `first`) and appends the matches.
-    private mutating func lookUp(first: Int, count: Int, key keyAt: () -> DiagnosisKey, into matches: inout [Match]) throws {
-        var hits: [(rpi: Int, interval: Int)] = []
-        rpis.withUnsafeBytes { buffer in
-            let perDay = Int(ENIntervalNumber.perDay)
-            var j = first
-            while j < first + count {
-                // One partition per UTC day of the key's intervals (usually exactly one).
-                let dayEnd = min(first + count, (j / perDay + 1) * perDay)
-                if let p = index.partition(forInterval: UInt32(j)) {
-                    index.withLookup(p) { lookup in
-                        // Pass 1, branch-free: offsets of the RPIs the prefilter lets through.
-                        let base = j
-                        var n = 0
-                        candidates.withUnsafeMutableBufferPointer { cand in
-                            // Wrapping arithmetic on a raw cursor: the bounds are the loop's
-                            // (at most 144 RPIs of 16 bytes), and overflow checks cost here.
-                            let c = cand.baseAddress.unsafelyUnwrapped
-                            var cursor = buffer.baseAddress.unsafelyUnwrapped + ((base &- first) &* 16 &+ 8)
-                            for k in 0..<Int32(truncatingIfNeeded: dayEnd &- base) {
-                                let high = cursor.loadUnaligned(as: UInt64.self).littleEndian
-                                c[n] = k
-                                n &+= lookup.firstStageBit(high: high)
-                                cursor += 16
-                            }
-                        }
-                        // Pass 2: the Bloom filter, then the table, for those few.
-                        for i in 0..<n {
-                            let jj = base + Int(candidates[i])
-                            let o = (jj - first) * 16
-                            let low = buffer.loadUnaligned(fromByteOffset: o, as: UInt64.self).littleEndian
-                            let high = buffer.loadUnaligned(fromByteOffset: o + 8, as: UInt64.self).littleEndian
-                            guard lookup.prefilterBit(low: low, high: high) != 0 else { continue }
-                            let r = lookup.find(low: low, high: high)
-                            if r >= 0 { hits.append((r, jj)) }
-                        }
-                        j = dayEnd
-                    }
-                }
-                j = dayEnd
-            }
-        }
-        guard !hits.isEmpty else { return }
-        // Rare path: derive the AEMK only for keys that matched.
-        let key = keyAt()
-        let aemk = schedule.associatedEncryptedMetadataKey(for: key.key)
-        for (r, j) in hits {
-            for s in index.run(r) where abs(Int(index.sightingIntervals[s]) - j) <= index.tolerance {
-                let sighting = index.sightings[s]
-                let metadata = try GAENKeySchedule.decryptMetadata(sighting.aem, rpi: sighting.rpi, aemk: aemk)
-                matches.append(Match(sighting: sighting, key: key, interval: ENIntervalNumber(UInt32(j)), metadata: metadata))
-            }
-        }
     }
 }

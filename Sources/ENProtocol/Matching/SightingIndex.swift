@@ -24,7 +24,7 @@ public final class SightingIndex: Sendable {
     let sightingIntervals: [UInt32]
     /// Distinct RPIs (both words) and the start of each one's run in `sightings` (count + 1 entries).
     let rpiLow: [UInt64]
-    let rpiHigh: [UInt64]
+    let rpiHigh: RawWords<UInt64>
     let runStart: [Int32]
     /// Day partitions, indexed by (UTC day - firstDay); nil where no sighting is near that day.
     let partitions: [Partition?]
@@ -32,36 +32,48 @@ public final class SightingIndex: Sendable {
     /// Intervals spanned by the sightings (nil when there are none).
     public let intervalSpan: ClosedRange<UInt32>?
 
-    /// A class so that handing a partition to the look-up loop is one reference, not a copy
-    /// of four arrays.
+    /// A day's look-up structures in raw storage owned by the partition: the matcher takes a
+    /// `PartitionLookup` of raw pointers once per run of same-day keys, and its ~144 probes
+    /// per key then cost no bounds, exclusivity or reference-counting checks.
     final class Partition: Sendable {
         /// First stage: one probe, `l1BitsPerRPI` bits per RPI, small enough for L1.
-        let l1Bitmap: [UInt64]
+        let l1Bitmap: RawWords<UInt64>
         let l1Mask: UInt64
         /// Second stage: the two-probe Bloom filter.
-        let bitmap: [UInt64]
+        let bitmap: RawWords<UInt64>
         let bitMask: UInt64
         /// Open addressing on the RPI's first word (0 = empty slot), with the distinct-RPI
         /// index beside it: a probe compares words without touching the global RPI arrays.
-        let tableLow: [UInt64]
-        let tableIndex: [UInt32]
+        let tableLow: RawWords<UInt64>
+        let tableIndex: RawWords<UInt32>
         let slotMask: UInt64
         /// RPIs whose first word is 0 (cannot sit in the table, whose empty mark is 0).
-        let zeroLow: [UInt32]
+        let zeroLow: RawWords<UInt32>
         let seed: UInt64
+        /// The index's second RPI words (shared by every partition; kept alive by each).
+        let rpiHigh: RawWords<UInt64>
 
         init(l1Bitmap: [UInt64], l1Mask: UInt64, bitmap: [UInt64], bitMask: UInt64, tableLow: [UInt64], tableIndex: [UInt32],
-             slotMask: UInt64, zeroLow: [UInt32], seed: UInt64) {
-            self.l1Bitmap = l1Bitmap; self.l1Mask = l1Mask
-            self.bitmap = bitmap; self.bitMask = bitMask; self.tableLow = tableLow
-            self.tableIndex = tableIndex; self.slotMask = slotMask; self.zeroLow = zeroLow; self.seed = seed
+             slotMask: UInt64, zeroLow: [UInt32], seed: UInt64, rpiHigh: RawWords<UInt64>) {
+            self.l1Bitmap = RawWords(l1Bitmap); self.l1Mask = l1Mask
+            self.bitmap = RawWords(bitmap); self.bitMask = bitMask; self.tableLow = RawWords(tableLow)
+            self.tableIndex = RawWords(tableIndex); self.slotMask = slotMask; self.zeroLow = RawWords(zeroLow); self.seed = seed
+            self.rpiHigh = rpiHigh
+        }
+
+        /// Raw view for a burst of look-ups; valid while this partition is alive.
+        var lookup: PartitionLookup {
+            PartitionLookup(l1Bitmap: l1Bitmap.base, l1Mask: l1Mask, bitmap: bitmap.base, bitMask: bitMask,
+                            tableLow: tableLow.base, tableIndex: tableIndex.base, slotMask: slotMask,
+                            zeroLow: zeroLow.base, zeroCount: zeroLow.count, seed: seed, rpiHigh: rpiHigh.base)
         }
 
         /// The longest run of occupied slots (tests: crafted RPIs must not form one chain).
         var longestProbeRun: Int {
+            let slots = Array(tableLow.buffer)
             var longest = 0, run = 0
-            for w in tableLow + tableLow { run = w == 0 ? 0 : run + 1; longest = max(longest, run) }
-            return min(longest, tableLow.count)
+            for w in slots + slots { run = w == 0 ? 0 : run + 1; longest = max(longest, run) }
+            return min(longest, slots.count)
         }
     }
 
@@ -88,7 +100,7 @@ public final class SightingIndex: Sendable {
             low.append(s.rpiLow); high.append(s.rpiHigh); starts.append(Int32(i))
         }
         starts.append(Int32(sorted.count))
-        rpiLow = low; rpiHigh = high; runStart = starts
+        rpiLow = low; rpiHigh = RawWords(high); runStart = starts
 
         guard let minI = sightingIntervals.min(), let maxI = sightingIntervals.max() else {
             intervalSpan = nil; partitions = []; firstDay = 0
@@ -110,7 +122,8 @@ public final class SightingIndex: Sendable {
                 members[d - first].append(UInt32(r))
             }
         }
-        partitions = members.map { m in m.isEmpty ? nil : Self.buildPartition(m, low, high, seed: tableSeed) }
+        let rpiHigh = self.rpiHigh
+        partitions = members.map { m in m.isEmpty ? nil : Self.buildPartition(m, low, high, seed: tableSeed, rpiHigh: rpiHigh) }
     }
 
     /// A seed from the system's CSPRNG.
@@ -134,7 +147,7 @@ public final class SightingIndex: Sendable {
         mix(low ^ mix(high ^ seed)) & mask
     }
 
-    static func buildPartition(_ members: [UInt32], _ low: [UInt64], _ high: [UInt64], seed: UInt64) -> Partition {
+    static func buildPartition(_ members: [UInt32], _ low: [UInt64], _ high: [UInt64], seed: UInt64, rpiHigh: RawWords<UInt64>) -> Partition {
         let bits = max(1024, (members.count * bitsPerRPI).nextPowerOfTwo)
         var bitmap = [UInt64](repeating: 0, count: bits / 64)
         let l1Bits = max(1024, (members.count * l1BitsPerRPI).nextPowerOfTwo)
@@ -157,7 +170,7 @@ public final class SightingIndex: Sendable {
             tableIndex[Int(slot)] = r
         }
         return Partition(l1Bitmap: l1Bitmap, l1Mask: l1Mask, bitmap: bitmap, bitMask: bitMask, tableLow: tableLow, tableIndex: tableIndex,
-                         slotMask: slotMask, zeroLow: zeroLow, seed: seed)
+                         slotMask: slotMask, zeroLow: zeroLow, seed: seed, rpiHigh: rpiHigh)
     }
 
     public var distinctRPICount: Int { rpiLow.count }
@@ -178,51 +191,39 @@ public final class SightingIndex: Sendable {
         return partitions[d]
     }
 
-    /// Runs `body` with a raw view of partition `p` for a burst of look-ups (no bounds checks
-    /// or reference counting per probe: the hot loop does ~144 of them per key).
-    @inline(__always)
-    func withLookup<R>(_ p: Partition, _ body: (PartitionLookup) throws -> R) rethrows -> R {
-        try p.l1Bitmap.withUnsafeBufferPointer { l1 in try p.bitmap.withUnsafeBufferPointer { bitmap in
-            try p.tableLow.withUnsafeBufferPointer { tableLow in
-                try p.tableIndex.withUnsafeBufferPointer { tableIndex in
-                    try rpiHigh.withUnsafeBufferPointer { high in
-                        try body(PartitionLookup(l1Bitmap: l1, l1Mask: p.l1Mask, bitmap: bitmap, bitMask: p.bitMask,
-                                                 tableLow: tableLow, tableIndex: tableIndex,
-                                                 slotMask: p.slotMask, zeroLow: p.zeroLow, seed: p.seed, rpiHigh: high))
-                    }
-                }
-            }
-        } }
-    }
-
     /// Distinct-RPI index of (low, high) in `p`, or -1.
     func lookup(low: UInt64, high: UInt64, in p: Partition) -> Int {
-        withLookup(p) { $0.mayContain(low: low, high: high) ? $0.find(low: low, high: high) : -1 }
+        withExtendedLifetime(p) {
+            let l = p.lookup
+            return l.mayContain(low: low, high: high) ? l.find(low: low, high: high) : -1
+        }
     }
 
     /// Range in `sightings` of the distinct RPI `r`.
     func run(_ r: Int) -> Range<Int> { Int(runStart[r])..<Int(runStart[r + 1]) }
 }
 
-/// A partition's arrays as raw buffers, valid inside `SightingIndex.withLookup` only. Masks
-/// keep every index inside its buffer, so unchecked access is safe.
+/// A partition's storage as raw pointers, valid while the partition is alive (the matcher
+/// holds it for the run of keys it serves). Masks keep every index inside its buffer, so
+/// unchecked access is safe.
 struct PartitionLookup {
-    let l1Bitmap: UnsafeBufferPointer<UInt64>
+    let l1Bitmap: UnsafeMutablePointer<UInt64>
     let l1Mask: UInt64
-    let bitmap: UnsafeBufferPointer<UInt64>
+    let bitmap: UnsafeMutablePointer<UInt64>
     let bitMask: UInt64
-    let tableLow: UnsafeBufferPointer<UInt64>
-    let tableIndex: UnsafeBufferPointer<UInt32>
+    let tableLow: UnsafeMutablePointer<UInt64>
+    let tableIndex: UnsafeMutablePointer<UInt32>
     let slotMask: UInt64
-    let zeroLow: [UInt32]
+    let zeroLow: UnsafeMutablePointer<UInt32>
+    let zeroCount: Int
     let seed: UInt64
-    let rpiHigh: UnsafeBufferPointer<UInt64>
+    let rpiHigh: UnsafeMutablePointer<UInt64>
 
     /// 1 when both prefilter bits of the RPI are set, else 0 (branch-free, so a loop can collect
     /// candidates without mispredicting on the few that pass).
     @inline(__always)
     func prefilterBit(low: UInt64, high: UInt64) -> Int {
-        let words = bitmap.baseAddress.unsafelyUnwrapped
+        let words = bitmap
         let a = (low >> 40) & bitMask, b = high & bitMask
         return Int(truncatingIfNeeded: (words[Int(a >> 6)] >> (a & 63)) & (words[Int(b >> 6)] >> (b & 63)) & 1)
     }
@@ -231,7 +232,7 @@ struct PartitionLookup {
     @inline(__always)
     func firstStageBit(high: UInt64) -> Int {
         let a = (high >> 32) & l1Mask
-        return Int(truncatingIfNeeded: (l1Bitmap.baseAddress.unsafelyUnwrapped[Int(a >> 6)] >> (a & 63)) & 1)
+        return Int(truncatingIfNeeded: (l1Bitmap[Int(a >> 6)] >> (a & 63)) & 1)
     }
 
     @inline(__always)
@@ -241,15 +242,15 @@ struct PartitionLookup {
     @inline(__always)
     func find(low: UInt64, high: UInt64) -> Int {
         if low == 0 {
-            for r in zeroLow where rpiHigh[Int(r)] == high { return Int(r) }
+            for i in 0..<zeroCount where rpiHigh[Int(zeroLow[i])] == high { return Int(zeroLow[i]) }
             return -1
         }
         var slot = SightingIndex.homeSlot(low: low, high: high, seed: seed, mask: slotMask)
         while true {
-            let w = tableLow.baseAddress.unsafelyUnwrapped[Int(slot)]
+            let w = tableLow[Int(slot)]
             if w == 0 { return -1 }
             if w == low {
-                let r = Int(tableIndex.baseAddress.unsafelyUnwrapped[Int(slot)])
+                let r = Int(tableIndex[Int(slot)])
                 if rpiHigh[r] == high { return r }
             }
             slot = (slot + 1) & slotMask
@@ -261,5 +262,29 @@ extension Int {
     var nextPowerOfTwo: Int {
         guard self > 1 else { return 1 }
         return 1 << (Int.bitWidth - (self - 1).leadingZeroBitCount)
+    }
+}
+
+/// An immutable array in memory this object owns (allocated once, freed in deinit): raw
+/// pointers into it stay valid while the object lives, with none of an Array's per-access
+/// checks. Written only in init, so sharing it across threads is safe.
+final class RawWords<T: BitwiseCopyable>: @unchecked Sendable {
+    let base: UnsafeMutablePointer<T>
+    let count: Int
+
+    init(_ values: [T]) {
+        count = values.count
+        base = .allocate(capacity: Swift.max(1, values.count))
+        _ = UnsafeMutableBufferPointer(start: base, count: values.count).initialize(from: values)
+    }
+
+    deinit { base.deallocate() }
+
+    var buffer: UnsafeBufferPointer<T> { UnsafeBufferPointer(start: base, count: count) }
+
+    /// Checked access (tests, set-up); the hot loop reads `base` directly.
+    subscript(i: Int) -> T {
+        precondition(i >= 0 && i < count, "index \(i) outside 0..<\(count)")
+        return base[i]
     }
 }

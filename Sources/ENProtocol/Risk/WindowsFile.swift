@@ -10,6 +10,12 @@ public struct WindowsFileEntry: Sendable, Equatable {
         public var typicalAttenuationDb: Double
         public var minAttenuationDb: Double
         public var secondsSinceLastScan: Double
+
+        public init(typicalAttenuationDb: Double, minAttenuationDb: Double, secondsSinceLastScan: Double) {
+            self.typicalAttenuationDb = typicalAttenuationDb
+            self.minAttenuationDb = minAttenuationDb
+            self.secondsSinceLastScan = secondsSinceLastScan
+        }
     }
 
     public var index: Int
@@ -19,6 +25,17 @@ public struct WindowsFileEntry: Sendable, Equatable {
     public var calibrationConfidence: Int
     public var transmissionRiskLevel: Int?
     public var scanInstances: [Scan]
+
+    public init(index: Int, dateMillisSinceEpoch: Int64, reportType: Int, infectiousness: Int, calibrationConfidence: Int,
+                transmissionRiskLevel: Int?, scanInstances: [Scan]) {
+        self.index = index
+        self.dateMillisSinceEpoch = dateMillisSinceEpoch
+        self.reportType = reportType
+        self.infectiousness = infectiousness
+        self.calibrationConfidence = calibrationConfidence
+        self.transmissionRiskLevel = transmissionRiskLevel
+        self.scanInstances = scanInstances
+    }
 
     public var day: UTCDay { UTCDay(Int32(dateMillisSinceEpoch / 86_400_000)) }
 

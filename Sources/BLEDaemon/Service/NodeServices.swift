@@ -1,0 +1,114 @@
+import DBusCore
+import Foundation
+import Logging
+import ServiceLifecycle
+
+/// gaend's long-running parts as services (swift-service-lifecycle): a `ServiceGroup` starts
+/// them in the order of `NodeServices.all` and, on SIGTERM or SIGINT, stops them in reverse:
+/// the bus first (no new calls), then transfers on callers' descriptors, matching, the radio
+/// (the scan in progress recorded, advertising off) and the store last (flushed, closed).
+/// docs/architecture.md draws the same picture.
+public enum NodeServices {
+    /// The services in start order.
+    public static func all(node: GaenNode, bus: NodeBus, connection: BusConnection, notifier: SystemdNotifier, logger: Logger) -> [any Service] {
+        [StoreService(node: node), RadioService(node: node), ExposureService(node: node),
+         ResearchService(transfers: bus.transfers),
+         BusEdgeService(bus: bus, node: node, connection: connection, notifier: notifier, logger: logger),
+         WatchdogService(node: node, notifier: notifier, logger: logger)]
+    }
+}
+
+/// The encrypted store. Opened with the node (a wrong key stops gaend before anything runs);
+/// flushed and closed last.
+public struct StoreService: Service {
+    let node: GaenNode
+    public func run() async throws {
+        try? await gracefulShutdown()
+        await node.closeStore()
+    }
+}
+
+/// The controller, the radio and the schedule: the controller session in the background (a
+/// missing controller is a status, retried), rotations and scans as the schedule says.
+public struct RadioService: Service {
+    let node: GaenNode
+    public func run() async throws {
+        await node.start()
+        try? await gracefulShutdown()
+        await node.stopRadio()
+    }
+}
+
+/// Matching of provided key files: each run on a thread of its own using every core, beside
+/// the radio's path; at shutdown the run in progress is cancelled and awaited.
+public struct ExposureService: Service {
+    let node: GaenNode
+    public func run() async throws {
+        try? await gracefulShutdown()
+        await node.stopMatching()
+    }
+}
+
+/// Research exports and key-file reads on callers' descriptors (each on a thread of its own,
+/// non-blocking, with a deadline): at shutdown those in flight are ended and awaited.
+public struct ResearchService: Service {
+    let transfers: CallerTransfers
+    public func run() async throws {
+        try? await gracefulShutdown()
+        await transfers.cancelAllAndWait()
+    }
+}
+
+/// The D-Bus edge: serves gaend's interfaces until shutdown, then stops first.
+public struct BusEdgeService: Service {
+    let bus: NodeBus
+    let node: GaenNode
+    let connection: BusConnection
+    let notifier: SystemdNotifier
+    let logger: Logger
+
+    public func run() async throws {
+        try bus.export()
+        await node.setObserver(bus)
+        let serving = Task { await bus.service.run() }
+        try? notifier.ready(status: "serving on D-Bus")
+        try? await gracefulShutdown()
+        logger.info("stopping")
+        try? notifier.stopping()
+        bus.service.unexport(path: GaendBus.objectPath)
+        connection.close()
+        serving.cancel()
+        await serving.value
+    }
+}
+
+/// Feeds the systemd watchdog while the radio path is live (GaenNode.liveness: the node
+/// answers, and its schedule runs and acts), never behind long work: matching, exports and
+/// caller I/O run beside the node. A node that is not live stops being fed, and systemd
+/// restarts gaend.
+public struct WatchdogService: Service {
+    let node: GaenNode
+    let notifier: SystemdNotifier
+    let logger: Logger
+
+    public func run() async throws {
+        guard let interval = notifier.watchdogInterval else {
+            try? await gracefulShutdown()
+            return
+        }
+        await cancelWhenGracefulShutdown {
+            var reported = false
+            while !Task.isCancelled {
+                let (live, reason) = await node.liveness()
+                if live {
+                    try? notifier.watchdog()
+                    reported = false
+                } else if !reported {
+                    logger.critical("the radio path is not live; no longer feeding the watchdog", metadata: ["reason": "\(reason)"])
+                    reported = true
+                }
+                try? await Task.sleep(for: interval)
+            }
+        }
+    }
+}
