@@ -147,6 +147,34 @@ struct RadioOwnerTests {
     }
 }
 
+extension RadioOwnerTests {
+    @Test("continuous scanning: a record boundary that coincides with a rotation keeps scanning on, and the rotation pauses it as any other")
+    func boundaryWithRotation() async throws {
+        let clock = ManualClock(wall: 1_795_000_000)
+        let (owner, connector, _) = try await start(clock)
+        let c = connector.current
+        let tek = try TemporaryExposureKey(hex: "75c734c6dd1a782de7a965da5eb93125")
+        let effects = RadioScheduleEffects(radio: owner, beacon: { slot, _ in
+            var random = SeededRandom(seed: UInt64(slot.interval.rawValue))
+            return try? GAENBeaconFactory().beacon(tek: tek, interval: slot.interval, metadata: .v1_0(txPower: -20), random: &random)
+        })
+        func reading() -> ClockReading { clock.reading(synchronized: true) }
+        let first = ScanWindow(startWall: clock.wallTime(), startMonotonic: clock.monotonicTime().seconds, duration: 4)
+        await effects.perform([.rotate(AdvertisingSlot(wall: clock.wallTime())), .startScan(first)], at: reading())
+        clock.advance(by: 4)
+        let next = ScanWindow(startWall: clock.wallTime(), startMonotonic: clock.monotonicTime().seconds, duration: 4)
+        let before = c.sent.count
+        // What NodeSchedule.advance returns when a scan's end and a rotation fall due together.
+        await effects.perform([.finishScan(first.completed(atMonotonic: clock.monotonicTime().seconds)),
+                               .rotate(AdvertisingSlot(wall: clock.wallTime() + 600)), .startScan(next)], at: reading())
+        let sent = Array(c.sent[before...]).compactMap { try? HCICommandPacket($0).opcode }
+        #expect(sent == Self.rotationWhileScanning)
+        let status = await owner.snapshot
+        #expect(status.scanningOnAir && status.advertisingOnAir && status.rotations == 2 && status.scansCompleted == 1)
+        await owner.stop()
+    }
+}
+
 /// Polls `condition` (the owner works on its own tasks) for up to 30 s.
 func waitUntil(_ condition: @Sendable () async throws -> Bool) async throws {
     let deadline = ContinuousClock.now + .seconds(30)

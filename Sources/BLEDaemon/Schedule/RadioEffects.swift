@@ -33,18 +33,19 @@ public struct RadioScheduleEffects: ScheduleEffects {
     }
 
     public func perform(_ actions: [ScheduleAction], at reading: ClockReading) async {
-        var i = actions.startIndex
-        while i < actions.endIndex {
-            // A scan that ends as the next one starts (continuous mode): one record ends and
-            // the next begins without turning scanning off and on.
-            if case .finishScan(let done) = actions[i], i + 1 < actions.endIndex, case .startScan(let next) = actions[i + 1],
-               roles.contains(.scanning) {
+        var consumed = Set<Int>()
+        for (i, action) in actions.enumerated() where !consumed.contains(i) {
+            // A scan that ends as the next one starts (continuous mode, possibly with a rotation
+            // due at the same moment in between): one record ends and the next begins without
+            // turning scanning off and on, so the rotation pauses scanning as any other does.
+            if case .finishScan(let done) = action, roles.contains(.scanning),
+               let j = actions.indices.first(where: { $0 > i && actions[$0].isScanStart }),
+               case .startScan(let next) = actions[j] {
+                consumed.insert(j)
                 if let record = await radio.finishScan(done, continuingWith: next) { await scanned(record) }
-                i += 2
                 continue
             }
-            await perform(actions[i], at: reading)
-            i += 1
+            await perform(action, at: reading)
         }
     }
 
@@ -64,5 +65,12 @@ public struct RadioScheduleEffects: ScheduleEffects {
             // nil: scanning never reached the air (no controller), nothing was observed.
             if let record = await radio.finishScan(done) { await scanned(record) }
         }
+    }
+}
+
+extension ScheduleAction {
+    var isScanStart: Bool {
+        if case .startScan = self { return true }
+        return false
     }
 }
