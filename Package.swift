@@ -48,8 +48,11 @@ let package = Package(
         ),
         // D-Bus binding shared by the daemon and the client: values, marshalling, connection, interface tables.
         .target(name: "DBusCore", dependencies: ["CDBus"]),
+        // gaend's D-Bus API: names, interface tables, typed values and requests with one
+        // encoder and decoder each, shared by the daemon and the client (the API edge).
+        .target(name: "GaendAPI", dependencies: ["DBusCore"]),
         // Client library of gaend's D-Bus API, used by gaenctl and the tests.
-        .target(name: "GaenClient", dependencies: ["DBusCore"]),
+        .target(name: "GaenClient", dependencies: ["DBusCore", "GaendAPI"]),
         // The few Linux calls Swift cannot make comfortably (HCI user channel, ioctls, termios).
         .target(name: "HCIShim", path: "Sources/HCIShim"),
         // The matcher's AES (AES-NI/VAES/ARMv8, chosen at run time) and lockstep HKDF (SHA-NI):
@@ -75,7 +78,7 @@ let package = Package(
         .target(
             name: "BLEDaemon",
             dependencies: [
-                "ENProtocol", "HCIProtocol", "HCIShim", "DBusCore",
+                "ENProtocol", "HCIProtocol", "HCIShim", "DBusCore", "GaendAPI",
                 .product(name: "Logging", package: "swift-log"),
                 .product(name: "GRDB", package: "GRDB.swift"),
                 .product(name: "Yams", package: "Yams"),
@@ -85,7 +88,7 @@ let package = Package(
         .executableTarget(
             name: "gaend",
             dependencies: [
-                "BLEDaemon", "DBusCore", "ENProtocol",
+                "BLEDaemon", "DBusCore", "GaendAPI", "ENProtocol",
                 .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
                 .product(name: "Logging", package: "swift-log"),
@@ -94,7 +97,7 @@ let package = Package(
         .executableTarget(
             name: "gaenctl",
             dependencies: [
-                "ENProtocol", "BLEDaemon", "HCIProtocol", "GaenClient", "TrialKit",
+                "ENProtocol", "BLEDaemon", "HCIProtocol", "GaenClient", "GaendAPI", "TrialKit",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
                 // `trial import dp3t` reads DP-3T's SQLite result tables.
                 .product(name: "GRDB", package: "GRDB.swift"),
@@ -123,12 +126,12 @@ let package = Package(
         .testTarget(name: "HCIProtocolTests", dependencies: ["HCIProtocol"]),
         .testTarget(
             name: "BLEDaemonTests",
-            dependencies: ["BLEDaemon", "HCIProtocol", "DBusCore", .product(name: "Logging", package: "swift-log")]
+            dependencies: ["BLEDaemon", "HCIProtocol", "DBusCore", "GaendAPI", .product(name: "Logging", package: "swift-log")]
         ),
         // Test helper: writes a store in a loop until killed (the kill -9 test runs it).
         .executableTarget(name: "StoreStress", dependencies: ["BLEDaemon", "ENProtocol"]),
         // D-Bus binding and API contract against private dbus-daemons and real clients.
-        .testTarget(name: "BusTests", dependencies: ["DBusCore", "GaenClient", "BLEDaemon", "gaenctl", "gaend"]),
+        .testTarget(name: "BusTests", dependencies: ["DBusCore", "GaendAPI", "GaenClient", "BLEDaemon", "gaenctl", "gaend"]),
         // Runs the built executables end to end (they are built by `swift build --build-tests`).
         .testTarget(name: "CLITests", dependencies: ["gaenctl", "ENProtocol"]),
     ]

@@ -1,4 +1,5 @@
 import DBusCore
+import GaendAPI
 import Foundation
 
 /// The node's state, from ExposureNotification1's properties (JSON keys as the property names
@@ -131,8 +132,7 @@ public struct GaendClient: Sendable {
 
     /// Provides key export files (the client keeps its descriptors); returns the keys accepted.
     public func provideDiagnosisKeys(files: [DBusUnixFD], token: String) async throws -> UInt32 {
-        let out = try await en("ProvideDiagnosisKeys", [.array(.unixFD, files.map { .unixFD($0) }), .string(token)],
-                               expect: "u")
+        let out = try await en("ProvideDiagnosisKeys", GaendRequest.ProvideDiagnosisKeys(files: files, token: token).args, expect: "u")
         return try out[0].wireUInt32("keys")
     }
 
@@ -180,25 +180,26 @@ public struct GaendClient: Sendable {
 
     /// Writes sightings of [from, to) (ms) to `file` as `format` (`csv` or `jsonl`); returns the rows.
     public func exportSightings(to file: DBusUnixFD, from: Int64, to: Int64, format: String) async throws -> UInt32 {
-        let out = try await research("ExportSightings", [.unixFD(file), .int64(from), .int64(to), .string(format)],
+        let out = try await research("ExportSightings", GaendRequest.ExportSightings(fd: file, from: from, to: to, format: format).args,
                                      expect: "u")
         return try out[0].wireUInt32("rows")
     }
 
     /// Adds a ground-truth marker (`time` 0: now); returns its id.
     public func addMarker(time: Int64, label: String, distance: Double, note: String) async throws -> UInt64 {
-        let out = try await research("AddMarker", [.int64(time), .string(label), .double(distance), .string(note)],
+        let out = try await research("AddMarker", GaendRequest.AddMarker(time: time, label: label, distance: distance, note: note).args,
                                      expect: "t")
         return try out[0].wireUInt64("id")
     }
 
     public func markers(from: Int64, to: Int64) async throws -> [GaendMarker] {
-        let out = try await research("GetMarkers", [.int64(from), .int64(to)], expect: "a" + GaendMarker.signature)
+        let out = try await research("GetMarkers", GaendRequest.GetMarkers(from: from, to: to).args, expect: "a" + GaendMarker.signature)
         return try GaendMarker.decodeArray(out[0], what: "markers")
     }
 
     public func setCalibration(txPower: Int16, rssiCorrection: Int16, confidence: Int32) async throws {
-        _ = try await research("SetCalibration", [.int16(txPower), .int16(rssiCorrection), .int32(confidence)], expect: "")
+        _ = try await research("SetCalibration", GaendRequest.SetCalibration(txPower: txPower, rssiCorrection: rssiCorrection, confidence: confidence).args,
+                               expect: "")
     }
 
     public func calibration() async throws -> GaendCalibration {

@@ -1,4 +1,5 @@
 import DBusCore
+import GaendAPI
 
 /// Why no single gaend could be chosen on a bus.
 public enum GaendDiscoveryError: Error, Sendable, Equatable, CustomStringConvertible {

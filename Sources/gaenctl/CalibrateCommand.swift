@@ -3,6 +3,7 @@ import BLEDaemon
 import ENProtocol
 import Foundation
 import GaenClient
+import GaendAPI
 import TrialKit
 
 /// `gaenctl calibrate`: the guided RSSI calibration against a reference transmitter at 1 m,

@@ -1,5 +1,6 @@
 import ArgumentParser
 import DBusCore
+import GaendAPI
 import ENProtocol
 import Foundation
 import TrialKit

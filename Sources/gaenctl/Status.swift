@@ -1,5 +1,6 @@
 import ArgumentParser
 import DBusCore
+import GaendAPI
 import Foundation
 import GaenClient
 

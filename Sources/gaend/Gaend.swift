@@ -1,6 +1,7 @@
 import ArgumentParser
 import BLEDaemon
 import DBusCore
+import GaendAPI
 import ENProtocol
 import Foundation
 import Logging

@@ -1,4 +1,5 @@
 import DBusCore
+import GaendAPI
 import ENProtocol
 import Foundation
 import Logging

@@ -1,5 +1,6 @@
 import BLEDaemon
 import DBusCore
+import GaendAPI
 import Foundation
 import GaenClient
 import Testing

@@ -165,3 +165,38 @@ import Testing
         }
     }
 }
+
+/// Keys decoded on the workers straight from export.bin match as the same keys handed in as
+/// DiagnosisKeys: same matches, same key positions, same counters, on every path.
+@Suite struct EncodedMatchingTests {
+    @Test func encodedBatchesMatchAsDecodedKeys() throws {
+        let make = SightingMaker()
+        let day = UTCDay(isoDate: "2026-11-10")!
+        var rng = SeededRandom(seed: 4242)
+        var keys: [DiagnosisKey] = [], sightings: [Sighting] = []
+        for n in 0..<5000 {
+            let start = day.firstInterval.advanced(by: n % 5 * 144 - 144 + (n % 7 == 0 ? 90 : 0))
+            let k = DiagnosisKey(key: try TemporaryExposureKey(bytes: rng.bytes(16)), rollingStartIntervalNumber: start,
+                                 rollingPeriod: UInt32(1 + n % 144), transmissionRiskLevel: Int32(n % 8),
+                                 reportType: ReportType(rawValue: n % 6), daysSinceOnsetOfSymptoms: Int32(n % 29) - 14)
+            keys.append(k)
+            if n % 53 == 0 {
+                let j = start.advanced(by: Int(k.rollingPeriod) / 2)
+                sightings.append(try make.sighting(k, rpiInterval: j, at: timeIn(j)))
+            }
+        }
+        sightings += try (0..<2000).map { try make.noise($0, at: timeIn(day.firstInterval, plus: Double($0 * 211))) }
+        let file = try KeyExportFile(parsing: KeyExportWriter.exportBin(header: KeyFixtures.header, keys: keys))
+        let index = SightingIndex(sightings: sightings, tableSeed: 3)
+        let reference = try ExposureMatcher(index: index, workers: 1, crypto: .portable).match(keys)
+        #expect(reference.matches.count >= 90)
+        for crypto in [MatchCrypto.portable, .fastest] {
+            for (workers, part) in [(1, 5000), (2, 333), (2, 4096)] {
+                let r = try ExposureMatcher(index: index, workers: workers, crypto: crypto).match(encoded: file.encodedKeyBatches(size: part))
+                #expect(r.statistics == reference.statistics, "\(crypto), \(workers) workers, parts of \(part)")
+                #expect(r.matches.map { MatchIdentity($0.match) } == reference.matches.map(MatchIdentity.init))
+                #expect(r.matches.allSatisfy { keys[$0.position] == $0.match.key })
+            }
+        }
+    }
+}

@@ -100,4 +100,28 @@ import Testing
             try SightingsFile.parse(Data("time,rpi,aem,rssi\n1700000000,,,-60\n".utf8))
         }
     }
+
+    @Test func theWriterWritesWhatTheReaderReadsWithTheAddress() throws {
+        let records = [
+            SightingsRecord(time: 1_700_000_000.25, rpi: try RollingProximityIdentifier(hex: rpi), aem: try AssociatedEncryptedMetadata(hex: "0a0b0c0d"),
+                            rssi: -71, scanStart: 1_700_000_000, scanEnd: 1_700_000_004, rssiCorrection: -3, node: "board, 1", site: "bus \"7\"",
+                            address: "5A:12:34:56:78:9A"),
+            SightingsRecord(time: 1_700_000_250, rpi: nil, aem: nil, rssi: nil, scanStart: 1_700_000_250, scanEnd: 1_700_000_254.5,
+                            rssiCorrection: -3, node: "board, 1", site: "bus \"7\""),
+        ]
+        for format in [SightingsFileWriter.Format.csv, .jsonl] {
+            let w = SightingsFileWriter(format: format)
+            let text = w.header + records.map(w.row).joined()
+            #expect(try SightingsFile.records(Data(text.utf8)) == records, "\(format)")
+        }
+        #expect(SightingsFileWriter(format: .csv).header == "time,rpi,aem,rssi,scan_start,scan_end,rssi_correction,node,site,address\n")
+        // Addresses are read in either case and normalised; a malformed one is refused by name.
+        let lower = "time,rpi,aem,rssi,address\n1,\(rpi),01020304,-60,5a:12:34:56:78:9a\n"
+        #expect(try SightingsFile.records(Data(lower.utf8))[0].address == "5A:12:34:56:78:9A")
+        #expect(throws: SightingsFormatError.badField(line: 2, column: "address", value: "5A:12", expected: "a Bluetooth address such as 5A:12:34:56:78:9A")) {
+            try SightingsFile.parse(Data("time,rpi,aem,rssi,address\n1,\(rpi),01020304,-60,5A:12\n".utf8))
+        }
+        // Old files (no address column) still read, with no address.
+        #expect(try SightingsFile.records(Data("time,rpi,aem,rssi\n1,\(rpi),01020304,-60\n".utf8))[0].address == nil)
+    }
 }

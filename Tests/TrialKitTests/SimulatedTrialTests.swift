@@ -132,7 +132,7 @@ import Testing
         try Simulator(scenario: Self.lineScenario(seed: 5, hours: 0.5)).run().write(to: dir)
         let text = try String(contentsOf: dir.appendingPathComponent("sightings/rx.csv"), encoding: .utf8)
         let lines = text.split(separator: "\n")
-        #expect(lines[0] == "time,rpi,aem,rssi,scan_start,scan_end,rssi_correction,node,site")
+        #expect(lines[0] == "time,rpi,aem,rssi,scan_start,scan_end,rssi_correction,node,site,address")
         let rows = try SightingsExport.read(dir.appendingPathComponent("sightings/rx.csv"))
         var rpis = Set<RollingProximityIdentifier>()
         for r in rows {

@@ -144,10 +144,10 @@ def test_markers_export_carries_node_and_site(radio, nodes, tmp_path):
     out = tmp_path / "markers.csv"
     board.ctl("markers", "export", "-o", out, check=True)
     assert out.read_text().splitlines() == [
-        "time,label,distance,note,node,site",
-        '1800000000,"seated, row 3",1.50,,board,calib-lab',
-        "1800000600,break,,all out,board,calib-lab",
+        "time,label,distance,note,node,site,receiver,transmitter",
+        '1800000000,"seated, row 3",1.5,,board,calib-lab,,',
+        "1800000600,break,,all out,board,calib-lab,,",
     ]
     # The labels come from gaend (Research1 Node and Site); --site/--node replace them.
     relabelled = board.ctl("markers", "export", "--from", 1_800_000_500, "--site", "bus 7", check=True).stdout.splitlines()
-    assert relabelled == ["time,label,distance,note,node,site", "1800000600,break,,all out,board,bus 7"]
+    assert relabelled == ["time,label,distance,note,node,site,receiver,transmitter", "1800000600,break,,all out,board,bus 7,,"]

@@ -5,11 +5,16 @@ asserts that the node keeps serving and what it keeps."""
 from __future__ import annotations
 
 import json
+import os
 import random
 import sqlite3
+import subprocess
 import time
 from pathlib import Path
 
+import pytest
+
+from conftest import wait_for
 from test_node_e2e import nodes, signing_key, two_radios  # noqa: F401  (nodes is a fixture)
 
 
@@ -110,3 +115,66 @@ def test_kill9_loop_never_shrinks_and_keeps_one_key(radio, nodes):
     b.wait_scans(1)
     assert len(stored_scans(b)) >= seen
     print(f"kill -9 runs survived: {survived}/10")
+
+
+def rss_kb(pid: int) -> int:
+    for line in open(f"/proc/{pid}/status"):
+        if line.startswith("VmRSS:"):
+            return int(line.split()[1])
+    raise AssertionError("no VmRSS")
+
+
+FLOOD_CONFIG = """
+scanning:
+  mode: continuous
+  duration_seconds: 4
+store:
+  max_pending_mb: 1
+research:
+  enabled: true
+"""
+
+
+@pytest.mark.skipif(os.geteuid() != 0, reason="needs root to mount a small tmpfs")
+def test_disk_full_under_a_report_flood_stays_bounded(radio, nodes):
+    """2,000 reports/s on a full disk: the node keeps serving, scans wait in memory up to
+    store.max_pending_mb and the oldest are dropped and counted beyond it, memory stays
+    bounded, and storing resumes when space returns."""
+    r = radio([{"name": "n", "transport": "tcp-server:127.0.0.1:0"}])
+    n = nodes("n", r.ready["devices"]["n"]["connect"], extra=["--ignore-clock-sync"], config=FLOOD_CONFIG)
+    n.state.mkdir(parents=True)
+    if subprocess.run(["mount", "-t", "tmpfs", "-o", "size=3m", "tmpfs", str(n.state)], capture_output=True).returncode != 0:
+        pytest.skip("cannot mount a tmpfs here")
+    try:
+        n.start()
+        n.wait_scans(1, timeout=30)
+        r.ok(cmd="flood", device="n", rate=2000, seconds=120)
+        n.wait_scans(3, timeout=30)
+        filler = n.state / "filler"
+        subprocess.run(["dd", "if=/dev/zero", f"of={filler}", "bs=4k"], capture_output=True)  # fills the tmpfs
+        assert wait_for(lambda: "storage-full" in n.status()["status"], 30, 0.5), n.status()
+        base = rss_kb(n.proc.pid)
+        assert wait_for(lambda: n.status().get("droppedScans", 0) > 0, 60, 1), n.status()
+        samples = []
+        for _ in range(10):
+            t0 = time.monotonic()
+            status = n.status()
+            assert time.monotonic() - t0 < 2, "status took over 2 s under the flood"
+            samples.append(rss_kb(n.proc.pid))
+            time.sleep(2)
+        # Scans keep being counted (finished, waiting or dropped), memory stays bounded: the
+        # 1 MiB queue, not the flood's 500 kB a second.
+        assert status["scanCount"] > 3 and status["droppedSightings"] > 0, status
+        assert max(samples) - base < 24 * 1024, f"RSS grew from {base} kB to {max(samples)} kB"
+        print(f"disk full under 2000 reports/s: RSS {base} -> {max(samples)} kB, status {status}")
+        assert n.proc.poll() is None
+        r.ok(cmd="flood", device="n", rate=0)
+        filler.unlink()
+        assert wait_for(lambda: "storage-full" not in n.status()["status"], 30, 0.5), n.status()
+        before = len(stored_scans(n))
+        n.wait_scans(n.status()["scanCount"] + 2, timeout=30)
+        assert len(stored_scans(n)) > before
+        assert "dropped the oldest scan" in n.stderr
+    finally:
+        n.close()
+        subprocess.run(["umount", "-l", str(n.state)], capture_output=True)

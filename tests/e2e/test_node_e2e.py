@@ -326,7 +326,7 @@ def test_dbus_api_through_real_clients(radio, nodes):
     n.wait_scans(2, timeout=30)
     assert "recorded" in n.ctl("mark", "--label", "seated", "--distance", "1.5", check=True).stdout
     csv = n.export("csv").splitlines()
-    assert csv[0] == "time,rpi,aem,rssi,scan_start,scan_end,rssi_correction,node,site"
+    assert csv[0] == "time,rpi,aem,rssi,scan_start,scan_end,rssi_correction,node,site,address"
     assert len(csv) >= 3  # empty scans are rows too
     lines = [json.loads(l) for l in n.export("jsonl").splitlines()]
     assert lines and all("scanStart" in x for x in lines)

@@ -30,6 +30,7 @@ import math
 import os
 import pty
 import random
+import struct
 import signal
 import sys
 import tty
@@ -839,6 +840,61 @@ class VirtualController(bumble_controller.Controller):
             self.send_hci_packet(hci.HCI_LE_Extended_Advertising_Report_Event([report]))
 
     # -- faults -----------------------------------------------------------------------
+    # -- report flood (control command "flood") -------------------------------------
+    def start_flood(self, rate: float, seconds: float, rssi: int = -60) -> None:
+        """Delivers `rate` GAEN reports a second (distinct RPIs and addresses) to the host
+        for `seconds`, while it scans: a crowd, without simulating every advertiser. Reports
+        go out every 10 ms, six to an event (what fits in 255 bytes); counted in
+        stats["flood_reports"] (delivered) and stats["flood_not_scanning"]."""
+        self.stop_flood()
+        loop = asyncio.get_running_loop()
+        end = loop.time() + seconds
+        state = {"owed": 0.0, "last": loop.time()}
+
+        def tick() -> None:
+            now = loop.time()
+            if now >= end:
+                self.flood_handle = None
+                return
+            state["owed"] += rate * (now - state["last"])
+            state["last"] = now
+            n = int(state["owed"])
+            state["owed"] -= n
+            if n:
+                if not self.le_scan_enable or self.hung:
+                    self.stats["flood_not_scanning"] += n
+                else:
+                    self._flood_reports(n, rssi)
+            self.flood_handle = loop.call_later(0.010, tick)
+
+        self.flood_handle = loop.call_later(0.010, tick)
+
+    def stop_flood(self) -> None:
+        handle = getattr(self, "flood_handle", None)
+        if handle is not None:
+            handle.cancel()
+        self.flood_handle = None
+
+    def _flood_reports(self, n: int, rssi: int) -> None:
+        rng = self.rng
+        while n > 0:
+            batch = min(n, 6 if not self.scan_uses_extended else 4)
+            n -= batch
+            body = bytearray()
+            for _ in range(batch):
+                address = bytes(rng.getrandbits(8) for _ in range(5)) + bytes([0x40 | rng.getrandbits(6)])
+                payload = (bytes([0x02, 0x01, 0x1A, 0x03, 0x03, 0x6F, 0xFD, 0x17, 0x16, 0x6F, 0xFD])
+                           + rng.randbytes(20))  # RPI (16) + AEM (4)
+                if self.scan_uses_extended:
+                    body += (struct.pack("<HB", 0x0010 | 0x0000, 1) + address + bytes([1, 0, 0xFF, 0x7F, rssi & 0xFF])
+                             + struct.pack("<H", 0) + bytes([0]) + bytes(6) + bytes([len(payload)]) + payload)
+                else:
+                    body += bytes([0x03, 1]) + address + bytes([len(payload)]) + payload + bytes([rssi & 0xFF])
+            sub = 0x0D if self.scan_uses_extended else 0x02
+            params = bytes([sub, batch]) + bytes(body)
+            self.stats["flood_reports"] += batch
+            self.emit(bytes([0x04, EVENT_CODE_LE_META, len(params)]) + params)
+
     def inject_hardware_error(self, code: int, force: bool) -> None:
         self.emit(bytes([0x04, 0x10, 0x01, code & 0xFF]), force=force)
 
@@ -1253,6 +1309,17 @@ class VirtualRadio:
         attenuation = self.channel.mean_attenuation(distance)
         return {"distance": distance, "mean_attenuation": attenuation,
                 "mean_rssi": sender.tx_power - attenuation}
+
+    async def control_flood(self, request):
+        """{"device", "rate" (reports/s), "seconds"}: GAEN reports delivered to the device's
+        host while it scans (VirtualController.start_flood); rate 0 stops a flood."""
+        dev = self._device(request)
+        rate = float(request.get("rate", 0))
+        if rate <= 0:
+            dev.stop_flood()
+        else:
+            dev.start_flood(rate, float(request.get("seconds", 10)), int(request.get("rssi", -60)))
+        return {"flood": {"rate": rate}}
 
     async def control_stats(self, request):
         if request.get("device") is not None:

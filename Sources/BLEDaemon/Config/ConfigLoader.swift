@@ -177,7 +177,8 @@ public enum ConfigLoader {
                         switch k {
                         case "retention_days": s.store.retentionDays = try integer(cv, "store.\(k)", 1...365)
                         case "max_size_mb": s.store.maxSizeMB = try integer(cv, "store.\(k)", 1...1_000_000)
-                        default: throw unknown(k, kn, prefix: "store.", known: ["retention_days", "max_size_mb"])
+                        case "max_pending_mb": s.store.maxPendingMB = try integer(cv, "store.\(k)", 1...1_024)
+                        default: throw unknown(k, kn, prefix: "store.", known: ["retention_days", "max_size_mb", "max_pending_mb"])
                         }
                     }
                 case "calibration":

@@ -1,4 +1,5 @@
 import DBusCore
+import GaendAPI
 import ENProtocol
 import Foundation
 
@@ -116,6 +117,8 @@ public struct StoreSettings: Sendable, Equatable {
     public var retentionDays: Int = 14
     /// Oldest-first eviction beyond this size, with a warning.
     public var maxSizeMB: Int = 512
+    /// Memory for scan records waiting while the disk is full; oldest dropped (counted) beyond.
+    public var maxPendingMB: Int = 16
 }
 
 public struct CalibrationSettings: Sendable, Equatable {

@@ -1,4 +1,5 @@
 import DBusCore
+import GaendAPI
 import ENProtocol
 import Foundation
 import HCIProtocol
@@ -387,6 +388,12 @@ public actor GaenNode: ScheduleEffects {
         await notifyStatus()
     }
 
+    /// Store writes (each a transaction with a FULL fsync) run on a thread of their own, never
+    /// on a cooperative thread: the node awaits them, the pool's few threads go on.
+    static func onStoreThread<T: Sendable>(_ body: @escaping @Sendable () throws -> T) async throws -> T {
+        try await OwnThread.run("gaend.store") { _ in try body() }
+    }
+
     /// The radio effects gaend runs (the same as `gaenctl radio` and the benchmark): beacons
     /// from the day's key in the store, finished scans into the store.
     private nonisolated var radioEffects: RadioScheduleEffects {
@@ -404,10 +411,11 @@ public actor GaenNode: ScheduleEffects {
                 logger.warning("cannot store the clock mark", metadata: ["error": "\(error)"])
             }
         }
-        _ = try? store.applyRetention(now: heldTime.trustedNow(wall: now))
+        let store = self.store, trusted = heldTime.trustedNow(wall: now)
+        _ = try? await Self.onStoreThread { try store.applyRetention(now: trusted) }
         let tek: TemporaryExposureKey
         do {
-            tek = try store.key(for: slot.day, now: now)
+            tek = try await Self.onStoreThread { try store.key(for: slot.day, now: now) }
             retiredDay = nil
         } catch StoreError.keyDayRetired(let day) {
             // The clock went back into a day whose key is gone: advertising another day's RPI
@@ -443,7 +451,8 @@ public actor GaenNode: ScheduleEffects {
         sightings += UInt64(record.sightings.count)
         lastScanEnd = scan.end
         do {
-            _ = try store.recordScan(record)
+            let store = self.store
+            _ = try await Self.onStoreThread { try store.recordScan(record) }
             if storageProblem != nil {
                 storageProblem = nil
                 logger.info("storing resumed")

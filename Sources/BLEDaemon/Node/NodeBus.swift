@@ -1,4 +1,5 @@
 import DBusCore
+import GaendAPI
 import ENProtocol
 import Foundation
 import Logging
@@ -55,14 +56,13 @@ public final class NodeBus: NodeObserver, Sendable {
                 })]
             },
             "ProvideDiagnosisKeys": { [self] call in
-                guard let fds = call.args[0].arrayValue, case .string(let token) = call.args[1] else {
-                    throw NodeError.invalidArgs("expected (ah files, s token)")
-                }
+                let request = try Self.decode { try GaendRequest.ProvideDiagnosisKeys(args: call.args) }
+                let token = request.token, fds = request.files
                 guard token.utf8.count <= 256 else { throw NodeError.invalidArgs("token: at most 256 bytes") }
                 guard fds.count <= 16 else { throw NodeError.limitExceeded("\(fds.count) files; at most 16 per call") }
                 var descriptors: [CallerDescriptor] = []
                 for (n, v) in fds.enumerated() {
-                    guard let fd = v.unixFDValue?.take() else { throw NodeError.invalidArgs("files[\(n)] is not a file descriptor") }
+                    guard let fd = v.take() else { throw NodeError.invalidArgs("files[\(n)] was already taken") }
                     do { descriptors.append(try CallerDescriptor(taking: fd, what: "file \(n + 1)")) } catch let e as CallerIOError {
                         throw Self.keyFileError(e)
                     }
@@ -160,6 +160,11 @@ public final class NodeBus: NodeObserver, Sendable {
         }
     }
 
+    /// A request decoded at the edge; a wrong argument is InvalidArgs naming it.
+    static func decode<T>(_ body: () throws -> T) throws -> T {
+        do { return try body() } catch let e as GaendWireError { throw NodeError.invalidArgs("\(e)") }
+    }
+
     // MARK: Caller descriptors
 
     var ioTimeout: Double { node.settings.callers.ioTimeoutSeconds }
@@ -198,10 +203,9 @@ public final class NodeBus: NodeObserver, Sendable {
         let node = self.node
         let methods: [String: DBusMethodHandler] = [
             "ExportSightings": { [self] call in
-                guard let fd = call.args[0].unixFDValue?.take(), case .int64(let from) = call.args[1],
-                      case .int64(let to) = call.args[2], case .string(let format) = call.args[3] else {
-                    throw NodeError.invalidArgs("expected (h fd, x from, x to, s format)")
-                }
+                let request = try Self.decode { try GaendRequest.ExportSightings(args: call.args) }
+                let from = request.from, to = request.to, format = request.format
+                guard let fd = request.fd.take() else { throw NodeError.invalidArgs("fd was already taken") }
                 let out: CallerDescriptor
                 do { out = try CallerDescriptor(taking: fd, what: "the export's descriptor") } catch let e as CallerIOError { throw Self.exportError(e) }
                 guard from <= to else { throw NodeError.invalidArgs("from \(from) is after to \(to)") }
@@ -218,28 +222,21 @@ public final class NodeBus: NodeObserver, Sendable {
                 return [.uint32(UInt32(clamping: rows))]
             },
             "AddMarker": { call in
-                guard case .int64(let time) = call.args[0], case .string(let label) = call.args[1],
-                      case .double(let distance) = call.args[2], case .string(let note) = call.args[3] else {
-                    throw NodeError.invalidArgs("expected (x time, s label, d distance, s note)")
-                }
-                let id = try await node.addMarker(time: Double(time) / 1000, label: label, distance: distance, note: note)
+                let r = try Self.decode { try GaendRequest.AddMarker(args: call.args) }
+                let id = try await node.addMarker(time: Double(r.time) / 1000, label: r.label, distance: r.distance, note: r.note)
                 return [.uint64(UInt64(id))]
             },
             "GetMarkers": { call in
-                guard case .int64(let from) = call.args[0], case .int64(let to) = call.args[1] else {
-                    throw NodeError.invalidArgs("expected (x from, x to)")
-                }
-                let markers = try await node.markers(from: Double(from) / 1000, to: Double(to) / 1000)
+                let r = try Self.decode { try GaendRequest.GetMarkers(args: call.args) }
+                let markers = try await node.markers(from: Double(r.from) / 1000, to: Double(r.to) / 1000)
                 guard markers.count <= 65_536 else { throw NodeError.limitExceeded("\(markers.count) markers; narrow the range") }
                 return [GaendMarker.array(markers.map { id, m in
                     GaendMarker(id: UInt64(id), time: Self.ms(m.time), label: m.label, distance: m.distanceMeters ?? -1, note: m.note)
                 })]
             },
             "SetCalibration": { call in
-                guard case .int16(let tx) = call.args[0], case .int16(let corr) = call.args[1], case .int32(let conf) = call.args[2] else {
-                    throw NodeError.invalidArgs("expected (n tx_power, n rssi_correction, i confidence)")
-                }
-                try await node.setCalibration(txPower: Int(tx), rssiCorrection: Int(corr), confidence: Int(conf))
+                let r = try Self.decode { try GaendRequest.SetCalibration(args: call.args) }
+                try await node.setCalibration(txPower: Int(r.txPower), rssiCorrection: Int(r.rssiCorrection), confidence: Int(r.confidence))
                 return []
             },
         ]

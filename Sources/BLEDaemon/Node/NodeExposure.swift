@@ -233,32 +233,18 @@ extension GaenNode {
             do { try write(Data(buffer.utf8)) } catch let e as NodeError { throw e } catch { throw NodeError.writeFailed("\(error)") }
             buffer = ""
         }
-        if format == "csv" { buffer += "time,rpi,aem,rssi,scan_start,scan_end,rssi_correction,node,site\n" }
-        func csvField(_ s: String) -> String {
-            s.contains(where: { $0 == "," || $0 == "\"" || $0 == "\n" }) ? "\"" + s.replacingOccurrences(of: "\"", with: "\"\"") + "\"" : s
-        }
-        func number(_ t: Double) -> String { String(format: "%.3f", t) }
-        func jsonString(_ s: String) -> String {
-            let data = try? JSONSerialization.data(withJSONObject: [s], options: [])
-            return data.flatMap { String(data: $0, encoding: .utf8) }.map { String($0.dropFirst().dropLast()) } ?? "\"\""
-        }
+        // The format's one writer (ENProtocol SightingsFileWriter), as every producer uses.
+        let writer = SightingsFileWriter(format: format == "csv" ? .csv : .jsonl)
+        buffer += writer.header
         for s in scans {
             let correction = s.record.rssiCorrection ?? currentCorrection
             let items: [RecordedSighting?] = s.record.sightings.isEmpty ? [nil] : s.record.sightings.map { $0 }
             for item in items {
                 let t = item?.time ?? s.record.start
                 guard t >= from, t < to else { continue }
-                if format == "csv" {
-                    buffer += [number(t), item?.rpi.hexString ?? "", item?.aem.hexString ?? "", item.map { String($0.rssi) } ?? "",
-                               number(s.record.start), number(s.record.end), String(correction), csvField(node), csvField(site)]
-                        .joined(separator: ",") + "\n"
-                } else {
-                    let rpi = item.map { "\"\($0.rpi.hexString)\"" } ?? "null"
-                    let aem = item.map { "\"\($0.aem.hexString)\"" } ?? "null"
-                    let rssi = item.map { String($0.rssi) } ?? "null"
-                    buffer += "{\"time\":\(number(t)),\"rpi\":\(rpi),\"aem\":\(aem),\"rssi\":\(rssi),\"scanStart\":\(number(s.record.start)),"
-                        + "\"scanEnd\":\(number(s.record.end)),\"rssiCorrection\":\(correction),\"node\":\(jsonString(node)),\"site\":\(jsonString(site))}\n"
-                }
+                buffer += writer.row(SightingsRecord(time: t, rpi: item?.rpi, aem: item?.aem, rssi: item.map { Int($0.rssi) },
+                                                     scanStart: s.record.start, scanEnd: s.record.end, rssiCorrection: correction,
+                                                     node: node, site: site, address: Self.exportAddress(item)))
                 rows += 1
                 if buffer.utf8.count > 1 << 16 { try flush() }
             }
@@ -266,6 +252,10 @@ extension GaenNode {
         try flush()
         return rows
     }
+
+    /// The advertiser's address of a sighting for the export. The scan record does not keep it
+    /// yet (the radio slice adds it to RecordedSighting); until then the column stays empty.
+    static func exportAddress(_ item: RecordedSighting?) -> String? { nil }
 
     /// Marker times accepted (Unix seconds, 2000-01-01 to 2200-01-01).
     static let markerTimes: ClosedRange<Double> = 946_684_800...7_258_118_400

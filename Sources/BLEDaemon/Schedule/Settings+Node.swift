@@ -23,7 +23,8 @@ extension StoreConfiguration {
     public init(settings: GaendSettings) {
         self.init(path: (settings.stateDirectory as NSString).appendingPathComponent("store.sqlite"),
                   retentionDays: settings.store.retentionDays,
-                  maximumBytes: settings.store.maxSizeMB > 0 ? Int64(settings.store.maxSizeMB) << 20 : nil)
+                  maximumBytes: settings.store.maxSizeMB > 0 ? Int64(settings.store.maxSizeMB) << 20 : nil,
+                  maximumPendingBytes: settings.store.maxPendingMB << 20)
     }
 }
 

@@ -1,4 +1,5 @@
 import DBusCore
+import GaendAPI
 import Foundation
 import Logging
 import ServiceLifecycle

@@ -54,45 +54,45 @@ public struct ExposureComputation: Sendable {
         }
     }
 
+    /// Keys per part of a batch: a worker decodes and matches one part at a time, so a batch
+    /// has several parts per thread and decoding overlaps matching.
+    static let partSize = 4_096
+
     /// Matches every key of `files` (see the rules above). `isCancelled` is asked between
     /// batches; when it says yes the run throws `CancellationError`.
     public func match(_ files: [KeyExportFile], isCancelled: () -> Bool = { false }) throws -> Outcome {
         var statistics = MatchStatistics()
-        // Per TEK matched so far: the occurrence that counts (file, batch sequence, position).
-        var last: [TemporaryExposureKey: (file: Int, sequence: Int, key: DiagnosisKey)] = [:]
-        var found: [(match: Match, sequence: Int)] = []
-        var sequence = 0
+        // Every match with the position of the key occurrence that made it (keys numbered
+        // across files in the order of the rules) and its file.
+        var found: [(match: Match, position: Int, file: Int)] = []
+        var position = 0
         for (fileIndex, file) in files.enumerated() {
-            let encoded = file.encodedKeyBatches(size: Self.batchSize) + file.encodedRevisedKeyBatches(size: Self.batchSize)
-            // Batches are decoded a group at a time, one per worker thread, so that decoding
-            // (a third of the work for a large file) uses every core as the matching does.
-            for groupStart in stride(from: 0, to: encoded.count, by: matcher.workers) {
-                if isCancelled() { throw CancellationError() }
-                let group = Array(encoded[groupStart..<min(encoded.count, groupStart + matcher.workers)])
-                for batch in Self.decode(group) {
+            for list in Self.encodedLists(file) {
+                // Batches of about `batchSize` keys, each cut into parts the workers decode
+                // straight into compact records and match.
+                var i = 0
+                while i < list.count {
                     if isCancelled() { throw CancellationError() }
-                    let r = try matcher.match(batch)
+                    var j = i, keys = 0
+                    while j < list.count && keys < Self.batchSize { keys += list[j].count; j += 1 }
+                    let r = try matcher.match(encoded: Array(list[i..<j]))
                     statistics += r.statistics
-                    for m in r.matches { found.append((m, sequence)) }
-                    // The occurrence that counts for every TEK matched so far: a TEK that
-                    // matched in an earlier batch is looked for in every later one, and one
-                    // that matched here has its last occurrence in this batch or later.
-                    for m in r.matches where last[m.key.key] == nil { last[m.key.key] = (fileIndex, sequence, m.key) }
-                    if !last.isEmpty {
-                        for k in batch where last[k.key] != nil { last[k.key] = (fileIndex, sequence, k) }
-                    }
-                    sequence += 1
+                    for (m, p) in r.matches { found.append((m, position + p, fileIndex)) }
+                    position += keys
+                    i = j
                 }
             }
         }
-        // Keep the matches of the occurrence that counts, each sighting once per TEK.
+        // The occurrence that counts for each matched TEK is its last; keep the matches it
+        // made, each sighting once per TEK.
+        let last = Self.lastOccurrences(of: Set(found.map { TEKWords($0.match.key.key) }), in: files)
         struct Seen: Hashable { var tek: TemporaryExposureKey; var sighting: Sighting }
         var kept: [(match: Match, file: Int)] = []
         var once = Set<Seen>()
-        for (m, seq) in found {
-            guard let l = last[m.key.key], l.sequence == seq, l.key == m.key else { continue }
+        for (m, p, file) in found {
+            guard last[TEKWords(m.key.key)] == p else { continue }
             guard once.insert(Seen(tek: m.key.key, sighting: m.sighting)).inserted else { continue }
-            kept.append((m, l.file))
+            kept.append((m, file))
         }
         kept.sort { a, b in
             let x = a.match.sighting, y = b.match.sighting
@@ -108,12 +108,43 @@ public struct ExposureComputation: Sendable {
         return Outcome(matches: kept.map(\.match), matchFiles: kept.map(\.file), statistics: statistics)
     }
 
-    /// Decodes encoded batches, each on its own thread when there are several.
-    static func decode(_ group: [EncodedKeyBatch]) -> [[DiagnosisKey]] {
-        guard group.count > 1 else { return group.map { $0.decode() } }
-        let out = DecodedBatches(count: group.count)
-        DispatchQueue.concurrentPerform(iterations: group.count) { out.set($0, group[$0].decode()) }
-        return out.all
+    /// A file's key lists in the order of the rules (keys, then revised keys), cut into parts.
+    static func encodedLists(_ file: KeyExportFile) -> [[EncodedKeyBatch]] {
+        [file.encodedKeyBatches(size: partSize), file.encodedRevisedKeyBatches(size: partSize)]
+    }
+
+    /// A TEK as two words: hashing it costs no Data.
+    struct TEKWords: Hashable {
+        var low: UInt64, high: UInt64
+        init(_ k: TemporaryExposureKey) {
+            (low, high) = k.bytes.withUnsafeBytes { ($0.loadUnaligned(fromByteOffset: 0, as: UInt64.self), $0.loadUnaligned(fromByteOffset: 8, as: UInt64.self)) }
+        }
+        init(_ words: (UInt64, UInt64)) { (low, high) = words }
+    }
+
+    /// The position of the last occurrence of each of `teks` across `files` (numbered as in
+    /// `match`): one more pass over the encoded keys, only when something matched, and a
+    /// bitmap on the TEK's low bits turns almost every key away before any hashing.
+    static func lastOccurrences(of teks: Set<TEKWords>, in files: [KeyExportFile]) -> [TEKWords: Int] {
+        guard !teks.isEmpty else { return [:] }
+        var filter = [UInt64](repeating: 0, count: 1024) // 65,536 bits
+        for t in teks { filter[Int(t.low & 0xffff) >> 6] |= 1 << (t.low & 63) }
+        var last: [TEKWords: Int] = [:]
+        var position = 0
+        for file in files {
+            for list in encodedLists(file) {
+                for batch in list {
+                    batch.forEachRecord { n, record in
+                        let low = record.tek.0
+                        guard filter[Int(low & 0xffff) >> 6] >> (low & 63) & 1 != 0 else { return }
+                        let t = TEKWords(record.tek)
+                        if teks.contains(t) { last[t] = position + n }
+                    }
+                    position += batch.count
+                }
+            }
+        }
+        return last
     }
 
     /// Windows of `matches` (an outcome's, or a subset of them) against this log's scans.
@@ -128,13 +159,4 @@ public struct ExposureComputation: Sendable {
         let (windows, stats) = try windows(outcome.matches)
         return (outcome, windows, stats)
     }
-}
-
-/// Slots the decoding threads fill, one each; read after concurrentPerform returns.
-private final class DecodedBatches: @unchecked Sendable {
-    private let lock = NSLock()
-    private var slots: [[DiagnosisKey]]
-    init(count: Int) { slots = Array(repeating: [], count: count) }
-    func set(_ i: Int, _ keys: [DiagnosisKey]) { lock.withLock { slots[i] = keys } }
-    var all: [[DiagnosisKey]] { lock.withLock { slots } }
 }

@@ -328,6 +328,19 @@ public struct EncodedKeyBatch: Sendable {
         return out
     }
 
+    /// Each valid key with its index in the batch, decoded to the compact record only.
+    func forEachRecord(_ body: (Int, KeyRecord) -> Void) {
+        exportBin.withUnsafeBytes { raw in
+            var walker = WireWalker(UnsafeRawBufferPointer(rebasing: raw[..<range.upperBound]), offset: range.lowerBound)
+            var n = 0
+            while let f = try? walker.next() {
+                guard f.number == field, f.wireType == 2 else { continue }
+                if let k = try? KeyRecord(validating: UnsafeRawBufferPointer(rebasing: raw[f.payload]), list: "", index: 0) { body(n, k) }
+                n += 1
+            }
+        }
+    }
+
     static func cut(_ exportBin: Data, field: UInt64, size: Int) -> [EncodedKeyBatch] {
         let size = Swift.max(1, size)
         var batches: [EncodedKeyBatch] = []

@@ -66,7 +66,7 @@ public final class ExposureMatcher: Sendable {
     public let workers: Int
     /// The AES and HKDF code used (`.fastest` unless a caller forces another path).
     public let crypto: MatchCrypto
-    private let pool: WorkerPool
+    fileprivate let pool: WorkerPool
 
     /// `workers`: threads to use per batch (the caller passes the core count; 1 = this thread).
     /// `crypto`: `.fastest` in production; tests and GaenBench also run `.portable` (OpenSSL)
@@ -108,8 +108,76 @@ public final class ExposureMatcher: Sendable {
     }
 }
 
+extension ExposureMatcher {
+    /// Matches the keys of encoded batches (cut from one file's export.bin), each batch a part
+    /// that a worker decodes straight into compact key records and matches, on as many threads
+    /// as `workers`: decoding one part overlaps matching the others, and no key becomes a
+    /// DiagnosisKey unless it matched. `position` in the result counts keys across `batches`
+    /// in order; matches come back in that order.
+    public func match(encoded batches: [EncodedKeyBatch]) throws -> (matches: [(match: Match, position: Int)], statistics: MatchStatistics) {
+        var firsts: [Int] = [], total = 0
+        for b in batches { firsts.append(total); total += b.count }
+        let starts = firsts
+        if workers == 1 || batches.count == 1 {
+            let worker = try pool.take()
+            defer { pool.give(worker) }
+            var stats = MatchStatistics()
+            var out: [(match: Match, position: Int)] = []
+            for (i, b) in batches.enumerated() {
+                out += try worker.run(encoded: b, firstPosition: starts[i], statistics: &stats).map { ($0.match, Int($0.position)) }
+            }
+            return (out, stats)
+        }
+        let results = EncodedPartResults(count: batches.count)
+        DispatchQueue.concurrentPerform(iterations: batches.count) { part in
+            do {
+                let worker = try pool.take()
+                defer { pool.give(worker) }
+                var stats = MatchStatistics()
+                let found = try worker.run(encoded: batches[part], firstPosition: starts[part], statistics: &stats)
+                results.store(part, found.map { ($0.match, Int($0.position)) }, stats)
+            } catch {
+                results.fail(error)
+            }
+        }
+        return try results.collect()
+    }
+}
+
+/// Per-part results of `match(encoded:)`, as `PartResults`.
+private final class EncodedPartResults: @unchecked Sendable {
+    private let lock = NSLock()
+    private var matches: [[(match: Match, position: Int)]]
+    private var stats: [MatchStatistics]
+    private var error: Error?
+
+    init(count: Int) {
+        matches = Array(repeating: [], count: count)
+        stats = Array(repeating: MatchStatistics(), count: count)
+    }
+
+    func store(_ part: Int, _ m: [(match: Match, position: Int)], _ s: MatchStatistics) {
+        lock.lock(); defer { lock.unlock() }
+        matches[part] = m
+        stats[part] = s
+    }
+
+    func fail(_ e: Error) {
+        lock.lock(); defer { lock.unlock() }
+        if error == nil { error = e }
+    }
+
+    func collect() throws -> (matches: [(match: Match, position: Int)], statistics: MatchStatistics) {
+        lock.lock(); defer { lock.unlock() }
+        if let error { throw error }
+        var total = MatchStatistics()
+        for s in stats { total += s }
+        return (matches.flatMap { $0 }, total)
+    }
+}
+
 /// Idle workers, kept across batches (each holds a key schedule and its scratch memory).
-private final class WorkerPool: @unchecked Sendable {
+fileprivate final class WorkerPool: @unchecked Sendable {
     private let lock = NSLock()
     private var idle: [MatchWorker] = []
     private let index: SightingIndex
@@ -196,13 +264,92 @@ final class MatchWorker {
 
     deinit { scratch.deallocate() }
 
+    /// Where the keys of the current part come from: a key turns into a DiagnosisKey only when
+    /// it matched (an encoded one is decoded again from its entry).
+    private enum Source {
+        case none
+        case keys([DiagnosisKey])
+        case encoded(Data)
+    }
+    private var source = Source.none
+
     /// Matches keys[range]; the matches come back in key order.
     func run(_ keys: [DiagnosisKey], _ range: Range<Int>, statistics stats: inout MatchStatistics) throws -> [Match] {
+        source = .keys(keys)
+        defer { source = .none }
         prepare(keys, range, statistics: &stats)
         var found: [(position: UInt32, match: Match)] = []
-        try process(keys, statistics: &stats, into: &found)
+        try process(statistics: &stats, into: &found)
         if found.count > 1 { found.sort { $0.position < $1.position } } // stable: intervals stay in order per key
         return found.map(\.match)
+    }
+
+    /// Matches the keys of one encoded batch, numbered from `firstPosition`, in key order.
+    func run(encoded batch: EncodedKeyBatch, firstPosition: Int, statistics stats: inout MatchStatistics) throws -> [(position: UInt32, match: Match)] {
+        source = .encoded(batch.exportBin)
+        defer { source = .none }
+        work.removeAll(keepingCapacity: true)
+        work.reserveCapacity(batch.count)
+        let span = clipSpan
+        var n = 0, invalid = 0
+        batch.exportBin.withUnsafeBytes { raw in
+            var walker = WireWalker(UnsafeRawBufferPointer(rebasing: raw[..<batch.range.upperBound]), offset: batch.range.lowerBound)
+            while let f = try? walker.next() {
+                guard f.number == batch.field, f.wireType == 2 else { continue }
+                let position = firstPosition + n
+                n += 1
+                // Every key was validated when the file was parsed; this decodes it again, fast.
+                guard let k = try? KeyRecord(validating: UnsafeRawBufferPointer(rebasing: raw[f.payload]), list: "", index: 0) else {
+                    invalid += 1
+                    continue
+                }
+                admit(tek: k.tek, start: Int(k.rollingStartIntervalNumber), period: Int(k.rollingPeriod), position: position,
+                      entry: f.range.lowerBound, span: span, statistics: &stats)
+            }
+        }
+        stats.keys += n
+        stats.keysInvalid += invalid
+        work = Self.dayOrder(work)
+        var found: [(position: UInt32, match: Match)] = []
+        try process(statistics: &stats, into: &found)
+        if found.count > 1 { found.sort { $0.position < $1.position } }
+        return found
+    }
+
+    /// The intervals a key's RPIs must fall in to meet a sighting (nil: no sightings).
+    private var clipSpan: ClosedRange<Int>? {
+        index.intervalSpan.map { (Int($0.lowerBound) - index.tolerance)...(Int($0.upperBound) + index.tolerance) }
+    }
+
+    /// Adds a key's record to `work` with its validity clipped to `span`, or counts it skipped.
+    @inline(__always)
+    private func admit(tek: (UInt64, UInt64), start: Int, period: Int, position: Int, entry: Int, span: ClosedRange<Int>?,
+                       statistics stats: inout MatchStatistics) {
+        guard let span else {
+            stats.keysSkipped += 1
+            return
+        }
+        let first = max(start, span.lowerBound), last = min(start + period - 1, span.upperBound)
+        guard first <= last else {
+            stats.keysSkipped += 1
+            return
+        }
+        work.append(CompactKey(tek: tek, first: UInt32(first), count: UInt16(last - first + 1), position: UInt32(position),
+                               entry: UInt32(truncatingIfNeeded: entry)))
+    }
+
+    /// The DiagnosisKey of a record that matched.
+    private func diagnosisKey(position: UInt32, entry: UInt32) -> DiagnosisKey {
+        switch source {
+        case .keys(let keys): return keys[Int(position)]
+        case .encoded(let exportBin):
+            return exportBin.withUnsafeBytes { raw in
+                var walker = WireWalker(raw, offset: Int(entry))
+                let f = try! walker.next()! // the entry was walked when the record was made
+                return try! KeyRecord(validating: UnsafeRawBufferPointer(rebasing: raw[f.payload]), list: "", index: 0).diagnosisKey
+            }
+        case .none: preconditionFailure("no key source")
+        }
     }
 
     /// The keys that can match, as compact records in day order; counts the others.
@@ -213,13 +360,9 @@ final class MatchWorker {
     /// cache, and a day's partition is entered once per run of its keys.
     func prepare(_ keys: [DiagnosisKey], _ range: Range<Int>, statistics stats: inout MatchStatistics) {
         work.removeAll(keepingCapacity: true)
-        stats.keys += range.count
-        guard let span = index.intervalSpan else {
-            stats.keysSkipped += range.count
-            return
-        }
-        let spanLow = Int(span.lowerBound) - index.tolerance, spanHigh = Int(span.upperBound) + index.tolerance
         work.reserveCapacity(range.count)
+        stats.keys += range.count
+        let span = clipSpan
         for n in range {
             let key = keys[n]
             let period = Int(key.rollingPeriod)
@@ -227,23 +370,17 @@ final class MatchWorker {
                 stats.keysInvalid += 1
                 continue
             }
-            let start = Int(key.rollingStartIntervalNumber.rawValue)
-            let first = max(start, spanLow), last = min(start + period - 1, spanHigh)
-            guard first <= last else {
-                stats.keysSkipped += 1
-                continue
-            }
             let words = key.key.bytes.withUnsafeBytes {
                 ($0.loadUnaligned(fromByteOffset: 0, as: UInt64.self), $0.loadUnaligned(fromByteOffset: 8, as: UInt64.self))
             }
-            work.append(CompactKey(tek: words, first: UInt32(first), count: UInt16(last - first + 1), position: UInt32(n)))
+            admit(tek: words, start: Int(key.rollingStartIntervalNumber.rawValue), period: period, position: n, entry: 0,
+                  span: span, statistics: &stats)
         }
         work = Self.dayOrder(work)
     }
 
     /// Derives and looks up the RPIs of the prepared keys, appending the matches.
-    private func process(_ keys: [DiagnosisKey], statistics stats: inout MatchStatistics,
-                         into found: inout [(position: UInt32, match: Match)]) throws {
+    private func process(statistics stats: inout MatchStatistics, into found: inout [(position: UInt32, match: Match)]) throws {
         let perDay = Int(ENIntervalNumber.perDay)
         let aes = crypto.aes.rawValue
         let fused = crypto.aes != .evp
@@ -280,7 +417,7 @@ final class MatchWorker {
                             try schedule.encryptRPIs(rpik: rpik, first: UInt32(first), count: count, into: rpis)
                             n = gaen_first_stage(rpis.assumingMemoryBound(to: UInt8.self), count, p.l1Bitmap.base, p.l1Mask, candidates)
                         }
-                        try secondStage(l, candidates: n, offset: 0, first: first, position: item.position, keys: keys, into: &found)
+                        try secondStage(l, candidates: n, offset: 0, first: first, item: item, into: &found)
                     } else {
                         // A validity that crosses midnight: derive all, then filter each day's part.
                         stats.rpisDerived += count
@@ -295,8 +432,7 @@ final class MatchWorker {
                             if let p = index.partition(forInterval: UInt32(j)) {
                                 let n = gaen_first_stage(rpis.assumingMemoryBound(to: UInt8.self) + (j - first) * 16, dayEnd - j,
                                                          p.l1Bitmap.base, p.l1Mask, candidates)
-                                try secondStage(p.lookup, candidates: n, offset: j - first, first: first, position: item.position,
-                                                keys: keys, into: &found)
+                                try secondStage(p.lookup, candidates: n, offset: j - first, first: first, item: item, into: &found)
                             }
                             j = dayEnd
                         }
@@ -330,8 +466,8 @@ final class MatchWorker {
     /// Bloom filter, then the table; a hit decrypts the AEM of every sighting of that RPI
     /// within the tolerance.
     @inline(__always)
-    private func secondStage(_ lookup: PartitionLookup, candidates n: Int, offset: Int, first: Int, position: UInt32,
-                             keys: [DiagnosisKey], into found: inout [(position: UInt32, match: Match)]) throws {
+    private func secondStage(_ lookup: PartitionLookup, candidates n: Int, offset: Int, first: Int, item: CompactKey,
+                             into found: inout [(position: UInt32, match: Match)]) throws {
         let candidates = self.candidates, rpis = self.rpis
         for c in 0..<n {
             let k = offset &+ Int(candidates[c])
@@ -339,7 +475,10 @@ final class MatchWorker {
             let high = rpis.loadUnaligned(fromByteOffset: k &* 16 &+ 8, as: UInt64.self).littleEndian
             guard lookup.prefilterBit(low: low, high: high) != 0 else { continue }
             let r = lookup.find(low: low, high: high)
-            if r >= 0 { try record(hit: r, interval: first + k, key: keys[Int(position)], position: position, into: &found) }
+            if r >= 0 {
+                try record(hit: r, interval: first + k, key: diagnosisKey(position: item.position, entry: item.entry), position: item.position,
+                           into: &found)
+            }
         }
     }
 
@@ -380,5 +519,7 @@ final class MatchWorker {
         var first: UInt32
         var count: UInt16
         var position: UInt32
+        /// For an encoded key, the offset of its entry in export.bin (decoded again on a hit).
+        var entry: UInt32
     }
 }

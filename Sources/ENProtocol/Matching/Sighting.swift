@@ -113,13 +113,16 @@ public struct SightingsRecord: Sendable, Equatable {
     public var rssiCorrection: Int
     public var node: String?
     public var site: String?
+    /// The advertiser's Bluetooth address, `AA:BB:CC:DD:EE:FF` (most significant byte first, as
+    /// btmon prints it); nil on empty-scan rows and in exports made before it was kept.
+    public var address: String?
 
     public init(time: Double, rpi: RollingProximityIdentifier?, aem: AssociatedEncryptedMetadata?, rssi: Int?,
                 scanStart: Double? = nil, scanEnd: Double? = nil, rssiCorrection: Int = 0,
-                node: String? = nil, site: String? = nil) {
+                node: String? = nil, site: String? = nil, address: String? = nil) {
         self.time = time; self.rpi = rpi; self.aem = aem; self.rssi = rssi
         self.scanStart = scanStart; self.scanEnd = scanEnd; self.rssiCorrection = rssiCorrection
-        self.node = node; self.site = site
+        self.node = node; self.site = site; self.address = address
     }
 
     public var isEmptyScan: Bool { rpi == nil }

@@ -92,7 +92,14 @@ public final class SightingIndex: Sendable {
     /// wherever the sightings come from the air. Results never depend on it, only speed.
     public init(sightings input: [Sighting], tolerance: Int = SightingIndex.defaultTolerance, tableSeed: UInt64) {
         self.tolerance = tolerance
-        let sorted = input.sorted { ($0.rpiLow, $0.rpiHigh, $0.time) < ($1.rpiLow, $1.rpiHigh, $1.time) }
+        // Sort compact (RPI, time, index) records rather than the sightings themselves (fewer
+        // bytes moved per swap), then gather the sightings once in that order. The index
+        // breaks ties, so the order is the same as a stable sort by (RPI, time).
+        var order = [SortKey]()
+        order.reserveCapacity(input.count)
+        for (i, s) in input.enumerated() { order.append(SortKey(low: s.rpiLow, high: s.rpiHigh, time: s.time, index: UInt32(i))) }
+        order.sort(by: SortKey.precedes)
+        let sorted = order.map { input[Int($0.index)] }
         sightings = sorted
         sightingIntervals = sorted.map { ENIntervalNumber(unixSeconds: $0.time).rawValue }
         var low: [UInt64] = [], high: [UInt64] = [], starts: [Int32] = []
@@ -124,6 +131,22 @@ public final class SightingIndex: Sendable {
         }
         let rpiHigh = self.rpiHigh
         partitions = members.map { m in m.isEmpty ? nil : Self.buildPartition(m, low, high, seed: tableSeed, rpiHigh: rpiHigh) }
+    }
+
+    /// A sighting's place in the index order (see `init`).
+    struct SortKey {
+        var low: UInt64
+        var high: UInt64
+        var time: Double
+        var index: UInt32
+
+        @inline(__always)
+        static func precedes(_ a: SortKey, _ b: SortKey) -> Bool {
+            if a.low != b.low { return a.low < b.low }
+            if a.high != b.high { return a.high < b.high }
+            if a.time != b.time { return a.time < b.time }
+            return a.index < b.index
+        }
     }
 
     /// A seed from the system's CSPRNG.

@@ -7,10 +7,19 @@ public struct Observation: Sendable, Equatable {
     public var transmitter: String
     public var distance: Double
     public var attenuation: Double
+    /// The sighting behind the value, when it came from matching (attenuation.csv carries them
+    /// so a join back to the sightings is exact): its RPI (hex), the TX power from its AEM, the
+    /// raw RSSI and the receiver's RSSI correction.
+    public var rpi: String?
+    public var txPower: Int?
+    public var rssi: Int?
+    public var rssiCorrection: Int?
 
-    public init(time: Double, receiver: String, transmitter: String, distance: Double, attenuation: Double) {
+    public init(time: Double, receiver: String, transmitter: String, distance: Double, attenuation: Double,
+                rpi: String? = nil, txPower: Int? = nil, rssi: Int? = nil, rssiCorrection: Int? = nil) {
         self.time = time; self.receiver = receiver; self.transmitter = transmitter
         self.distance = distance; self.attenuation = attenuation
+        self.rpi = rpi; self.txPower = txPower; self.rssi = rssi; self.rssiCorrection = rssiCorrection
     }
 
     /// Attenuations a reading can have: TX power (-50...+20 dBm, GAEN-FACTS.md) minus an RSSI

@@ -58,7 +58,8 @@ public enum TrialPipeline {
             let pair = NodePair(receiver: s.node ?? "", transmitter: transmitters[m.transmitter].name)
             guard let d = groundTruth.distance(at: s.time, pair: pair) else { counts.withoutGroundTruth += 1; continue }
             obs.append(Observation(time: s.time, receiver: pair.receiver, transmitter: pair.transmitter,
-                                   distance: d, attenuation: m.attenuation))
+                                   distance: d, attenuation: m.attenuation, rpi: s.rpi?.hexString, txPower: m.txPower,
+                                   rssi: s.rssi, rssiCorrection: s.rssiCorrection))
         }
         counts.withGroundTruth = obs.count
         return (obs, counts)
@@ -70,6 +71,7 @@ public enum TrialPipeline {
     public static func observations(attenuationCSV reader: CSVReader, groundTruth: GroundTruth) throws -> ([Observation], TrialReport.Counts) {
         let cTime = try reader.requireColumn("time"), cAtt = try reader.requireColumn("attenuation")
         let cRx = reader.column("receiver"), cTx = reader.column("transmitter"), cDist = reader.column("distance")
+        let cRPI = reader.column("rpi"), cTxPower = reader.column("tx_power"), cRSSI = reader.column("rssi"), cCorr = reader.column("rssi_correction")
         var counts = TrialReport.Counts()
         var obs: [Observation] = []
         try reader.forEachRow { row in
@@ -88,7 +90,10 @@ public enum TrialPipeline {
             }
             let d = given ?? groundTruth.distance(at: t, pair: NodePair(receiver: rx, transmitter: tx))
             guard let d else { counts.withoutGroundTruth += 1; return }
-            obs.append(Observation(time: t, receiver: rx, transmitter: tx, distance: d, attenuation: a))
+            func int(_ c: Int?, _ name: String) throws -> Int? { try c.flatMap { try row.int($0, column: name) } }
+            obs.append(Observation(time: t, receiver: rx, transmitter: tx, distance: d, attenuation: a,
+                                   rpi: cRPI.map { row.string($0) }.flatMap { $0.isEmpty ? nil : $0 }, txPower: try int(cTxPower, "tx_power"),
+                                   rssi: try int(cRSSI, "rssi"), rssiCorrection: try int(cCorr, "rssi_correction")))
         }
         counts.withGroundTruth = obs.count
         return (obs, counts)
@@ -125,8 +130,9 @@ public enum TrialReportWriter {
     }
 
     public static func attenuationCSV(_ obs: [Observation], site: String? = nil) -> CSVWriter {
-        var w = CSVWriter(header: ["time", "receiver", "transmitter", "distance", "attenuation", "site"])
+        var w = CSVWriter(header: ["time", "receiver", "transmitter", "distance", "attenuation", "site", "rpi", "tx_power", "rssi", "rssi_correction"])
         let siteField = "," + CSVWriter.escape(site ?? "")
+        func opt(_ v: Int?) -> String { v.map(String.init) ?? "" }
         for o in obs {
             var line = Format.time(o.time)
             line += "," + CSVWriter.escape(o.receiver) + "," + CSVWriter.escape(o.transmitter) + ","
@@ -134,7 +140,7 @@ public enum TrialReportWriter {
             // (2 decimals moved a 1.499 m row across a 1.5 m close-contact boundary).
             line += Format.exact(o.distance) + ","
             line += Format.exact(o.attenuation)
-            w.appendRaw(line + siteField)
+            w.appendRaw(line + siteField + "," + (o.rpi ?? "") + "," + opt(o.txPower) + "," + opt(o.rssi) + "," + opt(o.rssiCorrection))
         }
         return w
     }

@@ -8,9 +8,14 @@ public struct Marker: Sendable, Equatable {
     public var label: String
     public var distance: Double?
     public var note: String
+    /// The pair the marker holds for, from the markers file's `receiver` and `transmitter`
+    /// columns; nil (both empty) for a marker of every pair, unless its label is a `pair:` label.
+    public var receiver: String?
+    public var transmitter: String?
 
-    public init(time: Double, label: String, distance: Double?, note: String = "") {
+    public init(time: Double, label: String, distance: Double?, note: String = "", receiver: String? = nil, transmitter: String? = nil) {
         self.time = time; self.label = label; self.distance = distance; self.note = note
+        self.receiver = receiver; self.transmitter = transmitter
     }
 
     /// Multi-node trials (and `gaenctl simulate`) scope a marker to one receiver/transmitter
@@ -21,8 +26,11 @@ public struct Marker: Sendable, Equatable {
         "\(pairPrefix)\(receiver)/\(transmitter)"
     }
 
-    /// The pair a label names, if it is a pair label.
+    /// The pair the marker holds for: its receiver/transmitter columns, else a `pair:` label.
     public var pair: NodePair? {
+        if let receiver, let transmitter, !receiver.isEmpty, !transmitter.isEmpty {
+            return NodePair(receiver: receiver, transmitter: transmitter)
+        }
         guard label.hasPrefix(Self.pairPrefix) else { return nil }
         let rest = label.dropFirst(Self.pairPrefix.count)
         guard let slash = rest.firstIndex(of: "/") else { return nil }
@@ -76,15 +84,17 @@ public struct GroundTruth: Sendable {
 }
 
 /// The markers CSV: header `time,label,distance,note`; exports add `node,site` (the labels of
-/// the node that recorded them and of the site, empty when unknown), which readers ignore.
+/// the node that recorded them and of the site, empty when unknown), which readers ignore, and
+/// `receiver,transmitter` (the pair a marker holds for; both empty: every pair).
 public enum MarkersFile {
     public static let header = ["time", "label", "distance", "note"]
-    public static let exportHeader = header + ["node", "site"]
+    public static let exportHeader = header + ["node", "site", "receiver", "transmitter"]
 
     public static func read(_ url: URL) throws -> [Marker] {
         let r = try CSVReader(contentsOf: url)
         let cTime = try r.requireColumn("time"), cLabel = try r.requireColumn("label")
         let cDist = try r.requireColumn("distance"), cNote = r.column("note")
+        let cRx = r.column("receiver"), cTx = r.column("transmitter")
         var out: [Marker] = []
         try r.forEachRow { row in
             let d = try row.double(cDist, column: "distance")
@@ -92,8 +102,14 @@ public enum MarkersFile {
                 throw CSVError.badValue(file: r.file, line: row.line, column: "distance",
                                         expected: "metres >= 0 or empty", actual: row.string(cDist))
             }
+            let rx = cRx.map { row.string($0) } ?? "", tx = cTx.map { row.string($0) } ?? ""
+            if rx.isEmpty != tx.isEmpty {
+                throw CSVError.badValue(file: r.file, line: row.line, column: rx.isEmpty ? "receiver" : "transmitter",
+                                        expected: "a name, as the other of receiver/transmitter is given (or both empty)", actual: "")
+            }
             out.append(Marker(time: try row.requireDouble(cTime, column: "time"), label: row.string(cLabel),
-                              distance: d, note: cNote.map { row.string($0) } ?? ""))
+                              distance: d, note: cNote.map { row.string($0) } ?? "",
+                              receiver: rx.isEmpty ? nil : rx, transmitter: tx.isEmpty ? nil : tx))
         }
         return out
     }
@@ -101,7 +117,9 @@ public enum MarkersFile {
     public static func csv(_ markers: [Marker], node: String? = nil, site: String? = nil) -> CSVWriter {
         var w = CSVWriter(header: exportHeader)
         for m in markers {
-            w.appendRow([Format.time(m.time), m.label, m.distance.map { Format.fixed($0, 2) } ?? "", m.note, node ?? "", site ?? ""])
+            let p = m.pair
+            w.appendRow([Format.time(m.time), m.label, m.distance.map(Format.exact) ?? "", m.note, node ?? "", site ?? "",
+                         p?.receiver ?? "", p?.transmitter ?? ""])
         }
         return w
     }

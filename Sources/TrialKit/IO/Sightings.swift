@@ -15,7 +15,7 @@ public struct SightingsFileError: Error, CustomStringConvertible {
 /// Reads (through ENProtocol's `SightingsFile`) and writes the sightings CSV and JSON-lines
 /// formats of docs/sightings-format.md.
 public enum SightingsExport {
-    public static let header = ["time", "rpi", "aem", "rssi", "scan_start", "scan_end", "rssi_correction", "node", "site"]
+    public static let header = SightingsFileWriter.csvHeader
 
     /// Reads a CSV or JSON-lines file (told apart by its first character, as `gaenctl match` does).
     public static func read(_ url: URL) throws -> [SightingRow] {
@@ -32,29 +32,16 @@ public enum SightingsExport {
         }
     }
 
-    /// Streams sightings into CSV text (all columns of the format).
+    /// Streams sightings into CSV text (all columns of the format), through ENProtocol's one
+    /// writer of the format.
     public struct Writer {
         public private(set) var csv = CSVWriter(header: SightingsExport.header)
+        let rows = SightingsFileWriter(format: .csv)
         public init() {}
 
         public mutating func append(_ s: SightingRow) {
-            var line = Format.time(s.time)
-            line += ","
-            if let r = s.rpi { line += r.hexString }
-            line += ","
-            if let a = s.aem { line += a.hexString }
-            line += ","
-            if let v = s.rssi { line += String(v) }
-            line += ","
-            if let v = s.scanStart { line += Format.time(v) }
-            line += ","
-            if let v = s.scanEnd { line += Format.time(v) }
-            line += ","
-            line += String(s.rssiCorrection)
-            line += ","
-            line += CSVWriter.escape(s.node ?? "")
-            line += ","
-            line += CSVWriter.escape(s.site ?? "")
+            var line = rows.row(s)
+            line.removeLast()
             csv.appendRaw(line)
         }
 

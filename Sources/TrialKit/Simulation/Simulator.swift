@@ -86,6 +86,15 @@ public struct Simulator {
 
     // MARK: random numbers (fast paths on SplitMix64 for the channel; the schedule uses the protocol)
 
+    /// A non-resolvable private address (top two bits 00) made from the RPI's first six bytes, so
+    /// it changes exactly when the RPI does, without drawing from the scenario's random stream.
+    static func address(_ rpi: RollingProximityIdentifier) -> String {
+        var b = [UInt8](rpi.bytes.prefix(6))
+        b[0] &= 0x3F
+        if b.allSatisfy({ $0 == 0 }) { b[5] = 1 }
+        return b.map { String(format: "%02X", $0) }.joined(separator: ":")
+    }
+
     static func uniform(_ r: inout SeededRandom) -> Double { Double(r.next() >> 11) * 0x1p-53 }
 
     static func gaussian(_ r: inout SeededRandom) -> Double {
@@ -100,6 +109,8 @@ public struct Simulator {
         var time: Double // relative seconds of the rotation
         var rpiHex: String
         var aemHex: String
+        /// The advertising address of the slot: it changes with the RPI, as a phone's does.
+        var address: String
     }
 
     struct NodeTimeline {
@@ -149,7 +160,7 @@ public struct Simulator {
                     let aem = try GAENKeySchedule.associatedEncryptedMetadata(metadata, rpi: rpi, aemk: key.1)
                     // Only the slot in force at the start matters of those before it.
                     if t <= 0, !out.slots.isEmpty, out.slots.last!.time <= 0 { out.slots.removeLast() }
-                    out.slots.append(Slot(time: t, rpiHex: rpi.hexString, aemHex: aem.hexString))
+                    out.slots.append(Slot(time: t, rpiHex: rpi.hexString, aemHex: aem.hexString, address: Self.address(rpi)))
                 case .finishScan(let scan) where node.scans:
                     let s = scan.startWall - startUnix, e = scan.endWall - startUnix
                     if s >= 0, e <= duration { out.scans.append((s, e)) }
@@ -211,7 +222,7 @@ public struct Simulator {
                     }
                 }
                 if events.isEmpty {
-                    writer.appendRawLine(Format.time(startUnix + scan.start) + ",,," + scanText + tail)
+                    writer.appendRawLine(Format.time(startUnix + scan.start) + ",,," + scanText + tail + ",")
                     result.emptyScans += 1
                     continue
                 }
@@ -219,7 +230,7 @@ public struct Simulator {
                 for e in events {
                     let slot = timelines[e.tx].slots[e.slot]
                     writer.appendRawLine(Format.time(startUnix + e.t) + "," + slot.rpiHex + "," + slot.aemHex + ","
-                                         + String(e.rssi) + scanText + tail)
+                                         + String(e.rssi) + scanText + tail + "," + slot.address)
                 }
                 result.sightings += events.count
             }

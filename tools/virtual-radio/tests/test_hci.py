@@ -525,3 +525,38 @@ def test_supported_commands_list_extended_advertising_and_scanning(radio):
     # number of supported sets), octet 37 bits 0-1 (remove/clear sets), 5-6 (extended scan).
     assert octets[36] & 0b11111110 == 0b11111110
     assert octets[37] & 0b01100011 == 0b01100011
+
+
+def test_flood_delivers_distinct_gaen_reports_only_while_scanning(radio):
+    r = radio(devices=[{"name": "a", "transport": "tcp-server:127.0.0.1:0"}])
+
+    async def scenario():
+        client = await H4Client.connect(r.tcp("a"))
+        await client.command(RESET)
+        await client.command(0x0C01, (0x20001FFFFFFFFFFF).to_bytes(8, "little"))  # Set Event Mask: LE Meta on
+        r.ok(cmd="flood", device="a", rate=600, seconds=30)
+        await asyncio.sleep(0.3)  # not scanning: nothing delivered
+        await client.command(LE_SET_SCAN_ENABLE, b"\x01\x00")
+        reports = []
+        deadline = asyncio.get_running_loop().time() + 1.0
+        while asyncio.get_running_loop().time() < deadline:
+            event = await client.event(2.0)
+            if event[1] == 0x3E and event[3] == 0x02:
+                n = event[4]
+                offset = 5
+                for _ in range(n):
+                    data_len = event[offset + 8]
+                    data = event[offset + 9:offset + 9 + data_len]
+                    reports.append((event[offset + 2:offset + 8], data))
+                    offset += 10 + data_len
+        await client.command(LE_SET_SCAN_ENABLE, b"\x00\x00")
+        r.ok(cmd="flood", device="a", rate=0)
+        await client.close()
+        return reports
+
+    reports = run(scenario())
+    stats = r.stats("a")
+    assert 300 <= len(reports) <= 900, len(reports)
+    assert all(d[:11] == bytes.fromhex("02011a03036ffd17166ffd") and len(d) == 31 for _, d in reports)
+    assert len({d[11:27] for _, d in reports}) == len(reports)  # distinct RPIs
+    assert stats["flood_not_scanning"] > 0 and stats["flood_reports"] >= len(reports)

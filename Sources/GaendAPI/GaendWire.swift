@@ -1,4 +1,5 @@
 import Foundation
+import DBusCore
 
 /// The typed values of gaend's D-Bus API (docs/dbus.md), each with one encoder (`dbusValue`)
 /// and one throwing decoder (`init(dbus:)`), shared by the daemon and the client so both

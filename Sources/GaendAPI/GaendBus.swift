@@ -1,3 +1,5 @@
+import DBusCore
+
 /// The names of gaend's D-Bus API, shared by the daemon's tables and the client.
 public enum GaendBus {
     /// The daemon's well-known bus name.
