@@ -328,8 +328,15 @@ public enum SightingsFile {
     /// Exactly `count` bytes of hex (either case), or nil. Rows need a byte-level decoder:
     /// Data(hex:) walks Characters and took a third of the time of reading an export.
     static func hexBytes(_ s: String, count: Int) -> [UInt8]? {
-        var digits = Array(s.utf8)
-        if digits.count == count * 2 + 2, digits[0] == 0x30, digits[1] | 0x20 == 0x78 { digits.removeFirst(2) }
+        // On the string's own UTF-8 storage (native strings have it): copying the digits into
+        // an array first cost an allocation per field.
+        if let r = s.utf8.withContiguousStorageIfAvailable({ hexBytes(UnsafeRawBufferPointer($0), count: count) }) { return r }
+        return Array(s.utf8).withUnsafeBytes { hexBytes($0, count: count) }
+    }
+
+    static func hexBytes(_ text: UnsafeRawBufferPointer, count: Int) -> [UInt8]? {
+        var digits = text
+        if digits.count == count * 2 + 2, digits[0] == 0x30, digits[1] | 0x20 == 0x78 { digits = UnsafeRawBufferPointer(rebasing: digits[2...]) }
         guard digits.count == count * 2 else { return nil }
         func value(_ c: UInt8) -> UInt8? {
             switch c {
