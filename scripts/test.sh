@@ -15,4 +15,16 @@ for corpus in tools/fuzz/corpus/*/; do
     "$bin/$target" "$corpus" || { echo "fuzz corpus replay failed: $target" >&2; status=1; }
 done
 GAEND_BIN_DIR="$bin" python3 -m pytest -q tests/e2e || status=1
+# The board: the release build (static Swift runtime) as `make` builds it, its install layout
+# and toolchain-free binaries, then Debian's kernel under qemu (tests/testbed): the kernel,
+# system and package scenarios. Their run times are printed at the end.
+if make build >/tmp/gaend-release-build.log 2>&1; then
+    python3 -m pytest -q tests/install || status=1
+    rm -f /tmp/gaend-testbed-timings.json
+    GAEND_BIN_DIR="$bin" python3 -m pytest -q tests/testbed || status=1
+    [ -f /tmp/gaend-testbed-timings.json ] && echo "test bed scenario seconds: $(cat /tmp/gaend-testbed-timings.json)"
+else
+    echo "release build failed (see /tmp/gaend-release-build.log)" >&2
+    status=1
+fi
 exit $status

@@ -15,8 +15,10 @@ struct Gaend: AsyncParsableCommand {
         commandName: "gaend",
         abstract: "The GAEN node: advertises rotating RPIs, scans, stores sightings encrypted, serves D-Bus.")
 
-    @Option(help: ArgumentHelp("YAML config file (config/gaend.conf.example).", valueName: "FILE"))
+    @Option(help: ArgumentHelp("YAML config file (gaend.conf(5)); without it /etc/gaend/gaend.conf if present, else built-in defaults.", valueName: "FILE"))
     var config: String?
+    @Flag(help: "Only check whether the config's `controllers:` gives --controller to gaend: exit 0 if so, 1 if it stays with bluetoothd (gaend@.service's ExecCondition).")
+    var checkController = false
     @Option(help: ArgumentHelp("Controller: hciN, hci:N, serial:/dev/ttyX[:baud], tcp:HOST:PORT, unix:PATH.", valueName: "ADDR"))
     var controller: String?
     @Option(help: ArgumentHelp("State directory holding the store.", valueName: "DIR"))
@@ -42,7 +44,11 @@ struct Gaend: AsyncParsableCommand {
 
     func settings() throws -> GaendSettings {
         var s = GaendSettings()
-        if let config { s = try ConfigLoader.load(path: config) }
+        if let config {
+            s = try ConfigLoader.load(path: config)
+        } else if FileManager.default.fileExists(atPath: Self.defaultConfigPath) {
+            s = try ConfigLoader.load(path: Self.defaultConfigPath)
+        }
         if let controller { s.controller = controller }
         if let stateDir { s.stateDirectory = stateDir }
         if let storeKeyFile { s.storeKeyFile = storeKeyFile }
@@ -70,6 +76,14 @@ struct Gaend: AsyncParsableCommand {
         return s
     }
 
+    /// Read when no --config is given; absent, the built-in defaults apply (an install needs
+    /// no config file: the commented example is installed beside it as gaend.conf.example).
+    static let defaultConfigPath = "/etc/gaend/gaend.conf"
+
+    var configSource: String {
+        config ?? (FileManager.default.fileExists(atPath: Self.defaultConfigPath) ? Self.defaultConfigPath : "built-in defaults (no \(Self.defaultConfigPath))")
+    }
+
     func run() async throws {
         guard let level = Logger.Level(rawValue: logLevel) else { throw ValidationError("--log-level: unknown level '\(logLevel)'") }
         let journal = JournalLogHandler.standardErrorIsJournal()
@@ -92,6 +106,13 @@ struct Gaend: AsyncParsableCommand {
 
         let settings: GaendSettings
         do { settings = try self.settings() } catch let e as ValidationError { throw e } catch { throw fail("\(error)") }
+        if checkController {
+            guard settings.controllers.includes(settings.controller) else {
+                FileHandle.standardError.write(Data("gaend: \(settings.controller) is not among the controllers of \(configSource); left to bluetoothd\n".utf8))
+                throw ExitCode(1)
+            }
+            return
+        }
         let address: BusAddress
         do { address = try BusAddress(parsing: settings.bus) } catch { throw fail("bus: \(error)") }
         var trustSet = KeyExportTrustSet()
@@ -126,6 +147,7 @@ struct Gaend: AsyncParsableCommand {
         let bus = NodeBus(service: service, node: node, trust: trustSet, logger: logger)
         let notifier = SystemdNotifier()
         logger.info("gaend started", metadata: [
+            "config": "\(configSource)",
             "controller": "\(settings.controller)", "bus": "\(address)", "bus.name": "\(settings.busName)", "state": "\(settings.stateDirectory)",
             "trial": "\(settings.trial)", "time.scale": "\(settings.timeScale)",
         ])

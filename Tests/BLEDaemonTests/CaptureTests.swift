@@ -91,3 +91,23 @@ struct CaptureTests {
         #expect(!tty.description.contains("CAP_NET_ADMIN") && tty.description.contains("dialout"))
     }
 }
+
+@Suite("Controller selection (controllers:)")
+struct ControllerSelectionTests {
+    @Test func defaultTakesEveryController() throws {
+        #expect(try ConfigLoader.parse("trial: false").controllers == .all)
+        #expect(try ConfigLoader.parse("controllers: all").controllers.includes("hci7"))
+    }
+
+    @Test func listTakesOnlyThose() throws {
+        let s = try ConfigLoader.parse("controllers: [hci0, \"hci:2\"]")
+        #expect(s.controllers.includes("hci0") && s.controllers.includes("hci2"))
+        #expect(!s.controllers.includes("hci1"))
+        #expect(!s.controllers.includes("tcp:127.0.0.1:9"))
+    }
+
+    @Test func badEntriesAreErrors() {
+        #expect(throws: ConfigError.self) { try ConfigLoader.parse("controllers: [serial:/dev/ttyS0]") }
+        #expect(throws: ConfigError.self) { try ConfigLoader.parse("controllers: some") }
+    }
+}

@@ -286,6 +286,17 @@ struct StoreKeyTests {
         #expect(throws: StoreError.noKeySource(credentialPath: nil)) { try StoreKey.load(keyFile: nil, environment: [:]) }
         #expect("\(dir.key)" == "StoreKey(<redacted>)")
         #expect(!"\(StoreError.noKeySource(credentialPath: nil))".isEmpty)
+        // A credentials directory without store-key names what it does hold.
+        let other = dir.url.appendingPathComponent("other-creds")
+        try FileManager.default.createDirectory(at: other, withIntermediateDirectories: true)
+        #expect(FileManager.default.createFile(atPath: other.appendingPathComponent("storekey").path, contents: Data("x".utf8)))
+        let missing = try #require(throws: StoreError.self) { try StoreKey.load(keyFile: nil, environment: ["CREDENTIALS_DIRECTORY": other.path]) }
+        #expect("\(missing)".contains("store-key (the directory holds: storekey)"), "\(missing)")
+        // Anything but a missing file is reported as itself (here: a path through a file).
+        let blocked = try #require(throws: StoreError.self) {
+            try StoreKey.load(keyFile: nil, environment: ["CREDENTIALS_DIRECTORY": other.appendingPathComponent("storekey").path])
+        }
+        #expect("\(blocked)".contains("Not a directory"), "\(blocked)")
     }
 }
 

@@ -45,9 +45,12 @@ def kernel():
         pytest.skip(str(e))
 
 
-def run_scenario(kernel, tmp_path: Path, scenario: str, timeout: float, init: str | None = None) -> tuple[dict, testbed.GuestRun]:
+def run_scenario(kernel, tmp_path: Path, scenario: str, timeout: float, init: str | None = None,
+                 files: list[Path] = ()) -> tuple[dict, testbed.GuestRun]:
     work = tmp_path / scenario.split(".")[0]
     work.mkdir()
+    for f in files:
+        shutil.copy2(f, work / f.name)
     staged = work / "bin"
     staged.mkdir()
     for name in ("gaend", "gaenctl"):
@@ -146,3 +149,51 @@ def test_kernel_scenario(kernel, tmp_path):
     assert r["net_admin_only"]["rc"] == 0, r["net_admin_only"]
     (Path(os.environ.get("GAEND_TESTBED_REPORT", "/tmp")) / "kernel-capture-decode.json").write_text(
         json.dumps({"advertise": decoded, "gaend": gaend_capture, "seconds": run.seconds}, indent=1))
+
+
+def release_dir() -> Path:
+    """`make`'s output (static stdlib): what `make install` and the package install."""
+    d = REPO / ".build/release"
+    if not ((d / "gaend").exists() and (d / "gaenctl").exists()):
+        pytest.skip("no release build: run `make` first (scripts/test.sh does)")
+    return d
+
+
+def test_system_scenario(kernel, tmp_path):
+    release_dir()
+    r, run = run_scenario(kernel, tmp_path, "system.py", timeout=1800, init=str(REPO / "tests/testbed/guest/system-init.sh"))
+    Path(os.environ.get("GAEND_TESTBED_REPORT", "/tmp"), "system-security.txt").write_text(r["security"]["output"])
+    assert r["make_install"]["rc"] == 0
+    assert r["active_after_plug"]["active"], r
+    assert r["active_after_plug"]["credential"], "gaend-store-key.service created the credential"
+    assert r["user_status"]["rc"] == 0 and r["user_status"]["active"], r["user_status"]
+    assert r["outsider_status"]["rc"] != 0, r["outsider_status"]
+    assert r["heard"] > 0, "no beacon on air"
+    j = r["journal"]
+    assert not j["errors"], j
+    assert not j["thread_priority"], j
+    assert any("no trusted key set" in (w or "") for w in j["warnings"]), j
+    assert "no trusted key set" in j["p_warning"] and "gaend started" not in j["p_warning"], j["p_warning"]
+    assert r["security"]["exposure"] is not None and r["security"]["exposure"] <= 1.4, r["security"]["output"][-3000:]
+    assert r["unplug"]["stopped"], r["unplug"]
+    assert r["replug"]["active"] and r["replug"]["status_rc"] == 0, r["replug"]
+
+
+def test_package_and_bluez_coexistence(kernel, tmp_path):
+    release_dir()
+    debs = tmp_path / "debs"
+    debs.mkdir()
+    built = subprocess.run([str(REPO / "scripts/build-deb.sh"), str(debs)], capture_output=True, text=True, timeout=900)
+    assert built.returncode == 0, built.stderr
+    deb = Path(built.stdout.strip().splitlines()[-1])
+    r, run = run_scenario(kernel, tmp_path, "package.py", timeout=1800, init=str(REPO / "tests/testbed/guest/system-init.sh"),
+                          files=[deb])
+    Path(os.environ.get("GAEND_TESTBED_REPORT", "/tmp"), "deb-size.txt").write_text(f"{deb.name} {deb.stat().st_size}\n")
+    assert r["apt_install"]["rc"] == 0, r["apt_install"]
+    assert r["gaend_status"]["rc"] == 0 and '"active"' in r["gaend_status"]["stdout"], r["gaend_status"]
+    assert "left to bluetoothd" in r["gaend_hci1"]["journal"], r["gaend_hci1"]
+    assert r["bluetoothd"] == "active"
+    found = r["bluez_discovery"]
+    assert found["found"], found
+    data = bytes(found["devices"][0]["service_data"]["0000fd6f-0000-1000-8000-00805f9b34fb"])
+    assert len(data) == 20, data  # RPI (16) + AEM (4)

@@ -101,7 +101,7 @@ public enum ConfigLoader {
 
         mutating func apply(_ root: Node, to s: inout GaendSettings) throws {
             let top = ["controller", "state_dir", "store_key_file", "bus", "bus_name", "trust", "trial", "time_scale", "clock",
-                       "advertising", "scanning", "store", "calibration", "research", "rate_limits", "watchdog", "callers", "capture"]
+                       "advertising", "scanning", "store", "calibration", "research", "rate_limits", "watchdog", "callers", "capture", "controllers"]
             for (key, keyNode, v) in try mapping(root, "config") {
                 switch key {
                 case "controller":
@@ -237,6 +237,19 @@ public enum ConfigLoader {
                         default: throw unknown(k, kn, prefix: "callers.", known: ["io_timeout_seconds", "calls_in_flight"])
                         }
                     }
+                case "controllers":
+                    // `all`, or a list of kernel controller names: the ones gaend@.service takes.
+                    if case .scalar(let sc) = v, sc.string == "all" { s.controllers = .all; break }
+                    guard case .sequence(let seq) = v else {
+                        throw ConfigError.wrongType(path: path, line: line(v), setting: key, expected: "all, or a list of controllers such as [hci0]")
+                    }
+                    let names = try seq.map { try string($0, "controllers[]") }
+                    for n in names {
+                        guard case .hci? = try? ControllerAddress(parsing: n) else {
+                            throw ConfigError.wrongType(path: path, line: line(v), setting: key, expected: "kernel controller names such as hci0, not '\(n)'")
+                        }
+                    }
+                    s.controllers = .only(names)
                 case "capture":
                     if v.null != nil { s.capture = nil; break }
                     var c = CaptureSettings(path: "")

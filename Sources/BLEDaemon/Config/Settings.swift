@@ -32,6 +32,9 @@ public struct GaendSettings: Sendable, Equatable {
     public var rateLimits = RateLimitSettings()
     public var watchdog = WatchdogSettings()
     public var callers = CallerSettings()
+    /// The kernel controllers gaend@.service takes (its ExecCondition asks `gaend
+    /// --check-controller`); the others stay with bluetoothd.
+    public var controllers: ControllerSelection = .all
     /// Every HCI packet to a btsnoop file (`--capture`, `capture:`); nil = no capture.
     public var capture: CaptureSettings? = nil
 
@@ -46,6 +49,22 @@ public struct GaendSettings: Sendable, Equatable {
             s.rateLimits.enabled = false
         }
         return s
+    }
+}
+
+/// Which kernel controllers (hciN) gaend takes when udev offers them.
+public enum ControllerSelection: Sendable, Equatable {
+    case all
+    case only([String])
+
+    /// Whether the controller (as the unit names it, `hci1`) is gaend's.
+    public func includes(_ controller: String) -> Bool {
+        switch self {
+        case .all: return true
+        case .only(let names):
+            guard let wanted = try? ControllerAddress(parsing: controller) else { return false }
+            return names.contains { (try? ControllerAddress(parsing: $0)) == wanted }
+        }
     }
 }
 

@@ -69,8 +69,17 @@ extension GaenNode {
         guard files.count <= 16 else { throw NodeError.limitExceeded("\(files.count) files in one call; at most 16") }
         try checkProvideAllowed()
         let parsed = try await OwnThread.run("gaend.keyfiles") { _ in try Self.parseKeyFiles(files, trust: trust) }
-        // Checked again: another call may have started matching while these were parsed.
+        // Checked again: another call may have started matching while these were parsed. From
+        // here the call holds the node's one matching slot (released if storing fails).
         try checkProvideAllowed()
+        matching = true
+        do { return try await store(parsed) } catch {
+            matching = false
+            throw error
+        }
+    }
+
+    private func store(_ parsed: [(file: KeyExportFile, digest: Data, validUntil: Double)]) async throws -> Int {
         if settings.rateLimits.enabled {
             let today = UTCDay(unixSeconds: clock.wallTime()).rawValue
             if state.provideDay != today { state.provideDay = today; state.provideCalls = 0 }
@@ -85,10 +94,11 @@ extension GaenNode {
             let cache = keyFiles, store = self.store
             let stored = try await OwnThread.run("gaend.keyfiles") { _ in try cache.current(store) }
             let replacing = stored.filter { old in unique.contains { $0.digest == old.digest } }.map(\.id)
-            let ids = try store.addKeyFiles(unique.map { ($0.file.exportBin, $0.validUntil) }, replacing: replacing, now: clock.wallTime())
+            // Up to 16 files of 16 MiB sealed and written with a FULL fsync: off the node's executor.
+            let files = unique.map { ($0.file.exportBin, $0.validUntil) }, now = clock.wallTime()
+            let ids = try await Self.onStoreThread { try store.addKeyFiles(files, replacing: replacing, now: now) }
             for (id, f) in zip(ids, unique) { keyFiles.insert(id: id, file: f.file, digest: f.digest) }
         } catch let e as NodeError { throw e } catch { throw NodeError.storage("\(error)") }
-        matching = true
         callFiles = unique.count
         return unique.reduce(0) { $0 + $1.file.keyCount + $1.file.revisedKeyCount }
     }
@@ -260,7 +270,7 @@ extension GaenNode {
     /// Marker times accepted (Unix seconds, 2000-01-01 to 2200-01-01).
     static let markerTimes: ClosedRange<Double> = 946_684_800...7_258_118_400
 
-    public func addMarker(time: Double, label: String, distance: Double, note: String) throws -> Int64 {
+    public func addMarker(time: Double, label: String, distance: Double, note: String) async throws -> Int64 {
         guard !label.isEmpty, label.utf8.count <= 256 else { throw NodeError.invalidArgs("label: 1 to 256 bytes") }
         guard note.utf8.count <= 4096 else { throw NodeError.invalidArgs("note: at most 4096 bytes") }
         guard distance.isFinite else { throw NodeError.invalidArgs("distance must be a finite number") }
@@ -276,7 +286,8 @@ extension GaenNode {
             }
             t = time
         }
-        do { return try store.addMarker(Marker(time: t, label: label, distanceMeters: distance < 0 ? nil : distance, note: note)) } catch {
+        let store = self.store, marker = Marker(time: t, label: label, distanceMeters: distance < 0 ? nil : distance, note: note)
+        do { return try await Self.onStoreThread { try store.addMarker(marker) } } catch {
             throw NodeError.storage("\(error)")
         }
     }

@@ -34,8 +34,17 @@ public struct StoreKey: Sendable, CustomStringConvertible, CustomDebugStringConv
             let path = (dir as NSString).appendingPathComponent(credentialName)
             // systemd already restricts the credentials directory to the unit (a private
             // read-only mount, mode 0500), so the file's own mode bits are not re-checked.
-            if FileManager.default.fileExists(atPath: path) { return try load(file: path, requirePrivate: false) }
-            throw StoreError.noKeySource(credentialPath: path)
+            // Only a missing file means "no credential"; any other failure (EACCES on the
+            // directory, say) is reported as itself instead of as a missing key.
+            var st = stat()
+            if stat(path, &st) == 0 { return try load(file: path, requirePrivate: false) }
+            let e = errno
+            guard e == ENOENT else {
+                throw StoreError.keyFileUnreadable(path: path, reason: String(cString: strerror(e)))
+            }
+            let present = (try? FileManager.default.contentsOfDirectory(atPath: dir))?.sorted() ?? []
+            throw StoreError.noKeySource(credentialPath: path + " (the directory holds: "
+                + (present.isEmpty ? "nothing" : present.joined(separator: ", ")) + ")")
         }
         throw StoreError.noKeySource(credentialPath: nil)
     }

@@ -9,13 +9,19 @@ public struct AttenuationPlot {
 
     public let analysis: ChannelAnalysis
     public let points: [(distance: Double, attenuation: Double)]
+    /// Each point's pair, an index into `pairNames` (points are coloured by pair).
+    let pointPairs: [Int]
+    let pairNames: [String]
+    /// Whole-dB readings stack on one another: points are spread by up to ±0.4 dB and ±4 % in
+    /// distance (a fixed pseudo-random offset per point, so the plot is reproducible).
+    let jitter: Bool
     public let site: String?
     public let curve: [CurvePoint]
     let xMin: Double, xMax: Double, yMin: Double, yMax: Double
 
     public static let maximumPoints = 4000
-    static let width = 820.0, height = 520.0
-    static let left = 70.0, right = 190.0, top = 40.0, bottom = 60.0
+    static let width = 850.0, height = 520.0
+    static let left = 70.0, right = 220.0, top = 40.0, bottom = 60.0
 
     public init(analysis: ChannelAnalysis, observations: [Observation], site: String?) {
         self.analysis = analysis
@@ -23,16 +29,27 @@ public struct AttenuationPlot {
         let floor = analysis.options.minimumDistance
         let stride = max(1, observations.count / Self.maximumPoints)
         var pts: [(Double, Double)] = []
+        var pairIndex: [NodePair: Int] = [:]
+        var names: [String] = []
+        var pp: [Int] = []
         var i = 0
         while i < observations.count {
-            pts.append((max(observations[i].distance, floor), observations[i].attenuation)); i += stride
+            let o = observations[i]
+            pts.append((max(o.distance, floor), o.attenuation))
+            let key = NodePair(receiver: o.receiver, transmitter: o.transmitter)
+            if pairIndex[key] == nil { pairIndex[key] = names.count; names.append(key.description) }
+            pp.append(pairIndex[key]!)
+            i += stride
         }
         points = pts
+        pointPairs = pp
+        pairNames = names
+        jitter = analysis.wholeDecibels
         let ds = observations.map { max($0.distance, floor) }
         let lo = ds.min() ?? 0.5, hi = ds.max() ?? 10
-        // Whole decades around the data, so the ticks are 1-2-5 steps.
-        xMin = pow(10, (log10(lo)).rounded(.down))
-        xMax = max(pow(10, (log10(hi)).rounded(.up)), xMin * 10)
+        // The 1-2-5 steps around the data (data to 10 m ends the axis at 10 m, not 100 m).
+        xMin = Self.niceBelow(lo / 1.05)
+        xMax = max(Self.niceAbove(hi * 1.05), xMin * 2)
         var curve: [CurvePoint] = []
         if let fit = analysis.fit {
             for k in 0...60 {
@@ -45,6 +62,28 @@ public struct AttenuationPlot {
         ys += curve.flatMap { [$0.mean - $0.sigma, $0.mean + $0.sigma] }
         yMin = ((ys.min() ?? 40) / 10).rounded(.down) * 10
         yMax = max(((ys.max() ?? 100) / 10).rounded(.up) * 10, yMin + 10)
+    }
+
+    /// The largest 1, 2 or 5 x 10^k at or below v, and the smallest at or above.
+    static func niceBelow(_ v: Double) -> Double {
+        let d = pow(10, log10(v).rounded(.down))
+        return [5.0, 2, 1].map { $0 * d }.first { $0 <= v * 1.0000001 } ?? d
+    }
+
+    static func niceAbove(_ v: Double) -> Double {
+        let d = pow(10, log10(v).rounded(.down))
+        return [1.0, 2, 5, 10].map { $0 * d }.first { $0 >= v / 1.0000001 } ?? 10 * d
+    }
+
+    static let palette = ["#1f77b4", "#ff7f0e", "#2ca02c", "#9467bd", "#8c564b", "#e377c2", "#17becf", "#bcbd22", "#7f7f7f", "#393b79"]
+
+    /// A fixed offset in -1...1 per point and axis (a hash of its index).
+    static func offset(_ i: Int, _ axis: UInt64) -> Double {
+        var z = UInt64(i) &* 0x9E37_79B9_7F4A_7C15 &+ axis
+        z = (z ^ (z >> 30)) &* 0xBF58_476D_1CE4_E5B9
+        z = (z ^ (z >> 27)) &* 0x94D0_49BB_1331_11EB
+        z ^= z >> 31
+        return Double(z >> 11) * 0x1p-52 - 1
     }
 
     func x(_ d: Double) -> Double {
@@ -68,9 +107,9 @@ public struct AttenuationPlot {
         """
         // Axes and ticks.
         s += "<g stroke=\"#888\" fill=\"none\"><rect x=\"\(n(Self.left))\" y=\"\(n(Self.top))\" width=\"\(n(plotRight - Self.left))\" height=\"\(n(plotBottom - Self.top))\"/></g>\n"
-        var decade = xMin
+        var decade = pow(10, log10(xMin).rounded(.down))
         while decade < xMax * 1.0001 {
-            for m in [1.0, 2, 5] where decade * m <= xMax * 1.0001 {
+            for m in [1.0, 2, 5] where decade * m <= xMax * 1.0001 && decade * m >= xMin / 1.0001 {
                 let xv = x(decade * m)
                 s += "<line x1=\"\(n(xv))\" y1=\"\(n(Self.top))\" x2=\"\(n(xv))\" y2=\"\(n(plotBottom))\" stroke=\"#eee\"/>"
                 s += "<line x1=\"\(n(xv))\" y1=\"\(n(plotBottom))\" x2=\"\(n(xv))\" y2=\"\(n(plotBottom + 5))\" stroke=\"#444\"/>"
@@ -94,9 +133,11 @@ public struct AttenuationPlot {
             s += "<text x=\"\(n(plotRight - 4))\" y=\"\(n(y(t) - 4))\" text-anchor=\"end\" fill=\"#c60\">\(Int(t)) dB</text>\n"
         }
         // Sightings.
-        s += "<g fill=\"#1f77b4\" fill-opacity=\"0.25\">\n"
-        for p in points where p.attenuation >= yMin && p.attenuation <= yMax {
-            s += "<circle cx=\"\(n(x(p.distance)))\" cy=\"\(n(y(p.attenuation)))\" r=\"2\"/>"
+        s += "<g fill-opacity=\"0.3\">\n"
+        for (k, p) in points.enumerated() where p.attenuation >= yMin && p.attenuation <= yMax {
+            let dx = jitter ? pow(10, 0.017 * Self.offset(k, 1)) : 1, dy = jitter ? 0.4 * Self.offset(k, 2) : 0
+            let colour = pairNames.count > 1 ? Self.palette[pointPairs[k] % Self.palette.count] : Self.palette[0]
+            s += "<circle cx=\"\(n(x(min(max(p.distance * dx, xMin), xMax))))\" cy=\"\(n(y(p.attenuation + dy)))\" r=\"2\" fill=\"\(colour)\"/>"
         }
         s += "\n</g>\n"
         // Fitted curve and ±sigma.
@@ -120,7 +161,14 @@ public struct AttenuationPlot {
         // Legend.
         let lx = plotRight + 15
         var ly = Self.top + 10
-        s += "<circle cx=\"\(n(lx + 8))\" cy=\"\(n(ly))\" r=\"3\" fill=\"#1f77b4\" fill-opacity=\"0.5\"/><text x=\"\(n(lx + 22))\" y=\"\(n(ly + 4))\">sightings\(points.count < analysis.observationCount ? " (sample)" : "")</text>\n"
+        s += "<circle cx=\"\(n(lx + 8))\" cy=\"\(n(ly))\" r=\"3\" fill=\"#1f77b4\" fill-opacity=\"0.5\"/><text x=\"\(n(lx + 22))\" y=\"\(n(ly + 4))\">sightings\(points.count < analysis.observationCount ? " (sample)" : "")\(jitter ? ", jittered" : "")</text>\n"
+        if pairNames.count > 1 {
+            for (k, name) in pairNames.prefix(8).enumerated() {
+                ly += 16
+                s += "<circle cx=\"\(n(lx + 8))\" cy=\"\(n(ly))\" r=\"3\" fill=\"\(Self.palette[k % Self.palette.count])\"/><text x=\"\(n(lx + 22))\" y=\"\(n(ly + 4))\" font-size=\"10\">\(Self.escape(String(name.prefix(22))))</text>\n"
+            }
+            if pairNames.count > 8 { ly += 16; s += "<text x=\"\(n(lx + 22))\" y=\"\(n(ly + 4))\" font-size=\"10\">\(pairNames.count - 8) more pairs (colours repeat)</text>\n" }
+        }
         ly += 22
         s += "<rect x=\"\(n(lx + 4))\" y=\"\(n(ly - 4))\" width=\"8\" height=\"8\"/><line x1=\"\(n(lx + 8))\" y1=\"\(n(ly - 9))\" x2=\"\(n(lx + 8))\" y2=\"\(n(ly + 9))\" stroke=\"black\" stroke-width=\"2\"/><text x=\"\(n(lx + 22))\" y=\"\(n(ly + 4))\">median, quartiles</text>\n"
         if let fit = analysis.fit {

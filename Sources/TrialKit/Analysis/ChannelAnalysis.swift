@@ -121,6 +121,14 @@ public struct ChannelAnalysis: Sendable, Codable, Equatable {
     /// Why there is no fit, when there is none.
     public var fitError: String?
     public var detection: [DetectionRow]
+    /// The fit with the sensitivity limit taken into account (FitQuality.swift).
+    public var censoredFit: CensoredFit?
+    /// Plain-language warnings on the fit (poor, censored by sensitivity).
+    public var warnings: [String]
+    public var pairs: [GroupStats]
+    public var receivers: [GroupStats]
+    /// Recall and precision at every whole-dB threshold from the strongest to the weakest reading.
+    public var sweep: [SweepRow]
 
     public init(observations: [Observation], options: AnalysisOptions = AnalysisOptions()) {
         self.options = options
@@ -136,6 +144,17 @@ public struct ChannelAnalysis: Sendable, Codable, Equatable {
             fitError = "\(error)"
         }
         self.fit = fit
+        let whole = observations.allSatisfy { $0.attenuation == $0.attenuation.rounded() }
+        if let fit, let limit = observations.map(\.attenuation).max() {
+            censoredFit = CensoredFit(points: observations.map { (log10(max($0.distance, floor)), $0.attenuation) },
+                                      limit: limit + (whole ? 0.5 : 0), start: (fit.attenuationAt1m, fit.slopePerDecade, fit.sigma))
+        } else {
+            censoredFit = nil
+        }
+        warnings = Self.warnings(fit: fit, censored: censoredFit, obs: observations, floor: floor)
+        pairs = Self.groups(observations, floor: floor, byPair: true)
+        receivers = Self.groups(observations, floor: floor, byPair: false)
+        sweep = Self.sweep(observations, closeDistance: options.closeContactDistance)
         let continuity = observations.allSatisfy({ $0.attenuation == $0.attenuation.rounded() }) ? 0.5 : 0.0
         detection = options.thresholds.map { t in
             var close = 0, far = 0, tp = 0, fp = 0

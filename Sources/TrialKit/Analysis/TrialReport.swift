@@ -27,15 +27,30 @@ public struct TrialReport: Sendable, Codable {
     public var counts: Counts
     public var pairs: [PairCount]
     public var analysis: ChannelAnalysis
+    /// Share of scans in which a present transmitter was heard, by true distance (empty when the
+    /// input had no scans, e.g. --attenuations).
+    public var detectionByDistance: [DetectionProbability]
 
-    public init(site: String?, counts: Counts, observations: [Observation], options: AnalysisOptions) {
+    public init(site: String?, counts: Counts, observations: [Observation], options: AnalysisOptions,
+                detectionByDistance: [DetectionProbability] = []) {
         self.site = site
         self.counts = counts
+        self.detectionByDistance = detectionByDistance
         var perPair: [NodePair: Int] = [:]
         for o in observations { perPair[NodePair(receiver: o.receiver, transmitter: o.transmitter), default: 0] += 1 }
         pairs = perPair.keys.sorted().map { PairCount(receiver: $0.receiver, transmitter: $0.transmitter, observations: perPair[$0]!) }
         analysis = ChannelAnalysis(observations: observations, options: options)
     }
+}
+
+/// Detection probability at one distance (or distance bin [low, high)): scans with the
+/// transmitter present at that distance, and how many of them heard it.
+public struct DetectionProbability: Sendable, Codable, Equatable {
+    public var distanceLow: Double
+    public var distanceHigh: Double
+    public var scans: Int
+    public var heard: Int
+    public var probability: Double
 }
 
 /// Builds a trial's observations: match sightings against keys, then join ground truth.
@@ -44,6 +59,18 @@ public enum TrialPipeline {
     /// joins the distance in force at each sighting's time for its receiver/transmitter pair.
     public static func observations(sightings: [SightingRow], transmitters: [TransmitterKeys], groundTruth: GroundTruth,
                                     matcher: some SightingMatcher = ProjectMatcher()) throws -> ([Observation], TrialReport.Counts) {
+        let r = try run(sightings: sightings, transmitters: transmitters, groundTruth: groundTruth, matcher: matcher)
+        return (r.observations, r.counts)
+    }
+
+    /// The observations, the counts and the detection probability by distance: every scan of a
+    /// receiver (the rows' node and scan_start, empty scans included) against every transmitter
+    /// whose pair has a distance in force at the scan's start; heard when the scan has a matched
+    /// sighting of that transmitter. A transmitter absent or not advertising needs a marker with
+    /// an empty distance (as `gaenctl simulate` writes), else it counts as present and unheard.
+    public static func run(sightings: [SightingRow], transmitters: [TransmitterKeys], groundTruth: GroundTruth,
+                           matcher: some SightingMatcher = ProjectMatcher())
+        throws -> (observations: [Observation], counts: TrialReport.Counts, detection: [DetectionProbability]) {
         var counts = TrialReport.Counts()
         counts.rows = sightings.count
         for s in sightings { if s.isEmptyScan { counts.emptyScans += 1 } else { counts.reports += 1 } }
@@ -62,7 +89,47 @@ public enum TrialPipeline {
                                    rssi: s.rssi, rssiCorrection: s.rssiCorrection))
         }
         counts.withGroundTruth = obs.count
-        return (obs, counts)
+        return (obs, counts, detectionProbability(sightings: sightings, transmitters: transmitters, groundTruth: groundTruth, matches: result.matches))
+    }
+
+    struct ScanKey: Hashable { var node: String; var start: Double }
+
+    static func detectionProbability(sightings: [SightingRow], transmitters: [TransmitterKeys], groundTruth: GroundTruth,
+                                     matches: [MatchedSighting]) -> [DetectionProbability] {
+        var scans = Set<ScanKey>()
+        for s in sightings { if let start = s.scanStart { scans.insert(ScanKey(node: s.node ?? "", start: start)) } }
+        guard !scans.isEmpty else { return [] }
+        var heard = Set<[String]>()
+        for m in matches {
+            let s = sightings[m.sightingIndex]
+            guard let start = s.scanStart else { continue }
+            heard.insert([s.node ?? "", Format.exact(start), transmitters[m.transmitter].name])
+        }
+        var byDistance: [Double: (present: Int, heard: Int)] = [:]
+        for scan in scans {
+            for t in transmitters where t.name != scan.node {
+                guard let d = groundTruth.distance(at: scan.start, pair: NodePair(receiver: scan.node, transmitter: t.name)) else { continue }
+                var e = byDistance[d] ?? (0, 0)
+                e.present += 1
+                if heard.contains([scan.node, Format.exact(scan.start), t.name]) { e.heard += 1 }
+                byDistance[d] = e
+            }
+        }
+        // Up to 40 distances one by one; more (moving nodes) in logarithmic bins, 10 per decade.
+        var rows: [(low: Double, high: Double, present: Int, heard: Int)] = []
+        if byDistance.count <= 40 {
+            rows = byDistance.keys.sorted().map { ($0, $0, byDistance[$0]!.present, byDistance[$0]!.heard) }
+        } else {
+            var bins: [Int: (Int, Int)] = [:]
+            for (d, e) in byDistance {
+                let k = Int((log10(max(d, 0.1)) * 10).rounded(.down)) // under 0.1 m counts as 0.1 m, as in the fit
+                let b = bins[k] ?? (0, 0)
+                bins[k] = (b.0 + e.present, b.1 + e.heard)
+            }
+            rows = bins.keys.sorted().map { (pow(10, Double($0) / 10), pow(10, Double($0 + 1) / 10), bins[$0]!.0, bins[$0]!.1) }
+        }
+        return rows.map { DetectionProbability(distanceLow: $0.low, distanceHigh: $0.high, scans: $0.present, heard: $0.heard,
+                                               probability: $0.present > 0 ? Double($0.heard) / Double($0.present) : .nan) }
     }
 
     /// Observations from an attenuation CSV (`time,attenuation` and optionally `receiver`,
@@ -104,7 +171,7 @@ public enum TrialPipeline {
 /// curve.csv, detection.csv, plot.svg.
 public enum TrialReportWriter {
     public static let files = ["report.json", "report.md", "attenuation.csv", "distances.csv", "fit.csv",
-                               "curve.csv", "detection.csv", "plot.svg"]
+                               "curve.csv", "detection.csv", "plot.svg", "pairs.csv", "receivers.csv", "sweep.csv", "sweep.svg", "detection_probability.csv"]
 
     public static func write(_ report: TrialReport, observations: [Observation], to dir: URL) throws {
         try FileManager.default.createDirectory(at: dir, withIntermediateDirectories: true)
@@ -117,6 +184,35 @@ public enum TrialReportWriter {
         try curveCSV(plot).write(to: dir.appendingPathComponent("curve.csv"))
         try detectionCSV(report.analysis).write(to: dir.appendingPathComponent("detection.csv"))
         try OutputFile.write(Data(plot.svg().utf8), to: dir.appendingPathComponent("plot.svg"))
+        try groupsCSV(report.analysis.pairs, pairs: true).write(to: dir.appendingPathComponent("pairs.csv"))
+        try groupsCSV(report.analysis.receivers, pairs: false).write(to: dir.appendingPathComponent("receivers.csv"))
+        try sweepCSV(report.analysis).write(to: dir.appendingPathComponent("sweep.csv"))
+        var dp = CSVWriter(header: ["distance_low", "distance_high", "scans_present", "scans_heard", "detection_probability"])
+        for r in report.detectionByDistance {
+            dp.appendRow([Format.exact(r.distanceLow), Format.exact(r.distanceHigh), String(r.scans), String(r.heard), Format.fixed(r.probability, 4)])
+        }
+        try dp.write(to: dir.appendingPathComponent("detection_probability.csv"))
+        try OutputFile.write(Data(SweepPlot(analysis: report.analysis, site: report.site).svg().utf8), to: dir.appendingPathComponent("sweep.svg"))
+    }
+
+    public static func groupsCSV(_ groups: [GroupStats], pairs: Bool) -> CSVWriter {
+        var w = CSVWriter(header: (pairs ? ["receiver", "transmitter"] : ["receiver"]) +
+                          ["count", "distances", "min_distance", "max_distance", "median_attenuation", "mean_attenuation", "slope_db_per_decade"])
+        for g in groups {
+            w.appendRow((pairs ? [g.receiver, g.transmitter ?? ""] : [g.receiver]) +
+                        [String(g.count), String(g.distances), Format.exact(g.minDistance), Format.exact(g.maxDistance),
+                         Format.fixed(g.medianAttenuation, 2), Format.fixed(g.meanAttenuation, 2), g.slopePerDecade.map { Format.fixed($0, 3) } ?? ""])
+        }
+        return w
+    }
+
+    public static func sweepCSV(_ a: ChannelAnalysis) -> CSVWriter {
+        var w = CSVWriter(header: ["threshold_db", "close_contact_m", "true_positives", "false_positives", "recall", "false_positive_rate", "precision"])
+        for r in a.sweep {
+            w.appendRow([Format.exact(r.thresholdDb), Format.exact(a.options.closeContactDistance), String(r.truePositives), String(r.falsePositives),
+                         Format.fixed(r.recall, 4), Format.fixed(r.falsePositiveRate, 4), Format.fixed(r.precision, 4)])
+        }
+        return w
     }
 
     /// JSON with sorted keys; NaN (a rate with nothing to divide by) is written as null.
@@ -166,6 +262,12 @@ public enum TrialReportWriter {
             w.appendRow(["r_squared", Format.fixed(f.rSquared, 4), ""])
             w.appendRow(["count", String(f.count), ""])
         }
+        if let c = a.censoredFit {
+            w.appendRow(["censored_attenuation_at_1m_db", Format.fixed(c.attenuationAt1m, 3), ""])
+            w.appendRow(["censored_slope_db_per_decade", Format.fixed(c.slopePerDecade, 3), ""])
+            w.appendRow(["censored_sigma_db", Format.fixed(c.sigma, 3), ""])
+            w.appendRow(["censoring_limit_db", Format.fixed(c.limitDb, 1), ""])
+        }
         return w
     }
 
@@ -207,13 +309,39 @@ public enum TrialReportWriter {
             s += "A(d) = A(1 m) + slope x log10(d / 1 m) + X, X ~ N(0, sigma), least squares over \(fit.count) sightings:\n\n"
             s += "| A(1 m) dB | slope dB/decade | path-loss exponent | sigma dB | R² |\n|---:|---:|---:|---:|---:|\n"
             s += "| \(f(fit.attenuationAt1m, 2)) ± \(f(fit.attenuationAt1mStandardError, 2)) | \(f(fit.slopePerDecade, 2)) ± \(f(fit.slopeStandardError, 2)) | \(f(fit.pathLossExponent, 3)) | \(f(fit.sigma, 2)) | \(f(fit.rSquared, 3)) |\n\n"
+            if let c = a.censoredFit {
+                s += "Censoring-aware fit (readings modelled as truncated at the sensitivity limit, \(f(c.limitDb, 1)) dB, the weakest received): "
+                s += "A(1 m) \(f(c.attenuationAt1m, 2)) dB, slope \(f(c.slopePerDecade, 2)) dB/decade, sigma \(f(c.sigma, 2)) dB.\n\n"
+            }
+            for w in a.warnings { s += "**Warning:** \(w).\n\n" }
         } else {
             s += "No fit: \(a.fitError ?? "no data").\n\n"
+        }
+        if !a.pairs.isEmpty {
+            s += "## Per receiver\n\n| receiver | count | distances | median dB | mean dB | slope dB/decade |\n|---|---:|---:|---:|---:|---:|\n"
+            for g in a.receivers {
+                s += "| \(g.receiver) | \(g.count) | \(g.distances) | \(f(g.medianAttenuation)) | \(f(g.meanAttenuation)) | \(g.slopePerDecade.map { f($0, 2) } ?? "n/a") |\n"
+            }
+            s += "\n## Per pair\n\n| receiver | transmitter | count | distances (m) | median dB | mean dB | slope dB/decade |\n|---|---|---:|---|---:|---:|---:|\n"
+            for g in a.pairs.prefix(200) {
+                let range = g.minDistance == g.maxDistance ? Format.exact(g.minDistance) : "\(Format.exact(g.minDistance))-\(Format.exact(g.maxDistance))"
+                s += "| \(g.receiver) | \(g.transmitter ?? "") | \(g.count) | \(range) | \(f(g.medianAttenuation)) | \(f(g.meanAttenuation)) | \(g.slopePerDecade.map { f($0, 2) } ?? "n/a") |\n"
+            }
+            if a.pairs.count > 200 { s += "\n(\(a.pairs.count - 200) more pairs in pairs.csv.)\n" }
+            s += "\n"
         }
         s += "## Attenuation by distance\n\n| distance m | count | q1 | median | q3 | mean | model |\n|---:|---:|---:|---:|---:|---:|---:|\n"
         for d in a.distances {
             let model = a.fit.map { f($0.meanAttenuation(at: max(d.distance, a.options.minimumDistance))) } ?? "n/a"
             s += "| \(f(d.distance, 2)) | \(d.count) | \(f(d.q1)) | \(f(d.median)) | \(f(d.q3)) | \(f(d.mean)) | \(model) |\n"
+        }
+        if !r.detectionByDistance.isEmpty {
+            s += "\n## Detection probability by distance (share of scans in which a present transmitter was heard)\n\n"
+            s += "| distance m | scans | heard | probability |\n|---:|---:|---:|---:|\n"
+            for d in r.detectionByDistance {
+                let label = d.distanceLow == d.distanceHigh ? Format.exact(d.distanceLow) : "\(f(d.distanceLow, 2))-\(f(d.distanceHigh, 2))"
+                s += "| \(label) | \(d.scans) | \(d.heard) | \(pct(d.probability)) |\n"
+            }
         }
         s += "\n## Detection (close contact: distance <= \(f(a.options.closeContactDistance, 2)) m; per sighting)\n\n"
         s += "Observed rates beside the rates the fitted model expects (normal CDF\(a.wholeDecibels ? ", 0.5 dB continuity correction for whole-dB readings" : "")).\n\n"
@@ -222,7 +350,7 @@ public enum TrialReportWriter {
         for d in a.detection {
             s += "| \(Format.exact(d.thresholdDb)) | \(d.closeCount) | \(d.farCount) | \(pct(d.truePositiveRate)) | \(pct(d.expectedTruePositiveRate)) | \(pct(d.falsePositiveRate)) | \(pct(d.expectedFalsePositiveRate)) | \(pct(d.precision)) | \(pct(d.expectedPrecision)) |\n"
         }
-        s += "\nFiles: attenuation.csv (every analysed sighting), distances.csv, fit.csv, curve.csv, detection.csv, plot.svg.\n"
+        s += "\nFiles: attenuation.csv (every analysed sighting), distances.csv, fit.csv, curve.csv, detection.csv, plot.svg, pairs.csv, receivers.csv, sweep.csv and sweep.svg (recall and precision at every whole-dB threshold).\n"
         return s
     }
 }

@@ -1,0 +1,151 @@
+import Foundation
+
+/// The log-distance model fitted with the sensitivity limit taken into account. Readings weaker
+/// than the receiver's sensitivity are never recorded, so at long range only the strongest
+/// packets arrive and ordinary least squares sees attenuation flatten with distance. Here the
+/// readings are modelled as normal around A(1 m) + slope x log10(d), truncated at the limit
+/// (the weakest attenuation observed, + 0.5 dB for whole-dB readings), and fitted by maximum
+/// likelihood (truncated-normal regression; a Tobit model would need the unrecorded packets
+/// counted, which a sightings export cannot know). Written here: no optimisation package is in
+/// the offline set; Nelder-Mead on three parameters over grouped data is small.
+public struct CensoredFit: Sendable, Codable, Equatable {
+    public var attenuationAt1m: Double
+    public var slopePerDecade: Double
+    public var sigma: Double
+    /// The truncation point used (dB).
+    public var limitDb: Double
+    public var count: Int
+
+    /// nil when there are too few points or distances, or the optimiser does not settle.
+    public init?(points: [(x: Double, y: Double)], limit: Double, start: (a: Double, b: Double, sigma: Double)) {
+        guard points.count >= 3, start.sigma > 0 else { return nil }
+        // Group identical (x, y): whole-dB readings at a few distances collapse to a few hundred.
+        var groups: [Pair: Int] = [:]
+        for p in points { groups[Pair(x: (p.x * 1e4).rounded() / 1e4, y: p.y), default: 0] += 1 }
+        let data = groups.map { ($0.key.x, $0.key.y, Double($0.value)) }
+        func nll(_ v: [Double]) -> Double {
+            let a = v[0], b = v[1], s = exp(v[2])
+            var total = 0.0
+            for (x, y, n) in data {
+                let mu = a + b * x
+                let z = (y - mu) / s
+                let cdf = Statistics.normalCDF((limit - mu) / s)
+                guard cdf > 1e-300 else { return .infinity }
+                total += n * (0.5 * z * z + log(s) + log(cdf))
+            }
+            return total
+        }
+        guard let best = NelderMead.minimise(nll, start: [start.a, start.b, log(start.sigma)], steps: [2, 2, 0.2]) else { return nil }
+        attenuationAt1m = best[0]; slopePerDecade = best[1]; sigma = exp(best[2])
+        limitDb = limit; count = points.count
+        guard attenuationAt1m.isFinite, slopePerDecade.isFinite, sigma.isFinite else { return nil }
+    }
+
+    struct Pair: Hashable { var x: Double; var y: Double }
+}
+
+enum NelderMead {
+    static func minimise(_ f: ([Double]) -> Double, start: [Double], steps: [Double], iterations: Int = 2000) -> [Double]? {
+        let n = start.count
+        var simplex = [start]
+        for i in 0..<n { var p = start; p[i] += steps[i]; simplex.append(p) }
+        var values = simplex.map(f)
+        for _ in 0..<iterations {
+            let order = values.indices.sorted { values[$0] < values[$1] }
+            simplex = order.map { simplex[$0] }; values = order.map { values[$0] }
+            if abs(values[n] - values[0]) < 1e-10 * (abs(values[0]) + 1e-10) { break }
+            var centroid = [Double](repeating: 0, count: n)
+            for p in simplex.dropLast() { for i in 0..<n { centroid[i] += p[i] / Double(n) } }
+            func along(_ t: Double) -> [Double] { (0..<n).map { centroid[$0] + t * (simplex[n][$0] - centroid[$0]) } }
+            let r = along(-1), fr = f(r)
+            if fr < values[0] {
+                let e = along(-2), fe = f(e)
+                if fe < fr { simplex[n] = e; values[n] = fe } else { simplex[n] = r; values[n] = fr }
+            } else if fr < values[n - 1] {
+                simplex[n] = r; values[n] = fr
+            } else {
+                let c = along(fr < values[n] ? -0.5 : 0.5), fc = f(c)
+                if fc < min(fr, values[n]) { simplex[n] = c; values[n] = fc } else {
+                    for k in 1...n { simplex[k] = (0..<n).map { simplex[0][$0] + 0.5 * (simplex[k][$0] - simplex[0][$0]) }; values[k] = f(simplex[k]) }
+                }
+            }
+        }
+        return values[0].isFinite ? simplex[0] : nil
+    }
+}
+
+/// Counts and attenuation of one receiver/transmitter pair or one receiver.
+public struct GroupStats: Sendable, Codable, Equatable {
+    public var receiver: String
+    /// nil in the per-receiver table.
+    public var transmitter: String?
+    public var count: Int
+    public var distances: Int
+    public var minDistance: Double
+    public var maxDistance: Double
+    public var medianAttenuation: Double
+    public var meanAttenuation: Double
+    /// The pair's own log-distance slope (dB/decade), when it was seen at two distances or more.
+    public var slopePerDecade: Double?
+}
+
+/// Recall (TPR) and precision at one attenuation threshold of the sweep.
+public struct SweepRow: Sendable, Codable, Equatable {
+    public var thresholdDb: Double
+    public var truePositives: Int
+    public var falsePositives: Int
+    public var recall: Double
+    public var falsePositiveRate: Double
+    public var precision: Double
+}
+
+extension ChannelAnalysis {
+    static func groups(_ obs: [Observation], floor: Double, byPair: Bool) -> [GroupStats] {
+        var buckets: [NodePair: [Observation]] = [:]
+        for o in obs { buckets[NodePair(receiver: o.receiver, transmitter: byPair ? o.transmitter : ""), default: []].append(o) }
+        return buckets.keys.sorted().map { k in
+            let list = buckets[k]!
+            let atts = list.map(\.attenuation).sorted()
+            let ds = Set(list.map(\.distance))
+            let slope = ds.count >= 2 ? (try? LinearFit(points: list.map { (log10(max($0.distance, floor)), $0.attenuation) }))?.slope : nil
+            return GroupStats(receiver: k.receiver, transmitter: byPair ? k.transmitter : nil, count: list.count, distances: ds.count,
+                              minDistance: ds.min() ?? .nan, maxDistance: ds.max() ?? .nan,
+                              medianAttenuation: Statistics.quantile(sorted: atts, 0.5), meanAttenuation: Statistics.mean(atts),
+                              slopePerDecade: slope)
+        }
+    }
+
+    static func sweep(_ obs: [Observation], closeDistance: Double) -> [SweepRow] {
+        guard let lo = obs.map(\.attenuation).min(), let hi = obs.map(\.attenuation).max() else { return [] }
+        let close = obs.filter { $0.distance <= closeDistance }.count, far = obs.count - close
+        func ratio(_ a: Int, _ b: Int) -> Double { b > 0 ? Double(a) / Double(b) : .nan }
+        var rows: [SweepRow] = []
+        var t = lo.rounded(.down)
+        while t <= hi.rounded(.up) {
+            var tp = 0, fp = 0
+            for o in obs where o.attenuation <= t { if o.distance <= closeDistance { tp += 1 } else { fp += 1 } }
+            rows.append(SweepRow(thresholdDb: t, truePositives: tp, falsePositives: fp, recall: ratio(tp, close),
+                                 falsePositiveRate: ratio(fp, far), precision: ratio(tp, tp + fp)))
+            t += 1
+        }
+        return rows
+    }
+
+    /// Plain-language warnings on the fit: poor (R² below 0.3) or flattened by the sensitivity
+    /// limit (the fit expects more than 10 % of the readings at the farthest distance to be
+    /// weaker than anything received, or the censoring-aware slope is 1.5 times OLS's or more).
+    static func warnings(fit: ChannelFit?, censored: CensoredFit?, obs: [Observation], floor: Double) -> [String] {
+        guard let fit else { return [] }
+        var out: [String] = []
+        if fit.rSquared < 0.3 {
+            out.append("poor fit: R² = \(Format.fixed(fit.rSquared, 3)); distance explains little of the attenuation at this site (bodies, occupancy, orientation, device differences, or readings cut off by sensitivity)")
+        }
+        if let c = censored, let far = obs.map(\.distance).max() {
+            let beyond = 1 - Statistics.normalCDF((c.limitDb - fit.meanAttenuation(at: max(far, floor))) / max(fit.sigma, 1e-9))
+            if beyond > 0.1 || (fit.slopePerDecade > 0 && c.slopePerDecade >= 1.5 * fit.slopePerDecade) || (fit.slopePerDecade <= 0 && c.slopePerDecade > 0) {
+                out.append("censored by sensitivity: nothing weaker than \(Format.fixed(c.limitDb, 1)) dB was received, yet the least-squares model puts \(Format.fixed(beyond * 100, 0)) % of the readings at \(Format.exact(far)) m beyond it; the weak readings that were lost flatten the least-squares slope (\(Format.fixed(fit.slopePerDecade, 2)) dB/decade) — the censoring-aware fit gives \(Format.fixed(c.slopePerDecade, 2)) dB/decade")
+            }
+        }
+        return out
+    }
+}

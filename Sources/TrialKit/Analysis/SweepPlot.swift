@@ -1,0 +1,54 @@
+import Foundation
+
+/// Recall and precision against the attenuation threshold (sweep.svg): where a threshold trades
+/// missed close contacts for false alarms at this site.
+public struct SweepPlot {
+    let analysis: ChannelAnalysis
+    let site: String?
+    static let width = 720.0, height = 420.0, left = 60.0, right = 150.0, top = 40.0, bottom = 50.0
+
+    public init(analysis: ChannelAnalysis, site: String?) { self.analysis = analysis; self.site = site }
+
+    public func svg() -> String {
+        let rows = analysis.sweep
+        let lo = rows.first?.thresholdDb ?? 40, hi = max(rows.last?.thresholdDb ?? 100, lo + 1)
+        let plotRight = Self.width - Self.right, plotBottom = Self.height - Self.bottom
+        func x(_ t: Double) -> Double { Self.left + (t - lo) / (hi - lo) * (plotRight - Self.left) }
+        func y(_ v: Double) -> Double { plotBottom - v * (plotBottom - Self.top) }
+        func n(_ v: Double) -> String { Format.fixed(v, 1) }
+        var s = "<svg xmlns=\"http://www.w3.org/2000/svg\" width=\"\(Int(Self.width))\" height=\"\(Int(Self.height))\" font-family=\"sans-serif\" font-size=\"12\">\n"
+        s += "<rect width=\"100%\" height=\"100%\" fill=\"white\"/>\n"
+        s += "<text x=\"\(n(Self.left))\" y=\"22\" font-size=\"14\">Recall and precision by threshold\(site.map { " — " + AttenuationPlot.escape($0) } ?? "") (close: &lt;= \(Format.exact(analysis.options.closeContactDistance)) m)</text>\n"
+        s += "<rect x=\"\(n(Self.left))\" y=\"\(n(Self.top))\" width=\"\(n(plotRight - Self.left))\" height=\"\(n(plotBottom - Self.top))\" fill=\"none\" stroke=\"#444\"/>\n"
+        for k in 0...5 {
+            let v = Double(k) / 5
+            s += "<line x1=\"\(n(Self.left))\" y1=\"\(n(y(v)))\" x2=\"\(n(plotRight))\" y2=\"\(n(y(v)))\" stroke=\"#eee\"/>"
+            s += "<text x=\"\(n(Self.left - 6))\" y=\"\(n(y(v) + 4))\" text-anchor=\"end\">\(Int(v * 100)) %</text>\n"
+        }
+        let step = max(1, Int(((hi - lo) / 8).rounded(.up)))
+        var t = lo.rounded(.up)
+        while t <= hi {
+            s += "<line x1=\"\(n(x(t)))\" y1=\"\(n(plotBottom))\" x2=\"\(n(x(t)))\" y2=\"\(n(plotBottom + 5))\" stroke=\"#444\"/>"
+            s += "<text x=\"\(n(x(t)))\" y=\"\(n(plotBottom + 18))\" text-anchor=\"middle\">\(Int(t))</text>\n"
+            t += Double(step)
+        }
+        s += "<text x=\"\(n((Self.left + plotRight) / 2))\" y=\"\(n(Self.height - 12))\" text-anchor=\"middle\">threshold: attenuation at most (dB)</text>\n"
+        for (name, colour, value) in [("recall (TPR)", "#1f77b4", { (r: SweepRow) in r.recall }), ("precision", "#d62728", { (r: SweepRow) in r.precision }),
+                                      ("false positive rate", "#7f7f7f", { (r: SweepRow) in r.falsePositiveRate })] {
+            let pts = rows.filter { !value($0).isNaN }
+            guard !pts.isEmpty else { continue }
+            let d = pts.enumerated().map { i, r in "\(i == 0 ? "M" : "L")\(n(x(r.thresholdDb))) \(n(y(value(r))))" }.joined(separator: " ")
+            s += "<path d=\"\(d)\" fill=\"none\" stroke=\"\(colour)\" stroke-width=\"2\"/>\n"
+        }
+        for th in analysis.options.thresholds where th >= lo && th <= hi {
+            s += "<line x1=\"\(n(x(th)))\" y1=\"\(n(Self.top))\" x2=\"\(n(x(th)))\" y2=\"\(n(plotBottom))\" stroke=\"#c60\" stroke-dasharray=\"2 4\"/>\n"
+        }
+        var ly = Self.top + 10
+        for (name, colour) in [("recall (TPR)", "#1f77b4"), ("precision", "#d62728"), ("false positive rate", "#7f7f7f")] {
+            s += "<line x1=\"\(n(plotRight + 12))\" y1=\"\(n(ly))\" x2=\"\(n(plotRight + 32))\" y2=\"\(n(ly))\" stroke=\"\(colour)\" stroke-width=\"2\"/>"
+            s += "<text x=\"\(n(plotRight + 38))\" y=\"\(n(ly + 4))\">\(name)</text>\n"
+            ly += 20
+        }
+        return s + "</svg>\n"
+    }
+}

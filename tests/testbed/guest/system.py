@@ -1,0 +1,95 @@
+"""System scenario: systemd as init with udev, `make install` as the README says for a board,
+a hot-plugged controller started as gaend@hci0.service with nothing else done.
+
+The README's steps for a board are `make` (done on the host: the same tree, read-only here)
+and `sudo make install`; then the controller is plugged in. Checked: the unit goes active,
+`gaenctl --name hci0 status` works over the system bus as a user in group gaend, beacons are
+heard on air by an independent scanner, unplug stops the unit and replug starts it, the journal
+has warnings at warning priority and no errors or thread-priority noise, and the unit's
+`systemd-analyze security` exposure.
+"""
+import json
+import os
+import re
+import subprocess
+import time
+
+from common import PEER, PY, REPO, WORK, VRadio, lines, log, main, mark_clock_synchronised, record, run, spawn, systemctl, unit_state, wait_for
+
+PREFIX = "02011a03036ffd17166ffd"
+UNIT = "gaend@hci0.service"
+
+
+def journal(*args) -> list[dict]:
+    p = subprocess.run(["journalctl", "--no-pager", "-o", "json", *args], capture_output=True, text=True)
+    out = []
+    for l in p.stdout.splitlines():
+        try:
+            out.append(json.loads(l))
+        except ValueError:
+            pass
+    return out
+
+
+def scenario() -> None:
+    mark_clock_synchronised()
+    run(["modprobe", "hci_vhci"])
+    # As the README says for a board: `sudo make install` in the built tree.
+    inst = run(["make", "-C", REPO, "install"], timeout=600)
+    record("make_install", {"rc": inst.returncode, "stdout": inst.stdout[-3000:], "stderr": inst.stderr[-3000:]})
+    assert inst.returncode == 0, inst.stderr
+
+    vr = VRadio(["name=node,transport=tcp-server:127.0.0.1:0", "name=peer,transport=tcp-server:127.0.0.1:0,x=1"])
+    t0 = time.monotonic()
+    record("plug", vr.plug("node"))
+    active = wait_for(lambda: unit_state(UNIT) == "active", 180, 1)
+    record("active_after_plug", {"active": active, "seconds": round(time.monotonic() - t0, 1), "state": unit_state(UNIT),
+                                 "store_key_unit": unit_state("gaend-store-key.service"),
+                                 "credential": os.path.exists("/etc/gaend/store-key.cred")})
+    if not active:
+        record("status_dump", systemctl("status", "--no-pager", "-l", UNIT, "gaend-store-key.service").stdout)
+        record("journal_dump", run(["journalctl", "--no-pager", "-b", "-u", UNIT, "-u", "gaend-store-key.service"]).stdout[-6000:])
+        raise AssertionError(f"{UNIT} not active")
+
+    # A user in the documented group reaches it over the system bus.
+    run(["useradd", "--create-home", "--groups", "gaend", "trialist"])
+    status = lambda: run(["runuser", "-u", "trialist", "--", "/usr/local/bin/gaenctl", "--name", "hci0", "status", "--json"], timeout=60)
+    st = status()
+    ok = wait_for(lambda: '"active"' in status().stdout, 120, 3)
+    st = status()
+    record("user_status", {"rc": st.returncode, "stdout": st.stdout, "stderr": st.stderr, "active": ok})
+    other = run(["runuser", "-u", "nobody", "--", "/usr/local/bin/gaenctl", "--name", "hci0", "status"], timeout=60)
+    record("outsider_status", {"rc": other.returncode, "stderr": other.stderr})
+
+    # Beacons on air, heard by an independent scanner.
+    scan = spawn([PY, PEER, "scan", "--transport", vr.bumble("peer"), "--duration", "10"], "sys-peer-scan")
+    scan.wait(120)
+    record("heard", len([r for r in lines("sys-peer-scan") if r.get("data", "").startswith(PREFIX)]))
+
+    # The journal so far: warnings at priority 4, no errors, no thread-priority noise.
+    entries = journal("-b", "-u", UNIT)
+    record("journal", {
+        "count": len(entries),
+        "warnings": [e.get("MESSAGE") for e in entries if e.get("PRIORITY") == "4"][:10],
+        "errors": [e.get("MESSAGE") for e in entries if e.get("PRIORITY") in ("0", "1", "2", "3")][:10],
+        "thread_priority": [e.get("MESSAGE") for e in entries if "thread priority" in str(e.get("MESSAGE"))][:5],
+        "p_warning": run(["journalctl", "--no-pager", "-b", "-u", UNIT, "-p", "warning", "-o", "cat"]).stdout[-3000:],
+        "sample": [f"{e.get('PRIORITY')} {e.get('MESSAGE')}" for e in entries][-30:],
+    })
+    sec = run(["systemd-analyze", "security", "--no-pager", UNIT], timeout=120)
+    m = re.search(r"Overall exposure level for \S+: ([0-9.]+)", sec.stdout)
+    record("security", {"exposure": float(m.group(1)) if m else None, "output": sec.stdout[-8000:]})
+
+    # Unplug stops the unit (BindsTo the device); replug starts it again.
+    vr.unplug("node")
+    stopped = wait_for(lambda: unit_state(UNIT) in ("inactive", "failed"), 120, 1)
+    record("unplug", {"stopped": stopped, "state": unit_state(UNIT)})
+    record("replug_index", vr.plug("node"))
+    again = wait_for(lambda: unit_state(UNIT) == "active", 180, 1)
+    st = status()
+    record("replug", {"active": again, "state": unit_state(UNIT), "status_rc": st.returncode})
+    record("journal_tail", run(["journalctl", "--no-pager", "-b", "-u", UNIT, "-o", "short-monotonic"]).stdout[-5000:])
+    vr.stop()
+
+
+main(scenario)
