@@ -270,7 +270,7 @@ extension GaenNode {
     /// Marker times accepted (Unix seconds, 2000-01-01 to 2200-01-01).
     static let markerTimes: ClosedRange<Double> = 946_684_800...7_258_118_400
 
-    public func addMarker(time: Double, label: String, distance: Double, note: String) throws -> Int64 {
+    public func addMarker(time: Double, label: String, distance: Double, note: String) async throws -> Int64 {
         guard !label.isEmpty, label.utf8.count <= 256 else { throw NodeError.invalidArgs("label: 1 to 256 bytes") }
         guard note.utf8.count <= 4096 else { throw NodeError.invalidArgs("note: at most 4096 bytes") }
         guard distance.isFinite else { throw NodeError.invalidArgs("distance must be a finite number") }
@@ -286,7 +286,8 @@ extension GaenNode {
             }
             t = time
         }
-        do { return try store.addMarker(Marker(time: t, label: label, distanceMeters: distance < 0 ? nil : distance, note: note)) } catch {
+        let store = self.store, marker = Marker(time: t, label: label, distanceMeters: distance < 0 ? nil : distance, note: note)
+        do { return try await Self.onStoreThread { try store.addMarker(marker) } } catch {
             throw NodeError.storage("\(error)")
         }
     }
