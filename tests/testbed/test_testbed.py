@@ -191,9 +191,6 @@ def test_system_scenario(kernel, tmp_path):
 
 
 def test_package_and_bluez_coexistence(kernel, tmp_path):
-    # Not yet seen passing on this machine (issue 10 notes): opt in until it has.
-    if os.environ.get("GAEND_TESTBED_PACKAGE") != "1":
-        pytest.skip("package scenario not yet verified here; GAEND_TESTBED_PACKAGE=1 runs it")
     release_dir()
     debs = tmp_path / "debs"
     debs.mkdir()
