@@ -35,6 +35,11 @@ seconds=$(python3 -c "print(3600 / $SCALE)")
 sleep "$seconds"
 c1=$(cpu)
 rss=$(awk '/VmRSS/ {print $2}' "/proc/$GAEND/status")
+# Where the resident memory is: private vs shared, and the largest mappings by file (what a
+# smaller daemon has to shed: Foundation, ICU, the Swift runtime...).
+awk '/^(Rss|Pss|Shared_Clean|Shared_Dirty|Private_Clean|Private_Dirty|Anonymous):/ {printf "%s %.1f MiB  ", $1, $2 / 1024} END {print ""}' "/proc/$GAEND/smaps_rollup"
+awk '/^[0-9a-f]+-[0-9a-f]+ / {name = (NF >= 6 ? $6 : "[anon]")} /^Rss:/ {rss[name] += $2} END {for (n in rss) printf "%8.1f MiB  %s\n", rss[n] / 1024, n}' \
+    "/proc/$GAEND/smaps" | sort -rn | head -12
 hwm=$(awk '/VmHWM/ {print $2}' "/proc/$GAEND/status")
 python3 - "$c0" "$c1" "$ticks" "$rss" "$hwm" "$SCALE" <<'PY'
 import sys

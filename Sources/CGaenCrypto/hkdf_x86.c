@@ -12,6 +12,7 @@
 #include "internal.h"
 #if GAEN_HAVE_X86
 #include <immintrin.h>
+#include <pthread.h>
 #include <string.h>
 
 #define SHA_TARGET __attribute__((target("sha,sse4.1,ssse3")))
@@ -159,25 +160,27 @@ static inline __attribute__((always_inline)) SHA_TARGET void hkdf_lanes(const in
     }
 }
 
+static state pads[2];
+static pthread_once_t padsOnce = PTHREAD_ONCE_INIT;
+
+static SHA_TARGET void compute_pads(void) {
+    uint8_t b[64];
+    state p2[2] = {iv_state(), iv_state()};
+    block m2[2];
+    memset(b, 0x36, 64);
+    m2[0] = block_of(b);
+    memset(b, 0x5c, 64);
+    m2[1] = block_of(b);
+    compress(2, p2, m2);
+    pads[0] = p2[0];
+    pads[1] = p2[1];
+}
+
 SHA_TARGET void gaen_hkdf16_shani(unsigned lanes, const uint8_t *ikm, size_t stride, size_t n, const uint8_t *info,
                                   size_t info_len, uint8_t *out) {
-    // The zero salt's HMAC pad states: C(IV, 0x36 x 64) and C(IV, 0x5c x 64), computed once
-    // (a race between first callers only computes the same constants twice).
-    static state pads[2];
-    static int padsReady;
+    // The zero salt's HMAC pad states: C(IV, 0x36 x 64) and C(IV, 0x5c x 64), computed once.
+    pthread_once(&padsOnce, compute_pads);
     uint8_t b[64];
-    if (!__atomic_load_n(&padsReady, __ATOMIC_ACQUIRE)) {
-        state p2[2] = {iv_state(), iv_state()};
-        block m2[2];
-        memset(b, 0x36, 64);
-        m2[0] = block_of(b);
-        memset(b, 0x5c, 64);
-        m2[1] = block_of(b);
-        compress(2, p2, m2);
-        pads[0] = p2[0];
-        pads[1] = p2[1];
-        __atomic_store_n(&padsReady, 1, __ATOMIC_RELEASE);
-    }
     const state i0 = pads[0], o0 = pads[1];
     memcpy(b, info, info_len);
     b[info_len] = 1;

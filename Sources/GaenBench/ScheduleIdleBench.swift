@@ -6,10 +6,13 @@ import Logging
 import Glibc
 #endif
 
-/// The node core's share of idle cost: the schedule driver, key schedule and encrypted store
-/// running the nominal schedule (rotations every 10-20 min, a 4 s scan every 210-300 s, one
-/// record per scan) with no radio, on a clock `--scale` times faster than real time. Prints
-/// CPU seconds per simulated hour and resident memory. Radio and D-Bus costs come on top.
+/// The node core's share of idle cost: the schedule driver, the radio effects gaend runs
+/// (`RadioScheduleEffects` on a `RadioOwner`, HCI commands and reports encoded and decoded
+/// against an in-process controller), the key schedule and the encrypted store, running the
+/// nominal schedule (rotations every 10-20 min, a 4 s scan every 210-300 s, one record per
+/// scan with `--reports` GAEN reports) on a clock `--scale` times faster than real time.
+/// Prints CPU seconds per simulated hour and resident memory. The radio link itself and
+/// D-Bus costs come on top.
 ///
 /// usage: GaenBench schedule-idle [--scale 120] [--seconds 30] [--reports 5] [--dir DIR]
 enum ScheduleIdleBench {
@@ -28,6 +31,18 @@ enum ScheduleIdleBench {
             }
             i += 2
         }
+        // The benchmarks' entry point is synchronous; this one runs actors.
+        let result = ResultBox()
+        let done = DispatchSemaphore(value: 0)
+        Task { [scale, seconds, reports, base] in
+            do { try await measure(scale: scale, seconds: seconds, reports: reports, base: base) } catch { result.error = error }
+            done.signal()
+        }
+        done.wait()
+        if let error = result.error { throw error }
+    }
+
+    static func measure(scale: Double, seconds: Double, reports: Int, base: String) async throws {
         let dir = (base as NSString).appendingPathComponent("gaend-idle-\(getpid())")
         try FileManager.default.createDirectory(atPath: dir, withIntermediateDirectories: true)
         defer { try? FileManager.default.removeItem(atPath: dir) }
@@ -38,25 +53,46 @@ enum ScheduleIdleBench {
         let store = try NodeStore(configuration: StoreConfiguration(path: (dir as NSString).appendingPathComponent("store.sqlite")),
                                   key: key, logger: quiet)
         let clock = try ScaledClock(factor: scale)
-        let effects = BenchEffects(store: store, reportsPerScan: reports)
+        let controller = try BenchController(reportsPerScan: reports)
+        let session = HCIControllerSession(connector: controller, logger: quiet)
+        try await session.start()
+        let radio = RadioOwner(clock: clock, logger: quiet)
+        await radio.attach(session)
+        let counts = BenchCounts()
+        let effects = RadioScheduleEffects(
+            radio: radio,
+            beacon: { slot, reading in
+                do {
+                    let tek = try store.key(for: slot.day, now: reading.wall)
+                    var random = SecureRandom()
+                    counts.rotated()
+                    return try GAENBeaconFactory().beacon(tek: tek, interval: slot.interval, metadata: .v1_0(txPower: -30), random: &random)
+                } catch {
+                    FileHandle.standardError.write(Data("schedule-idle: \(error)\n".utf8))
+                    return nil
+                }
+            },
+            scanned: { scan in
+                do { try store.recordScan(RecordedScan(scan, rssiCorrection: 0)) } catch {
+                    FileHandle.standardError.write(Data("schedule-idle: \(error)\n".utf8))
+                }
+            })
         let driver = ScheduleDriver(schedule: NodeSchedule(), clock: clock, sync: FixedClockSync(.waived), effects: effects, logger: quiet)
 
         let rss0 = residentKiB()
         let cpu0 = IngestBench.cpuSeconds()
-        let done = DispatchSemaphore(value: 0)
-        let task = Task {
-            defer { done.signal() }
-            try await driver.run()
-        }
-        Thread.sleep(forTimeInterval: seconds)
+        let task = Task { try await driver.run() }
+        try? await Task.sleep(for: .milliseconds(Int64(seconds * 1000)))
         task.cancel()
-        done.wait()
+        try? await task.value
+        let status = await radio.snapshot
+        await radio.stop()
         let cpu = IngestBench.cpuSeconds() - cpu0
         let hours = seconds * scale / 3600
-        let counts = try store.counts()
+        let stored = try store.counts()
         try store.close()
-        print("schedule-idle: \(String(format: "%.1f", hours)) simulated hours at \(Int(scale))x in \(Int(seconds)) s, no radio")
-        print("  rotations \(effects.rotations), scans recorded \(counts.scans), sightings \(counts.sightings), keys \(counts.keys)")
+        print("schedule-idle: \(String(format: "%.1f", hours)) simulated hours at \(Int(scale))x in \(Int(seconds)) s, in-process controller")
+        print("  rotations \(counts.rotations) (on air \(status.rotations), failed operations \(status.failedOperations), addresses refused \(controller.refused)), scans recorded \(stored.scans), sightings \(stored.sightings), keys \(stored.keys)")
         print(String(format: "  CPU %.3f s in all, %.4f s per simulated hour (%.5f%% of one core at 1x)",
                      cpu, cpu / hours, cpu / hours / 36))
         print("  resident memory: \(rss0) KiB before the driver, \(residentKiB()) KiB after, peak \(peakKiB()) KiB")
@@ -75,37 +111,12 @@ enum ScheduleIdleBench {
     }
 }
 
-/// Does what the node does per action, minus the radio: derives the advertisement (the day's
-/// key from the store) and records each scan with `reportsPerScan` synthetic sightings.
-final class BenchEffects: ScheduleEffects, @unchecked Sendable {
-    let store: NodeStore
-    let source: AdvertisementSource
-    let reportsPerScan: Int
+final class ResultBox: @unchecked Sendable { var error: (any Error)? }
+
+/// Beacons made, counted from the effects' closure.
+final class BenchCounts: @unchecked Sendable {
     private let lock = NSLock()
-    private var rotationCount = 0
-    var rotations: Int { lock.withLock { rotationCount } }
-
-    init(store: NodeStore, reportsPerScan: Int) {
-        self.store = store
-        self.reportsPerScan = reportsPerScan
-        source = AdvertisementSource(store: store, metadata: .v1_0(txPower: -30))
-    }
-
-    func perform(_ action: ScheduleAction, at reading: ClockReading) async {
-        do {
-            switch action {
-            case .rotate(let slot):
-                _ = try source.advertisement(for: slot, now: reading.wall)
-                lock.withLock { rotationCount += 1 }
-            case .finishScan(let scan):
-                var r = StressRecords.scan(number: 1, reports: reportsPerScan)
-                r.start = scan.startWall
-                r.end = scan.endWall
-                try store.recordScan(r)
-            case .stopAdvertising, .startScan: break
-            }
-        } catch {
-            FileHandle.standardError.write(Data("schedule-idle: \(error)\n".utf8))
-        }
-    }
+    private var n = 0
+    func rotated() { lock.withLock { n += 1 } }
+    var rotations: Int { lock.withLock { n } }
 }

@@ -19,6 +19,17 @@ public struct GaendNodeStatus: Sendable, Equatable, Codable {
     public var droppedScans: UInt64?
     public var droppedSightings: UInt64?
     public var clockSync: String?
+    /// Whether the controller confirmed advertising and scanning on air (separate facts;
+    /// scanning is off between scans in the periodic modes). Nil from a daemon older than
+    /// these properties (since 2), as are the radio counters below.
+    public var advertisingOnAir: Bool?
+    public var scanningOnAir: Bool?
+    /// Radio operations (rotations, scan starts) that failed and were retried.
+    public var radioFailures: UInt64?
+    /// Advertising reports without 0xFD6F service data (not kept), and reports lost to full
+    /// buffers.
+    public var reportsIgnored: UInt64?
+    public var reportsDropped: UInt64?
 
     public init(properties p: [String: DBusValue]) throws(GaendWireError) {
         func get(_ name: String) throws(GaendWireError) -> DBusValue {
@@ -52,6 +63,13 @@ public struct GaendNodeStatus: Sendable, Equatable, Codable {
         if case .uint64(let n)? = p["DroppedScans"] { droppedScans = n }
         if case .uint64(let n)? = p["DroppedSightings"] { droppedSightings = n }
         clockSync = p["ClockSync"]?.stringValue
+        func optionalBool(_ name: String) throws(GaendWireError) -> Bool? { p[name] == nil ? nil : try bool(name) }
+        func optionalU64(_ name: String) throws(GaendWireError) -> UInt64? { p[name] == nil ? nil : try u64(name) }
+        advertisingOnAir = try optionalBool("AdvertisingOnAir")
+        scanningOnAir = try optionalBool("ScanningOnAir")
+        radioFailures = try optionalU64("RadioFailures")
+        reportsIgnored = try optionalU64("ReportsIgnored")
+        reportsDropped = try optionalU64("ReportsDropped")
     }
 }
 

@@ -24,6 +24,11 @@ public enum GaendStatus {
     /// The synchronised clock jumped far ahead of the latest time that has held; retention
     /// waits until the new time has held (docs/schedule.md).
     public static let clockSuspect = "clock-suspect"
+    /// The schedule wants a beacon on air but the controller has not confirmed it (the radio
+    /// owner is retrying).
+    public static let advertisingOffAir = "advertising-off-air"
+    /// A scan is due but scanning is not confirmed on air (retrying).
+    public static let scanningOffAir = "scanning-off-air"
     public static let all = [active, inactive, clockUnsynchronised, clockSuspect, controllerMissing, controllerError,
-                             storageError, storageFull]
+                             storageError, storageFull, advertisingOffAir, scanningOffAir]
 }

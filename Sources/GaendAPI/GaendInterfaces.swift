@@ -93,6 +93,11 @@ public enum GaendInterfaces {
             DBusPropertyDecl("DroppedScans", "t", .read, since: 2),
             DBusPropertyDecl("DroppedSightings", "t", .read, since: 2),
             DBusPropertyDecl("ClockSync", "s", .read, since: 2),
+            DBusPropertyDecl("AdvertisingOnAir", "b", .read, since: 2),
+            DBusPropertyDecl("ScanningOnAir", "b", .read, since: 2),
+            DBusPropertyDecl("RadioFailures", "t", .read, since: 2),
+            DBusPropertyDecl("ReportsIgnored", "t", .read, since: 2),
+            DBusPropertyDecl("ReportsDropped", "t", .read, since: 2),
         ],
         signals: [
             DBusSignalDecl("ExposureStateUpdated", [

@@ -78,6 +78,14 @@ extension RadioControllerOptions {
         do { _ = try await session.start() } catch { throw CLIFailure("cannot use controller \(controller): \(error)") }
         return (session, log)
     }
+
+    /// A started session under a radio owner (the same owner gaend uses).
+    func startRadio(clock: any NodeClock, configuration: RadioOwner.Configuration) async throws -> (RadioOwner, Logger) {
+        let (session, log) = try await startSession()
+        let radio = RadioOwner(clock: clock, configuration: configuration, logger: log)
+        await radio.attach(session)
+        return (radio, log)
+    }
 }
 
 /// Captures gaenctl opened, flushed to disk before the process exits (`GaenCtl.main` calls

@@ -48,37 +48,48 @@ struct RadioAdvertise: AsyncParsableCommand {
     func run() async throws {
         let key: TemporaryExposureKey
         do { key = try TemporaryExposureKey(hex: tek) } catch { throw ValidationError("--tek: \(error)") }
-        let (session, logger) = try await options.startSession()
-        let advertiser = BeaconAdvertiser(session: session, logger: logger)
-        let clock = RadioClock.system(scale: timeScale)
-        let until = duration.map { clock.now() + $0 * timeScale }
-
-        // A controller reset (reconnect after EOF or Hardware Error) clears advertising: show
-        // the same beacon again so the address/RPI pairing stays intact.
-        let restorer = Task {
-            for await event in session.events {
-                if case .reconnected = event { try? await advertiser.restore() }
-            }
-        }
-        let watchdog = Task { await ControllerWatchdog(probeInterval: probeInterval).run(session: session, logger: logger) }
-        defer { restorer.cancel(); watchdog.cancel() }
-        do {
-            try await GAENAdvertisingRotation().run(
-                advertiser: advertiser, clock: clock, metadata: .v1_0(txPower: Int8(txPower)), logger: logger,
-                keyForDay: { _ in key }, until: until,
-                onRotation: { b, t in
-                    printJSONLine(.object(["time": .double(t), "address": .string("\(b.beacon.address)"),
-                                           "rpi": .string(b.rpi.hexString), "aem": .string(b.aem.hexString),
-                                           "interval": .int(Int64(b.interval.rawValue))]))
-                })
-        } catch {
-            try? await advertiser.stop()
-            await session.stop()
-            throw CLIFailure("advertising failed: \(error)")
-        }
-        try? await advertiser.stop()
-        await session.stop()
+        let clock: any NodeClock = timeScale == 1 ? SystemClock() : try ScaledClock(factor: timeScale)
+        var configuration = RadioOwner.Configuration()
+        configuration.controllerProbeInterval = probeInterval
+        let (radio, logger) = try await options.startRadio(clock: clock, configuration: configuration)
+        let metadata = BluetoothMetadata.v1_0(txPower: Int8(txPower))
+        // The node's schedule and rotation policy, driving the same radio effects as gaend;
+        // only the advertising role is used here.
+        let effects = RadioScheduleEffects(
+            radio: radio, roles: .advertising,
+            beacon: { slot, _ in
+                var random = SecureRandom()
+                do { return try GAENBeaconFactory().beacon(tek: key, interval: slot.interval, metadata: metadata, random: &random) } catch {
+                    logger.error("cannot make a beacon", metadata: ["error": "\(error)"])
+                    return nil
+                }
+            },
+            rotated: { b, reading in
+                printJSONLine(.object(["time": .double(reading.wall), "address": .string("\(b.beacon.address)"),
+                                       "rpi": .string(b.rpi.hexString), "aem": .string(b.aem.hexString),
+                                       "interval": .int(Int64(b.interval.rawValue))]))
+            })
+        try await runSchedule(NodeSchedule(), clock: clock, effects: effects, radio: radio, duration: duration, logger: logger)
     }
+}
+
+/// Runs the schedule until `duration` real seconds pass (or forever), then stops it (the scan
+/// in progress finishes, advertising stops) and the radio.
+func runSchedule(_ schedule: NodeSchedule, clock: any NodeClock, effects: RadioScheduleEffects, radio: RadioOwner,
+                 duration: Double?, logger: Logger) async throws {
+    let driver = ScheduleDriver(schedule: schedule, clock: clock, sync: FixedClockSync(.waived), effects: effects,
+                                syncCheckInterval: nil, logger: logger)
+    let running = Task { try await driver.run() }
+    if let duration {
+        try? await Task.sleep(for: .milliseconds(Int64(duration * 1000)))
+    } else {
+        // Until interrupted: SIGINT/SIGTERM end the process; nothing to clean up on the
+        // controller that its next user's Reset does not.
+        try? await running.value
+    }
+    running.cancel()
+    try? await running.value
+    await radio.stop()
 }
 
 /// `gaenctl radio scan`: one JSON line per GAEN report.
@@ -100,71 +111,38 @@ struct RadioScan: AsyncParsableCommand {
     @Option(help: "Seconds between watchdog probes of the controller (a probe left unanswered restarts it).")
     var watchdogInterval: Double = 20
 
+    @Option(help: "Seconds without any report, where the recent rhythm of reports makes that implausible, after which scanning is re-enabled (and then the controller restarted).")
+    var scanStallSeconds: Double = 5
+
     func validate() throws {
+        guard scanStallSeconds >= 1 else { throw ValidationError("--scan-stall-seconds must be at least 1") }
+        guard watchdogInterval >= 0.5 else { throw ValidationError("--watchdog-interval must be at least 0.5 seconds") }
         guard duration > 0, duration <= 86_400 else { throw ValidationError("--duration must be in (0, 86400] seconds") }
     }
 
     func run() async throws {
-        let (session, logger) = try await options.startSession()
-        let scanner = Scanner(session: session, logger: logger, now: { Date().timeIntervalSince1970 })
-        await scanner.start()
-        let reports: AsyncStream<TimedReport>
-        do { reports = try await scanner.scanContinuously() } catch {
-            await session.stop()
-            throw CLIFailure("cannot start scanning: \(error)")
-        }
-        // Watchdogs: a controller that stops answering is restarted; scanning that goes silent
-        // is re-enabled, and restarted with the controller if that does not help. After any
-        // controller reset, scanning is enabled again.
-        let monitor = ScanMonitor()
-        let restorer = Task {
-            for await event in session.events {
-                if case .reconnected = event {
-                    try? await scanner.resumeContinuous()
-                    await monitor.restartWindow(at: Date().timeIntervalSince1970)
-                }
-            }
-        }
-        let watchdog = Task { await ControllerWatchdog(probeInterval: .milliseconds(Int64(watchdogInterval * 1000))).run(session: session, logger: logger) }
-        let stallWatch = Task {
-            var reenabled = false
-            while !Task.isCancelled {
-                try? await Task.sleep(for: .milliseconds(250))
-                let now = Date().timeIntervalSince1970
-                guard await monitor.isStalled(now: now) else { continue }
-                if !reenabled {
-                    logger.warning("scanning went silent; enabling it again")
-                    try? await scanner.resumeContinuous()
-                    reenabled = true
-                } else {
-                    logger.error("scanning still silent; restarting the controller")
-                    await session.restart(reason: "scanning silent")
-                    reenabled = false
-                }
-                await monitor.restartWindow(at: now)
-            }
-        }
-        defer { restorer.cancel(); watchdog.cancel(); stallWatch.cancel() }
+        let clock = SystemClock()
+        var configuration = RadioOwner.Configuration()
+        configuration.controllerProbeInterval = .milliseconds(Int64(watchdogInterval * 1000))
+        configuration.scanStallSeconds = scanStallSeconds
+        let (radio, logger) = try await options.startRadio(clock: clock, configuration: configuration)
+        let sightings = await radio.liveSightings()
         let printer = Task {
-            for await r in reports {
-                await monitor.report(at: r.time)
-                guard let s = Sighting(r) else { continue }
+            for await s in sightings {
                 printJSONLine(.object(["time": .double(s.time), "address": .string("\(s.address)"),
                                        "rpi": .string(s.rpi.hexString), "aem": .string(s.aem.hexString),
                                        "rssi": .int(Int64(s.rssi))]))
             }
         }
-        try? await Task.sleep(for: .seconds(duration))
-        await scanner.stop()
+        // The node's continuous scanning (records of up to 300 s back to back) on the same
+        // radio owner as gaend: stall recovery and restore after a controller reset included.
+        let schedule = NodeSchedule(scan: try ScanPolicy(duration: min(300, max(1, duration)), cadence: .continuous))
+        let effects = RadioScheduleEffects(radio: radio, roles: .scanning, beacon: { _, _ in nil })
+        try await runSchedule(schedule, clock: clock, effects: effects, radio: radio, duration: duration, logger: logger)
         await printer.value
-        await session.stop()
+        let status = await radio.snapshot
+        if status.reportsDropped > 0 {
+            logger.warning("reports dropped: output could not keep up", metadata: ["radio.dropped": "\(status.reportsDropped)"])
+        }
     }
-}
-
-/// Shares the stall detector between the report printer and the watchdog loop.
-actor ScanMonitor {
-    private var detector = ScanStallDetector()
-    func report(at time: Double) { detector.report(at: time) }
-    func isStalled(now: Double) -> Bool { detector.isStalled(now: now) }
-    func restartWindow(at time: Double) { detector.restartWindow(at: time) }
 }

@@ -11,10 +11,13 @@ struct Status: AsyncParsableCommand {
         discussion: """
             With --json prints one object {"busName","version","enabled","status":[...],"trialMode", \
             "advertisementCount","scanCount","sightingCount","lastScanTime","provideDiagnosisKeysRemaining", \
-            "quarantinedRecords","droppedScans","droppedSightings","clockSync"} \
+            "quarantinedRecords","droppedScans","droppedSightings","clockSync","advertisingOnAir","scanningOnAir", \
+            "radioFailures","reportsIgnored","reportsDropped"} \
             (busName: the name it talked to, see --name; lastScanTime in ms since the Unix epoch, \
             0 if none; quarantinedRecords: store records that failed authentication and are skipped; \
-            droppedScans/droppedSightings: lost while the disk was full; the last four are absent \
+            droppedScans/droppedSightings: lost while the disk was full; advertisingOnAir/scanningOnAir: \
+            the controller confirmed them; radioFailures: radio operations retried; reportsIgnored: \
+            non-GAEN reports; reportsDropped: reports lost to full buffers; the last nine are absent \
             from an older gaend). See docs/dbus.md.
             """
     )
@@ -30,6 +33,11 @@ struct Status: AsyncParsableCommand {
         if let d = s.droppedScans { o["droppedScans"] = .int(Int64(clamping: d)) }
         if let d = s.droppedSightings { o["droppedSightings"] = .int(Int64(clamping: d)) }
         if let c = s.clockSync { o["clockSync"] = .string(c) }
+        if let b = s.advertisingOnAir { o["advertisingOnAir"] = .bool(b) }
+        if let b = s.scanningOnAir { o["scanningOnAir"] = .bool(b) }
+        if let n = s.radioFailures { o["radioFailures"] = .int(Int64(clamping: n)) }
+        if let n = s.reportsIgnored { o["reportsIgnored"] = .int(Int64(clamping: n)) }
+        if let n = s.reportsDropped { o["reportsDropped"] = .int(Int64(clamping: n)) }
         return o
     }
 
@@ -55,9 +63,10 @@ struct Status: AsyncParsableCommand {
                 gaend \(s.version)\(s.trialMode ? " (trial mode)" : "") at \(client.destination)
                 enabled:        \(s.enabled ? "yes" : "no")
                 status:         \(s.status.joined(separator: ", "))
-                advertisements: \(s.advertisementCount)
+                on air:         advertising \(Self.yesNo(s.advertisingOnAir)), scanning \(Self.yesNo(s.scanningOnAir))
+                advertisements: \(s.advertisementCount)\(s.radioFailures.map { $0 > 0 ? " (\($0) radio operations failed and were retried)" : "" } ?? "")
                 scans:          \(s.scanCount) (last: \(last))
-                sightings:      \(s.sightingCount)
+                sightings:      \(s.sightingCount)\(Self.reportNote(s))
                 key uploads left today: \(s.provideDiagnosisKeysRemaining == UInt32.max ? "unlimited (rate limits off)" : "\(s.provideDiagnosisKeysRemaining)")
                 """)
             if let c = s.clockSync { print("clock:          \(c)") }
@@ -68,5 +77,12 @@ struct Status: AsyncParsableCommand {
                 print("dropped:        \(d) scan(s), \(s.droppedSightings ?? 0) sighting(s) while the disk was full")
             }
         }
+    }
+
+    static func yesNo(_ b: Bool?) -> String { b.map { $0 ? "yes" : "no" } ?? "unknown" }
+
+    static func reportNote(_ s: GaendNodeStatus) -> String {
+        guard let ignored = s.reportsIgnored, let dropped = s.reportsDropped, ignored + dropped > 0 else { return "" }
+        return " (\(ignored) non-GAEN reports ignored, \(dropped) dropped for full buffers)"
     }
 }

@@ -92,12 +92,13 @@ struct TrialReportCommand: ParsableCommand {
             let truth = GroundTruth(markers: allMarkers)
             var observations: [Observation] = []
             var counts = TrialReport.Counts()
+            var detection: [DetectionProbability] = []
             var label = site
             if attenuations.isEmpty {
                 let rows = try TrialInputs.readSightings(sightings, site: site)
                 label = label ?? rows.first(where: { $0.site != nil })?.site
                 let transmitters = try keys.map(TrialInputs.readKeys)
-                (observations, counts) = try TrialPipeline.observations(sightings: rows, transmitters: transmitters, groundTruth: truth)
+                (observations, counts, detection) = try TrialPipeline.run(sightings: rows, transmitters: transmitters, groundTruth: truth)
             } else {
                 for a in attenuations {
                     let (o, c) = try TrialPipeline.observations(attenuationCSV: CSVReader(contentsOf: URL(fileURLWithPath: a)), groundTruth: truth)
@@ -106,7 +107,7 @@ struct TrialReportCommand: ParsableCommand {
                     counts.withGroundTruth += c.withGroundTruth; counts.withoutGroundTruth += c.withoutGroundTruth
                 }
             }
-            let report = TrialReport(site: label, counts: counts, observations: observations, options: options)
+            let report = TrialReport(site: label, counts: counts, observations: observations, options: options, detectionByDistance: detection)
             try TrialReportWriter.write(report, observations: observations, to: URL(fileURLWithPath: output))
             print(Self.summary(report, output: output))
         }

@@ -189,23 +189,6 @@ struct SettingsBridgeTests {
     }
 }
 
-@Suite("Radio clock from a node clock")
-struct RadioClockBridgeTests {
-    @Test("protocol time is the wall time; sleeps run on the manual clock's monotonic time")
-    func bridge() async throws {
-        let clock = ManualClock(wall: 1_700_000_000)
-        let radio = RadioClock(clock)
-        #expect(radio.now() == 1_700_000_000)
-        let task = Task { try await radio.sleep(600) }
-        try await waitForSleepers(clock)
-        clock.stepWall(by: 10_000)
-        #expect(clock.sleeperCount == 1)
-        clock.advance(by: 600)
-        try await task.value
-        #expect(radio.now() == 1_700_010_600)
-    }
-}
-
 /// A sync source a test flips.
 final class SwitchableSync: ClockSyncSource, @unchecked Sendable {
     private let lock = NSLock()

@@ -16,7 +16,7 @@ struct ControllerSessionTests {
         config.reconnectInitialDelay = .milliseconds(100)
         config.reconnectMaximumDelay = .milliseconds(400)
         let sleeper = ScaledSleeper(scale: 0.01)
-        return (HCIControllerSession(connector: connector, configuration: config, sleeper: sleeper, logger: logger), sleeper)
+        return (HCIControllerSession(connector: connector, configuration: config, clock: sleeper, logger: logger), sleeper)
     }
 
     /// Bring-up as btmon would show it from the host side.
@@ -205,7 +205,7 @@ struct ControllerSessionTests {
         var config = HCISessionConfiguration()
         config.reconnectAttemptLimit = 2
         config.reconnectInitialDelay = .milliseconds(10)
-        let session = HCIControllerSession(connector: connector, configuration: config, sleeper: ScaledSleeper(), logger: logger)
+        let session = HCIControllerSession(connector: connector, configuration: config, clock: ScaledSleeper(), logger: logger)
         let events = Recorder<HCISessionEvent>()
         await events.start(session.events)
         try await session.start()

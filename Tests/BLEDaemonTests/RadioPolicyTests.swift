@@ -7,8 +7,8 @@ import Testing
 @Suite struct RadioPolicyTests {
     @Test func rotationDelaysAreUniformOverTenToTwentyMinutes() throws {
         var rng = SeededRandom(seed: 3)
-        let rotation = GAENAdvertisingRotation()
-        let delays = try (0..<20_000).map { _ in try rotation.nextDelay(random: &rng) }
+        let rotation = RotationPolicy()
+        let delays = try (0..<20_000).map { _ in try rotation.nextDelay(using: &rng) }
         #expect(delays.allSatisfy { (600...1200).contains($0) })
         // Uniform: each of ten one-minute bins holds about a tenth of the draws.
         var bins = [Int](repeating: 0, count: 10)

@@ -14,11 +14,12 @@ struct ScanBlobTests {
             RecordedSighting(time: Double(rng.next() % 2_000_000_000) + Double(rng.next() % 1000) / 1000,
                      rpi: try RollingProximityIdentifier(bytes: rng.bytes(16)),
                      aem: try AssociatedEncryptedMetadata(bytes: rng.bytes(4)),
-                     rssi: Int8(truncatingIfNeeded: rng.next()))
+                     rssi: Int8(truncatingIfNeeded: rng.next()),
+                     address: rng.next() % 4 == 0 ? nil : BDAddress(littleEndian: [UInt8](try rng.bytes(5)) + [0x3F]))
         }
-        let correction = Int(rng.next() % 201) - 100
+        let correction: Int? = seed % 5 == 0 ? nil : Int(rng.next() % 201) - 100
         let blob = ScanBlob.encode(sightings, rssiCorrection: correction)
-        #expect(blob.count == 6 + count * ScanBlob.reportSize)
+        #expect(blob.first == 3 && blob.count == 7 + count * ScanBlob.reportSize(version: 3))
         let back = try ScanBlob.decode(blob)
         #expect(back.sightings == sightings && back.rssiCorrection == correction)
     }
@@ -30,38 +31,47 @@ struct ScanBlobTests {
             do { _ = try ScanBlob.decode(d); return nil } catch let r as ScanBlob.Reason { return r.text } catch { return "\(error)" }
         }
         #expect(reason(Data()) == "blob of 0 bytes is shorter than its 5-byte header")
-        #expect(reason(Data([3, 0, 0, 0, 0, 0])) == "blob version 3, expected 1 or 2")
+        #expect(reason(Data([4, 0, 0, 0, 0, 0])) == "blob version 4, expected 1, 2 or 3")
         #expect(reason(Data([2, 0, 0, 0, 0])) == "blob of 5 bytes is shorter than its 6-byte header")
-        #expect(reason(good.dropLast()) == "blob declares 1 reports (35 bytes) but has 34 bytes")
+        #expect(reason(Data([3, 0, 0, 0, 0, 0])) == "blob of 6 bytes is shorter than its 7-byte header")
+        #expect(reason(Data([3, 0, 0, 0, 0, 2, 0])) == "blob flags 0x2 has unknown bits")
+        #expect(reason(good.dropLast()) == "blob declares 1 reports (42 bytes) but has 41 bytes")
         #expect(reason(Data([1, 0xff, 0xff, 0xff, 0xff])) == "blob declares 4294967295 reports (\(5 + 4_294_967_295 * 29) bytes) but has 5 bytes")
         // Every truncation of a valid blob is refused.
         for n in 0..<good.count { #expect(reason(good.prefix(n)) != nil) }
     }
 
-    @Test("version 1 blobs, written before the scan's correction was kept, still read (correction unknown)")
-    func version1() throws {
-        let s = StressRecords.scan(number: 5).sightings[0]
-        let v1 = ScanBlob.encode([s], rssiCorrection: nil)
-        #expect(v1.first == 1 && v1.count == 5 + ScanBlob.reportSize)
-        let back = try ScanBlob.decode(v1)
-        #expect(back.sightings == [s] && back.rssiCorrection == nil)
+    @Test("version 1 and 2 blobs, written before the correction and the address were kept, still read")
+    func olderVersions() throws {
+        var s = StressRecords.scan(number: 5).sightings[0]
+        s.address = try BDAddress(string: "12:34:56:78:9A:BC")
+        var withoutAddress = s
+        withoutAddress.address = nil
+        let v1 = ScanBlob.encode([s], rssiCorrection: -3, version: 1)
+        #expect(v1.first == 1 && v1.count == 5 + ScanBlob.reportSize(version: 1))
+        let back1 = try ScanBlob.decode(v1)
+        #expect(back1.sightings == [withoutAddress] && back1.rssiCorrection == nil)
+        let v2 = ScanBlob.encode([s], rssiCorrection: -3, version: 2)
+        #expect(v2.first == 2 && v2.count == 6 + ScanBlob.reportSize(version: 2))
+        let back2 = try ScanBlob.decode(v2)
+        #expect(back2.sightings == [withoutAddress] && back2.rssiCorrection == -3)
+        let v3 = try ScanBlob.decode(ScanBlob.encode([s], rssiCorrection: -3))
+        #expect(v3.sightings == [s] && v3.rssiCorrection == -3)
     }
 }
 
 @Suite("Radio scan to stored scan")
 struct RadioScanConversionTests {
-    @Test("GAEN reports keep time, RPI, AEM and RSSI; other reports and addresses are not stored")
+    @Test("GAEN reports keep time, RPI, AEM, RSSI and the advertiser's address; other reports are no sightings")
     func conversion() throws {
         let rpi = try RollingProximityIdentifier(hex: "00112233445566778899aabbccddeeff")
         let aem = try AssociatedEncryptedMetadata(hex: "01020304")
         let gaen = ExposureNotificationAdvertisement(rpi: rpi, aem: aem).advertisingData
         let address = try BDAddress(string: "12:34:56:78:9A:BC")
-        let reports = [
-            TimedReport(time: 100.5, report: LEAdvertisingReport(address: address, addressType: .random, kind: .advNonconnInd, rssi: -61, data: [UInt8](gaen))),
-            TimedReport(time: 101, report: LEAdvertisingReport(address: address, addressType: .random, kind: .advInd, rssi: -50, data: [0x02, 0x01, 0x06])),
-        ]
-        let stored = RecordedScan(ScanRecord(start: 100, end: 104, reports: reports), rssiCorrection: 4)
-        #expect(stored == RecordedScan(start: 100, end: 104, sightings: [RecordedSighting(time: 100.5, rpi: rpi, aem: aem, rssi: -61)], rssiCorrection: 4))
+        let sighting = try #require(Sighting(report: LEAdvertisingReport(address: address, addressType: .random, kind: .advNonconnInd, rssi: -61, data: [UInt8](gaen)), time: 100.5))
+        #expect(Sighting(report: LEAdvertisingReport(address: address, addressType: .random, kind: .advInd, rssi: -50, data: [0x02, 0x01, 0x06]), time: 101) == nil)
+        let stored = RecordedScan(ScanRecord(start: 100, end: 104, sightings: [sighting]), rssiCorrection: 4)
+        #expect(stored == RecordedScan(start: 100, end: 104, sightings: [RecordedSighting(time: 100.5, rpi: rpi, aem: aem, rssi: -61, address: address)], rssiCorrection: 4))
         let dir = try TempStoreDir()
         let store = try dir.open()
         try store.recordScan(stored)

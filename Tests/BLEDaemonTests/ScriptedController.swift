@@ -17,6 +17,7 @@ final class ScriptedController: HCITransport, @unchecked Sendable {
     private var _status: [HCIOpcode: HCIStatusCode] = [:]
     private var _ncmd: UInt8 = 1
     private var _useCommandStatusFor: Set<HCIOpcode> = []
+    private var _failNext: [HCIOpcode: (status: HCIStatusCode, count: Int)] = [:]
     private var scanEnabled = false
     private var advertisingEnabled = false
 
@@ -35,6 +36,10 @@ final class ScriptedController: HCITransport, @unchecked Sendable {
         }
     }
     func setNcmd(_ n: UInt8) { lock.withLock { _ncmd = n } }
+    /// The next `count` commands with `opcode` are answered with `status` (not executed).
+    func failNext(_ opcode: HCIOpcode, status: HCIStatusCode, count: Int = 1) { lock.withLock { _failNext[opcode] = (status, count) } }
+    var advertising: Bool { lock.withLock { advertisingEnabled } }
+    var scanning: Bool { lock.withLock { scanEnabled } }
 
     /// Delivers a packet as if the controller had sent it.
     func inject(_ packet: H4Packet) { continuation.yield(packet) }
@@ -60,6 +65,10 @@ final class ScriptedController: HCITransport, @unchecked Sendable {
     private func reply(to command: HCICommandPacket) -> [H4Packet] {
         let op = command.opcode
         if _silent.contains(op) { return [] }
+        if let f = _failNext[op], f.count > 0 {
+            _failNext[op] = f.count > 1 ? (f.status, f.count - 1) : nil
+            return [HCIEvent.commandComplete(.init(numHCICommandPackets: _ncmd, opcode: op, returnParameters: [f.status.rawValue])).packet]
+        }
         var status = _status[op] ?? .success
         // Like a BCM43455: disabling a scan that is off is Command Disallowed; so is
         // changing the random address while advertising or scanning.
@@ -124,17 +133,27 @@ final class ScriptedConnector: HCITransportConnector, @unchecked Sendable {
     }
 }
 
-/// Sleeps a scaled-down real time and records what was asked, so that timeouts and backoff
-/// keep their order but tests take milliseconds.
-final class ScaledSleeper: HCISleeper, @unchecked Sendable {
+/// A standard `Clock` for the session's timeouts and backoff that sleeps a scaled-down real
+/// time and records what was asked, so that they keep their order but tests take
+/// milliseconds. Its `now` stands still at zero, so `sleep(for: d)` arrives here as a
+/// deadline of exactly `d`.
+final class ScaledSleeper: Clock, @unchecked Sendable {
+    struct Instant: InstantProtocol {
+        var offset: Duration
+        func advanced(by d: Duration) -> Instant { Instant(offset: offset + d) }
+        func duration(to other: Instant) -> Duration { other.offset - offset }
+        static func < (a: Instant, b: Instant) -> Bool { a.offset < b.offset }
+    }
     private let lock = NSLock()
     private var _requests: [Duration] = []
     let scale: Double
     init(scale: Double = 0.01) { self.scale = scale }
     var requests: [Duration] { lock.withLock { _requests } }
-    func sleep(for duration: Duration) async throws {
-        lock.withLock { _requests.append(duration) }
-        try await Task.sleep(for: duration * scale)
+    var now: Instant { Instant(offset: .zero) }
+    var minimumResolution: Duration { .nanoseconds(1) }
+    func sleep(until deadline: Instant, tolerance: Duration?) async throws {
+        lock.withLock { _requests.append(deadline.offset) }
+        try await Task.sleep(for: deadline.offset * scale)
     }
 }
 

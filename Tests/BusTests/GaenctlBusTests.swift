@@ -20,15 +20,18 @@ struct GaenctlBusTests {
         let json = try await runTool([Self.gaenctl, "--bus", bus.address, "status", "--json"])
         #expect(json.status == 0, "\(json.stderr)")
         #expect(json.stdout.trimmingCharacters(in: .whitespacesAndNewlines) == """
-            {"advertisementCount":3,"busName":"org.gaend","clockSync":"synchronized (kernel NTP state)","droppedScans":2,"droppedSightings":30,\
+            {"advertisementCount":3,"advertisingOnAir":true,"busName":"org.gaend","clockSync":"synchronized (kernel NTP state)","droppedScans":2,"droppedSightings":30,\
             "enabled":true,"lastScanTime":1700000000000,"provideDiagnosisKeysRemaining":6,"quarantinedRecords":1,\
-            "scanCount":12,"sightingCount":345,"status":["active"],"trialMode":false,"version":"0.1.0"}
+            "radioFailures":2,"reportsDropped":0,"reportsIgnored":40,"scanCount":12,"scanningOnAir":false,"sightingCount":345,\
+            "status":["active"],"trialMode":false,"version":"0.1.0"}
             """)
         let text = try await runTool([Self.gaenctl, "status", "--bus", bus.address])
         #expect(text.status == 0, "\(text.stderr)")
         #expect(text.stdout.contains("sightings:      345"))
         #expect(text.stdout.contains("quarantined:    1 store record(s)"))
         #expect(text.stdout.contains("dropped:        2 scan(s), 30 sighting(s)"))
+        #expect(text.stdout.contains("on air:         advertising yes, scanning no"), "\(text.stdout)")
+        #expect(text.stdout.contains("(2 radio operations failed and were retried)"), "\(text.stdout)")
     }
 
     @Test("without a daemon on the bus, status fails saying so, with the bus's error name")

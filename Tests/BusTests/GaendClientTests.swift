@@ -78,6 +78,8 @@ final class CannedDaemon: Sendable {
             "LastScanTime": { .int64(1_700_000_000_000) }, "ProvideDiagnosisKeysRemaining": { .uint32(6) },
             "QuarantinedRecords": { .uint32(1) }, "DroppedScans": { .uint64(2) }, "DroppedSightings": { .uint64(30) },
             "ClockSync": { .string("synchronized (kernel NTP state)") },
+            "AdvertisingOnAir": { .boolean(true) }, "ScanningOnAir": { .boolean(false) }, "RadioFailures": { .uint64(2) },
+            "ReportsIgnored": { .uint64(40) }, "ReportsDropped": { .uint64(0) },
         ]
         let research = GaendInterfaces.research
         let researchImpl = try DBusInterfaceImplementation(research, methods: [
@@ -154,6 +156,8 @@ struct GaendClientTests {
         #expect(status.enabled && status.status == ["active"] && status.sightingCount == 345)
         #expect(status.quarantinedRecords == 1 && status.droppedScans == 2 && status.droppedSightings == 30)
         #expect(status.clockSync == "synchronized (kernel NTP state)")
+        #expect(status.advertisingOnAir == true && status.scanningOnAir == false && status.radioFailures == 2
+                && status.reportsIgnored == 40 && status.reportsDropped == 0)
         try await client.start()
         try await client.stop()
         #expect(try await client.temporaryExposureKeyHistory() == [Samples.key])

@@ -67,3 +67,24 @@ import Testing
         #expect(a.sweep.first?.thresholdDb == 50 && a.sweep.last?.thresholdDb == 70 && a.sweep.count == 21)
     }
 }
+
+/// Detection probability by distance, from the scans (empty ones included) and the markers of a
+/// simulated trial whose sensitivity cuts off the far nodes.
+@Suite struct DetectionProbabilityTests {
+    @Test func nearNodesAreHeardInEveryScanFarOnesNot() throws {
+        var scenario = SimulatedTrialTests.lineScenario(seed: 11, hours: 1)
+        scenario.maxAttenuationDb = 70 // A(8 m) = 60 + 20 log10(8) = 78 dB: most of its packets are lost
+        let dir = try SimulatedTrialTests.temporaryDirectory()
+        defer { try? FileManager.default.removeItem(at: dir) }
+        try Simulator(scenario: scenario).run().write(to: dir)
+        let report = try TrialInputs.reportSimulation(dir)
+        let rows = report.detectionByDistance
+        #expect(rows.count >= SimulatedTrialTests.positions.count, "\(rows)") // every node scans too: pairs between transmitters add distances
+        let near = try #require(rows.first), far = try #require(rows.last)
+        #expect(near.distanceLow == 0.5 && near.scans > 10 && near.probability > 0.99, "\(near)")
+        #expect(far.distanceLow == 8 && far.probability < 0.9 && far.probability > 0.1, "\(far)")
+        #expect(zip(rows, rows.dropFirst()).allSatisfy { $0.probability >= $1.probability - 0.05 }, "\(rows)")
+        let csv = try String(contentsOf: dir.appendingPathComponent("report/detection_probability.csv"), encoding: .utf8)
+        #expect(csv.hasPrefix("distance_low,distance_high,scans_present,scans_heard,detection_probability\n0.5,0.5,"))
+    }
+}

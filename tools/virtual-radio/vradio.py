@@ -613,7 +613,9 @@ class VirtualController(bumble_controller.Controller):
     def on_hci_le_set_random_address_command(self, command):
         # Vol 4, Part E, 7.8.4: disallowed while legacy advertising or scanning is on.
         if self.le_legacy_advertiser.enabled or self.le_scan_enable:
+            self.stats["random_address_refused"] += 1
             return hci.HCI_StatusReturnParameters(COMMAND_DISALLOWED)
+        self.stats["random_address_set"] += 1
         return super().on_hci_le_set_random_address_command(command)
 
     def on_hci_le_set_advertising_parameters_command(self, command):

@@ -34,12 +34,17 @@ public actor HCIControllerSession {
     private let eventSink: AsyncStream<HCISessionEvent>.Continuation
     private let connector: any HCITransportConnector
     private let configuration: HCISessionConfiguration
-    private let sleeper: any HCISleeper
+    /// Real time for command timeouts and reconnect backoff: a controller answers in real
+    /// time whatever the node clock's scale (tests inject a faster clock).
+    private let clock: any Clock<Duration>
     private let logger: Logger
 
     public private(set) var state: State = .idle
     /// The controller facts of the current connection.
     public private(set) var controllerInfo: ControllerInfo?
+    /// Advertising reports lost because the report stream's buffer was full (its reader fell
+    /// 8192 reports behind).
+    public private(set) var reportsDropped: UInt64 = 0
 
     private var transport: (any HCITransport)?
     private var readerTask: Task<Void, Never>?
@@ -62,10 +67,10 @@ public actor HCIControllerSession {
     private var creditWaiters: [(id: Int, continuation: CheckedContinuation<Void, any Error>)] = []
 
     public init(connector: any HCITransportConnector, configuration: HCISessionConfiguration = .init(),
-                sleeper: any HCISleeper = ContinuousSleeper(), logger: Logger) {
+                clock: any Clock<Duration> = ContinuousClock(), logger: Logger) {
         self.connector = connector
         self.configuration = configuration
-        self.sleeper = sleeper
+        self.clock = clock
         var logger = logger
         logger[metadataKey: "hci.controller"] = "\(connector.description)"
         self.logger = logger
@@ -173,9 +178,9 @@ public actor HCIControllerSession {
         logger.trace("\(HCITrace.describe(packet, outgoing: true))")
         return try await withCheckedThrowingContinuation { (c: CheckedContinuation<[UInt8], any Error>) in
             let timeout = configuration.commandTimeout
-            let sleeper = self.sleeper
+            let clock = self.clock
             let timer = Task { [weak self] in
-                guard (try? await sleeper.sleep(for: timeout)) != nil else { return }
+                guard (try? await clock.sleep(for: timeout)) != nil else { return }
                 await self?.timedOut(id: id, opcode: opcode)
             }
             pending[opcode, default: []].append(Pending(id: id, name: name, continuation: c, timeout: timer))
@@ -315,7 +320,7 @@ public actor HCIControllerSession {
             }
             eventSink.yield(.reconnecting(attempt: attempt, delay: delay))
             do {
-                try await sleeper.sleep(for: delay)
+                try await clock.sleep(for: delay)
             } catch {
                 return  // cancelled by stop()
             }
@@ -378,7 +383,9 @@ public actor HCIControllerSession {
         case let .disconnectionComplete(d):
             eventSink.yield(.disconnection(handle: d.connectionHandle, reason: d.reason))
         case let .leMeta(meta):
-            for report in LEAdvertisingReport.reports(in: meta) { reportSink.yield(report) }
+            for report in LEAdvertisingReport.reports(in: meta) {
+                if case .dropped = reportSink.yield(report) { reportsDropped += 1 }
+            }
         case let .unknown(code, _):
             logger.debug("ignoring event", metadata: ["hci.event": "0x\(String(code, radix: 16))"])
         }

@@ -1,16 +1,5 @@
 import HCIProtocol
 
-/// Sleeps for a duration; injected so that tests run timeouts and backoff fast.
-public protocol HCISleeper: Sendable {
-    func sleep(for duration: Duration) async throws
-}
-
-/// The real clock.
-public struct ContinuousSleeper: HCISleeper {
-    public init() {}
-    public func sleep(for duration: Duration) async throws { try await ContinuousClock().sleep(for: duration) }
-}
-
 /// Settings of an `HCIControllerSession`.
 public struct HCISessionConfiguration: Sendable {
     /// How long a command may wait for its Command Complete/Status before it fails.

@@ -53,6 +53,9 @@ public struct NodeStatusSnapshot: Sendable, Equatable {
     public var sightings: UInt64
     /// Unix seconds on the node clock; nil before the first scan.
     public var lastScanEnd: Double?
+    /// The radio owner's view: advertising and scanning on air (separate facts), rotations,
+    /// failed operations, report counts and drops.
+    public var radio: RadioOwner.Status
     /// What the store dropped or set aside (full-disk queue, quarantined records).
     public var storeLosses = StoreLosses()
     /// The clock-sync check's answer, with its source or reasons.
@@ -91,21 +94,12 @@ public actor GaenNode: ScheduleEffects {
     private let capture: BTSnoopWriter?
     private var observer: (any NodeObserver)?
 
-    // Radio, present while a controller session is up.
-    private var session: HCIControllerSession?
-    private var advertiser: BeaconAdvertiser?
-    private var scanner: Scanner?
-    private var controllerTask: Task<Void, Never>?
-    private var controllerStatus = GaendStatus.controllerMissing
-    /// The beacon the schedule put up last, shown again on a new controller session.
-    private var currentBeacon: Beacon?
-    private var advertisingWanted = false
+    /// The one owner of the controller's LE state (advertising, scanning, address).
+    public nonisolated let radio: RadioOwner
+    private var radioStatus = RadioOwner.Status()
 
     // Schedule.
     private var driverTask: Task<Void, Never>?
-    /// The scan in progress: the scanner it runs on (which may since have been detached with
-    /// its controller; stopping it still ends the report stream) and the collecting task.
-    private var scanInProgress: (scanner: Scanner, collector: Task<[TimedReport], Never>)?
 
     // Storage and counters.
     private var storageProblem: String?
@@ -170,6 +164,7 @@ public actor GaenNode: ScheduleEffects {
         let key = try StoreKey.load(keyFile: s.storeKeyFile)
         store = try NodeStore(configuration: StoreConfiguration(settings: s), key: key, logger: logger)
         clockUsable = self.sync.status().isUsable
+        radio = RadioOwner(clock: self.clock, configuration: RadioOwner.Configuration(settings: s), logger: logger)
         do {
             heldTime = HeldTime(highWater: try store.highWaterMark(), stepBound: s.clock.stepBoundHours * 3_600,
                                 confirmation: s.clock.stepConfirmationMinutes * 60)
@@ -179,9 +174,18 @@ public actor GaenNode: ScheduleEffects {
     public func setObserver(_ observer: any NodeObserver) { self.observer = observer }
 
     /// Starts the controller (in the background) and, when enabled, the schedule.
-    public func start() {
-        controllerTask = Task { await self.controllerLoop() }
+    public func start() async {
+        await radio.onChange { [weak self] in await self?.radioChanged() }
+        var configuration = HCISessionConfiguration()
+        configuration.reconnectAttemptLimit = 20
+        let plain = SystemTransportConnector(address: controllerAddress)
+        await radio.start(connector: capture.map { CapturingConnector(plain, writer: $0) } ?? plain, configuration: configuration)
         if state.enabled { startSchedule() }
+    }
+
+    private func radioChanged() async {
+        radioStatus = await radio.snapshot
+        await notifyStatus()
     }
 
     /// Everything `NodeServices` stops one by one, in reverse start order (tests, and gaend
@@ -207,11 +211,7 @@ public actor GaenNode: ScheduleEffects {
     public func stopRadio() async {
         await stopSchedule()
         if let mark = heldTime.highWater { try? store.raiseHighWaterMark(to: mark) }
-        controllerTask?.cancel()
-        await controllerTask?.value
-        controllerTask = nil
-        if let session { await session.stop() }
-        session = nil
+        await radio.stop()
         capture?.close()
     }
 
@@ -295,7 +295,7 @@ public actor GaenNode: ScheduleEffects {
 
     public var snapshot: NodeStatusSnapshot {
         NodeStatusSnapshot(enabled: state.enabled, status: statusList, advertisements: advertisements,
-                           scans: scans, sightings: sightings, lastScanEnd: lastScanEnd,
+                           scans: scans, sightings: sightings, lastScanEnd: lastScanEnd, radio: radioStatus,
                            storeLosses: store.losses(), clockSync: sync.status().description)
     }
 
@@ -303,7 +303,15 @@ public actor GaenNode: ScheduleEffects {
         var list: [String] = []
         if !state.enabled { list.append(GaendStatus.inactive) }
         if !clockUsable { list.append(GaendStatus.clockUnsynchronised) } else if heldTime.suspect || retiredDay != nil { list.append(GaendStatus.clockSuspect) }
-        if session == nil || controllerStatus != GaendStatus.active { list.append(controllerStatus) }
+        switch radioStatus.controller {
+        case .missing: list.append(GaendStatus.controllerMissing)
+        case .error: list.append(GaendStatus.controllerError)
+        case .active:
+            // Wanted on air but not there (a retry is running): said, never hidden behind
+            // "active".
+            if radioStatus.advertisingWanted && !radioStatus.advertisingOnAir { list.append(GaendStatus.advertisingOffAir) }
+            if radioStatus.scanningWanted && !radioStatus.scanningOnAir { list.append(GaendStatus.scanningOffAir) }
+        }
         if store.isFull { list.append(GaendStatus.storageFull) } else if storageProblem != nil { list.append(GaendStatus.storageError) }
         if list.isEmpty { list.append(GaendStatus.active) }
         return list
@@ -337,112 +345,30 @@ public actor GaenNode: ScheduleEffects {
         try saveState()
     }
 
-    // MARK: Controller
-
-    /// Keeps a controller session up: a controller that is missing at start, or whose
-    /// session gave up recovering, is retried every few seconds; status says so meanwhile.
-    private func controllerLoop() async {
-        var reported = false
-        while !Task.isCancelled {
-            var configuration = HCISessionConfiguration()
-            configuration.reconnectAttemptLimit = 20
-            let plain = SystemTransportConnector(address: controllerAddress)
-            let s = HCIControllerSession(connector: capture.map { CapturingConnector(plain, writer: $0) } ?? plain,
-                                         configuration: configuration, logger: logger)
-            do {
-                _ = try await s.start()
-            } catch {
-                if !reported {
-                    logger.error("controller not available; retrying", metadata: ["controller": "\(controllerAddress)", "error": "\(error)"])
-                    reported = true
-                }
-                controllerStatus = GaendStatus.controllerMissing
-                await notifyStatus()
-                try? await Task.sleep(for: .seconds(3))
-                continue
-            }
-            reported = false
-            logger.info("controller up", metadata: ["controller": "\(controllerAddress)"])
-            await attach(s)
-            let watchdog = Task { await ControllerWatchdog(probeInterval: .seconds(Int64(max(5, settings.watchdog.controllerSilenceSeconds / 3)))).run(session: s, logger: logger) }
-            for await event in s.events {
-                switch event {
-                case .reconnected:
-                    controllerStatus = GaendStatus.active
-                    try? await advertiser?.restore()
-                    try? await scanner?.resumeContinuous()
-                    await notifyStatus()
-                case .transportLost, .hardwareError, .reconnecting, .reconnectFailed:
-                    if controllerStatus != GaendStatus.controllerError {
-                        controllerStatus = GaendStatus.controllerError
-                        await notifyStatus()
-                    }
-                case .gaveUp(let reason):
-                    logger.error("controller lost", metadata: ["reason": "\(reason)"])
-                default: break
-                }
-                if Task.isCancelled { break }
-            }
-            watchdog.cancel()
-            await detach()
-            if Task.isCancelled { break }
-            controllerStatus = GaendStatus.controllerMissing
-            await notifyStatus()
-            try? await Task.sleep(for: .seconds(3))
-        }
-    }
-
-    private func attach(_ s: HCIControllerSession) async {
-        session = s
-        let adv = BeaconAdvertiser(session: s, timing: AdvertisingTiming(intervalMinMs: settings.advertising.intervalMinMs,
-                                                                         intervalMaxMs: settings.advertising.intervalMaxMs),
-                                   logger: logger)
-        let clock = self.clock
-        let sc = Scanner(session: s, logger: logger, now: { clock.wallTime() })
-        await sc.start()
-        advertiser = adv
-        scanner = sc
-        controllerStatus = GaendStatus.active
-        if advertisingWanted, let beacon = currentBeacon {
-            do { try await adv.show(beacon) } catch { logger.warning("cannot restore advertising", metadata: ["error": "\(error)"]) }
-        }
-        await notifyStatus()
-    }
-
-    private func detach() async {
-        if let s = session { await s.stop() }
-        session = nil
-        advertiser = nil
-        scanner = nil
-    }
-
     // MARK: Schedule effects
 
-    public func perform(_ action: ScheduleAction, at reading: ClockReading) async {
+    public func perform(_ actions: [ScheduleAction], at reading: ClockReading) async {
         // How long after the schedule read the clock the node got to act (node seconds): work
         // that held the node up (it must not: matching, exports and caller I/O run beside it)
         // shows here. A second late is a fault worth a warning; every delay is at debug level.
         let delay = clock.monotonicTime().seconds - reading.monotonic
         lastAction = clock.monotonicTime().seconds
         if delay > 1 {
-            logger.warning("schedule action ran late", metadata: ["action": "\(action)", "late.seconds": "\(String(format: "%.3f", delay))"])
+            logger.warning("schedule action ran late", metadata: ["actions": "\(actions)", "late.seconds": "\(String(format: "%.3f", delay))"])
         } else {
-            logger.debug("schedule action", metadata: ["action": "\(action)", "late.seconds": "\(String(format: "%.3f", delay))"])
+            logger.debug("schedule action", metadata: ["actions": "\(actions)", "late.seconds": "\(String(format: "%.3f", delay))"])
         }
         if clockUsable != reading.synchronized {
             clockUsable = reading.synchronized
             await notifyStatus()
         }
         if reading.synchronized { await observeHeldTime(reading) }
-        switch action {
-        case .rotate(let slot): await rotate(slot, now: reading.wall)
-        case .stopAdvertising:
-            advertisingWanted = false
-            currentBeacon = nil
-            try? await advertiser?.stop()
-        case .startScan: await startScan()
-        case .finishScan(let done): await finishScan(start: done.startWall, end: done.endWall)
-        }
+        await radioEffects.perform(actions, at: reading)
+        await notifyStatus()
+    }
+
+    public func perform(_ action: ScheduleAction, at reading: ClockReading) async {
+        await perform([action], at: reading)
     }
 
     /// Follows the wall clock into the held-time mark; says so when it becomes or stops being
@@ -468,7 +394,18 @@ public actor GaenNode: ScheduleEffects {
         try await OwnThread.run("gaend.store") { _ in try body() }
     }
 
-    private func rotate(_ slot: AdvertisingSlot, now: Double) async {
+    /// The radio effects gaend runs (the same as `gaenctl radio` and the benchmark): beacons
+    /// from the day's key in the store, finished scans into the store.
+    private nonisolated var radioEffects: RadioScheduleEffects {
+        RadioScheduleEffects(radio: radio,
+                             beacon: { [weak self] slot, reading in await self?.beacon(for: slot, now: reading.wall) },
+                             scanned: { [weak self] scan in await self?.record(scan) })
+    }
+
+    /// The beacon of `slot`: the day's key from the store (created on first need), the RPI of
+    /// the slot's interval, a fresh address. Nil keeps what is on air (or, for a day whose
+    /// key is retired, takes it off air).
+    private func beacon(for slot: AdvertisingSlot, now: Double) async -> GAENBeacon? {
         if let mark = heldTime.highWater {
             do { try store.raiseHighWaterMark(to: mark) } catch {
                 logger.warning("cannot store the clock mark", metadata: ["error": "\(error)"])
@@ -487,59 +424,32 @@ public actor GaenNode: ScheduleEffects {
                 logger.error("\(StoreError.keyDayRetired(day: day))")
             }
             retiredDay = slot.day
-            advertisingWanted = false
-            currentBeacon = nil
-            try? await advertiser?.stop()
-            await notifyStatus()
-            return
+            await radio.stopAdvertising()
+            return nil
         } catch {
             // Keep what is on air: a node that cannot store a new day's key must not
             // advertise a key it could not report later.
             storageProblem = "\(error)"
             logger.error("cannot get the day's key; keeping the current advertisement", metadata: ["error": "\(error)"])
-            await notifyStatus()
-            return
+            return nil
         }
         do {
             var random = SecureRandom()
             let beacon = try GAENBeaconFactory().beacon(tek: tek, interval: slot.interval, metadata: metadata, random: &random)
-            currentBeacon = beacon.beacon
-            advertisingWanted = true
             advertisements += 1
-            if let advertiser { try await advertiser.show(beacon.beacon) }
-            logger.debug("rotated", metadata: ["slot": "\(slot)"])
+            logger.debug("rotating", metadata: ["slot": "\(slot)"])
+            return beacon
         } catch {
-            logger.warning("rotation failed; retried at the next rotation or controller restart", metadata: ["error": "\(error)"])
-        }
-        await notifyStatus()
-    }
-
-    private func startScan() async {
-        guard let scanner else { return }
-        do {
-            let stream = try await scanner.scanContinuously()
-            scanInProgress = (scanner, Task {
-                var reports: [TimedReport] = []
-                for await r in stream { reports.append(r) }
-                return reports
-            })
-        } catch {
-            logger.warning("cannot start a scan", metadata: ["error": "\(error)"])
-            await scanner.stop()
-            scanInProgress = nil
+            logger.error("cannot make the beacon; keeping the current advertisement", metadata: ["error": "\(error)"])
+            return nil
         }
     }
 
-    private func finishScan(start: Double, end: Double) async {
-        // No scan was started (no controller): nothing was observed, so nothing is recorded.
-        guard let (usedScanner, collector) = scanInProgress else { return }
-        scanInProgress = nil
-        await usedScanner.stop()
-        let reports = await collector.value
-        let record = RecordedScan(ScanRecord(start: start, end: end, reports: reports), rssiCorrection: calibration.rssiCorrection)
+    private func record(_ scan: ScanRecord) async {
+        let record = RecordedScan(scan, rssiCorrection: calibration.rssiCorrection)
         scans += 1
         sightings += UInt64(record.sightings.count)
-        lastScanEnd = end
+        lastScanEnd = scan.end
         do {
             let store = self.store
             _ = try await Self.onStoreThread { try store.recordScan(record) }
@@ -552,6 +462,6 @@ public actor GaenNode: ScheduleEffects {
             storageProblem = "\(error)"
         }
         await observer?.scanFinished(record)
-        await notifyStatus()
+        radioStatus = await radio.snapshot
     }
 }

@@ -139,6 +139,11 @@ public final class NodeBus: NodeObserver, Sendable {
             "DroppedScans": { .uint64(UInt64(await node.snapshot.storeLosses.droppedScans)) },
             "DroppedSightings": { .uint64(UInt64(await node.snapshot.storeLosses.droppedSightings)) },
             "ClockSync": { .string(await node.snapshot.clockSync) },
+            "AdvertisingOnAir": { .boolean(await node.snapshot.radio.advertisingOnAir) },
+            "ScanningOnAir": { .boolean(await node.snapshot.radio.scanningOnAir) },
+            "RadioFailures": { .uint64(await node.snapshot.radio.failedOperations) },
+            "ReportsIgnored": { .uint64(await node.snapshot.radio.reportsIgnored) },
+            "ReportsDropped": { .uint64(await node.snapshot.radio.reportsDropped) },
         ]
         return try DBusInterfaceImplementation(GaendInterfaces.exposureNotification, methods: methods, getters: getters)
     }
@@ -251,7 +256,8 @@ public final class NodeBus: NodeObserver, Sendable {
     public func statusChanged() async {
         try? await service.emitPropertiesChanged(path: GaendBus.objectPath, interface: GaendBus.exposureNotificationInterface,
                                                  ["Enabled", "Status", "AdvertisementCount", "ScanCount", "SightingCount", "LastScanTime",
-                                                  "QuarantinedRecords", "DroppedScans", "DroppedSightings", "ClockSync"])
+                                                  "QuarantinedRecords", "DroppedScans", "DroppedSightings", "ClockSync",
+                                                  "AdvertisingOnAir", "ScanningOnAir", "RadioFailures", "ReportsIgnored", "ReportsDropped"])
     }
 
     public func scanFinished(_ scan: RecordedScan) async {

@@ -6,6 +6,16 @@ import Logging
 /// stop advertising, scan) and the store (record the finished scan).
 public protocol ScheduleEffects: Sendable {
     func perform(_ action: ScheduleAction, at reading: ClockReading) async
+    /// The actions due at one reading, in order. The default performs them one by one; the
+    /// radio effects look at them together (a scan that ends as the next starts keeps the
+    /// controller scanning).
+    func perform(_ actions: [ScheduleAction], at reading: ClockReading) async
+}
+
+extension ScheduleEffects {
+    public func perform(_ actions: [ScheduleAction], at reading: ClockReading) async {
+        for action in actions { await perform(action, at: reading) }
+    }
 }
 
 /// Runs the pure `NodeSchedule` on an injected clock: reads the clock and the sync state,
@@ -50,13 +60,13 @@ public actor ScheduleDriver {
             }
             let reading = clock.reading(synchronized: status.isUsable)
             let actions = try schedule.advance(to: reading, random: &random)
-            for action in actions { await effects.perform(action, at: reading) }
+            if !actions.isEmpty { await effects.perform(actions, at: reading) }
             var deadline = schedule.nextDeadline
             if let cap = syncCheckInterval { deadline = min(deadline, reading.monotonic + cap) }
             do { try await clock.sleep(until: MonotonicInstant(seconds: deadline)) } catch is CancellationError { break }
         }
         let reading = clock.reading(synchronized: sync.status().isUsable)
-        for action in schedule.stop(at: reading) { await effects.perform(action, at: reading) }
+        await effects.perform(schedule.stop(at: reading), at: reading)
     }
 }
 

@@ -40,3 +40,15 @@ extension GaendSettings {
         LinuxClockSync(waived: !clock.requireSync || timeScale != 1, timedated: TimedatedClockSync())
     }
 }
+
+extension RadioOwner.Configuration {
+    /// Advertising interval, the scan stall limit and the controller probe period from the
+    /// configuration (a controller silent for `controller_silence_seconds` is restarted: it is
+    /// probed three times in that span).
+    public init(settings: GaendSettings) {
+        self.init()
+        advertising = AdvertisingTiming(intervalMinMs: settings.advertising.intervalMinMs, intervalMaxMs: settings.advertising.intervalMaxMs)
+        scanStallSeconds = settings.watchdog.scanStallSeconds
+        controllerProbeInterval = .milliseconds(Int64(max(5, settings.watchdog.controllerSilenceSeconds / 3) * 1000))
+    }
+}

@@ -1,5 +1,6 @@
 import ENProtocol
 import Foundation
+import HCIProtocol
 
 /// One advertising report with 0xFD6F service data, as the scanner keeps it.
 public struct RecordedSighting: Hashable, Sendable {
@@ -9,12 +10,17 @@ public struct RecordedSighting: Hashable, Sendable {
     public var aem: AssociatedEncryptedMetadata
     /// RSSI in dBm as the controller reported it, before any correction.
     public var rssi: Int8
+    /// The advertiser's address; nil in scans stored before it was kept (blob versions 1-2).
+    /// It tells apart two senders that happen to share an RPI-less moment and lets a trial
+    /// check that address and RPI changed together.
+    public var address: BDAddress?
 
-    public init(time: Double, rpi: RollingProximityIdentifier, aem: AssociatedEncryptedMetadata, rssi: Int8) {
+    public init(time: Double, rpi: RollingProximityIdentifier, aem: AssociatedEncryptedMetadata, rssi: Int8, address: BDAddress? = nil) {
         self.time = time
         self.rpi = rpi
         self.aem = aem
         self.rssi = rssi
+        self.address = address
     }
 }
 
@@ -76,28 +82,45 @@ public struct StoredKeyFile: Hashable, Sendable {
 }
 
 /// The plaintext layout of a scan's sealed blob. A hand-written fixed layout rather than
-/// JSON or protobuf: it is the ingestion hot path and has exactly one shape.
+/// JSON or protobuf: it is the ingestion hot path and has exactly one shape per version.
 ///
-///     version u8 = 1 | count u32 LE | count x (time f64 LE bits | RPI 16 | AEM 4 | RSSI i8)
+///     v1: version u8 = 1 | count u32 LE | count x (time f64 LE bits | RPI 16 | AEM 4 | RSSI i8)
+///     v2: version u8 = 2 | count u32 LE | correction i8 | count x (as v1)
+///     v3: version u8 = 3 | count u32 LE | flags u8 (bit 0: correction present) | correction i8
+///         | count x (as v1 | address 6, little-endian as on the wire)
+///
+/// Every version is read; scans are written as version 3 (the advertiser's address per
+/// sighting). A v3 sighting without an address (copied from an older scan) keeps 00:00:00:00:00:00,
+/// which no advertiser uses, and reads back as nil.
 enum ScanBlob {
-    /// Version 1: version, report count (UInt32 LE), reports. Version 2 adds the scan's RSSI
-    /// correction (Int8) after the count. Both are read; a scan with a known correction is
-    /// written as version 2, one without (nil) as version 1, so the record round-trips.
-    static let reportSize = 8 + 16 + 4 + 1
-    static func headerSize(version: UInt8) -> Int { version == 1 ? 5 : 6 }
+    static let currentVersion: UInt8 = 3
+    static func reportSize(version: UInt8) -> Int { version >= 3 ? 8 + 16 + 4 + 1 + 6 : 8 + 16 + 4 + 1 }
+    static func headerSize(version: UInt8) -> Int {
+        switch version {
+        case 1: return 5
+        case 2: return 6
+        default: return 7
+        }
+    }
 
-    static func encode(_ sightings: [RecordedSighting], rssiCorrection: Int?) -> Data {
+    /// Writes `version` (older versions only for tests of the reader: v1 drops the
+    /// correction, v1 and v2 drop the addresses).
+    static func encode(_ sightings: [RecordedSighting], rssiCorrection: Int?, version: UInt8 = currentVersion) -> Data {
         var out = [UInt8]()
-        let version: UInt8 = rssiCorrection == nil ? 1 : 2
-        out.reserveCapacity(headerSize(version: version) + sightings.count * reportSize)
+        out.reserveCapacity(headerSize(version: version) + sightings.count * reportSize(version: version))
         out.append(version)
         appendLE(UInt32(sightings.count), to: &out)
-        if let c = rssiCorrection { out.append(UInt8(bitPattern: Int8(clamping: c))) }
+        if version == 2 { out.append(UInt8(bitPattern: Int8(clamping: rssiCorrection ?? 0))) }
+        if version >= 3 {
+            out.append(rssiCorrection == nil ? 0 : 1)
+            out.append(UInt8(bitPattern: Int8(clamping: rssiCorrection ?? 0)))
+        }
         for s in sightings {
             appendLE(s.time.bitPattern, to: &out)
             out.append(contentsOf: s.rpi.bytes)
             out.append(contentsOf: s.aem.bytes)
             out.append(UInt8(bitPattern: s.rssi))
+            if version >= 3 { out.append(contentsOf: s.address?.littleEndianBytes ?? [UInt8](repeating: 0, count: 6)) }
         }
         return Data(out)
     }
@@ -105,11 +128,19 @@ enum ScanBlob {
     static func decode(_ data: Data) throws -> (sightings: [RecordedSighting], rssiCorrection: Int?) {
         let b = [UInt8](data)
         guard b.count >= 5 else { throw Reason("blob of \(b.count) bytes is shorter than its 5-byte header") }
-        guard b[0] == 1 || b[0] == 2 else { throw Reason("blob version \(b[0]), expected 1 or 2") }
-        let headerSize = headerSize(version: b[0])
+        let version = b[0]
+        guard (1...3).contains(version) else { throw Reason("blob version \(version), expected 1, 2 or 3") }
+        let headerSize = headerSize(version: version), reportSize = reportSize(version: version)
         guard b.count >= headerSize else { throw Reason("blob of \(b.count) bytes is shorter than its \(headerSize)-byte header") }
         let count = Int(readLE32(b, 1))
-        let correction: Int? = b[0] == 1 ? nil : Int(Int8(bitPattern: b[5]))
+        let correction: Int?
+        switch version {
+        case 1: correction = nil
+        case 2: correction = Int(Int8(bitPattern: b[5]))
+        default:
+            guard b[5] <= 1 else { throw Reason("blob flags 0x\(String(b[5], radix: 16)) has unknown bits") }
+            correction = b[5] == 1 ? Int(Int8(bitPattern: b[6])) : nil
+        }
         guard b.count == headerSize + count * reportSize else {
             throw Reason("blob declares \(count) reports (\(headerSize + count * reportSize) bytes) but has \(b.count) bytes")
         }
@@ -120,7 +151,12 @@ enum ScanBlob {
             let time = Double(bitPattern: UInt64(readLE32(b, o)) | UInt64(readLE32(b, o + 4)) << 32)
             let rpi = try RollingProximityIdentifier(bytes: Data(b[(o + 8)..<(o + 24)]))
             let aem = try AssociatedEncryptedMetadata(bytes: Data(b[(o + 24)..<(o + 28)]))
-            out.append(RecordedSighting(time: time, rpi: rpi, aem: aem, rssi: Int8(bitPattern: b[o + 28])))
+            var address: BDAddress?
+            if version >= 3 {
+                let raw = Array(b[(o + 29)..<(o + 35)])
+                if raw != [0, 0, 0, 0, 0, 0] { address = BDAddress(littleEndian: raw) }
+            }
+            out.append(RecordedSighting(time: time, rpi: rpi, aem: aem, rssi: Int8(bitPattern: b[o + 28]), address: address))
             o += reportSize
         }
         return (out, correction)
@@ -139,11 +175,10 @@ enum ScanBlob {
 
 extension RecordedScan {
     /// What the store keeps of a scan from the radio: its times and, of each report with
-    /// 0xFD6F service data, time, RPI, AEM and RSSI (not the advertiser's address, which
-    /// changes with every rotation and is of no use to matching).
+    /// 0xFD6F service data, time, RPI, AEM, RSSI and the advertiser's address.
     public init(_ scan: ScanRecord, rssiCorrection: Int? = nil) {
         self.init(start: scan.start, end: scan.end, sightings: scan.sightings.map {
-            RecordedSighting(time: $0.time, rpi: $0.rpi, aem: $0.aem, rssi: Int8(clamping: $0.rssi))
+            RecordedSighting(time: $0.time, rpi: $0.rpi, aem: $0.aem, rssi: Int8(clamping: $0.rssi), address: $0.address)
         }, rssiCorrection: rssiCorrection)
     }
 }

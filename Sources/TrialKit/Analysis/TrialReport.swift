@@ -27,15 +27,30 @@ public struct TrialReport: Sendable, Codable {
     public var counts: Counts
     public var pairs: [PairCount]
     public var analysis: ChannelAnalysis
+    /// Share of scans in which a present transmitter was heard, by true distance (empty when the
+    /// input had no scans, e.g. --attenuations).
+    public var detectionByDistance: [DetectionProbability]
 
-    public init(site: String?, counts: Counts, observations: [Observation], options: AnalysisOptions) {
+    public init(site: String?, counts: Counts, observations: [Observation], options: AnalysisOptions,
+                detectionByDistance: [DetectionProbability] = []) {
         self.site = site
         self.counts = counts
+        self.detectionByDistance = detectionByDistance
         var perPair: [NodePair: Int] = [:]
         for o in observations { perPair[NodePair(receiver: o.receiver, transmitter: o.transmitter), default: 0] += 1 }
         pairs = perPair.keys.sorted().map { PairCount(receiver: $0.receiver, transmitter: $0.transmitter, observations: perPair[$0]!) }
         analysis = ChannelAnalysis(observations: observations, options: options)
     }
+}
+
+/// Detection probability at one distance (or distance bin [low, high)): scans with the
+/// transmitter present at that distance, and how many of them heard it.
+public struct DetectionProbability: Sendable, Codable, Equatable {
+    public var distanceLow: Double
+    public var distanceHigh: Double
+    public var scans: Int
+    public var heard: Int
+    public var probability: Double
 }
 
 /// Builds a trial's observations: match sightings against keys, then join ground truth.
@@ -44,6 +59,18 @@ public enum TrialPipeline {
     /// joins the distance in force at each sighting's time for its receiver/transmitter pair.
     public static func observations(sightings: [SightingRow], transmitters: [TransmitterKeys], groundTruth: GroundTruth,
                                     matcher: some SightingMatcher = ProjectMatcher()) throws -> ([Observation], TrialReport.Counts) {
+        let r = try run(sightings: sightings, transmitters: transmitters, groundTruth: groundTruth, matcher: matcher)
+        return (r.observations, r.counts)
+    }
+
+    /// The observations, the counts and the detection probability by distance: every scan of a
+    /// receiver (the rows' node and scan_start, empty scans included) against every transmitter
+    /// whose pair has a distance in force at the scan's start; heard when the scan has a matched
+    /// sighting of that transmitter. A transmitter absent or not advertising needs a marker with
+    /// an empty distance (as `gaenctl simulate` writes), else it counts as present and unheard.
+    public static func run(sightings: [SightingRow], transmitters: [TransmitterKeys], groundTruth: GroundTruth,
+                           matcher: some SightingMatcher = ProjectMatcher())
+        throws -> (observations: [Observation], counts: TrialReport.Counts, detection: [DetectionProbability]) {
         var counts = TrialReport.Counts()
         counts.rows = sightings.count
         for s in sightings { if s.isEmptyScan { counts.emptyScans += 1 } else { counts.reports += 1 } }
@@ -62,7 +89,47 @@ public enum TrialPipeline {
                                    rssi: s.rssi, rssiCorrection: s.rssiCorrection))
         }
         counts.withGroundTruth = obs.count
-        return (obs, counts)
+        return (obs, counts, detectionProbability(sightings: sightings, transmitters: transmitters, groundTruth: groundTruth, matches: result.matches))
+    }
+
+    struct ScanKey: Hashable { var node: String; var start: Double }
+
+    static func detectionProbability(sightings: [SightingRow], transmitters: [TransmitterKeys], groundTruth: GroundTruth,
+                                     matches: [MatchedSighting]) -> [DetectionProbability] {
+        var scans = Set<ScanKey>()
+        for s in sightings { if let start = s.scanStart { scans.insert(ScanKey(node: s.node ?? "", start: start)) } }
+        guard !scans.isEmpty else { return [] }
+        var heard = Set<[String]>()
+        for m in matches {
+            let s = sightings[m.sightingIndex]
+            guard let start = s.scanStart else { continue }
+            heard.insert([s.node ?? "", Format.exact(start), transmitters[m.transmitter].name])
+        }
+        var byDistance: [Double: (present: Int, heard: Int)] = [:]
+        for scan in scans {
+            for t in transmitters where t.name != scan.node {
+                guard let d = groundTruth.distance(at: scan.start, pair: NodePair(receiver: scan.node, transmitter: t.name)) else { continue }
+                var e = byDistance[d] ?? (0, 0)
+                e.present += 1
+                if heard.contains([scan.node, Format.exact(scan.start), t.name]) { e.heard += 1 }
+                byDistance[d] = e
+            }
+        }
+        // Up to 40 distances one by one; more (moving nodes) in logarithmic bins, 10 per decade.
+        var rows: [(low: Double, high: Double, present: Int, heard: Int)] = []
+        if byDistance.count <= 40 {
+            rows = byDistance.keys.sorted().map { ($0, $0, byDistance[$0]!.present, byDistance[$0]!.heard) }
+        } else {
+            var bins: [Int: (Int, Int)] = [:]
+            for (d, e) in byDistance {
+                let k = Int((log10(max(d, 0.1)) * 10).rounded(.down)) // under 0.1 m counts as 0.1 m, as in the fit
+                let b = bins[k] ?? (0, 0)
+                bins[k] = (b.0 + e.present, b.1 + e.heard)
+            }
+            rows = bins.keys.sorted().map { (pow(10, Double($0) / 10), pow(10, Double($0 + 1) / 10), bins[$0]!.0, bins[$0]!.1) }
+        }
+        return rows.map { DetectionProbability(distanceLow: $0.low, distanceHigh: $0.high, scans: $0.present, heard: $0.heard,
+                                               probability: $0.present > 0 ? Double($0.heard) / Double($0.present) : .nan) }
     }
 
     /// Observations from an attenuation CSV (`time,attenuation` and optionally `receiver`,
@@ -104,7 +171,7 @@ public enum TrialPipeline {
 /// curve.csv, detection.csv, plot.svg.
 public enum TrialReportWriter {
     public static let files = ["report.json", "report.md", "attenuation.csv", "distances.csv", "fit.csv",
-                               "curve.csv", "detection.csv", "plot.svg", "pairs.csv", "receivers.csv", "sweep.csv", "sweep.svg"]
+                               "curve.csv", "detection.csv", "plot.svg", "pairs.csv", "receivers.csv", "sweep.csv", "sweep.svg", "detection_probability.csv"]
 
     public static func write(_ report: TrialReport, observations: [Observation], to dir: URL) throws {
         try FileManager.default.createDirectory(at: dir, withIntermediateDirectories: true)
@@ -120,6 +187,11 @@ public enum TrialReportWriter {
         try groupsCSV(report.analysis.pairs, pairs: true).write(to: dir.appendingPathComponent("pairs.csv"))
         try groupsCSV(report.analysis.receivers, pairs: false).write(to: dir.appendingPathComponent("receivers.csv"))
         try sweepCSV(report.analysis).write(to: dir.appendingPathComponent("sweep.csv"))
+        var dp = CSVWriter(header: ["distance_low", "distance_high", "scans_present", "scans_heard", "detection_probability"])
+        for r in report.detectionByDistance {
+            dp.appendRow([Format.exact(r.distanceLow), Format.exact(r.distanceHigh), String(r.scans), String(r.heard), Format.fixed(r.probability, 4)])
+        }
+        try dp.write(to: dir.appendingPathComponent("detection_probability.csv"))
         try OutputFile.write(Data(SweepPlot(analysis: report.analysis, site: report.site).svg().utf8), to: dir.appendingPathComponent("sweep.svg"))
     }
 
@@ -262,6 +334,14 @@ public enum TrialReportWriter {
         for d in a.distances {
             let model = a.fit.map { f($0.meanAttenuation(at: max(d.distance, a.options.minimumDistance))) } ?? "n/a"
             s += "| \(f(d.distance, 2)) | \(d.count) | \(f(d.q1)) | \(f(d.median)) | \(f(d.q3)) | \(f(d.mean)) | \(model) |\n"
+        }
+        if !r.detectionByDistance.isEmpty {
+            s += "\n## Detection probability by distance (share of scans in which a present transmitter was heard)\n\n"
+            s += "| distance m | scans | heard | probability |\n|---:|---:|---:|---:|\n"
+            for d in r.detectionByDistance {
+                let label = d.distanceLow == d.distanceHigh ? Format.exact(d.distanceLow) : "\(f(d.distanceLow, 2))-\(f(d.distanceHigh, 2))"
+                s += "| \(label) | \(d.scans) | \(d.heard) | \(pct(d.probability)) |\n"
+            }
         }
         s += "\n## Detection (close contact: distance <= \(f(a.options.closeContactDistance, 2)) m; per sighting)\n\n"
         s += "Observed rates beside the rates the fitted model expects (normal CDF\(a.wholeDecibels ? ", 0.5 dB continuity correction for whole-dB readings" : "")).\n\n"

@@ -56,8 +56,9 @@ public enum TrialInputs {
         let rows = try readSightings(try files("sightings"))
         let transmitters = try files("keys").map(readKeys)
         let truth = GroundTruth(markers: try MarkersFile.read(dir.appendingPathComponent("groundtruth/markers.csv")))
-        let (obs, counts) = try TrialPipeline.observations(sightings: rows, transmitters: transmitters, groundTruth: truth)
-        let report = TrialReport(site: rows.first(where: { $0.site != nil })?.site, counts: counts, observations: obs, options: options)
+        let (obs, counts, detection) = try TrialPipeline.run(sightings: rows, transmitters: transmitters, groundTruth: truth)
+        let report = TrialReport(site: rows.first(where: { $0.site != nil })?.site, counts: counts, observations: obs, options: options,
+                                 detectionByDistance: detection)
         try TrialReportWriter.write(report, observations: obs, to: dir.appendingPathComponent("report"))
         return report
     }

@@ -237,6 +237,33 @@ def test_disallowed_advertising_enable_leaves_advertising_off(radio):
     assert not r.state("a")["advertising"]
 
 
+def test_random_address_is_refused_while_scanning_or_advertising(radio):
+    """Core Vol 4 Part E 7.8.4, as the Pi's controllers enforce it: LE Set Random Address is
+    Command Disallowed while scanning or legacy advertising is enabled, accepted once both are
+    off; the counters say which happened."""
+    r = radio()
+    address = bytes.fromhex("665544332211")[:5] + b"\x01"
+
+    async def scenario():
+        client = await H4Client.connect(r.tcp("a"))
+        statuses = []
+        assert _status_of_complete(await client.command(LE_SET_SCAN_ENABLE, b"\x01\x00")) == 0
+        statuses.append(_status_of_complete(await client.command(LE_SET_RANDOM_ADDRESS, address)))
+        assert _status_of_complete(await client.command(LE_SET_SCAN_ENABLE, b"\x00\x00")) == 0
+        statuses.append(_status_of_complete(await client.command(LE_SET_RANDOM_ADDRESS, address)))
+        await _advertise(client)
+        statuses.append(_status_of_complete(await client.command(LE_SET_RANDOM_ADDRESS, address)))
+        assert _status_of_complete(await client.command(LE_SET_ADV_ENABLE, b"\x00")) == 0
+        statuses.append(_status_of_complete(await client.command(LE_SET_RANDOM_ADDRESS, address)))
+        await client.close()
+        return statuses
+
+    assert run(scenario()) == [0x0C, 0x00, 0x0C, 0x00]
+    stats = r.stats("a")
+    assert stats["random_address_refused"] == 2, stats
+    assert stats["random_address_set"] == 3, stats  # two here, one inside _advertise
+
+
 @pytest.mark.parametrize("kind,expected", [
     ("truncated", "043e0a02010301000000000000"),
     ("truncated_command_complete", "040e020103"),

@@ -1,0 +1,560 @@
+import ENProtocol
+import Foundation
+import HCIProtocol
+import Logging
+
+/// The one owner of the controller's LE state (in the spirit of Bumble's `Device`): it holds
+/// what should be on air (`desired`) and what the controller has confirmed (`air`) for
+/// advertising, scanning and the random address, and is the only code that sends LE
+/// advertising or scanning commands.
+///
+/// Every change is one `reconcile` that moves the controller from what is on air to what is
+/// wanted in the order Core Vol 4 Part E 7.8.4 allows (LE Set Random Address is refused while
+/// legacy advertising or scanning is on): pause scanning if a new address must be set,
+/// disable advertising, address, parameters, data, enable advertising, resume scanning. So a
+/// rotation can never be refused because the other role is on. A reconcile that fails anyway
+/// (a controller hiccup, a reset midway) is retried at once with backoff until the controller
+/// matches `desired` again, with the SAME beacon (a failed enable may have reached the air,
+/// and a new address for the same RPI would break the pairing). After a controller reset or
+/// a reconnect, both roles are restored from `desired`.
+///
+/// It also owns the stall detectors: scanning that goes silent (`scanStallSeconds`, measured
+/// against the recent report rhythm, so an empty room never counts) is re-enabled and then
+/// restarted with the controller; a controller that stops answering probes is restarted.
+///
+/// Reports are filtered at the door: only those carrying 0xFD6F service data are kept (the
+/// rest are counted), each stamped from the node's monotonic clock mapped into its scan
+/// window, into a bounded buffer whose overflow is counted.
+public actor RadioOwner {
+    /// What the owner is asked to keep on air.
+    public struct Desired: Sendable, Equatable {
+        public var beacon: Beacon?
+        public var scanning = false
+    }
+
+    /// The controller connection as the owner sees it.
+    public enum ControllerState: String, Sendable, Equatable {
+        /// No session (not yet connected, or the controller is gone and being retried).
+        case missing
+        /// A session exists but is recovering (transport lost, hardware error).
+        case error
+        case active
+    }
+
+    /// A snapshot for status: what is wanted, what is on air, and the counters.
+    public struct Status: Sendable, Equatable {
+        public var controller: ControllerState = .missing
+        public var advertisingWanted = false
+        /// The controller confirmed advertising enabled with the wanted beacon.
+        public var advertisingOnAir = false
+        /// The random address currently advertised from, if any.
+        public var advertisingAddress: BDAddress?
+        public var scanningWanted = false
+        /// The controller confirmed scanning enabled.
+        public var scanningOnAir = false
+        /// Beacons put on air (a restore of the same beacon after a reset does not count).
+        public var rotations: UInt64 = 0
+        /// Reconciles that failed (each was retried).
+        public var failedOperations: UInt64 = 0
+        /// A retry is pending: the controller does not match what is wanted.
+        public var retrying = false
+        /// Advertising reports received, of which without 0xFD6F service data (not kept).
+        public var reportsReceived: UInt64 = 0
+        public var reportsIgnored: UInt64 = 0
+        /// Reports lost to full buffers: the session's stream, a scan's sighting buffer, the
+        /// live stream of `gaenctl radio scan`.
+        public var reportsDropped: UInt64 = 0
+        public var scansCompleted: UInt64 = 0
+        /// Times silent scanning was re-enabled or the controller restarted for it.
+        public var stallRecoveries: UInt64 = 0
+        public init() {}
+    }
+
+    public struct Configuration: Sendable {
+        public var advertising = AdvertisingTiming()
+        /// Scanning with no report for this long (node seconds), where the recent rhythm of
+        /// reports makes that implausible, is re-enabled, then restarted with the controller.
+        public var scanStallSeconds: Double = 30
+        /// Real seconds between controller probes; an unanswered probe restarts it.
+        public var controllerProbeInterval: Duration = .seconds(20)
+        /// Sightings kept per scan; more are counted as dropped (a 300 s continuous record in
+        /// a crowd stays bounded: 100,000 x 29 bytes in the store).
+        public var maximumSightingsPerScan = 100_000
+        /// Retry backoff in node seconds: first delay, doubling to the maximum.
+        public var retryInitialSeconds: Double = 0.25
+        public var retryMaximumSeconds: Double = 4
+        public init() {}
+    }
+
+    private let clock: any NodeClock
+    private let configuration: Configuration
+    private let logger: Logger
+
+    private var session: HCIControllerSession?
+    /// Drops of earlier sessions, added when they are let go.
+    private var sessionDropsAtAttach: UInt64 = 0
+    private var desired = Desired()
+    private var status = Status()
+    /// What may be on the controller (set before an enable is sent, cleared after a
+    /// confirmed disable), which decides what must be turned off before a change.
+    private var advertisingMaybeOn = false
+    private var scanningMaybeOn = false
+    private var beaconOnAir: Beacon?
+    /// The controller's random address as last set (nil after a reset).
+    private var controllerAddress: BDAddress?
+    private var lastCountedBeacon: Beacon?
+
+    private var scan: ScanCollector?
+    private var live: AsyncStream<Sighting>.Continuation?
+    private var stall: ScanStallDetector
+    private var emptyScans = EmptyScanDetector()
+    private var stallReenabled = false
+
+    private var pump: Task<Void, Never>?
+    private var eventsTask: Task<Void, Never>?
+    private var watchdogTask: Task<Void, Never>?
+    private var stallTask: Task<Void, Never>?
+    private var retryTask: Task<Void, Never>?
+    private var controllerTask: Task<Void, Never>?
+    private var changeHandler: (@Sendable () async -> Void)?
+
+    private let scanSink: AsyncStream<ScanRecord>.Continuation
+    /// Every finished scan (also the empty ones), for whoever stores them; the newest 64 are
+    /// kept if nobody reads.
+    public nonisolated let finishedScans: AsyncStream<ScanRecord>
+
+    // Operations on the controller are serialized: the actor alone would interleave a
+    // restore after a reconnect with a rotation at every await.
+    private var busy = false
+    private var waiters: [CheckedContinuation<Void, Never>] = []
+
+    public init(clock: any NodeClock, configuration: Configuration = .init(), logger: Logger) {
+        self.clock = clock
+        self.configuration = configuration
+        self.logger = logger
+        stall = ScanStallDetector(minimumStall: configuration.scanStallSeconds)
+        (finishedScans, scanSink) = AsyncStream.makeStream(of: ScanRecord.self, bufferingPolicy: .bufferingNewest(64))
+    }
+
+    /// Called after every change of `status` worth publishing.
+    public func onChange(_ handler: @escaping @Sendable () async -> Void) { changeHandler = handler }
+
+    public var snapshot: Status {
+        get async {
+            var s = plainSnapshot
+            if let session { s.reportsDropped += await session.reportsDropped - sessionDropsAtAttach }
+            return s
+        }
+    }
+
+    private var plainSnapshot: Status {
+        var s = status
+        s.advertisingWanted = desired.beacon != nil
+        s.advertisingOnAir = beaconOnAir != nil && beaconOnAir == desired.beacon
+        s.advertisingAddress = s.advertisingOnAir ? beaconOnAir?.address : nil
+        s.scanningWanted = desired.scanning
+        s.scanningOnAir = status.scanningOnAir && desired.scanning
+        s.retrying = retryTask != nil
+        return s
+    }
+
+    public var wanted: Desired { desired }
+
+    // MARK: Controller lifecycle
+
+    /// Keeps a controller session up in the background: a controller that is missing, or
+    /// whose session gave up recovering, is tried again every `retry`; status says so meanwhile.
+    public func start(connector: any HCITransportConnector, configuration: HCISessionConfiguration,
+                      retry: Duration = .seconds(3)) {
+        guard controllerTask == nil else { return }
+        controllerTask = Task { await self.controllerLoop(connector: connector, configuration: configuration, retry: retry) }
+    }
+
+    private func controllerLoop(connector: any HCITransportConnector, configuration: HCISessionConfiguration, retry: Duration) async {
+        var reported = false
+        while !Task.isCancelled {
+            let s = HCIControllerSession(connector: connector, configuration: configuration, logger: logger)
+            do {
+                _ = try await s.start()
+            } catch {
+                if !reported {
+                    logger.error("controller not available; retrying", metadata: ["controller": "\(connector.description)", "error": "\(error)"])
+                    reported = true
+                }
+                setController(.missing)
+                await notify()
+                try? await Task.sleep(for: retry)
+                continue
+            }
+            reported = false
+            logger.info("controller up", metadata: ["controller": "\(connector.description)"])
+            await attach(s)
+            await eventsTask?.value // ends when the session stops (gave up, or stop())
+            await detach()
+            if Task.isCancelled { break }
+            await notify()
+            try? await Task.sleep(for: retry)
+        }
+    }
+
+    /// Takes over a started session: consumes its reports and events, starts the stall
+    /// detectors and puts everything wanted on air.
+    public func attach(_ s: HCIControllerSession) async {
+        await detach()
+        session = s
+        sessionDropsAtAttach = await s.reportsDropped
+        setController(.active)
+        forgetControllerState()
+        let reports = s.advertisingReports
+        pump = Task { [weak self] in
+            for await report in reports { await self?.received(report) }
+        }
+        eventsTask = Task { [weak self] in
+            for await event in s.events { await self?.handle(event) }
+        }
+        let probe = ControllerWatchdog(probeInterval: configuration.controllerProbeInterval)
+        let logger = self.logger
+        watchdogTask = Task { await probe.run(session: s, logger: logger) }
+        stallTask = Task { [weak self] in await self?.watchScanStalls() }
+        await reconcileOrRetry()
+        await notify()
+    }
+
+    /// Lets go of the session (it is stopped); what is wanted stays, for the next attach.
+    public func detach() async {
+        guard let s = session else { return }
+        session = nil
+        status.reportsDropped += await s.reportsDropped - sessionDropsAtAttach
+        for t in [pump, watchdogTask, stallTask, retryTask] { t?.cancel() }
+        retryTask = nil
+        await s.stop()
+        eventsTask?.cancel()
+        pump = nil; watchdogTask = nil; stallTask = nil; eventsTask = nil
+        setController(.missing)
+        forgetControllerState()
+    }
+
+    /// Everything off (advertising disabled, scanning stopped), the session stopped.
+    public func stop() async {
+        controllerTask?.cancel()
+        desired = Desired()
+        retryTask?.cancel()
+        retryTask = nil
+        await lock()
+        try? await reconcile()
+        unlock()
+        live?.finish()
+        live = nil
+        await detach()
+        await controllerTask?.value
+        controllerTask = nil
+        scanSink.finish()
+    }
+
+    private func handle(_ event: HCISessionEvent) async {
+        switch event {
+        case .reconnected:
+            logger.info("controller reset; restoring advertising and scanning")
+            await lock()
+            forgetControllerState()
+            unlock()
+            setController(.active)
+            await reconcileOrRetry()
+        case .transportLost, .hardwareError, .reconnecting, .reconnectFailed:
+            forgetControllerState()
+            setController(.error)
+        case .gaveUp(let reason):
+            logger.error("controller lost", metadata: ["reason": "\(reason)"])
+            forgetControllerState()
+        default: return
+        }
+        await notify()
+    }
+
+    /// After a reset the controller advertises and scans nothing and has no random address.
+    private func forgetControllerState() {
+        advertisingMaybeOn = false
+        scanningMaybeOn = false
+        beaconOnAir = nil
+        controllerAddress = nil
+        status.scanningOnAir = false
+    }
+
+    private func setController(_ c: ControllerState) { status.controller = c }
+
+    // MARK: Advertising
+
+    /// Puts `beacon` on air in place of the current one, as one operation (a rotation).
+    /// Returns once it is on air, or once the failure was counted and a retry scheduled.
+    public func advertise(_ beacon: Beacon) async {
+        desired.beacon = beacon
+        await reconcileOrRetry()
+        await notify()
+    }
+
+    public func stopAdvertising() async {
+        desired.beacon = nil
+        await reconcileOrRetry()
+        await notify()
+    }
+
+    /// The controller's own advertising TX power (LE Read Advertising Physical Channel Tx
+    /// Power), reported for calibration; it is not what goes into the AEM.
+    public func controllerTxPower() async throws -> Int8 {
+        guard let session else { throw HCISessionError.notRunning(state: "no controller") }
+        return try await session.send(HCILEReadAdvertisingPhysicalChannelTxPower()).txPowerDBm
+    }
+
+    // MARK: Scanning
+
+    /// Starts collecting a scan for `window` and turns scanning on (it stays on across
+    /// back-to-back scans).
+    public func startScan(_ window: ScanWindow) async {
+        scan = ScanCollector(window: window, onAir: status.scanningOnAir)
+        desired.scanning = true
+        await reconcileOrRetry()
+        await notify()
+    }
+
+    /// Ends the scan in progress with the schedule's times and returns its record, or nil
+    /// when scanning never reached the air during it (no controller: nothing was observed).
+    /// Scanning goes off, unless `next` starts at once (continuous mode): then the
+    /// controller keeps scanning and the reports from now on belong to `next`.
+    public func finishScan(_ done: CompletedScan, continuingWith next: ScanWindow? = nil) async -> ScanRecord? {
+        let collected = scan
+        if let next {
+            scan = ScanCollector(window: next, onAir: status.scanningOnAir)
+            desired.scanning = true
+        } else {
+            scan = nil
+            desired.scanning = false
+        }
+        await reconcileOrRetry()
+        guard let collected, collected.wasOnAir || status.scanningOnAir else { return nil }
+        let record = ScanRecord(start: done.startWall, end: done.endWall,
+                                sightings: collected.sightings.map { var s = $0; s.time = min(max(s.time, done.startWall), done.endWall); return s })
+        status.scansCompleted += 1
+        if emptyScans.record(reports: collected.reports), let session {
+            logger.error("scans keep coming back empty where they used to see advertisers; restarting the controller")
+            status.stallRecoveries += 1
+            await session.restart(reason: "scans empty")
+        }
+        scanSink.yield(record)
+        return record
+    }
+
+    /// Every kept sighting as it arrives (for `gaenctl radio scan`); the newest 8192 are
+    /// buffered, the rest counted as dropped. One consumer.
+    public func liveSightings() -> AsyncStream<Sighting> {
+        let (stream, continuation) = AsyncStream<Sighting>.makeStream(bufferingPolicy: .bufferingNewest(8192))
+        live?.finish()
+        live = continuation
+        return stream
+    }
+
+    private func received(_ report: LEAdvertisingReport) {
+        let now = clock.monotonicTime().seconds
+        status.reportsReceived += 1
+        stall.report(at: now)
+        stallReenabled = false
+        guard scan != nil else { return } // outside a scan: not observed by the schedule
+        scan?.reports += 1
+        guard let s = Sighting(report: report, time: scan!.window.wallTime(atMonotonic: now)) else {
+            status.reportsIgnored += 1
+            return
+        }
+        if scan!.sightings.count < configuration.maximumSightingsPerScan {
+            scan!.sightings.append(s)
+        } else {
+            status.reportsDropped += 1
+        }
+        if let live, case .dropped = live.yield(s) { status.reportsDropped += 1 }
+    }
+
+    private func watchScanStalls() async {
+        let period = max(0.5, configuration.scanStallSeconds / 4)
+        while !Task.isCancelled {
+            do { try await clock.sleep(for: period) } catch { return }
+            guard status.scanningOnAir, desired.scanning, let session else { continue }
+            let now = clock.monotonicTime().seconds
+            guard stall.isStalled(now: now) else { continue }
+            status.stallRecoveries += 1
+            if !stallReenabled {
+                logger.warning("scanning went silent; enabling it again")
+                stallReenabled = true
+                await lock()
+                do {
+                    try await scanOff(session)
+                } catch {
+                    logger.debug("scan disable failed during stall recovery", metadata: ["error": "\(error)"])
+                }
+                unlock()
+                await reconcileOrRetry()
+            } else {
+                logger.error("scanning still silent; restarting the controller")
+                stallReenabled = false
+                await session.restart(reason: "scanning silent")
+            }
+            stall.restartWindow(at: clock.monotonicTime().seconds)
+            await notify()
+        }
+    }
+
+    // MARK: Reconcile
+
+    /// Brings the controller to `desired`; on failure counts it and schedules a retry.
+    private func reconcileOrRetry() async {
+        await lock()
+        defer { unlock() }
+        do {
+            try await reconcile()
+        } catch {
+            failed(error)
+        }
+    }
+
+    private func failed(_ error: any Error) {
+        status.failedOperations += 1
+        logger.warning("radio operation failed; retrying at once", metadata: ["radio.error": "\(error)"])
+        guard retryTask == nil, session != nil else { return }
+        let clock = self.clock, first = configuration.retryInitialSeconds, maximum = configuration.retryMaximumSeconds
+        retryTask = Task { [weak self] in
+            var backoff = first
+            while !Task.isCancelled {
+                do { try await clock.sleep(for: backoff) } catch { return }
+                guard let self, await self.retryOnce() else {
+                    backoff = min(backoff * 2, maximum)
+                    continue
+                }
+                return
+            }
+        }
+    }
+
+    /// One retry; true when the controller now matches `desired` (the retry task ends).
+    private func retryOnce() async -> Bool {
+        await lock()
+        defer { unlock() }
+        do {
+            try await reconcile()
+            retryTask = nil
+            logger.info("radio operation succeeded on retry")
+            Task { await self.notify() }
+            return true
+        } catch {
+            status.failedOperations += 1
+            logger.warning("radio operation failed again", metadata: ["radio.error": "\(error)"])
+            return false
+        }
+    }
+
+    /// The one place LE advertising and scanning commands are sent. Must hold the lock.
+    private func reconcile() async throws {
+        guard let s = session else { return } // attach restores what is wanted
+        do {
+            try await reconcile(s)
+        } catch {
+            // What the controller has on is no longer known (a disable answered Command
+            // Disallowed may not have disabled anything): the retry turns both roles off
+            // first, which the controller accepts whatever their state.
+            advertisingMaybeOn = true
+            scanningMaybeOn = true
+            throw error
+        }
+    }
+
+    private func reconcile(_ s: HCIControllerSession) async throws {
+        let want = desired
+        if want.beacon != beaconOnAir || (want.beacon == nil && advertisingMaybeOn) {
+            let needAddress = want.beacon.map { $0.address != controllerAddress } ?? false
+            let pausedScanning = needAddress && scanningMaybeOn
+            if pausedScanning { try await scanOff(s) } // 7.8.4: pause scanning
+            if advertisingMaybeOn { try await advertisingOff(s) }
+            if let beacon = want.beacon {
+                if needAddress {
+                    controllerAddress = nil
+                    try await s.send(HCILESetRandomAddress(address: beacon.address))
+                    controllerAddress = beacon.address
+                }
+                try await s.send(HCILESetAdvertisingParameters(
+                    intervalMin: AdvertisingInterval(milliseconds: configuration.advertising.intervalMinMs),
+                    intervalMax: AdvertisingInterval(milliseconds: configuration.advertising.intervalMaxMs),
+                    type: .advNonconnInd, ownAddressType: .random, channelMap: .all))
+                try await s.send(HCILESetAdvertisingData(data: beacon.advertisingData))
+                advertisingMaybeOn = true
+                try await s.send(HCILESetAdvertisingEnable(enabled: true))
+                beaconOnAir = beacon
+                if beacon != lastCountedBeacon {
+                    lastCountedBeacon = beacon
+                    status.rotations += 1
+                    // Once per rotation (every 10-20 minutes); the address is public, it is
+                    // on air.
+                    logger.info("rotated", metadata: ["radio.address": "\(beacon.address)", "radio.scan_paused": "\(pausedScanning)"])
+                }
+            }
+        }
+        if want.scanning && !status.scanningOnAir {
+            if scanningMaybeOn { try await scanOff(s) }
+            // Passive, window = interval (all channels all the time), duplicates reported
+            // (every advertisement counts for RSSI). Passive scanning sends nothing, so the
+            // own address type is irrelevant on air; public avoids controllers that refuse a
+            // random type before a random address is set.
+            let timing = try ScanTiming(units: UInt16(Self.scanTimingUnits))
+            try await s.send(HCILESetScanParameters(type: .passive, interval: timing, window: timing, ownAddressType: .public))
+            scanningMaybeOn = true
+            try await s.setScanEnable(true, filterDuplicates: false)
+            status.scanningOnAir = true
+            scan?.wasOnAir = true
+            stall.restartWindow(at: clock.monotonicTime().seconds)
+        } else if !want.scanning && scanningMaybeOn {
+            try await scanOff(s)
+        }
+    }
+
+    /// Scan interval and window (equal): 60 ms, a common controller default, in 0.625 ms units.
+    static let scanTimingUnits = 96
+
+    private func scanOff(_ s: HCIControllerSession) async throws {
+        status.scanningOnAir = false
+        try await s.setScanEnable(false) // tolerates Command Disallowed when already off
+        scanningMaybeOn = false
+    }
+
+    private func advertisingOff(_ s: HCIControllerSession) async throws {
+        beaconOnAir = nil
+        do {
+            try await s.send(HCILESetAdvertisingEnable(enabled: false))
+        } catch HCISessionError.commandFailed(_, .commandDisallowed) {
+            // Some controllers refuse to disable what is already off; that is the state we want.
+        }
+        advertisingMaybeOn = false
+    }
+
+    private func notify() async { await changeHandler?() }
+
+    private func lock() async {
+        if busy {
+            await withCheckedContinuation { waiters.append($0) }
+        } else {
+            busy = true
+        }
+    }
+
+    /// Hands the lock straight to the next waiter, so nobody can slip in between.
+    private func unlock() {
+        if waiters.isEmpty { busy = false } else { waiters.removeFirst().resume() }
+    }
+}
+
+/// The scan in progress: its window (for stamping), the sightings kept and how many reports
+/// of any kind it received (for the empty-scan detector).
+struct ScanCollector {
+    var window: ScanWindow
+    var sightings: [Sighting] = []
+    var reports = 0
+    var wasOnAir: Bool
+    init(window: ScanWindow, onAir: Bool) {
+        self.window = window
+        wasOnAir = onAir
+    }
+}

@@ -1,0 +1,76 @@
+import ENProtocol
+import Foundation
+
+/// The schedule's actions applied to the radio owner: the one set of radio effects that gaend,
+/// `gaenctl radio advertise|scan` and the `schedule-idle` benchmark run. What to advertise
+/// and what to do with a finished scan come from the caller (gaend: the day's key from the
+/// store, scans into the store).
+public struct RadioScheduleEffects: ScheduleEffects {
+    public struct Roles: OptionSet, Sendable {
+        public let rawValue: Int
+        public init(rawValue: Int) { self.rawValue = rawValue }
+        public static let advertising = Roles(rawValue: 1)
+        public static let scanning = Roles(rawValue: 2)
+        public static let all: Roles = [.advertising, .scanning]
+    }
+
+    public let radio: RadioOwner
+    public let roles: Roles
+    /// The beacon of a slot; nil (or a throw, logged by the caller) keeps what is on air.
+    let beacon: @Sendable (AdvertisingSlot, ClockReading) async -> GAENBeacon?
+    let rotated: @Sendable (GAENBeacon, ClockReading) async -> Void
+    let scanned: @Sendable (ScanRecord) async -> Void
+
+    public init(radio: RadioOwner, roles: Roles = .all,
+                beacon: @escaping @Sendable (AdvertisingSlot, ClockReading) async -> GAENBeacon?,
+                rotated: @escaping @Sendable (GAENBeacon, ClockReading) async -> Void = { _, _ in },
+                scanned: @escaping @Sendable (ScanRecord) async -> Void = { _ in }) {
+        self.radio = radio
+        self.roles = roles
+        self.beacon = beacon
+        self.rotated = rotated
+        self.scanned = scanned
+    }
+
+    public func perform(_ actions: [ScheduleAction], at reading: ClockReading) async {
+        var consumed = Set<Int>()
+        for (i, action) in actions.enumerated() where !consumed.contains(i) {
+            // A scan that ends as the next one starts (continuous mode, possibly with a rotation
+            // due at the same moment in between): one record ends and the next begins without
+            // turning scanning off and on, so the rotation pauses scanning as any other does.
+            if case .finishScan(let done) = action, roles.contains(.scanning),
+               let j = actions.indices.first(where: { $0 > i && actions[$0].isScanStart }),
+               case .startScan(let next) = actions[j] {
+                consumed.insert(j)
+                if let record = await radio.finishScan(done, continuingWith: next) { await scanned(record) }
+                continue
+            }
+            await perform(action, at: reading)
+        }
+    }
+
+    public func perform(_ action: ScheduleAction, at reading: ClockReading) async {
+        switch action {
+        case .rotate(let slot):
+            guard roles.contains(.advertising), let b = await beacon(slot, reading) else { return }
+            // One operation; a failure is retried by the owner at once, with backoff.
+            await radio.advertise(b.beacon)
+            await rotated(b, reading)
+        case .stopAdvertising:
+            await radio.stopAdvertising()
+        case .startScan(let window):
+            guard roles.contains(.scanning) else { return }
+            await radio.startScan(window)
+        case .finishScan(let done):
+            // nil: scanning never reached the air (no controller), nothing was observed.
+            if let record = await radio.finishScan(done) { await scanned(record) }
+        }
+    }
+}
+
+extension ScheduleAction {
+    var isScanStart: Bool {
+        if case .startScan = self { return true }
+        return false
+    }
+}
