@@ -20,7 +20,8 @@ import pytest
 from conftest import wait_for
 from test_node_e2e import FAST_CONFIG, SCALE, TX_POWER, nodes  # noqa: F401 (nodes is a fixture)
 
-TIMEOUT = 3  # callers.io_timeout_seconds in these tests
+TIMEOUT = 6  # callers.io_timeout_seconds in these tests: longer than WATCHDOG_USEC below
+WATCHDOG_SECONDS = 4  # a node held by the stalled calls would miss it
 STOP_LIMIT = 15  # the unit's TimeoutStopSec (systemd/gaend.service)
 CONFIG = FAST_CONFIG + f"""
 callers:
@@ -123,8 +124,9 @@ def test_stalled_callers_never_hold_the_node(radio, nodes):
     n = nodes("n", r.ready["devices"]["n"]["connect"], config=CONFIG.format(tx=TX_POWER, name="n"))
     notify = Notify()
     try:
-        # WATCHDOG_USEC 2 s: gaend pings every second; a gap of 2 s would have systemd kill it.
-        n.start(env=dict(os.environ, NOTIFY_SOCKET=str(notify.path), WATCHDOG_USEC="2000000"))
+        # gaend pings every WATCHDOG_SECONDS / 2; a gap of WATCHDOG_SECONDS would have systemd kill
+        # it, and the stall (TIMEOUT) lasts longer than that.
+        n.start(env=dict(os.environ, NOTIFY_SOCKET=str(notify.path), WATCHDOG_USEC=str(WATCHDOG_SECONDS * 1_000_000)))
         n.wait_scans(2, timeout=60)
         kept: list[int] = []
         calls = []
@@ -165,7 +167,7 @@ def test_stalled_callers_never_hold_the_node(radio, nodes):
             os.close(fd)
         # The watchdog was fed all along: no gap near WATCHDOG_USEC.
         pings = [p for p in notify.pings if p >= started - 1]
-        assert len(pings) >= 3 and max(b - a for a, b in zip(pings, pings[1:])) < 1.8, pings
+        assert len(pings) >= 3 and max(b - a for a, b in zip(pings, pings[1:])) < WATCHDOG_SECONDS, pings
 
         # Stalled again at shutdown: SIGTERM ends the calls and gaend within TimeoutStopSec.
         rd, wr = stalled_reader_pipe()
