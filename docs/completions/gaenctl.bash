@@ -502,7 +502,7 @@ _gaenctl_radio_scan() {
     repeating_flags=()
     non_repeating_flags=(--verbose -h --help)
     repeating_options=()
-    non_repeating_options=(--controller --command-timeout --capture --capture-max-mb --duration --watchdog-interval)
+    non_repeating_options=(--controller --command-timeout --capture --capture-max-mb --duration --watchdog-interval --scan-stall-seconds)
     __gaenctl_offer_flags_options 0
 
     # Offer option value completions
@@ -523,6 +523,9 @@ _gaenctl_radio_scan() {
         return
         ;;
     '--watchdog-interval')
+        return
+        ;;
+    '--scan-stall-seconds')
         return
         ;;
     esac
@@ -778,27 +781,30 @@ _gaenctl_risk() {
     unset 'unparsed_words[0]'
     unparsed_words=("${unparsed_words[@]}")
     case "${subcommand}" in
-    cwa|nhs|gaen-v1|cwa-v1)
+    cwa|nhs|gaen-v1|cwa-v1|swisscovid|immuni)
         # Offer subcommand argument completions
         "_gaenctl_risk_${subcommand}"
         ;;
     *)
         # Offer subcommand completions
-        COMPREPLY+=($(compgen -W 'cwa nhs gaen-v1 cwa-v1' -- "${cur}"))
+        COMPREPLY+=($(compgen -W 'cwa nhs gaen-v1 cwa-v1 swisscovid immuni' -- "${cur}"))
         ;;
     esac
 }
 
 _gaenctl_risk_cwa() {
     repeating_flags=()
-    non_repeating_flags=(-h --help)
+    non_repeating_flags=(--per-window -h --help)
     repeating_options=()
-    non_repeating_options=(--parameters --windows --today)
+    non_repeating_options=(--parameters --app-version --windows --today)
     __gaenctl_offer_flags_options 0
 
     # Offer option value completions
     case "${prev}" in
     '--parameters')
+        return
+        ;;
+    '--app-version')
         return
         ;;
     '--windows')
@@ -812,7 +818,7 @@ _gaenctl_risk_cwa() {
 
 _gaenctl_risk_nhs() {
     repeating_flags=()
-    non_repeating_flags=(-h --help)
+    non_repeating_flags=(--per-window -h --help)
     repeating_options=()
     non_repeating_options=(--configuration --windows --method)
     __gaenctl_offer_flags_options 0
@@ -833,7 +839,7 @@ _gaenctl_risk_nhs() {
 
 _gaenctl_risk_gaen-v1() {
     repeating_flags=()
-    non_repeating_flags=(-h --help)
+    non_repeating_flags=(--per-window -h --help)
     repeating_options=()
     non_repeating_options=(--configuration --windows --today)
     __gaenctl_offer_flags_options 0
@@ -854,7 +860,46 @@ _gaenctl_risk_gaen-v1() {
 
 _gaenctl_risk_cwa-v1() {
     repeating_flags=()
-    non_repeating_flags=(-h --help)
+    non_repeating_flags=(--per-window -h --help)
+    repeating_options=()
+    non_repeating_options=(--configuration --windows --today)
+    __gaenctl_offer_flags_options 0
+
+    # Offer option value completions
+    case "${prev}" in
+    '--configuration')
+        return
+        ;;
+    '--windows')
+        return
+        ;;
+    '--today')
+        return
+        ;;
+    esac
+}
+
+_gaenctl_risk_swisscovid() {
+    repeating_flags=()
+    non_repeating_flags=(--per-window -h --help)
+    repeating_options=()
+    non_repeating_options=(--configuration --windows)
+    __gaenctl_offer_flags_options 0
+
+    # Offer option value completions
+    case "${prev}" in
+    '--configuration')
+        return
+        ;;
+    '--windows')
+        return
+        ;;
+    esac
+}
+
+_gaenctl_risk_immuni() {
+    repeating_flags=()
+    non_repeating_flags=(--per-window -h --help)
     repeating_options=()
     non_repeating_options=(--configuration --windows --today)
     __gaenctl_offer_flags_options 0
@@ -915,13 +960,13 @@ _gaenctl_trial() {
     unset 'unparsed_words[0]'
     unparsed_words=("${unparsed_words[@]}")
     case "${subcommand}" in
-    report)
+    report|import|replay)
         # Offer subcommand argument completions
         "_gaenctl_trial_${subcommand}"
         ;;
     *)
         # Offer subcommand completions
-        COMPREPLY+=($(compgen -W 'report' -- "${cur}"))
+        COMPREPLY+=($(compgen -W 'report import replay' -- "${cur}"))
         ;;
     esac
 }
@@ -957,6 +1002,122 @@ _gaenctl_trial_report() {
         return
         ;;
     '--thresholds')
+        return
+        ;;
+    esac
+}
+
+_gaenctl_trial_import() {
+    repeating_flags=()
+    non_repeating_flags=(-h --help)
+    repeating_options=()
+    non_repeating_options=()
+    __gaenctl_offer_flags_options 0
+
+    # Offer subcommand / subcommand argument completions
+    local -r subcommand="${unparsed_words[0]}"
+    unset 'unparsed_words[0]'
+    unparsed_words=("${unparsed_words[@]}")
+    case "${subcommand}" in
+    dp3t|histogram|rssi)
+        # Offer subcommand argument completions
+        "_gaenctl_trial_import_${subcommand}"
+        ;;
+    *)
+        # Offer subcommand completions
+        COMPREPLY+=($(compgen -W 'dp3t histogram rssi' -- "${cur}"))
+        ;;
+    esac
+}
+
+_gaenctl_trial_import_dp3t() {
+    repeating_flags=()
+    non_repeating_flags=(-h --help)
+    repeating_options=()
+    non_repeating_options=(--calibration -o --output)
+    __gaenctl_offer_flags_options -1
+
+    # Offer option value completions
+    case "${prev}" in
+    '--calibration')
+        return
+        ;;
+    '-o'|'--output')
+        return
+        ;;
+    esac
+}
+
+_gaenctl_trial_import_histogram() {
+    repeating_flags=()
+    non_repeating_flags=(-h --help)
+    repeating_options=()
+    non_repeating_options=(--at --transmission-risk-level -o --output)
+    __gaenctl_offer_flags_options -1
+
+    # Offer option value completions
+    case "${prev}" in
+    '--at')
+        return
+        ;;
+    '--transmission-risk-level')
+        return
+        ;;
+    '-o'|'--output')
+        return
+        ;;
+    esac
+}
+
+_gaenctl_trial_import_rssi() {
+    repeating_flags=()
+    non_repeating_flags=(-h --help)
+    repeating_options=()
+    non_repeating_options=(--tx-power --distance-column --rssi-column --distance-scale --receiver --transmitter -o --output)
+    __gaenctl_offer_flags_options -1
+
+    # Offer option value completions
+    case "${prev}" in
+    '--tx-power')
+        return
+        ;;
+    '--distance-column')
+        return
+        ;;
+    '--rssi-column')
+        return
+        ;;
+    '--distance-scale')
+        return
+        ;;
+    '--receiver')
+        return
+        ;;
+    '--transmitter')
+        return
+        ;;
+    '-o'|'--output')
+        return
+        ;;
+    esac
+}
+
+_gaenctl_trial_replay() {
+    repeating_flags=()
+    non_repeating_flags=(--json -h --help)
+    repeating_options=(--rule)
+    non_repeating_options=(--contacts --close-contact)
+    __gaenctl_offer_flags_options 0
+
+    # Offer option value completions
+    case "${prev}" in
+    '--contacts')
+        return
+        ;;
+    '--rule')
+        return
+        ;;
+    '--close-contact')
         return
         ;;
     esac

@@ -4,7 +4,9 @@ key, a corrupt key file, and the store file holding no known secret in clear."""
 
 from __future__ import annotations
 
+import csv
 import json
+import re
 import math
 import os
 import shutil
@@ -237,6 +239,9 @@ def test_two_nodes_exposure_windows(radio, nodes, tmp_path):
     # exactly the daemon's windows (the daemon's JSON leaves out transmissionRiskLevel).
     export = tmp_path / "b-sightings.csv"
     b.ctl("sightings", "export", "-o", export, check=True)
+    # Every sighting carries its advertiser's address (A's current random address), written as btmon prints it.
+    rows = [r for r in csv.DictReader(export.open()) if r["rpi"]]
+    assert rows and all(re.fullmatch(r"[0-9A-F]{2}(:[0-9A-F]{2}){5}", r["address"]) for r in rows), rows[:3]
     offline = b.ctl("windows", "--sightings", export, "--keys", zip_path, "--trust", f"e2e-ha:1={public}", check=True)
     assert [{k: v for k, v in w.items() if k != "transmissionRiskLevel"} for w in json.loads(offline.stdout)] == windows
     # Providing the same file twice in one call counts it once: the call's own figures.

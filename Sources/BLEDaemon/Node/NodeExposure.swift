@@ -263,9 +263,9 @@ extension GaenNode {
         return rows
     }
 
-    /// The advertiser's address of a sighting for the export. The scan record does not keep it
-    /// yet (the radio slice adds it to RecordedSighting); until then the column stays empty.
-    static func exportAddress(_ item: RecordedSighting?) -> String? { nil }
+    /// The advertiser's address of a sighting for the export, `AA:BB:CC:DD:EE:FF`; empty for
+    /// scans stored before the record kept it.
+    static func exportAddress(_ item: RecordedSighting?) -> String? { item?.address?.description }
 
     /// Marker times accepted (Unix seconds, 2000-01-01 to 2200-01-01).
     static let markerTimes: ClosedRange<Double> = 946_684_800...7_258_118_400
