@@ -12,6 +12,7 @@ from pathlib import Path
 import pytest
 
 from conftest import wait_for
+from test_faults_e2e import key_days, stored_scans
 from test_node_e2e import TX_POWER, nodes  # noqa: F401  (nodes is a fixture)
 
 FAKETIME_LIBS = [Path("/usr/lib/x86_64-linux-gnu/faketime/libfaketimeMT.so.1"),
@@ -56,19 +57,6 @@ class FakeClock:
         # process it is preloaded into (seen here: `gaenctl derive --help` printed the top-level
         # help); one exec in between (nice) avoids it.
         node.start(env=self.env(), wrapper=["nice", "-n", "0"])
-
-
-def stored_scans(node) -> set[str]:
-    """The scan start times in the node's export (empty scans included)."""
-    rows = node.export("csv").splitlines()
-    header = rows[0].split(",")
-    col = header.index("scan_start")
-    return {r.split(",")[col] for r in rows[1:]}
-
-
-def key_days(node) -> dict[int, str]:
-    """Rolling start interval -> key data of the node's key history (trial mode: today's too)."""
-    return {k["rollingStartIntervalNumber"]: k["keyData"] for k in node.keys()}
 
 
 def wait_rotations(node, n: int, timeout: float = 60) -> None:

@@ -365,6 +365,25 @@ public final class NodeStore: @unchecked Sendable {
         }
     }
 
+    /// Reads the rows `sql` selects from `table` (the SQL leaves out quarantined rows), decoding
+    /// each: a row that fails is quarantined and left out, so one rotten record costs that
+    /// record only.
+    private func readSkippingRotten<T>(_ table: String, idColumn: String = "id", sql: String,
+                                       arguments: StatementArguments = StatementArguments(),
+                                       decode: (Row) throws -> T) throws -> [T] {
+        var rotten: [(id: Int64, reason: String)] = []
+        let found = try read { db in
+            try Row.fetchAll(db, sql: sql, arguments: arguments).compactMap { row -> T? in
+                do { return try decode(row) } catch {
+                    rotten.append((row[idColumn], Self.reason(error)))
+                    return nil
+                }
+            }
+        }
+        quarantine(table, rotten)
+        return found
+    }
+
     /// The quarantined records still in the store, oldest detection first.
     public func quarantinedRecords() throws -> [QuarantinedRecord] {
         try read { db in
@@ -461,23 +480,13 @@ public final class NodeStore: @unchecked Sendable {
     /// The stored keys of days in `range`, oldest first (no key is created). A key that fails
     /// authentication is quarantined and left out.
     public func keys(in range: ClosedRange<UTCDay>) throws -> [(day: UTCDay, key: TemporaryExposureKey)] {
-        var rotten: [(id: Int64, reason: String)] = []
-        let found = try read { db in
-            try Row.fetchAll(db, sql: "SELECT day, sealed FROM tek WHERE day BETWEEN ? AND ? AND \(Self.notQuarantined("tek", column: "day")) ORDER BY day",
-                             arguments: [range.lowerBound.rawValue, range.upperBound.rawValue]).compactMap { row -> (day: UTCDay, key: TemporaryExposureKey)? in
-                let day = UTCDay(row["day"] as Int32)
-                let sealed: Data = row["sealed"]
-                do {
-                    let bytes = try open(sealed, aad: Self.aad("tek", [Int64(day.rawValue)]), table: "tek", id: Int64(day.rawValue))
-                    return (day, try TemporaryExposureKey(bytes: bytes))
-                } catch {
-                    rotten.append((Int64(day.rawValue), "\(error)"))
-                    return nil
-                }
-            }
+        try readSkippingRotten("tek", idColumn: "day",
+                               sql: "SELECT day, sealed FROM tek WHERE day BETWEEN ? AND ? AND \(Self.notQuarantined("tek", column: "day")) ORDER BY day",
+                               arguments: [range.lowerBound.rawValue, range.upperBound.rawValue]) { row in
+            let day = UTCDay(row["day"] as Int32)
+            let bytes = try open(row["sealed"], aad: Self.aad("tek", [Int64(day.rawValue)]), table: "tek", id: Int64(day.rawValue))
+            return (day, try TemporaryExposureKey(bytes: bytes))
         }
-        quarantine("tek", rotten)
-        return found
     }
 
     // MARK: Clock high-water mark
@@ -604,21 +613,10 @@ public final class NodeStore: @unchecked Sendable {
     /// that fails authentication or does not decode is quarantined and left out: one rotten
     /// record costs that record only.
     public func scans(from: Double, to: Double) throws -> [StoredScan] {
-        var rotten: [(id: Int64, reason: String)] = []
-        let found = try read { db in
-            try Row.fetchAll(db, sql: """
-                SELECT id, start_time, end_time, report_count, sealed FROM scan
-                WHERE start_time >= ? AND start_time < ? AND \(Self.notQuarantined("scan")) ORDER BY start_time, id
-                """, arguments: [from, to]).compactMap { row -> StoredScan? in
-                let id: Int64 = row["id"]
-                do { return try decodeScan(row) } catch {
-                    rotten.append((id, Self.reason(error)))
-                    return nil
-                }
-            }
-        }
-        quarantine("scan", rotten)
-        return found
+        try readSkippingRotten("scan", sql: """
+            SELECT id, start_time, end_time, report_count, sealed FROM scan
+            WHERE start_time >= ? AND start_time < ? AND \(Self.notQuarantined("scan")) ORDER BY start_time, id
+            """, arguments: [from, to], decode: decodeScan)
     }
 
     private func decodeScan(_ row: Row) throws -> StoredScan {
@@ -671,23 +669,14 @@ public final class NodeStore: @unchecked Sendable {
     }
 
     public func exposureResults(kind: String) throws -> [StoredExposureResult] {
-        var rotten: [(id: Int64, reason: String)] = []
-        let found = try read { db in
-            try Row.fetchAll(db, sql: "SELECT id, created_at, day, sealed FROM exposure_result WHERE kind = ? AND \(Self.notQuarantined("exposure_result")) ORDER BY id",
-                             arguments: [kind]).compactMap { row -> StoredExposureResult? in
-                let id: Int64 = row["id"], createdAt: Double = row["created_at"], sealed: Data = row["sealed"]
-                let day = (row["day"] as Int32?).map { UTCDay($0) }
-                do {
-                    let payload = try open(sealed, aad: Self.resultAAD(id: id, kind: kind, createdAt: createdAt, day: day), table: "exposure_result", id: id)
-                    return StoredExposureResult(id: id, kind: kind, createdAt: createdAt, day: day, payload: payload)
-                } catch {
-                    rotten.append((id, Self.reason(error)))
-                    return nil
-                }
-            }
+        try readSkippingRotten("exposure_result",
+                               sql: "SELECT id, created_at, day, sealed FROM exposure_result WHERE kind = ? AND \(Self.notQuarantined("exposure_result")) ORDER BY id",
+                               arguments: [kind]) { row in
+            let id: Int64 = row["id"], createdAt: Double = row["created_at"]
+            let day = (row["day"] as Int32?).map { UTCDay($0) }
+            let payload = try open(row["sealed"], aad: Self.resultAAD(id: id, kind: kind, createdAt: createdAt, day: day), table: "exposure_result", id: id)
+            return StoredExposureResult(id: id, kind: kind, createdAt: createdAt, day: day, payload: payload)
         }
-        quarantine("exposure_result", rotten)
-        return found
     }
 
     static func resultAAD(id: Int64, kind: String, createdAt: Double, day: UTCDay?) -> Data {
@@ -724,24 +713,14 @@ public final class NodeStore: @unchecked Sendable {
 
     /// The stored key files, in the order provided (rotten ones quarantined and skipped).
     public func keyFiles(ids: [Int64]? = nil) throws -> [StoredKeyFile] {
-        var rotten: [(id: Int64, reason: String)] = []
         let only = ids.map { " AND id IN (" + $0.map(String.init).joined(separator: ",") + ")" } ?? ""
-        let found = try read { db in
-            try Row.fetchAll(db, sql: "SELECT id, provided_at, valid_until, sealed FROM key_file WHERE \(Self.notQuarantined("key_file"))\(only) ORDER BY id")
-                .compactMap { row -> StoredKeyFile? in
-                    let id: Int64 = row["id"], providedAt: Double = row["provided_at"], validUntil: Double = row["valid_until"]
-                    do {
-                        let payload = try open(row["sealed"], aad: Self.keyFileAAD(id: id, providedAt: providedAt, validUntil: validUntil),
-                                               table: "key_file", id: id)
-                        return StoredKeyFile(id: id, providedAt: providedAt, validUntil: validUntil, exportBin: payload)
-                    } catch {
-                        rotten.append((id, Self.reason(error)))
-                        return nil
-                    }
-                }
+        return try readSkippingRotten("key_file",
+                                      sql: "SELECT id, provided_at, valid_until, sealed FROM key_file WHERE \(Self.notQuarantined("key_file"))\(only) ORDER BY id") { row in
+            let id: Int64 = row["id"], providedAt: Double = row["provided_at"], validUntil: Double = row["valid_until"]
+            let payload = try open(row["sealed"], aad: Self.keyFileAAD(id: id, providedAt: providedAt, validUntil: validUntil),
+                                   table: "key_file", id: id)
+            return StoredKeyFile(id: id, providedAt: providedAt, validUntil: validUntil, exportBin: payload)
         }
-        quarantine("key_file", rotten)
-        return found
     }
 
     static func keyFileAAD(id: Int64, providedAt: Double, validUntil: Double) -> Data {
@@ -770,24 +749,15 @@ public final class NodeStore: @unchecked Sendable {
 
     /// The markers with their ids (what `addMarker` returned), for Research1.GetMarkers.
     public func markerRecords(from: Double, to: Double) throws -> [(id: Int64, marker: Marker)] {
-        var rotten: [(id: Int64, reason: String)] = []
-        let found = try read { db in
-            try Row.fetchAll(db, sql: "SELECT id, time, sealed FROM marker WHERE time >= ? AND time < ? AND \(Self.notQuarantined("marker")) ORDER BY time, id",
-                             arguments: [from, to]).compactMap { row -> (id: Int64, marker: Marker)? in
-                let id: Int64 = row["id"], time: Double = row["time"], sealed: Data = row["sealed"]
-                do {
-                    let plain = try open(sealed, aad: Self.aad("marker", [id, Self.bits(time)]), table: "marker", id: id)
-                    do { return (id, try JSONDecoder().decode(Marker.self, from: plain)) } catch {
-                        throw StoreError.corruptRecord(table: "marker", id: id, reason: "payload does not decode")
-                    }
-                } catch {
-                    rotten.append((id, Self.reason(error)))
-                    return nil
-                }
+        try readSkippingRotten("marker",
+                               sql: "SELECT id, time, sealed FROM marker WHERE time >= ? AND time < ? AND \(Self.notQuarantined("marker")) ORDER BY time, id",
+                               arguments: [from, to]) { row in
+            let id: Int64 = row["id"], time: Double = row["time"]
+            let plain = try open(row["sealed"], aad: Self.aad("marker", [id, Self.bits(time)]), table: "marker", id: id)
+            do { return (id, try JSONDecoder().decode(Marker.self, from: plain)) } catch {
+                throw StoreError.corruptRecord(table: "marker", id: id, reason: "payload does not decode")
             }
         }
-        quarantine("marker", rotten)
-        return found
     }
 
     // MARK: Retention and size

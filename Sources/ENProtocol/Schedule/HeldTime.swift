@@ -31,8 +31,6 @@ public struct HeldTime: Sendable {
     /// Whether the current line started beyond `stepBound` ahead of the mark and has not yet
     /// held for `confirmation`.
     public private(set) var suspect = false
-    /// Wall time at which the suspect line will have held long enough, for status and logs.
-    public private(set) var suspectUntilMonotonic: Double?
 
     public init(highWater: Double?, stepBound: Double = 86_400, confirmation: Double = 3_600, lineTolerance: Double = 2) {
         self.highWater = highWater
@@ -61,10 +59,8 @@ public struct HeldTime: Sendable {
         if newLine {
             // A line that starts within the bound (or behind the mark) is trusted at once.
             suspect = wall > mark + stepBound
-            suspectUntilMonotonic = suspect ? monotonic + confirmation : nil
         } else if suspect, let since = line?.since, monotonic - since >= confirmation {
             suspect = false
-            suspectUntilMonotonic = nil
         }
         guard !suspect, wall > mark else { return false }
         highWater = wall
