@@ -33,11 +33,14 @@ extension GaendWireValue {
 public enum GaendWireError: Error, Sendable, Equatable, CustomStringConvertible {
     case wrongType(what: String, expected: String, actual: String)
     case wrongLength(what: String, expected: Int, actual: Int)
+    /// A key an `a{sv}` configuration does not have.
+    case unknownKey(what: String, key: String, known: [String])
 
     public var description: String {
         switch self {
         case .wrongType(let w, let e, let a): "\(w): expected D-Bus type '\(e)', got '\(a)'"
         case .wrongLength(let w, let e, let a): "\(w): expected \(e) bytes, got \(a)"
+        case .unknownKey(let w, let k, let known): "\(w): unknown key '\(k)' (known: \(known.joined(separator: ", ")))"
         }
     }
 }
@@ -316,9 +319,11 @@ public struct GaendMarker: GaendWireValue, Codable {
     }
 }
 
-/// The arguments of ExposureNotification1.ExposureStateUpdated (`suus`: token,
-/// matched_keys, windows, error).
-public struct GaendExposureStateUpdate: Sendable, Equatable {
+/// ExposureNotification1.ExposureStateUpdated (token, matched_keys, windows, error).
+public struct GaendExposureStateUpdate: GaendSignal, Equatable {
+    public static let interface = GaendBus.exposureNotificationInterface, member = "ExposureStateUpdated"
+    public static let arguments = [DBusArgument("token", "s"), DBusArgument("matched_keys", "u"),
+                                   DBusArgument("windows", "u"), DBusArgument("error", "s")]
     public var token: String
     public var matchedKeys: UInt32
     public var windows: UInt32
@@ -334,9 +339,7 @@ public struct GaendExposureStateUpdate: Sendable, Equatable {
 
     public var args: [DBusValue] { [.string(token), .uint32(matchedKeys), .uint32(windows), .string(error)] }
     public init(args: [DBusValue]) throws(GaendWireError) {
-        guard args.count == 4 else {
-            throw .wrongType(what: "ExposureStateUpdated", expected: "suus", actual: DBusValue.signature(of: args))
-        }
+        try Self.check(args)
         token = try args[0].wireString("token")
         matchedKeys = try args[1].wireUInt32("matched_keys")
         windows = try args[2].wireUInt32("windows")
@@ -344,8 +347,11 @@ public struct GaendExposureStateUpdate: Sendable, Equatable {
     }
 }
 
-/// The arguments of Research1.ScanFinished.
-public struct GaendScanFinished: Sendable, Equatable {
+/// Research1.ScanFinished (start, end, sightings).
+public struct GaendScanFinished: GaendSignal, Equatable {
+    public static let interface = GaendBus.researchInterface, member = "ScanFinished"
+    public static let arguments = [DBusArgument("start", "x"), DBusArgument("end", "x"),
+                                   DBusArgument("sightings", "a" + GaendSighting.signature)]
     public var start: Int64
     public var end: Int64
     public var sightings: [GaendSighting]
@@ -358,9 +364,7 @@ public struct GaendScanFinished: Sendable, Equatable {
 
     public var args: [DBusValue] { [.int64(start), .int64(end), GaendSighting.array(sightings)] }
     public init(args: [DBusValue]) throws(GaendWireError) {
-        guard args.count == 3 else {
-            throw .wrongType(what: "ScanFinished", expected: "xxa(xayayn)", actual: DBusValue.signature(of: args))
-        }
+        try Self.check(args)
         start = try args[0].wireInt64("start")
         end = try args[1].wireInt64("end")
         sightings = try GaendSighting.decodeArray(args[2], what: "sightings")
