@@ -46,8 +46,9 @@ let package = Package(
             pkgConfig: "dbus-1",
             providers: [.apt(["libdbus-1-dev"])]
         ),
-        // D-Bus binding shared by the daemon and the client: values, marshalling, connection, interface tables.
-        .target(name: "DBusCore", dependencies: ["CDBus"]),
+        // D-Bus binding shared by the daemon and the client: values, marshalling, connection, interface
+        // tables, and the generic object server (BusService) that serves tables.
+        .target(name: "DBusCore", dependencies: ["CDBus", .product(name: "Logging", package: "swift-log")]),
         // gaend's D-Bus API: names, interface tables, typed values and requests with one
         // encoder and decoder each, shared by the daemon and the client (the API edge).
         .target(name: "GaendAPI", dependencies: ["DBusCore"]),

@@ -1,4 +1,3 @@
-import DBusCore
 import Foundation
 import Logging
 
@@ -86,7 +85,7 @@ public final class BusService: Sendable {
     private let incoming: AsyncStream<BusMessage>
 
     public init(connection: BusConnection, fallbackErrorName: String = "org.freedesktop.DBus.Error.Failed",
-                maxQueuedCalls: Int = 256, maxConcurrentCalls: Int = 16, logger: Logger = Logger(label: "gaend.bus")) {
+                maxQueuedCalls: Int = 256, maxConcurrentCalls: Int = 16, logger: Logger = Logger(label: "dbus.service")) {
         self.connection = connection
         self.fallbackErrorName = fallbackErrorName
         self.maxConcurrentCalls = maxConcurrentCalls
