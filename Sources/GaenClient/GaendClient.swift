@@ -30,6 +30,17 @@ public struct GaendNodeStatus: Sendable, Equatable, Codable {
     /// buffers.
     public var reportsIgnored: UInt64?
     public var reportsDropped: UInt64?
+    /// Field checks (since interface version 3; nil from an older gaend): the controller, the
+    /// random address on air (nil: nothing on air), in trial mode the RPI on air, the
+    /// calibration in use and the export labels.
+    public var controller: GaendController?
+    public var advertisingAddress: String?
+    public var currentRPI: Data?
+    public var txPower: Int16?
+    public var rssiCorrection: Int16?
+    public var calibrationConfidence: Int32?
+    public var node: String?
+    public var site: String?
 
     public init(properties p: [String: DBusValue]) throws(GaendWireError) {
         func get(_ name: String) throws(GaendWireError) -> DBusValue {
@@ -70,6 +81,22 @@ public struct GaendNodeStatus: Sendable, Equatable, Codable {
         radioFailures = try optionalU64("RadioFailures")
         reportsIgnored = try optionalU64("ReportsIgnored")
         reportsDropped = try optionalU64("ReportsDropped")
+        if let c = p["Controller"] { controller = try GaendController(dbus: c) }
+        if let a = p["AdvertisingAddress"] {
+            let address = try a.wireString("AdvertisingAddress")
+            advertisingAddress = address.isEmpty ? nil : address
+        }
+        if let r = p["CurrentRpi"] {
+            guard let bytes = r.bytesValue, r.type == .array(.byte) else {
+                throw .wrongType(what: "CurrentRpi", expected: "ay", actual: r.type.signature)
+            }
+            currentRPI = bytes.isEmpty ? nil : bytes
+        }
+        txPower = try p["TxPower"].map { v throws(GaendWireError) in try v.wireInt16("TxPower") }
+        rssiCorrection = try p["RssiCorrection"].map { v throws(GaendWireError) in try v.wireInt16("RssiCorrection") }
+        calibrationConfidence = try p["CalibrationConfidence"].map { v throws(GaendWireError) in try v.wireInt32("CalibrationConfidence") }
+        node = try p["Node"].map { v throws(GaendWireError) in try v.wireString("Node") }
+        site = try p["Site"].map { v throws(GaendWireError) in try v.wireString("Site") }
     }
 }
 

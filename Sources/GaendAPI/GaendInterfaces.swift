@@ -45,7 +45,7 @@ public enum GaendInterfaces {
     /// `org.gaend.ExposureNotification1`: the framework-like API for apps and operators.
     public static let exposureNotification = DBusInterfaceDecl(
         name: GaendBus.exposureNotificationInterface,
-        revision: 2,
+        revision: 3,
         methods: [
             DBusMethodDecl(EN.Start.self, since: 1, errors: [ErrorName.controllerMissing, ErrorName.storageError]),
             DBusMethodDecl(EN.Stop.self, since: 1),
@@ -79,6 +79,15 @@ public enum GaendInterfaces {
             DBusPropertyDecl("RadioFailures", "t", .read, since: 2),
             DBusPropertyDecl("ReportsIgnored", "t", .read, since: 2),
             DBusPropertyDecl("ReportsDropped", "t", .read, since: 2),
+            // Field checks: what a technician compares with a scanner and the board's records.
+            DBusPropertyDecl("Controller", "a{sv}", .read, since: 3),
+            DBusPropertyDecl("AdvertisingAddress", "s", .read, since: 3),
+            DBusPropertyDecl("CurrentRpi", "ay", .read, since: 3),
+            DBusPropertyDecl("TxPower", "n", .read, since: 3),
+            DBusPropertyDecl("RssiCorrection", "n", .read, since: 3),
+            DBusPropertyDecl("CalibrationConfidence", "i", .read, since: 3),
+            DBusPropertyDecl("Node", "s", .read, emitsChanged: .const, since: 3),
+            DBusPropertyDecl("Site", "s", .read, emitsChanged: .const, since: 3),
         ],
         signals: [DBusSignalDecl(GaendExposureStateUpdate.self, since: 1)],
         errors: errors)

@@ -63,15 +63,28 @@ struct SightingsExport: AsyncParsableCommand {
     @Option(help: "csv or jsonl.")
     var format: String = "csv"
     @OptionGroup var range: ExportRangeOptions
+    @Option(help: ArgumentHelp("'daily': one file per UTC day of the sightings' time, DIR/board=<node>/day=<YYYY-MM-DD>/sightings.<csv|jsonl> (needs --dir; docs/trial.md, \"Many boards\").", valueName: "daily"))
+    var split: String?
+    @Option(help: ArgumentHelp("Directory of the daily layout (with --split daily); files of days already there are replaced.", valueName: "DIR"))
+    var dir: String?
 
     func validate() throws {
         guard format == "csv" || format == "jsonl" else { throw ValidationError("--format must be csv or jsonl") }
+        if let split {
+            guard split == "daily" else { throw ValidationError("--split: expected 'daily', got '\(split)'") }
+            guard dir != nil else { throw ValidationError("--split daily writes into a directory: give --dir DIR") }
+            guard range.output == nil else { throw ValidationError("--split daily writes into --dir, not -o") }
+        } else if dir != nil {
+            throw ValidationError("--dir goes with --split daily")
+        }
     }
 
     func run() async throws {
         try await withDaemon("sightings export", bus) { client in
             let rows: Int
-            if let output = range.output {
+            if let dir {
+                rows = try await exportDaily(client, into: dir)
+            } else if let output = range.output {
                 // gaend writes into a temporary file that replaces `output` only once the export
                 // succeeded: a failed export leaves an existing file byte for byte.
                 rows = try await AtomicOutputFile.with(path: output, mode: 0o600) { out in
@@ -83,8 +96,27 @@ struct SightingsExport: AsyncParsableCommand {
                 fflush(nil)
                 rows = Int(try await client.exportSightings(to: DBusUnixFD(owning: dup(1)), from: range.fromMs, to: range.toMs, format: format))
             }
-            printError("gaenctl sightings export: \(rows) rows\(range.output.map { " written to \($0)" } ?? "")")
+            printError("gaenctl sightings export: \(rows) rows\((range.output ?? dir).map { " written to \($0)" } ?? "")")
         }
+    }
+
+    /// The range exported once into a hidden temporary file in DIR (never committed), then
+    /// split by day into atomic files: one D-Bus call whatever the range, memory flat.
+    func exportDaily(_ client: GaendClient, into dir: String) async throws -> Int {
+        let root = URL(fileURLWithPath: dir)
+        do { try FileManager.default.createDirectory(at: root, withIntermediateDirectories: true) } catch {
+            throw CommandFailure("cannot create \(dir): \(error.localizedDescription)")
+        }
+        var board = try await client.labels().node
+        if board.isEmpty { board = ProcessInfo.processInfo.hostName }
+        let scratch = try AtomicOutputFile(path: root.appendingPathComponent(".export").path, mode: 0o600, durable: false)
+        defer { scratch.discard() }
+        let fd = dup(scratch.descriptor)
+        guard fd >= 0 else { throw CommandFailure("cannot write in \(dir): \(String(cString: strerror(errno)))") }
+        let rows = Int(try await client.exportSightings(to: DBusUnixFD(owning: fd), from: range.fromMs, to: range.toMs, format: format))
+        let written = try SightingsDailySplit.split(descriptor: scratch.descriptor, jsonLines: format == "jsonl", board: board, into: root)
+        for w in written { printError("  \(w.path): \(w.rows) rows") }
+        return rows
     }
 }
 

@@ -8,7 +8,8 @@ struct Simulate: ParsableCommand {
     static let configuration = CommandConfiguration(
         abstract: "Simulate a trial: virtual nodes, the real key schedule and scan cadence, a measured channel model.",
         discussion: """
-            Writes DIR/sightings/<node>.csv (the sightings export format), DIR/keys/<node>.json (the \
+            Writes DIR/sightings/<node>.csv (the sightings export format; with --split daily \
+            DIR/sightings/board=<node>/day=<YYYY-MM-DD>/sightings.csv), DIR/keys/<node>.json (the \
             JSON key list of gaenctl keys create), DIR/groundtruth/markers.csv (every pair, \
             labelled pair:<receiver>/<transmitter>), DIR/groundtruth/pairs/<rx>__<tx>.csv, \
             DIR/groundtruth/distances.csv, DIR/groundtruth/nodes.csv and DIR/summary.json. \
@@ -32,6 +33,13 @@ struct Simulate: ParsableCommand {
     @Flag(help: "Also write the trial report of the simulated data into DIR/report.")
     var report = false
 
+    @Option(help: ArgumentHelp("'daily': sightings as DIR/sightings/board=<node>/day=<YYYY-MM-DD>/sightings.csv, one file per board per UTC day (the layout of sightings export --split daily).", valueName: "daily"))
+    var split: String?
+
+    func validate() throws {
+        if let split, split != "daily" { throw ValidationError("--split: expected 'daily', got '\(split)'") }
+    }
+
     func run() throws {
         try TrialCommandSupport.run("simulate") {
             let url = URL(fileURLWithPath: output)
@@ -39,7 +47,7 @@ struct Simulate: ParsableCommand {
             let began = clock.now
             let sim = try Simulator(scenario: Scenario.read(URL(fileURLWithPath: scenario)), seed: seed, randomKeys: randomKeys)
             let result = try sim.run()
-            try result.write(to: url)
+            try result.write(to: url, daily: split == "daily")
             print("simulated \(sim.scenario.nodes.count) nodes for \(Format.fixed(sim.scenario.durationSeconds / 3600, 2)) h (seed \(result.seed)): "
                   + "\(result.scans) scans, \(result.sightings) sightings, \(result.markers.count) markers in \(output) "
                   + "[\(clock.now - began)]")

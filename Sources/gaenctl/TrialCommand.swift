@@ -63,7 +63,11 @@ struct TrialReportCommand: ParsableCommand {
     @Option(help: ArgumentHelp("Attenuation thresholds of the detection tables, comma-separated.", valueName: "DB,DB,..."))
     var thresholds: String = "55,63,73"
 
+    @Option(help: ArgumentHelp("'daily': attenuation rows as DIR/attenuation/board=<receiver>/day=<YYYY-MM-DD>/attenuation.csv instead of one attenuation.csv.", valueName: "daily"))
+    var split: String?
+
     func validate() throws {
+        if let split, split != "daily" { throw ValidationError("--split: expected 'daily', got '\(split)'") }
         if attenuations.isEmpty {
             guard !sightings.isEmpty, !keys.isEmpty else { throw ValidationError("give --sightings and --keys, or --attenuations") }
         } else {
@@ -108,7 +112,7 @@ struct TrialReportCommand: ParsableCommand {
                 }
             }
             let report = TrialReport(site: label, counts: counts, observations: observations, options: options, detectionByDistance: detection)
-            try TrialReportWriter.write(report, observations: observations, to: URL(fileURLWithPath: output))
+            try TrialReportWriter.write(report, observations: observations, to: URL(fileURLWithPath: output), dailyAttenuation: split == "daily")
             print(Self.summary(report, output: output))
         }
     }

@@ -31,12 +31,23 @@ final class CannedDaemon: Sendable {
     let service: BusService
     private let task: Task<Void, Never>
 
-    /// Owns `name`; `sightings` tells instances apart in tests with several.
-    init(address: String, name: String = GaendBus.busName, sightings: UInt64 = 345) async throws {
+    static let controller = GaendController(name: "hci0", address: "DC:A6:32:01:02:03", manufacturer: 0x0131,
+                                            manufacturerName: "Cypress Semiconductor", hciVersion: 9, hciSubversion: 0x0123,
+                                            lmpVersion: 9, lmpSubversion: 0x6119)
+    static let rpi = Data((0..<16).map { UInt8($0 * 17) })
+
+    /// Owns `name`; `sightings` tells instances apart in tests with several; `revision` makes
+    /// an older daemon (ExposureNotification1 without the later properties).
+    init(address: String, name: String = GaendBus.busName, sightings: UInt64 = 345, revision: Int? = nil) async throws {
         connection = try BusConnection.connect(.address(address))
         let service = BusService(connection: connection, fallbackErrorName: GaendInterfaces.ErrorName.failed)
         self.service = service
-        let en = GaendInterfaces.exposureNotification
+        var table = GaendInterfaces.exposureNotification
+        if let revision {
+            table.revision = revision
+            table.properties.removeAll { $0.since > revision }
+        }
+        let en = table
         typealias EN = GaendExposureNotification
         var on = GaendHandlers(interface: en.name)
         on.on(EN.Start.self) { _, _ in .init() }
@@ -73,7 +84,7 @@ final class CannedDaemon: Sendable {
         on.on(EN.GetDiagnosisKeysDataMapping.self) { _, _ in .init(mapping: GaendDataMapping(reportTypeWhenMissing: 1)) }
         on.on(EN.GetExposureSummary.self) { _, _ in .init(summary: Samples.v1) }
         let methods = on.methods
-        let getters: [String: DBusPropertyGetter] = [
+        var getters: [String: DBusPropertyGetter] = [
             "Version": { .string("0.1.0") }, "Enabled": { .boolean(true) },
             "Status": { .array(.string, [.string(GaendStatus.active)]) }, "TrialMode": { .boolean(false) },
             "AdvertisementCount": { .uint64(3) }, "ScanCount": { .uint64(12) }, "SightingCount": { .uint64(sightings) },
@@ -82,7 +93,11 @@ final class CannedDaemon: Sendable {
             "ClockSync": { .string("synchronized (kernel NTP state)") },
             "AdvertisingOnAir": { .boolean(true) }, "ScanningOnAir": { .boolean(false) }, "RadioFailures": { .uint64(2) },
             "ReportsIgnored": { .uint64(40) }, "ReportsDropped": { .uint64(0) },
+            "Controller": { Self.controller.dbusValue }, "AdvertisingAddress": { .string("3A:11:22:33:44:55") },
+            "CurrentRpi": { .bytes(Self.rpi) }, "TxPower": { .int16(-30) }, "RssiCorrection": { .int16(5) },
+            "CalibrationConfidence": { .int32(2) }, "Node": { .string("board-3") }, "Site": { .string("bus 7") },
         ]
+        for key in getters.keys where !en.properties.contains(where: { $0.name == key }) { getters[key] = nil }
         let research = GaendInterfaces.research
         typealias R = GaendResearch
         var onResearch = GaendHandlers(interface: research.name)
@@ -147,6 +162,35 @@ struct GaendClientTests {
         #expect(!"\(Samples.key)".contains("ab"), "a TEK's description must not show the key")
     }
 
+    @Test("Controller round-trips, a missing controller has only its name, unknown keys are ignored, a wrong type is named")
+    func controllerProperty() throws {
+        #expect(try GaendController(dbus: CannedDaemon.controller.dbusValue) == CannedDaemon.controller)
+        let bare = GaendController(name: "tcp:127.0.0.1:9000")
+        #expect(bare.dbusValue == .vardict(["name": .string("tcp:127.0.0.1:9000")]))
+        #expect(try GaendController(dbus: bare.dbusValue) == bare)
+        #expect(try GaendController(dbus: .vardict(["name": .string("hci1"), "future_key": .int32(1)])) == GaendController(name: "hci1"))
+        #expect(throws: GaendWireError.wrongType(what: "Controller.manufacturer", expected: "q", actual: "u")) {
+            try GaendController(dbus: .vardict(["name": .string("hci1"), "manufacturer": .uint32(2)]))
+        }
+        #expect(throws: GaendWireError.wrongType(what: "Controller.name", expected: "s", actual: "nothing")) {
+            try GaendController(dbus: .vardict([:]))
+        }
+    }
+
+    @Test("an older gaend (revision 2) gives nil field checks, not an error")
+    func olderDaemon() async throws {
+        let bus = try PrivateBus()
+        defer { bus.stop() }
+        let daemon = try await CannedDaemon(address: bus.address, revision: 2)
+        defer { daemon.close() }
+        let client = GaendClient(bus: try BusClient(bus: .address(bus.address), timeout: .seconds(10)))
+        defer { client.bus.close() }
+        let status = try await client.status()
+        #expect(status.advertisingOnAir == true && status.sightingCount == 345)
+        #expect(status.controller == nil && status.advertisingAddress == nil && status.currentRPI == nil && status.txPower == nil
+                && status.rssiCorrection == nil && status.calibrationConfidence == nil && status.node == nil && status.site == nil)
+    }
+
     @Test("the typed client calls every method, reads the properties and receives both signals")
     func typedClient() async throws {
         let bus = try PrivateBus()
@@ -162,6 +206,9 @@ struct GaendClientTests {
         #expect(status.clockSync == "synchronized (kernel NTP state)")
         #expect(status.advertisingOnAir == true && status.scanningOnAir == false && status.radioFailures == 2
                 && status.reportsIgnored == 40 && status.reportsDropped == 0)
+        #expect(status.controller == CannedDaemon.controller && status.advertisingAddress == "3A:11:22:33:44:55")
+        #expect(status.currentRPI == CannedDaemon.rpi && status.txPower == -30 && status.rssiCorrection == 5
+                && status.calibrationConfidence == 2 && status.node == "board-3" && status.site == "bus 7")
         try await client.start()
         try await client.stop()
         #expect(try await client.temporaryExposureKeyHistory() == [Samples.key])

@@ -645,7 +645,7 @@ _gaenctl_sightings_export() {
     repeating_flags=()
     non_repeating_flags=(-h --help)
     repeating_options=()
-    non_repeating_options=(--bus --name --timeout --format -o --from --to)
+    non_repeating_options=(--bus --name --timeout --format -o --from --to --split --dir)
     __gaenctl_offer_flags_options 0
 
     # Offer option value completions
@@ -669,6 +669,12 @@ _gaenctl_sightings_export() {
         return
         ;;
     '--to')
+        return
+        ;;
+    '--split')
+        return
+        ;;
+    '--dir')
         return
         ;;
     esac
@@ -975,7 +981,7 @@ _gaenctl_trial_report() {
     repeating_flags=()
     non_repeating_flags=(-h --help)
     repeating_options=(--sightings --keys --markers --attenuations)
-    non_repeating_options=(-o --output --site --close-contact --thresholds)
+    non_repeating_options=(-o --output --site --close-contact --thresholds --split)
     __gaenctl_offer_flags_options 0
 
     # Offer option value completions
@@ -1002,6 +1008,9 @@ _gaenctl_trial_report() {
         return
         ;;
     '--thresholds')
+        return
+        ;;
+    '--split')
         return
         ;;
     esac
@@ -1127,7 +1136,7 @@ _gaenctl_simulate() {
     repeating_flags=()
     non_repeating_flags=(--random-keys --report -h --help)
     repeating_options=()
-    non_repeating_options=(--scenario -o --output --seed)
+    non_repeating_options=(--scenario -o --output --seed --split)
     __gaenctl_offer_flags_options 0
 
     # Offer option value completions
@@ -1139,6 +1148,9 @@ _gaenctl_simulate() {
         return
         ;;
     '--seed')
+        return
+        ;;
+    '--split')
         return
         ;;
     esac

@@ -62,7 +62,7 @@ function __gaenctl_parse_tokens -S
             case 'watch'
                 __gaenctl_parse_subcommand 0 'bus=' 'name=' 'timeout=' 'count=' 'json' 'h/help'
             case 'export'
-                __gaenctl_parse_subcommand 0 'bus=' 'name=' 'timeout=' 'format=' 'o=' 'from=' 'to=' 'h/help'
+                __gaenctl_parse_subcommand 0 'bus=' 'name=' 'timeout=' 'format=' 'o=' 'from=' 'to=' 'split=' 'dir=' 'h/help'
             end
         case 'mark'
             __gaenctl_parse_subcommand 0 'bus=' 'name=' 'timeout=' 'label=' 'distance=' 'note=' 'time=' 'json' 'h/help'
@@ -94,7 +94,7 @@ function __gaenctl_parse_tokens -S
             __gaenctl_parse_subcommand 0 'h/help'
             switch $unparsed_tokens[1]
             case 'report'
-                __gaenctl_parse_subcommand 0 'sightings=+' 'keys=+' 'markers=+' 'attenuations=+' 'o/output=' 'site=' 'close-contact=' 'thresholds=' 'h/help'
+                __gaenctl_parse_subcommand 0 'sightings=+' 'keys=+' 'markers=+' 'attenuations=+' 'o/output=' 'site=' 'close-contact=' 'thresholds=' 'split=' 'h/help'
             case 'import'
                 __gaenctl_parse_subcommand 0 'h/help'
                 switch $unparsed_tokens[1]
@@ -109,7 +109,7 @@ function __gaenctl_parse_tokens -S
                 __gaenctl_parse_subcommand 0 'contacts=' 'rule=+' 'close-contact=' 'json' 'h/help'
             end
         case 'simulate'
-            __gaenctl_parse_subcommand 0 'scenario=' 'o/output=' 'seed=' 'random-keys' 'report' 'h/help'
+            __gaenctl_parse_subcommand 0 'scenario=' 'o/output=' 'seed=' 'random-keys' 'report' 'split=' 'h/help'
         case 'calibrate'
             __gaenctl_parse_subcommand 0 'bus=' 'name=' 'timeout=' 'live' 'sightings=' 'markers=' 'reference-keys=' 'any-device' 'expected-rssi=' 'reference-attenuation=' 'reference-tx-power=' 'orientations=' 'min-samples=' 'seconds-per-orientation=' 'tx-power=' 'calibration-confidence=' 'config=' 'apply' 'non-interactive' 'dry-run' 'h/help'
         case 'help'
@@ -299,6 +299,8 @@ complete -c 'gaenctl' -n '__gaenctl_should_offer_completions_for_flags_or_option
 complete -c 'gaenctl' -n '__gaenctl_should_offer_completions_for_flags_or_options "gaenctl sightings export" o' -s 'o' -d 'Output file (default: standard output).' -rfka ''
 complete -c 'gaenctl' -n '__gaenctl_should_offer_completions_for_flags_or_options "gaenctl sightings export" from' -l 'from' -d 'Start of the range, Unix seconds or ISO 8601 such as 2026-11-20T08:00:00Z (default: 0).' -rfka ''
 complete -c 'gaenctl' -n '__gaenctl_should_offer_completions_for_flags_or_options "gaenctl sightings export" to' -l 'to' -d 'End of the range, Unix seconds or ISO 8601 (default: far future).' -rfka ''
+complete -c 'gaenctl' -n '__gaenctl_should_offer_completions_for_flags_or_options "gaenctl sightings export" split' -l 'split' -d '\'daily\': one file per UTC day of the sightings\' time, DIR/board=<node>/day=<YYYY-MM-DD>/sightings.<csv|jsonl> (needs --dir; docs/trial.md, "Many boards").' -rfka ''
+complete -c 'gaenctl' -n '__gaenctl_should_offer_completions_for_flags_or_options "gaenctl sightings export" dir' -l 'dir' -d 'Directory of the daily layout (with --split daily); files of days already there are replaced.' -rfka ''
 complete -c 'gaenctl' -n '__gaenctl_should_offer_completions_for_flags_or_options "gaenctl sightings export" h help' -s 'h' -l 'help' -d 'Show help information.'
 complete -c 'gaenctl' -n '__gaenctl_should_offer_completions_for_flags_or_options "gaenctl mark" bus' -l 'bus' -d 'gaend\'s bus: system, session, or a D-Bus address (e.g. unix:path=/tmp/bus).' -rfka ''
 complete -c 'gaenctl' -n '__gaenctl_should_offer_completions_for_flags_or_options "gaenctl mark" name' -l 'name' -d 'gaend\'s bus name: org.gaend.hci1, or hci1 for short. Default: org.gaend if it is there, else the one org.gaend.* instance.' -rfka ''
@@ -378,6 +380,7 @@ complete -c 'gaenctl' -n '__gaenctl_should_offer_completions_for_flags_or_option
 complete -c 'gaenctl' -n '__gaenctl_should_offer_completions_for_flags_or_options "gaenctl trial report" site' -l 'site' -d 'Site label of the report; rows of other sites are left out.' -rfka ''
 complete -c 'gaenctl' -n '__gaenctl_should_offer_completions_for_flags_or_options "gaenctl trial report" close-contact' -l 'close-contact' -d 'Ground truth close contact: distance at most this many metres.' -rfka ''
 complete -c 'gaenctl' -n '__gaenctl_should_offer_completions_for_flags_or_options "gaenctl trial report" thresholds' -l 'thresholds' -d 'Attenuation thresholds of the detection tables, comma-separated.' -rfka ''
+complete -c 'gaenctl' -n '__gaenctl_should_offer_completions_for_flags_or_options "gaenctl trial report" split' -l 'split' -d '\'daily\': attenuation rows as DIR/attenuation/board=<receiver>/day=<YYYY-MM-DD>/attenuation.csv instead of one attenuation.csv.' -rfka ''
 complete -c 'gaenctl' -n '__gaenctl_should_offer_completions_for_flags_or_options "gaenctl trial report" h help' -s 'h' -l 'help' -d 'Show help information.'
 complete -c 'gaenctl' -n '__gaenctl_should_offer_completions_for_flags_or_options "gaenctl trial import" h help' -s 'h' -l 'help' -d 'Show help information.'
 complete -c 'gaenctl' -n '__gaenctl_should_offer_completions_for_positional "gaenctl trial import" -eq 1' -fa 'dp3t' -d 'DP-3T bt-measurements result tables (SQLite or CSV) to an attenuation CSV.'
@@ -408,6 +411,7 @@ complete -c 'gaenctl' -n '__gaenctl_should_offer_completions_for_flags_or_option
 complete -c 'gaenctl' -n '__gaenctl_should_offer_completions_for_flags_or_options "gaenctl simulate" seed' -l 'seed' -d 'Seed of every random choice (overrides the scenario\'s); same seed, same output.' -rfka ''
 complete -c 'gaenctl' -n '__gaenctl_should_offer_completions_for_flags_or_options "gaenctl simulate" random-keys' -l 'random-keys' -d 'Draw TEKs from the CSPRNG even when a seed is given.'
 complete -c 'gaenctl' -n '__gaenctl_should_offer_completions_for_flags_or_options "gaenctl simulate" report' -l 'report' -d 'Also write the trial report of the simulated data into DIR/report.'
+complete -c 'gaenctl' -n '__gaenctl_should_offer_completions_for_flags_or_options "gaenctl simulate" split' -l 'split' -d '\'daily\': sightings as DIR/sightings/board=<node>/day=<YYYY-MM-DD>/sightings.csv, one file per board per UTC day (the layout of sightings export --split daily).' -rfka ''
 complete -c 'gaenctl' -n '__gaenctl_should_offer_completions_for_flags_or_options "gaenctl simulate" h help' -s 'h' -l 'help' -d 'Show help information.'
 complete -c 'gaenctl' -n '__gaenctl_should_offer_completions_for_flags_or_options "gaenctl calibrate" bus' -l 'bus' -d 'gaend\'s bus: system, session, or a D-Bus address (e.g. unix:path=/tmp/bus).' -rfka ''
 complete -c 'gaenctl' -n '__gaenctl_should_offer_completions_for_flags_or_options "gaenctl calibrate" name' -l 'name' -d 'gaend\'s bus name: org.gaend.hci1, or hci1 for short. Default: org.gaend if it is there, else the one org.gaend.* instance.' -rfka ''

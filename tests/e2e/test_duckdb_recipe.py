@@ -1,5 +1,7 @@
-"""The DuckDB recipe of docs/trial.md (tools/duckdb/trial_report.sql) against `gaenctl trial report`
-on a simulated multi-board trial: the same fit and detection table to the printed precision."""
+"""Many boards (docs/trial.md): a simulated multi-board, multi-day trial in the daily layout
+(one file per board per UTC day), `trial report` over those files, and the DuckDB recipe
+(tools/duckdb/trial_report.sql) over the report's daily attenuation files and over their
+Parquet copy: the same fit and detection table to the printed precision."""
 import csv
 import os
 import resource
@@ -13,31 +15,24 @@ duckdb = pytest.importorskip("duckdb", reason="the pip package duckdb (tools/req
 
 ROOT = Path(__file__).resolve().parents[2]
 
+# The documented column types (docs/trial.md "Many boards").
+SIGHTINGS_COLUMNS = ("{'time': 'DOUBLE', 'rpi': 'VARCHAR', 'aem': 'VARCHAR', 'rssi': 'INTEGER', 'scan_start': 'DOUBLE', "
+                     "'scan_end': 'DOUBLE', 'rssi_correction': 'INTEGER', 'node': 'VARCHAR', 'site': 'VARCHAR', 'address': 'VARCHAR'}")
+ATTENUATION_COLUMNS = ("{'time': 'DOUBLE', 'receiver': 'VARCHAR', 'transmitter': 'VARCHAR', 'distance': 'DOUBLE', "
+                       "'attenuation': 'DOUBLE', 'site': 'VARCHAR', 'rpi': 'VARCHAR', 'tx_power': 'INTEGER', 'rssi': 'INTEGER', "
+                       "'rssi_correction': 'INTEGER'}")
 
-def test_duckdb_recipe_reproduces_fit_and_detection(tmp_path):
-    gaenctl = Path(os.environ["GAEND_BIN_DIR"]) / "gaenctl"
-    sim = tmp_path / "office"
-    subprocess.run([gaenctl, "simulate", "--scenario", ROOT / "examples/scenarios/office.json", "-o", sim], check=True,
-                   capture_output=True)
-    sightings = sorted(str(p) for p in (sim / "sightings").glob("*.csv"))
-    keys = sorted(str(p) for p in (sim / "keys").glob("*.json"))
-    assert len(sightings) > 3  # several boards
-    report = tmp_path / "report"
-    t0 = time.monotonic()
-    subprocess.run([gaenctl, "trial", "report", "--sightings", *sightings, "--keys", *keys,
-                    "--markers", sim / "groundtruth/markers.csv", "--close-contact", "2", "-o", report], check=True, capture_output=True)
-    report_seconds = time.monotonic() - t0
-    report_rss_kb = resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss
 
+def recipe(source, close="2", thresholds="[55, 63, 73]"):
     sql = (ROOT / "tools/duckdb/trial_report.sql").read_text()
-    sql = sql.replace("{files}", "'" + str(report / "attenuation.csv") + "'").replace("{close}", "2").replace("{thresholds}", "[55, 63, 73]")
-    t0 = time.monotonic()
     con = duckdb.connect()
-    con.execute(sql)
-    fit = dict(zip([d[0] for d in con.execute("SELECT * FROM fit").description], con.execute("SELECT * FROM fit").fetchone()))
-    detection = con.execute("SELECT * FROM detection").fetchall()
-    duckdb_seconds = time.monotonic() - t0
+    con.execute(sql.replace("{source}", source).replace("{close}", close).replace("{thresholds}", thresholds))
+    cur = con.execute("SELECT * FROM fit")
+    fit = dict(zip([d[0] for d in cur.description], cur.fetchone()))
+    return fit, con.execute("SELECT * FROM detection").fetchall()
 
+
+def assert_matches_report(report, fit, detection):
     want = {r["parameter"]: r["value"] for r in csv.DictReader(open(report / "fit.csv"))}
     for name, decimals in [("attenuation_at_1m_db", 3), ("slope_db_per_decade", 3), ("sigma_db", 3), ("r_squared", 4)]:
         assert f"{fit[name]:.{decimals}f}" == want[name], name
@@ -49,5 +44,58 @@ def test_duckdb_recipe_reproduces_fit_and_detection(tmp_path):
         assert (int(r["close"]), int(r["far"]), int(r["true_positives"]), int(r["false_positives"])) == got[1:5]
         for value, column in zip(got[5:8], ["true_positive_rate", "false_positive_rate", "precision"]):
             assert (f"{value:.4f}" if value is not None else "") == r[column], column
+
+
+def test_daily_layout_report_and_duckdb_recipe_agree(tmp_path):
+    gaenctl = Path(os.environ["GAEND_BIN_DIR"]) / "gaenctl"
+    sim = tmp_path / "boards"
+    subprocess.run([gaenctl, "simulate", "--scenario", ROOT / "examples/scenarios/boards.json", "-o", sim, "--split", "daily"],
+                   check=True, capture_output=True)
+    # 6 boards over 2 days from noon: 3 UTC days each, board-f present on the middle day only.
+    sightings = sorted(str(p) for p in (sim / "sightings").glob("board=*/day=*/sightings.csv"))
+    assert len(sightings) == 5 * 3 + 1, sightings
+    assert not list((sim / "sightings").glob("*.csv"))
+
+    # DuckDB reads the sightings layout directly, board and day from the directories, every row
+    # in its day's file.
+    con = duckdb.connect()
+    per_file = con.execute(
+        f"SELECT board, day, node, count(*), min(time), max(time) FROM read_csv('{sim}/sightings/*/*/sightings.csv', "
+        f"header = true, hive_partitioning = true, columns = {SIGHTINGS_COLUMNS}) GROUP BY ALL ORDER BY ALL").fetchall()
+    assert len(per_file) == 16
+    for board, day, node, _, first, last in per_file:
+        assert board == node
+        assert time.strftime("%Y-%m-%d", time.gmtime(first)) == time.strftime("%Y-%m-%d", time.gmtime(last)) == str(day)
+
+    keys = sorted(str(p) for p in (sim / "keys").glob("*.json"))
+    report = tmp_path / "report"
+    t0 = time.monotonic()
+    subprocess.run([gaenctl, "trial", "report", "--sightings", *sightings, "--keys", *keys, "--split", "daily",
+                    "--markers", sim / "groundtruth/markers.csv", "--close-contact", "2", "-o", report], check=True, capture_output=True)
+    report_seconds = time.monotonic() - t0
+    report_rss_kb = resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss
+    attenuation = sorted((report / "attenuation").glob("board=*/day=*/attenuation.csv"))
+    assert len(attenuation) == 16 and not (report / "attenuation.csv").exists()
+
+    t0 = time.monotonic()
+    fit, detection = recipe(f"read_csv('{report}/attenuation/*/*/attenuation.csv', header = true, union_by_name = true, all_varchar = true)")
+    duckdb_seconds = time.monotonic() - t0
+    assert_matches_report(report, fit, detection)
+
+    # The documented Parquet copy (one file per board per day again), and the recipe over it.
+    parquet = tmp_path / "parquet"
+    duckdb.connect().execute(
+        f"COPY (SELECT * FROM read_csv('{report}/attenuation/*/*/attenuation.csv', header = true, hive_partitioning = true, "
+        f"columns = {ATTENUATION_COLUMNS})) TO '{parquet}' (FORMAT parquet, PARTITION_BY (board, day))")
+    assert len(list(parquet.glob("board=*/day=*/*.parquet"))) == 16
+    fit_p, detection_p = recipe(f"read_parquet('{parquet}/*/*/*.parquet', hive_partitioning = true)")
+    assert_matches_report(report, fit_p, detection_p)
+
+    # The daily attenuation files read back by trial report give the same report.
+    again = tmp_path / "again"
+    subprocess.run([gaenctl, "trial", "report", "--attenuations", *map(str, attenuation), "--close-contact", "2", "-o", again],
+                   check=True, capture_output=True)
+    assert (again / "fit.csv").read_text() == (report / "fit.csv").read_text()
+    assert (again / "detection.csv").read_text() == (report / "detection.csv").read_text()
     print(f"\ntrial report {report_seconds:.2f} s (max RSS of children {report_rss_kb} KB); duckdb recipe {duckdb_seconds:.2f} s "
           f"on {fit['count']} rows")

@@ -242,6 +242,31 @@ def test_two_nodes_exposure_windows(radio, nodes, tmp_path):
     # Every sighting carries its advertiser's address (A's current random address), written as btmon prints it.
     rows = [r for r in csv.DictReader(export.open()) if r["rpi"]]
     assert rows and all(re.fullmatch(r"[0-9A-F]{2}(:[0-9A-F]{2}){5}", r["address"]) for r in rows), rows[:3]
+    # The daily layout (docs/trial.md "Many boards"): the same rows, one file per board per UTC
+    # day of the row's time, board=<node>/day=<YYYY-MM-DD>/sightings.<csv|jsonl>.
+    all_rows = export.read_text().splitlines()[1:]
+    for fmt in ("csv", "jsonl"):
+        daily = tmp_path / f"daily-{fmt}"
+        b.ctl("sightings", "export", "--format", fmt, "--split", "daily", "--dir", daily, check=True)
+        files = sorted(p for p in daily.rglob("*") if p.is_file())
+        assert files and all(re.fullmatch(rf"board=[^/]+/day=\d{{4}}-\d{{2}}-\d{{2}}/sightings\.{fmt}", str(p.relative_to(daily)))
+                              for p in files), files
+        split_rows = []
+        for p in files:
+            lines = p.read_text().splitlines()
+            if fmt == "csv":
+                assert lines[0] == export.read_text().splitlines()[0]
+                lines = lines[1:]
+                times = [float(l.split(",")[0]) for l in lines]
+            else:
+                times = [json.loads(l)["time"] for l in lines]
+            day = p.parent.name.removeprefix("day=")
+            assert all(time.strftime("%Y-%m-%d", time.gmtime(t)) == day for t in times), p
+            split_rows += lines
+        if fmt == "csv":
+            assert sorted(split_rows) == sorted(all_rows)
+        else:
+            assert len(split_rows) == len(all_rows)
     offline = b.ctl("windows", "--sightings", export, "--keys", zip_path, "--trust", f"e2e-ha:1={public}", check=True)
     assert [{k: v for k, v in w.items() if k != "transmissionRiskLevel"} for w in json.loads(offline.stdout)] == windows
     # Providing the same file twice in one call counts it once: the call's own figures.

@@ -1,13 +1,15 @@
 -- The fit and the detection table of `gaenctl trial report`, in DuckDB, from attenuation rows
--- (a report's attenuation.csv, or many of them: one per board per day, read with a glob).
--- Parameters (replace before running): {files} a path or glob such as 'out/*/attenuation.csv',
+-- (a report's attenuation.csv, or many files: the daily layout of `trial report --split daily`,
+-- attenuation/board=<receiver>/day=<YYYY-MM-DD>/attenuation.csv, or its Parquet copy).
+-- Parameters (replace before running): {source} a table expression such as
+--   read_csv('out/attenuation/*/*/attenuation.csv', header = true, union_by_name = true, all_varchar = true)
+--   read_parquet('out/parquet/*/*/*.parquet', hive_partitioning = true)
 -- {close} the close-contact distance in metres, {thresholds} a list such as [55, 63, 73].
--- Columns used: distance (m), attenuation (dB). docs/trial.md, "DuckDB recipe".
+-- Columns used: distance (m), attenuation (dB), text or numbers. docs/trial.md, "DuckDB recipe".
 CREATE OR REPLACE TEMP VIEW obs AS
-    SELECT CAST(distance AS DOUBLE) AS distance, CAST(attenuation AS DOUBLE) AS attenuation,
-           log10(greatest(CAST(distance AS DOUBLE), 0.1)) AS x
-    FROM read_csv({files}, header = true, union_by_name = true, all_varchar = true)
-    WHERE distance IS NOT NULL AND distance <> '';
+    SELECT d AS distance, a AS attenuation, log10(greatest(d, 0.1)) AS x
+    FROM (SELECT TRY_CAST(distance AS DOUBLE) AS d, TRY_CAST(attenuation AS DOUBLE) AS a FROM {source})
+    WHERE d IS NOT NULL AND a IS NOT NULL;
 
 -- fit: attenuation = A(1 m) + slope * log10(d), least squares; sigma with n - 2 degrees of freedom.
 CREATE OR REPLACE TEMP VIEW fit AS

@@ -51,6 +51,10 @@ public struct NodeStatusSnapshot: Sendable, Equatable {
     public var storeLosses = StoreLosses()
     /// The clock-sync check's answer, with its source or reasons.
     public var clockSync = ""
+    /// The controller as configured (`hci0`, `tcp:HOST:PORT`, ...); its facts are in `radio`.
+    public var controller = ""
+    /// The RPI on air now, in trial mode only (nil otherwise, and while nothing is on air).
+    public var trialRPI: RollingProximityIdentifier?
 }
 
 /// A finished scan as the research signal carries it.
@@ -88,6 +92,8 @@ public actor GaenNode: ScheduleEffects {
     /// The one owner of the controller's LE state (advertising, scanning, address).
     public nonisolated let radio: RadioOwner
     private var radioStatus = RadioOwner.Status()
+    /// The last beacon made; its RPI is what is on air while its address is (status, trial mode).
+    private var lastBeacon: GAENBeacon?
 
     // Schedule.
     private var driverTask: Task<Void, Never>?
@@ -287,7 +293,15 @@ public actor GaenNode: ScheduleEffects {
     public var snapshot: NodeStatusSnapshot {
         NodeStatusSnapshot(enabled: state.enabled, status: statusList, advertisements: advertisements,
                            scans: scans, sightings: sightings, lastScanEnd: lastScanEnd, radio: radioStatus,
-                           storeLosses: store.losses(), clockSync: sync.status().description)
+                           storeLosses: store.losses(), clockSync: sync.status().description,
+                           controller: controllerAddress.description, trialRPI: trialRPI)
+    }
+
+    /// The RPI on air, for technicians checking a board with a scanner; RPIs are public (they
+    /// are on air), but the issue keeps them out of status outside trial mode.
+    private var trialRPI: RollingProximityIdentifier? {
+        guard settings.trial, let b = lastBeacon, let onAir = radioStatus.advertisingAddress, b.beacon.address == onAir else { return nil }
+        return b.rpi
     }
 
     var statusList: [String] {
@@ -334,6 +348,7 @@ public actor GaenNode: ScheduleEffects {
         state.calibrationConfidence = confidence
         state.calibrationBasis = NodeState.CalibrationBasis(settings.calibration)
         try saveState()
+        await notifyStatus()
     }
 
     // MARK: Schedule effects
@@ -428,6 +443,7 @@ public actor GaenNode: ScheduleEffects {
             var random = SecureRandom()
             let beacon = try GAENBeaconFactory().beacon(tek: tek, interval: slot.interval, metadata: metadata, random: &random)
             advertisements += 1
+            lastBeacon = beacon
             logger.debug("rotating", metadata: ["slot": "\(slot)"])
             return beacon
         } catch {

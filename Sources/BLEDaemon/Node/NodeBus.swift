@@ -1,5 +1,6 @@
 import DBusCore
 import GaendAPI
+import HCIProtocol
 import ENProtocol
 import Foundation
 import Logging
@@ -128,8 +129,26 @@ public final class NodeBus: NodeObserver, Sendable {
             "RadioFailures": { .uint64(await node.snapshot.radio.failedOperations) },
             "ReportsIgnored": { .uint64(await node.snapshot.radio.reportsIgnored) },
             "ReportsDropped": { .uint64(await node.snapshot.radio.reportsDropped) },
+            "Controller": { Self.controller(await node.snapshot).dbusValue },
+            "AdvertisingAddress": { .string(await node.snapshot.radio.advertisingAddress?.description ?? "") },
+            "CurrentRpi": { .bytes(await node.snapshot.trialRPI?.bytes ?? Data()) },
+            "TxPower": { .int16(Int16(clamping: await node.calibration.txPower)) },
+            "RssiCorrection": { .int16(Int16(clamping: await node.calibration.rssiCorrection)) },
+            "CalibrationConfidence": { .int32(Int32(await node.calibration.confidence.rawValue)) },
+            "Node": { .string(node.settings.research.node) },
+            "Site": { .string(node.settings.research.site) },
         ]
         return try DBusInterfaceImplementation(GaendInterfaces.exposureNotification, methods: on.methods, getters: getters)
+    }
+
+    /// The Controller property: the configured name, and the facts of its bring-up once there.
+    static func controller(_ s: NodeStatusSnapshot) -> GaendController {
+        guard let info = s.radio.controllerInfo else { return GaendController(name: s.controller) }
+        let v = info.version
+        return GaendController(name: s.controller, address: info.address.description, manufacturer: v.companyIdentifier,
+                               manufacturerName: CompanyIdentifier.name(v.companyIdentifier),
+                               hciVersion: v.hciVersion, hciSubversion: v.hciSubversion,
+                               lmpVersion: v.lmpVersion, lmpSubversion: v.lmpSubversion)
     }
 
     private func matched(token: String, _ result: Result<(matchedKeys: Int, windows: Int), Error>) async {
@@ -232,7 +251,9 @@ public final class NodeBus: NodeObserver, Sendable {
         try? await service.emitPropertiesChanged(path: GaendBus.objectPath, interface: GaendBus.exposureNotificationInterface,
                                                  ["Enabled", "Status", "AdvertisementCount", "ScanCount", "SightingCount", "LastScanTime",
                                                   "QuarantinedRecords", "DroppedScans", "DroppedSightings", "ClockSync",
-                                                  "AdvertisingOnAir", "ScanningOnAir", "RadioFailures", "ReportsIgnored", "ReportsDropped"])
+                                                  "AdvertisingOnAir", "ScanningOnAir", "RadioFailures", "ReportsIgnored", "ReportsDropped",
+                                                  "Controller", "AdvertisingAddress", "CurrentRpi", "TxPower", "RssiCorrection",
+                                                  "CalibrationConfidence"])
     }
 
     public func scanFinished(_ scan: RecordedScan) async {

@@ -173,11 +173,20 @@ public enum TrialReportWriter {
     public static let files = ["report.json", "report.md", "attenuation.csv", "distances.csv", "fit.csv",
                                "curve.csv", "detection.csv", "plot.svg", "pairs.csv", "receivers.csv", "sweep.csv", "sweep.svg", "detection_probability.csv"]
 
-    public static func write(_ report: TrialReport, observations: [Observation], to dir: URL) throws {
+    /// With `dailyAttenuation`, the attenuation rows go to the daily layout
+    /// (`dailyAttenuationFiles`) instead of one attenuation.csv.
+    public static func write(_ report: TrialReport, observations: [Observation], to dir: URL, dailyAttenuation: Bool = false) throws {
         try FileManager.default.createDirectory(at: dir, withIntermediateDirectories: true)
         try OutputFile.write(jsonData(report), to: dir.appendingPathComponent("report.json"))
         try OutputFile.write(Data(markdown(report).utf8), to: dir.appendingPathComponent("report.md"))
-        try attenuationCSV(observations, site: report.site).write(to: dir.appendingPathComponent("attenuation.csv"))
+        if dailyAttenuation {
+            let files = dailyAttenuationFiles(in: dir)
+            let siteField = "," + CSVWriter.escape(report.site ?? "")
+            for o in observations { try files.append(attenuationLine(o, siteField: siteField) + "\n", board: o.receiver, time: o.time) }
+            try files.commit()
+        } else {
+            try attenuationCSV(observations, site: report.site).write(to: dir.appendingPathComponent("attenuation.csv"))
+        }
         try distancesCSV(report.analysis).write(to: dir.appendingPathComponent("distances.csv"))
         try fitCSV(report.analysis).write(to: dir.appendingPathComponent("fit.csv"))
         let plot = AttenuationPlot(analysis: report.analysis, observations: observations, site: report.site)
@@ -225,20 +234,31 @@ public enum TrialReportWriter {
         return Data(text.utf8)
     }
 
+    public static let attenuationHeader = ["time", "receiver", "transmitter", "distance", "attenuation", "site", "rpi", "tx_power", "rssi", "rssi_correction"]
+
     public static func attenuationCSV(_ obs: [Observation], site: String? = nil) -> CSVWriter {
-        var w = CSVWriter(header: ["time", "receiver", "transmitter", "distance", "attenuation", "site", "rpi", "tx_power", "rssi", "rssi_correction"])
+        var w = CSVWriter(header: attenuationHeader)
         let siteField = "," + CSVWriter.escape(site ?? "")
-        func opt(_ v: Int?) -> String { v.map(String.init) ?? "" }
-        for o in obs {
-            var line = Format.time(o.time)
-            line += "," + CSVWriter.escape(o.receiver) + "," + CSVWriter.escape(o.transmitter) + ","
-            // Exact values: the file read back with --attenuations must give the same report
-            // (2 decimals moved a 1.499 m row across a 1.5 m close-contact boundary).
-            line += Format.exact(o.distance) + ","
-            line += Format.exact(o.attenuation)
-            w.appendRaw(line + siteField + "," + (o.rpi ?? "") + "," + opt(o.txPower) + "," + opt(o.rssi) + "," + opt(o.rssiCorrection))
-        }
+        for o in obs { w.appendRaw(attenuationLine(o, siteField: siteField)) }
         return w
+    }
+
+    /// One attenuation.csv row without its newline; `siteField` is "," + the escaped site.
+    public static func attenuationLine(_ o: Observation, siteField: String) -> String {
+        func opt(_ v: Int?) -> String { v.map(String.init) ?? "" }
+        var line = Format.time(o.time)
+        line += "," + CSVWriter.escape(o.receiver) + "," + CSVWriter.escape(o.transmitter) + ","
+        // Exact values: the file read back with --attenuations must give the same report
+        // (2 decimals moved a 1.499 m row across a 1.5 m close-contact boundary).
+        line += Format.exact(o.distance) + ","
+        line += Format.exact(o.attenuation)
+        return line + siteField + "," + (o.rpi ?? "") + "," + opt(o.txPower) + "," + opt(o.rssi) + "," + opt(o.rssiCorrection)
+    }
+
+    /// The attenuation rows in the daily layout: attenuation/board=<receiver>/day=<YYYY-MM-DD>/attenuation.csv.
+    public static func dailyAttenuationFiles(in dir: URL) -> DailyFiles {
+        DailyFiles(root: dir.appendingPathComponent("attenuation"), fileName: "attenuation.csv",
+                   header: attenuationHeader.joined(separator: ",") + "\n")
     }
 
     public static func distancesCSV(_ a: ChannelAnalysis) -> CSVWriter {

@@ -31,12 +31,22 @@ public enum TrialInputs {
         return keys
     }
 
-    /// Sightings of several files; rows without a `node` take the file's stem as receiver name.
-    /// With `site`, rows labelled with another site are left out.
+    /// The receiver a sightings file speaks for when its rows have no `node`: the `board=`
+    /// directory of the daily layout (DailyLayout), else the file's stem.
+    public static func receiverName(ofSightingsFile path: String) -> String {
+        for part in (path as NSString).pathComponents.reversed() where part.hasPrefix("board=") {
+            let value = String(part.dropFirst("board=".count))
+            return value == "_" ? "" : (value.removingPercentEncoding ?? value)
+        }
+        return stem(path)
+    }
+
+    /// Sightings of several files; rows without a `node` take the file's receiver name
+    /// (`receiverName(ofSightingsFile:)`). With `site`, rows labelled with another site are left out.
     public static func readSightings(_ paths: [String], site: String? = nil) throws -> [SightingRow] {
         var rows: [SightingRow] = []
         for p in paths {
-            let stem = stem(p)
+            let stem = receiverName(ofSightingsFile: p)
             for var r in try SightingsExport.read(URL(fileURLWithPath: p)) {
                 if let site, let s = r.site, s != site { continue }
                 if r.node == nil { r.node = stem }
@@ -50,8 +60,17 @@ public enum TrialInputs {
     /// written into `dir/report`: exactly what `trial report` makes of those files.
     public static func reportSimulation(_ dir: URL, options: AnalysisOptions = AnalysisOptions()) throws -> TrialReport {
         let fm = FileManager.default
+        // Every file below (sightings/ may hold the daily layout's board=/day= directories).
         func files(_ sub: String) throws -> [String] {
-            try fm.contentsOfDirectory(atPath: dir.appendingPathComponent(sub).path).sorted().map { dir.appendingPathComponent("\(sub)/\($0)").path }
+            let base = dir.appendingPathComponent(sub)
+            var out: [String] = []
+            guard let entries = fm.enumerator(atPath: base.path) else { return [] }
+            for case let rel as String in entries {
+                var isDir: ObjCBool = false
+                let path = base.appendingPathComponent(rel).path
+                if fm.fileExists(atPath: path, isDirectory: &isDir), !isDir.boolValue, !(rel as NSString).lastPathComponent.hasPrefix(".") { out.append(path) }
+            }
+            return out.sorted()
         }
         let rows = try readSightings(try files("sightings"))
         let transmitters = try files("keys").map(readKeys)

@@ -438,12 +438,30 @@ public struct SimulationResult {
     /// JSON key list), groundtruth/markers.csv (every pair), groundtruth/pairs/<rx>__<tx>.csv
     /// (one pair each), groundtruth/distances.csv (true distance per scan and transmitter),
     /// groundtruth/nodes.csv (per-node settings and drawn calibration errors), summary.json.
-    public func write(to dir: URL) throws {
+    /// With `daily`, the sightings go to sightings/board=<node>/day=<YYYY-MM-DD>/sightings.csv
+    /// instead (DailyLayout: one file per board per UTC day of the row's time, as `gaenctl
+    /// sightings export --split daily` writes them).
+    public func write(to dir: URL, daily: Bool = false) throws {
         let fm = FileManager.default
         for sub in ["sightings", "keys", "groundtruth/pairs"] {
             try fm.createDirectory(at: dir.appendingPathComponent(sub), withIntermediateDirectories: true)
         }
-        for (node, w) in sightingsFiles { try w.write(to: dir.appendingPathComponent("sightings/\(node).csv")) }
+        if daily {
+            let files = DailyFiles(root: dir.appendingPathComponent("sightings"), fileName: "sightings.csv",
+                                   header: SightingsExport.header.joined(separator: ",") + "\n")
+            for (node, w) in sightingsFiles {
+                // Rows start with their time (the format's first column, written unquoted).
+                var first = true
+                for line in w.csv.text.split(separator: "\n", omittingEmptySubsequences: true) {
+                    if first { first = false; continue }
+                    guard let comma = line.firstIndex(of: ","), let t = Double(line[..<comma]) else { continue }
+                    try files.append(line + "\n", board: node, time: t)
+                }
+            }
+            try files.commit()
+        } else {
+            for (node, w) in sightingsFiles { try w.write(to: dir.appendingPathComponent("sightings/\(node).csv")) }
+        }
         for (node, keys) in keyLists {
             try OutputFile.write(KeyListFile.encode(keys), to: dir.appendingPathComponent("keys/\(node).json"))
         }

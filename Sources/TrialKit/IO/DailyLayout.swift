@@ -1,0 +1,183 @@
+import Foundation
+#if canImport(Glibc)
+import Glibc
+#endif
+
+/// The export layout for many boards (docs/trial.md "Many boards"): one file per board per UTC
+/// day, in Hive-style directories `board=<name>/day=<YYYY-MM-DD>/<file>`, which DuckDB
+/// (`hive_partitioning`) and Spark (partition discovery) read directly, with `board` and `day`
+/// as columns. The partition keys are not called `node` or `date` because Spark refuses a
+/// partition column that is also a column of the files (the sightings files have `node`).
+public enum DailyLayout {
+    /// `YYYY-MM-DD` of a Unix time, UTC (days from the civil calendar, proleptic Gregorian).
+    public static func day(_ unixSeconds: Double) -> String {
+        let days = Int((unixSeconds / 86_400).rounded(.down))
+        // Howard Hinnant's civil_from_days: exact for every day of the Gregorian calendar.
+        let z = days + 719_468
+        let era = (z >= 0 ? z : z - 146_096) / 146_097
+        let doe = z - era * 146_097
+        let yoe = (doe - doe / 1460 + doe / 36_524 - doe / 146_096) / 365
+        let doy = doe - (365 * yoe + yoe / 4 - yoe / 100)
+        let mp = (5 * doy + 2) / 153
+        let d = doy - (153 * mp + 2) / 5 + 1
+        let m = mp < 10 ? mp + 3 : mp - 9
+        let y = yoe + era * 400 + (m <= 2 ? 1 : 0)
+        func two(_ v: Int) -> String { v < 10 ? "0\(v)" : String(v) }
+        return "\(y)-\(two(m))-\(two(d))"
+    }
+
+    /// Start of the UTC day containing `unixSeconds`.
+    public static func dayStart(_ unixSeconds: Double) -> Double { (unixSeconds / 86_400).rounded(.down) * 86_400 }
+
+    /// A partition value as a directory name: letters, digits, `-`, `_`, `.` kept, every other
+    /// byte as `%XX` (as Hive escapes; DuckDB and Spark read the value back unescaped), and an
+    /// empty name as `_`.
+    public static func escape(_ value: String) -> String {
+        guard !value.isEmpty else { return "_" }
+        var out = ""
+        for b in value.utf8 {
+            switch b {
+            case UInt8(ascii: "a")...UInt8(ascii: "z"), UInt8(ascii: "A")...UInt8(ascii: "Z"), UInt8(ascii: "0")...UInt8(ascii: "9"),
+                 UInt8(ascii: "-"), UInt8(ascii: "_"), UInt8(ascii: "."):
+                out.append(Character(UnicodeScalar(b)))
+            default:
+                out += String(format: "%%%02X", b)
+            }
+        }
+        return out == "." || out == ".." ? out.replacingOccurrences(of: ".", with: "%2E") : out
+    }
+
+    /// `board=<board>/day=<day>/<file>`, relative to the export directory.
+    public static func relativePath(board: String, day: String, file: String) -> String {
+        "board=\(escape(board))/day=\(day)/\(file)"
+    }
+
+    /// Lets a process keep one file open per board and day (an atomic file stays open until
+    /// committed): raises the soft limit on open files to the hard limit.
+    static func raiseOpenFileLimit() {
+        var limit = rlimit()
+        guard getrlimit(Int32(RLIMIT_NOFILE.rawValue), &limit) == 0, limit.rlim_cur < limit.rlim_max else { return }
+        limit.rlim_cur = limit.rlim_max
+        _ = setrlimit(Int32(RLIMIT_NOFILE.rawValue), &limit)
+    }
+}
+
+/// Text files written row by row into the daily layout: each row goes to its board's and day's
+/// file, which is created on its first row (with the header) and appears only when `commit()`
+/// succeeds (AtomicOutputFile), so a failed run leaves no half files and replaces none.
+public final class DailyFiles {
+    let root: URL
+    let fileName: String
+    let header: String
+    let mode: mode_t
+    let durable: Bool
+    struct Open { var file: AtomicOutputFile; var buffer: String }
+    var open: [String: Open] = [:]
+    /// The files written, relative to the root, with their row counts (after commit).
+    public private(set) var written: [(path: String, rows: Int)] = []
+    var rows: [String: Int] = [:]
+
+    /// - Parameters:
+    ///   - header: the first line of every file (with its newline; empty for JSON lines).
+    public init(root: URL, fileName: String, header: String, mode: mode_t = 0o644, durable: Bool = false) {
+        self.root = root; self.fileName = fileName; self.header = header; self.mode = mode; self.durable = durable
+        DailyLayout.raiseOpenFileLimit()
+    }
+
+    /// Appends `line` (with its newline) to the file of `board` on the UTC day of `time`.
+    public func append(_ line: String, board: String, time: Double) throws {
+        try append(line, relativePath: DailyLayout.relativePath(board: board, day: DailyLayout.day(time), file: fileName))
+    }
+
+    func append(_ line: String, relativePath path: String) throws {
+        if open[path] == nil {
+            let url = root.appendingPathComponent(path)
+            try FileManager.default.createDirectory(at: url.deletingLastPathComponent(), withIntermediateDirectories: true)
+            open[path] = Open(file: try AtomicOutputFile(path: url.path, mode: mode, durable: durable), buffer: header)
+        }
+        open[path]!.buffer += line
+        rows[path, default: 0] += 1
+        if open[path]!.buffer.utf8.count >= 1 << 16 {
+            try open[path]!.file.write(Data(open[path]!.buffer.utf8))
+            open[path]!.buffer = ""
+        }
+    }
+
+    /// Puts every file in place.
+    public func commit() throws {
+        for path in open.keys.sorted() {
+            let o = open[path]!
+            if !o.buffer.isEmpty { try o.file.write(Data(o.buffer.utf8)) }
+            try o.file.commit()
+            written.append((path, rows[path] ?? 0))
+        }
+        open = [:]
+    }
+
+    /// Drops every file not yet committed.
+    public func discard() {
+        for o in open.values { o.file.discard() }
+        open = [:]
+    }
+
+    deinit { discard() }
+}
+
+/// Splits one board's sightings export (the bytes `gaend`'s ExportSightings writes: CSV with
+/// the header, or JSON lines; every row starts with its time) into the daily layout, reading
+/// the export in pieces so memory stays flat however long the export.
+public enum SightingsDailySplit {
+    public struct Failure: Error, CustomStringConvertible {
+        public let reason: String
+        public var description: String { reason }
+    }
+
+    /// Reads `descriptor` from offset 0 to its end; returns the files written and their rows.
+    public static func split(descriptor: Int32, jsonLines: Bool, board: String, into root: URL, mode: mode_t = 0o600) throws -> [(path: String, rows: Int)] {
+        let files = DailyFiles(root: root, fileName: jsonLines ? "sightings.jsonl" : "sightings.csv",
+                               header: jsonLines ? "" : SightingsExport.header.joined(separator: ",") + "\n", mode: mode, durable: true)
+        var pending: [UInt8] = []
+        var offset: off_t = 0
+        var line = 0
+        var buffer = [UInt8](repeating: 0, count: 1 << 20)
+        func handle(_ bytes: ArraySlice<UInt8>) throws {
+            line += 1
+            guard !bytes.isEmpty else { return }
+            let text = String(decoding: bytes, as: UTF8.self)
+            if !jsonLines, line == 1 {
+                guard text.hasPrefix("time,") else { throw Failure(reason: "export line 1: expected the header starting with 'time,', got '\(text.prefix(40))'") }
+                return
+            }
+            guard let t = time(of: text, jsonLines: jsonLines) else {
+                throw Failure(reason: "export line \(line): no time at the start of '\(text.prefix(60))'")
+            }
+            try files.append(text + "\n", board: board, time: t)
+        }
+        while true {
+            let n = buffer.withUnsafeMutableBytes { pread(descriptor, $0.baseAddress, $0.count, offset) }
+            if n < 0 { if errno == EINTR { continue }; throw Failure(reason: "cannot read the export: \(String(cString: strerror(errno)))") }
+            if n == 0 { break }
+            offset += off_t(n)
+            var start = 0
+            for i in 0..<n where buffer[i] == UInt8(ascii: "\n") {
+                if pending.isEmpty { try handle(buffer[start..<i]) } else { pending += buffer[start..<i]; try handle(pending[...]); pending = [] }
+                start = i + 1
+            }
+            pending += buffer[start..<n]
+        }
+        if !pending.isEmpty { try handle(pending[...]) }
+        do { try files.commit() } catch { files.discard(); throw error }
+        return files.written
+    }
+
+    /// The time at the start of a row: the first CSV field, or JSON lines' leading `{"time":`.
+    static func time(of row: String, jsonLines: Bool) -> Double? {
+        var rest = Substring(row)
+        if jsonLines {
+            guard rest.hasPrefix("{\"time\":") else { return nil }
+            rest = rest.dropFirst(8)
+        }
+        let end = rest.firstIndex(where: { $0 == "," || $0 == "}" }) ?? rest.endIndex
+        return Double(rest[..<end])
+    }
+}
