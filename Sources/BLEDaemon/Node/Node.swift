@@ -35,10 +35,33 @@ public enum NodeError: Error, CustomStringConvertible, Equatable {
     public var description: String { message }
 }
 
+/// One fact of the node's state (domain), in the order they are listed. The D-Bus edge
+/// writes each as its `Status` string (`GaendStatus`); the node knows no wire strings.
+public enum NodeCondition: Sendable, Equatable, CaseIterable {
+    /// On air as configured: none of the others holds.
+    case active
+    /// Stopped by the operator (Stop).
+    case inactive
+    /// The system clock is not synchronised: nothing is stamped.
+    case clockUnsynchronised
+    /// The clock jumped far ahead of the time that held (retention waits), or back into a
+    /// day whose key is gone (off air).
+    case clockSuspect
+    case controllerMissing
+    case controllerError
+    /// The schedule wants a beacon on air that the controller has not confirmed (retrying).
+    case advertisingOffAir
+    /// A scan is due but scanning is not confirmed on air (retrying).
+    case scanningOffAir
+    case storageError
+    case storageFull
+}
+
 /// What the node reports through `Status` and its counters.
 public struct NodeStatusSnapshot: Sendable, Equatable {
     public var enabled: Bool
-    public var status: [String]
+    /// Never empty: `[.active]` when nothing else holds.
+    public var status: [NodeCondition]
     public var advertisements: UInt64
     public var scans: UInt64
     public var sightings: UInt64
@@ -55,7 +78,12 @@ public struct NodeStatusSnapshot: Sendable, Equatable {
     public var controller = ""
     /// The RPI on air now, in trial mode only (nil otherwise, and while nothing is on air).
     public var trialRPI: RollingProximityIdentifier?
+    /// The exposure service is matching provided key files (a ProvideDiagnosisKeys now is Busy).
+    public var matching = false
 }
+
+/// The calibration in use (SetCalibration's or the config's).
+public typealias NodeCalibration = (txPower: Int, rssiCorrection: Int, confidence: CalibrationConfidence)
 
 /// A finished scan as the research signal carries it.
 public struct FinishedScan: Sendable {
@@ -125,11 +153,14 @@ public actor GaenNode: ScheduleEffects {
     private var matchingTask: Task<Void, Never>?
 
     /// Starts matching the accepted files (see `runMatching`) and reports its end.
-    public func beginMatching(report: @escaping @Sendable (Result<(matchedKeys: Int, windows: Int), Error>) async -> Void) {
+    public func beginMatching(report: @escaping @Sendable (Result<(matchedKeys: Int, windows: Int), Error>) async -> Void) async {
         logger.info("matching started", metadata: ["files.call": "\(callFiles)"])
         matchingTask = Task {
             do { await report(.success(try await self.runMatching())) } catch { await report(.failure(error)) }
+            // `matching` is false again (runMatching's end): the Matching property says so.
+            await self.notifyStatus()
         }
+        await notifyStatus()
     }
 
     /// `clock` and `sync` default to what the settings say (tests pass a manual clock).
@@ -294,7 +325,7 @@ public actor GaenNode: ScheduleEffects {
         NodeStatusSnapshot(enabled: state.enabled, status: statusList, advertisements: advertisements,
                            scans: scans, sightings: sightings, lastScanEnd: lastScanEnd, radio: radioStatus,
                            storeLosses: store.losses(), clockSync: sync.status().description,
-                           controller: controllerAddress.description, trialRPI: trialRPI)
+                           controller: controllerAddress.description, trialRPI: trialRPI, matching: matching)
     }
 
     /// The RPI on air, for technicians checking a board with a scanner; RPIs are public (they
@@ -304,29 +335,29 @@ public actor GaenNode: ScheduleEffects {
         return b.rpi
     }
 
-    var statusList: [String] {
-        var list: [String] = []
-        if !state.enabled { list.append(GaendStatus.inactive) }
-        if !clockUsable { list.append(GaendStatus.clockUnsynchronised) } else if heldTime.suspect || retiredDay != nil { list.append(GaendStatus.clockSuspect) }
+    var statusList: [NodeCondition] {
+        var list: [NodeCondition] = []
+        if !state.enabled { list.append(.inactive) }
+        if !clockUsable { list.append(.clockUnsynchronised) } else if heldTime.suspect || retiredDay != nil { list.append(.clockSuspect) }
         switch radioStatus.controller {
-        case .missing: list.append(GaendStatus.controllerMissing)
-        case .error: list.append(GaendStatus.controllerError)
+        case .missing: list.append(.controllerMissing)
+        case .error: list.append(.controllerError)
         case .active:
             // Wanted on air but not there (a retry is running): said, never hidden behind
             // "active".
-            if radioStatus.advertisingWanted && !radioStatus.advertisingOnAir { list.append(GaendStatus.advertisingOffAir) }
-            if radioStatus.scanningWanted && !radioStatus.scanningOnAir { list.append(GaendStatus.scanningOffAir) }
+            if radioStatus.advertisingWanted && !radioStatus.advertisingOnAir { list.append(.advertisingOffAir) }
+            if radioStatus.scanningWanted && !radioStatus.scanningOnAir { list.append(.scanningOffAir) }
         }
-        if store.isFull { list.append(GaendStatus.storageFull) } else if storageProblem != nil { list.append(GaendStatus.storageError) }
-        if list.isEmpty { list.append(GaendStatus.active) }
+        if store.isFull { list.append(.storageFull) } else if storageProblem != nil { list.append(.storageError) }
+        if list.isEmpty { list.append(.active) }
         return list
     }
 
-    private func notifyStatus() async { await observer?.statusChanged() }
+    func notifyStatus() async { await observer?.statusChanged() }
 
     /// The current calibration: SetCalibration's values while the config's calibration is the
     /// one they were set over, else the config's (NodeState.reconcileCalibration).
-    public var calibration: (txPower: Int, rssiCorrection: Int, confidence: CalibrationConfidence) {
+    public var calibration: NodeCalibration {
         (state.txPower ?? settings.calibration.txPower,
          state.rssiCorrection ?? settings.calibration.rssiCorrection,
          state.calibrationConfidence.flatMap(CalibrationConfidence.init(rawValue:)) ?? settings.calibration.calibrationConfidence)
