@@ -250,13 +250,23 @@ public struct GaendClient: Sendable {
     }
 
     /// ScanFinished signals; malformed ones are dropped.
+    /// Each scan once: from ScanRecorded (sightings with their advertiser addresses), or from
+    /// ScanFinished when the daemon does not send ScanRecorded (Research1 revision 1).
     public func scanFinished() async throws -> AsyncStream<GaendScanFinished> {
-        let raw = try await bus.signals(sender: destination, path: GaendBus.objectPath,
-                                        interface: GaendBus.researchInterface, member: "ScanFinished")
+        let raw = try await bus.signals(sender: destination, path: GaendBus.objectPath, interface: GaendBus.researchInterface)
         return AsyncStream { continuation in
             let task = Task {
+                // The daemon sends ScanRecorded before ScanFinished of the same scan.
+                var lastRecorded: (start: Int64, end: Int64)?
                 for await m in raw {
-                    if let s = try? GaendScanFinished(args: m.body) { continuation.yield(s) }
+                    guard m.member == "ScanRecorded" || m.member == "ScanFinished",
+                          let s = try? GaendScanFinished(args: m.body) else { continue }
+                    if m.member == "ScanRecorded" {
+                        lastRecorded = (s.start, s.end)
+                    } else if let r = lastRecorded, r == (s.start, s.end) {
+                        continue
+                    }
+                    continuation.yield(s)
                 }
                 continuation.finish()
             }

@@ -120,7 +120,7 @@ public enum GaendInterfaces {
     /// Exported only when the config enables research (or `--trial`).
     public static let research = DBusInterfaceDecl(
         name: GaendBus.researchInterface,
-        revision: 1,
+        revision: 2,
         methods: [
             DBusMethodDecl(
                 "ExportSightings",
@@ -158,6 +158,10 @@ public enum GaendInterfaces {
                 DBusArgument("start", "x"), DBusArgument("end", "x"),
                 DBusArgument("sightings", "a(xayayn)"),
             ], since: 1),
+            DBusSignalDecl("ScanRecorded", [
+                DBusArgument("start", "x"), DBusArgument("end", "x"),
+                DBusArgument("sightings", "a(xayayns)"),
+            ], since: 2),
         ],
         errors: errors)
 

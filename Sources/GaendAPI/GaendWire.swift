@@ -261,18 +261,36 @@ public struct GaendExposureSummaryV1: GaendWireValue, Codable {
     }
 }
 
-/// `(xayayn)`: one raw sighting (Research1.ScanFinished).
+/// `(xayayn)`: one raw sighting (Research1.ScanFinished); `(xayayns)` with the advertiser's
+/// address (Research1.ScanRecorded).
 public struct GaendSighting: GaendWireValue {
     public var time: Int64
     public var rpi: Data
     public var aem: Data
     public var rssi: Int16
+    /// The advertiser's random address as btmon prints it; nil when not known (ScanFinished
+    /// does not carry it, and scans stored before it was kept have none).
+    public var address: String?
 
-    public init(time: Int64, rpi: Data, aem: Data, rssi: Int16) {
+    public init(time: Int64, rpi: Data, aem: Data, rssi: Int16, address: String? = nil) {
         self.time = time
         self.rpi = rpi
         self.aem = aem
         self.rssi = rssi
+        self.address = address
+    }
+
+    /// ScanRecorded's element: the sighting and its address (empty: not known).
+    public static let addressedType = DBusType.structure([.int64, .array(.byte), .array(.byte), .int16, .string])
+    public var addressedValue: DBusValue {
+        .structure([.int64(time), .bytes(rpi), .bytes(aem), .int16(rssi), .string(address ?? "")])
+    }
+    public init(addressed value: DBusValue) throws(GaendWireError) {
+        let f = try value.wireStruct("sighting", Self.addressedType)
+        self.init(time: try f[0].wireInt64("time"), rpi: try f[1].wireBytes("rpi", count: 16),
+                  aem: try f[2].wireBytes("aem", count: 4), rssi: try f[3].wireInt16("rssi"))
+        let a = try f[4].wireString("address")
+        address = a.isEmpty ? nil : a
     }
 
     public static let type = DBusType.structure([.int64, .array(.byte), .array(.byte), .int16])
@@ -356,14 +374,27 @@ public struct GaendScanFinished: Sendable, Equatable {
         self.sightings = sightings
     }
 
+    /// ScanFinished's arguments (no addresses).
     public var args: [DBusValue] { [.int64(start), .int64(end), GaendSighting.array(sightings)] }
+    /// ScanRecorded's arguments: the same scan with each sighting's advertiser address.
+    public var recordedArgs: [DBusValue] {
+        [.int64(start), .int64(end), .array(GaendSighting.addressedType, sightings.map(\.addressedValue))]
+    }
+    /// Reads either signal's arguments (ScanFinished or ScanRecorded).
     public init(args: [DBusValue]) throws(GaendWireError) {
         guard args.count == 3 else {
             throw .wrongType(what: "ScanFinished", expected: "xxa(xayayn)", actual: DBusValue.signature(of: args))
         }
         start = try args[0].wireInt64("start")
         end = try args[1].wireInt64("end")
-        sightings = try GaendSighting.decodeArray(args[2], what: "sightings")
+        if case .array(GaendSighting.addressedType, let items) = args[2] {
+            var out: [GaendSighting] = []
+            out.reserveCapacity(items.count)
+            for item in items { out.append(try GaendSighting(addressed: item)) }
+            sightings = out
+        } else {
+            sightings = try GaendSighting.decodeArray(args[2], what: "sightings")
+        }
     }
 }
 
