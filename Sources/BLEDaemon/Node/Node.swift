@@ -5,8 +5,9 @@ import Foundation
 import HCIProtocol
 import Logging
 
-/// Failures of node operations, each mapped to a named D-Bus error (docs/dbus.md).
-public enum NodeError: Error, CustomStringConvertible, DBusErrorConvertible {
+/// Failures of node operations (domain errors). The D-Bus edge (`NodeBus.wireError`) maps
+/// each to its error name (docs/dbus.md); the node itself knows no wire names.
+public enum NodeError: Error, CustomStringConvertible, Equatable {
     case notAuthorized(String)
     case rateLimited(String)
     case invalidKeyFile(String)
@@ -22,26 +23,16 @@ public enum NodeError: Error, CustomStringConvertible, DBusErrorConvertible {
     case invalidArgs(String)
     case internalFailure(String)
 
-    public var description: String { dbusError.message }
-
-    public var dbusError: DBusNamedError {
-        typealias E = GaendInterfaces.ErrorName
+    public var message: String {
         switch self {
-        case .notAuthorized(let m): return DBusNamedError(name: E.notAuthorized, message: m)
-        case .rateLimited(let m): return DBusNamedError(name: E.rateLimited, message: m)
-        case .invalidKeyFile(let m): return DBusNamedError(name: E.invalidKeyFile, message: m)
-        case .untrustedKeyFile(let m): return DBusNamedError(name: E.untrustedKeyFile, message: m)
-        case .limitExceeded(let m): return DBusNamedError(name: E.limitExceeded, message: m)
-        case .busy(let m): return DBusNamedError(name: E.busy, message: m)
-        case .controllerMissing(let m): return DBusNamedError(name: E.controllerMissing, message: m)
-        case .clockUnsynchronised(let m): return DBusNamedError(name: E.clockUnsynchronised, message: m)
-        case .storage(let m): return DBusNamedError(name: E.storageError, message: m)
-        case .writeFailed(let m): return DBusNamedError(name: E.writeFailed, message: m)
-        case .timeout(let m): return DBusNamedError(name: E.timeout, message: m)
-        case .invalidArgs(let m): return DBusNamedError(name: E.invalidArgs, message: m)
-        case .internalFailure(let m): return DBusNamedError(name: E.failed, message: m)
+        case .notAuthorized(let m), .rateLimited(let m), .invalidKeyFile(let m), .untrustedKeyFile(let m), .limitExceeded(let m),
+             .busy(let m), .controllerMissing(let m), .clockUnsynchronised(let m), .storage(let m), .writeFailed(let m),
+             .timeout(let m), .invalidArgs(let m), .internalFailure(let m):
+            return m
         }
     }
+
+    public var description: String { message }
 }
 
 /// What the node reports through `Status` and its counters.
