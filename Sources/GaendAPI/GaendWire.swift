@@ -33,11 +33,14 @@ extension GaendWireValue {
 public enum GaendWireError: Error, Sendable, Equatable, CustomStringConvertible {
     case wrongType(what: String, expected: String, actual: String)
     case wrongLength(what: String, expected: Int, actual: Int)
+    /// A key an `a{sv}` configuration does not have.
+    case unknownKey(what: String, key: String, known: [String])
 
     public var description: String {
         switch self {
         case .wrongType(let w, let e, let a): "\(w): expected D-Bus type '\(e)', got '\(a)'"
         case .wrongLength(let w, let e, let a): "\(w): expected \(e) bytes, got \(a)"
+        case .unknownKey(let w, let k, let known): "\(w): unknown key '\(k)' (known: \(known.joined(separator: ", ")))"
         }
     }
 }
@@ -316,9 +319,11 @@ public struct GaendMarker: GaendWireValue, Codable {
     }
 }
 
-/// The arguments of ExposureNotification1.ExposureStateUpdated (`suus`: token,
-/// matched_keys, windows, error).
-public struct GaendExposureStateUpdate: Sendable, Equatable {
+/// ExposureNotification1.ExposureStateUpdated (token, matched_keys, windows, error).
+public struct GaendExposureStateUpdate: GaendSignal, Equatable {
+    public static let interface = GaendBus.exposureNotificationInterface, member = "ExposureStateUpdated"
+    public static let arguments = [DBusArgument("token", "s"), DBusArgument("matched_keys", "u"),
+                                   DBusArgument("windows", "u"), DBusArgument("error", "s")]
     public var token: String
     public var matchedKeys: UInt32
     public var windows: UInt32
@@ -334,9 +339,7 @@ public struct GaendExposureStateUpdate: Sendable, Equatable {
 
     public var args: [DBusValue] { [.string(token), .uint32(matchedKeys), .uint32(windows), .string(error)] }
     public init(args: [DBusValue]) throws(GaendWireError) {
-        guard args.count == 4 else {
-            throw .wrongType(what: "ExposureStateUpdated", expected: "suus", actual: DBusValue.signature(of: args))
-        }
+        try Self.check(args)
         token = try args[0].wireString("token")
         matchedKeys = try args[1].wireUInt32("matched_keys")
         windows = try args[2].wireUInt32("windows")
@@ -344,8 +347,11 @@ public struct GaendExposureStateUpdate: Sendable, Equatable {
     }
 }
 
-/// The arguments of Research1.ScanFinished.
-public struct GaendScanFinished: Sendable, Equatable {
+/// Research1.ScanFinished (start, end, sightings).
+public struct GaendScanFinished: GaendSignal, Equatable {
+    public static let interface = GaendBus.researchInterface, member = "ScanFinished"
+    public static let arguments = [DBusArgument("start", "x"), DBusArgument("end", "x"),
+                                   DBusArgument("sightings", "a" + GaendSighting.signature)]
     public var start: Int64
     public var end: Int64
     public var sightings: [GaendSighting]
@@ -358,11 +364,73 @@ public struct GaendScanFinished: Sendable, Equatable {
 
     public var args: [DBusValue] { [.int64(start), .int64(end), GaendSighting.array(sightings)] }
     public init(args: [DBusValue]) throws(GaendWireError) {
-        guard args.count == 3 else {
-            throw .wrongType(what: "ScanFinished", expected: "xxa(xayayn)", actual: DBusValue.signature(of: args))
-        }
+        try Self.check(args)
         start = try args[0].wireInt64("start")
         end = try args[1].wireInt64("end")
         sightings = try GaendSighting.decodeArray(args[2], what: "sightings")
+    }
+}
+
+/// The controller as ExposureNotification1's `Controller` property (`a{sv}`) carries it:
+/// `name` always; the rest once the controller has answered its bring-up (absent while it is
+/// missing). Versions are the HCI/LMP version numbers of Read Local Version Information
+/// (Core Vol 4 Part E 7.4.1), `manufacturer` its Bluetooth SIG company identifier.
+public struct GaendController: Sendable, Equatable, Codable {
+    /// The controller as configured: `hci0`, `tcp:HOST:PORT`, `serial:/dev/ttyX`, `unix:PATH`.
+    public var name: String
+    /// The public address, as btmon and hciconfig print it (`00:1A:7D:DA:71:13`).
+    public var address: String?
+    public var manufacturer: UInt16?
+    /// The company identifier's name (Bluetooth SIG Assigned Numbers).
+    public var manufacturerName: String?
+    public var hciVersion: UInt8?
+    public var hciSubversion: UInt16?
+    public var lmpVersion: UInt8?
+    public var lmpSubversion: UInt16?
+
+    public init(name: String, address: String? = nil, manufacturer: UInt16? = nil, manufacturerName: String? = nil,
+                hciVersion: UInt8? = nil, hciSubversion: UInt16? = nil, lmpVersion: UInt8? = nil, lmpSubversion: UInt16? = nil) {
+        self.name = name; self.address = address
+        self.manufacturer = manufacturer; self.manufacturerName = manufacturerName
+        self.hciVersion = hciVersion; self.hciSubversion = hciSubversion
+        self.lmpVersion = lmpVersion; self.lmpSubversion = lmpSubversion
+    }
+
+    public static let signature = "a{sv}"
+
+    public var dbusValue: DBusValue {
+        var d: [String: DBusValue] = ["name": .string(name)]
+        if let address { d["address"] = .string(address) }
+        if let manufacturer { d["manufacturer"] = .uint16(manufacturer) }
+        if let manufacturerName { d["manufacturer_name"] = .string(manufacturerName) }
+        if let hciVersion { d["hci_version"] = .byte(hciVersion) }
+        if let hciSubversion { d["hci_subversion"] = .uint16(hciSubversion) }
+        if let lmpVersion { d["lmp_version"] = .byte(lmpVersion) }
+        if let lmpSubversion { d["lmp_subversion"] = .uint16(lmpSubversion) }
+        return .vardict(d)
+    }
+
+    /// Unknown keys are ignored (a newer daemon may add some); a known key of the wrong type
+    /// is an error naming it.
+    public init(dbus value: DBusValue) throws(GaendWireError) {
+        guard value.type.signature == Self.signature, let d = value.vardictValue else {
+            throw .wrongType(what: "Controller", expected: Self.signature, actual: value.type.signature)
+        }
+        func field<T>(_ key: String, _ expected: String, _ get: (DBusValue) -> T?) throws(GaendWireError) -> T? {
+            guard let v = d[key] else { return nil }
+            guard let t = get(v) else { throw .wrongType(what: "Controller.\(key)", expected: expected, actual: v.type.signature) }
+            return t
+        }
+        guard let name = try field("name", "s", \.stringValue) else {
+            throw .wrongType(what: "Controller.name", expected: "s", actual: "nothing")
+        }
+        self.name = name
+        address = try field("address", "s", \.stringValue)
+        manufacturer = try field("manufacturer", "q") { if case .uint16(let n) = $0 { n } else { nil } }
+        manufacturerName = try field("manufacturer_name", "s", \.stringValue)
+        hciVersion = try field("hci_version", "y") { if case .byte(let n) = $0 { n } else { nil } }
+        hciSubversion = try field("hci_subversion", "q") { if case .uint16(let n) = $0 { n } else { nil } }
+        lmpVersion = try field("lmp_version", "y") { if case .byte(let n) = $0 { n } else { nil } }
+        lmpSubversion = try field("lmp_subversion", "q") { if case .uint16(let n) = $0 { n } else { nil } }
     }
 }

@@ -3,6 +3,7 @@ import DBusCore
 import GaendAPI
 import Foundation
 import GaenClient
+import HCIProtocol
 
 /// `gaenctl status`: the node's state from org.gaend.ExposureNotification1's properties.
 struct Status: AsyncParsableCommand {
@@ -12,13 +13,22 @@ struct Status: AsyncParsableCommand {
             With --json prints one object {"busName","version","enabled","status":[...],"trialMode", \
             "advertisementCount","scanCount","sightingCount","lastScanTime","provideDiagnosisKeysRemaining", \
             "quarantinedRecords","droppedScans","droppedSightings","clockSync","advertisingOnAir","scanningOnAir", \
-            "radioFailures","reportsIgnored","reportsDropped"} \
+            "radioFailures","reportsIgnored","reportsDropped","controller":{"name","address","manufacturer", \
+            "manufacturerName","hciVersion","hciVersionName","hciSubversion","lmpVersion","lmpVersionName", \
+            "lmpSubversion"},"advertisingAddress","currentRpi","txPower","rssiCorrection","calibrationConfidence", \
+            "node","site"} \
             (busName: the name it talked to, see --name; lastScanTime in ms since the Unix epoch, \
             0 if none; quarantinedRecords: store records that failed authentication and are skipped; \
             droppedScans/droppedSightings: lost while the disk was full; advertisingOnAir/scanningOnAir: \
             the controller confirmed them; radioFailures: radio operations retried; reportsIgnored: \
             non-GAEN reports; reportsDropped: reports lost to full buffers; the last nine are absent \
-            from an older gaend). See docs/dbus.md.
+            from an older gaend; controller: the controller's facts, only name while it is missing; \
+            advertisingAddress: the random address on air now, null when nothing is; currentRpi: \
+            the RPI on air (hex), in trial mode only, else null; the calibration in use and the \
+            export labels; these are absent from a gaend before interface revision 3). \
+            Checking a board: a scanner (a phone app such as nRF Connect, or `gaenctl radio scan` \
+            on another board) shows the advertising address and, in trial mode, the RPI in its \
+            0xFD6F service data. See docs/dbus.md.
             """
     )
 
@@ -38,7 +48,58 @@ struct Status: AsyncParsableCommand {
         if let n = s.radioFailures { o["radioFailures"] = .int(Int64(clamping: n)) }
         if let n = s.reportsIgnored { o["reportsIgnored"] = .int(Int64(clamping: n)) }
         if let n = s.reportsDropped { o["reportsDropped"] = .int(Int64(clamping: n)) }
+        if let c = s.controller { o["controller"] = Self.json(c) }
+        // Revision 3 fields: null when the daemon has them but nothing applies.
+        if s.txPower != nil {
+            o["advertisingAddress"] = s.advertisingAddress.map { .string($0) } ?? .null
+            o["currentRpi"] = s.currentRPI.map { .string($0.hexString) } ?? .null
+        }
+        if let n = s.txPower { o["txPower"] = .int(Int64(n)) }
+        if let n = s.rssiCorrection { o["rssiCorrection"] = .int(Int64(n)) }
+        if let n = s.calibrationConfidence { o["calibrationConfidence"] = .int(Int64(n)) }
+        if let n = s.node { o["node"] = .string(n) }
+        if let n = s.site { o["site"] = .string(n) }
         return o
+    }
+
+    static func json(_ c: GaendController) -> JSONValue {
+        var o: [String: JSONValue] = ["name": .string(c.name)]
+        if let a = c.address { o["address"] = .string(a) }
+        if let m = c.manufacturer { o["manufacturer"] = .int(Int64(m)) }
+        if let m = c.manufacturerName { o["manufacturerName"] = .string(m) }
+        if let v = c.hciVersion { o["hciVersion"] = .int(Int64(v)); o["hciVersionName"] = .string(CoreVersion.name(v)) }
+        if let v = c.hciSubversion { o["hciSubversion"] = .int(Int64(v)) }
+        if let v = c.lmpVersion { o["lmpVersion"] = .int(Int64(v)); o["lmpVersionName"] = .string(CoreVersion.name(v)) }
+        if let v = c.lmpSubversion { o["lmpSubversion"] = .int(Int64(v)) }
+        return .object(o)
+    }
+
+    /// The field-check lines (controller, address on air, calibration, labels); none from a
+    /// gaend before interface revision 3.
+    static func fieldLines(_ s: GaendNodeStatus) -> [String] {
+        var lines: [String] = []
+        if let c = s.controller {
+            var text = c.name
+            if let a = c.address { text += ", address \(a)" } else { text += " (not answering: no facts yet)" }
+            if let id = c.manufacturer {
+                text += ", \(c.manufacturerName ?? "unknown") (company 0x\(String(format: "%04X", id)))"
+            }
+            if let h = c.hciVersion { text += ", HCI \(CoreVersion.name(h))" }
+            if let l = c.lmpVersion { text += ", LMP \(CoreVersion.name(l))" }
+            lines.append("controller:     \(text)")
+        }
+        if s.txPower != nil {
+            var text = s.advertisingAddress.map { "from \($0) (random, non-resolvable)" } ?? "nothing on air"
+            if let rpi = s.currentRPI { text += ", RPI \(rpi.hexString)" }
+            lines.append("advertising:    \(text)")
+        }
+        if let tx = s.txPower, let rssi = s.rssiCorrection, let conf = s.calibrationConfidence {
+            lines.append("calibration:    TX power \(tx) dBm, RSSI correction \(rssi) dB, confidence \(Calibrate.name(conf))")
+        }
+        if let node = s.node, let site = s.site {
+            lines.append("labels:         node \(node.isEmpty ? "(none)" : node), site \(site.isEmpty ? "(none)" : site)")
+        }
+        return lines
     }
 
     func run() async throws {
@@ -70,6 +131,7 @@ struct Status: AsyncParsableCommand {
                 key uploads left today: \(s.provideDiagnosisKeysRemaining == UInt32.max ? "unlimited (rate limits off)" : "\(s.provideDiagnosisKeysRemaining)")
                 """)
             if let c = s.clockSync { print("clock:          \(c)") }
+            for line in Self.fieldLines(s) { print(line) }
             if let q = s.quarantinedRecords, q > 0 {
                 print("quarantined:    \(q) store record(s) failed authentication and are skipped (docs/store.md)")
             }

@@ -155,7 +155,7 @@ struct NodeTests {
             _ = try await node.acceptKeyFiles([Data("junk".utf8)], trust: KeyExportTrustSet())
             Issue.record("junk accepted")
         } catch let e as NodeError {
-            #expect(e.dbusError.name == GaendInterfaces.ErrorName.invalidKeyFile)
+            #expect(NodeBus.errorName(e) == GaendInterfaces.ErrorName.invalidKeyFile)
         }
         #expect(try await node.exposureWindows() == windows)
         // The store holds no TEK or RPI in clear.
@@ -206,7 +206,7 @@ struct NodeTests {
             _ = try await node.acceptKeyFiles([file], trust: KeyExportTrustSet())
             Issue.record("seventh call accepted")
         } catch let e as NodeError {
-            #expect(e.dbusError.name == GaendInterfaces.ErrorName.rateLimited)
+            #expect(NodeBus.errorName(e) == GaendInterfaces.ErrorName.rateLimited)
         }
         await node.shutdown()
 
@@ -242,7 +242,7 @@ struct NodeTests {
             try await again.setDataMapping(.default)
             Issue.record("second mapping change accepted")
         } catch let e as NodeError {
-            #expect(e.dbusError.name == GaendInterfaces.ErrorName.rateLimited)
+            #expect(NodeBus.errorName(e) == GaendInterfaces.ErrorName.rateLimited)
         }
         await again.shutdown()
     }
@@ -294,32 +294,57 @@ struct NodeTests {
         await node.shutdown()
     }
 
-    @Test("D-Bus configuration dicts: required keys, types and unknown keys give InvalidArgs")
+    @Test("D-Bus configurations: required keys, counts and ranges are InvalidArgs at the edge; types and unknown keys fail the typed decoder")
     func configConversions() throws {
         let good: [String: DBusValue] = [
             "attenuation_bucket_thresholds_db": .array(.int32, [.int32(30), .int32(50), .int32(70)]),
             "attenuation_bucket_weights": .array(.double, [.double(1), .double(1), .double(0.5), .double(0)]),
             "report_type_weights": .dict(key: .int32, value: .double, [DBusDictEntry(key: .int32(1), value: .double(2))]),
         ]
-        let c = try NodeBus.summariesConfig(good)
+        func summaries(_ d: [String: DBusValue]) throws -> DailySummariesConfig {
+            try NodeBus.domain(GaendDailySummariesConfig(dbus: .vardict(d)))
+        }
+        let c = try summaries(good)
         #expect(c.attenuationBucketThresholdDb == [30, 50, 70])
         #expect(c.reportTypeWeights == [0, 2, 1, 1, 1, 0])
         #expect(c.infectiousnessWeights == [0, 1, 1])
         var missing = good
         missing["attenuation_bucket_weights"] = nil
-        #expect(throws: NodeError.self) { try NodeBus.summariesConfig(missing) }
+        #expect(throws: NodeError.invalidArgs("attenuation_bucket_weights: 4 weights required")) { try summaries(missing) }
+        var short = good
+        short["attenuation_bucket_thresholds_db"] = .array(.int32, [.int32(30)])
+        #expect(throws: NodeError.invalidArgs("attenuation_bucket_thresholds_db: 3 thresholds required")) { try summaries(short) }
+        var badKey = good
+        badKey["report_type_weights"] = .dict(key: .int32, value: .double, [DBusDictEntry(key: .int32(9), value: .double(2))])
+        #expect(throws: NodeError.self) { try summaries(badKey) }
         var unknown = good
         unknown["colour"] = .string("red")
-        #expect(throws: NodeError.self) { try NodeBus.summariesConfig(unknown) }
+        #expect(throws: GaendWireError.unknownKey(what: "config", key: "colour", known: GaendDailySummariesConfig.keys)) { try summaries(unknown) }
         var wrongType = good
         wrongType["attenuation_bucket_thresholds_db"] = .string("30,50,70")
-        #expect(throws: NodeError.self) { try NodeBus.summariesConfig(wrongType) }
+        #expect(throws: GaendWireError.wrongType(what: "config key 'attenuation_bucket_thresholds_db'", expected: "ai", actual: "s")) {
+            try summaries(wrongType)
+        }
 
-        let v1 = try NodeBus.v1Config([:])
+        let v1 = try NodeBus.domain(GaendExposureConfigurationV1())
         #expect(v1.attenuationDurationThresholds == [50, 70])
-        let m = try NodeBus.mapping(["report_type_when_missing": .int32(2)])
+        let m = try NodeBus.domain(GaendDataMapping(reportTypeWhenMissing: 2))
         #expect(m.reportTypeWhenMissing == .confirmedClinicalDiagnosis)
-        #expect(throws: NodeError.self) { try NodeBus.mapping(["report_type_when_missing": .int32(0)]) }
+        #expect(throws: NodeError.self) { try NodeBus.domain(GaendDataMapping(reportTypeWhenMissing: 0)) }
+        #expect(throws: NodeError.self) { try NodeBus.domain(GaendDataMapping(daysSinceOnsetToInfectiousness: [0: 3])) }
+        // What GetDiagnosisKeysDataMapping returns reads back as the same mapping.
+        let full = try NodeBus.domain(GaendDataMapping(daysSinceOnsetToInfectiousness: [-1: 1, 0: 2], reportTypeWhenMissing: 3,
+                                                       infectiousnessWhenDaysSinceOnsetMissing: 0))
+        #expect(try NodeBus.domain(NodeBus.wire(full)) == full)
+    }
+
+    @Test("node errors become gaend's D-Bus error names only at the edge")
+    func errorNames() {
+        let e = NodeBus.wireError(NodeError.busy("matching")) as? DBusNamedError
+        #expect(e == DBusNamedError(name: "org.gaend.Error.Busy", message: "matching"))
+        #expect((NodeBus.wireError(NodeError.invalidArgs("x")) as? DBusNamedError)?.name == "org.freedesktop.DBus.Error.InvalidArgs")
+        #expect((NodeBus.wireError(NodeError.storage("disk")) as? DBusNamedError)?.name == GaendInterfaces.ErrorName.storageError)
+        #expect(NodeBus.wireError(CancellationError()) is CancellationError)
     }
 }
 

@@ -20,10 +20,14 @@ struct GaenctlBusTests {
         let json = try await runTool([Self.gaenctl, "--bus", bus.address, "status", "--json"])
         #expect(json.status == 0, "\(json.stderr)")
         #expect(json.stdout.trimmingCharacters(in: .whitespacesAndNewlines) == """
-            {"advertisementCount":3,"advertisingOnAir":true,"busName":"org.gaend","clockSync":"synchronized (kernel NTP state)","droppedScans":2,"droppedSightings":30,\
-            "enabled":true,"lastScanTime":1700000000000,"provideDiagnosisKeysRemaining":6,"quarantinedRecords":1,\
-            "radioFailures":2,"reportsDropped":0,"reportsIgnored":40,"scanCount":12,"scanningOnAir":false,"sightingCount":345,\
-            "status":["active"],"trialMode":false,"version":"0.1.0"}
+            {"advertisementCount":3,"advertisingAddress":"3A:11:22:33:44:55","advertisingOnAir":true,"busName":"org.gaend",\
+            "calibrationConfidence":2,"clockSync":"synchronized (kernel NTP state)",\
+            "controller":{"address":"DC:A6:32:01:02:03","hciSubversion":291,"hciVersion":9,"hciVersionName":"5.0",\
+            "lmpSubversion":24857,"lmpVersion":9,"lmpVersionName":"5.0","manufacturer":305,"manufacturerName":"Cypress Semiconductor",\
+            "name":"hci0"},"currentRpi":"00112233445566778899aabbccddeeff","droppedScans":2,"droppedSightings":30,\
+            "enabled":true,"lastScanTime":1700000000000,"node":"board-3","provideDiagnosisKeysRemaining":6,"quarantinedRecords":1,\
+            "radioFailures":2,"reportsDropped":0,"reportsIgnored":40,"rssiCorrection":5,"scanCount":12,"scanningOnAir":false,\
+            "sightingCount":345,"site":"bus 7","status":["active"],"trialMode":false,"txPower":-30,"version":"0.1.0"}
             """)
         let text = try await runTool([Self.gaenctl, "status", "--bus", bus.address])
         #expect(text.status == 0, "\(text.stderr)")
@@ -32,6 +36,27 @@ struct GaenctlBusTests {
         #expect(text.stdout.contains("dropped:        2 scan(s), 30 sighting(s)"))
         #expect(text.stdout.contains("on air:         advertising yes, scanning no"), "\(text.stdout)")
         #expect(text.stdout.contains("(2 radio operations failed and were retried)"), "\(text.stdout)")
+        #expect(text.stdout.contains("controller:     hci0, address DC:A6:32:01:02:03, Cypress Semiconductor (company 0x0131), HCI 5.0, LMP 5.0\n"),
+                "\(text.stdout)")
+        #expect(text.stdout.contains("advertising:    from 3A:11:22:33:44:55 (random, non-resolvable), RPI 00112233445566778899aabbccddeeff\n"),
+                "\(text.stdout)")
+        #expect(text.stdout.contains("calibration:    TX power -30 dBm, RSSI correction 5 dB, confidence medium\n"), "\(text.stdout)")
+        #expect(text.stdout.contains("labels:         node board-3, site bus 7"), "\(text.stdout)")
+    }
+
+    @Test("status of an older gaend (interface revision 2) leaves the field checks out")
+    func statusOfOlderDaemon() async throws {
+        let bus = try PrivateBus()
+        defer { bus.stop() }
+        let daemon = try await CannedDaemon(address: bus.address, revision: 2)
+        defer { daemon.close() }
+        let json = try await runTool([Self.gaenctl, "--bus", bus.address, "status", "--json"])
+        #expect(json.status == 0, "\(json.stderr)")
+        for key in ["controller", "advertisingAddress", "currentRpi", "txPower", "node"] {
+            #expect(!json.stdout.contains("\"\(key)\""), "\(key) in \(json.stdout)")
+        }
+        let text = try await runTool([Self.gaenctl, "--bus", bus.address, "status"])
+        #expect(text.status == 0 && text.stdout.contains("sightings:      345") && !text.stdout.contains("controller:"), "\(text.stdout)")
     }
 
     @Test("without a daemon on the bus, status fails saying so, with the bus's error name")

@@ -31,47 +31,60 @@ final class CannedDaemon: Sendable {
     let service: BusService
     private let task: Task<Void, Never>
 
-    /// Owns `name`; `sightings` tells instances apart in tests with several.
-    init(address: String, name: String = GaendBus.busName, sightings: UInt64 = 345) async throws {
+    static let controller = GaendController(name: "hci0", address: "DC:A6:32:01:02:03", manufacturer: 0x0131,
+                                            manufacturerName: "Cypress Semiconductor", hciVersion: 9, hciSubversion: 0x0123,
+                                            lmpVersion: 9, lmpSubversion: 0x6119)
+    static let rpi = Data((0..<16).map { UInt8($0 * 17) })
+
+    /// Owns `name`; `sightings` tells instances apart in tests with several; `revision` makes
+    /// an older daemon (ExposureNotification1 without the later properties).
+    init(address: String, name: String = GaendBus.busName, sightings: UInt64 = 345, revision: Int? = nil) async throws {
         connection = try BusConnection.connect(.address(address))
         let service = BusService(connection: connection, fallbackErrorName: GaendInterfaces.ErrorName.failed)
         self.service = service
-        let en = GaendInterfaces.exposureNotification
-        var methods: [String: DBusMethodHandler] = [:]
-        for m in en.methods { methods[m.name] = { _ in [] } }
-        methods["GetTemporaryExposureKeyHistory"] = { call in
+        var table = GaendInterfaces.exposureNotification
+        if let revision {
+            table.revision = revision
+            table.properties.removeAll { $0.since > revision }
+        }
+        let en = table
+        typealias EN = GaendExposureNotification
+        var on = GaendHandlers(interface: en.name)
+        on.on(EN.Start.self) { _, _ in .init() }
+        on.on(EN.Stop.self) { _, _ in .init() }
+        on.on(EN.SetDiagnosisKeysDataMapping.self) { _, _ in .init() }
+        on.on(EN.GetTemporaryExposureKeyHistory.self) { _, call in
             guard try await call.callerUID() == 0 else {
                 throw DBusNamedError(name: GaendInterfaces.ErrorName.notAuthorized, message: "root only")
             }
-            return [GaendTemporaryExposureKey.array([Samples.key])]
+            return .init(keys: [Samples.key])
         }
-        methods["ProvideDiagnosisKeys"] = { call in
-            let files = call.args[0].arrayValue ?? []
+        on.on(EN.ProvideDiagnosisKeys.self) { request, _ in
             var keys: UInt32 = 0
-            for f in files {
-                guard let text = try? readAll(f.unixFDValue!), text.hasPrefix("PK") else {
+            for f in request.files {
+                guard let text = try? readAll(f), text.hasPrefix("PK") else {
                     throw DBusNamedError(name: GaendInterfaces.ErrorName.invalidKeyFile, message: "file is not a zip")
                 }
                 keys += 1
             }
-            let token = call.args[1].stringValue ?? ""
-            let n = keys
+            let token = request.token, n = keys
             Task {
-                try? await service.emit(path: GaendBus.objectPath, interface: en.name, signal: "ExposureStateUpdated",
+                try? await service.emit(path: GaendBus.objectPath, interface: en.name, signal: GaendExposureStateUpdate.member,
                                         GaendExposureStateUpdate(token: token, matchedKeys: n, windows: 1, error: "").args)
             }
-            return [.uint32(keys)]
+            return .init(keys: keys)
         }
-        methods["GetExposureWindows"] = { _ in [GaendExposureWindow.array([Samples.window])] }
-        methods["GetDailySummaries"] = { call in
-            guard call.args[0].vardictValue?["attenuation_bucket_thresholds_db"] != nil else {
+        on.on(EN.GetExposureWindows.self) { _, _ in .init(windows: [Samples.window]) }
+        on.on(EN.GetDailySummaries.self) { request, _ in
+            guard request.config.attenuationBucketThresholdsDb != nil else {
                 throw DBusNamedError.invalidArgs("attenuation_bucket_thresholds_db is required")
             }
-            return [GaendDailySummary.array([Samples.summary])]
+            return .init(summaries: [Samples.summary])
         }
-        methods["GetDiagnosisKeysDataMapping"] = { _ in [.vardict(["report_type_when_missing": .int32(1)])] }
-        methods["GetExposureSummary"] = { _ in [Samples.v1.dbusValue] }
-        let getters: [String: DBusPropertyGetter] = [
+        on.on(EN.GetDiagnosisKeysDataMapping.self) { _, _ in .init(mapping: GaendDataMapping(reportTypeWhenMissing: 1)) }
+        on.on(EN.GetExposureSummary.self) { _, _ in .init(summary: Samples.v1) }
+        let methods = on.methods
+        var getters: [String: DBusPropertyGetter] = [
             "Version": { .string("0.1.0") }, "Enabled": { .boolean(true) },
             "Status": { .array(.string, [.string(GaendStatus.active)]) }, "TrialMode": { .boolean(false) },
             "AdvertisementCount": { .uint64(3) }, "ScanCount": { .uint64(12) }, "SightingCount": { .uint64(sightings) },
@@ -80,24 +93,30 @@ final class CannedDaemon: Sendable {
             "ClockSync": { .string("synchronized (kernel NTP state)") },
             "AdvertisingOnAir": { .boolean(true) }, "ScanningOnAir": { .boolean(false) }, "RadioFailures": { .uint64(2) },
             "ReportsIgnored": { .uint64(40) }, "ReportsDropped": { .uint64(0) },
+            "Controller": { Self.controller.dbusValue }, "AdvertisingAddress": { .string("3A:11:22:33:44:55") },
+            "CurrentRpi": { .bytes(Self.rpi) }, "TxPower": { .int16(-30) }, "RssiCorrection": { .int16(5) },
+            "CalibrationConfidence": { .int32(2) }, "Node": { .string("board-3") }, "Site": { .string("bus 7") },
         ]
+        for key in getters.keys where !en.properties.contains(where: { $0.name == key }) { getters[key] = nil }
         let research = GaendInterfaces.research
-        let researchImpl = try DBusInterfaceImplementation(research, methods: [
-            "ExportSightings": { call in
-                guard let fd = call.args[0].unixFDValue?.take() else { throw DBusNamedError.invalidArgs("fd") }
-                let out = FileHandle(fileDescriptor: fd, closeOnDealloc: true)
-                try out.write(contentsOf: Data("time,rpi,aem,rssi,scan_start,scan_end\n".utf8))
-                return [.uint32(0)]
-            },
-            "AddMarker": { _ in [.uint64(Samples.marker.id)] },
-            "GetMarkers": { _ in [GaendMarker.array([Samples.marker])] },
-            "SetCalibration": { _ in
-                try await service.emit(path: GaendBus.objectPath, interface: research.name, signal: "ScanFinished",
-                                       GaendScanFinished(start: 1, end: 2, sightings: [Samples.sighting]).args)
-                return []
-            },
-        ], getters: ["TxPower": { .int16(-30) }, "RssiCorrection": { .int16(5) }, "CalibrationConfidence": { .int32(2) },
-                     "Node": { .string("board-3") }, "Site": { .string("bus 7") }])
+        typealias R = GaendResearch
+        var onResearch = GaendHandlers(interface: research.name)
+        onResearch.on(R.ExportSightings.self) { request, _ in
+            guard let fd = request.fd.take() else { throw DBusNamedError.invalidArgs("fd") }
+            let out = FileHandle(fileDescriptor: fd, closeOnDealloc: true)
+            try out.write(contentsOf: Data("time,rpi,aem,rssi,scan_start,scan_end\n".utf8))
+            return .init(rows: 0)
+        }
+        onResearch.on(R.AddMarker.self) { _, _ in .init(id: Samples.marker.id) }
+        onResearch.on(R.GetMarkers.self) { _, _ in .init(markers: [Samples.marker]) }
+        onResearch.on(R.SetCalibration.self) { _, _ in
+            try await service.emit(path: GaendBus.objectPath, interface: research.name, signal: GaendScanFinished.member,
+                                   GaendScanFinished(start: 1, end: 2, sightings: [Samples.sighting]).args)
+            return .init()
+        }
+        let researchImpl = try DBusInterfaceImplementation(research, methods: onResearch.methods,
+                                                           getters: ["TxPower": { .int16(-30) }, "RssiCorrection": { .int16(5) }, "CalibrationConfidence": { .int32(2) },
+                                                                     "Node": { .string("board-3") }, "Site": { .string("bus 7") }])
         try service.export(path: GaendBus.objectPath, [
             try DBusInterfaceImplementation(en, methods: methods, getters: getters), researchImpl,
         ])
@@ -143,6 +162,35 @@ struct GaendClientTests {
         #expect(!"\(Samples.key)".contains("ab"), "a TEK's description must not show the key")
     }
 
+    @Test("Controller round-trips, a missing controller has only its name, unknown keys are ignored, a wrong type is named")
+    func controllerProperty() throws {
+        #expect(try GaendController(dbus: CannedDaemon.controller.dbusValue) == CannedDaemon.controller)
+        let bare = GaendController(name: "tcp:127.0.0.1:9000")
+        #expect(bare.dbusValue == .vardict(["name": .string("tcp:127.0.0.1:9000")]))
+        #expect(try GaendController(dbus: bare.dbusValue) == bare)
+        #expect(try GaendController(dbus: .vardict(["name": .string("hci1"), "future_key": .int32(1)])) == GaendController(name: "hci1"))
+        #expect(throws: GaendWireError.wrongType(what: "Controller.manufacturer", expected: "q", actual: "u")) {
+            try GaendController(dbus: .vardict(["name": .string("hci1"), "manufacturer": .uint32(2)]))
+        }
+        #expect(throws: GaendWireError.wrongType(what: "Controller.name", expected: "s", actual: "nothing")) {
+            try GaendController(dbus: .vardict([:]))
+        }
+    }
+
+    @Test("an older gaend (revision 2) gives nil field checks, not an error")
+    func olderDaemon() async throws {
+        let bus = try PrivateBus()
+        defer { bus.stop() }
+        let daemon = try await CannedDaemon(address: bus.address, revision: 2)
+        defer { daemon.close() }
+        let client = GaendClient(bus: try BusClient(bus: .address(bus.address), timeout: .seconds(10)))
+        defer { client.bus.close() }
+        let status = try await client.status()
+        #expect(status.advertisingOnAir == true && status.sightingCount == 345)
+        #expect(status.controller == nil && status.advertisingAddress == nil && status.currentRPI == nil && status.txPower == nil
+                && status.rssiCorrection == nil && status.calibrationConfidence == nil && status.node == nil && status.site == nil)
+    }
+
     @Test("the typed client calls every method, reads the properties and receives both signals")
     func typedClient() async throws {
         let bus = try PrivateBus()
@@ -158,20 +206,22 @@ struct GaendClientTests {
         #expect(status.clockSync == "synchronized (kernel NTP state)")
         #expect(status.advertisingOnAir == true && status.scanningOnAir == false && status.radioFailures == 2
                 && status.reportsIgnored == 40 && status.reportsDropped == 0)
+        #expect(status.controller == CannedDaemon.controller && status.advertisingAddress == "3A:11:22:33:44:55")
+        #expect(status.currentRPI == CannedDaemon.rpi && status.txPower == -30 && status.rssiCorrection == 5
+                && status.calibrationConfidence == 2 && status.node == "board-3" && status.site == "bus 7")
         try await client.start()
         try await client.stop()
         #expect(try await client.temporaryExposureKeyHistory() == [Samples.key])
         #expect(try await client.exposureWindows() == [Samples.window])
-        let summaries = try await client.dailySummaries(config: [
-            "attenuation_bucket_thresholds_db": .array(.int32, [.int32(30), .int32(50), .int32(70)]),
-            "attenuation_bucket_weights": .array(.double, [.double(1), .double(1), .double(0.5), .double(0)]),
-        ])
+        let summaries = try await client.dailySummaries(config: GaendDailySummariesConfig(
+            attenuationBucketThresholdsDb: [30, 50, 70], attenuationBucketWeights: [1, 1, 0.5, 0]))
         #expect(summaries == [Samples.summary])
         await #expect(throws: DBusNamedError.invalidArgs("attenuation_bucket_thresholds_db is required")) {
-            _ = try await client.dailySummaries(config: [:])
+            _ = try await client.dailySummaries(config: GaendDailySummariesConfig())
         }
-        #expect(try await client.exposureSummary(config: [:]) == Samples.v1)
-        #expect(try await client.diagnosisKeysDataMapping() == ["report_type_when_missing": .int32(1)])
+        #expect(try await client.exposureSummary(config: GaendExposureConfigurationV1()) == Samples.v1)
+        #expect(try await client.diagnosisKeysDataMapping() == GaendDataMapping(reportTypeWhenMissing: 1))
+        try await client.setDiagnosisKeysDataMapping(GaendDataMapping(reportTypeWhenMissing: 2))
 
         let updates = try await client.exposureStateUpdates()
         var pipeFDs: [Int32] = [-1, -1]

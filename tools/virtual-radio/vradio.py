@@ -139,6 +139,11 @@ class DeviceConfig:
     tx_power: int = 0  # dBm, also what LE Read Adv Physical Channel Tx Power returns
     sensitivity: float = -100.0  # dBm; weaker PDUs are not received
     public_address: str | None = None
+    # What Read Local Version Information reports (Bluetooth SIG company identifier, Core
+    # version numbers: 9 = 5.0); defaults are Bumble's (0xFFFF, 5.0).
+    company_identifier: int | None = None
+    hci_version: int | None = None
+    lmp_version: int | None = None
     # Keep controller state when the host disconnects (default: a disconnect is a power
     # cycle, so that one test's advertising never leaks into the next).
     keep_state_on_disconnect: bool = False
@@ -411,6 +416,12 @@ class VirtualController(bumble_controller.Controller):
             public_address=config.public_address or _default_public_address(config.name),
         )
         self.config = config
+        if config.company_identifier is not None:
+            self.manufacturer_company_identifier = config.company_identifier
+        if config.hci_version is not None:
+            self.hci_version = config.hci_version
+        if config.lmp_version is not None:
+            self.lmp_version = config.lmp_version
         self.position = config.position
         self.tx_power = config.tx_power
         self.sensitivity = config.sensitivity
@@ -462,6 +473,11 @@ class VirtualController(bumble_controller.Controller):
             "name": self.name,
             "public_address": self.public_address.to_string(False),
             "random_address": self.random_address.to_string(False),
+            "company_identifier": self.manufacturer_company_identifier,
+            "hci_version": self.hci_version,
+            "hci_subversion": self.hci_revision,
+            "lmp_version": self.lmp_version,
+            "lmp_subversion": self.lmp_subversion,
             "position": list(self.position),
             "tx_power": self.tx_power,
             "sensitivity": self.sensitivity,

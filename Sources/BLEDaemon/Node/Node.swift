@@ -5,8 +5,9 @@ import Foundation
 import HCIProtocol
 import Logging
 
-/// Failures of node operations, each mapped to a named D-Bus error (docs/dbus.md).
-public enum NodeError: Error, CustomStringConvertible, DBusErrorConvertible {
+/// Failures of node operations (domain errors). The D-Bus edge (`NodeBus.wireError`) maps
+/// each to its error name (docs/dbus.md); the node itself knows no wire names.
+public enum NodeError: Error, CustomStringConvertible, Equatable {
     case notAuthorized(String)
     case rateLimited(String)
     case invalidKeyFile(String)
@@ -22,26 +23,16 @@ public enum NodeError: Error, CustomStringConvertible, DBusErrorConvertible {
     case invalidArgs(String)
     case internalFailure(String)
 
-    public var description: String { dbusError.message }
-
-    public var dbusError: DBusNamedError {
-        typealias E = GaendInterfaces.ErrorName
+    public var message: String {
         switch self {
-        case .notAuthorized(let m): return DBusNamedError(name: E.notAuthorized, message: m)
-        case .rateLimited(let m): return DBusNamedError(name: E.rateLimited, message: m)
-        case .invalidKeyFile(let m): return DBusNamedError(name: E.invalidKeyFile, message: m)
-        case .untrustedKeyFile(let m): return DBusNamedError(name: E.untrustedKeyFile, message: m)
-        case .limitExceeded(let m): return DBusNamedError(name: E.limitExceeded, message: m)
-        case .busy(let m): return DBusNamedError(name: E.busy, message: m)
-        case .controllerMissing(let m): return DBusNamedError(name: E.controllerMissing, message: m)
-        case .clockUnsynchronised(let m): return DBusNamedError(name: E.clockUnsynchronised, message: m)
-        case .storage(let m): return DBusNamedError(name: E.storageError, message: m)
-        case .writeFailed(let m): return DBusNamedError(name: E.writeFailed, message: m)
-        case .timeout(let m): return DBusNamedError(name: E.timeout, message: m)
-        case .invalidArgs(let m): return DBusNamedError(name: E.invalidArgs, message: m)
-        case .internalFailure(let m): return DBusNamedError(name: E.failed, message: m)
+        case .notAuthorized(let m), .rateLimited(let m), .invalidKeyFile(let m), .untrustedKeyFile(let m), .limitExceeded(let m),
+             .busy(let m), .controllerMissing(let m), .clockUnsynchronised(let m), .storage(let m), .writeFailed(let m),
+             .timeout(let m), .invalidArgs(let m), .internalFailure(let m):
+            return m
         }
     }
+
+    public var description: String { message }
 }
 
 /// What the node reports through `Status` and its counters.
@@ -60,6 +51,10 @@ public struct NodeStatusSnapshot: Sendable, Equatable {
     public var storeLosses = StoreLosses()
     /// The clock-sync check's answer, with its source or reasons.
     public var clockSync = ""
+    /// The controller as configured (`hci0`, `tcp:HOST:PORT`, ...); its facts are in `radio`.
+    public var controller = ""
+    /// The RPI on air now, in trial mode only (nil otherwise, and while nothing is on air).
+    public var trialRPI: RollingProximityIdentifier?
 }
 
 /// A finished scan as the research signal carries it.
@@ -97,6 +92,8 @@ public actor GaenNode: ScheduleEffects {
     /// The one owner of the controller's LE state (advertising, scanning, address).
     public nonisolated let radio: RadioOwner
     private var radioStatus = RadioOwner.Status()
+    /// The last beacon made; its RPI is what is on air while its address is (status, trial mode).
+    private var lastBeacon: GAENBeacon?
 
     // Schedule.
     private var driverTask: Task<Void, Never>?
@@ -296,7 +293,15 @@ public actor GaenNode: ScheduleEffects {
     public var snapshot: NodeStatusSnapshot {
         NodeStatusSnapshot(enabled: state.enabled, status: statusList, advertisements: advertisements,
                            scans: scans, sightings: sightings, lastScanEnd: lastScanEnd, radio: radioStatus,
-                           storeLosses: store.losses(), clockSync: sync.status().description)
+                           storeLosses: store.losses(), clockSync: sync.status().description,
+                           controller: controllerAddress.description, trialRPI: trialRPI)
+    }
+
+    /// The RPI on air, for technicians checking a board with a scanner; RPIs are public (they
+    /// are on air), but the issue keeps them out of status outside trial mode.
+    private var trialRPI: RollingProximityIdentifier? {
+        guard settings.trial, let b = lastBeacon, let onAir = radioStatus.advertisingAddress, b.beacon.address == onAir else { return nil }
+        return b.rpi
     }
 
     var statusList: [String] {
@@ -343,6 +348,7 @@ public actor GaenNode: ScheduleEffects {
         state.calibrationConfidence = confidence
         state.calibrationBasis = NodeState.CalibrationBasis(settings.calibration)
         try saveState()
+        await notifyStatus()
     }
 
     // MARK: Schedule effects
@@ -437,6 +443,7 @@ public actor GaenNode: ScheduleEffects {
             var random = SecureRandom()
             let beacon = try GAENBeaconFactory().beacon(tek: tek, interval: slot.interval, metadata: metadata, random: &random)
             advertisements += 1
+            lastBeacon = beacon
             logger.debug("rotating", metadata: ["slot": "\(slot)"])
             return beacon
         } catch {

@@ -44,6 +44,9 @@ public actor RadioOwner {
     /// A snapshot for status: what is wanted, what is on air, and the counters.
     public struct Status: Sendable, Equatable {
         public var controller: ControllerState = .missing
+        /// What the connected controller reported at bring-up (version, manufacturer, public
+        /// address); nil while there is no session.
+        public var controllerInfo: ControllerInfo?
         public var advertisingWanted = false
         /// The controller confirmed advertising enabled with the wanted beacon.
         public var advertisingOnAir = false
@@ -203,6 +206,7 @@ public actor RadioOwner {
         await detach()
         session = s
         sessionDropsAtAttach = await s.reportsDropped
+        status.controllerInfo = await s.controllerInfo
         setController(.active)
         forgetControllerState()
         let reports = s.advertisingReports
@@ -231,6 +235,7 @@ public actor RadioOwner {
         eventsTask?.cancel()
         pump = nil; watchdogTask = nil; stallTask = nil; eventsTask = nil
         setController(.missing)
+        status.controllerInfo = nil
         forgetControllerState()
     }
 
@@ -253,8 +258,9 @@ public actor RadioOwner {
 
     private func handle(_ event: HCISessionEvent) async {
         switch event {
-        case .reconnected:
+        case .reconnected(let info):
             logger.info("controller reset; restoring advertising and scanning")
+            status.controllerInfo = info
             await lock()
             forgetControllerState()
             unlock()
@@ -262,6 +268,8 @@ public actor RadioOwner {
             await reconcileOrRetry()
         case .transportLost, .hardwareError, .reconnecting, .reconnectFailed:
             forgetControllerState()
+            // Until it answers its bring-up again it may not even be the same controller.
+            status.controllerInfo = nil
             setController(.error)
         case .gaveUp(let reason):
             logger.error("controller lost", metadata: ["reason": "\(reason)"])

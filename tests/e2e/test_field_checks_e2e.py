@@ -1,0 +1,103 @@
+"""Field checks as a technician makes them (issue 10): `gaenctl status` names the controller and
+the address on air, an independent Bumble scanner hears exactly that address (and, in trial
+mode, the RPI status shows), and the controller facts are the ones the controller reports."""
+
+from __future__ import annotations
+
+import json
+import shutil
+import subprocess
+import sys
+import time
+
+from conftest import peer_scan, wait_for
+from test_node_e2e import TX_POWER, nodes  # noqa: F401  (fixture)
+
+PREFIX = "02011a03036ffd17166ffd"  # flags, 16-bit UUID list 0xFD6F, service data 0xFD6F
+
+
+def gaen_reports(scan) -> list[dict]:
+    return [x for x in scan.lines() if x["data"].startswith(PREFIX)]
+
+
+def on_air(node) -> dict:
+    """A status taken while a beacon is confirmed on air."""
+    assert wait_for(lambda: node.status().get("advertisingAddress") is not None, 30, 0.3), node.status()
+    return node.status()
+
+
+def test_status_shows_the_controller_and_what_a_scanner_hears(radio, nodes, spawn):
+    # A controller that is not Bumble's default (0xFFFF, 5.0): the facts must come from it.
+    r = radio([{"name": "board", "transport": "tcp-server:127.0.0.1:0", "tx_power": TX_POWER,
+                "company_identifier": 0x000F, "hci_version": 11, "lmp_version": 10},
+               {"name": "other", "transport": "tcp-server:127.0.0.1:0", "x": 2.0,
+                "public_address": "00:1A:7D:DA:71:13"},
+               {"name": "phone", "transport": "tcp-server:127.0.0.1:0", "x": 1.0}],
+              channel={"sigma": 0.0, "loss": 0.0})
+    # Real time (no --time-scale): the address holds for 10-20 minutes, as on a board.
+    trial = nodes("board", r.ready["devices"]["board"]["connect"], extra=["--trial", "--ignore-clock-sync"])
+    plain = nodes("other", r.ready["devices"]["other"]["connect"], extra=["--ignore-clock-sync"])
+    trial.start()
+    plain.start()
+
+    for _ in range(3):  # a rotation between the status and the scan (1 in ~600 s) retries
+        before = on_air(trial)
+        scan = peer_scan(spawn, r, "phone", 3.0)
+        assert scan.wait(30) == 0, scan.stderr
+        after = on_air(trial)
+        if before["advertisingAddress"] == after["advertisingAddress"]:
+            break
+    assert before["advertisingAddress"] == after["advertisingAddress"], (before, after)
+    address, rpi = before["advertisingAddress"], before["currentRpi"]
+    heard = {x["address"]: x for x in gaen_reports(scan)}
+    assert address in heard, (address, sorted(heard))
+    assert heard[address]["address_type"] == "random"
+    # In trial mode status shows the RPI on air: the one in the beacon heard from that address.
+    assert rpi is not None and len(rpi) == 32
+    assert heard[address]["data"][len(PREFIX):len(PREFIX) + 32] == rpi
+    # The other node (not in trial mode) is heard too; its status shows its address, never its RPI.
+    other = on_air(plain)
+    assert other["advertisingAddress"] in heard and other["currentRpi"] is None, other
+
+    # The controller facts equal what the controller reports about itself.
+    for node, device in ((trial, "board"), (plain, "other")):
+        state = r.state(device)
+        c = node.status()["controller"]
+        assert c == {
+            "name": r.ready["devices"][device]["connect"], "address": state["public_address"],
+            "manufacturer": state["company_identifier"],
+            "manufacturerName": "Broadcom Corporation" if device == "board" else "Not assigned (testing/virtual)",
+            "hciVersion": state["hci_version"], "hciVersionName": {11: "5.2", 9: "5.0"}[state["hci_version"]],
+            "hciSubversion": state["hci_subversion"],
+            "lmpVersion": state["lmp_version"], "lmpVersionName": {10: "5.1", 9: "5.0"}[state["lmp_version"]],
+            "lmpSubversion": state["lmp_subversion"],
+        }, (c, state)
+    assert plain.status()["controller"]["address"] == "00:1A:7D:DA:71:13"
+    # Calibration and labels as configured.
+    s = trial.status()
+    assert (s["txPower"], s["rssiCorrection"], s["node"], s["site"]) == (TX_POWER, 0, "board", "e2e"), s
+
+    # The text a technician reads, and the same facts over D-Bus for any client.
+    text = trial.ctl("status", check=True).stdout
+    assert f"controller:     {r.ready['devices']['board']['connect']}, address {r.state('board')['public_address']}, " \
+           "Broadcom Corporation (company 0x000F), HCI 5.2, LMP 5.1\n" in text, text
+    assert "advertising:    from " in text and "calibration:    TX power -20 dBm, RSSI correction 0 dB" in text, text
+    assert "labels:         node board, site e2e" in text, text
+    busctl = shutil.which("busctl")
+    if busctl:
+        out = subprocess.run([busctl, f"--address={trial.bus.address}", "--json=short", "get-property", "org.gaend", "/org/gaend",
+                              "org.gaend.ExposureNotification1", "Controller", "AdvertisingAddress"],
+                             capture_output=True, text=True, check=True)
+        values = [json.loads(l) for l in out.stdout.splitlines()]
+        assert values[0]["data"]["manufacturer"]["data"] == 0x000F, values
+        assert values[1]["data"] == trial.status()["advertisingAddress"]
+
+    # A controller that goes away: status keeps its name, drops the facts and the address.
+    r.ok(cmd="drop", device="board", refuse_seconds=5.0)
+    assert wait_for(lambda: "address" not in trial.status()["controller"], 10, 0.2), trial.status()
+    gone = trial.status()
+    assert gone["controller"] == {"name": r.ready["devices"]["board"]["connect"]}
+    assert gone["advertisingAddress"] is None and gone["currentRpi"] is None, gone
+    # ... and has them again once it is back, with a new address on air.
+    back = on_air(trial)
+    assert back["controller"]["manufacturer"] == 0x000F and back["currentRpi"] is not None, back
