@@ -33,13 +33,18 @@ public struct TrialReport: Sendable, Codable {
 
     public init(site: String?, counts: Counts, observations: [Observation], options: AnalysisOptions,
                 detectionByDistance: [DetectionProbability] = []) {
+        self.init(site: site, counts: counts, tally: ObservationTally(observations), options: options, detectionByDistance: detectionByDistance)
+    }
+
+    public init(site: String?, counts: Counts, tally: ObservationTally, options: AnalysisOptions,
+                detectionByDistance: [DetectionProbability] = []) {
         self.site = site
         self.counts = counts
         self.detectionByDistance = detectionByDistance
         var perPair: [NodePair: Int] = [:]
-        for o in observations { perPair[NodePair(receiver: o.receiver, transmitter: o.transmitter), default: 0] += 1 }
+        for e in tally.entries() { perPair[tally.pairs[e.pair], default: 0] += e.count }
         pairs = perPair.keys.sorted().map { PairCount(receiver: $0.receiver, transmitter: $0.transmitter, observations: perPair[$0]!) }
-        analysis = ChannelAnalysis(observations: observations, options: options)
+        analysis = ChannelAnalysis(tally: tally, options: options)
     }
 }
 
@@ -71,50 +76,15 @@ public enum TrialPipeline {
     public static func run(sightings: [SightingRow], transmitters: [TransmitterKeys], groundTruth: GroundTruth,
                            matcher: some SightingMatcher = ProjectMatcher())
         throws -> (observations: [Observation], counts: TrialReport.Counts, detection: [DetectionProbability]) {
-        var counts = TrialReport.Counts()
-        counts.rows = sightings.count
-        for s in sightings { if s.isEmptyScan { counts.emptyScans += 1 } else { counts.reports += 1 } }
-        let result = try matcher.match(sightings, against: transmitters)
-        counts.matched = result.matches.count
-        counts.implausibleMetadata = result.implausibleMetadata
-        counts.outsideKeyValidity = result.outsideValidity
+        let stream = TrialStream(transmitters: transmitters, groundTruth: groundTruth, matcher: matcher)
         var obs: [Observation] = []
-        obs.reserveCapacity(result.matches.count)
-        for m in result.matches {
-            let s = sightings[m.sightingIndex]
-            let pair = NodePair(receiver: s.node ?? "", transmitter: transmitters[m.transmitter].name)
-            guard let d = groundTruth.distance(at: s.time, pair: pair) else { counts.withoutGroundTruth += 1; continue }
-            obs.append(Observation(time: s.time, receiver: pair.receiver, transmitter: pair.transmitter,
-                                   distance: d, attenuation: m.attenuation, rpi: s.rpi?.hexString, txPower: m.txPower,
-                                   rssi: s.rssi, rssiCorrection: s.rssiCorrection))
-        }
-        counts.withGroundTruth = obs.count
-        return (obs, counts, detectionProbability(sightings: sightings, transmitters: transmitters, groundTruth: groundTruth, matches: result.matches))
+        stream.onObservation = { obs.append($0) }
+        try stream.addSightings(sightings)
+        return (obs, stream.counts, stream.detection())
     }
 
-    struct ScanKey: Hashable { var node: String; var start: Double }
-
-    static func detectionProbability(sightings: [SightingRow], transmitters: [TransmitterKeys], groundTruth: GroundTruth,
-                                     matches: [MatchedSighting]) -> [DetectionProbability] {
-        var scans = Set<ScanKey>()
-        for s in sightings { if let start = s.scanStart { scans.insert(ScanKey(node: s.node ?? "", start: start)) } }
-        guard !scans.isEmpty else { return [] }
-        var heard = Set<[String]>()
-        for m in matches {
-            let s = sightings[m.sightingIndex]
-            guard let start = s.scanStart else { continue }
-            heard.insert([s.node ?? "", Format.exact(start), transmitters[m.transmitter].name])
-        }
-        var byDistance: [Double: (present: Int, heard: Int)] = [:]
-        for scan in scans {
-            for t in transmitters where t.name != scan.node {
-                guard let d = groundTruth.distance(at: scan.start, pair: NodePair(receiver: scan.node, transmitter: t.name)) else { continue }
-                var e = byDistance[d] ?? (0, 0)
-                e.present += 1
-                if heard.contains([scan.node, Format.exact(scan.start), t.name]) { e.heard += 1 }
-                byDistance[d] = e
-            }
-        }
+    /// Scans present and heard per true distance, as the table's rows.
+    static func detectionRows(_ byDistance: [Double: (present: Int, heard: Int)]) -> [DetectionProbability] {
         // Up to 40 distances one by one; more (moving nodes) in logarithmic bins, 10 per decade.
         var rows: [(low: Double, high: Double, present: Int, heard: Int)] = []
         if byDistance.count <= 40 {
@@ -136,11 +106,18 @@ public enum TrialPipeline {
     /// `transmitter`, `distance`; the report's own attenuation.csv has them all). Rows without
     /// a distance column take it from the ground truth.
     public static func observations(attenuationCSV reader: CSVReader, groundTruth: GroundTruth) throws -> ([Observation], TrialReport.Counts) {
+        var obs: [Observation] = []
+        let counts = try forEachObservation(attenuationCSV: reader, groundTruth: groundTruth) { obs.append($0) }
+        return (obs, counts)
+    }
+
+    /// The observations of an attenuation CSV handed to `body` one by one, in file order.
+    public static func forEachObservation(attenuationCSV reader: CSVReader, groundTruth: GroundTruth,
+                                          _ body: (Observation) throws -> Void) throws -> TrialReport.Counts {
         let cTime = try reader.requireColumn("time"), cAtt = try reader.requireColumn("attenuation")
         let cRx = reader.column("receiver"), cTx = reader.column("transmitter"), cDist = reader.column("distance")
         let cRPI = reader.column("rpi"), cTxPower = reader.column("tx_power"), cRSSI = reader.column("rssi"), cCorr = reader.column("rssi_correction")
         var counts = TrialReport.Counts()
-        var obs: [Observation] = []
         try reader.forEachRow { row in
             counts.rows += 1; counts.reports += 1; counts.matched += 1
             let t = try row.requireDouble(cTime, column: "time")
@@ -158,12 +135,12 @@ public enum TrialPipeline {
             let d = given ?? groundTruth.distance(at: t, pair: NodePair(receiver: rx, transmitter: tx))
             guard let d else { counts.withoutGroundTruth += 1; return }
             func int(_ c: Int?, _ name: String) throws -> Int? { try c.flatMap { try row.int($0, column: name) } }
-            obs.append(Observation(time: t, receiver: rx, transmitter: tx, distance: d, attenuation: a,
-                                   rpi: cRPI.map { row.string($0) }.flatMap { $0.isEmpty ? nil : $0 }, txPower: try int(cTxPower, "tx_power"),
-                                   rssi: try int(cRSSI, "rssi"), rssiCorrection: try int(cCorr, "rssi_correction")))
+            counts.withGroundTruth += 1
+            try body(Observation(time: t, receiver: rx, transmitter: tx, distance: d, attenuation: a,
+                                 rpi: cRPI.map { row.string($0) }.flatMap { $0.isEmpty ? nil : $0 }, txPower: try int(cTxPower, "tx_power"),
+                                 rssi: try int(cRSSI, "rssi"), rssiCorrection: try int(cCorr, "rssi_correction")))
         }
-        counts.withGroundTruth = obs.count
-        return (obs, counts)
+        return counts
     }
 }
 
@@ -176,20 +153,22 @@ public enum TrialReportWriter {
     /// With `dailyAttenuation`, the attenuation rows go to the daily layout
     /// (`dailyAttenuationFiles`) instead of one attenuation.csv.
     public static func write(_ report: TrialReport, observations: [Observation], to dir: URL, dailyAttenuation: Bool = false) throws {
+        let rows = try AttenuationRowsWriter(reportDirectory: dir, daily: dailyAttenuation)
+        do {
+            for o in observations { try rows.append(o, site: report.site) }
+            try rows.commit()
+        } catch { rows.discard(); throw error }
+        try write(report, tally: ObservationTally(observations), to: dir)
+    }
+
+    /// Every file but the attenuation rows (written as they stream, AttenuationRowsWriter).
+    public static func write(_ report: TrialReport, tally: ObservationTally, to dir: URL) throws {
         try FileManager.default.createDirectory(at: dir, withIntermediateDirectories: true)
         try OutputFile.write(jsonData(report), to: dir.appendingPathComponent("report.json"))
         try OutputFile.write(Data(markdown(report).utf8), to: dir.appendingPathComponent("report.md"))
-        if dailyAttenuation {
-            let files = dailyAttenuationFiles(in: dir)
-            let siteField = "," + CSVWriter.escape(report.site ?? "")
-            for o in observations { try files.append(attenuationLine(o, siteField: siteField) + "\n", board: o.receiver, time: o.time) }
-            try files.commit()
-        } else {
-            try attenuationCSV(observations, site: report.site).write(to: dir.appendingPathComponent("attenuation.csv"))
-        }
         try distancesCSV(report.analysis).write(to: dir.appendingPathComponent("distances.csv"))
         try fitCSV(report.analysis).write(to: dir.appendingPathComponent("fit.csv"))
-        let plot = AttenuationPlot(analysis: report.analysis, observations: observations, site: report.site)
+        let plot = AttenuationPlot(analysis: report.analysis, tally: tally, site: report.site)
         try curveCSV(plot).write(to: dir.appendingPathComponent("curve.csv"))
         try detectionCSV(report.analysis).write(to: dir.appendingPathComponent("detection.csv"))
         try OutputFile.write(Data(plot.svg().utf8), to: dir.appendingPathComponent("plot.svg"))
