@@ -20,8 +20,9 @@ struct NodeClockStepTests {
         s.stateDirectory = dir.url.path
         s.storeKeyFile = dir.keyPath
         s.clock.stepConfirmationMinutes = 60
-        return try GaenNode(settings: s, logger: Logger(label: "test"), clock: ManualClock(wall: Self.w0, monotonic: 100),
-                            sync: FixedClockSync(.synchronized(source: "test")))
+        let clock = ManualClock(wall: Self.w0, monotonic: 100)
+        return try GaenNode(settings: s, logger: Logger(label: "test"), clock: clock, sync: FixedClockSync(.synchronized(source: "test")),
+                            radio: RadioService.makeRadio(settings: s, clock: clock, logger: Logger(label: "test")))
     }
 
     func rotate(_ node: GaenNode, wall: Double, monotonic: Double) async {

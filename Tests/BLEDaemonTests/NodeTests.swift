@@ -20,7 +20,8 @@ struct NodeTests {
         s.trial = trial
         configure(&s)
         let clock = ManualClock(wall: 1_700_000_000, monotonic: 100)  // 2023-11-14T22:13:20Z
-        let node = try GaenNode(settings: s, logger: Logger(label: "test"), clock: clock, sync: FixedClockSync(.synchronized(source: "test")))
+        let node = try GaenNode(settings: s, logger: Logger(label: "test"), clock: clock, sync: FixedClockSync(.synchronized(source: "test")),
+                                radio: RadioService.makeRadio(settings: s, clock: clock, logger: Logger(label: "test")))
         return (node, clock)
     }
 
