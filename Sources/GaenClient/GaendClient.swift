@@ -235,14 +235,23 @@ public struct GaendClient: Sendable {
         return (node, site)
     }
 
-    /// ScanFinished signals; malformed ones are dropped.
+    /// Each scan once, malformed signals dropped: from ScanRecorded (sightings with their
+    /// advertiser addresses), or from ScanFinished when the daemon does not send ScanRecorded
+    /// (Research1 revision 1).
     public func scanFinished() async throws -> AsyncStream<GaendScanFinished> {
-        let raw = try await bus.signals(sender: destination, path: GaendBus.objectPath,
-                                        interface: GaendScanFinished.interface, member: GaendScanFinished.member)
+        let raw = try await bus.signals(sender: destination, path: GaendBus.objectPath, interface: GaendBus.researchInterface)
         return AsyncStream { continuation in
             let task = Task {
+                // The daemon sends ScanRecorded before ScanFinished of the same scan.
+                var lastRecorded: (start: Int64, end: Int64)?
                 for await m in raw {
-                    if let s = try? GaendScanFinished(args: m.body) { continuation.yield(s) }
+                    if m.member == GaendScanRecorded.member, let r = try? GaendScanRecorded(args: m.body) {
+                        lastRecorded = (r.scan.start, r.scan.end)
+                        continuation.yield(r.scan)
+                    } else if m.member == GaendScanFinished.member, let s = try? GaendScanFinished(args: m.body) {
+                        if let r = lastRecorded, r == (s.start, s.end) { continue }
+                        continuation.yield(s)
+                    }
                 }
                 continuation.finish()
             }

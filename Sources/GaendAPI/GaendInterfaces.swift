@@ -96,7 +96,7 @@ public enum GaendInterfaces {
     /// Exported only when the config enables research (or `--trial`).
     public static let research = DBusInterfaceDecl(
         name: GaendBus.researchInterface,
-        revision: 1,
+        revision: 2,
         methods: [
             DBusMethodDecl(R.ExportSightings.self, since: 1,
                            errors: [ErrorName.invalidArgs, ErrorName.writeFailed, ErrorName.storageError, ErrorName.limitExceeded, ErrorName.timeout]),
@@ -111,7 +111,7 @@ public enum GaendInterfaces {
             DBusPropertyDecl("Node", "s", .read, emitsChanged: .const, since: 1),
             DBusPropertyDecl("Site", "s", .read, emitsChanged: .const, since: 1),
         ],
-        signals: [DBusSignalDecl(GaendScanFinished.self, since: 1)],
+        signals: [DBusSignalDecl(GaendScanFinished.self, since: 1), DBusSignalDecl(GaendScanRecorded.self, since: 2)],
         errors: errors)
 
     /// Every gaend interface, in the order of the files in dbus/.

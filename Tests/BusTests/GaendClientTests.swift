@@ -110,8 +110,16 @@ final class CannedDaemon: Sendable {
         onResearch.on(R.AddMarker.self) { _, _ in .init(id: Samples.marker.id) }
         onResearch.on(R.GetMarkers.self) { _, _ in .init(markers: [Samples.marker]) }
         onResearch.on(R.SetCalibration.self) { _, _ in
+            // As gaend sends a scan (ScanRecorded, then ScanFinished), then a scan as an
+            // older gaend sends it (ScanFinished alone).
+            var addressed = Samples.sighting
+            addressed.address = "3A:11:22:33:44:55"
+            let scan = GaendScanFinished(start: 1, end: 2, sightings: [addressed])
+            try await service.emit(path: GaendBus.objectPath, interface: research.name, signal: GaendScanRecorded.member,
+                                   GaendScanRecorded(scan).args)
+            try await service.emit(path: GaendBus.objectPath, interface: research.name, signal: GaendScanFinished.member, scan.args)
             try await service.emit(path: GaendBus.objectPath, interface: research.name, signal: GaendScanFinished.member,
-                                   GaendScanFinished(start: 1, end: 2, sightings: [Samples.sighting]).args)
+                                   GaendScanFinished(start: 3, end: 4, sightings: [Samples.sighting]).args)
             return .init()
         }
         let researchImpl = try DBusInterfaceImplementation(research, methods: onResearch.methods,
@@ -148,6 +156,15 @@ struct GaendClientTests {
         #expect(en.method("GetExposureSummary")?.outSignature == GaendExposureSummaryV1.signature)
         #expect(research.method("GetMarkers")?.outSignature == "a" + GaendMarker.signature)
         #expect(research.signal("ScanFinished")?.signature == DBusValue.signature(of: GaendScanFinished(start: 0, end: 0, sightings: []).args))
+        #expect(research.signal("ScanRecorded")?.signature
+                == DBusValue.signature(of: GaendScanRecorded(GaendScanFinished(start: 0, end: 0, sightings: [])).args))
+        var withAddress = Samples.sighting
+        withAddress.address = "3A:11:22:33:44:55"
+        let recorded = GaendScanFinished(start: 5, end: 6, sightings: [withAddress, Samples.sighting])
+        // The empty address stands for "not known" and reads back as nil; ScanFinished has none.
+        #expect(try GaendScanRecorded(args: GaendScanRecorded(recorded).args).scan == recorded)
+        #expect(try GaendScanFinished(args: recorded.args) == GaendScanFinished(start: 5, end: 6, sightings: [Samples.sighting, Samples.sighting]))
+        #expect(throws: GaendWireError.self) { try GaendScanRecorded(args: recorded.args) }
         #expect(en.signal("ExposureStateUpdated")?.signature
                 == DBusValue.signature(of: GaendExposureStateUpdate(token: "", matchedKeys: 0, windows: 0, error: "").args))
 
@@ -247,7 +264,11 @@ struct GaendClientTests {
         let scans = try await client.scanFinished()
         try await client.setCalibration(txPower: -30, rssiCorrection: 5, confidence: 2)
         var scanIt = scans.makeAsyncIterator()
-        #expect(await scanIt.next() == GaendScanFinished(start: 1, end: 2, sightings: [Samples.sighting]))
+        var addressed = Samples.sighting
+        addressed.address = "3A:11:22:33:44:55"
+        // Each scan once, with addresses from ScanRecorded; without them from an older daemon.
+        #expect(await scanIt.next() == GaendScanFinished(start: 1, end: 2, sightings: [addressed]))
+        #expect(await scanIt.next() == GaendScanFinished(start: 3, end: 4, sightings: [Samples.sighting]))
 
         let file = FileManager.default.temporaryDirectory.appendingPathComponent("gaend-export-\(UUID().uuidString).csv")
         _ = FileManager.default.createFile(atPath: file.path, contents: nil)

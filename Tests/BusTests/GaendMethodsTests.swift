@@ -43,9 +43,11 @@ struct GaendMethodsTests {
         }
         #expect(declared == Self.typed.count)
         #expect(GaendInterfaces.exposureNotification.signals == [DBusSignalDecl(GaendExposureStateUpdate.self, since: 1)])
-        #expect(GaendInterfaces.research.signals == [DBusSignalDecl(GaendScanFinished.self, since: 1)])
+        #expect(GaendInterfaces.research.signals == [DBusSignalDecl(GaendScanFinished.self, since: 1),
+                                                     DBusSignalDecl(GaendScanRecorded.self, since: 2)])
         #expect(GaendExposureStateUpdate.interface == GaendInterfaces.exposureNotification.name)
         #expect(GaendScanFinished.interface == GaendInterfaces.research.name)
+        #expect(GaendScanRecorded.interface == GaendInterfaces.research.name)
     }
 
     /// Encodes `message`, checks the declared signature, decodes it back.

@@ -619,9 +619,9 @@ _gaenctl_sightings() {
 
 _gaenctl_sightings_watch() {
     repeating_flags=()
-    non_repeating_flags=(--json -h --help)
+    non_repeating_flags=(--json --summary -h --help)
     repeating_options=()
-    non_repeating_options=(--bus --name --timeout --count)
+    non_repeating_options=(--bus --name --timeout --count --tx-power --forget-after)
     __gaenctl_offer_flags_options 0
 
     # Offer option value completions
@@ -636,6 +636,12 @@ _gaenctl_sightings_watch() {
         return
         ;;
     '--count')
+        return
+        ;;
+    '--tx-power')
+        return
+        ;;
+    '--forget-after')
         return
         ;;
     esac

@@ -259,9 +259,13 @@ public final class NodeBus: NodeObserver, Sendable {
     public func scanFinished(_ scan: RecordedScan) async {
         guard research else { return }
         let signal = GaendScanFinished(start: Self.ms(scan.start), end: Self.ms(scan.end), sightings: scan.sightings.map {
-            GaendSighting(time: Self.ms($0.time), rpi: $0.rpi.bytes, aem: $0.aem.bytes, rssi: Int16($0.rssi))
+            GaendSighting(time: Self.ms($0.time), rpi: $0.rpi.bytes, aem: $0.aem.bytes, rssi: Int16($0.rssi), address: $0.address?.description)
         })
         do {
+            // ScanRecorded (with addresses) first, then ScanFinished for older clients: a client
+            // that hears both recognises the second as the same scan.
+            try await service.emit(path: GaendBus.objectPath, interface: GaendScanRecorded.interface, signal: GaendScanRecorded.member,
+                                   GaendScanRecorded(signal).args)
             try await service.emit(path: GaendBus.objectPath, interface: GaendScanFinished.interface, signal: GaendScanFinished.member, signal.args)
         } catch { logger.debug("ScanFinished not sent", metadata: ["error": "\(error)"]) }
     }
