@@ -87,9 +87,11 @@ struct Gaend: AsyncParsableCommand {
     func run() async throws {
         guard let level = Logger.Level(rawValue: logLevel) else { throw ValidationError("--log-level: unknown level '\(logLevel)'") }
         let journal = JournalLogHandler.standardErrorIsJournal()
+        // Structured fields through journald's native socket; the stream is the fallback.
+        let journalSocket = journal ? JournalSocket(path: ProcessInfo.processInfo.environment["GAEND_JOURNAL_SOCKET"] ?? JournalSocket.defaultPath) : nil
         LoggingSystem.bootstrap { label in
             if journal {
-                var h = JournalLogHandler(label: label)
+                var h = JournalLogHandler(label: label, socket: journalSocket)
                 h.logLevel = level
                 return h
             }

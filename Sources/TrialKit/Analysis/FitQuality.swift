@@ -5,8 +5,8 @@ import Foundation
 /// packets arrive and ordinary least squares sees attenuation flatten with distance. Here the
 /// readings are modelled as normal around A(1 m) + slope x log10(d), truncated at the limit
 /// (the weakest attenuation observed, + 0.5 dB for whole-dB readings), and fitted by maximum
-/// likelihood (truncated-normal regression; a Tobit model would need the unrecorded packets
-/// counted, which a sightings export cannot know). Written here: no optimisation package is in
+/// likelihood (truncated-normal regression; the Tobit fit over scans, TobitFit, counts the
+/// scans that lost the transmitter instead). Written here: no optimisation package is in
 /// the offline set; Nelder-Mead on three parameters over grouped data is small.
 public struct CensoredFit: Sendable, Codable, Equatable {
     public var attenuationAt1m: Double
@@ -49,6 +49,64 @@ public struct CensoredFit: Sendable, Codable, Equatable {
     }
 
     struct Pair: Hashable { var x: Double; var y: Double }
+}
+
+/// The log-distance model fitted as a Tobit model (type I censored regression) on scans: each
+/// scan of a receiver with a transmitter present at a known distance (from the markers) is one
+/// observation. When the scan heard the transmitter, its value is the mean attenuation of the
+/// transmitter's readings in that scan; when it did not, the value is censored: weaker than the
+/// limit (the weakest attenuation received). The likelihood takes both: the normal density for
+/// the heard scans, the normal tail above the limit for the unheard ones. Unlike the truncated
+/// fit, which only knows the readings that arrived, this one counts the scans that lost the
+/// transmitter, so the weak end of the channel is seen. sigma is the spread of a scan's mean
+/// (smaller than a single reading's when readings within a scan vary independently).
+public struct TobitFit: Sendable, Codable, Equatable {
+    public var attenuationAt1m: Double
+    public var slopePerDecade: Double
+    public var sigma: Double
+    public var limitDb: Double
+    /// Scans in which the transmitter was heard, and not heard (censored).
+    public var heardScans: Int
+    public var censoredScans: Int
+
+    /// - Parameters:
+    ///   - heard: (log10 distance, mean attenuation of the scan) and how many scans had it.
+    ///   - censored: log10 distance and how many scans at it did not hear the transmitter.
+    public init?(heard: [(x: Double, y: Double, count: Int)], censored: [(x: Double, count: Int)], limit: Double,
+                 start: (a: Double, b: Double, sigma: Double)? = nil) {
+        let nHeard = heard.reduce(0) { $0 + $1.count }, nCensored = censored.reduce(0) { $0 + $1.count }
+        guard nHeard >= 3 else { return nil }
+        let xs = Set(heard.map(\.x) + censored.map(\.x))
+        guard xs.count >= 2 else { return nil }
+        let initial: (a: Double, b: Double, sigma: Double)
+        if let start { initial = start } else {
+            guard let ols = try? LinearFit(weighted: heard) else { return nil }
+            initial = (ols.intercept, ols.slope, max(ols.residualSigma, 0.5))
+        }
+        let h = heard.sorted { ($0.x, $0.y) < ($1.x, $1.y) }.map { ($0.x, $0.y, Double($0.count)) }
+        let c = censored.sorted { $0.x < $1.x }.map { ($0.x, Double($0.count)) }
+        func nll(_ v: [Double]) -> Double {
+            let a = v[0], b = v[1], ls = v[2], s = exp(ls)
+            var total = 0.0
+            for (x, y, n) in h {
+                let z = (y - a - b * x) / s
+                total += n * (0.5 * z * z + ls)
+            }
+            for (x, n) in c {
+                // log P(Y > limit) = log Phi((mu - limit) / s), with erfc for the far tail.
+                let tail = Statistics.normalCDF((a + b * x - limit) / s)
+                guard tail > 1e-300 else { return .infinity }
+                total -= n * log(tail)
+            }
+            return total
+        }
+        // Restarted once from its own result: Nelder-Mead can settle early on a long valley.
+        guard let first = NelderMead.minimise(nll, start: [initial.a, initial.b, log(initial.sigma)], steps: [2, 2, 0.2], iterations: 4000),
+              let best = NelderMead.minimise(nll, start: first, steps: [0.5, 0.5, 0.05], iterations: 4000) else { return nil }
+        attenuationAt1m = best[0]; slopePerDecade = best[1]; sigma = exp(best[2])
+        limitDb = limit; heardScans = nHeard; censoredScans = nCensored
+        guard attenuationAt1m.isFinite, slopePerDecade.isFinite, sigma.isFinite else { return nil }
+    }
 }
 
 enum NelderMead {

@@ -30,6 +30,8 @@ public struct TrialReport: Sendable, Codable {
     /// Share of scans in which a present transmitter was heard, by true distance (empty when the
     /// input had no scans, e.g. --attenuations).
     public var detectionByDistance: [DetectionProbability]
+    /// The Tobit fit over scans, heard and censored (TobitFit; nil without scans).
+    public var tobitFit: TobitFit?
 
     public init(site: String?, counts: Counts, observations: [Observation], options: AnalysisOptions,
                 detectionByDistance: [DetectionProbability] = []) {
@@ -148,7 +150,7 @@ public enum TrialPipeline {
 /// curve.csv, detection.csv, plot.svg.
 public enum TrialReportWriter {
     public static let files = ["report.json", "report.md", "attenuation.csv", "distances.csv", "fit.csv",
-                               "curve.csv", "detection.csv", "plot.svg", "pairs.csv", "receivers.csv", "sweep.csv", "sweep.svg", "detection_probability.csv"]
+                               "curve.csv", "detection.csv", "plot.svg", "pairs.csv", "receivers.csv", "sweep.csv", "sweep.svg", "detection_probability.csv", "heatmap.svg", "residuals.svg"]
 
     /// With `dailyAttenuation`, the attenuation rows go to the daily layout
     /// (`dailyAttenuationFiles`) instead of one attenuation.csv.
@@ -181,6 +183,20 @@ public enum TrialReportWriter {
         }
         try dp.write(to: dir.appendingPathComponent("detection_probability.csv"))
         try OutputFile.write(Data(SweepPlot(analysis: report.analysis, site: report.site).svg().utf8), to: dir.appendingPathComponent("sweep.svg"))
+        try OutputFile.write(Data(HeatmapPlot(analysis: report.analysis, tally: tally, site: report.site).svg().utf8), to: dir.appendingPathComponent("heatmap.svg"))
+        if let residuals = ResidualPlot(analysis: report.analysis, tally: tally, site: report.site) {
+            try OutputFile.write(Data(residuals.svg().utf8), to: dir.appendingPathComponent("residuals.svg"))
+        }
+        if let t = report.tobitFit {
+            var w = CSVWriter(header: ["parameter", "value"])
+            w.appendRow(["attenuation_at_1m_db", Format.fixed(t.attenuationAt1m, 3)])
+            w.appendRow(["slope_db_per_decade", Format.fixed(t.slopePerDecade, 3)])
+            w.appendRow(["sigma_db", Format.fixed(t.sigma, 3)])
+            w.appendRow(["censoring_limit_db", Format.fixed(t.limitDb, 1)])
+            w.appendRow(["heard_scans", String(t.heardScans)])
+            w.appendRow(["censored_scans", String(t.censoredScans)])
+            try w.write(to: dir.appendingPathComponent("tobit.csv"))
+        }
     }
 
     public static func groupsCSV(_ groups: [GroupStats], pairs: Bool) -> CSVWriter {
@@ -312,6 +328,10 @@ public enum TrialReportWriter {
                 s += "Censoring-aware fit (readings modelled as truncated at the sensitivity limit, \(f(c.limitDb, 1)) dB, the weakest received): "
                 s += "A(1 m) \(f(c.attenuationAt1m, 2)) dB, slope \(f(c.slopePerDecade, 2)) dB/decade, sigma \(f(c.sigma, 2)) dB.\n\n"
             }
+            if let t = r.tobitFit {
+                s += "Tobit fit over scans (\(t.heardScans) scans that heard a present transmitter, at their mean attenuation; \(t.censoredScans) that did not, censored above \(f(t.limitDb, 1)) dB): "
+                s += "A(1 m) \(f(t.attenuationAt1m, 2)) dB, slope \(f(t.slopePerDecade, 2)) dB/decade, sigma of a scan's mean \(f(t.sigma, 2)) dB (tobit.csv).\n\n"
+            }
             for w in a.warnings { s += "**Warning:** \(w).\n\n" }
         } else {
             s += "No fit: \(a.fitError ?? "no data").\n\n"
@@ -349,7 +369,7 @@ public enum TrialReportWriter {
         for d in a.detection {
             s += "| \(Format.exact(d.thresholdDb)) | \(d.closeCount) | \(d.farCount) | \(pct(d.truePositiveRate)) | \(pct(d.expectedTruePositiveRate)) | \(pct(d.falsePositiveRate)) | \(pct(d.expectedFalsePositiveRate)) | \(pct(d.precision)) | \(pct(d.expectedPrecision)) |\n"
         }
-        s += "\nFiles: attenuation.csv (every analysed sighting), distances.csv, fit.csv, curve.csv, detection.csv, plot.svg, pairs.csv, receivers.csv, sweep.csv and sweep.svg (recall and precision at every whole-dB threshold).\n"
+        s += "\nFiles: attenuation.csv (every analysed sighting), distances.csv, fit.csv, curve.csv, detection.csv, plot.svg, heatmap.svg (attenuation by distance), residuals.svg (residuals of the fit), pairs.csv, receivers.csv, sweep.csv and sweep.svg (recall and precision at every whole-dB threshold)\(r.tobitFit == nil ? "" : ", tobit.csv").\n"
         return s
     }
 }

@@ -20,8 +20,13 @@ public final class TrialStream {
     let nameID: [Int32]
     let names: [String]
     struct ScanKey: Hashable { var node: String; var start: Double }
-    /// Every scan seen (empty ones included), with the name ids of the transmitters it heard.
-    var scans: [ScanKey: [Int32]] = [:]
+    /// A transmitter heard in a scan: its name id and the sum and number of its attenuations.
+    struct Heard { var id: Int32; var sum: Double; var count: Int32 }
+    /// Every scan seen (empty ones included), with the transmitters it heard.
+    var scans: [ScanKey: [Heard]] = [:]
+    /// The weakest attenuation matched, and whether all were whole dB (the Tobit fit's limit).
+    var weakest = -Double.infinity
+    var wholeDecibels = true
     /// Receives every analysed sighting in input order.
     public var onObservation: ((Observation) throws -> Void)?
 
@@ -65,9 +70,15 @@ public final class TrialStream {
         counts.outsideKeyValidity += result.outsideValidity
         for m in result.matches {
             let s = rows[m.sightingIndex]
+            weakest = max(weakest, m.attenuation)
+            if m.attenuation != m.attenuation.rounded() { wholeDecibels = false }
             if let start = s.scanStart {
                 let k = ScanKey(node: s.node ?? "", start: start), id = nameID[m.transmitter]
-                if !scans[k, default: []].contains(id) { scans[k, default: []].append(id) }
+                if let i = scans[k]!.firstIndex(where: { $0.id == id }) {
+                    scans[k]![i].sum += m.attenuation; scans[k]![i].count += 1
+                } else {
+                    scans[k]!.append(Heard(id: id, sum: m.attenuation, count: 1))
+                }
             }
             let pair = NodePair(receiver: s.node ?? "", transmitter: transmitters[m.transmitter].name)
             guard let d = groundTruth.distance(at: s.time, pair: pair) else { counts.withoutGroundTruth += 1; continue }
@@ -100,16 +111,43 @@ public final class TrialStream {
                 guard let d = groundTruth.distance(at: scan.start, pair: NodePair(receiver: scan.node, transmitter: tx.name)) else { continue }
                 var e = byDistance[d] ?? (0, 0)
                 e.present += 1
-                if heard.contains(nameID[t]) { e.heard += 1 }
+                if heard.contains(where: { $0.id == nameID[t] }) { e.heard += 1 }
                 byDistance[d] = e
             }
         }
         return TrialPipeline.detectionRows(byDistance)
     }
 
+    /// The Tobit fit over scans (TobitFit): each scan with a transmitter present at a known
+    /// distance, heard (its mean attenuation, to 0.1 dB) or not (censored above the weakest
+    /// attenuation received, + 0.5 dB for whole-dB readings). nil without scans.
+    public func tobitFit(minimumDistance: Double = AnalysisOptions().minimumDistance) -> TobitFit? {
+        guard !scans.isEmpty, weakest.isFinite else { return nil }
+        struct Point: Hashable { var x: Double; var y: Double }
+        var heardCounts: [Point: Int] = [:]
+        var censoredCounts: [Double: Int] = [:]
+        var xOf: [Double: Double] = [:]
+        for (scan, heard) in scans {
+            for (t, tx) in transmitters.enumerated() where tx.name != scan.node {
+                guard let d = groundTruth.distance(at: scan.start, pair: NodePair(receiver: scan.node, transmitter: tx.name)) else { continue }
+                let x: Double
+                if let v = xOf[d] { x = v } else { x = log10(max(d, minimumDistance)); xOf[d] = x }
+                if let h = heard.first(where: { $0.id == nameID[t] }) {
+                    heardCounts[Point(x: x, y: (h.sum / Double(h.count) * 10).rounded() / 10), default: 0] += 1
+                } else {
+                    censoredCounts[x, default: 0] += 1
+                }
+            }
+        }
+        return TobitFit(heard: heardCounts.map { ($0.key.x, $0.key.y, $0.value) }, censored: censoredCounts.map { ($0.key, $0.value) },
+                        limit: weakest + (wholeDecibels ? 0.5 : 0))
+    }
+
     /// The whole report from what streamed past.
     public func report(options: AnalysisOptions) -> TrialReport {
-        TrialReport(site: site, counts: counts, tally: tally, options: options, detectionByDistance: detection())
+        var r = TrialReport(site: site, counts: counts, tally: tally, options: options, detectionByDistance: detection())
+        r.tobitFit = tobitFit(minimumDistance: options.minimumDistance)
+        return r
     }
 }
 
