@@ -155,3 +155,61 @@ def test_sightings_watch_shows_addresses_and_a_per_device_summary(radio, nodes, 
     assert "attenuation = -10 dBm - (RSSI + 0 dB)" in table and f"\n{peer_address}  {want_rpi}" in table, table
     bad = n.ctl("sightings", "watch", "--tx-power", "-10")
     assert bad.returncode != 0 and "--tx-power goes with --summary" in bad.stderr, bad.stderr
+
+
+def test_journal_native_protocol_carries_structured_fields(radio, nodes, tmp_path):
+    """Under journald (JOURNAL_STREAM names stderr) gaend sends each entry to the native socket
+    (here a stand-in bound by the test) with PRIORITY and its metadata as GAEND_* fields; with
+    nothing listening there it falls back to `<N>` lines on the stream."""
+    import os
+    import socket as so
+
+    def parse(datagram: bytes) -> dict:
+        fields, i = {}, 0
+        while i < len(datagram):
+            nl, eq = datagram.find(b"\n", i), datagram.find(b"=", i)
+            if eq != -1 and eq < nl:
+                fields[datagram[i:eq].decode()] = datagram[eq + 1:nl].decode()
+                i = nl + 1
+            else:
+                size = int.from_bytes(datagram[nl + 1:nl + 9], "little")
+                fields[datagram[i:nl].decode()] = datagram[nl + 9:nl + 9 + size].decode()
+                i = nl + 9 + size + 1
+        return fields
+
+    r = radio([{"name": "n", "transport": "tcp-server:127.0.0.1:0"}])
+    path = str(tmp_path / "journal.socket")
+    sock = so.socket(so.AF_UNIX, so.SOCK_DGRAM)
+    sock.bind(path)
+    sock.settimeout(0.5)
+    n = nodes("n", r.ready["devices"]["n"]["connect"])
+    err = n.dir / "gaend-1.err"  # the file Node.start opens for the first run's stderr
+    err.touch()
+    st = os.stat(err)
+    env = {**os.environ, "JOURNAL_STREAM": f"{st.st_dev}:{st.st_ino}", "GAEND_JOURNAL_SOCKET": path}
+    n.start(env=env)
+    entries = []
+    deadline = time.monotonic() + 20
+    while time.monotonic() < deadline and not any(e.get("GAEND_CONTROLLER") for e in entries):
+        try:
+            entries.append(parse(sock.recv(65536)))
+        except so.timeout:
+            pass
+    up = [e for e in entries if e.get("GAEND_CONTROLLER")]
+    assert up, entries[:5]
+    assert all(e["SYSLOG_IDENTIFIER"] == "gaend" and e["PRIORITY"].isdigit() and e["MESSAGE"] for e in entries), entries[:3]
+    assert up[0]["GAEND_CONTROLLER"] == r.ready["devices"]["n"]["connect"] and up[0]["PRIORITY"] == "6", up[0]
+    # Everything went to the socket: nothing on the stream.
+    assert err.read_text() == "", err.read_text()
+    n.terminate()
+
+    # journald gone (nothing bound at the path): the same entries come as <N> lines on stderr.
+    sock.close()
+    os.unlink(path)
+    err2 = n.dir / "gaend-2.err"
+    err2.touch()
+    st = os.stat(err2)
+    n.start(env={**env, "JOURNAL_STREAM": f"{st.st_dev}:{st.st_ino}"})
+    assert wait_for(lambda: "controller=" in err2.read_text(), 20, 0.2), err2.read_text()
+    assert all(l.startswith("<") for l in err2.read_text().splitlines()), err2.read_text()
+    n.terminate()
