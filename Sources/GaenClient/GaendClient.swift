@@ -41,6 +41,8 @@ public struct GaendNodeStatus: Sendable, Equatable, Codable {
     public var calibrationConfidence: Int32?
     public var node: String?
     public var site: String?
+    /// The exposure service is matching provided key files (nil from a gaend without the property).
+    public var matching: Bool?
 
     public init(properties p: [String: DBusValue]) throws(GaendWireError) {
         func get(_ name: String) throws(GaendWireError) -> DBusValue {
@@ -97,6 +99,7 @@ public struct GaendNodeStatus: Sendable, Equatable, Codable {
         calibrationConfidence = try p["CalibrationConfidence"].map { v throws(GaendWireError) in try v.wireInt32("CalibrationConfidence") }
         node = try p["Node"].map { v throws(GaendWireError) in try v.wireString("Node") }
         site = try p["Site"].map { v throws(GaendWireError) in try v.wireString("Site") }
+        matching = try optionalBool("Matching")
     }
 }
 

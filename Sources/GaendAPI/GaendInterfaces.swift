@@ -88,6 +88,8 @@ public enum GaendInterfaces {
             DBusPropertyDecl("CalibrationConfidence", "i", .read, since: 3),
             DBusPropertyDecl("Node", "s", .read, emitsChanged: .const, since: 3),
             DBusPropertyDecl("Site", "s", .read, emitsChanged: .const, since: 3),
+            // The exposure service's busy state.
+            DBusPropertyDecl("Matching", "b", .read, since: 3),
         ],
         signals: [DBusSignalDecl(GaendExposureStateUpdate.self, since: 1)],
         errors: errors)

@@ -20,7 +20,8 @@ struct NodeTests {
         s.trial = trial
         configure(&s)
         let clock = ManualClock(wall: 1_700_000_000, monotonic: 100)  // 2023-11-14T22:13:20Z
-        let node = try GaenNode(settings: s, logger: Logger(label: "test"), clock: clock, sync: FixedClockSync(.synchronized(source: "test")))
+        let node = try GaenNode(settings: s, logger: Logger(label: "test"), clock: clock, sync: FixedClockSync(.synchronized(source: "test")),
+                                radio: RadioService.makeRadio(settings: s, clock: clock, logger: Logger(label: "test")))
         return (node, clock)
     }
 
@@ -62,13 +63,34 @@ struct NodeTests {
         await node.perform(.finishScan(CompletedScan(startWall: r.wall, endWall: r.wall + 4)), at: r)
         #expect(await node.snapshot.scans == 0)
         #expect(try node.store.counts().scans == 0)
-        #expect(await node.snapshot.status.contains(GaendStatus.controllerMissing))
+        #expect(await node.snapshot.status.contains(.controllerMissing))
         await node.shutdown()
     }
 
     /// A signed-free key file holding `keys`.
     func keyFile(_ keys: [DiagnosisKey]) throws -> Data {
         try KeyExportWriter.exportBin(header: KeyExportHeader(startTimestamp: 0, endTimestamp: 1, region: "t"), keys: keys)
+    }
+
+    @Test("the exposure service's busy state: matching from an accepted call to the end of its matching; another call is Busy meanwhile")
+    func matchingBusyState() async throws {
+        let dir = try TempStoreDir()
+        let (node, _) = try makeNode(dir)
+        #expect(await node.snapshot.matching == false)
+        let key = DiagnosisKey(key: try TemporaryExposureKey(bytes: Data(repeating: 3, count: 16)), rollingStartIntervalNumber: Self.day.firstInterval)
+        _ = try await node.acceptKeyFiles([keyFile([key])], trust: KeyExportTrustSet())
+        #expect(await node.snapshot.matching)
+        await #expect(throws: NodeError.busy("an earlier ProvideDiagnosisKeys is still being matched")) {
+            _ = try await node.acceptKeyFiles([keyFile([key])], trust: KeyExportTrustSet())
+        }
+        let (ended, signal) = AsyncStream.makeStream(of: Bool.self)
+        await node.beginMatching { result in
+            if case .success = result { signal.yield(true) } else { signal.yield(false) }
+        }
+        var it = ended.makeAsyncIterator()
+        #expect(await it.next() == true)
+        #expect(await node.snapshot.matching == false)
+        await node.shutdown()
     }
 
     @Test("a provided key file is kept while its keys can match a kept sighting, dropped by retention after; kept files are not parsed again")
@@ -232,7 +254,7 @@ struct NodeTests {
         }
         let (again, _) = try makeNode(dir)
         #expect(await again.snapshot.enabled == false)
-        #expect(await again.snapshot.status.contains(GaendStatus.inactive))
+        #expect(await again.snapshot.status.contains(.inactive))
         let c = await again.calibration
         #expect(c.txPower == -25 && c.rssiCorrection == 3 && c.confidence == .medium)
         let m = try await again.dataMapping()
@@ -338,13 +360,17 @@ struct NodeTests {
         #expect(try NodeBus.domain(NodeBus.wire(full)) == full)
     }
 
-    @Test("node errors become gaend's D-Bus error names only at the edge")
+    @Test("node errors and conditions become gaend's D-Bus names and Status strings only at the edge")
     func errorNames() {
         let e = NodeBus.wireError(NodeError.busy("matching")) as? DBusNamedError
         #expect(e == DBusNamedError(name: "org.gaend.Error.Busy", message: "matching"))
         #expect((NodeBus.wireError(NodeError.invalidArgs("x")) as? DBusNamedError)?.name == "org.freedesktop.DBus.Error.InvalidArgs")
         #expect((NodeBus.wireError(NodeError.storage("disk")) as? DBusNamedError)?.name == GaendInterfaces.ErrorName.storageError)
         #expect(NodeBus.wireError(CancellationError()) is CancellationError)
+        // Each condition has its own Status string, and every documented string is one.
+        let strings = NodeCondition.allCases.map(NodeBus.wire)
+        #expect(Set(strings).count == NodeCondition.allCases.count)
+        #expect(Set(strings) == Set(GaendStatus.all))
     }
 }
 

@@ -96,6 +96,7 @@ final class CannedDaemon: Sendable {
             "Controller": { Self.controller.dbusValue }, "AdvertisingAddress": { .string("3A:11:22:33:44:55") },
             "CurrentRpi": { .bytes(Self.rpi) }, "TxPower": { .int16(-30) }, "RssiCorrection": { .int16(5) },
             "CalibrationConfidence": { .int32(2) }, "Node": { .string("board-3") }, "Site": { .string("bus 7") },
+            "Matching": { .boolean(true) },
         ]
         for key in getters.keys where !en.properties.contains(where: { $0.name == key }) { getters[key] = nil }
         let research = GaendInterfaces.research
@@ -205,7 +206,8 @@ struct GaendClientTests {
         let status = try await client.status()
         #expect(status.advertisingOnAir == true && status.sightingCount == 345)
         #expect(status.controller == nil && status.advertisingAddress == nil && status.currentRPI == nil && status.txPower == nil
-                && status.rssiCorrection == nil && status.calibrationConfidence == nil && status.node == nil && status.site == nil)
+                && status.rssiCorrection == nil && status.calibrationConfidence == nil && status.node == nil && status.site == nil
+                && status.matching == nil)
     }
 
     @Test("the typed client calls every method, reads the properties and receives both signals")
@@ -225,7 +227,7 @@ struct GaendClientTests {
                 && status.reportsIgnored == 40 && status.reportsDropped == 0)
         #expect(status.controller == CannedDaemon.controller && status.advertisingAddress == "3A:11:22:33:44:55")
         #expect(status.currentRPI == CannedDaemon.rpi && status.txPower == -30 && status.rssiCorrection == 5
-                && status.calibrationConfidence == 2 && status.node == "board-3" && status.site == "bus 7")
+                && status.calibrationConfidence == 2 && status.node == "board-3" && status.site == "bus 7" && status.matching == true)
         try await client.start()
         try await client.stop()
         #expect(try await client.temporaryExposureKeyHistory() == [Samples.key])

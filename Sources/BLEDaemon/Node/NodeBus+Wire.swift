@@ -35,6 +35,23 @@ extension NodeBus {
         return DBusNamedError(name: errorName(e), message: e.message)
     }
 
+    // MARK: Status
+
+    static func wire(_ c: NodeCondition) -> String {
+        switch c {
+        case .active: GaendStatus.active
+        case .inactive: GaendStatus.inactive
+        case .clockUnsynchronised: GaendStatus.clockUnsynchronised
+        case .clockSuspect: GaendStatus.clockSuspect
+        case .controllerMissing: GaendStatus.controllerMissing
+        case .controllerError: GaendStatus.controllerError
+        case .advertisingOffAir: GaendStatus.advertisingOffAir
+        case .scanningOffAir: GaendStatus.scanningOffAir
+        case .storageError: GaendStatus.storageError
+        case .storageFull: GaendStatus.storageFull
+        }
+    }
+
     // MARK: Replies
 
     static func wire(_ w: ExposureWindow) -> GaendExposureWindow {

@@ -110,35 +110,51 @@ public final class NodeBus: NodeObserver, Sendable {
                 maximumRiskScore: Int32(s.maximumRiskScore), summationRiskScore: Int32(clamping: summation),
                 attenuationDurationsInMinutes: s.attenuationDurations.map { Int32($0 / 60) }))
         }
-        let getters: [String: DBusPropertyGetter] = [
-            "Version": { .string(Self.version) },
-            "Enabled": { .boolean(await node.snapshot.enabled) },
-            "Status": { .array(.string, await node.snapshot.status.map { .string($0) }) },
-            "TrialMode": { .boolean(node.settings.trial) },
-            "AdvertisementCount": { .uint64(await node.snapshot.advertisements) },
-            "ScanCount": { .uint64(await node.snapshot.scans) },
-            "SightingCount": { .uint64(await node.snapshot.sightings) },
-            "LastScanTime": { .int64(await node.snapshot.lastScanEnd.map(Self.ms) ?? 0) },
-            "ProvideDiagnosisKeysRemaining": { .uint32(await node.provideRemaining) },
-            "QuarantinedRecords": { .uint32(UInt32(clamping: await node.snapshot.storeLosses.quarantined)) },
-            "DroppedScans": { .uint64(UInt64(await node.snapshot.storeLosses.droppedScans)) },
-            "DroppedSightings": { .uint64(UInt64(await node.snapshot.storeLosses.droppedSightings)) },
-            "ClockSync": { .string(await node.snapshot.clockSync) },
-            "AdvertisingOnAir": { .boolean(await node.snapshot.radio.advertisingOnAir) },
-            "ScanningOnAir": { .boolean(await node.snapshot.radio.scanningOnAir) },
-            "RadioFailures": { .uint64(await node.snapshot.radio.failedOperations) },
-            "ReportsIgnored": { .uint64(await node.snapshot.radio.reportsIgnored) },
-            "ReportsDropped": { .uint64(await node.snapshot.radio.reportsDropped) },
-            "Controller": { Self.controller(await node.snapshot).dbusValue },
-            "AdvertisingAddress": { .string(await node.snapshot.radio.advertisingAddress?.description ?? "") },
-            "CurrentRpi": { .bytes(await node.snapshot.trialRPI?.bytes ?? Data()) },
-            "TxPower": { .int16(Int16(clamping: await node.calibration.txPower)) },
-            "RssiCorrection": { .int16(Int16(clamping: await node.calibration.rssiCorrection)) },
-            "CalibrationConfidence": { .int32(Int32(await node.calibration.confidence.rawValue)) },
-            "Node": { .string(node.settings.research.node) },
-            "Site": { .string(node.settings.research.site) },
+        let properties: [String: @Sendable (ExposureProperties) async throws -> DBusValue] = [
+            "Version": { _ in .string(Self.version) },
+            "Enabled": { p in .boolean(p.status.enabled) },
+            "Status": { p in .array(.string, p.status.status.map { .string(Self.wire($0)) }) },
+            "TrialMode": { _ in .boolean(node.settings.trial) },
+            "AdvertisementCount": { p in .uint64(p.status.advertisements) },
+            "ScanCount": { p in .uint64(p.status.scans) },
+            "SightingCount": { p in .uint64(p.status.sightings) },
+            "LastScanTime": { p in .int64(p.status.lastScanEnd.map(Self.ms) ?? 0) },
+            "ProvideDiagnosisKeysRemaining": { p in .uint32(p.provideRemaining) },
+            "QuarantinedRecords": { p in .uint32(UInt32(clamping: p.status.storeLosses.quarantined)) },
+            "DroppedScans": { p in .uint64(UInt64(p.status.storeLosses.droppedScans)) },
+            "DroppedSightings": { p in .uint64(UInt64(p.status.storeLosses.droppedSightings)) },
+            "ClockSync": { p in .string(p.status.clockSync) },
+            "AdvertisingOnAir": { p in .boolean(p.status.radio.advertisingOnAir) },
+            "ScanningOnAir": { p in .boolean(p.status.radio.scanningOnAir) },
+            "RadioFailures": { p in .uint64(p.status.radio.failedOperations) },
+            "ReportsIgnored": { p in .uint64(p.status.radio.reportsIgnored) },
+            "ReportsDropped": { p in .uint64(p.status.radio.reportsDropped) },
+            "Controller": { p in Self.controller(p.status).dbusValue },
+            "AdvertisingAddress": { p in .string(p.status.radio.advertisingAddress?.description ?? "") },
+            "CurrentRpi": { p in .bytes(p.status.trialRPI?.bytes ?? Data()) },
+            "TxPower": { p in .int16(Int16(clamping: p.calibration.txPower)) },
+            "RssiCorrection": { p in .int16(Int16(clamping: p.calibration.rssiCorrection)) },
+            "CalibrationConfidence": { p in .int32(Int32(p.calibration.confidence.rawValue)) },
+            "Node": { _ in .string(node.settings.research.node) },
+            "Site": { _ in .string(node.settings.research.site) },
+            "Matching": { p in .boolean(p.status.matching) },
         ]
-        return try DBusInterfaceImplementation(GaendInterfaces.exposureNotification, methods: on.methods, getters: getters)
+        return try DBusInterfaceImplementation(GaendInterfaces.exposureNotification, methods: on.methods,
+                                               snapshot: { await ExposureProperties(node) }, properties: properties)
+    }
+
+    /// One reading of the node for ExposureNotification1's properties: taken once per Get,
+    /// GetAll or PropertiesChanged, however many properties they carry.
+    struct ExposureProperties: Sendable {
+        var status: NodeStatusSnapshot
+        var provideRemaining: UInt32
+        var calibration: NodeCalibration
+
+        init(_ node: GaenNode) async {
+            status = await node.snapshot
+            provideRemaining = await node.provideRemaining
+            calibration = await node.calibration
+        }
     }
 
     /// The Controller property: the configured name, and the facts of its bring-up once there.
@@ -234,15 +250,16 @@ public final class NodeBus: NodeObserver, Sendable {
             try await node.setCalibration(txPower: Int(r.txPower), rssiCorrection: Int(r.rssiCorrection), confidence: Int(r.confidence))
             return .init()
         }
-        let getters: [String: DBusPropertyGetter] = [
-            "TxPower": { .int16(Int16(await node.calibration.txPower)) },
-            "RssiCorrection": { .int16(Int16(await node.calibration.rssiCorrection)) },
-            "CalibrationConfidence": { .int32(Int32(await node.calibration.confidence.rawValue)) },
+        let properties: [String: @Sendable (NodeCalibration) async throws -> DBusValue] = [
+            "TxPower": { c in .int16(Int16(c.txPower)) },
+            "RssiCorrection": { c in .int16(Int16(c.rssiCorrection)) },
+            "CalibrationConfidence": { c in .int32(Int32(c.confidence.rawValue)) },
             // The labels every export carries, so clients label what they export the same way.
-            "Node": { .string(node.settings.research.node) },
-            "Site": { .string(node.settings.research.site) },
+            "Node": { _ in .string(node.settings.research.node) },
+            "Site": { _ in .string(node.settings.research.site) },
         ]
-        return try DBusInterfaceImplementation(GaendInterfaces.research, methods: on.methods, getters: getters)
+        return try DBusInterfaceImplementation(GaendInterfaces.research, methods: on.methods,
+                                               snapshot: { await node.calibration }, properties: properties)
     }
 
     // MARK: NodeObserver
@@ -253,7 +270,7 @@ public final class NodeBus: NodeObserver, Sendable {
                                                   "QuarantinedRecords", "DroppedScans", "DroppedSightings", "ClockSync",
                                                   "AdvertisingOnAir", "ScanningOnAir", "RadioFailures", "ReportsIgnored", "ReportsDropped",
                                                   "Controller", "AdvertisingAddress", "CurrentRpi", "TxPower", "RssiCorrection",
-                                                  "CalibrationConfidence"])
+                                                  "CalibrationConfidence", "Matching"])
     }
 
     public func scanFinished(_ scan: RecordedScan) async {
