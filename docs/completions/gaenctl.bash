@@ -1166,7 +1166,7 @@ _gaenctl_simulate() {
     repeating_flags=()
     non_repeating_flags=(--random-keys --report -h --help)
     repeating_options=()
-    non_repeating_options=(--scenario -o --output --seed --split)
+    non_repeating_options=(--scenario -o --output --seed --split --format)
     __gaenctl_offer_flags_options 0
 
     # Offer option value completions
@@ -1181,6 +1181,9 @@ _gaenctl_simulate() {
         return
         ;;
     '--split')
+        return
+        ;;
+    '--format')
         return
         ;;
     esac

@@ -111,7 +111,7 @@ function __gaenctl_parse_tokens -S
                 __gaenctl_parse_subcommand 0 'contacts=' 'rule=+' 'close-contact=' 'json' 'h/help'
             end
         case 'simulate'
-            __gaenctl_parse_subcommand 0 'scenario=' 'o/output=' 'seed=' 'random-keys' 'report' 'split=' 'h/help'
+            __gaenctl_parse_subcommand 0 'scenario=' 'o/output=' 'seed=' 'random-keys' 'report' 'split=' 'format=' 'h/help'
         case 'calibrate'
             __gaenctl_parse_subcommand 0 'bus=' 'name=' 'timeout=' 'live' 'sightings=' 'markers=' 'reference-keys=' 'any-device' 'expected-rssi=' 'reference-attenuation=' 'reference-tx-power=' 'orientations=' 'min-samples=' 'seconds-per-orientation=' 'tx-power=' 'calibration-confidence=' 'config=' 'apply' 'non-interactive' 'dry-run' 'h/help'
         case 'help'
@@ -423,6 +423,7 @@ complete -c 'gaenctl' -n '__gaenctl_should_offer_completions_for_flags_or_option
 complete -c 'gaenctl' -n '__gaenctl_should_offer_completions_for_flags_or_options "gaenctl simulate" random-keys' -l 'random-keys' -d 'Draw TEKs from the CSPRNG even when a seed is given.'
 complete -c 'gaenctl' -n '__gaenctl_should_offer_completions_for_flags_or_options "gaenctl simulate" report' -l 'report' -d 'Also write the trial report of the simulated data into DIR/report.'
 complete -c 'gaenctl' -n '__gaenctl_should_offer_completions_for_flags_or_options "gaenctl simulate" split' -l 'split' -d '\'daily\': sightings as DIR/sightings/board=<node>/day=<YYYY-MM-DD>/sightings.csv, one file per board per UTC day (the layout of sightings export --split daily).' -rfka ''
+complete -c 'gaenctl' -n '__gaenctl_should_offer_completions_for_flags_or_options "gaenctl simulate" format' -l 'format' -d 'Sightings as csv or jsonl (JSON lines, docs/sightings-format.md).' -rfka ''
 complete -c 'gaenctl' -n '__gaenctl_should_offer_completions_for_flags_or_options "gaenctl simulate" h help' -s 'h' -l 'help' -d 'Show help information.'
 complete -c 'gaenctl' -n '__gaenctl_should_offer_completions_for_flags_or_options "gaenctl calibrate" bus' -l 'bus' -d 'gaend\'s bus: system, session, or a D-Bus address (e.g. unix:path=/tmp/bus).' -rfka ''
 complete -c 'gaenctl' -n '__gaenctl_should_offer_completions_for_flags_or_options "gaenctl calibrate" name' -l 'name' -d 'gaend\'s bus name: org.gaend.hci1, or hci1 for short. Default: org.gaend if it is there, else the one org.gaend.* instance.' -rfka ''
