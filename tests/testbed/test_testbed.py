@@ -204,6 +204,13 @@ def test_system_scenario(kernel, tmp_path):
     assert not j["thread_priority"], j
     assert any("no trusted key set" in (w or "") for w in j["warnings"]), j
     assert "no trusted key set" in j["p_warning"] and "gaend started" not in j["p_warning"], j["p_warning"]
+    # The guest's clock is synchronised (timedated says so) before gaend starts: no warning that
+    # it is not, which the sandbox's refused adjtimex() used to cause before timedated's first answer.
+    assert not [w for w in j["warnings"] if "clock not synchronized" in (w or "")], j["warnings"]
+    # journald's native protocol: the metadata as fields, attributed to the unit.
+    v = r["journal_verbose"]
+    assert "GAEND_CONTROLLER=hci0" in v and f"_SYSTEMD_UNIT=gaend@hci0.service" in v and "SYSLOG_IDENTIFIER=gaend" in v, v
+    assert any(l.startswith("GAEND_LOGGER=") for l in v) and any(l.startswith("CODE_FILE=") for l in v), v
     assert r["security"]["exposure"] is not None and r["security"]["exposure"] <= 1.4, r["security"]["output"][-3000:]
     assert r["unplug"]["stopped"], r["unplug"]
     assert r["replug"]["active"] and r["replug"]["status_rc"] == 0, r["replug"]
