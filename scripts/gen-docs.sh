@@ -4,16 +4,26 @@
 #   docs/man/gaend.8, docs/man/gaenctl.1   swift-argument-parser's generate-manual
 #   docs/man/gaend.conf.5                  docs/man/gaend.conf.5.in + config/gaend.conf.example
 #   docs/completions/*                     --generate-completion-script bash|zsh|fish
-# Usage: scripts/gen-docs.sh [BIN_DIR]   (default .build/release; run `make` first)
+# Usage: scripts/gen-docs.sh [BIN_DIR]           regenerate (default .build/release; run `make` first)
+#        scripts/gen-docs.sh --check [BIN_DIR]   fail if the committed ones differ from what the
+#                                                binaries give (scripts/test.sh runs this; the
+#                                                pages' dates are not compared)
 set -euo pipefail
 cd "$(dirname "$0")/.."
+check=0
+if [ "${1:-}" = --check ]; then check=1; shift; fi
 bin=${1:-.build/release}
 date=${GEN_DOCS_DATE:-$(git log -1 --format=%cs 2>/dev/null || date -u +%F)}
-mkdir -p docs/man docs/completions
+out=docs
+if [ $check = 1 ]; then
+    out=$(mktemp -d)
+    trap 'rm -rf "$out"' EXIT
+fi
+mkdir -p "$out/man" "$out/completions"
 swift build --product generate-manual >/dev/null
 gen="$(swift build --show-bin-path)/generate-manual"
-"$gen" "$bin/gaend" --section 8 --date "$date" --authors "the gaend authors" -o docs/man
-"$gen" "$bin/gaenctl" --section 1 --date "$date" --authors "the gaend authors" -o docs/man
+"$gen" "$bin/gaend" --section 8 --date "$date" --authors "the gaend authors" -o "$out/man"
+"$gen" "$bin/gaenctl" --section 1 --date "$date" --authors "the gaend authors" -o "$out/man"
 # gaend.conf(5): the page's prose, then every setting as the commented example shows it.
 {
     sed "s/@DATE@/$date/" docs/man/gaend.conf.5.in
@@ -24,10 +34,29 @@ gen="$(swift build --show-bin-path)/generate-manual"
     sed -e 's/\\/\\e/g' -e 's/^\./\\\&./' config/gaend.conf.example
     echo ".Ed"
     cat docs/man/gaend.conf.5.tail
-} > docs/man/gaend.conf.5
+} > "$out/man/gaend.conf.5"
 for tool in gaend gaenctl; do
-    "$bin/$tool" --generate-completion-script bash > "docs/completions/$tool.bash"
-    "$bin/$tool" --generate-completion-script zsh > "docs/completions/_$tool"
-    "$bin/$tool" --generate-completion-script fish > "docs/completions/$tool.fish"
+    "$bin/$tool" --generate-completion-script bash > "$out/completions/$tool.bash"
+    "$bin/$tool" --generate-completion-script zsh > "$out/completions/_$tool"
+    "$bin/$tool" --generate-completion-script fish > "$out/completions/$tool.fish"
 done
-echo "gen-docs: docs/man and docs/completions regenerated from $bin"
+if [ $check = 0 ]; then
+    echo "gen-docs: docs/man and docs/completions regenerated from $bin"
+    exit 0
+fi
+stale=0
+for f in "$out"/man/gaend.8 "$out"/man/gaenctl.1 "$out"/man/gaend.conf.5 "$out"/completions/*; do
+    committed=docs/${f#"$out"/}
+    if [ ! -f "$committed" ]; then
+        echo "gen-docs --check: $committed is missing" >&2
+        stale=1
+    elif ! diff -u --label "$committed" --label "generated from $bin" \
+            <(grep -v '^\.Dd ' "$committed") <(grep -v '^\.Dd ' "$f") >&2; then
+        stale=1
+    fi
+done
+if [ $stale = 1 ]; then
+    echo "gen-docs --check: docs/man or docs/completions are stale: run scripts/gen-docs.sh (after make) and commit them" >&2
+    exit 1
+fi
+echo "gen-docs --check: docs/man and docs/completions match $bin"

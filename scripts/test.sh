@@ -15,6 +15,8 @@ for corpus in tools/fuzz/corpus/*/; do
     "$bin/$target" "$corpus" || { echo "fuzz corpus replay failed: $target" >&2; status=1; }
 done
 GAEND_BIN_DIR="$bin" python3 -m pytest -q tests/e2e || status=1
+# The committed man pages and completions are what the binaries' help gives (issue 10).
+./scripts/gen-docs.sh --check "$bin" || status=1
 # The board: the release build (static Swift runtime) as `make` builds it, its install layout
 # and toolchain-free binaries, then Debian's kernel under qemu (tests/testbed): the kernel,
 # system and package scenarios. Their run times are printed at the end.

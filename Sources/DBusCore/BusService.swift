@@ -24,19 +24,40 @@ public typealias DBusPropertyGetter = @Sendable () async throws -> DBusValue
 /// Gets the new value (type already checked) and the Set call (for authorization).
 public typealias DBusPropertySetter = @Sendable (DBusValue, DBusMethodCall) async throws -> Void
 
+/// Reads a set of readable properties at once, from one snapshot of the object's state.
+public typealias DBusPropertyReader = @Sendable (_ names: [String]) async throws -> [String: DBusValue]
+
 /// A declared interface with its handlers bound. Construction checks that every declared
 /// method and property has its handlers and that no handler names an undeclared member, so a
 /// table and its implementation cannot drift apart.
 public struct DBusInterfaceImplementation: Sendable {
     public let declaration: DBusInterfaceDecl
     let methods: [String: DBusMethodHandler]
-    let getters: [String: DBusPropertyGetter]
+    /// The readable properties (each has a getter).
+    let readable: Set<String>
+    /// Reads the named readable properties: one snapshot per call (Get, GetAll, one
+    /// PropertiesChanged), however many properties.
+    let read: DBusPropertyReader
     let setters: [String: DBusPropertySetter]
 
+    /// Getters that each read the state themselves (cheap state, or tests).
     public init(
         _ declaration: DBusInterfaceDecl,
         methods: [String: DBusMethodHandler] = [:],
         getters: [String: DBusPropertyGetter] = [:],
+        setters: [String: DBusPropertySetter] = [:]
+    ) throws(DBusTableError) {
+        try self.init(declaration, methods: methods, snapshot: { () }, properties: getters.mapValues { get in { @Sendable _ in try await get() } },
+                      setters: setters)
+    }
+
+    /// Getters over one snapshot of the object's state, taken once per Get, GetAll or
+    /// PropertiesChanged (so a GetAll of twenty properties builds one snapshot, not twenty).
+    public init<Snapshot: Sendable>(
+        _ declaration: DBusInterfaceDecl,
+        methods: [String: DBusMethodHandler] = [:],
+        snapshot: @escaping @Sendable () async throws -> Snapshot,
+        properties: [String: @Sendable (Snapshot) async throws -> DBusValue],
         setters: [String: DBusPropertySetter] = [:]
     ) throws(DBusTableError) {
         try declaration.validate()
@@ -45,7 +66,7 @@ public struct DBusInterfaceImplementation: Sendable {
             throw .unboundMethod(interface: i, method: m.name)
         }
         for p in declaration.properties {
-            if p.access.isReadable, getters[p.name] == nil {
+            if p.access.isReadable, properties[p.name] == nil {
                 throw .unboundProperty(interface: i, property: p.name, access: "get")
             }
             if p.access.isWritable, setters[p.name] == nil {
@@ -55,7 +76,7 @@ public struct DBusInterfaceImplementation: Sendable {
         for name in methods.keys where declaration.method(name) == nil {
             throw .unknownMember(interface: i, member: name)
         }
-        for name in getters.keys where !(declaration.property(name)?.access.isReadable ?? false) {
+        for name in properties.keys where !(declaration.property(name)?.access.isReadable ?? false) {
             throw .unknownMember(interface: i, member: name)
         }
         for name in setters.keys where !(declaration.property(name)?.access.isWritable ?? false) {
@@ -63,7 +84,16 @@ public struct DBusInterfaceImplementation: Sendable {
         }
         self.declaration = declaration
         self.methods = methods
-        self.getters = getters
+        self.readable = Set(properties.keys)
+        self.read = { names in
+            guard !names.isEmpty else { return [:] }
+            let state = try await snapshot()
+            var out: [String: DBusValue] = [:]
+            for name in names {
+                if let get = properties[name] { out[name] = try await get(state) }
+            }
+            return out
+        }
         self.setters = setters
     }
 }
@@ -157,7 +187,7 @@ public final class BusService: Sendable {
         guard let impl = lookup(path: path, interface: interface) else {
             throw DBusBindingError.invalidValue("no interface \(interface) exported at \(path)")
         }
-        var changed: [String: DBusValue] = [:]
+        var withValue: [String] = []
         var invalidated: [String] = []
         for name in names {
             guard let p = impl.declaration.property(name) else {
@@ -165,13 +195,14 @@ public final class BusService: Sendable {
             }
             switch p.emitsChanged {
             case .true:
-                if let get = impl.getters[name] { changed[name] = try await get() }
+                if impl.readable.contains(name) { withValue.append(name) }
             case .invalidates:
                 invalidated.append(name)
             case .const, .false:
                 continue
             }
         }
+        let changed = try await impl.read(withValue)
         guard !changed.isEmpty || !invalidated.isEmpty else { return }
         try await connection.send(.signal(
             path: path, interface: "org.freedesktop.DBus.Properties", member: "PropertiesChanged",
@@ -298,18 +329,21 @@ public final class BusService: Sendable {
             }
             return p
         }
-        func read(_ impl: DBusInterfaceImplementation, _ p: DBusPropertyDecl) async throws -> DBusValue {
-            guard let get = impl.getters[p.name] else {
+        /// The values of `props` from one snapshot, each checked against its declared type.
+        func read(_ impl: DBusInterfaceImplementation, _ props: [DBusPropertyDecl]) async throws -> [String: DBusValue] {
+            for p in props where !impl.readable.contains(p.name) {
                 throw DBusNamedError.invalidArgs("property \(p.name) is write-only")
             }
-            let v = try await get()
-            guard v.type.signature == p.signature else {
-                logger.error("D-Bus property getter returned the wrong type", metadata: [
-                    "dbus.property": "\(impl.declaration.name).\(p.name)", "expected": "\(p.signature)",
-                    "actual": "\(v.type.signature)"])
-                throw DBusNamedError(name: fallbackErrorName, message: "internal error reading \(p.name)")
+            let values = try await impl.read(props.map(\.name))
+            for p in props {
+                guard let v = values[p.name], v.type.signature == p.signature else {
+                    logger.error("D-Bus property getter returned the wrong type", metadata: [
+                        "dbus.property": "\(impl.declaration.name).\(p.name)", "expected": "\(p.signature)",
+                        "actual": "\(values[p.name]?.type.signature ?? "nothing")"])
+                    throw DBusNamedError(name: fallbackErrorName, message: "internal error reading \(p.name)")
+                }
             }
-            return v
+            return values
         }
         // The signature is checked first, so these arguments exist with these types.
         func string(_ i: Int) -> String { m.body[i].stringValue ?? "" }
@@ -318,15 +352,11 @@ public final class BusService: Sendable {
             try expect(m, "ss")
             let impl = try find(string(0))
             let p = try property(impl, string(1))
-            return [.variant(try await read(impl, p))]
+            return [.variant(try await read(impl, [p])[p.name]!)]
         case "GetAll":
             try expect(m, "s")
             let impl = try find(string(0))
-            var all: [String: DBusValue] = [:]
-            for p in impl.declaration.properties where p.access.isReadable {
-                all[p.name] = try await read(impl, p)
-            }
-            return [.vardict(all)]
+            return [.vardict(try await read(impl, impl.declaration.properties.filter(\.access.isReadable)))]
         case "Set":
             try expect(m, "ssv")
             let impl = try find(string(0))

@@ -41,6 +41,8 @@ public struct GaendNodeStatus: Sendable, Equatable, Codable {
     public var calibrationConfidence: Int32?
     public var node: String?
     public var site: String?
+    /// The exposure service is matching provided key files (nil from a gaend without the property).
+    public var matching: Bool?
 
     public init(properties p: [String: DBusValue]) throws(GaendWireError) {
         func get(_ name: String) throws(GaendWireError) -> DBusValue {
@@ -97,6 +99,7 @@ public struct GaendNodeStatus: Sendable, Equatable, Codable {
         calibrationConfidence = try p["CalibrationConfidence"].map { v throws(GaendWireError) in try v.wireInt32("CalibrationConfidence") }
         node = try p["Node"].map { v throws(GaendWireError) in try v.wireString("Node") }
         site = try p["Site"].map { v throws(GaendWireError) in try v.wireString("Site") }
+        matching = try optionalBool("Matching")
     }
 }
 
@@ -125,27 +128,25 @@ public struct GaendClient: Sendable {
         self.destination = destination
     }
 
-    private func en(_ method: String, _ args: [DBusValue] = [], expect signature: String) async throws -> [DBusValue] {
-        try await call(GaendBus.exposureNotificationInterface, method, args, expect: signature)
-    }
-
-    private func research(_ method: String, _ args: [DBusValue] = [], expect signature: String) async throws -> [DBusValue] {
-        try await call(GaendBus.researchInterface, method, args, expect: signature)
-    }
-
-    private func call(_ interface: String, _ method: String, _ args: [DBusValue], expect signature: String) async throws -> [DBusValue] {
-        let out = try await bus.call(destination, GaendBus.objectPath, interface, method, args)
-        let actual = DBusValue.signature(of: out)
-        guard actual == signature else {
-            throw GaendWireError.wrongType(what: "reply of \(method)", expected: signature, actual: actual)
+    /// Calls one typed method: the request's one encoder, the reply's one decoder.
+    public func call<M: GaendMethod>(_ method: M.Type, _ request: M.Request) async throws -> M.Reply {
+        let out = try await bus.call(destination, GaendBus.objectPath, M.interface, M.name, request.args)
+        do { return try M.Reply(args: out) } catch {
+            throw GaendWireError.wrongType(what: "reply of \(M.name)", expected: M.Reply.signature, actual: DBusValue.signature(of: out))
         }
-        return out
     }
+
+    public func call<M: GaendMethod>(_ method: M.Type) async throws -> M.Reply where M.Request == GaendNoArguments {
+        try await call(method, GaendNoArguments())
+    }
+
+    typealias EN = GaendExposureNotification
+    typealias R = GaendResearch
 
     // MARK: ExposureNotification1
 
-    public func start() async throws { _ = try await en("Start", expect: "") }
-    public func stop() async throws { _ = try await en("Stop", expect: "") }
+    public func start() async throws { _ = try await call(EN.Start.self) }
+    public func stop() async throws { _ = try await call(EN.Stop.self) }
 
     public func status() async throws -> GaendNodeStatus {
         try GaendNodeStatus(properties: try await bus.getAllProperties(
@@ -153,45 +154,39 @@ public struct GaendClient: Sendable {
     }
 
     public func temporaryExposureKeyHistory() async throws -> [GaendTemporaryExposureKey] {
-        let out = try await en("GetTemporaryExposureKeyHistory", expect: "a" + GaendTemporaryExposureKey.signature)
-        return try GaendTemporaryExposureKey.decodeArray(out[0], what: "keys")
+        try await call(EN.GetTemporaryExposureKeyHistory.self).keys
     }
 
     /// Provides key export files (the client keeps its descriptors); returns the keys accepted.
     public func provideDiagnosisKeys(files: [DBusUnixFD], token: String) async throws -> UInt32 {
-        let out = try await en("ProvideDiagnosisKeys", GaendRequest.ProvideDiagnosisKeys(files: files, token: token).args, expect: "u")
-        return try out[0].wireUInt32("keys")
+        try await call(EN.ProvideDiagnosisKeys.self, .init(files: files, token: token)).keys
     }
 
     public func exposureWindows() async throws -> [GaendExposureWindow] {
-        let out = try await en("GetExposureWindows", expect: "a" + GaendExposureWindow.signature)
-        return try GaendExposureWindow.decodeArray(out[0], what: "windows")
+        try await call(EN.GetExposureWindows.self).windows
     }
 
-    /// `config` holds the keys of docs/dbus.md ("Summary configuration").
-    public func dailySummaries(config: [String: DBusValue]) async throws -> [GaendDailySummary] {
-        let out = try await en("GetDailySummaries", [.vardict(config)], expect: "a" + GaendDailySummary.signature)
-        return try GaendDailySummary.decodeArray(out[0], what: "summaries")
+    /// Daily summaries of the stored windows under `config` (docs/dbus.md, "Summary configuration").
+    public func dailySummaries(config: GaendDailySummariesConfig) async throws -> [GaendDailySummary] {
+        try await call(EN.GetDailySummaries.self, .init(config: config)).summaries
     }
 
-    public func setDiagnosisKeysDataMapping(_ mapping: [String: DBusValue]) async throws {
-        _ = try await en("SetDiagnosisKeysDataMapping", [.vardict(mapping)], expect: "")
+    public func setDiagnosisKeysDataMapping(_ mapping: GaendDataMapping) async throws {
+        _ = try await call(EN.SetDiagnosisKeysDataMapping.self, .init(mapping: mapping))
     }
 
-    public func diagnosisKeysDataMapping() async throws -> [String: DBusValue] {
-        let out = try await en("GetDiagnosisKeysDataMapping", expect: "a{sv}")
-        return out[0].vardictValue ?? [:]
+    public func diagnosisKeysDataMapping() async throws -> GaendDataMapping {
+        try await call(EN.GetDiagnosisKeysDataMapping.self).mapping
     }
 
-    public func exposureSummary(config: [String: DBusValue]) async throws -> GaendExposureSummaryV1 {
-        let out = try await en("GetExposureSummary", [.vardict(config)], expect: GaendExposureSummaryV1.signature)
-        return try GaendExposureSummaryV1(dbus: out[0])
+    public func exposureSummary(config: GaendExposureConfigurationV1) async throws -> GaendExposureSummaryV1 {
+        try await call(EN.GetExposureSummary.self, .init(config: config)).summary
     }
 
     /// ExposureStateUpdated signals; malformed ones are dropped.
     public func exposureStateUpdates() async throws -> AsyncStream<GaendExposureStateUpdate> {
         let raw = try await bus.signals(sender: destination, path: GaendBus.objectPath,
-                                        interface: GaendBus.exposureNotificationInterface, member: "ExposureStateUpdated")
+                                        interface: GaendExposureStateUpdate.interface, member: GaendExposureStateUpdate.member)
         return AsyncStream { continuation in
             let task = Task {
                 for await m in raw {
@@ -207,26 +202,20 @@ public struct GaendClient: Sendable {
 
     /// Writes sightings of [from, to) (ms) to `file` as `format` (`csv` or `jsonl`); returns the rows.
     public func exportSightings(to file: DBusUnixFD, from: Int64, to: Int64, format: String) async throws -> UInt32 {
-        let out = try await research("ExportSightings", GaendRequest.ExportSightings(fd: file, from: from, to: to, format: format).args,
-                                     expect: "u")
-        return try out[0].wireUInt32("rows")
+        try await call(R.ExportSightings.self, .init(fd: file, from: from, to: to, format: format)).rows
     }
 
     /// Adds a ground-truth marker (`time` 0: now); returns its id.
     public func addMarker(time: Int64, label: String, distance: Double, note: String) async throws -> UInt64 {
-        let out = try await research("AddMarker", GaendRequest.AddMarker(time: time, label: label, distance: distance, note: note).args,
-                                     expect: "t")
-        return try out[0].wireUInt64("id")
+        try await call(R.AddMarker.self, .init(time: time, label: label, distance: distance, note: note)).id
     }
 
     public func markers(from: Int64, to: Int64) async throws -> [GaendMarker] {
-        let out = try await research("GetMarkers", GaendRequest.GetMarkers(from: from, to: to).args, expect: "a" + GaendMarker.signature)
-        return try GaendMarker.decodeArray(out[0], what: "markers")
+        try await call(R.GetMarkers.self, .init(from: from, to: to)).markers
     }
 
     public func setCalibration(txPower: Int16, rssiCorrection: Int16, confidence: Int32) async throws {
-        _ = try await research("SetCalibration", GaendRequest.SetCalibration(txPower: txPower, rssiCorrection: rssiCorrection, confidence: confidence).args,
-                               expect: "")
+        _ = try await call(R.SetCalibration.self, .init(txPower: txPower, rssiCorrection: rssiCorrection, confidence: confidence))
     }
 
     public func calibration() async throws -> GaendCalibration {
@@ -249,14 +238,23 @@ public struct GaendClient: Sendable {
         return (node, site)
     }
 
-    /// ScanFinished signals; malformed ones are dropped.
+    /// Each scan once, malformed signals dropped: from ScanRecorded (sightings with their
+    /// advertiser addresses), or from ScanFinished when the daemon does not send ScanRecorded
+    /// (Research1 revision 1).
     public func scanFinished() async throws -> AsyncStream<GaendScanFinished> {
-        let raw = try await bus.signals(sender: destination, path: GaendBus.objectPath,
-                                        interface: GaendBus.researchInterface, member: "ScanFinished")
+        let raw = try await bus.signals(sender: destination, path: GaendBus.objectPath, interface: GaendBus.researchInterface)
         return AsyncStream { continuation in
             let task = Task {
+                // The daemon sends ScanRecorded before ScanFinished of the same scan.
+                var lastRecorded: (start: Int64, end: Int64)?
                 for await m in raw {
-                    if let s = try? GaendScanFinished(args: m.body) { continuation.yield(s) }
+                    if m.member == GaendScanRecorded.member, let r = try? GaendScanRecorded(args: m.body) {
+                        lastRecorded = (r.scan.start, r.scan.end)
+                        continuation.yield(r.scan)
+                    } else if m.member == GaendScanFinished.member, let s = try? GaendScanFinished(args: m.body) {
+                        if let r = lastRecorded, r == (s.start, s.end) { continue }
+                        continuation.yield(s)
+                    }
                 }
                 continuation.finish()
             }

@@ -2,8 +2,12 @@ import DBusCore
 
 /// gaend's D-Bus API contract: one table per interface. The introspection XML files in dbus/
 /// are generated from these tables (a test checks they are equal) and docs/dbus.md documents
-/// every member (a test checks each is there with its revision).
+/// every member (a test checks each is there with its revision). Method and signal arguments
+/// are not written here: they come from the typed messages (`GaendMethods.swift`).
 public enum GaendInterfaces {
+    typealias EN = GaendExposureNotification
+    typealias R = GaendResearch
+
     /// Error names, shared by both interfaces.
     public enum ErrorName {
         public static let notAuthorized = GaendBus.errorPrefix + "NotAuthorized"
@@ -43,41 +47,18 @@ public enum GaendInterfaces {
         name: GaendBus.exposureNotificationInterface,
         revision: 3,
         methods: [
-            DBusMethodDecl("Start", since: 1, errors: [ErrorName.controllerMissing, ErrorName.storageError]),
-            DBusMethodDecl("Stop", since: 1),
-            DBusMethodDecl(
-                "GetTemporaryExposureKeyHistory",
-                out: [DBusArgument("keys", "a(ayuu)")],
-                since: 1, errors: [ErrorName.notAuthorized, ErrorName.storageError]),
-            DBusMethodDecl(
-                "ProvideDiagnosisKeys",
-                in: [DBusArgument("files", "ah"), DBusArgument("token", "s")],
-                out: [DBusArgument("keys", "u")],
-                since: 1,
-                errors: [ErrorName.invalidKeyFile, ErrorName.untrustedKeyFile, ErrorName.rateLimited,
-                         ErrorName.limitExceeded, ErrorName.busy, ErrorName.storageError, ErrorName.invalidArgs, ErrorName.timeout]),
-            DBusMethodDecl(
-                "GetExposureWindows",
-                out: [DBusArgument("windows", "a(xiiia(iii))")],
-                since: 1, errors: [ErrorName.storageError]),
-            DBusMethodDecl(
-                "GetDailySummaries",
-                in: [DBusArgument("config", "a{sv}")],
-                out: [DBusArgument("summaries", "a(u(ddd)a{i(ddd)})")],
-                since: 1, errors: [ErrorName.invalidArgs, ErrorName.storageError]),
-            DBusMethodDecl(
-                "SetDiagnosisKeysDataMapping",
-                in: [DBusArgument("mapping", "a{sv}")],
-                since: 1, errors: [ErrorName.invalidArgs, ErrorName.rateLimited, ErrorName.storageError]),
-            DBusMethodDecl(
-                "GetDiagnosisKeysDataMapping",
-                out: [DBusArgument("mapping", "a{sv}")],
-                since: 1),
-            DBusMethodDecl(
-                "GetExposureSummary",
-                in: [DBusArgument("config", "a{sv}")],
-                out: [DBusArgument("summary", "(iiiiai)")],
-                since: 1, errors: [ErrorName.invalidArgs, ErrorName.storageError], deprecated: true),
+            DBusMethodDecl(EN.Start.self, since: 1, errors: [ErrorName.controllerMissing, ErrorName.storageError]),
+            DBusMethodDecl(EN.Stop.self, since: 1),
+            DBusMethodDecl(EN.GetTemporaryExposureKeyHistory.self, since: 1, errors: [ErrorName.notAuthorized, ErrorName.storageError]),
+            DBusMethodDecl(EN.ProvideDiagnosisKeys.self, since: 1,
+                           errors: [ErrorName.invalidKeyFile, ErrorName.untrustedKeyFile, ErrorName.rateLimited,
+                                    ErrorName.limitExceeded, ErrorName.busy, ErrorName.storageError, ErrorName.invalidArgs, ErrorName.timeout]),
+            DBusMethodDecl(EN.GetExposureWindows.self, since: 1, errors: [ErrorName.storageError]),
+            DBusMethodDecl(EN.GetDailySummaries.self, since: 1, errors: [ErrorName.invalidArgs, ErrorName.storageError]),
+            DBusMethodDecl(EN.SetDiagnosisKeysDataMapping.self, since: 1,
+                           errors: [ErrorName.invalidArgs, ErrorName.rateLimited, ErrorName.storageError]),
+            DBusMethodDecl(EN.GetDiagnosisKeysDataMapping.self, since: 1),
+            DBusMethodDecl(EN.GetExposureSummary.self, since: 1, errors: [ErrorName.invalidArgs, ErrorName.storageError], deprecated: true),
         ],
         properties: [
             DBusPropertyDecl("Version", "s", .read, emitsChanged: .const, since: 1),
@@ -107,44 +88,23 @@ public enum GaendInterfaces {
             DBusPropertyDecl("CalibrationConfidence", "i", .read, since: 3),
             DBusPropertyDecl("Node", "s", .read, emitsChanged: .const, since: 3),
             DBusPropertyDecl("Site", "s", .read, emitsChanged: .const, since: 3),
+            // The exposure service's busy state.
+            DBusPropertyDecl("Matching", "b", .read, since: 3),
         ],
-        signals: [
-            DBusSignalDecl("ExposureStateUpdated", [
-                DBusArgument("token", "s"), DBusArgument("matched_keys", "u"),
-                DBusArgument("windows", "u"), DBusArgument("error", "s"),
-            ], since: 1),
-        ],
+        signals: [DBusSignalDecl(GaendExposureStateUpdate.self, since: 1)],
         errors: errors)
 
     /// `org.gaend.Research1`: raw sightings, ground truth and calibration for field trials.
     /// Exported only when the config enables research (or `--trial`).
     public static let research = DBusInterfaceDecl(
         name: GaendBus.researchInterface,
-        revision: 1,
+        revision: 2,
         methods: [
-            DBusMethodDecl(
-                "ExportSightings",
-                in: [DBusArgument("fd", "h"), DBusArgument("from", "x"), DBusArgument("to", "x"),
-                     DBusArgument("format", "s")],
-                out: [DBusArgument("rows", "u")],
-                since: 1, errors: [ErrorName.invalidArgs, ErrorName.writeFailed, ErrorName.storageError,
-                                   ErrorName.limitExceeded, ErrorName.timeout]),
-            DBusMethodDecl(
-                "AddMarker",
-                in: [DBusArgument("time", "x"), DBusArgument("label", "s"), DBusArgument("distance", "d"),
-                     DBusArgument("note", "s")],
-                out: [DBusArgument("id", "t")],
-                since: 1, errors: [ErrorName.invalidArgs, ErrorName.clockUnsynchronised, ErrorName.storageError]),
-            DBusMethodDecl(
-                "GetMarkers",
-                in: [DBusArgument("from", "x"), DBusArgument("to", "x")],
-                out: [DBusArgument("markers", "a(txsds)")],
-                since: 1, errors: [ErrorName.invalidArgs, ErrorName.storageError, ErrorName.limitExceeded]),
-            DBusMethodDecl(
-                "SetCalibration",
-                in: [DBusArgument("tx_power", "n"), DBusArgument("rssi_correction", "n"),
-                     DBusArgument("confidence", "i")],
-                since: 1, errors: [ErrorName.invalidArgs, ErrorName.storageError]),
+            DBusMethodDecl(R.ExportSightings.self, since: 1,
+                           errors: [ErrorName.invalidArgs, ErrorName.writeFailed, ErrorName.storageError, ErrorName.limitExceeded, ErrorName.timeout]),
+            DBusMethodDecl(R.AddMarker.self, since: 1, errors: [ErrorName.invalidArgs, ErrorName.clockUnsynchronised, ErrorName.storageError]),
+            DBusMethodDecl(R.GetMarkers.self, since: 1, errors: [ErrorName.invalidArgs, ErrorName.storageError, ErrorName.limitExceeded]),
+            DBusMethodDecl(R.SetCalibration.self, since: 1, errors: [ErrorName.invalidArgs, ErrorName.storageError]),
         ],
         properties: [
             DBusPropertyDecl("TxPower", "n", .read, since: 1),
@@ -153,12 +113,7 @@ public enum GaendInterfaces {
             DBusPropertyDecl("Node", "s", .read, emitsChanged: .const, since: 1),
             DBusPropertyDecl("Site", "s", .read, emitsChanged: .const, since: 1),
         ],
-        signals: [
-            DBusSignalDecl("ScanFinished", [
-                DBusArgument("start", "x"), DBusArgument("end", "x"),
-                DBusArgument("sightings", "a(xayayn)"),
-            ], since: 1),
-        ],
+        signals: [DBusSignalDecl(GaendScanFinished.self, since: 1), DBusSignalDecl(GaendScanRecorded.self, since: 2)],
         errors: errors)
 
     /// Every gaend interface, in the order of the files in dbus/.

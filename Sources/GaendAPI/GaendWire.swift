@@ -33,11 +33,14 @@ extension GaendWireValue {
 public enum GaendWireError: Error, Sendable, Equatable, CustomStringConvertible {
     case wrongType(what: String, expected: String, actual: String)
     case wrongLength(what: String, expected: Int, actual: Int)
+    /// A key an `a{sv}` configuration does not have.
+    case unknownKey(what: String, key: String, known: [String])
 
     public var description: String {
         switch self {
         case .wrongType(let w, let e, let a): "\(w): expected D-Bus type '\(e)', got '\(a)'"
         case .wrongLength(let w, let e, let a): "\(w): expected \(e) bytes, got \(a)"
+        case .unknownKey(let w, let k, let known): "\(w): unknown key '\(k)' (known: \(known.joined(separator: ", ")))"
         }
     }
 }
@@ -261,18 +264,36 @@ public struct GaendExposureSummaryV1: GaendWireValue, Codable {
     }
 }
 
-/// `(xayayn)`: one raw sighting (Research1.ScanFinished).
+/// `(xayayn)`: one raw sighting (Research1.ScanFinished); `(xayayns)` with the advertiser's
+/// address (Research1.ScanRecorded).
 public struct GaendSighting: GaendWireValue {
     public var time: Int64
     public var rpi: Data
     public var aem: Data
     public var rssi: Int16
+    /// The advertiser's random address as btmon prints it; nil when not known (ScanFinished
+    /// does not carry it, and scans stored before it was kept have none).
+    public var address: String?
 
-    public init(time: Int64, rpi: Data, aem: Data, rssi: Int16) {
+    public init(time: Int64, rpi: Data, aem: Data, rssi: Int16, address: String? = nil) {
         self.time = time
         self.rpi = rpi
         self.aem = aem
         self.rssi = rssi
+        self.address = address
+    }
+
+    /// ScanRecorded's element: the sighting and its address (empty: not known).
+    public static let addressedType = DBusType.structure([.int64, .array(.byte), .array(.byte), .int16, .string])
+    public var addressedValue: DBusValue {
+        .structure([.int64(time), .bytes(rpi), .bytes(aem), .int16(rssi), .string(address ?? "")])
+    }
+    public init(addressed value: DBusValue) throws(GaendWireError) {
+        let f = try value.wireStruct("sighting", Self.addressedType)
+        self.init(time: try f[0].wireInt64("time"), rpi: try f[1].wireBytes("rpi", count: 16),
+                  aem: try f[2].wireBytes("aem", count: 4), rssi: try f[3].wireInt16("rssi"))
+        let a = try f[4].wireString("address")
+        address = a.isEmpty ? nil : a
     }
 
     public static let type = DBusType.structure([.int64, .array(.byte), .array(.byte), .int16])
@@ -316,9 +337,11 @@ public struct GaendMarker: GaendWireValue, Codable {
     }
 }
 
-/// The arguments of ExposureNotification1.ExposureStateUpdated (`suus`: token,
-/// matched_keys, windows, error).
-public struct GaendExposureStateUpdate: Sendable, Equatable {
+/// ExposureNotification1.ExposureStateUpdated (token, matched_keys, windows, error).
+public struct GaendExposureStateUpdate: GaendSignal, Equatable {
+    public static let interface = GaendBus.exposureNotificationInterface, member = "ExposureStateUpdated"
+    public static let arguments = [DBusArgument("token", "s"), DBusArgument("matched_keys", "u"),
+                                   DBusArgument("windows", "u"), DBusArgument("error", "s")]
     public var token: String
     public var matchedKeys: UInt32
     public var windows: UInt32
@@ -334,9 +357,7 @@ public struct GaendExposureStateUpdate: Sendable, Equatable {
 
     public var args: [DBusValue] { [.string(token), .uint32(matchedKeys), .uint32(windows), .string(error)] }
     public init(args: [DBusValue]) throws(GaendWireError) {
-        guard args.count == 4 else {
-            throw .wrongType(what: "ExposureStateUpdated", expected: "suus", actual: DBusValue.signature(of: args))
-        }
+        try Self.check(args)
         token = try args[0].wireString("token")
         matchedKeys = try args[1].wireUInt32("matched_keys")
         windows = try args[2].wireUInt32("windows")
@@ -344,8 +365,11 @@ public struct GaendExposureStateUpdate: Sendable, Equatable {
     }
 }
 
-/// The arguments of Research1.ScanFinished.
-public struct GaendScanFinished: Sendable, Equatable {
+/// Research1.ScanFinished (start, end, sightings).
+public struct GaendScanFinished: GaendSignal, Equatable {
+    public static let interface = GaendBus.researchInterface, member = "ScanFinished"
+    public static let arguments = [DBusArgument("start", "x"), DBusArgument("end", "x"),
+                                   DBusArgument("sightings", "a" + GaendSighting.signature)]
     public var start: Int64
     public var end: Int64
     public var sightings: [GaendSighting]
@@ -356,14 +380,38 @@ public struct GaendScanFinished: Sendable, Equatable {
         self.sightings = sightings
     }
 
+    /// The sightings' addresses are not in this signal (ScanRecorded carries them).
     public var args: [DBusValue] { [.int64(start), .int64(end), GaendSighting.array(sightings)] }
     public init(args: [DBusValue]) throws(GaendWireError) {
-        guard args.count == 3 else {
-            throw .wrongType(what: "ScanFinished", expected: "xxa(xayayn)", actual: DBusValue.signature(of: args))
-        }
+        try Self.check(args)
         start = try args[0].wireInt64("start")
         end = try args[1].wireInt64("end")
         sightings = try GaendSighting.decodeArray(args[2], what: "sightings")
+    }
+}
+
+/// Research1.ScanRecorded (start, end, sightings with addresses): the scan of the ScanFinished
+/// that follows it, each sighting with its advertiser's address.
+public struct GaendScanRecorded: GaendSignal, Equatable {
+    public static let interface = GaendBus.researchInterface, member = "ScanRecorded"
+    public static let arguments = [DBusArgument("start", "x"), DBusArgument("end", "x"),
+                                   DBusArgument("sightings", "a" + GaendSighting.addressedType.signature)]
+    public var scan: GaendScanFinished
+
+    public init(_ scan: GaendScanFinished) { self.scan = scan }
+
+    public var args: [DBusValue] {
+        [.int64(scan.start), .int64(scan.end), .array(GaendSighting.addressedType, scan.sightings.map(\.addressedValue))]
+    }
+    public init(args: [DBusValue]) throws(GaendWireError) {
+        try Self.check(args)
+        guard case .array(_, let items) = args[2] else {
+            throw .wrongType(what: "sightings", expected: Self.arguments[2].signature, actual: args[2].type.signature)
+        }
+        var sightings: [GaendSighting] = []
+        sightings.reserveCapacity(items.count)
+        for item in items { sightings.append(try GaendSighting(addressed: item)) }
+        scan = GaendScanFinished(start: try args[0].wireInt64("start"), end: try args[1].wireInt64("end"), sightings: sightings)
     }
 }
 

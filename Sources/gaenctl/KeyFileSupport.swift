@@ -64,6 +64,16 @@ struct TrustOptions: ParsableArguments {
 }
 
 enum KeyFileLoader {
+    /// A JSON key list (KeyListFile) as a bare, unsigned export.bin (header + protobuf), the
+    /// form every reader of key files takes; its time range spans the keys' intervals.
+    static func unsignedExport(fromKeyList data: Data, path: String) throws -> Data {
+        let keys: [DiagnosisKey]
+        do { keys = try KeyListFile.decode(data, file: path) } catch { throw CommandFailure("\(error)") }
+        let start = keys.map { UInt64($0.rollingStartIntervalNumber.rawValue) }.min() ?? 0
+        let end = keys.map { UInt64($0.rollingStartIntervalNumber.rawValue) + UInt64($0.rollingPeriod) }.max() ?? 0
+        return try KeyExportWriter.exportBin(header: KeyExportHeader(startTimestamp: start * 600, endTimestamp: end * 600, region: ""), keys: keys)
+    }
+
     /// Reads at most `limit + 1` bytes, so an oversized file is refused without being read whole.
     static func readBounded(_ path: String, limit: Int) throws -> Data {
         guard let handle = FileHandle(forReadingAtPath: path) else { throw CommandFailure("\(path): cannot open") }
@@ -86,11 +96,7 @@ enum KeyFileLoader {
             guard trust == nil else {
                 throw CommandFailure("\(path): rejected: a JSON key list carries no signature, so no --trust key can verify it (give the signed export instead)")
             }
-            let keys: [DiagnosisKey]
-            do { keys = try KeyListFile.decode(data, file: path) } catch { throw CommandFailure("\(error)") }
-            let start = keys.map { UInt64($0.rollingStartIntervalNumber.rawValue) }.min() ?? 0
-            let end = keys.map { UInt64($0.rollingStartIntervalNumber.rawValue) + UInt64($0.rollingPeriod) }.max() ?? 0
-            let bin = try KeyExportWriter.exportBin(header: KeyExportHeader(startTimestamp: start * 600, endTimestamp: end * 600, region: ""), keys: keys)
+            let bin = try unsignedExport(fromKeyList: data, path: path)
             do { return (try KeyExportFile(parsing: bin, limits: limits), nil) } catch { throw CommandFailure("\(path): \(error)") }
         }
         let file: KeyExportFile

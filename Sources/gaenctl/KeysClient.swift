@@ -91,11 +91,14 @@ struct KeysProvide: AsyncParsableCommand {
             Passes the files as file descriptors in one ProvideDiagnosisKeys call (1 to 16 files), \
             then waits for ExposureStateUpdated with its token. Prints the keys accepted, the keys \
             matched and the windows added (JSON with --json: {"keys","matchedKeys","windows"}). \
-            A rejected file is a named error (e.g. org.gaend.Error.InvalidKeyFile) and exit 1.
+            A rejected file is a named error (e.g. org.gaend.Error.InvalidKeyFile) and exit 1. \
+            A JSON key list (as keys create and keys history --json write it) is converted here \
+            into an unsigned export and passed as an anonymous file: gaend accepts it only when \
+            it trusts no signing key (trust settings empty), as any unsigned export.
             """)
 
     @OptionGroup var bus: BusOptions
-    @Argument(help: ArgumentHelp("Key export files (ZIP).", valueName: "FILE"))
+    @Argument(help: ArgumentHelp("Key export files (ZIP or export.bin) or JSON key lists.", valueName: "FILE"))
     var files: [String]
     @Option(help: "Seconds to wait for the matching result.")
     var wait: Double = 120
@@ -119,9 +122,50 @@ struct KeysProvide: AsyncParsableCommand {
         }
     }
 
+    /// When the regular file at `fd` is a JSON key list (starts with `[` or `{`): its unsigned export (KeyFileLoader) in
+    /// an anonymous temporary file (created, unlinked, rewound), to pass instead. nil for key
+    /// export files, which go to gaend as they are. Reads at most the daemon's file limit + 1.
+    static func keyListAsExport(fd: Int32, path: String) throws -> DBusUnixFD? {
+        let limit = KeyExportLimits.default.maxFileSize
+        var data = Data()
+        var buffer = [UInt8](repeating: 0, count: 1 << 16)
+        var offset: off_t = 0
+        while data.count <= limit {
+            let n = buffer.withUnsafeMutableBytes { pread(fd, $0.baseAddress, $0.count, offset) }
+            if n < 0 { if errno == EINTR { continue }; throw CommandFailure("\(path): cannot read: \(String(cString: strerror(errno)))") }
+            if n == 0 { break }
+            data.append(contentsOf: buffer[..<n])
+            offset += off_t(n)
+        }
+        // Only what looks like JSON is converted; anything else goes to gaend as it is, which
+        // judges key export files itself (InvalidKeyFile).
+        let first = data.first(where: { !($0 == 0x20 || $0 == 0x0a || $0 == 0x0d || $0 == 0x09) })
+        guard KeyInputKind.detect(data) == .jsonKeyList, first == UInt8(ascii: "[") || first == UInt8(ascii: "{") else { return nil }
+        guard data.count <= limit else { throw CommandFailure("\(path): \(KeyExportError.fileTooLarge(size: data.count, limit: limit)) (or more)") }
+        let bin = try KeyFileLoader.unsignedExport(fromKeyList: data, path: path)
+        var template = Array((FileManager.default.temporaryDirectory.path + "/gaenctl-keys-XXXXXX").utf8CString)
+        let tmp = template.withUnsafeMutableBufferPointer { mkstemp($0.baseAddress!) }
+        guard tmp >= 0 else { throw CommandFailure("cannot create a temporary file: \(String(cString: strerror(errno)))") }
+        let handle = DBusUnixFD(owning: tmp)
+        _ = fcntl(tmp, F_SETFD, FD_CLOEXEC)
+        template.withUnsafeBufferPointer { _ = unlink($0.baseAddress!) }
+        try bin.withUnsafeBytes { raw in
+            var written = 0
+            while written < raw.count {
+                let n = write(tmp, raw.baseAddress! + written, raw.count - written)
+                if n < 0 { if errno == EINTR { continue }; throw CommandFailure("cannot write a temporary file: \(String(cString: strerror(errno)))") }
+                written += n
+            }
+        }
+        guard lseek(tmp, 0, SEEK_SET) == 0 else { throw CommandFailure("cannot rewind a temporary file: \(String(cString: strerror(errno)))") }
+        printError("gaenctl keys provide: note: \(path): a JSON key list, passed as an unsigned export")
+        return handle
+    }
+
     func run() async throws {
         try await withDaemon("keys provide", bus) { client in
             var fds: [DBusUnixFD] = []
+            var keyLists: [String] = []
             for path in files {
                 // O_NONBLOCK: opening a FIFO must not wait for a writer; only regular files go on.
                 let fd = open(path, O_RDONLY | O_CLOEXEC | O_NONBLOCK)
@@ -130,13 +174,21 @@ struct KeysProvide: AsyncParsableCommand {
                 var st = stat()
                 guard fstat(fd, &st) == 0 else { throw CommandFailure("\(path): cannot stat: \(String(cString: strerror(errno)))") }
                 if let kind = Self.notAFile(st.st_mode) {
-                    throw CommandFailure("\(path): is \(kind), not a key file: give a ZIP or export.bin file")
+                    throw CommandFailure("\(path): is \(kind), not a key file: give a ZIP, an export.bin or a JSON key list")
                 }
-                fds.append(handle)
+                if let converted = try Self.keyListAsExport(fd: fd, path: path) {
+                    keyLists.append(path)
+                    fds.append(converted)
+                } else {
+                    fds.append(handle)
+                }
             }
             let token = "gaenctl-\(getpid())-\(UInt64(Date().timeIntervalSince1970 * 1000))"
             let updates = try await client.exposureStateUpdates()
-            let count = try await client.provideDiagnosisKeys(files: fds, token: token)
+            let count: UInt32
+            do { count = try await client.provideDiagnosisKeys(files: fds, token: token) } catch where !keyLists.isEmpty && "\(error)".contains("UntrustedKeyFile") {
+                throw CommandFailure("\(error) (\(keyLists.joined(separator: ", ")): a JSON key list carries no signature, and this gaend requires one; give the signed export, e.g. from gaenctl keys history -o or keys create --signing-key)")
+            }
             let result: GaendExposureStateUpdate? = await withTaskGroup(of: GaendExposureStateUpdate?.self) { group in
                 group.addTask {
                     for await u in updates where u.token == token { return u }

@@ -9,7 +9,7 @@ struct Simulate: ParsableCommand {
         abstract: "Simulate a trial: virtual nodes, the real key schedule and scan cadence, a measured channel model.",
         discussion: """
             Writes DIR/sightings/<node>.csv (the sightings export format; with --split daily \
-            DIR/sightings/board=<node>/day=<YYYY-MM-DD>/sightings.csv), DIR/keys/<node>.json (the \
+            DIR/sightings/board=<node>/day=<YYYY-MM-DD>/sightings.csv; .jsonl with --format jsonl), DIR/keys/<node>.json (the \
             JSON key list of gaenctl keys create), DIR/groundtruth/markers.csv (every pair, \
             labelled pair:<receiver>/<transmitter>), DIR/groundtruth/pairs/<rx>__<tx>.csv, \
             DIR/groundtruth/distances.csv, DIR/groundtruth/nodes.csv and DIR/summary.json. \
@@ -36,8 +36,12 @@ struct Simulate: ParsableCommand {
     @Option(help: ArgumentHelp("'daily': sightings as DIR/sightings/board=<node>/day=<YYYY-MM-DD>/sightings.csv, one file per board per UTC day (the layout of sightings export --split daily).", valueName: "daily"))
     var split: String?
 
+    @Option(help: "Sightings as csv or jsonl (JSON lines, docs/sightings-format.md).")
+    var format: String = "csv"
+
     func validate() throws {
         if let split, split != "daily" { throw ValidationError("--split: expected 'daily', got '\(split)'") }
+        guard format == "csv" || format == "jsonl" else { throw ValidationError("--format must be csv or jsonl") }
     }
 
     func run() throws {
@@ -47,7 +51,7 @@ struct Simulate: ParsableCommand {
             let began = clock.now
             let sim = try Simulator(scenario: Scenario.read(URL(fileURLWithPath: scenario)), seed: seed, randomKeys: randomKeys)
             let result = try sim.run()
-            try result.write(to: url, daily: split == "daily")
+            try result.write(to: url, daily: split == "daily", jsonLines: format == "jsonl")
             print("simulated \(sim.scenario.nodes.count) nodes for \(Format.fixed(sim.scenario.durationSeconds / 3600, 2)) h (seed \(result.seed)): "
                   + "\(result.scans) scans, \(result.sightings) sightings, \(result.markers.count) markers in \(output) "
                   + "[\(clock.now - began)]")

@@ -16,7 +16,7 @@ struct Status: AsyncParsableCommand {
             "radioFailures","reportsIgnored","reportsDropped","controller":{"name","address","manufacturer", \
             "manufacturerName","hciVersion","hciVersionName","hciSubversion","lmpVersion","lmpVersionName", \
             "lmpSubversion"},"advertisingAddress","currentRpi","txPower","rssiCorrection","calibrationConfidence", \
-            "node","site"} \
+            "node","site","matching"} \
             (busName: the name it talked to, see --name; lastScanTime in ms since the Unix epoch, \
             0 if none; quarantinedRecords: store records that failed authentication and are skipped; \
             droppedScans/droppedSightings: lost while the disk was full; advertisingOnAir/scanningOnAir: \
@@ -25,7 +25,8 @@ struct Status: AsyncParsableCommand {
             from an older gaend; controller: the controller's facts, only name while it is missing; \
             advertisingAddress: the random address on air now, null when nothing is; currentRpi: \
             the RPI on air (hex), in trial mode only, else null; the calibration in use and the \
-            export labels; these are absent from a gaend before interface revision 3). \
+            export labels; matching: provided key files are being matched (a new upload gets Busy); \
+            these are absent from a gaend before interface revision 3). \
             Checking a board: a scanner (a phone app such as nRF Connect, or `gaenctl radio scan` \
             on another board) shows the advertising address and, in trial mode, the RPI in its \
             0xFD6F service data. See docs/dbus.md.
@@ -58,6 +59,7 @@ struct Status: AsyncParsableCommand {
         if let n = s.rssiCorrection { o["rssiCorrection"] = .int(Int64(n)) }
         if let n = s.calibrationConfidence { o["calibrationConfidence"] = .int(Int64(n)) }
         if let n = s.node { o["node"] = .string(n) }
+        if let b = s.matching { o["matching"] = .bool(b) }
         if let n = s.site { o["site"] = .string(n) }
         return o
     }
@@ -130,6 +132,7 @@ struct Status: AsyncParsableCommand {
                 sightings:      \(s.sightingCount)\(Self.reportNote(s))
                 key uploads left today: \(s.provideDiagnosisKeysRemaining == UInt32.max ? "unlimited (rate limits off)" : "\(s.provideDiagnosisKeysRemaining)")
                 """)
+            if let m = s.matching { print("matching:       \(m ? "yes (provided key files are being matched; a new upload gets Busy)" : "no")") }
             if let c = s.clockSync { print("clock:          \(c)") }
             for line in Self.fieldLines(s) { print(line) }
             if let q = s.quarantinedRecords, q > 0 {

@@ -1,6 +1,7 @@
 import ArgumentParser
 import DBusCore
 import ENProtocol
+import GaendAPI
 import GaenClient
 import Foundation
 
@@ -59,18 +60,17 @@ struct Summaries: AsyncParsableCommand {
 extension Summaries {
     /// gaend's daily summaries of its stored windows under `c` (GetDailySummaries).
     func daemonSummaries(_ c: DailySummariesConfig) async throws {
-        var dict: [String: DBusValue] = [
-            "attenuation_bucket_thresholds_db": .array(.int32, c.attenuationBucketThresholdDb.map { .int32(Int32($0)) }),
-            "attenuation_bucket_weights": .array(.double, c.attenuationBucketWeights.map { .double($0) }),
-            "report_type_weights": .dict(key: .int32, value: .double, c.reportTypeWeights.enumerated().filter { (1...4).contains($0.offset) }.map {
-                DBusDictEntry(key: .int32(Int32($0.offset)), value: .double($0.element)) }),
-            "infectiousness_weights": .dict(key: .int32, value: .double, c.infectiousnessWeights.enumerated().filter { (1...2).contains($0.offset) }.map {
-                DBusDictEntry(key: .int32(Int32($0.offset)), value: .double($0.element)) }),
-            "minimum_window_score": .double(c.minimumWindowScore),
-        ]
-        if c.daysSinceExposureThreshold > 0 { dict["days_since_exposure_threshold"] = .int32(Int32(c.daysSinceExposureThreshold)) }
+        var config = GaendDailySummariesConfig(
+            attenuationBucketThresholdsDb: c.attenuationBucketThresholdDb.map { Int32($0) },
+            attenuationBucketWeights: c.attenuationBucketWeights,
+            infectiousnessWeights: Dictionary(uniqueKeysWithValues: c.infectiousnessWeights.enumerated()
+                .filter { (1...2).contains($0.offset) }.map { (Int32($0.offset), $0.element) }),
+            reportTypeWeights: Dictionary(uniqueKeysWithValues: c.reportTypeWeights.enumerated()
+                .filter { (1...4).contains($0.offset) }.map { (Int32($0.offset), $0.element) }),
+            minimumWindowScore: c.minimumWindowScore)
+        if c.daysSinceExposureThreshold > 0 { config.daysSinceExposureThreshold = Int32(c.daysSinceExposureThreshold) }
         try await withDaemon("summaries", bus) { client in
-            let summaries = try await client.dailySummaries(config: dict)
+            let summaries = try await client.dailySummaries(config: config)
             if json {
                 let encoder = JSONEncoder()
                 encoder.outputFormatting = [.sortedKeys, .prettyPrinted]

@@ -94,25 +94,26 @@ struct TrialReportCommand: ParsableCommand {
             var allMarkers: [Marker] = []
             for m in markers { allMarkers += try MarkersFile.read(URL(fileURLWithPath: m)) }
             let truth = GroundTruth(markers: allMarkers)
-            var observations: [Observation] = []
-            var counts = TrialReport.Counts()
-            var detection: [DetectionProbability] = []
-            var label = site
-            if attenuations.isEmpty {
-                let rows = try TrialInputs.readSightings(sightings, site: site)
-                label = label ?? rows.first(where: { $0.site != nil })?.site
-                let transmitters = try keys.map(TrialInputs.readKeys)
-                (observations, counts, detection) = try TrialPipeline.run(sightings: rows, transmitters: transmitters, groundTruth: truth)
-            } else {
-                for a in attenuations {
-                    let (o, c) = try TrialPipeline.observations(attenuationCSV: CSVReader(contentsOf: URL(fileURLWithPath: a)), groundTruth: truth)
-                    observations += o
-                    counts.rows += c.rows; counts.reports += c.reports; counts.matched += c.matched
-                    counts.withGroundTruth += c.withGroundTruth; counts.withoutGroundTruth += c.withoutGroundTruth
+            // Streamed: each file is read in pieces, matched, joined and counted; the
+            // attenuation rows are written as they come (docs/trial.md, "Memory").
+            let transmitters = try keys.map(TrialInputs.readKeys)
+            let stream = TrialStream(transmitters: transmitters, groundTruth: truth, site: site)
+            let dir = URL(fileURLWithPath: output)
+            let rows = try AttenuationRowsWriter(reportDirectory: dir, daily: split == "daily")
+            do {
+                stream.onObservation = { try rows.append($0, site: stream.site) }
+                if attenuations.isEmpty {
+                    for path in sightings {
+                        let receiver = TrialInputs.receiverName(ofSightingsFile: path)
+                        try TrialKit.SightingsExport.forEachPiece(URL(fileURLWithPath: path)) { try stream.addSightings($0, receiver: receiver) }
+                    }
+                } else {
+                    for a in attenuations { try stream.addAttenuations(CSVReader(contentsOf: URL(fileURLWithPath: a))) }
                 }
-            }
-            let report = TrialReport(site: label, counts: counts, observations: observations, options: options, detectionByDistance: detection)
-            try TrialReportWriter.write(report, observations: observations, to: URL(fileURLWithPath: output), dailyAttenuation: split == "daily")
+                try rows.commit()
+            } catch { rows.discard(); throw error }
+            let report = stream.report(options: options)
+            try TrialReportWriter.write(report, tally: stream.tally, to: dir)
             print(Self.summary(report, output: output))
         }
     }

@@ -9,8 +9,8 @@ import TrialKit
 struct TrialImportCommand: ParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "import",
-        abstract: "Convert published trial data (DP-3T tables, histograms, raw RSSI tables) to the toolkit's formats.",
-        subcommands: [DP3T.self, Histogram.self, RSSI.self])
+        abstract: "Convert published trial data (DP-3T tables, Leith & Farrell datasets, histograms, raw RSSI tables) to the toolkit's formats.",
+        subcommands: [DP3T.self, Leith.self, Histogram.self, RSSI.self])
 
     static func report(_ command: String, _ counts: ImportCounts, output: String) {
         FileHandle.standardError.write(Data("gaenctl trial import \(command): \(counts.summary); wrote \(output)\n".utf8))
@@ -118,6 +118,56 @@ struct TrialImportCommand: ParsableCommand {
                 }
                 try OutputFile.write(ContactsFile.encode(contacts), to: URL(fileURLWithPath: output))
                 TrialImportCommand.report("histogram", total, output: output)
+            }
+        }
+    }
+
+    struct Leith: ParsableCommand {
+        static let configuration = CommandConfiguration(
+            commandName: "leith",
+            abstract: "Leith & Farrell's attenuation-duration datasets (their text files) to contacts.",
+            discussion: """
+                DIR holds one or more datasets as published (e.g. github.com/doug-leith/dublintram_gaen_dataset): \
+                <prefix>attenuations.txt (minutes per attenuation range, one row per pair and distance; the ranges \
+                named in its comment), <prefix>distances.txt (metres per row), <prefix>pairs.txt (the two handsets \
+                per row). One contact per row, windows as trial import histogram makes them; a row with no minutes \
+                is kept as a contact without windows. See docs/trial.md.
+                """)
+
+        @Argument(help: ArgumentHelp("Directory of the dataset's text files.", valueName: "DIR"))
+        var dir: String
+        @Option(help: "Where a range's minutes are placed: midpoint, low or high (edge).")
+        var at: String = "midpoint"
+        @Option(help: ArgumentHelp("Transmission risk level (1-8) of every window.", valueName: "N"))
+        var transmissionRiskLevel: Int?
+        @Option(help: ArgumentHelp("The attenuation ranges of the columns, when the file's comment does not name them.", valueName: "48-50,50-52,..."))
+        var ranges: String?
+        @Option(name: [.short, .customLong("output")], help: ArgumentHelp("Contacts JSON to write.", valueName: "CONTACTS.json"))
+        var output: String
+
+        func parsedRanges() throws -> [(low: Double, high: Double)]? {
+            guard let ranges else { return nil }
+            return try ranges.split(separator: ",").map { item in
+                let p = item.split(separator: "-").map { Double($0.trimmingCharacters(in: .whitespaces)) }
+                guard p.count == 2, let lo = p[0], let hi = p[1], lo < hi else { throw ValidationError("--ranges: expected LOW-HIGH,... (dB), got '\(item)'") }
+                return (lo, hi)
+            }
+        }
+
+        func validate() throws {
+            guard HistogramImport.Placement(rawValue: at) != nil else { throw ValidationError("--at: expected midpoint, low or high, got '\(at)'") }
+            if let t = transmissionRiskLevel, !(1...8).contains(t) { throw ValidationError("--transmission-risk-level must be 1...8") }
+            _ = try parsedRanges()
+        }
+
+        func run() throws {
+            try TrialCommandSupport.run("trial import leith") {
+                var options = HistogramImport.Options()
+                options.placement = HistogramImport.Placement(rawValue: at)!
+                options.transmissionRiskLevel = transmissionRiskLevel
+                let (contacts, counts) = try LeithImport.contacts(in: URL(fileURLWithPath: dir), ranges: try parsedRanges(), options: options)
+                try OutputFile.write(ContactsFile.encode(contacts), to: URL(fileURLWithPath: output))
+                TrialImportCommand.report("leith", counts, output: output)
             }
         }
     }

@@ -87,9 +87,11 @@ struct Gaend: AsyncParsableCommand {
     func run() async throws {
         guard let level = Logger.Level(rawValue: logLevel) else { throw ValidationError("--log-level: unknown level '\(logLevel)'") }
         let journal = JournalLogHandler.standardErrorIsJournal()
+        // Structured fields through journald's native socket; the stream is the fallback.
+        let journalSocket = journal ? JournalSocket(path: ProcessInfo.processInfo.environment["GAEND_JOURNAL_SOCKET"] ?? JournalSocket.defaultPath) : nil
         LoggingSystem.bootstrap { label in
             if journal {
-                var h = JournalLogHandler(label: label)
+                var h = JournalLogHandler(label: label, socket: journalSocket)
                 h.logLevel = level
                 return h
             }
@@ -124,8 +126,15 @@ struct Gaend: AsyncParsableCommand {
             } catch { throw fail("trust \(t.keyId): \(t.publicKeyFile): \(error)") }
         }
 
-        let node: GaenNode
-        do { node = try GaenNode(settings: settings, logger: logger) } catch { throw fail("\(error)") }
+        // The composition: one clock for the node and its radio owner; the radio service owns
+        // the radio owner and starts it, the node drives it through the schedule.
+        let node: GaenNode, radio: RadioService
+        do {
+            let clock = try settings.effective.makeClock()
+            let owner = RadioService.makeRadio(settings: settings, clock: clock, logger: logger)
+            node = try GaenNode(settings: settings, logger: logger, clock: clock, radio: owner)
+            radio = try RadioService(settings: settings, radio: owner, node: node)
+        } catch { throw fail("\(error)") }
 
         if trustSet.isEmpty { logger.warning("no trusted key set (--trust): provided key files are accepted without a signature check") }
         let connection: BusConnection
@@ -156,7 +165,7 @@ struct Gaend: AsyncParsableCommand {
         // reverse on SIGTERM/SIGINT; a service that fails stops the whole group the same way.
         // A stop that takes longer than 10 s (the unit allows 15) is escalated to cancellation.
         var configuration = ServiceGroupConfiguration(
-            services: NodeServices.all(node: node, bus: bus, connection: connection, notifier: notifier, logger: logger).map {
+            services: NodeServices.all(node: node, radio: radio, bus: bus, connection: connection, notifier: notifier, logger: logger).map {
                 .init(service: $0, successTerminationBehavior: .gracefullyShutdownGroup, failureTerminationBehavior: .gracefullyShutdownGroup)
             },
             gracefulShutdownSignals: [.sigterm, .sigint], logger: logger)

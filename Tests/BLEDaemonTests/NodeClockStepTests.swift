@@ -20,8 +20,9 @@ struct NodeClockStepTests {
         s.stateDirectory = dir.url.path
         s.storeKeyFile = dir.keyPath
         s.clock.stepConfirmationMinutes = 60
-        return try GaenNode(settings: s, logger: Logger(label: "test"), clock: ManualClock(wall: Self.w0, monotonic: 100),
-                            sync: FixedClockSync(.synchronized(source: "test")))
+        let clock = ManualClock(wall: Self.w0, monotonic: 100)
+        return try GaenNode(settings: s, logger: Logger(label: "test"), clock: clock, sync: FixedClockSync(.synchronized(source: "test")),
+                            radio: RadioService.makeRadio(settings: s, clock: clock, logger: Logger(label: "test")))
     }
 
     func rotate(_ node: GaenNode, wall: Double, monotonic: Double) async {
@@ -44,14 +45,14 @@ struct NodeClockStepTests {
         let tek = try node.store.key(for: Self.day0)
         try recordScans(node.store)
         await rotate(node, wall: Self.w0 + 40 * 86_400, monotonic: 110)
-        #expect(await node.snapshot.status.contains(GaendStatus.clockSuspect))
+        #expect(await node.snapshot.status.contains(.clockSuspect))
         #expect(try node.store.counts().scans == 10)
         #expect(try node.store.keys(in: Self.day0...Self.day0).map(\.key) == [tek])
         await rotate(node, wall: Self.w0 + 40 * 86_400 + 700, monotonic: 810)  // still suspect: nothing deleted
         #expect(try node.store.counts().scans == 10)
         // Back to the true time.
         await rotate(node, wall: Self.w0 + 1_000, monotonic: 1_100)
-        #expect(!(await node.snapshot.status.contains(GaendStatus.clockSuspect)))
+        #expect(!(await node.snapshot.status.contains(.clockSuspect)))
         #expect(try node.store.key(for: Self.day0) == tek)
         #expect(try node.store.counts().scans == 10)
         await node.shutdown()
@@ -69,12 +70,12 @@ struct NodeClockStepTests {
         let ahead = Self.w0 + 40 * 86_400
         await rotate(node, wall: ahead, monotonic: 200)
         await rotate(node, wall: ahead + 3_600, monotonic: 3_800)  // held for an hour
-        #expect(!(await node.snapshot.status.contains(GaendStatus.clockSuspect)))
+        #expect(!(await node.snapshot.status.contains(.clockSuspect)))
         #expect(try node.store.counts().scans == 0)
         #expect(try node.store.keys(in: Self.day0...Self.day0).isEmpty)
         // The clock goes back into day 0: its key is gone and no second one is made.
         await rotate(node, wall: Self.w0 + 600, monotonic: 3_900)
-        #expect(await node.snapshot.status.contains(GaendStatus.clockSuspect))
+        #expect(await node.snapshot.status.contains(.clockSuspect))
         #expect(throws: StoreError.keyDayRetired(day: Self.day0.rawValue)) { try node.store.key(for: Self.day0) }
         #expect(try node.store.keys(in: Self.day0...Self.day0).isEmpty)
         _ = tek

@@ -20,7 +20,8 @@ struct NodeTests {
         s.trial = trial
         configure(&s)
         let clock = ManualClock(wall: 1_700_000_000, monotonic: 100)  // 2023-11-14T22:13:20Z
-        let node = try GaenNode(settings: s, logger: Logger(label: "test"), clock: clock, sync: FixedClockSync(.synchronized(source: "test")))
+        let node = try GaenNode(settings: s, logger: Logger(label: "test"), clock: clock, sync: FixedClockSync(.synchronized(source: "test")),
+                                radio: RadioService.makeRadio(settings: s, clock: clock, logger: Logger(label: "test")))
         return (node, clock)
     }
 
@@ -62,13 +63,34 @@ struct NodeTests {
         await node.perform(.finishScan(CompletedScan(startWall: r.wall, endWall: r.wall + 4)), at: r)
         #expect(await node.snapshot.scans == 0)
         #expect(try node.store.counts().scans == 0)
-        #expect(await node.snapshot.status.contains(GaendStatus.controllerMissing))
+        #expect(await node.snapshot.status.contains(.controllerMissing))
         await node.shutdown()
     }
 
     /// A signed-free key file holding `keys`.
     func keyFile(_ keys: [DiagnosisKey]) throws -> Data {
         try KeyExportWriter.exportBin(header: KeyExportHeader(startTimestamp: 0, endTimestamp: 1, region: "t"), keys: keys)
+    }
+
+    @Test("the exposure service's busy state: matching from an accepted call to the end of its matching; another call is Busy meanwhile")
+    func matchingBusyState() async throws {
+        let dir = try TempStoreDir()
+        let (node, _) = try makeNode(dir)
+        #expect(await node.snapshot.matching == false)
+        let key = DiagnosisKey(key: try TemporaryExposureKey(bytes: Data(repeating: 3, count: 16)), rollingStartIntervalNumber: Self.day.firstInterval)
+        _ = try await node.acceptKeyFiles([keyFile([key])], trust: KeyExportTrustSet())
+        #expect(await node.snapshot.matching)
+        await #expect(throws: NodeError.busy("an earlier ProvideDiagnosisKeys is still being matched")) {
+            _ = try await node.acceptKeyFiles([keyFile([key])], trust: KeyExportTrustSet())
+        }
+        let (ended, signal) = AsyncStream.makeStream(of: Bool.self)
+        await node.beginMatching { result in
+            if case .success = result { signal.yield(true) } else { signal.yield(false) }
+        }
+        var it = ended.makeAsyncIterator()
+        #expect(await it.next() == true)
+        #expect(await node.snapshot.matching == false)
+        await node.shutdown()
     }
 
     @Test("a provided key file is kept while its keys can match a kept sighting, dropped by retention after; kept files are not parsed again")
@@ -155,7 +177,7 @@ struct NodeTests {
             _ = try await node.acceptKeyFiles([Data("junk".utf8)], trust: KeyExportTrustSet())
             Issue.record("junk accepted")
         } catch let e as NodeError {
-            #expect(e.dbusError.name == GaendInterfaces.ErrorName.invalidKeyFile)
+            #expect(NodeBus.errorName(e) == GaendInterfaces.ErrorName.invalidKeyFile)
         }
         #expect(try await node.exposureWindows() == windows)
         // The store holds no TEK or RPI in clear.
@@ -206,7 +228,7 @@ struct NodeTests {
             _ = try await node.acceptKeyFiles([file], trust: KeyExportTrustSet())
             Issue.record("seventh call accepted")
         } catch let e as NodeError {
-            #expect(e.dbusError.name == GaendInterfaces.ErrorName.rateLimited)
+            #expect(NodeBus.errorName(e) == GaendInterfaces.ErrorName.rateLimited)
         }
         await node.shutdown()
 
@@ -232,7 +254,7 @@ struct NodeTests {
         }
         let (again, _) = try makeNode(dir)
         #expect(await again.snapshot.enabled == false)
-        #expect(await again.snapshot.status.contains(GaendStatus.inactive))
+        #expect(await again.snapshot.status.contains(.inactive))
         let c = await again.calibration
         #expect(c.txPower == -25 && c.rssiCorrection == 3 && c.confidence == .medium)
         let m = try await again.dataMapping()
@@ -242,7 +264,7 @@ struct NodeTests {
             try await again.setDataMapping(.default)
             Issue.record("second mapping change accepted")
         } catch let e as NodeError {
-            #expect(e.dbusError.name == GaendInterfaces.ErrorName.rateLimited)
+            #expect(NodeBus.errorName(e) == GaendInterfaces.ErrorName.rateLimited)
         }
         await again.shutdown()
     }
@@ -294,32 +316,61 @@ struct NodeTests {
         await node.shutdown()
     }
 
-    @Test("D-Bus configuration dicts: required keys, types and unknown keys give InvalidArgs")
+    @Test("D-Bus configurations: required keys, counts and ranges are InvalidArgs at the edge; types and unknown keys fail the typed decoder")
     func configConversions() throws {
         let good: [String: DBusValue] = [
             "attenuation_bucket_thresholds_db": .array(.int32, [.int32(30), .int32(50), .int32(70)]),
             "attenuation_bucket_weights": .array(.double, [.double(1), .double(1), .double(0.5), .double(0)]),
             "report_type_weights": .dict(key: .int32, value: .double, [DBusDictEntry(key: .int32(1), value: .double(2))]),
         ]
-        let c = try NodeBus.summariesConfig(good)
+        func summaries(_ d: [String: DBusValue]) throws -> DailySummariesConfig {
+            try NodeBus.domain(GaendDailySummariesConfig(dbus: .vardict(d)))
+        }
+        let c = try summaries(good)
         #expect(c.attenuationBucketThresholdDb == [30, 50, 70])
         #expect(c.reportTypeWeights == [0, 2, 1, 1, 1, 0])
         #expect(c.infectiousnessWeights == [0, 1, 1])
         var missing = good
         missing["attenuation_bucket_weights"] = nil
-        #expect(throws: NodeError.self) { try NodeBus.summariesConfig(missing) }
+        #expect(throws: NodeError.invalidArgs("attenuation_bucket_weights: 4 weights required")) { try summaries(missing) }
+        var short = good
+        short["attenuation_bucket_thresholds_db"] = .array(.int32, [.int32(30)])
+        #expect(throws: NodeError.invalidArgs("attenuation_bucket_thresholds_db: 3 thresholds required")) { try summaries(short) }
+        var badKey = good
+        badKey["report_type_weights"] = .dict(key: .int32, value: .double, [DBusDictEntry(key: .int32(9), value: .double(2))])
+        #expect(throws: NodeError.self) { try summaries(badKey) }
         var unknown = good
         unknown["colour"] = .string("red")
-        #expect(throws: NodeError.self) { try NodeBus.summariesConfig(unknown) }
+        #expect(throws: GaendWireError.unknownKey(what: "config", key: "colour", known: GaendDailySummariesConfig.keys)) { try summaries(unknown) }
         var wrongType = good
         wrongType["attenuation_bucket_thresholds_db"] = .string("30,50,70")
-        #expect(throws: NodeError.self) { try NodeBus.summariesConfig(wrongType) }
+        #expect(throws: GaendWireError.wrongType(what: "config key 'attenuation_bucket_thresholds_db'", expected: "ai", actual: "s")) {
+            try summaries(wrongType)
+        }
 
-        let v1 = try NodeBus.v1Config([:])
+        let v1 = try NodeBus.domain(GaendExposureConfigurationV1())
         #expect(v1.attenuationDurationThresholds == [50, 70])
-        let m = try NodeBus.mapping(["report_type_when_missing": .int32(2)])
+        let m = try NodeBus.domain(GaendDataMapping(reportTypeWhenMissing: 2))
         #expect(m.reportTypeWhenMissing == .confirmedClinicalDiagnosis)
-        #expect(throws: NodeError.self) { try NodeBus.mapping(["report_type_when_missing": .int32(0)]) }
+        #expect(throws: NodeError.self) { try NodeBus.domain(GaendDataMapping(reportTypeWhenMissing: 0)) }
+        #expect(throws: NodeError.self) { try NodeBus.domain(GaendDataMapping(daysSinceOnsetToInfectiousness: [0: 3])) }
+        // What GetDiagnosisKeysDataMapping returns reads back as the same mapping.
+        let full = try NodeBus.domain(GaendDataMapping(daysSinceOnsetToInfectiousness: [-1: 1, 0: 2], reportTypeWhenMissing: 3,
+                                                       infectiousnessWhenDaysSinceOnsetMissing: 0))
+        #expect(try NodeBus.domain(NodeBus.wire(full)) == full)
+    }
+
+    @Test("node errors and conditions become gaend's D-Bus names and Status strings only at the edge")
+    func errorNames() {
+        let e = NodeBus.wireError(NodeError.busy("matching")) as? DBusNamedError
+        #expect(e == DBusNamedError(name: "org.gaend.Error.Busy", message: "matching"))
+        #expect((NodeBus.wireError(NodeError.invalidArgs("x")) as? DBusNamedError)?.name == "org.freedesktop.DBus.Error.InvalidArgs")
+        #expect((NodeBus.wireError(NodeError.storage("disk")) as? DBusNamedError)?.name == GaendInterfaces.ErrorName.storageError)
+        #expect(NodeBus.wireError(CancellationError()) is CancellationError)
+        // Each condition has its own Status string, and every documented string is one.
+        let strings = NodeCondition.allCases.map(NodeBus.wire)
+        #expect(Set(strings).count == NodeCondition.allCases.count)
+        #expect(Set(strings) == Set(GaendStatus.all))
     }
 }
 

@@ -80,4 +80,27 @@ struct ClockSyncBusTests {
         timedated.stop()
         bus.stop()
     }
+
+    @Test("prepare() waits for timedated's first answer, so the very first check is already its answer")
+    func primedBeforeTheFirstCheck() async throws {
+        let bus = try PrivateBus()
+        let fake = try await FakeTimedated(address: bus.address)
+        fake.synced = true
+        let timedated = TimedatedClockSync(bus: .address(bus.address), interval: .seconds(10))
+        let sync = LinuxClockSync(kernelState: { -EPERM }, timedated: timedated, timesyncFlagPath: "/nonexistent/flag")
+        await sync.prepare()
+        #expect(sync.status() == .synchronized(source: "systemd-timedated (NTPSynchronized)"))
+        timedated.stop()
+        // Without timedated on the bus prepare() returns with its error as the answer (no 5 s wait).
+        fake.connection.close()
+        let absent = TimedatedClockSync(bus: .address(bus.address), interval: .seconds(10))
+        let lone = LinuxClockSync(kernelState: { -EPERM }, timedated: absent, timesyncFlagPath: "/nonexistent/flag")
+        let started = ContinuousClock.now
+        await lone.prepare()
+        #expect(ContinuousClock.now - started < .seconds(4))
+        guard case .unsynchronized(let reason) = lone.status() else { Issue.record("expected unsynchronised"); return }
+        #expect(!reason.contains("not asked yet"), "\(reason)")
+        absent.stop()
+        bus.stop()
+    }
 }

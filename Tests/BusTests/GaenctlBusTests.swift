@@ -25,7 +25,7 @@ struct GaenctlBusTests {
             "controller":{"address":"DC:A6:32:01:02:03","hciSubversion":291,"hciVersion":9,"hciVersionName":"5.0",\
             "lmpSubversion":24857,"lmpVersion":9,"lmpVersionName":"5.0","manufacturer":305,"manufacturerName":"Cypress Semiconductor",\
             "name":"hci0"},"currentRpi":"00112233445566778899aabbccddeeff","droppedScans":2,"droppedSightings":30,\
-            "enabled":true,"lastScanTime":1700000000000,"node":"board-3","provideDiagnosisKeysRemaining":6,"quarantinedRecords":1,\
+            "enabled":true,"lastScanTime":1700000000000,"matching":true,"node":"board-3","provideDiagnosisKeysRemaining":6,"quarantinedRecords":1,\
             "radioFailures":2,"reportsDropped":0,"reportsIgnored":40,"rssiCorrection":5,"scanCount":12,"scanningOnAir":false,\
             "sightingCount":345,"site":"bus 7","status":["active"],"trialMode":false,"txPower":-30,"version":"0.1.0"}
             """)
@@ -42,6 +42,7 @@ struct GaenctlBusTests {
                 "\(text.stdout)")
         #expect(text.stdout.contains("calibration:    TX power -30 dBm, RSSI correction 5 dB, confidence medium\n"), "\(text.stdout)")
         #expect(text.stdout.contains("labels:         node board-3, site bus 7"), "\(text.stdout)")
+        #expect(text.stdout.contains("matching:       yes (provided key files are being matched; a new upload gets Busy)\n"), "\(text.stdout)")
     }
 
     @Test("status of an older gaend (interface revision 2) leaves the field checks out")

@@ -48,40 +48,42 @@ final class CannedDaemon: Sendable {
             table.properties.removeAll { $0.since > revision }
         }
         let en = table
-        var methods: [String: DBusMethodHandler] = [:]
-        for m in en.methods { methods[m.name] = { _ in [] } }
-        methods["GetTemporaryExposureKeyHistory"] = { call in
+        typealias EN = GaendExposureNotification
+        var on = GaendHandlers(interface: en.name)
+        on.on(EN.Start.self) { _, _ in .init() }
+        on.on(EN.Stop.self) { _, _ in .init() }
+        on.on(EN.SetDiagnosisKeysDataMapping.self) { _, _ in .init() }
+        on.on(EN.GetTemporaryExposureKeyHistory.self) { _, call in
             guard try await call.callerUID() == 0 else {
                 throw DBusNamedError(name: GaendInterfaces.ErrorName.notAuthorized, message: "root only")
             }
-            return [GaendTemporaryExposureKey.array([Samples.key])]
+            return .init(keys: [Samples.key])
         }
-        methods["ProvideDiagnosisKeys"] = { call in
-            let files = call.args[0].arrayValue ?? []
+        on.on(EN.ProvideDiagnosisKeys.self) { request, _ in
             var keys: UInt32 = 0
-            for f in files {
-                guard let text = try? readAll(f.unixFDValue!), text.hasPrefix("PK") else {
+            for f in request.files {
+                guard let text = try? readAll(f), text.hasPrefix("PK") else {
                     throw DBusNamedError(name: GaendInterfaces.ErrorName.invalidKeyFile, message: "file is not a zip")
                 }
                 keys += 1
             }
-            let token = call.args[1].stringValue ?? ""
-            let n = keys
+            let token = request.token, n = keys
             Task {
-                try? await service.emit(path: GaendBus.objectPath, interface: en.name, signal: "ExposureStateUpdated",
+                try? await service.emit(path: GaendBus.objectPath, interface: en.name, signal: GaendExposureStateUpdate.member,
                                         GaendExposureStateUpdate(token: token, matchedKeys: n, windows: 1, error: "").args)
             }
-            return [.uint32(keys)]
+            return .init(keys: keys)
         }
-        methods["GetExposureWindows"] = { _ in [GaendExposureWindow.array([Samples.window])] }
-        methods["GetDailySummaries"] = { call in
-            guard call.args[0].vardictValue?["attenuation_bucket_thresholds_db"] != nil else {
+        on.on(EN.GetExposureWindows.self) { _, _ in .init(windows: [Samples.window]) }
+        on.on(EN.GetDailySummaries.self) { request, _ in
+            guard request.config.attenuationBucketThresholdsDb != nil else {
                 throw DBusNamedError.invalidArgs("attenuation_bucket_thresholds_db is required")
             }
-            return [GaendDailySummary.array([Samples.summary])]
+            return .init(summaries: [Samples.summary])
         }
-        methods["GetDiagnosisKeysDataMapping"] = { _ in [.vardict(["report_type_when_missing": .int32(1)])] }
-        methods["GetExposureSummary"] = { _ in [Samples.v1.dbusValue] }
+        on.on(EN.GetDiagnosisKeysDataMapping.self) { _, _ in .init(mapping: GaendDataMapping(reportTypeWhenMissing: 1)) }
+        on.on(EN.GetExposureSummary.self) { _, _ in .init(summary: Samples.v1) }
+        let methods = on.methods
         var getters: [String: DBusPropertyGetter] = [
             "Version": { .string("0.1.0") }, "Enabled": { .boolean(true) },
             "Status": { .array(.string, [.string(GaendStatus.active)]) }, "TrialMode": { .boolean(false) },
@@ -94,25 +96,36 @@ final class CannedDaemon: Sendable {
             "Controller": { Self.controller.dbusValue }, "AdvertisingAddress": { .string("3A:11:22:33:44:55") },
             "CurrentRpi": { .bytes(Self.rpi) }, "TxPower": { .int16(-30) }, "RssiCorrection": { .int16(5) },
             "CalibrationConfidence": { .int32(2) }, "Node": { .string("board-3") }, "Site": { .string("bus 7") },
+            "Matching": { .boolean(true) },
         ]
         for key in getters.keys where !en.properties.contains(where: { $0.name == key }) { getters[key] = nil }
         let research = GaendInterfaces.research
-        let researchImpl = try DBusInterfaceImplementation(research, methods: [
-            "ExportSightings": { call in
-                guard let fd = call.args[0].unixFDValue?.take() else { throw DBusNamedError.invalidArgs("fd") }
-                let out = FileHandle(fileDescriptor: fd, closeOnDealloc: true)
-                try out.write(contentsOf: Data("time,rpi,aem,rssi,scan_start,scan_end\n".utf8))
-                return [.uint32(0)]
-            },
-            "AddMarker": { _ in [.uint64(Samples.marker.id)] },
-            "GetMarkers": { _ in [GaendMarker.array([Samples.marker])] },
-            "SetCalibration": { _ in
-                try await service.emit(path: GaendBus.objectPath, interface: research.name, signal: "ScanFinished",
-                                       GaendScanFinished(start: 1, end: 2, sightings: [Samples.sighting]).args)
-                return []
-            },
-        ], getters: ["TxPower": { .int16(-30) }, "RssiCorrection": { .int16(5) }, "CalibrationConfidence": { .int32(2) },
-                     "Node": { .string("board-3") }, "Site": { .string("bus 7") }])
+        typealias R = GaendResearch
+        var onResearch = GaendHandlers(interface: research.name)
+        onResearch.on(R.ExportSightings.self) { request, _ in
+            guard let fd = request.fd.take() else { throw DBusNamedError.invalidArgs("fd") }
+            let out = FileHandle(fileDescriptor: fd, closeOnDealloc: true)
+            try out.write(contentsOf: Data("time,rpi,aem,rssi,scan_start,scan_end\n".utf8))
+            return .init(rows: 0)
+        }
+        onResearch.on(R.AddMarker.self) { _, _ in .init(id: Samples.marker.id) }
+        onResearch.on(R.GetMarkers.self) { _, _ in .init(markers: [Samples.marker]) }
+        onResearch.on(R.SetCalibration.self) { _, _ in
+            // As gaend sends a scan (ScanRecorded, then ScanFinished), then a scan as an
+            // older gaend sends it (ScanFinished alone).
+            var addressed = Samples.sighting
+            addressed.address = "3A:11:22:33:44:55"
+            let scan = GaendScanFinished(start: 1, end: 2, sightings: [addressed])
+            try await service.emit(path: GaendBus.objectPath, interface: research.name, signal: GaendScanRecorded.member,
+                                   GaendScanRecorded(scan).args)
+            try await service.emit(path: GaendBus.objectPath, interface: research.name, signal: GaendScanFinished.member, scan.args)
+            try await service.emit(path: GaendBus.objectPath, interface: research.name, signal: GaendScanFinished.member,
+                                   GaendScanFinished(start: 3, end: 4, sightings: [Samples.sighting]).args)
+            return .init()
+        }
+        let researchImpl = try DBusInterfaceImplementation(research, methods: onResearch.methods,
+                                                           getters: ["TxPower": { .int16(-30) }, "RssiCorrection": { .int16(5) }, "CalibrationConfidence": { .int32(2) },
+                                                                     "Node": { .string("board-3") }, "Site": { .string("bus 7") }])
         try service.export(path: GaendBus.objectPath, [
             try DBusInterfaceImplementation(en, methods: methods, getters: getters), researchImpl,
         ])
@@ -144,6 +157,15 @@ struct GaendClientTests {
         #expect(en.method("GetExposureSummary")?.outSignature == GaendExposureSummaryV1.signature)
         #expect(research.method("GetMarkers")?.outSignature == "a" + GaendMarker.signature)
         #expect(research.signal("ScanFinished")?.signature == DBusValue.signature(of: GaendScanFinished(start: 0, end: 0, sightings: []).args))
+        #expect(research.signal("ScanRecorded")?.signature
+                == DBusValue.signature(of: GaendScanRecorded(GaendScanFinished(start: 0, end: 0, sightings: [])).args))
+        var withAddress = Samples.sighting
+        withAddress.address = "3A:11:22:33:44:55"
+        let recorded = GaendScanFinished(start: 5, end: 6, sightings: [withAddress, Samples.sighting])
+        // The empty address stands for "not known" and reads back as nil; ScanFinished has none.
+        #expect(try GaendScanRecorded(args: GaendScanRecorded(recorded).args).scan == recorded)
+        #expect(try GaendScanFinished(args: recorded.args) == GaendScanFinished(start: 5, end: 6, sightings: [Samples.sighting, Samples.sighting]))
+        #expect(throws: GaendWireError.self) { try GaendScanRecorded(args: recorded.args) }
         #expect(en.signal("ExposureStateUpdated")?.signature
                 == DBusValue.signature(of: GaendExposureStateUpdate(token: "", matchedKeys: 0, windows: 0, error: "").args))
 
@@ -184,7 +206,8 @@ struct GaendClientTests {
         let status = try await client.status()
         #expect(status.advertisingOnAir == true && status.sightingCount == 345)
         #expect(status.controller == nil && status.advertisingAddress == nil && status.currentRPI == nil && status.txPower == nil
-                && status.rssiCorrection == nil && status.calibrationConfidence == nil && status.node == nil && status.site == nil)
+                && status.rssiCorrection == nil && status.calibrationConfidence == nil && status.node == nil && status.site == nil
+                && status.matching == nil)
     }
 
     @Test("the typed client calls every method, reads the properties and receives both signals")
@@ -204,21 +227,20 @@ struct GaendClientTests {
                 && status.reportsIgnored == 40 && status.reportsDropped == 0)
         #expect(status.controller == CannedDaemon.controller && status.advertisingAddress == "3A:11:22:33:44:55")
         #expect(status.currentRPI == CannedDaemon.rpi && status.txPower == -30 && status.rssiCorrection == 5
-                && status.calibrationConfidence == 2 && status.node == "board-3" && status.site == "bus 7")
+                && status.calibrationConfidence == 2 && status.node == "board-3" && status.site == "bus 7" && status.matching == true)
         try await client.start()
         try await client.stop()
         #expect(try await client.temporaryExposureKeyHistory() == [Samples.key])
         #expect(try await client.exposureWindows() == [Samples.window])
-        let summaries = try await client.dailySummaries(config: [
-            "attenuation_bucket_thresholds_db": .array(.int32, [.int32(30), .int32(50), .int32(70)]),
-            "attenuation_bucket_weights": .array(.double, [.double(1), .double(1), .double(0.5), .double(0)]),
-        ])
+        let summaries = try await client.dailySummaries(config: GaendDailySummariesConfig(
+            attenuationBucketThresholdsDb: [30, 50, 70], attenuationBucketWeights: [1, 1, 0.5, 0]))
         #expect(summaries == [Samples.summary])
         await #expect(throws: DBusNamedError.invalidArgs("attenuation_bucket_thresholds_db is required")) {
-            _ = try await client.dailySummaries(config: [:])
+            _ = try await client.dailySummaries(config: GaendDailySummariesConfig())
         }
-        #expect(try await client.exposureSummary(config: [:]) == Samples.v1)
-        #expect(try await client.diagnosisKeysDataMapping() == ["report_type_when_missing": .int32(1)])
+        #expect(try await client.exposureSummary(config: GaendExposureConfigurationV1()) == Samples.v1)
+        #expect(try await client.diagnosisKeysDataMapping() == GaendDataMapping(reportTypeWhenMissing: 1))
+        try await client.setDiagnosisKeysDataMapping(GaendDataMapping(reportTypeWhenMissing: 2))
 
         let updates = try await client.exposureStateUpdates()
         var pipeFDs: [Int32] = [-1, -1]
@@ -244,7 +266,11 @@ struct GaendClientTests {
         let scans = try await client.scanFinished()
         try await client.setCalibration(txPower: -30, rssiCorrection: 5, confidence: 2)
         var scanIt = scans.makeAsyncIterator()
-        #expect(await scanIt.next() == GaendScanFinished(start: 1, end: 2, sightings: [Samples.sighting]))
+        var addressed = Samples.sighting
+        addressed.address = "3A:11:22:33:44:55"
+        // Each scan once, with addresses from ScanRecorded; without them from an older daemon.
+        #expect(await scanIt.next() == GaendScanFinished(start: 1, end: 2, sightings: [addressed]))
+        #expect(await scanIt.next() == GaendScanFinished(start: 3, end: 4, sightings: [Samples.sighting]))
 
         let file = FileManager.default.temporaryDirectory.appendingPathComponent("gaend-export-\(UUID().uuidString).csv")
         _ = FileManager.default.createFile(atPath: file.path, contents: nil)

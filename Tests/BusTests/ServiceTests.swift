@@ -274,6 +274,35 @@ struct ServiceTests {
         }
     }
 
+    @Test("Get, GetAll and one PropertiesChanged each read one snapshot of the state, however many properties")
+    func oneSnapshotPerMessage() async throws {
+        let bus = try PrivateBus()
+        defer { bus.stop() }
+        let connection = try BusConnection.connect(.address(bus.address))
+        defer { connection.close() }
+        let service = BusService(connection: connection)
+        let snapshots = Counter()
+        let decl = DBusInterfaceDecl(name: "org.gaend.Snap1", properties: [
+            DBusPropertyDecl("A", "i", .read), DBusPropertyDecl("B", "i", .read), DBusPropertyDecl("C", "s", .read),
+        ])
+        let impl = try DBusInterfaceImplementation(decl, snapshot: { snapshots.next() }, properties: [
+            "A": { n in .int32(Int32(n)) }, "B": { n in .int32(Int32(n * 10)) }, "C": { n in .string("\(n)") },
+        ])
+        try service.export(path: "/snap", [impl])
+        let task = Task { await service.run() }
+        defer { task.cancel() }
+        let client = try BusClient(bus: .address(bus.address))
+        defer { client.close() }
+        let all = try await client.getAllProperties(connection.uniqueName, "/snap", "org.gaend.Snap1")
+        // One snapshot (the first): every value comes from it.
+        #expect(all == ["A": .int32(1), "B": .int32(10), "C": .string("1")])
+        #expect(snapshots.value == 1)
+        #expect(try await client.getProperty(connection.uniqueName, "/snap", "org.gaend.Snap1", "B") == .int32(20))
+        #expect(snapshots.value == 2)
+        try await service.emitPropertiesChanged(path: "/snap", interface: "org.gaend.Snap1", ["A", "B", "C"])
+        #expect(snapshots.value == 3)
+    }
+
     @Test("a full call queue answers LimitsExceeded instead of growing")
     func backpressure() async throws {
         let bus = try PrivateBus()
@@ -389,4 +418,13 @@ struct ServiceTests {
         let future = DBusInterfaceDecl(name: "org.gaend.T1", revision: 1, methods: [DBusMethodDecl("A", since: 2)])
         #expect(throws: DBusTableError.self) { try future.validate() }
     }
+}
+
+/// A thread-safe counter for handlers.
+final class Counter: @unchecked Sendable {
+    private let lock = NSLock()
+    private var n = 0
+    /// Increments and returns the new value.
+    func next() -> Int { lock.withLock { n += 1; return n } }
+    var value: Int { lock.withLock { n } }
 }

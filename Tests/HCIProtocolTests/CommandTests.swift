@@ -37,6 +37,18 @@ struct CommandTests {
         #expect(CompanyIdentifier.name(v.companyIdentifier) == "Broadcom Corporation")
     }
 
+    @Test("company identifiers: the SIG's whole list (controller makers and the newest), 0xFFFF, unknown")
+    func companyIdentifiers() {
+        #expect(CompanyIdentifier.names.count > 3300)
+        #expect(CompanyIdentifier.name(0x0002) == "Intel Corp.")
+        #expect(CompanyIdentifier.name(0x005D) == "Realtek Semiconductor Corporation")
+        #expect(CompanyIdentifier.name(0x0131) == "Cypress Semiconductor")
+        #expect(CompanyIdentifier.name(0x0059) == "Nordic Semiconductor ASA")
+        #expect(CompanyIdentifier.name(0x0CFE) != "unknown")
+        #expect(CompanyIdentifier.name(0xFFFF) == "Not assigned (testing/virtual)")
+        #expect(CompanyIdentifier.name(0xFFFE) == "unknown")
+    }
+
     @Test func readLocalSupportedCommands() throws {
         try roundTrip(HCIReadLocalSupportedCommands(), "01 02 10 00")
         var octets = [UInt8](repeating: 0, count: 64)

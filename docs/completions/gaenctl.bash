@@ -619,9 +619,9 @@ _gaenctl_sightings() {
 
 _gaenctl_sightings_watch() {
     repeating_flags=()
-    non_repeating_flags=(--json -h --help)
+    non_repeating_flags=(--json --summary -h --help)
     repeating_options=()
-    non_repeating_options=(--bus --name --timeout --count)
+    non_repeating_options=(--bus --name --timeout --count --tx-power --forget-after)
     __gaenctl_offer_flags_options 0
 
     # Offer option value completions
@@ -636,6 +636,12 @@ _gaenctl_sightings_watch() {
         return
         ;;
     '--count')
+        return
+        ;;
+    '--tx-power')
+        return
+        ;;
+    '--forget-after')
         return
         ;;
     esac
@@ -1028,13 +1034,13 @@ _gaenctl_trial_import() {
     unset 'unparsed_words[0]'
     unparsed_words=("${unparsed_words[@]}")
     case "${subcommand}" in
-    dp3t|histogram|rssi)
+    dp3t|leith|histogram|rssi)
         # Offer subcommand argument completions
         "_gaenctl_trial_import_${subcommand}"
         ;;
     *)
         # Offer subcommand completions
-        COMPREPLY+=($(compgen -W 'dp3t histogram rssi' -- "${cur}"))
+        COMPREPLY+=($(compgen -W 'dp3t leith histogram rssi' -- "${cur}"))
         ;;
     esac
 }
@@ -1049,6 +1055,30 @@ _gaenctl_trial_import_dp3t() {
     # Offer option value completions
     case "${prev}" in
     '--calibration')
+        return
+        ;;
+    '-o'|'--output')
+        return
+        ;;
+    esac
+}
+
+_gaenctl_trial_import_leith() {
+    repeating_flags=()
+    non_repeating_flags=(-h --help)
+    repeating_options=()
+    non_repeating_options=(--at --transmission-risk-level --ranges -o --output)
+    __gaenctl_offer_flags_options 1
+
+    # Offer option value completions
+    case "${prev}" in
+    '--at')
+        return
+        ;;
+    '--transmission-risk-level')
+        return
+        ;;
+    '--ranges')
         return
         ;;
     '-o'|'--output')
@@ -1136,7 +1166,7 @@ _gaenctl_simulate() {
     repeating_flags=()
     non_repeating_flags=(--random-keys --report -h --help)
     repeating_options=()
-    non_repeating_options=(--scenario -o --output --seed --split)
+    non_repeating_options=(--scenario -o --output --seed --split --format)
     __gaenctl_offer_flags_options 0
 
     # Offer option value completions
@@ -1151,6 +1181,9 @@ _gaenctl_simulate() {
         return
         ;;
     '--split')
+        return
+        ;;
+    '--format')
         return
         ;;
     esac

@@ -18,6 +18,8 @@ ROOT = Path(__file__).resolve().parents[2]
 # The documented column types (docs/trial.md "Many boards").
 SIGHTINGS_COLUMNS = ("{'time': 'DOUBLE', 'rpi': 'VARCHAR', 'aem': 'VARCHAR', 'rssi': 'INTEGER', 'scan_start': 'DOUBLE', "
                      "'scan_end': 'DOUBLE', 'rssi_correction': 'INTEGER', 'node': 'VARCHAR', 'site': 'VARCHAR', 'address': 'VARCHAR'}")
+SIGHTINGS_JSON_COLUMNS = ("{'time': 'DOUBLE', 'rpi': 'VARCHAR', 'aem': 'VARCHAR', 'rssi': 'INTEGER', 'scanStart': 'DOUBLE', "
+                          "'scanEnd': 'DOUBLE', 'rssiCorrection': 'INTEGER', 'node': 'VARCHAR', 'site': 'VARCHAR', 'address': 'VARCHAR'}")
 ATTENUATION_COLUMNS = ("{'time': 'DOUBLE', 'receiver': 'VARCHAR', 'transmitter': 'VARCHAR', 'distance': 'DOUBLE', "
                        "'attenuation': 'DOUBLE', 'site': 'VARCHAR', 'rpi': 'VARCHAR', 'tx_power': 'INTEGER', 'rssi': 'INTEGER', "
                        "'rssi_correction': 'INTEGER'}")
@@ -97,5 +99,21 @@ def test_daily_layout_report_and_duckdb_recipe_agree(tmp_path):
                    check=True, capture_output=True)
     assert (again / "fit.csv").read_text() == (report / "fit.csv").read_text()
     assert (again / "detection.csv").read_text() == (report / "detection.csv").read_text()
+    # The same trial as JSON lines (the same seed gives the same rows): DuckDB reads that layout
+    # too, and trial report over it gives the same fit and detection table.
+    simj = tmp_path / "boards-jsonl"
+    subprocess.run([gaenctl, "simulate", "--scenario", ROOT / "examples/scenarios/boards.json", "-o", simj, "--split", "daily",
+                    "--format", "jsonl"], check=True, capture_output=True)
+    jsonl = sorted(str(p) for p in (simj / "sightings").glob("board=*/day=*/sightings.jsonl"))
+    assert len(jsonl) == 16
+    per_file_json = duckdb.connect().execute(
+        f"SELECT board, day, node, count(*), min(time), max(time) FROM read_json('{simj}/sightings/*/*/sightings.jsonl', "
+        f"format = 'newline_delimited', hive_partitioning = true, columns = {SIGHTINGS_JSON_COLUMNS}) GROUP BY ALL ORDER BY ALL").fetchall()
+    assert per_file_json == per_file
+    reportj = tmp_path / "report-jsonl"
+    subprocess.run([gaenctl, "trial", "report", "--sightings", *jsonl, "--keys", *keys, "--markers", simj / "groundtruth/markers.csv",
+                    "--close-contact", "2", "-o", reportj], check=True, capture_output=True)
+    for f in ("fit.csv", "detection.csv", "distances.csv", "detection_probability.csv"):
+        assert (reportj / f).read_text() == (report / f).read_text(), f
     print(f"\ntrial report {report_seconds:.2f} s (max RSS of children {report_rss_kb} KB); duckdb recipe {duckdb_seconds:.2f} s "
           f"on {fit['count']} rows")

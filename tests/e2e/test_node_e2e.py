@@ -273,6 +273,24 @@ def test_two_nodes_exposure_windows(radio, nodes, tmp_path):
     again = json.loads(b.ctl("keys", "provide", "--json", zip_path, zip_path, check=True).stdout)
     assert again["matchedKeys"] == 1 and again["windows"] == provided["windows"], again
     assert json.loads(b.ctl("windows", "--json", check=True).stdout) == windows
+    # JSON key lists (as keys history --json and keys create write them): gaenctl passes them as
+    # an unsigned export. B trusts a signing key, so it refuses them as it refuses any unsigned
+    # export, and nothing changes...
+    a_list = tmp_path / "a-keys.json"
+    a_list.write_text(json.dumps(keys))
+    refused = b.ctl("keys", "provide", a_list)
+    assert refused.returncode == 1 and "UntrustedKeyFile" in refused.stderr, refused.stderr
+    assert "JSON key list carries no signature" in refused.stderr, refused.stderr
+    assert json.loads(b.ctl("windows", "--json", check=True).stdout) == windows
+    # ...while A, which trusts no signing key, takes B's key list and matches it against what it heard.
+    b_list = tmp_path / "b-keys.json"
+    b_keys = b.keys()
+    b_list.write_text(json.dumps(b_keys))
+    assert a.status()["sightingCount"] > 0
+    taken = a.ctl("keys", "provide", "--json", b_list, check=True)
+    got = json.loads(taken.stdout)
+    assert got["keys"] == len(b_keys) and got["matchedKeys"] == 1 and got["windows"] >= 1, got
+    assert "a JSON key list, passed as an unsigned export" in taken.stderr
     expected = 40 + 20 * math.log10(1.5)  # free-space model, TX power in the AEM = controller's
     for w in windows:
         assert set(w) >= {"dateMillisSinceEpoch", "reportType", "infectiousness", "calibrationConfidence", "scanInstances"}

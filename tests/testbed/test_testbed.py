@@ -7,6 +7,7 @@ under a running guest. Set GAEND_TESTBED=0 to skip (e.g. on a machine without qe
 from __future__ import annotations
 
 import json
+import re
 import os
 import shutil
 import subprocess
@@ -145,6 +146,24 @@ def test_kernel_scenario(kernel, tmp_path):
     st = r["gaend_status"]
     assert st["up"] and st["rc"] == 0, st
     assert r["gaend_heard"] > 0
+    # Field checks on hci0: status names the controller with the address the kernel shows for
+    # hci0 (hciconfig, btmgmt info), the facts `radio probe` read, and the advertising address
+    # (and, --trial, the RPI) the independent scanner heard.
+    kv = r["kernel_view"]
+    assert kv["hciconfig"]["rc"] == 0 and kv["btmgmt"]["rc"] == 0, kv
+    kernel_address = re.search(r"BD Address: ([0-9A-F:]{17})", kv["hciconfig"]["stdout"]).group(1)
+    assert re.search(r"addr " + kernel_address + r" version", kv["btmgmt"]["stdout"]), kv["btmgmt"]
+    fc = r["gaend_field_check"]
+    before, after = json.loads(fc["before"]), json.loads(fc["after"])
+    c = before["controller"]
+    assert c["name"] == "hci0" and c["address"] == kernel_address == facts["address"], (c, kernel_address, facts)
+    assert (c["manufacturer"], c["manufacturerName"], c["hciVersion"], c["lmpVersion"]) == (
+        facts["manufacturerId"], facts["manufacturer"], facts["hciVersionNumber"], facts["lmpVersionNumber"]), (c, facts)
+    heard_pairs = {tuple(x) for x in fc["heard"]}
+    if before["advertisingAddress"] == after["advertisingAddress"]:  # no rotation in between (10-20 min apart)
+        assert (before["advertisingAddress"], before["currentRpi"]) in heard_pairs, (before, sorted(heard_pairs))
+    else:
+        assert {before["advertisingAddress"], after["advertisingAddress"]} & {a for a, _ in heard_pairs}, (before, after, heard_pairs)
     assert r["busy"]["rc"] != 0 and "busy" in r["busy"]["stderr"], r["busy"]
     assert r["replug"]["alive"] and r["replug"]["after_rc"] == 0, r["replug"]
     assert r["replug"]["heard"] > 0, "no beacon heard after replug"
@@ -185,6 +204,13 @@ def test_system_scenario(kernel, tmp_path):
     assert not j["thread_priority"], j
     assert any("no trusted key set" in (w or "") for w in j["warnings"]), j
     assert "no trusted key set" in j["p_warning"] and "gaend started" not in j["p_warning"], j["p_warning"]
+    # The guest's clock is synchronised (timedated says so) before gaend starts: no warning that
+    # it is not, which the sandbox's refused adjtimex() used to cause before timedated's first answer.
+    assert not [w for w in j["warnings"] if "clock not synchronized" in (w or "")], j["warnings"]
+    # journald's native protocol: the metadata as fields, attributed to the unit.
+    v = r["journal_verbose"]
+    assert "GAEND_CONTROLLER=hci0" in v and f"_SYSTEMD_UNIT=gaend@hci0.service" in v and "SYSLOG_IDENTIFIER=gaend" in v, v
+    assert any(l.startswith("GAEND_LOGGER=") for l in v) and any(l.startswith("CODE_FILE=") for l in v), v
     assert r["security"]["exposure"] is not None and r["security"]["exposure"] <= 1.4, r["security"]["output"][-3000:]
     assert r["unplug"]["stopped"], r["unplug"]
     assert r["replug"]["active"] and r["replug"]["status_rc"] == 0, r["replug"]

@@ -9,13 +9,26 @@ import Glibc
 /// the syslog priority (sd-daemon(3)). The journal stamps the time itself, so no timestamp is
 /// written; metadata follows the message as key=value so `journalctl -o cat` stays readable.
 /// Anywhere else (a terminal, a test harness) swift-log's StreamLogHandler is used as before.
+///
+/// With a `JournalSocket` each entry goes to journald's native socket instead, as one datagram
+/// of fields: MESSAGE (the same text as the line), PRIORITY, SYSLOG_IDENTIFIER, GAEND_LOGGER (the
+/// logger's label), CODE_FILE/CODE_LINE/CODE_FUNC, and each metadata key as a GAEND_* field
+/// (`radio.address` -> GAEND_RADIO_ADDRESS), so `journalctl GAEND_CONTROLLER=hci0` and
+/// `journalctl -o json` see them. An entry the socket refuses (no journald there, too large for
+/// a datagram, its queue full) is written to the stream as a line instead.
 public struct JournalLogHandler: LogHandler {
     public var logLevel: Logger.Level = .info
     public var metadata: Logger.Metadata = [:]
     public var metadataProvider: Logger.MetadataProvider?
     private let label: String
+    private let socket: JournalSocket?
+    private let identifier: String
 
-    public init(label: String) { self.label = label }
+    public init(label: String, socket: JournalSocket? = nil, identifier: String = "gaend") {
+        self.label = label
+        self.socket = socket
+        self.identifier = identifier
+    }
 
     public subscript(metadataKey key: String) -> Logger.Metadata.Value? {
         get { metadata[key] }
@@ -58,8 +71,89 @@ public struct JournalLogHandler: LogHandler {
         var all = metadata
         if let provided = metadataProvider?.get() { all.merge(provided) { _, new in new } }
         if let explicit { all.merge(explicit) { _, new in new } }
+        if let socket {
+            let entry = Self.entry(level: level, label: label, identifier: identifier, message: message, metadata: all,
+                                   file: file, function: function, line: line)
+            if socket.send(entry) { return }
+        }
         let text = Self.line(level: level, label: label, message: message, metadata: all)
         // One write(2) per line so concurrent loggers never interleave inside a line.
         _ = text.utf8CString.withUnsafeBufferPointer { Glibc.write(2, $0.baseAddress, $0.count - 1) }
+    }
+
+    /// A journal field name for a metadata key: GAEND_ and the key in upper case, every
+    /// character other than A-Z, 0-9 and _ as _ (journald accepts no others), at most 64 bytes.
+    public static func fieldName(_ key: String) -> String {
+        let mapped = key.uppercased().unicodeScalars.map { c -> Character in
+            (c >= "A" && c <= "Z") || (c >= "0" && c <= "9") || c == "_" ? Character(c) : "_"
+        }
+        return String(("GAEND_" + String(mapped)).prefix(64))
+    }
+
+    /// One native-protocol entry (systemd's "Native Journal Protocol"): `NAME=value\n`, or for a
+    /// value with a newline `NAME\n`, its length as 64-bit little endian, the value, `\n`.
+    public static func entry(level: Logger.Level, label: String, identifier: String, message: Logger.Message,
+                             metadata: Logger.Metadata, file: String, function: String, line: UInt) -> [UInt8] {
+        var text = "\(label): \(message)"
+        for key in metadata.keys.sorted() { text += " \(key)=\(metadata[key]!)" }
+        var fields: [(String, String)] = [
+            ("MESSAGE", text), ("PRIORITY", "\(priority(level))"), ("SYSLOG_IDENTIFIER", identifier),
+            ("GAEND_LOGGER", label), ("CODE_FILE", file), ("CODE_LINE", "\(line)"), ("CODE_FUNC", function),
+        ]
+        for key in metadata.keys.sorted() { fields.append((fieldName(key), "\(metadata[key]!)")) }
+        var out: [UInt8] = []
+        for (name, value) in fields {
+            out += Array(name.utf8)
+            let bytes = Array(value.utf8)
+            if bytes.contains(0x0A) {
+                out.append(0x0A)
+                withUnsafeBytes(of: UInt64(bytes.count).littleEndian) { out += $0 }
+                out += bytes
+            } else {
+                out.append(UInt8(ascii: "="))
+                out += bytes
+            }
+            out.append(0x0A)
+        }
+        return out
+    }
+}
+
+/// journald's native socket (`/run/systemd/journal/socket`), a datagram socket shared by
+/// every logger. Sends never wait: a full queue is a refused entry (logged to the stream).
+public final class JournalSocket: Sendable {
+    public static let defaultPath = "/run/systemd/journal/socket"
+    private let descriptor: Int32
+    private let address: sockaddr_un
+
+    /// Nil when the socket cannot be made or the path does not fit.
+    public init?(path: String = JournalSocket.defaultPath) {
+        var a = sockaddr_un()
+        a.sun_family = sa_family_t(AF_UNIX)
+        let bytes = Array(path.utf8)
+        guard bytes.count < MemoryLayout.size(ofValue: a.sun_path) else { return nil }
+        withUnsafeMutableBytes(of: &a.sun_path) { raw in
+            for (i, b) in bytes.enumerated() { raw[i] = b }
+        }
+        let fd = Glibc.socket(AF_UNIX, Int32(SOCK_DGRAM.rawValue) | Int32(SOCK_CLOEXEC.rawValue), 0)
+        guard fd >= 0 else { return nil }
+        descriptor = fd
+        address = a
+    }
+
+    deinit { _ = close(descriptor) }
+
+    /// Whether journald took the entry.
+    public func send(_ entry: [UInt8]) -> Bool {
+        var a = address
+        let n = entry.withUnsafeBytes { buf in
+            withUnsafePointer(to: &a) {
+                $0.withMemoryRebound(to: sockaddr.self, capacity: 1) {
+                    sendto(descriptor, buf.baseAddress, buf.count, Int32(MSG_DONTWAIT | MSG_NOSIGNAL), $0,
+                           socklen_t(MemoryLayout<sockaddr_un>.size))
+                }
+            }
+        }
+        return n == entry.count
     }
 }

@@ -5,8 +5,9 @@ import Foundation
 import HCIProtocol
 import Logging
 
-/// Failures of node operations, each mapped to a named D-Bus error (docs/dbus.md).
-public enum NodeError: Error, CustomStringConvertible, DBusErrorConvertible {
+/// Failures of node operations (domain errors). The D-Bus edge (`NodeBus.wireError`) maps
+/// each to its error name (docs/dbus.md); the node itself knows no wire names.
+public enum NodeError: Error, CustomStringConvertible, Equatable {
     case notAuthorized(String)
     case rateLimited(String)
     case invalidKeyFile(String)
@@ -22,32 +23,45 @@ public enum NodeError: Error, CustomStringConvertible, DBusErrorConvertible {
     case invalidArgs(String)
     case internalFailure(String)
 
-    public var description: String { dbusError.message }
-
-    public var dbusError: DBusNamedError {
-        typealias E = GaendInterfaces.ErrorName
+    public var message: String {
         switch self {
-        case .notAuthorized(let m): return DBusNamedError(name: E.notAuthorized, message: m)
-        case .rateLimited(let m): return DBusNamedError(name: E.rateLimited, message: m)
-        case .invalidKeyFile(let m): return DBusNamedError(name: E.invalidKeyFile, message: m)
-        case .untrustedKeyFile(let m): return DBusNamedError(name: E.untrustedKeyFile, message: m)
-        case .limitExceeded(let m): return DBusNamedError(name: E.limitExceeded, message: m)
-        case .busy(let m): return DBusNamedError(name: E.busy, message: m)
-        case .controllerMissing(let m): return DBusNamedError(name: E.controllerMissing, message: m)
-        case .clockUnsynchronised(let m): return DBusNamedError(name: E.clockUnsynchronised, message: m)
-        case .storage(let m): return DBusNamedError(name: E.storageError, message: m)
-        case .writeFailed(let m): return DBusNamedError(name: E.writeFailed, message: m)
-        case .timeout(let m): return DBusNamedError(name: E.timeout, message: m)
-        case .invalidArgs(let m): return DBusNamedError(name: E.invalidArgs, message: m)
-        case .internalFailure(let m): return DBusNamedError(name: E.failed, message: m)
+        case .notAuthorized(let m), .rateLimited(let m), .invalidKeyFile(let m), .untrustedKeyFile(let m), .limitExceeded(let m),
+             .busy(let m), .controllerMissing(let m), .clockUnsynchronised(let m), .storage(let m), .writeFailed(let m),
+             .timeout(let m), .invalidArgs(let m), .internalFailure(let m):
+            return m
         }
     }
+
+    public var description: String { message }
+}
+
+/// One fact of the node's state (domain), in the order they are listed. The D-Bus edge
+/// writes each as its `Status` string (`GaendStatus`); the node knows no wire strings.
+public enum NodeCondition: Sendable, Equatable, CaseIterable {
+    /// On air as configured: none of the others holds.
+    case active
+    /// Stopped by the operator (Stop).
+    case inactive
+    /// The system clock is not synchronised: nothing is stamped.
+    case clockUnsynchronised
+    /// The clock jumped far ahead of the time that held (retention waits), or back into a
+    /// day whose key is gone (off air).
+    case clockSuspect
+    case controllerMissing
+    case controllerError
+    /// The schedule wants a beacon on air that the controller has not confirmed (retrying).
+    case advertisingOffAir
+    /// A scan is due but scanning is not confirmed on air (retrying).
+    case scanningOffAir
+    case storageError
+    case storageFull
 }
 
 /// What the node reports through `Status` and its counters.
 public struct NodeStatusSnapshot: Sendable, Equatable {
     public var enabled: Bool
-    public var status: [String]
+    /// Never empty: `[.active]` when nothing else holds.
+    public var status: [NodeCondition]
     public var advertisements: UInt64
     public var scans: UInt64
     public var sightings: UInt64
@@ -64,7 +78,12 @@ public struct NodeStatusSnapshot: Sendable, Equatable {
     public var controller = ""
     /// The RPI on air now, in trial mode only (nil otherwise, and while nothing is on air).
     public var trialRPI: RollingProximityIdentifier?
+    /// The exposure service is matching provided key files (a ProvideDiagnosisKeys now is Busy).
+    public var matching = false
 }
+
+/// The calibration in use (SetCalibration's or the config's).
+public typealias NodeCalibration = (txPower: Int, rssiCorrection: Int, confidence: CalibrationConfidence)
 
 /// A finished scan as the research signal carries it.
 public struct FinishedScan: Sendable {
@@ -78,27 +97,23 @@ public protocol NodeObserver: Sendable {
     func exposureStateUpdated(token: String, matchedKeys: Int, windows: Int, error: String) async
 }
 
-/// The node: owns the controller session, the store, the key schedule and the radio for one
-/// controller, and is what the D-Bus handlers call.
-///
-/// Start order: store (a wrong key stops the daemon here, before anything runs), the
-/// controller (in the background: a missing controller is a status, retried), the schedule
-/// (rotation with the day's TEK from the store, scan cadence from the policy). Stop order:
-/// schedule (records the scan in progress, stops advertising), controller, store.
+/// The node: the composition the services share. It holds the settings, the clock, the store,
+/// the calibration and the node state, is the schedule's effects (rotate, scan, record) on the
+/// radio owner it is given (owned and started by `RadioService`), and is what the D-Bus
+/// handlers call. The services start and stop its parts (docs/architecture.md).
 public actor GaenNode: ScheduleEffects {
     public nonisolated let settings: GaendSettings
     public nonisolated let clock: any NodeClock
     public nonisolated let sync: any ClockSyncSource
     public nonisolated let store: NodeStore
     let logger: Logger
-    let statePath: String
+    let stateFile: NodeStateFile
     var state: NodeState
     private let controllerAddress: ControllerAddress
-    /// The HCI capture (`--capture`), shared by every reconnect.
-    private let capture: BTSnoopWriter?
     private var observer: (any NodeObserver)?
 
-    /// The one owner of the controller's LE state (advertising, scanning, address).
+    /// The one owner of the controller's LE state (advertising, scanning, address), owned and
+    /// started by `RadioService`; the node drives it through the schedule's effects.
     public nonisolated let radio: RadioOwner
     private var radioStatus = RadioOwner.Status()
     /// The last beacon made; its RPI is what is on air while its address is (status, trial mode).
@@ -134,15 +149,20 @@ public actor GaenNode: ScheduleEffects {
     private var matchingTask: Task<Void, Never>?
 
     /// Starts matching the accepted files (see `runMatching`) and reports its end.
-    public func beginMatching(report: @escaping @Sendable (Result<(matchedKeys: Int, windows: Int), Error>) async -> Void) {
+    public func beginMatching(report: @escaping @Sendable (Result<(matchedKeys: Int, windows: Int), Error>) async -> Void) async {
         logger.info("matching started", metadata: ["files.call": "\(callFiles)"])
         matchingTask = Task {
             do { await report(.success(try await self.runMatching())) } catch { await report(.failure(error)) }
+            // `matching` is false again (runMatching's end): the Matching property says so.
+            await self.notifyStatus()
         }
+        await notifyStatus()
     }
 
-    /// `clock` and `sync` default to what the settings say (tests pass a manual clock).
-    public init(settings: GaendSettings, logger: Logger, clock: (any NodeClock)? = nil, sync: (any ClockSyncSource)? = nil) throws {
+    /// `clock` and `sync` default to what the settings say (tests pass a manual clock); `radio`
+    /// must run on the same clock (`RadioService.makeRadio`).
+    public init(settings: GaendSettings, logger: Logger, clock: (any NodeClock)? = nil, sync: (any ClockSyncSource)? = nil,
+                radio: RadioOwner) throws {
         let s = settings.effective
         self.settings = s
         self.logger = logger
@@ -153,7 +173,8 @@ public actor GaenNode: ScheduleEffects {
         }
         try FileManager.default.createDirectory(atPath: s.stateDirectory, withIntermediateDirectories: true,
                                                 attributes: [.posixPermissions: 0o700])
-        statePath = (s.stateDirectory as NSString).appendingPathComponent("node-state.json")
+        let statePath = (s.stateDirectory as NSString).appendingPathComponent("node-state.json")
+        stateFile = NodeStateFile(path: statePath)
         var loaded = try NodeState.load(path: statePath)
         if loaded.reconcileCalibration(with: s.calibration) {
             logger.notice("the config's calibration changed since SetCalibration was called; the config's applies",
@@ -164,13 +185,10 @@ public actor GaenNode: ScheduleEffects {
             }
         }
         state = loaded
-        do { capture = try s.capture.map { try BTSnoopWriter(settings: $0) } } catch {
-            throw NodeError.invalidArgs("capture \(s.capture?.path ?? ""): \(error)")
-        }
         let key = try StoreKey.load(keyFile: s.storeKeyFile)
         store = try NodeStore(configuration: StoreConfiguration(settings: s), key: key, logger: logger)
         clockUsable = self.sync.status().isUsable
-        radio = RadioOwner(clock: self.clock, configuration: RadioOwner.Configuration(settings: s), logger: logger)
+        self.radio = radio
         do {
             heldTime = HeldTime(highWater: try store.highWaterMark(), stepBound: s.clock.stepBoundHours * 3_600,
                                 confirmation: s.clock.stepConfirmationMinutes * 60)
@@ -179,17 +197,14 @@ public actor GaenNode: ScheduleEffects {
 
     public func setObserver(_ observer: any NodeObserver) { self.observer = observer }
 
-    /// Starts the controller (in the background) and, when enabled, the schedule.
-    public func start() async {
-        await radio.onChange { [weak self] in await self?.radioChanged() }
-        var configuration = HCISessionConfiguration()
-        configuration.reconnectAttemptLimit = 20
-        let plain = SystemTransportConnector(address: controllerAddress)
-        await radio.start(connector: capture.map { CapturingConnector(plain, writer: $0) } ?? plain, configuration: configuration)
+    /// The radio service's start, once the radio owner runs: the schedule, when the node is
+    /// enabled (Start/Stop start and stop it later).
+    public func startScheduleIfEnabled() {
         if state.enabled { startSchedule() }
     }
 
-    private func radioChanged() async {
+    /// The radio owner's state changed (RadioService wires this).
+    func radioChanged() async {
         radioStatus = await radio.snapshot
         await notifyStatus()
     }
@@ -198,7 +213,7 @@ public actor GaenNode: ScheduleEffects {
     /// before its services run).
     public func shutdown() async {
         await stopMatching()
-        await stopRadio()
+        await stopSchedule()
         closeStore()
     }
 
@@ -212,14 +227,6 @@ public actor GaenNode: ScheduleEffects {
         }
     }
 
-    /// The radio's stop: the schedule (the scan in progress recorded, advertising off), then
-    /// the controller session.
-    public func stopRadio() async {
-        await stopSchedule()
-        if let mark = heldTime.highWater { try? store.raiseHighWaterMark(to: mark) }
-        await radio.stop()
-        capture?.close()
-    }
 
     /// The store's stop, last: what is pending is flushed, then the database closes.
     public func closeStore() {
@@ -251,7 +258,7 @@ public actor GaenNode: ScheduleEffects {
     public func enable() async throws {
         if !state.enabled {
             state.enabled = true
-            try saveState()
+            try await saveState()
         }
         if driverTask == nil { startSchedule() }
         await notifyStatus()
@@ -260,7 +267,7 @@ public actor GaenNode: ScheduleEffects {
     public func disable() async throws {
         if state.enabled {
             state.enabled = false
-            try saveState()
+            try await saveState()
         }
         await stopSchedule()
         await notifyStatus()
@@ -284,15 +291,21 @@ public actor GaenNode: ScheduleEffects {
         }
     }
 
-    private func stopSchedule() async {
-        guard let task = driverTask else { return }
-        task.cancel()
-        await task.value
-        driverTask = nil
+    /// Stops the schedule: the scan in progress recorded, advertising off (through the radio
+    /// owner, which the radio service stops next), the clock mark kept.
+    public func stopSchedule() async {
+        if let task = driverTask {
+            task.cancel()
+            await task.value
+            driverTask = nil
+        }
+        if let mark = heldTime.highWater { try? store.raiseHighWaterMark(to: mark) }
     }
 
-    func saveState() throws {
-        do { try state.save(path: statePath) } catch {
+    /// Saves the state as it is now, off the node actor (NodeStateFile).
+    func saveState() async throws {
+        let state = self.state, ticket = stateFile.ticket()
+        do { try await stateFile.save(state, ticket: ticket) } catch {
             throw NodeError.storage("cannot save node state: \(error.localizedDescription)")
         }
     }
@@ -303,7 +316,7 @@ public actor GaenNode: ScheduleEffects {
         NodeStatusSnapshot(enabled: state.enabled, status: statusList, advertisements: advertisements,
                            scans: scans, sightings: sightings, lastScanEnd: lastScanEnd, radio: radioStatus,
                            storeLosses: store.losses(), clockSync: sync.status().description,
-                           controller: controllerAddress.description, trialRPI: trialRPI)
+                           controller: controllerAddress.description, trialRPI: trialRPI, matching: matching)
     }
 
     /// The RPI on air, for technicians checking a board with a scanner; RPIs are public (they
@@ -313,29 +326,29 @@ public actor GaenNode: ScheduleEffects {
         return b.rpi
     }
 
-    var statusList: [String] {
-        var list: [String] = []
-        if !state.enabled { list.append(GaendStatus.inactive) }
-        if !clockUsable { list.append(GaendStatus.clockUnsynchronised) } else if heldTime.suspect || retiredDay != nil { list.append(GaendStatus.clockSuspect) }
+    var statusList: [NodeCondition] {
+        var list: [NodeCondition] = []
+        if !state.enabled { list.append(.inactive) }
+        if !clockUsable { list.append(.clockUnsynchronised) } else if heldTime.suspect || retiredDay != nil { list.append(.clockSuspect) }
         switch radioStatus.controller {
-        case .missing: list.append(GaendStatus.controllerMissing)
-        case .error: list.append(GaendStatus.controllerError)
+        case .missing: list.append(.controllerMissing)
+        case .error: list.append(.controllerError)
         case .active:
             // Wanted on air but not there (a retry is running): said, never hidden behind
             // "active".
-            if radioStatus.advertisingWanted && !radioStatus.advertisingOnAir { list.append(GaendStatus.advertisingOffAir) }
-            if radioStatus.scanningWanted && !radioStatus.scanningOnAir { list.append(GaendStatus.scanningOffAir) }
+            if radioStatus.advertisingWanted && !radioStatus.advertisingOnAir { list.append(.advertisingOffAir) }
+            if radioStatus.scanningWanted && !radioStatus.scanningOnAir { list.append(.scanningOffAir) }
         }
-        if store.isFull { list.append(GaendStatus.storageFull) } else if storageProblem != nil { list.append(GaendStatus.storageError) }
-        if list.isEmpty { list.append(GaendStatus.active) }
+        if store.isFull { list.append(.storageFull) } else if storageProblem != nil { list.append(.storageError) }
+        if list.isEmpty { list.append(.active) }
         return list
     }
 
-    private func notifyStatus() async { await observer?.statusChanged() }
+    func notifyStatus() async { await observer?.statusChanged() }
 
     /// The current calibration: SetCalibration's values while the config's calibration is the
     /// one they were set over, else the config's (NodeState.reconcileCalibration).
-    public var calibration: (txPower: Int, rssiCorrection: Int, confidence: CalibrationConfidence) {
+    public var calibration: NodeCalibration {
         (state.txPower ?? settings.calibration.txPower,
          state.rssiCorrection ?? settings.calibration.rssiCorrection,
          state.calibrationConfidence.flatMap(CalibrationConfidence.init(rawValue:)) ?? settings.calibration.calibrationConfidence)
@@ -356,7 +369,7 @@ public actor GaenNode: ScheduleEffects {
         state.rssiCorrection = rssiCorrection
         state.calibrationConfidence = confidence
         state.calibrationBasis = NodeState.CalibrationBasis(settings.calibration)
-        try saveState()
+        try await saveState()
         await notifyStatus()
     }
 
@@ -461,8 +474,8 @@ public actor GaenNode: ScheduleEffects {
         }
     }
 
-    private func record(_ scan: ScanRecord) async {
-        let record = RecordedScan(scan, rssiCorrection: calibration.rssiCorrection)
+    private func record(_ scan: RecordedScan) async {
+        let record = RecordedScan(start: scan.start, end: scan.end, sightings: scan.sightings, rssiCorrection: calibration.rssiCorrection)
         scans += 1
         sightings += UInt64(record.sightings.count)
         lastScanEnd = scan.end

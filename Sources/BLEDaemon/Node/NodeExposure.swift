@@ -84,7 +84,7 @@ extension GaenNode {
             let today = UTCDay(unixSeconds: clock.wallTime()).rawValue
             if state.provideDay != today { state.provideDay = today; state.provideCalls = 0 }
             state.provideCalls += 1
-            try saveState()
+            try await saveState()
         }
         // The same file twice in one call counts once; a file provided again moves to the end
         // (it is the call's own, and the last occurrence of a key is the one that counts).
@@ -198,7 +198,7 @@ extension GaenNode {
         try state.mapping?.mapping() ?? .default
     }
 
-    public func setDataMapping(_ mapping: DiagnosisKeysDataMapping) throws {
+    public func setDataMapping(_ mapping: DiagnosisKeysDataMapping) async throws {
         let now = clock.wallTime()
         if settings.rateLimits.enabled, let last = state.mappingChangedAt,
            now - last < 7 * 86_400 / Double(max(1, settings.rateLimits.dataMappingChangesPerWeek)) {
@@ -207,7 +207,7 @@ extension GaenNode {
         }
         state.mapping = NodeState.MappingState(mapping)
         state.mappingChangedAt = now
-        try saveState()
+        try await saveState()
     }
 
     // MARK: Research

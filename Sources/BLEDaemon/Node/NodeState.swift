@@ -93,3 +93,29 @@ struct NodeState: Codable, Equatable, Sendable {
         try encoder.encode(self).write(to: URL(fileURLWithPath: path), options: .atomic)
     }
 }
+
+/// The node state's file, written on a thread of its own (never on the node actor, whose
+/// executor the radio's path shares). Saves land in the order the node made them: each takes a
+/// ticket on the actor, before it awaits, and a save whose ticket is older than the one
+/// written is skipped (the later state already holds its change).
+final class NodeStateFile: @unchecked Sendable {
+    let path: String
+    private let lock = NSLock()
+    private var issued: UInt64 = 0
+    private var written: UInt64 = 0
+
+    init(path: String) { self.path = path }
+
+    func ticket() -> UInt64 { lock.withLock { issued += 1; return issued } }
+
+    func save(_ state: NodeState, ticket: UInt64) async throws {
+        try await OwnThread.run("gaend.state") { [self] _ in
+            // Held while writing: one save at a time, the newest wins.
+            try lock.withLock {
+                guard ticket > written else { return }
+                try state.save(path: path)
+                written = ticket
+            }
+        }
+    }
+}

@@ -51,6 +51,7 @@ public actor ScheduleDriver {
     /// advertising).
     public func run() async throws {
         var lastSync: ClockSyncStatus?
+        await sync.prepare()
         while !Task.isCancelled {
             let status = sync.status()
             if status != lastSync {

@@ -11,8 +11,9 @@ import ServiceLifecycle
 /// docs/architecture.md draws the same picture.
 public enum NodeServices {
     /// The services in start order.
-    public static func all(node: GaenNode, bus: NodeBus, connection: BusConnection, notifier: SystemdNotifier, logger: Logger) -> [any Service] {
-        [StoreService(node: node), RadioService(node: node), ExposureService(node: node),
+    public static func all(node: GaenNode, radio: RadioService, bus: NodeBus, connection: BusConnection, notifier: SystemdNotifier,
+                           logger: Logger) -> [any Service] {
+        [StoreService(node: node), radio, ExposureService(node: node),
          ResearchService(transfers: bus.transfers),
          BusEdgeService(bus: bus, node: node, connection: connection, notifier: notifier, logger: logger),
          WatchdogService(node: node, notifier: notifier, logger: logger)]
@@ -29,16 +30,7 @@ public struct StoreService: Service {
     }
 }
 
-/// The controller, the radio and the schedule: the controller session in the background (a
-/// missing controller is a status, retried), rotations and scans as the schedule says.
-public struct RadioService: Service {
-    let node: GaenNode
-    public func run() async throws {
-        await node.start()
-        try? await gracefulShutdown()
-        await node.stopRadio()
-    }
-}
+// RadioService (the controller, the radio owner and the schedule): RadioService.swift.
 
 /// Matching of provided key files: each run on a thread of its own using every core, beside
 /// the radio's path; at shutdown the run in progress is cancelled and awaited.

@@ -32,6 +32,13 @@ public enum ClockSyncStatus: Equatable, Sendable, CustomStringConvertible {
 /// Something that can tell whether the clock is synchronised; tests inject their own.
 public protocol ClockSyncSource: Sendable {
     func status() -> ClockSyncStatus
+    /// Called once before the first `status()`: a source whose answer comes in the background
+    /// gets its first one, so the first check does not report a clock it has not asked about.
+    func prepare() async
+}
+
+extension ClockSyncSource {
+    public func prepare() async {}
 }
 
 /// Linux detection, the first that answers:
@@ -63,6 +70,14 @@ public struct LinuxClockSync: ClockSyncSource {
         self.timesyncFlagPath = timesyncFlagPath
         self.timedated = timedated
         self.kernelState = kernelState
+    }
+
+    /// Under the shipped unit adjtimex() is refused (ProtectClock=yes): wait for timedated's
+    /// first answer (a few milliseconds; at most `timeout`), else the first check would log
+    /// "clock not synchronized" only because timedated had not been asked yet.
+    public func prepare() async {
+        guard !waived, kernelState() < 0, let timedated else { return }
+        await timedated.firstAnswer(timeout: .seconds(5))
     }
 
     public func status() -> ClockSyncStatus {
@@ -97,7 +112,8 @@ public final class TimedatedClockSync: @unchecked Sendable {
     private let bus: BusAddress
     private let interval: Duration
     private let lock = NSLock()
-    private var cached = Answer.unknown("not asked yet")
+    static let notAsked = "not asked yet"
+    private var cached = Answer.unknown(TimedatedClockSync.notAsked)
     private var task: Task<Void, Never>?
 
     /// `bus` is where timedated lives (the system bus); asked every `interval`.
@@ -117,6 +133,14 @@ public final class TimedatedClockSync: @unchecked Sendable {
     }
 
     public func stop() { lock.withLock { task?.cancel() } }
+
+    /// Starts asking (if not yet) and returns once there is an answer, or after `timeout`.
+    public func firstAnswer(timeout: Duration) async {
+        let deadline = ContinuousClock.now + timeout
+        while answer() == .unknown(Self.notAsked), ContinuousClock.now < deadline {
+            try? await Task.sleep(for: .milliseconds(10))
+        }
+    }
 
     private func set(_ a: Answer) { lock.withLock { cached = a } }
 

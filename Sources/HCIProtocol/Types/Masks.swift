@@ -96,18 +96,20 @@ public enum CoreVersion {
     }
 }
 
-/// A few Bluetooth SIG company identifiers (Assigned Numbers, 7.1 "Company Identifiers"):
-/// the makers of controllers a board is likely to have.
+/// Bluetooth SIG company identifiers (Assigned Numbers, 7.1 "Company Identifiers"), the
+/// manufacturer a controller names in Read Local Version Information. The table is generated
+/// (CompanyIdentifiers.swift, scripts/gen-company-ids.py) and parsed once, on first use.
 public enum CompanyIdentifier {
-    static let names: [UInt16: String] = [
-        0x0000: "Ericsson Technology Licensing", 0x0001: "Nokia Mobile Phones",
-        0x0002: "Intel Corp.", 0x0005: "3Com", 0x0006: "Microsoft",
-        0x000A: "Qualcomm Technologies International (CSR)", 0x000D: "Texas Instruments Inc.",
-        0x000F: "Broadcom Corporation", 0x001D: "Qualcomm", 0x0030: "ST Microelectronics",
-        0x0046: "MediaTek, Inc.", 0x004C: "Apple, Inc.", 0x0059: "Nordic Semiconductor ASA",
-        0x005D: "Realtek Semiconductor Corporation", 0x0075: "Samsung Electronics Co. Ltd.",
-        0x00E0: "Google", 0x0131: "Cypress Semiconductor", 0x02FF: "Silicon Laboratories",
-        0xFFFF: "Not assigned (testing/virtual)",
-    ]
+    static let names: [UInt16: String] = {
+        var table: [UInt16: String] = [:]
+        for line in assigned.split(separator: "\n") {
+            guard let tab = line.firstIndex(of: "\t"), let id = UInt16(line[..<tab], radix: 16) else { continue }
+            table[id] = String(line[line.index(after: tab)...])
+        }
+        // Not in the SIG's list: the value virtual and test controllers (Bumble's) report.
+        table[0xFFFF] = table[0xFFFF] ?? "Not assigned (testing/virtual)"
+        return table
+    }()
+
     public static func name(_ id: UInt16) -> String { names[id] ?? "unknown" }
 }

@@ -19,34 +19,27 @@ public struct AttenuationPlot {
     public let curve: [CurvePoint]
     let xMin: Double, xMax: Double, yMin: Double, yMax: Double
 
-    public static let maximumPoints = 4000
     static let width = 850.0, height = 520.0
     static let left = 70.0, right = 220.0, top = 40.0, bottom = 60.0
 
     public init(analysis: ChannelAnalysis, observations: [Observation], site: String?) {
+        self.init(analysis: analysis, tally: ObservationTally(observations), site: site)
+    }
+
+    /// The plot of a tally's sample (PlotSample: at most twice `maximumPoints` sightings, every
+    /// s-th in arrival order) over the distance range of every sighting.
+    public init(analysis: ChannelAnalysis, tally: ObservationTally, site: String?) {
         self.analysis = analysis
         self.site = site
         let floor = analysis.options.minimumDistance
-        let stride = max(1, observations.count / Self.maximumPoints)
-        var pts: [(Double, Double)] = []
-        var pairIndex: [NodePair: Int] = [:]
-        var names: [String] = []
-        var pp: [Int] = []
-        var i = 0
-        while i < observations.count {
-            let o = observations[i]
-            pts.append((max(o.distance, floor), o.attenuation))
-            let key = NodePair(receiver: o.receiver, transmitter: o.transmitter)
-            if pairIndex[key] == nil { pairIndex[key] = names.count; names.append(key.description) }
-            pp.append(pairIndex[key]!)
-            i += stride
-        }
-        points = pts
-        pointPairs = pp
-        pairNames = names
+        let sample = tally.sample
+        points = sample.points.map { (max($0.distance, floor), $0.attenuation) }
+        pointPairs = sample.points.map(\.pair)
+        pairNames = tally.pairs.map(\.description)
         jitter = analysis.wholeDecibels
-        let ds = observations.map { max($0.distance, floor) }
-        let lo = ds.min() ?? 0.5, hi = ds.max() ?? 10
+        let pts = points
+        let lo = sample.points.isEmpty ? 0.5 : max(sample.minDistance, floor)
+        let hi = sample.points.isEmpty ? 10 : max(sample.maxDistance, floor)
         // The 1-2-5 steps around the data (data to 10 m ends the axis at 10 m, not 100 m).
         xMin = Self.niceBelow(lo / 1.05)
         xMax = max(Self.niceAbove(hi * 1.05), xMin * 2)

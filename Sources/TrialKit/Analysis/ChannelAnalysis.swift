@@ -131,39 +131,46 @@ public struct ChannelAnalysis: Sendable, Codable, Equatable {
     public var sweep: [SweepRow]
 
     public init(observations: [Observation], options: AnalysisOptions = AnalysisOptions()) {
+        self.init(tally: ObservationTally(observations), options: options)
+    }
+
+    /// The analysis of a tally (ObservationTally): the same numbers as of the observations it
+    /// counted, computed from their distinct values.
+    public init(tally: ObservationTally, options: AnalysisOptions = AnalysisOptions()) {
         self.options = options
-        observationCount = observations.count
-        wholeDecibels = observations.allSatisfy { $0.attenuation == $0.attenuation.rounded() }
+        observationCount = tally.count
+        wholeDecibels = tally.wholeDecibels
         let floor = options.minimumDistance
-        distances = Self.distanceStats(observations, options: options)
+        let entries = tally.entries()
+        distances = Self.distanceStats(entries, options: options)
+        let points = entries.map { (x: log10(max($0.distance, floor)), y: $0.attenuation, count: $0.count) }
         var fit: ChannelFit? = nil
         do {
-            fit = ChannelFit(try LinearFit(points: observations.map { (log10(max($0.distance, floor)), $0.attenuation) }))
+            fit = ChannelFit(try LinearFit(weighted: points))
             fitError = nil
         } catch {
             fitError = "\(error)"
         }
         self.fit = fit
-        let whole = observations.allSatisfy { $0.attenuation == $0.attenuation.rounded() }
-        if let fit, let limit = observations.map(\.attenuation).max() {
-            censoredFit = CensoredFit(points: observations.map { (log10(max($0.distance, floor)), $0.attenuation) },
-                                      limit: limit + (whole ? 0.5 : 0), start: (fit.attenuationAt1m, fit.slopePerDecade, fit.sigma))
+        let whole = tally.wholeDecibels
+        if let fit, let limit = entries.map(\.attenuation).max() {
+            censoredFit = CensoredFit(weighted: points, limit: limit + (whole ? 0.5 : 0), start: (fit.attenuationAt1m, fit.slopePerDecade, fit.sigma))
         } else {
             censoredFit = nil
         }
-        warnings = Self.warnings(fit: fit, censored: censoredFit, obs: observations, floor: floor)
-        pairs = Self.groups(observations, floor: floor, byPair: true)
-        receivers = Self.groups(observations, floor: floor, byPair: false)
-        sweep = Self.sweep(observations, closeDistance: options.closeContactDistance)
-        let continuity = observations.allSatisfy({ $0.attenuation == $0.attenuation.rounded() }) ? 0.5 : 0.0
+        warnings = Self.warnings(fit: fit, censored: censoredFit, farthest: entries.map(\.distance).max(), floor: floor)
+        pairs = Self.groups(tally, entries, floor: floor, byPair: true)
+        receivers = Self.groups(tally, entries, floor: floor, byPair: false)
+        sweep = Self.sweep(entries, closeDistance: options.closeContactDistance)
+        let continuity = whole ? 0.5 : 0.0
         detection = options.thresholds.map { t in
             var close = 0, far = 0, tp = 0, fp = 0
             var eTP = 0.0, eFP = 0.0
-            for o in observations {
-                let isClose = o.distance <= options.closeContactDistance
-                let positive = o.attenuation <= t
-                let p = fit?.probabilityAtOrBelow(t, distance: max(o.distance, floor), continuity: continuity) ?? .nan
-                if isClose { close += 1; if positive { tp += 1 }; eTP += p } else { far += 1; if positive { fp += 1 }; eFP += p }
+            for e in entries {
+                let isClose = e.distance <= options.closeContactDistance
+                let positive = e.attenuation <= t
+                let p = (fit?.probabilityAtOrBelow(t, distance: max(e.distance, floor), continuity: continuity) ?? .nan) * Double(e.count)
+                if isClose { close += e.count; if positive { tp += e.count }; eTP += p } else { far += e.count; if positive { fp += e.count }; eFP += p }
             }
             func ratio(_ a: Double, _ b: Double) -> Double { b > 0 ? a / b : .nan }
             return DetectionRow(thresholdDb: t, closeCount: close, farCount: far, truePositives: tp, falsePositives: fp,
@@ -176,37 +183,36 @@ public struct ChannelAnalysis: Sendable, Codable, Equatable {
         }
     }
 
-    static func distanceStats(_ obs: [Observation], options: AnalysisOptions) -> [DistanceStats] {
-        var byDistance: [Double: [Double]] = [:]
-        for o in obs { byDistance[o.distance, default: []].append(o.attenuation) }
+    static func distanceStats(_ entries: [ObservationTally.Entry], options: AnalysisOptions) -> [DistanceStats] {
+        var byDistance: [Double: [(value: Double, count: Int)]] = [:]
+        for e in entries { byDistance[e.distance, default: []].append((e.attenuation, e.count)) }
         if byDistance.count <= options.maximumDistinctDistances {
-            return byDistance.keys.sorted().map { d in stats(byDistance[d]!, distance: d, low: d, high: d) }
+            return byDistance.keys.sorted().map { d in stats(WeightedValues(byDistance[d]!), distance: d, low: d, high: d) }
         }
         // Logarithmic bins: bin k covers [10^(k/b), 10^((k+1)/b)).
         let b = Double(options.binsPerDecade)
-        var bins: [Int: (ds: [Double], as: [Double])] = [:]
-        for o in obs {
-            let d = max(o.distance, options.minimumDistance)
+        var bins: [Int: (ds: [(value: Double, count: Int)], as: [(value: Double, count: Int)])] = [:]
+        for e in entries {
+            let d = max(e.distance, options.minimumDistance)
             var k = Int((log10(d) * b).rounded(.down))
             // log10 rounding can put an edge value one bin off; settle it against the edges.
             while pow(10, Double(k + 1) / b) <= d { k += 1 }
             while pow(10, Double(k) / b) > d { k -= 1 }
-            bins[k, default: ([], [])].ds.append(o.distance)
-            bins[k]!.as.append(o.attenuation)
+            bins[k, default: ([], [])].ds.append((e.distance, e.count))
+            bins[k]!.as.append((e.attenuation, e.count))
         }
         return bins.keys.sorted().map { k in
             let bin = bins[k]!
+            let ds = WeightedValues(bin.ds)
             // Distances under the floor share its bin; the bin's low edge then reaches down to them.
-            return stats(bin.as, distance: Statistics.median(bin.ds), low: min(pow(10, Double(k) / b), bin.ds.min()!),
+            return stats(WeightedValues(bin.as), distance: ds.quantile(0.5), low: min(pow(10, Double(k) / b), ds.smallest),
                          high: pow(10, Double(k + 1) / b))
         }
     }
 
-    static func stats(_ values: [Double], distance: Double, low: Double, high: Double) -> DistanceStats {
-        let s = values.sorted()
-        return DistanceStats(distance: distance, distanceLow: low, distanceHigh: high, count: s.count,
-                             median: Statistics.quantile(sorted: s, 0.5), q1: Statistics.quantile(sorted: s, 0.25),
-                             q3: Statistics.quantile(sorted: s, 0.75), mean: Statistics.mean(s),
-                             min: s.first ?? .nan, max: s.last ?? .nan)
+    static func stats(_ v: WeightedValues, distance: Double, low: Double, high: Double) -> DistanceStats {
+        DistanceStats(distance: distance, distanceLow: low, distanceHigh: high, count: v.total,
+                      median: v.quantile(0.5), q1: v.quantile(0.25), q3: v.quantile(0.75), mean: v.mean,
+                      min: v.smallest, max: v.largest)
     }
 }

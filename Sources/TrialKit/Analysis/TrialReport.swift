@@ -30,16 +30,23 @@ public struct TrialReport: Sendable, Codable {
     /// Share of scans in which a present transmitter was heard, by true distance (empty when the
     /// input had no scans, e.g. --attenuations).
     public var detectionByDistance: [DetectionProbability]
+    /// The Tobit fit over scans, heard and censored (TobitFit; nil without scans).
+    public var tobitFit: TobitFit?
 
     public init(site: String?, counts: Counts, observations: [Observation], options: AnalysisOptions,
+                detectionByDistance: [DetectionProbability] = []) {
+        self.init(site: site, counts: counts, tally: ObservationTally(observations), options: options, detectionByDistance: detectionByDistance)
+    }
+
+    public init(site: String?, counts: Counts, tally: ObservationTally, options: AnalysisOptions,
                 detectionByDistance: [DetectionProbability] = []) {
         self.site = site
         self.counts = counts
         self.detectionByDistance = detectionByDistance
         var perPair: [NodePair: Int] = [:]
-        for o in observations { perPair[NodePair(receiver: o.receiver, transmitter: o.transmitter), default: 0] += 1 }
+        for e in tally.entries() { perPair[tally.pairs[e.pair], default: 0] += e.count }
         pairs = perPair.keys.sorted().map { PairCount(receiver: $0.receiver, transmitter: $0.transmitter, observations: perPair[$0]!) }
-        analysis = ChannelAnalysis(observations: observations, options: options)
+        analysis = ChannelAnalysis(tally: tally, options: options)
     }
 }
 
@@ -71,50 +78,15 @@ public enum TrialPipeline {
     public static func run(sightings: [SightingRow], transmitters: [TransmitterKeys], groundTruth: GroundTruth,
                            matcher: some SightingMatcher = ProjectMatcher())
         throws -> (observations: [Observation], counts: TrialReport.Counts, detection: [DetectionProbability]) {
-        var counts = TrialReport.Counts()
-        counts.rows = sightings.count
-        for s in sightings { if s.isEmptyScan { counts.emptyScans += 1 } else { counts.reports += 1 } }
-        let result = try matcher.match(sightings, against: transmitters)
-        counts.matched = result.matches.count
-        counts.implausibleMetadata = result.implausibleMetadata
-        counts.outsideKeyValidity = result.outsideValidity
+        let stream = TrialStream(transmitters: transmitters, groundTruth: groundTruth, matcher: matcher)
         var obs: [Observation] = []
-        obs.reserveCapacity(result.matches.count)
-        for m in result.matches {
-            let s = sightings[m.sightingIndex]
-            let pair = NodePair(receiver: s.node ?? "", transmitter: transmitters[m.transmitter].name)
-            guard let d = groundTruth.distance(at: s.time, pair: pair) else { counts.withoutGroundTruth += 1; continue }
-            obs.append(Observation(time: s.time, receiver: pair.receiver, transmitter: pair.transmitter,
-                                   distance: d, attenuation: m.attenuation, rpi: s.rpi?.hexString, txPower: m.txPower,
-                                   rssi: s.rssi, rssiCorrection: s.rssiCorrection))
-        }
-        counts.withGroundTruth = obs.count
-        return (obs, counts, detectionProbability(sightings: sightings, transmitters: transmitters, groundTruth: groundTruth, matches: result.matches))
+        stream.onObservation = { obs.append($0) }
+        try stream.addSightings(sightings)
+        return (obs, stream.counts, stream.detection())
     }
 
-    struct ScanKey: Hashable { var node: String; var start: Double }
-
-    static func detectionProbability(sightings: [SightingRow], transmitters: [TransmitterKeys], groundTruth: GroundTruth,
-                                     matches: [MatchedSighting]) -> [DetectionProbability] {
-        var scans = Set<ScanKey>()
-        for s in sightings { if let start = s.scanStart { scans.insert(ScanKey(node: s.node ?? "", start: start)) } }
-        guard !scans.isEmpty else { return [] }
-        var heard = Set<[String]>()
-        for m in matches {
-            let s = sightings[m.sightingIndex]
-            guard let start = s.scanStart else { continue }
-            heard.insert([s.node ?? "", Format.exact(start), transmitters[m.transmitter].name])
-        }
-        var byDistance: [Double: (present: Int, heard: Int)] = [:]
-        for scan in scans {
-            for t in transmitters where t.name != scan.node {
-                guard let d = groundTruth.distance(at: scan.start, pair: NodePair(receiver: scan.node, transmitter: t.name)) else { continue }
-                var e = byDistance[d] ?? (0, 0)
-                e.present += 1
-                if heard.contains([scan.node, Format.exact(scan.start), t.name]) { e.heard += 1 }
-                byDistance[d] = e
-            }
-        }
+    /// Scans present and heard per true distance, as the table's rows.
+    static func detectionRows(_ byDistance: [Double: (present: Int, heard: Int)]) -> [DetectionProbability] {
         // Up to 40 distances one by one; more (moving nodes) in logarithmic bins, 10 per decade.
         var rows: [(low: Double, high: Double, present: Int, heard: Int)] = []
         if byDistance.count <= 40 {
@@ -136,11 +108,18 @@ public enum TrialPipeline {
     /// `transmitter`, `distance`; the report's own attenuation.csv has them all). Rows without
     /// a distance column take it from the ground truth.
     public static func observations(attenuationCSV reader: CSVReader, groundTruth: GroundTruth) throws -> ([Observation], TrialReport.Counts) {
+        var obs: [Observation] = []
+        let counts = try forEachObservation(attenuationCSV: reader, groundTruth: groundTruth) { obs.append($0) }
+        return (obs, counts)
+    }
+
+    /// The observations of an attenuation CSV handed to `body` one by one, in file order.
+    public static func forEachObservation(attenuationCSV reader: CSVReader, groundTruth: GroundTruth,
+                                          _ body: (Observation) throws -> Void) throws -> TrialReport.Counts {
         let cTime = try reader.requireColumn("time"), cAtt = try reader.requireColumn("attenuation")
         let cRx = reader.column("receiver"), cTx = reader.column("transmitter"), cDist = reader.column("distance")
         let cRPI = reader.column("rpi"), cTxPower = reader.column("tx_power"), cRSSI = reader.column("rssi"), cCorr = reader.column("rssi_correction")
         var counts = TrialReport.Counts()
-        var obs: [Observation] = []
         try reader.forEachRow { row in
             counts.rows += 1; counts.reports += 1; counts.matched += 1
             let t = try row.requireDouble(cTime, column: "time")
@@ -158,12 +137,12 @@ public enum TrialPipeline {
             let d = given ?? groundTruth.distance(at: t, pair: NodePair(receiver: rx, transmitter: tx))
             guard let d else { counts.withoutGroundTruth += 1; return }
             func int(_ c: Int?, _ name: String) throws -> Int? { try c.flatMap { try row.int($0, column: name) } }
-            obs.append(Observation(time: t, receiver: rx, transmitter: tx, distance: d, attenuation: a,
-                                   rpi: cRPI.map { row.string($0) }.flatMap { $0.isEmpty ? nil : $0 }, txPower: try int(cTxPower, "tx_power"),
-                                   rssi: try int(cRSSI, "rssi"), rssiCorrection: try int(cCorr, "rssi_correction")))
+            counts.withGroundTruth += 1
+            try body(Observation(time: t, receiver: rx, transmitter: tx, distance: d, attenuation: a,
+                                 rpi: cRPI.map { row.string($0) }.flatMap { $0.isEmpty ? nil : $0 }, txPower: try int(cTxPower, "tx_power"),
+                                 rssi: try int(cRSSI, "rssi"), rssiCorrection: try int(cCorr, "rssi_correction")))
         }
-        counts.withGroundTruth = obs.count
-        return (obs, counts)
+        return counts
     }
 }
 
@@ -171,25 +150,27 @@ public enum TrialPipeline {
 /// curve.csv, detection.csv, plot.svg.
 public enum TrialReportWriter {
     public static let files = ["report.json", "report.md", "attenuation.csv", "distances.csv", "fit.csv",
-                               "curve.csv", "detection.csv", "plot.svg", "pairs.csv", "receivers.csv", "sweep.csv", "sweep.svg", "detection_probability.csv"]
+                               "curve.csv", "detection.csv", "plot.svg", "pairs.csv", "receivers.csv", "sweep.csv", "sweep.svg", "detection_probability.csv", "heatmap.svg", "residuals.svg"]
 
     /// With `dailyAttenuation`, the attenuation rows go to the daily layout
     /// (`dailyAttenuationFiles`) instead of one attenuation.csv.
     public static func write(_ report: TrialReport, observations: [Observation], to dir: URL, dailyAttenuation: Bool = false) throws {
+        let rows = try AttenuationRowsWriter(reportDirectory: dir, daily: dailyAttenuation)
+        do {
+            for o in observations { try rows.append(o, site: report.site) }
+            try rows.commit()
+        } catch { rows.discard(); throw error }
+        try write(report, tally: ObservationTally(observations), to: dir)
+    }
+
+    /// Every file but the attenuation rows (written as they stream, AttenuationRowsWriter).
+    public static func write(_ report: TrialReport, tally: ObservationTally, to dir: URL) throws {
         try FileManager.default.createDirectory(at: dir, withIntermediateDirectories: true)
         try OutputFile.write(jsonData(report), to: dir.appendingPathComponent("report.json"))
         try OutputFile.write(Data(markdown(report).utf8), to: dir.appendingPathComponent("report.md"))
-        if dailyAttenuation {
-            let files = dailyAttenuationFiles(in: dir)
-            let siteField = "," + CSVWriter.escape(report.site ?? "")
-            for o in observations { try files.append(attenuationLine(o, siteField: siteField) + "\n", board: o.receiver, time: o.time) }
-            try files.commit()
-        } else {
-            try attenuationCSV(observations, site: report.site).write(to: dir.appendingPathComponent("attenuation.csv"))
-        }
         try distancesCSV(report.analysis).write(to: dir.appendingPathComponent("distances.csv"))
         try fitCSV(report.analysis).write(to: dir.appendingPathComponent("fit.csv"))
-        let plot = AttenuationPlot(analysis: report.analysis, observations: observations, site: report.site)
+        let plot = AttenuationPlot(analysis: report.analysis, tally: tally, site: report.site)
         try curveCSV(plot).write(to: dir.appendingPathComponent("curve.csv"))
         try detectionCSV(report.analysis).write(to: dir.appendingPathComponent("detection.csv"))
         try OutputFile.write(Data(plot.svg().utf8), to: dir.appendingPathComponent("plot.svg"))
@@ -202,6 +183,20 @@ public enum TrialReportWriter {
         }
         try dp.write(to: dir.appendingPathComponent("detection_probability.csv"))
         try OutputFile.write(Data(SweepPlot(analysis: report.analysis, site: report.site).svg().utf8), to: dir.appendingPathComponent("sweep.svg"))
+        try OutputFile.write(Data(HeatmapPlot(analysis: report.analysis, tally: tally, site: report.site).svg().utf8), to: dir.appendingPathComponent("heatmap.svg"))
+        if let residuals = ResidualPlot(analysis: report.analysis, tally: tally, site: report.site) {
+            try OutputFile.write(Data(residuals.svg().utf8), to: dir.appendingPathComponent("residuals.svg"))
+        }
+        if let t = report.tobitFit {
+            var w = CSVWriter(header: ["parameter", "value"])
+            w.appendRow(["attenuation_at_1m_db", Format.fixed(t.attenuationAt1m, 3)])
+            w.appendRow(["slope_db_per_decade", Format.fixed(t.slopePerDecade, 3)])
+            w.appendRow(["sigma_db", Format.fixed(t.sigma, 3)])
+            w.appendRow(["censoring_limit_db", Format.fixed(t.limitDb, 1)])
+            w.appendRow(["heard_scans", String(t.heardScans)])
+            w.appendRow(["censored_scans", String(t.censoredScans)])
+            try w.write(to: dir.appendingPathComponent("tobit.csv"))
+        }
     }
 
     public static func groupsCSV(_ groups: [GroupStats], pairs: Bool) -> CSVWriter {
@@ -333,6 +328,10 @@ public enum TrialReportWriter {
                 s += "Censoring-aware fit (readings modelled as truncated at the sensitivity limit, \(f(c.limitDb, 1)) dB, the weakest received): "
                 s += "A(1 m) \(f(c.attenuationAt1m, 2)) dB, slope \(f(c.slopePerDecade, 2)) dB/decade, sigma \(f(c.sigma, 2)) dB.\n\n"
             }
+            if let t = r.tobitFit {
+                s += "Tobit fit over scans (\(t.heardScans) scans that heard a present transmitter, at their mean attenuation; \(t.censoredScans) that did not, censored above \(f(t.limitDb, 1)) dB): "
+                s += "A(1 m) \(f(t.attenuationAt1m, 2)) dB, slope \(f(t.slopePerDecade, 2)) dB/decade, sigma of a scan's mean \(f(t.sigma, 2)) dB (tobit.csv).\n\n"
+            }
             for w in a.warnings { s += "**Warning:** \(w).\n\n" }
         } else {
             s += "No fit: \(a.fitError ?? "no data").\n\n"
@@ -370,7 +369,7 @@ public enum TrialReportWriter {
         for d in a.detection {
             s += "| \(Format.exact(d.thresholdDb)) | \(d.closeCount) | \(d.farCount) | \(pct(d.truePositiveRate)) | \(pct(d.expectedTruePositiveRate)) | \(pct(d.falsePositiveRate)) | \(pct(d.expectedFalsePositiveRate)) | \(pct(d.precision)) | \(pct(d.expectedPrecision)) |\n"
         }
-        s += "\nFiles: attenuation.csv (every analysed sighting), distances.csv, fit.csv, curve.csv, detection.csv, plot.svg, pairs.csv, receivers.csv, sweep.csv and sweep.svg (recall and precision at every whole-dB threshold).\n"
+        s += "\nFiles: attenuation.csv (every analysed sighting), distances.csv, fit.csv, curve.csv, detection.csv, plot.svg, heatmap.svg (attenuation by distance), residuals.svg (residuals of the fit), pairs.csv, receivers.csv, sweep.csv and sweep.svg (recall and precision at every whole-dB threshold)\(r.tobitFit == nil ? "" : ", tobit.csv").\n"
         return s
     }
 }

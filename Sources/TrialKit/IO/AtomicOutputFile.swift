@@ -76,6 +76,11 @@ public final class AtomicOutputFile: @unchecked Sendable {
             _ = unlink(temporaryPath)
             throw Failure(path: path, reason: reason)
         }
+        if durable {
+            // The rename itself survives a power cut only once the directory is on disk.
+            let dir = open(URL(fileURLWithPath: path).deletingLastPathComponent().path, O_RDONLY | O_DIRECTORY | O_CLOEXEC)
+            if dir >= 0 { _ = fsync(dir); _ = close(dir) }
+        }
     }
 
     /// Drops the temporary file; the target is left as it was.

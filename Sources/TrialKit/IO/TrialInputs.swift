@@ -72,13 +72,21 @@ public enum TrialInputs {
             }
             return out.sorted()
         }
-        let rows = try readSightings(try files("sightings"))
         let transmitters = try files("keys").map(readKeys)
         let truth = GroundTruth(markers: try MarkersFile.read(dir.appendingPathComponent("groundtruth/markers.csv")))
-        let (obs, counts, detection) = try TrialPipeline.run(sightings: rows, transmitters: transmitters, groundTruth: truth)
-        let report = TrialReport(site: rows.first(where: { $0.site != nil })?.site, counts: counts, observations: obs, options: options,
-                                 detectionByDistance: detection)
-        try TrialReportWriter.write(report, observations: obs, to: dir.appendingPathComponent("report"))
+        let stream = TrialStream(transmitters: transmitters, groundTruth: truth)
+        let out = dir.appendingPathComponent("report")
+        let rows = try AttenuationRowsWriter(reportDirectory: out, daily: false)
+        do {
+            stream.onObservation = { try rows.append($0, site: stream.site) }
+            for path in try files("sightings") {
+                let receiver = receiverName(ofSightingsFile: path)
+                try SightingsExport.forEachPiece(URL(fileURLWithPath: path)) { try stream.addSightings($0, receiver: receiver) }
+            }
+            try rows.commit()
+        } catch { rows.discard(); throw error }
+        let report = stream.report(options: options)
+        try TrialReportWriter.write(report, tally: stream.tally, to: out)
         return report
     }
 }

@@ -17,6 +17,9 @@ public enum HistogramImport {
     public struct Options: Sendable {
         public var placement: Placement = .midpoint
         public var transmissionRiskLevel: Int? = nil
+        /// Keep a row with no minutes in any bin as a contact without windows (a pair that was
+        /// measured and never heard: a contact no rule can notify), instead of leaving it out.
+        public var keepRowsWithoutMinutes = false
         public init() {}
     }
 
@@ -87,7 +90,15 @@ public enum HistogramImport {
                     seconds -= s
                 }
             }
-            guard !scans.isEmpty else { counts.drop("with no minutes in any bin"); return }
+            guard !scans.isEmpty else {
+                if options.keepRowsWithoutMinutes {
+                    out.append(Contact(label: row.string(cLabel), distance: d, windows: []))
+                    counts.written += 1
+                } else {
+                    counts.drop("with no minutes in any bin")
+                }
+                return
+            }
             let window = WindowsFileEntry(index: 0, dateMillisSinceEpoch: day.millisSinceEpoch,
                                           reportType: try int(cReport, "report_type", 0...5, 1)!, infectiousness: try int(cInf, "infectiousness", 0...2, 1)!,
                                           calibrationConfidence: try int(cConf, "calibration_confidence", 0...3, 0)!,

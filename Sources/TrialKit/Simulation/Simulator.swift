@@ -441,24 +441,35 @@ public struct SimulationResult {
     /// With `daily`, the sightings go to sightings/board=<node>/day=<YYYY-MM-DD>/sightings.csv
     /// instead (DailyLayout: one file per board per UTC day of the row's time, as `gaenctl
     /// sightings export --split daily` writes them).
-    public func write(to dir: URL, daily: Bool = false) throws {
+    /// With `jsonLines`, the sightings are JSON lines (`.jsonl`) instead of CSV.
+    public func write(to dir: URL, daily: Bool = false, jsonLines: Bool = false) throws {
         let fm = FileManager.default
         for sub in ["sightings", "keys", "groundtruth/pairs"] {
             try fm.createDirectory(at: dir.appendingPathComponent(sub), withIntermediateDirectories: true)
         }
+        let ext = jsonLines ? "jsonl" : "csv"
+        // The rows in the requested form, each with its time (CSV rows start with it, unquoted).
+        func rows(_ w: SightingsExport.Writer) throws -> [(line: String, time: Double)] {
+            if jsonLines {
+                let writer = SightingsFileWriter(format: .jsonl)
+                return try SightingsFile.records(Data(w.csv.text.utf8)).map { (writer.row($0), $0.time) }
+            }
+            return w.csv.text.split(separator: "\n", omittingEmptySubsequences: true).dropFirst().compactMap { line in
+                guard let comma = line.firstIndex(of: ","), let t = Double(line[..<comma]) else { return nil }
+                return (line + "\n", t)
+            }
+        }
         if daily {
-            let files = DailyFiles(root: dir.appendingPathComponent("sightings"), fileName: "sightings.csv",
-                                   header: SightingsExport.header.joined(separator: ",") + "\n")
+            let files = DailyFiles(root: dir.appendingPathComponent("sightings"), fileName: "sightings.\(ext)",
+                                   header: jsonLines ? "" : SightingsExport.header.joined(separator: ",") + "\n")
             for (node, w) in sightingsFiles {
-                // Rows start with their time (the format's first column, written unquoted).
-                var first = true
-                for line in w.csv.text.split(separator: "\n", omittingEmptySubsequences: true) {
-                    if first { first = false; continue }
-                    guard let comma = line.firstIndex(of: ","), let t = Double(line[..<comma]) else { continue }
-                    try files.append(line + "\n", board: node, time: t)
-                }
+                for r in try rows(w) { try files.append(r.line, board: node, time: r.time) }
             }
             try files.commit()
+        } else if jsonLines {
+            for (node, w) in sightingsFiles {
+                try OutputFile.write(Data(try rows(w).map(\.line).joined().utf8), to: dir.appendingPathComponent("sightings/\(node).jsonl"))
+            }
         } else {
             for (node, w) in sightingsFiles { try w.write(to: dir.appendingPathComponent("sightings/\(node).csv")) }
         }

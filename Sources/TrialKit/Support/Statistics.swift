@@ -60,15 +60,22 @@ public struct LinearFit: Sendable, Equatable, Codable {
 
     /// Fits `points` (x, y). Sums are accumulated about the means for numerical stability.
     public init(points: [(x: Double, y: Double)]) throws {
-        let n = points.count
+        try self.init(weighted: points.map { ($0.x, $0.y, 1) })
+    }
+
+    /// Fits grouped points: (x, y) seen `count` times each (the same fit as the points repeated).
+    public init(weighted points: [(x: Double, y: Double, count: Int)]) throws {
+        var total = 0
+        for p in points { total += p.count }
+        let n = total
         guard n >= 3 else { throw FitError.tooFewPoints(needed: 3, actual: n) }
         var sx = 0.0, sy = 0.0
-        for p in points { sx += p.x; sy += p.y }
+        for p in points { let w = Double(p.count); sx += w * p.x; sy += w * p.y }
         let mx = sx / Double(n), my = sy / Double(n)
         var sxx = 0.0, sxy = 0.0, syy = 0.0
         for p in points {
-            let dx = p.x - mx, dy = p.y - my
-            sxx += dx * dx; sxy += dx * dy; syy += dy * dy
+            let w = Double(p.count), dx = p.x - mx, dy = p.y - my
+            sxx += w * dx * dx; sxy += w * dx * dy; syy += w * dy * dy
         }
         guard sxx > 1e-12 * Double(n) else { throw FitError.noSpreadInX(value: mx) }
         slope = sxy / sxx

@@ -26,6 +26,12 @@ def scenario() -> None:
     vr = VRadio(["name=node,transport=tcp-server:127.0.0.1:0",
                  "name=peer,transport=tcp-server:127.0.0.1:0,x=1"])
     record("plug", vr.plug("node"))
+    # The kernel's own view of hci0 (what a technician reads before gaend takes it).
+    kernel_view = {}
+    for name, args in (("hciconfig", ["hciconfig", "hci0"]), ("btmgmt", ["btmgmt", "--index", "0", "info"])):
+        p = run(args, timeout=30)
+        kernel_view[name] = {"rc": p.returncode, "stdout": p.stdout, "stderr": p.stderr[-1000:]}
+    record("kernel_view", kernel_view)
 
     # Probe through the user channel.
     p = run([GAENCTL, "radio", "probe", "--controller", "hci0"], timeout=60)
@@ -64,8 +70,13 @@ def scenario() -> None:
     ok = wait_for(lambda: status().returncode == 0, 90, 2)
     first = status()
     record("gaend_status", {"up": ok, "rc": first.returncode, "stdout": first.stdout, "stderr": first.stderr})
+    wait_for(lambda: '"advertisingAddress":"' in status().stdout, 60, 2)
+    on_air = status()
     heard = spawn([PY, PEER, "scan", "--transport", vr.bumble("peer"), "--duration", "10"], "gaend-peer-scan")
     heard.wait(60)
+    record("gaend_field_check", {"before": on_air.stdout, "after": status().stdout,
+                                 "heard": sorted({(r["address"], r["data"][len(PREFIX):len(PREFIX) + 32])
+                                                  for r in gaen_reports("gaend-peer-scan")})})
     busy = run([GAENCTL, "radio", "probe", "--controller", "hci0"], timeout=60)
     record("busy", {"rc": busy.returncode, "stderr": busy.stderr})
     record("gaend_heard", len(gaen_reports("gaend-peer-scan")))

@@ -76,6 +76,10 @@ def scenario() -> None:
         "p_warning": run(["journalctl", "--no-pager", "-b", "-u", UNIT, "-p", "warning", "-o", "cat"]).stdout[-3000:],
         "sample": [f"{e.get('PRIORITY')} {e.get('MESSAGE')}" for e in entries][-30:],
     })
+    # Structured fields (journald's native protocol): what `journalctl -o verbose` shows.
+    verbose = run(["journalctl", "--no-pager", "-b", "-u", UNIT, "-o", "verbose", "GAEND_CONTROLLER=hci0"]).stdout
+    record("journal_verbose", [l.strip() for l in verbose.splitlines()
+                               if l.strip().startswith(("GAEND_", "PRIORITY=", "MESSAGE=", "SYSLOG_IDENTIFIER=", "_SYSTEMD_UNIT=", "CODE_"))][:60])
     sec = run(["systemd-analyze", "security", "--no-pager", UNIT], timeout=120)
     m = re.search(r"Overall exposure level for \S+: ([0-9.]+)", sec.stdout)
     record("security", {"exposure": float(m.group(1)) if m else None, "output": sec.stdout[-8000:]})

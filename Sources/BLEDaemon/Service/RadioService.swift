@@ -1,0 +1,49 @@
+import Foundation
+import Logging
+import ServiceLifecycle
+
+/// The controller and the radio: owns the node's one LE radio owner (`RadioOwner`: controller
+/// session, advertising, scanning, random address, stall detectors). At start the controller
+/// session (in the background: a missing controller is a status, retried), then the node's
+/// schedule when the node is enabled; at stop, in reverse: the schedule (the scan in progress
+/// recorded, advertising off), the controller session, the capture file.
+public struct RadioService: Service {
+    public let radio: RadioOwner
+    let node: GaenNode
+    let connector: any HCITransportConnector
+    /// The HCI capture (`--capture`), shared by every reconnect.
+    let capture: BTSnoopWriter?
+
+    /// The radio owner of a node: on the node's clock, with the settings' advertising timing,
+    /// stall limits and probe period.
+    public static func makeRadio(settings: GaendSettings, clock: any NodeClock, logger: Logger) -> RadioOwner {
+        RadioOwner(clock: clock, configuration: RadioOwner.Configuration(settings: settings.effective), logger: logger)
+    }
+
+    /// Fails (before anything runs) when the controller's name is invalid or the capture file
+    /// cannot be opened.
+    public init(settings: GaendSettings, radio: RadioOwner, node: GaenNode) throws {
+        let s = settings.effective
+        self.radio = radio
+        self.node = node
+        let address: ControllerAddress
+        do { address = try ControllerAddress(parsing: s.controller) } catch { throw NodeError.invalidArgs("controller: \(error)") }
+        do { capture = try s.capture.map { try BTSnoopWriter(settings: $0) } } catch {
+            throw NodeError.invalidArgs("capture \(s.capture?.path ?? ""): \(error)")
+        }
+        let plain = SystemTransportConnector(address: address)
+        connector = capture.map { CapturingConnector(plain, writer: $0) } ?? plain
+    }
+
+    public func run() async throws {
+        await radio.onChange { [weak node] in await node?.radioChanged() }
+        var configuration = HCISessionConfiguration()
+        configuration.reconnectAttemptLimit = 20
+        await radio.start(connector: connector, configuration: configuration)
+        await node.startScheduleIfEnabled()
+        try? await gracefulShutdown()
+        await node.stopSchedule()
+        await radio.stop()
+        capture?.close()
+    }
+}
