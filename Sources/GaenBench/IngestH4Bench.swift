@@ -49,9 +49,9 @@ enum IngestH4Bench {
                     for report in LEAdvertisingReport.reports(in: meta) {
                         reports += 1
                         clock += 0.001
-                        guard let s = Sighting(report: report, time: clock) else { continue }
+                        guard let s = RecordedSighting(report: report, time: clock) else { continue }
                         kept += 1
-                        current.append(RecordedSighting(time: s.time, rpi: s.rpi, aem: s.aem, rssi: Int8(s.rssi), address: s.address))
+                        current.append(s)
                         if current.count == perScan {
                             _ = try store.recordScan(RecordedScan(start: current[0].time, end: clock, sightings: current))
                             current.removeAll(keepingCapacity: true)

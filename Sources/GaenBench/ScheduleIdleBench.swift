@@ -73,7 +73,9 @@ enum ScheduleIdleBench {
                 }
             },
             scanned: { scan in
-                do { try store.recordScan(RecordedScan(scan, rssiCorrection: 0)) } catch {
+                var record = scan
+                record.rssiCorrection = 0
+                do { try store.recordScan(record) } catch {
                     FileHandle.standardError.write(Data("schedule-idle: \(error)\n".utf8))
                 }
             })

@@ -103,6 +103,7 @@ struct TrialReportCommand: ParsableCommand {
             do {
                 stream.onObservation = { try rows.append($0, site: stream.site) }
                 if attenuations.isEmpty {
+                    if stream.site == nil { stream.site = sightings.lazy.compactMap { TrialKit.SightingsExport.firstSite(URL(fileURLWithPath: $0)) }.first }
                     for path in sightings {
                         let receiver = TrialInputs.receiverName(ofSightingsFile: path)
                         try TrialKit.SightingsExport.forEachPiece(URL(fileURLWithPath: path)) { try stream.addSightings($0, receiver: receiver) }

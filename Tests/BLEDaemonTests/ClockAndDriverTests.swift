@@ -38,6 +38,32 @@ struct ClockTests {
         #expect(clock.wallTime() == 1_000_000 - 3600 + 10)
     }
 
+    /// Sleeps on any standard clock, as generic code does.
+    static func sleepOnClock<C: Clock>(_ clock: C, for d: C.Duration) async throws { try await clock.sleep(for: d) }
+
+    @Test("a node clock is a standard Clock: now is its monotonic time, sleep(for:) its sleep, also scaled")
+    func nodeClockIsAClock() async throws {
+        let clock = ManualClock(wall: 1_000_000, monotonic: 50)
+        let any: any NodeClock = clock
+        #expect(any.now == MonotonicInstant(seconds: 50))
+        #expect(MonotonicInstant(seconds: 50).advanced(by: .milliseconds(1500)) == MonotonicInstant(seconds: 51.5))
+        #expect(MonotonicInstant(seconds: 50).duration(to: MonotonicInstant(seconds: 52.25)) == .milliseconds(2250))
+        let woke = Flag()
+        let task = Task { try await Self.sleepOnClock(clock, for: .seconds(5)); await woke.set() }
+        try await waitForSleepers(clock)
+        clock.advance(by: 4)
+        #expect(!(await woke.value))
+        clock.advance(by: 1)
+        try await task.value
+        #expect(await woke.value)
+        // A scaled node clock as a Clock: 100 s of node time in about a second of real time.
+        let scaled = try ScaledClock(factor: 100)
+        let start = scaled.now, realStart = SystemClock().monotonicTime()
+        try await Self.sleepOnClock(scaled, for: .seconds(100))
+        #expect(scaled.now.duration(since: start) >= 100)
+        #expect(SystemClock().monotonicTime().duration(since: realStart) < 10)
+    }
+
     @Test("manual clock: a cancelled sleeper throws CancellationError and is removed")
     func cancellation() async throws {
         let clock = ManualClock(wall: 0)

@@ -68,9 +68,9 @@ struct RadioScanConversionTests {
         let aem = try AssociatedEncryptedMetadata(hex: "01020304")
         let gaen = ExposureNotificationAdvertisement(rpi: rpi, aem: aem).advertisingData
         let address = try BDAddress(string: "12:34:56:78:9A:BC")
-        let sighting = try #require(Sighting(report: LEAdvertisingReport(address: address, addressType: .random, kind: .advNonconnInd, rssi: -61, data: [UInt8](gaen)), time: 100.5))
-        #expect(Sighting(report: LEAdvertisingReport(address: address, addressType: .random, kind: .advInd, rssi: -50, data: [0x02, 0x01, 0x06]), time: 101) == nil)
-        let stored = RecordedScan(ScanRecord(start: 100, end: 104, sightings: [sighting]), rssiCorrection: 4)
+        let sighting = try #require(RecordedSighting(report: LEAdvertisingReport(address: address, addressType: .random, kind: .advNonconnInd, rssi: -61, data: [UInt8](gaen)), time: 100.5))
+        #expect(RecordedSighting(report: LEAdvertisingReport(address: address, addressType: .random, kind: .advInd, rssi: -50, data: [0x02, 0x01, 0x06]), time: 101) == nil)
+        let stored = RecordedScan(start: 100, end: 104, sightings: [sighting], rssiCorrection: 4)
         #expect(stored == RecordedScan(start: 100, end: 104, sightings: [RecordedSighting(time: 100.5, rpi: rpi, aem: aem, rssi: -61, address: address)], rssiCorrection: 4))
         let dir = try TempStoreDir()
         let store = try dir.open()

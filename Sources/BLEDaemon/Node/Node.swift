@@ -474,8 +474,8 @@ public actor GaenNode: ScheduleEffects {
         }
     }
 
-    private func record(_ scan: ScanRecord) async {
-        let record = RecordedScan(scan, rssiCorrection: calibration.rssiCorrection)
+    private func record(_ scan: RecordedScan) async {
+        let record = RecordedScan(start: scan.start, end: scan.end, sightings: scan.sightings, rssiCorrection: calibration.rssiCorrection)
         scans += 1
         sightings += UInt64(record.sightings.count)
         lastScanEnd = scan.end

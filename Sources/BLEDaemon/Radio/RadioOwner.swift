@@ -108,7 +108,7 @@ public actor RadioOwner {
     private var lastCountedBeacon: Beacon?
 
     private var scan: ScanCollector?
-    private var live: AsyncStream<Sighting>.Continuation?
+    private var live: AsyncStream<RecordedSighting>.Continuation?
     private var stall: ScanStallDetector
     private var emptyScans = EmptyScanDetector()
     private var stallReenabled = false
@@ -121,10 +121,10 @@ public actor RadioOwner {
     private var controllerTask: Task<Void, Never>?
     private var changeHandler: (@Sendable () async -> Void)?
 
-    private let scanSink: AsyncStream<ScanRecord>.Continuation
+    private let scanSink: AsyncStream<RecordedScan>.Continuation
     /// Every finished scan (also the empty ones), for whoever stores them; the newest 64 are
     /// kept if nobody reads.
-    public nonisolated let finishedScans: AsyncStream<ScanRecord>
+    public nonisolated let finishedScans: AsyncStream<RecordedScan>
 
     // Operations on the controller are serialized: the actor alone would interleave a
     // restore after a reconnect with a rotation at every await.
@@ -136,7 +136,7 @@ public actor RadioOwner {
         self.configuration = configuration
         self.logger = logger
         stall = ScanStallDetector(minimumStall: configuration.scanStallSeconds)
-        (finishedScans, scanSink) = AsyncStream.makeStream(of: ScanRecord.self, bufferingPolicy: .bufferingNewest(64))
+        (finishedScans, scanSink) = AsyncStream.makeStream(of: RecordedScan.self, bufferingPolicy: .bufferingNewest(64))
     }
 
     /// Called after every change of `status` worth publishing.
@@ -334,7 +334,7 @@ public actor RadioOwner {
     /// when scanning never reached the air during it (no controller: nothing was observed).
     /// Scanning goes off, unless `next` starts at once (continuous mode): then the
     /// controller keeps scanning and the reports from now on belong to `next`.
-    public func finishScan(_ done: CompletedScan, continuingWith next: ScanWindow? = nil) async -> ScanRecord? {
+    public func finishScan(_ done: CompletedScan, continuingWith next: ScanWindow? = nil) async -> RecordedScan? {
         let collected = scan
         if let next {
             scan = ScanCollector(window: next, onAir: status.scanningOnAir)
@@ -345,7 +345,7 @@ public actor RadioOwner {
         }
         await reconcileOrRetry()
         guard let collected, collected.wasOnAir || status.scanningOnAir else { return nil }
-        let record = ScanRecord(start: done.startWall, end: done.endWall,
+        let record = RecordedScan(start: done.startWall, end: done.endWall,
                                 sightings: collected.sightings.map { var s = $0; s.time = min(max(s.time, done.startWall), done.endWall); return s })
         status.scansCompleted += 1
         if emptyScans.record(reports: collected.reports), let session {
@@ -359,8 +359,8 @@ public actor RadioOwner {
 
     /// Every kept sighting as it arrives (for `gaenctl radio scan`); the newest 8192 are
     /// buffered, the rest counted as dropped. One consumer.
-    public func liveSightings() -> AsyncStream<Sighting> {
-        let (stream, continuation) = AsyncStream<Sighting>.makeStream(bufferingPolicy: .bufferingNewest(8192))
+    public func liveSightings() -> AsyncStream<RecordedSighting> {
+        let (stream, continuation) = AsyncStream<RecordedSighting>.makeStream(bufferingPolicy: .bufferingNewest(8192))
         live?.finish()
         live = continuation
         return stream
@@ -373,7 +373,7 @@ public actor RadioOwner {
         stallReenabled = false
         guard scan != nil else { return } // outside a scan: not observed by the schedule
         scan?.reports += 1
-        guard let s = Sighting(report: report, time: scan!.window.wallTime(atMonotonic: now)) else {
+        guard let s = RecordedSighting(report: report, time: scan!.window.wallTime(atMonotonic: now)) else {
             status.reportsIgnored += 1
             return
         }
@@ -564,7 +564,7 @@ public actor RadioOwner {
 /// of any kind it received (for the empty-scan detector).
 struct ScanCollector {
     var window: ScanWindow
-    var sightings: [Sighting] = []
+    var sightings: [RecordedSighting] = []
     var reports = 0
     var wasOnAir: Bool
     init(window: ScanWindow, onAir: Bool) {

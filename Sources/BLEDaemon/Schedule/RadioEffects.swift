@@ -19,12 +19,12 @@ public struct RadioScheduleEffects: ScheduleEffects {
     /// The beacon of a slot; nil (or a throw, logged by the caller) keeps what is on air.
     let beacon: @Sendable (AdvertisingSlot, ClockReading) async -> GAENBeacon?
     let rotated: @Sendable (GAENBeacon, ClockReading) async -> Void
-    let scanned: @Sendable (ScanRecord) async -> Void
+    let scanned: @Sendable (RecordedScan) async -> Void
 
     public init(radio: RadioOwner, roles: Roles = .all,
                 beacon: @escaping @Sendable (AdvertisingSlot, ClockReading) async -> GAENBeacon?,
                 rotated: @escaping @Sendable (GAENBeacon, ClockReading) async -> Void = { _, _ in },
-                scanned: @escaping @Sendable (ScanRecord) async -> Void = { _ in }) {
+                scanned: @escaping @Sendable (RecordedScan) async -> Void = { _ in }) {
         self.radio = radio
         self.roles = roles
         self.beacon = beacon

@@ -2,7 +2,10 @@ import ENProtocol
 import Foundation
 import HCIProtocol
 
-/// One advertising report with 0xFD6F service data, as the scanner keeps it.
+/// A received GAEN advertisement (an advertising report with 0xFD6F service data): the one
+/// sighting type of the radio (RadioOwner keeps them per scan), the store (scan records) and
+/// the research signal. ENProtocol's `Sighting` is the matching index's compact record, built
+/// from these when a sightings log is read for matching.
 public struct RecordedSighting: Hashable, Sendable {
     /// UTC Unix seconds of the report (derived from the scan's start and monotonic time).
     public var time: Double
@@ -24,7 +27,9 @@ public struct RecordedSighting: Hashable, Sendable {
     }
 }
 
-/// One scan: its start and end (UTC Unix seconds) and every report it kept, possibly none.
+/// One scan: its start and end (UTC Unix seconds) and every report it kept, possibly none
+/// (exposure windows need every scan for secondsSinceLastScan). The radio owner makes it (no
+/// correction yet), the node adds the RSSI correction in use and the store keeps it.
 public struct RecordedScan: Hashable, Sendable {
     public var start: Double
     public var end: Double
@@ -173,12 +178,24 @@ enum ScanBlob {
     }
 }
 
-extension RecordedScan {
-    /// What the store keeps of a scan from the radio: its times and, of each report with
-    /// 0xFD6F service data, time, RPI, AEM, RSSI and the advertiser's address.
-    public init(_ scan: ScanRecord, rssiCorrection: Int? = nil) {
-        self.init(start: scan.start, end: scan.end, sightings: scan.sightings.map {
-            RecordedSighting(time: $0.time, rpi: $0.rpi, aem: $0.aem, rssi: Int8(clamping: $0.rssi), address: $0.address)
-        }, rssiCorrection: rssiCorrection)
+extension RecordedSighting {
+    /// The sighting in `report` (what the radio owner keeps of it), or nil for a report
+    /// without GAEN service data or RSSI.
+    public init?(report: LEAdvertisingReport, time: Double) {
+        guard let rssi = report.rssi, Self.mayCarryGAEN(report.data),
+              let ad = try? ExposureNotificationAdvertisement(advertisingData: Data(report.data)) else { return nil }
+        self.init(time: time, rpi: ad.rpi, aem: ad.aem, rssi: rssi, address: report.address)
+    }
+
+    /// A cheap look for the 0xFD6F service-data header (AD type 0x16, UUID 6F FD) before the
+    /// full parse: in a crowd most reports are not GAEN and are dismissed here.
+    static func mayCarryGAEN(_ data: [UInt8]) -> Bool {
+        var i = 0
+        while i + 3 < data.count {
+            let length = Int(data[i])
+            if length >= 3, data[i + 1] == 0x16, data[i + 2] == 0x6F, data[i + 3] == 0xFD { return true }
+            i += 1 + length
+        }
+        return false
     }
 }

@@ -5,14 +5,27 @@ import Glibc
 #endif
 
 /// A point on a monotonic time line, in seconds since an arbitrary origin. Durations and
-/// timers use it because it never steps; protocol times use wall time instead.
-public struct MonotonicInstant: Comparable, Hashable, Sendable, CustomStringConvertible {
+/// timers use it because it never steps; protocol times use wall time instead. It is the
+/// `Instant` of every `NodeClock` as a standard `Clock`.
+public struct MonotonicInstant: InstantProtocol, CustomStringConvertible {
     public var seconds: Double
     public init(seconds: Double) { self.seconds = seconds }
     public func advanced(by s: Double) -> MonotonicInstant { MonotonicInstant(seconds: seconds + s) }
     public func duration(since earlier: MonotonicInstant) -> Double { seconds - earlier.seconds }
     public static func < (a: Self, b: Self) -> Bool { a.seconds < b.seconds }
     public var description: String { "mono+\(seconds)s" }
+
+    // InstantProtocol, in Swift's Duration.
+    public func advanced(by d: Duration) -> MonotonicInstant { advanced(by: d.seconds) }
+    public func duration(to other: MonotonicInstant) -> Duration { .seconds(other.seconds - seconds) }
+}
+
+extension Duration {
+    /// The duration in seconds, as a Double.
+    var seconds: Double {
+        let (s, atto) = components
+        return Double(s) + Double(atto) * 1e-18
+    }
 }
 
 /// Everything time-driven in the node reads time through this, so that tests run days of
@@ -23,13 +36,25 @@ public struct MonotonicInstant: Comparable, Hashable, Sendable, CustomStringConv
 /// - `monotonicTime()`: never steps, for durations and timers.
 /// - `sleep(until:)`: suspends until the monotonic deadline; throws `CancellationError` when
 ///   the task is cancelled.
-public protocol NodeClock: Sendable {
+///
+/// A node clock is also a standard `Clock` (its `now` is the monotonic time, its `sleep` the
+/// node's), so the one node clock is the sleeper of whatever takes a `Clock`: `--time-scale`
+/// and tests' manual time reach it too. Wall time is the one thing `Clock` has no word for
+/// (its instants never step), hence `wallTime()` beside it.
+public protocol NodeClock: Clock where Instant == MonotonicInstant, Duration == Swift.Duration {
     func wallTime() -> Double
     func monotonicTime() -> MonotonicInstant
     func sleep(until deadline: MonotonicInstant) async throws
 }
 
 extension NodeClock {
+    // Clock.
+    public var now: MonotonicInstant { monotonicTime() }
+    public var minimumResolution: Duration { .nanoseconds(1) }
+    public func sleep(until deadline: MonotonicInstant, tolerance: Duration?) async throws {
+        try await sleep(until: deadline)
+    }
+
     /// Both readings at once, plus whether the wall clock can be trusted, for the schedule.
     public func reading(synchronized: Bool) -> ClockReading {
         ClockReading(wall: wallTime(), monotonic: monotonicTime().seconds, synchronized: synchronized)

@@ -22,8 +22,10 @@ public struct Scan: Hashable, Sendable, Comparable {
     }
 }
 
-/// One received advertisement. Stored compactly (RPI as two words, AEM as one) because a busy
-/// site yields millions of them and the matcher keeps them all in memory.
+/// One received advertisement as the matching index keeps it: compactly (RPI as two words, AEM
+/// as one) because a busy site yields millions of them and the matcher keeps them all in
+/// memory. The node's own sighting (radio, store, signals) is BLEDaemon's `RecordedSighting`;
+/// this record is built from a sightings log when matching reads it.
 public struct Sighting: Hashable, Sendable {
     /// Unix seconds of the report (UTC, may be fractional).
     public var time: Double

@@ -9,8 +9,10 @@ import Foundation
 public final class TrialStream {
     public private(set) var counts = TrialReport.Counts()
     public private(set) var tally = ObservationTally()
-    /// The report's site label: the one asked for, else the first row's that has one.
-    public private(set) var site: String?
+    /// The report's site label: the one asked for, else the first row's that has one (the
+    /// caller may set it before streaming, from `SightingsExport.firstSite`, so that every
+    /// attenuation row carries it).
+    public var site: String?
     let siteFilter: String?
     let transmitters: [TransmitterKeys]
     let groundTruth: GroundTruth
