@@ -3,12 +3,17 @@
 # 10-20 min): runs gaend against a virtual controller with --time-scale SCALE for one nominal
 # hour and prints the daemon's CPU seconds for that hour and its resident memory.
 #   scripts/measure-idle.sh [SCALE]      (default 30: one nominal hour in two real minutes)
+# It measures the binary users install: `make build`'s (static Swift runtime, the Makefile's
+# link flags). GAEND_BIN=PATH measures another binary instead (no build); GAEND_WRAP runs it
+# under a tool (scripts/gen-link-order.sh: callgrind).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 SCALE=${1:-30}
 ./scripts/setup.sh
-swift build -c release --product gaend >&2
-BIN=$(swift build -c release --show-bin-path)
+if [ -z "${GAEND_BIN:-}" ]; then
+    make --no-print-directory build >&2
+    GAEND_BIN=$PWD/.build/release/gaend
+fi
 WORK=$(mktemp -d -t gaend-idle.XXXXXX)
 PIDS=()
 cleanup() { for p in "${PIDS[@]}"; do kill -TERM "$p" 2>/dev/null || true; done; wait 2>/dev/null || true; rm -rf "$WORK"; }
@@ -23,7 +28,7 @@ PIDS+=($!)
 for _ in $(seq 50); do [ -S "$WORK/bus" ] && break; sleep 0.1; done
 (umask 077; openssl rand -hex 32 > "$WORK/store.key")
 mkdir -p "$WORK/state"
-"$BIN/gaend" --controller "$CONTROLLER" --state-dir "$WORK/state" --store-key-file "$WORK/store.key" \
+${GAEND_WRAP:-} "$GAEND_BIN" --controller "$CONTROLLER" --state-dir "$WORK/state" --store-key-file "$WORK/store.key" \
     --bus "unix:path=$WORK/bus" --time-scale "$SCALE" 2>"$WORK/gaend.log" &
 GAEND=$!
 PIDS+=($GAEND)
@@ -40,6 +45,36 @@ rss=$(awk '/VmRSS/ {print $2}' "/proc/$GAEND/status")
 awk '/^(Rss|Pss|Shared_Clean|Shared_Dirty|Private_Clean|Private_Dirty|Anonymous):/ {printf "%s %.1f MiB  ", $1, $2 / 1024} END {print ""}' "/proc/$GAEND/smaps_rollup"
 awk '/^[0-9a-f]+-[0-9a-f]+ / {name = (NF >= 6 ? $6 : "[anon]")} /^Rss:/ {rss[name] += $2} END {for (n in rss) printf "%8.1f MiB  %s\n", rss[n] / 1024, n}' \
     "/proc/$GAEND/smaps" | sort -rn | head -12
+# The binary's own resident pages by ELF section (code, read-only data, relocations...): what
+# link options and the link order change. Needs /proc/PID/pagemap (root).
+python3 - "$GAEND" "$GAEND_BIN" <<'PY' || true
+import collections, os, re, struct, subprocess, sys
+pid, path = sys.argv[1], os.path.realpath(sys.argv[2])
+sections = []
+for line in subprocess.run(["readelf", "-SW", path], capture_output=True, text=True).stdout.splitlines():
+    m = re.match(r"\s*\[\s*\d+\]\s+(\S+)\s+(\S+)\s+([0-9a-f]+)\s+[0-9a-f]+\s+([0-9a-f]+)", line)
+    if m and m.group(2) != "NOBITS" and int(m.group(3), 16):
+        sections.append((int(m.group(3), 16), int(m.group(4), 16), m.group(1)))
+sections.sort()
+maps = []
+for line in open(f"/proc/{pid}/maps"):
+    f = line.split()
+    if len(f) >= 6 and f[5] == path:
+        lo, hi = (int(x, 16) for x in f[0].split("-"))
+        maps.append((lo, hi, int(f[2], 16)))
+bias = min(lo - off for lo, hi, off in maps)
+pages = collections.Counter()
+with open(f"/proc/{pid}/pagemap", "rb") as pm:
+    for lo, hi, off in maps:
+        for v in range(lo, hi, 4096):
+            pm.seek(v // 4096 * 8)
+            if struct.unpack("Q", pm.read(8))[0] >> 63:
+                a = v - bias
+                name = next((n for s, z, n in sections if s <= a < s + z), "other")
+                pages[name] += 1
+top = ", ".join(f"{n} {c * 4 / 1024:.1f}" for n, c in pages.most_common(8))
+print(f"gaend binary resident by section (MiB): {top}")
+PY
 hwm=$(awk '/VmHWM/ {print $2}' "/proc/$GAEND/status")
 python3 - "$c0" "$c1" "$ticks" "$rss" "$hwm" "$SCALE" <<'PY'
 import sys

@@ -8,8 +8,11 @@ import Foundation
 /// after 1M keys (it must not grow with keys), and the machine's AES-128-ECB ceiling expressed
 /// as keys per second (blocks per second / 144) with the ratio to it.
 ///
-/// Keys are generated batch by batch from a seeded generator and dropped after matching, as a
-/// key file reader streams them; only matcher time is counted in keys/s.
+/// Keys reach the matcher as gaend and `gaenctl match` give them to it: encoded as export.bin
+/// entries, in parts that the matcher's threads take in turn for the whole run (one barrier, at
+/// the end). Each part is built from a seeded generator on the thread that takes it (a few
+/// percent of the time; counted in keys/s like the matcher's own decoding) and dropped after
+/// matching, as a key file's parts are.
 enum MatchBench {
     struct Options {
         var keys = 1_000_000
@@ -17,7 +20,7 @@ enum MatchBench {
         var rpis = 200_000
         var days = 14
         var sightingsPerRPI = 4
-        var batch = 50_000
+        var part = ExposureMatcher.partSize
         var workers = ProcessInfo.processInfo.activeProcessorCount
         var presentKeys = 1_000
         var crypto = MatchCrypto.fastest
@@ -34,7 +37,7 @@ enum MatchBench {
             case "--rpis": o.rpis = value()
             case "--days": o.days = value()
             case "--workers": o.workers = value()
-            case "--batch": o.batch = value()
+            case "--part": o.part = value()
             case "--crypto":
                 let name = it.next() ?? ""
                 guard let c = MatchCrypto(named: name), c.isSupported else {
@@ -42,11 +45,11 @@ enum MatchBench {
                 }
                 o.crypto = c
             default:
-                print("usage: GaenBench match [--keys N] [--small-keys N] [--rpis N] [--days N] [--workers N] [--batch N] [--crypto NAME]")
+                print("usage: GaenBench match [--keys N] [--small-keys N] [--rpis N] [--days N] [--workers N] [--part N] [--crypto NAME]")
                 return
             }
         }
-        print("match benchmark: \(o.keys) keys over \(o.days) days, \(o.rpis) distinct RPIs (\(o.sightingsPerRPI) sightings each), batches of \(o.batch), \(o.workers) cores")
+        print("match benchmark: \(o.keys) keys over \(o.days) days, \(o.rpis) distinct RPIs (\(o.sightingsPerRPI) sightings each), parts of \(o.part) keys, \(o.workers) cores")
 
         let firstDay = UTCDay(isoDate: "2026-11-01")!
         let keys = KeyStream(seed: 0x6a65_6e64, days: o.days, firstDay: firstDay, presentEvery: max(1, o.keys / o.presentKeys))
@@ -74,16 +77,22 @@ enum MatchBench {
         }
         let ceiling = (hardware: hwCeiling, evp: evpCeiling, name: "\(best.aes)")
 
+        // The encoded keys are the generator's keys.
+        let check = keys.encoded(from: 0, count: 100).decode()
+        precondition(check.count == 100 && check.enumerated().allSatisfy { $0.element == keys.key($0.offset) }, "encoded keys differ from the generator's")
+
         // Memory must not grow with keys: 100k keys, then 1M keys, peak RSS after each.
         print("matcher path: \(o.crypto) (portable path: \(MatchCrypto.portable))")
-        let small = try runKeys(o.smallKeys, workers: 1, keys: keys, index: index, batch: o.batch, crypto: o.crypto)
+        let small = try runKeys(o.smallKeys, workers: 1, keys: keys, index: index, part: o.part, crypto: o.crypto)
         report("1 core, \(o.smallKeys) keys", small, ceiling: ceiling)
         t0 = Date()
-        let one = try runKeys(o.keys, workers: 1, keys: keys, index: index, batch: o.batch, crypto: o.crypto)
+        let one = try runKeys(o.keys, workers: 1, keys: keys, index: index, part: o.part, crypto: o.crypto)
         report("1 core, \(o.keys) keys", one, ceiling: ceiling)
-        let all = try runKeys(o.keys, workers: o.workers, keys: keys, index: index, batch: o.batch, crypto: o.crypto)
+        let all = try runKeys(o.keys, workers: o.workers, keys: keys, index: index, part: o.part, crypto: o.crypto)
         report("\(o.workers) cores, \(o.keys) keys", all, ceiling: ceiling)
-        let portable = try runKeys(o.keys, workers: 1, keys: keys, index: index, batch: o.batch, crypto: .portable)
+        reportThreads("1 core", one, oneCore: one)
+        reportThreads("\(o.workers) cores", all, oneCore: one)
+        let portable = try runKeys(o.keys, workers: 1, keys: keys, index: index, part: o.part, crypto: .portable)
         report("portable path (\(MatchCrypto.portable)), 1 core, \(o.keys) keys", portable, ceiling: ceiling)
         precondition(portable.statistics == one.statistics && all.statistics == one.statistics, "paths disagree")
         print(String(format: "all cores: %.2fx the one-core wall rate (goal >= 1.9x; on a shared machine the wall rates depend on its load: %.2f load average)",
@@ -101,6 +110,7 @@ enum MatchBench {
         var cpuSeconds: Double
         var statistics: MatchStatistics
         var peakMB: Double
+        var profile: RunProfile?
         var keysPerSecond: Double { Double(statistics.keys) / seconds }
         var keysPerCPUSecond: Double { Double(statistics.keys) / cpuSeconds }
     }
@@ -113,21 +123,33 @@ enum MatchBench {
                      s.keysSkipped, s.keysMatched, s.matches, s.implausibleTxPower, r.peakMB))
     }
 
-    static func runKeys(_ n: Int, workers: Int, keys: KeyStream, index: SightingIndex, batch: Int, crypto: MatchCrypto) throws -> RunResult {
+    static func runKeys(_ n: Int, workers: Int, keys: KeyStream, index: SightingIndex, part: Int, crypto: MatchCrypto) throws -> RunResult {
         let matcher = ExposureMatcher(index: index, workers: workers, crypto: crypto)
-        var stats = MatchStatistics()
-        var seconds = 0.0, cpu = 0.0
-        var produced = 0
-        while produced < n {
-            let b = keys.batch(from: produced, count: min(batch, n - produced))
-            produced += b.count
-            let start = DispatchTime.now().uptimeNanoseconds, cpuStart = cpuSeconds()
-            let result = try matcher.match(b)
-            seconds += Double(DispatchTime.now().uptimeNanoseconds - start) / 1e9
-            cpu += cpuSeconds() - cpuStart
-            stats += result.statistics
+        let parts = (n + part - 1) / part
+        let start = DispatchTime.now().uptimeNanoseconds, cpuStart = cpuSeconds()
+        let result = try matcher.match(parts: parts) { i in
+            let first = i * part
+            return (keys.encoded(from: first, count: min(part, n - first)), first)
         }
-        return RunResult(seconds: seconds, cpuSeconds: cpu, statistics: stats, peakMB: peakRSSMegabytes())
+        let seconds = Double(DispatchTime.now().uptimeNanoseconds - start) / 1e9
+        let cpu = cpuSeconds() - cpuStart
+        return RunResult(seconds: seconds, cpuSeconds: cpu, statistics: result.statistics, peakMB: peakRSSMegabytes(), profile: matcher.lastRun)
+    }
+
+    /// Where the threads of a run spent it: on a core, waiting for one (the machine's load),
+    /// and idle (nothing to do: a late start, or waiting at the end for the last part). Idle
+    /// time is what the run's structure costs; waiting is what the other processes cost.
+    static func reportThreads(_ label: String, _ r: RunResult, oneCore: RunResult) {
+        guard let p = r.profile, let p1 = oneCore.profile else { return }
+        func ms(_ x: Double) -> String { String(format: "%.1f", x * 1000) }
+        let t = p.threads
+        print("\(label): \(p.parts) parts, \(t.count) threads, \(p.barriers) barrier; per thread (ms): on a core \(t.map { ms($0.onCPU) }.joined(separator: " / ")), waiting for a core \(t.map { ms($0.waitingForCPU) }.joined(separator: " / ")), idle \(t.map { ms($0.idle(runWall: p.wall)) }.joined(separator: " / ")) (of which late start \(t.map { ms($0.startDelay) }.joined(separator: " / ")), done before the last part \(t.map { ms(max($0.idleAtEnd, $0.barrierWait)) }.joined(separator: " / "))); parts taken \(t.map { String($0.parts) }.joined(separator: " / "))")
+        // Without other processes the waiting disappears: each thread's time is its time on a
+        // core plus its idle time, and the run lasts their mean.
+        let one = p1.onCPU + p1.idle
+        let all = (p.onCPU + p.idle) / Double(t.count)
+        print(String(format: "%@: idle %.1f%% of the threads' time; extra time on a core vs one core %+.1f%%; without the machine's load this run would take %.3f s against %.3f s on one core: %.2fx (the wall ratio the goal asks for, projected from the kernel's per-thread accounting)",
+                     label as NSString, 100 * p.idle / (p.wall * Double(t.count)), 100 * (p.onCPU / p1.onCPU - 1), all, one, one / all))
     }
 
     /// A reproducible stream of diagnosis keys: key i is a function of (seed, i), so batches can
@@ -139,19 +161,63 @@ enum MatchBench {
         var firstDay: UTCDay
         var presentEvery: Int
 
-        func key(_ i: Int) -> DiagnosisKey {
+        /// Key i's TEK words and day.
+        func words(_ i: Int) -> (UInt64, UInt64, UTCDay) {
             var rng = SplitMix64(seed: seed ^ UInt64(i) &* 0x9E37_79B9_7F4A_7C15)
+            let a = rng.next(), b = rng.next()
+            return (a, b, firstDay.advanced(by: Int(rng.next() % UInt64(days))))
+        }
+
+        func key(_ i: Int) -> DiagnosisKey {
+            let (a, b, day) = words(i)
             var bytes = Data(count: 16)
-            bytes.withUnsafeMutableBytes { b in
-                b.storeBytes(of: rng.next(), toByteOffset: 0, as: UInt64.self)
-                b.storeBytes(of: rng.next(), toByteOffset: 8, as: UInt64.self)
+            bytes.withUnsafeMutableBytes { p in
+                p.storeBytes(of: a, toByteOffset: 0, as: UInt64.self)
+                p.storeBytes(of: b, toByteOffset: 8, as: UInt64.self)
             }
-            let day = firstDay.advanced(by: Int(rng.next() % UInt64(days)))
             return DiagnosisKey(key: try! TemporaryExposureKey(bytes: bytes), rollingStartIntervalNumber: day.firstInterval,
                                 rollingPeriod: 144, reportType: .confirmedTest, daysSinceOnsetOfSymptoms: 0)
         }
 
         func batch(from start: Int, count: Int) -> [DiagnosisKey] { (start..<(start + count)).map(key) }
+
+        /// Keys start..<start+count as export.bin `keys` entries, in the field order servers
+        /// write: key_data (1), rolling_start_interval_number (3), rolling_period (4),
+        /// report_type (5), days_since_onset_of_symptoms (6).
+        func encoded(from start: Int, count: Int) -> EncodedKeyBatch {
+            // Written through a raw pointer: the bench's own work should stay small beside
+            // the matcher's (about 20 ns a key).
+            var data = Data(count: count * 40)
+            let used = data.withUnsafeMutableBytes { (raw: UnsafeMutableRawBufferPointer) -> Int in
+                let out = raw.bindMemory(to: UInt8.self).baseAddress!
+                var n = 0
+                func varint(_ v: UInt64) {
+                    var v = v
+                    while v >= 0x80 { out[n] = UInt8(v & 0x7f) | 0x80; n += 1; v >>= 7 }
+                    out[n] = UInt8(v); n += 1
+                }
+                for i in start..<(start + count) {
+                    let (a, b, day) = words(i)
+                    let interval = UInt64(day.firstInterval.rawValue)
+                    var length = 18 + 1 + 3 + 2 + 2 // fields 1, 4, 5, 6 and the tag of 3
+                    var v = interval
+                    repeat { length += 1; v >>= 7 } while v > 0
+                    out[n] = 0x3a; n += 1; varint(UInt64(length)) // keys (7), length-delimited
+                    out[n] = 0x0a; out[n + 1] = 16; n += 2
+                    UnsafeMutableRawPointer(out + n).storeBytes(of: a.littleEndian, as: UInt64.self)
+                    UnsafeMutableRawPointer(out + n + 8).storeBytes(of: b.littleEndian, as: UInt64.self)
+                    n += 16
+                    out[n] = 0x18; n += 1; varint(interval)
+                    out[n] = 0x20; out[n + 1] = 0x90; out[n + 2] = 0x01 // rolling_period 144
+                    out[n + 3] = 0x28; out[n + 4] = 1 // report_type CONFIRMED_TEST
+                    out[n + 5] = 0x30; out[n + 6] = 0 // days_since_onset_of_symptoms 0
+                    n += 7
+                }
+                return n
+            }
+            data.count = used
+            return EncodedKeyBatch(keyEntries: data, count: count)
+        }
     }
 
     static func makeSightings(_ o: Options, keys: KeyStream, firstDay: UTCDay) throws -> [Sighting] {

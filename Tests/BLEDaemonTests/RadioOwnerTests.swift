@@ -23,6 +23,35 @@ struct RadioOwnerTests {
         return (owner, connector, session)
     }
 
+    /// A connector whose connect takes a while (a UART controller's bring-up, a slow USB reset).
+    struct SlowConnector: HCITransportConnector {
+        let inner: ScriptedConnector
+        let delay: Duration
+        var description: String { "slow scripted" }
+        func connect() async throws -> any HCITransport {
+            try? await Task.sleep(for: delay)
+            return try await inner.connect()
+        }
+    }
+
+    @Test("stop() during the controller's bring-up stops that session too (it was never attached): stop returns")
+    func stopDuringBringUp() async throws {
+        let inner = ScriptedConnector()
+        let owner = RadioOwner(clock: ManualClock(wall: 1_795_000_000), configuration: .init(), logger: logger)
+        await owner.start(connector: SlowConnector(inner: inner, delay: .milliseconds(300)), configuration: HCISessionConfiguration())
+        try await Task.sleep(for: .milliseconds(50))
+        actor Flag { var set = false; func raise() { set = true } }
+        let stopped = Flag()
+        Task { await owner.stop(); await stopped.raise() }
+        // Bounded: a stop() that hangs fails here instead of hanging the test run.
+        let deadline = ContinuousClock.now + .seconds(10)
+        while !(await stopped.set), ContinuousClock.now < deadline { try await Task.sleep(for: .milliseconds(5)) }
+        #expect(await stopped.set, "stop() did not return within 10 s")
+        // The session brought up after stop() was asked for is closed, not left reading.
+        try await waitUntil { inner.controllers.count == 1 && inner.current.isClosed }
+        #expect(await owner.snapshot.controller == RadioOwner.ControllerState.missing)
+    }
+
     func beacon(_ n: UInt8) -> Beacon {
         Beacon(address: BDAddress(littleEndian: [n, 2, 3, 4, 5, 0x3F & n]), advertisingData: [2, 1, 0x1A, n])
     }

@@ -1,5 +1,6 @@
 import CGaenCrypto
 import Foundation
+import Synchronization
 import Testing
 @testable import ENProtocol
 
@@ -169,7 +170,8 @@ import Testing
 /// Keys decoded on the workers straight from export.bin match as the same keys handed in as
 /// DiagnosisKeys: same matches, same key positions, same counters, on every path.
 @Suite struct EncodedMatchingTests {
-    @Test func encodedBatchesMatchAsDecodedKeys() throws {
+    /// 5,000 keys over five days (some crossing midnight), a sighting for every 53rd, noise.
+    static func fixture() throws -> (keys: [DiagnosisKey], file: KeyExportFile, index: SightingIndex) {
         let make = SightingMaker()
         let day = UTCDay(isoDate: "2026-11-10")!
         var rng = SeededRandom(seed: 4242)
@@ -187,7 +189,11 @@ import Testing
         }
         sightings += try (0..<2000).map { try make.noise($0, at: timeIn(day.firstInterval, plus: Double($0 * 211))) }
         let file = try KeyExportFile(parsing: KeyExportWriter.exportBin(header: KeyFixtures.header, keys: keys))
-        let index = SightingIndex(sightings: sightings, tableSeed: 3)
+        return (keys, file, SightingIndex(sightings: sightings, tableSeed: 3))
+    }
+
+    @Test func encodedBatchesMatchAsDecodedKeys() throws {
+        let (keys, file, index) = try Self.fixture()
         let reference = try ExposureMatcher(index: index, workers: 1, crypto: .portable).match(keys)
         #expect(reference.matches.count >= 90)
         for crypto in [MatchCrypto.portable, .fastest] {
@@ -197,6 +203,74 @@ import Testing
                 #expect(r.matches.map { MatchIdentity($0.match) } == reference.matches.map(MatchIdentity.init))
                 #expect(r.matches.allSatisfy { keys[$0.position] == $0.match.key })
             }
+        }
+    }
+
+    /// A whole run of parts that the threads take in turn, each part made on the thread that
+    /// takes it: the same matches, positions and counters as the keys handed in at once, with
+    /// any number of threads (more threads than parts too), and one barrier per run.
+    @Test func runOfPartsMatchesAsOneBatch() throws {
+        let (keys, file, index) = try Self.fixture()
+        let reference = try ExposureMatcher(index: index, workers: 1, crypto: .portable).match(keys)
+        for (workers, part) in [(1, 700), (2, 700), (2, 97), (3, 4096), (8, 2500)] {
+            let batches = file.encodedKeyBatches(size: part)
+            var firsts: [Int] = [], total = 0
+            for b in batches { firsts.append(total); total += b.count }
+            let starts = firsts
+            let matcher = ExposureMatcher(index: index, workers: workers)
+            let made = Mutex(0)
+            let r = try matcher.match(parts: batches.count) { i in
+                made.withLock { $0 += 1 }
+                return (batches[i], starts[i])
+            }
+            #expect(r.statistics == reference.statistics, "\(workers) workers, parts of \(part)")
+            #expect(r.matches.map { MatchIdentity($0.match) } == reference.matches.map(MatchIdentity.init))
+            #expect(r.matches.allSatisfy { keys[$0.position] == $0.match.key })
+            #expect(made.withLock { $0 } == batches.count)
+            let profile = try #require(matcher.lastRun)
+            #expect(profile.parts == batches.count && profile.threads.reduce(0) { $0 + $1.parts } == batches.count)
+            #expect(profile.threads.count == min(workers, batches.count))
+            #expect(profile.barriers == (profile.threads.count > 1 ? 1 : 0))
+        }
+    }
+
+    /// A part that fails stops the run: no thread takes another part, and the error comes out.
+    @Test func failingPartStopsTheRun() throws {
+        let (_, file, index) = try Self.fixture()
+        let batches = file.encodedKeyBatches(size: 50)
+        struct Broken: Error {}
+        for workers in [1, 2] {
+            let taken = Mutex(0)
+            #expect(throws: Broken.self) {
+                _ = try ExposureMatcher(index: index, workers: workers).match(parts: batches.count) { i in
+                    taken.withLock { $0 += 1 }
+                    if i == 3 { throw Broken() }
+                    return (batches[i], i * 50)
+                }
+            }
+            // One thread stops at once; with two, how many parts the other took meanwhile
+            // depends on the scheduler.
+            if workers == 1 { #expect(taken.withLock { $0 } == 4) }
+        }
+    }
+
+    /// Cancellation is asked before each part the caller's thread takes; once it says yes no
+    /// thread takes another part and the run throws CancellationError.
+    @Test func cancelledRunStops() throws {
+        let (_, file, index) = try Self.fixture()
+        let batches = file.encodedKeyBatches(size: 50)
+        // One thread: parts 0 and 1 are matched, the third question stops the run.
+        var asked = 0
+        #expect(throws: CancellationError.self) {
+            _ = try ExposureMatcher(index: index, workers: 1).match(encoded: batches, isCancelled: {
+                asked += 1
+                return asked > 2
+            })
+        }
+        #expect(asked == 3)
+        // Two threads: the caller asks before its first part, whatever the other thread does.
+        #expect(throws: CancellationError.self) {
+            _ = try ExposureMatcher(index: index, workers: 2).match(encoded: batches, isCancelled: { true })
         }
     }
 }

@@ -125,3 +125,93 @@ import Testing
         #expect(try SightingsFile.records(Data("time,rpi,aem,rssi\n1,\(rpi),01020304,-60\n".utf8))[0].address == nil)
     }
 }
+
+/// `parse` reads unquoted CSV from the raw bytes (SightingsFileRaw.swift), taking only the
+/// plain forms and handing every other row to `validate`: it must read every file exactly as
+/// the String path does (the same sightings, scans and errors), whatever mix of forms it holds.
+@Suite struct SightingsRawReaderTests {
+    /// The String path: every row split into Strings and validated.
+    static func stringPath(_ data: Data) throws -> SightingsLog {
+        var b = SightingsFile.Builder()
+        b.hasScanColumns = try SightingsFile.forEachRow(data, startingWith: data.first!) { try b.add(SightingsFile.validate($0)) }
+        return b.finish()
+    }
+
+    static func same(_ data: Data, _ note: String) {
+        let raw = Result { try SightingsFile.parse(data) }, slow = Result { try stringPath(data) }
+        switch (raw, slow) {
+        case (.success(let a), .success(let b)):
+            #expect(a.sightings == b.sightings, "\(note)")
+            #expect(a.scans == b.scans && a.hasScanColumns == b.hasScanColumns, "\(note)")
+        case (.failure(let a), .failure(let b)):
+            #expect(a as? SightingsFormatError == b as? SightingsFormatError, "\(note)")
+        default:
+            Issue.record("\(note): raw \(raw), String path \(slow)")
+        }
+    }
+
+    @Test func rawReaderReadsAsTheStringPath() {
+        var rng = SeededRandom(seed: 0xC5F)
+        func pick<T>(_ xs: [T]) -> T { xs[Int(rng.next() % UInt64(xs.count))] }
+        func hex(_ n: Int) -> String { (0..<n).map { _ in String(format: "%02x", Int(rng.next() & 0xff)) }.joined() }
+        let headers = ["time,rpi,aem,rssi", "site,time,rpi,aem,rssi,scan_start,scan_end,rssi_correction,node",
+                       "time,rpi,aem,rssi,scan_start,scan_end,rssi_correction,node,site,address"]
+        for file in 0..<300 {
+            let header = pick(headers)
+            let names = header.split(separator: ",").map(String.init)
+            var text = header + pick(["\n", "\r\n"])
+            // Most files plain; some with one odd form in one column, some with errors.
+            let odd = file % 3 == 0 ? pick(names) : ""
+            for row in 0..<Int(1 + rng.next() % 40) {
+                let t0 = 1_700_000_000 + Int(rng.next() % 2_000_000)
+                var fields: [String] = []
+                let oddHere = !odd.isEmpty && rng.next() % 4 == 0
+                for n in names {
+                    var v: String
+                    switch n {
+                    case "time": v = pick(["\(t0)", "\(t0).\(rng.next() % 1000)", "\(t0).5", "\(t0).25"])
+                    case "rpi": v = hex(16)
+                    case "aem": v = hex(4)
+                    case "rssi": v = "\(-Int(rng.next() % 100))"
+                    case "scan_start": v = "\(t0 - t0 % 240)"
+                    case "scan_end": v = "\(t0 - t0 % 240 + 4)"
+                    case "rssi_correction": v = pick(["", "0", "3", "-7"])
+                    case "node": v = pick(["", "n1", "n2", "board-\(row % 3)"])
+                    case "site": v = pick(["", "bus", "office 2"])
+                    case "address": v = pick(["", "5A:12:34:56:78:9A", "c0:ff:ee:00:11:22"])
+                    default: v = ""
+                    }
+                    if oddHere && n == odd {
+                        v = pick([" \(v)", "\(v) ", "\t\(v)", v.uppercased(), "0x" + v, "+\(v)", "\(v)0", String(v.dropLast()), "",
+                                  "1e9", "1700000000.", ".5", "17000000001234567.5", "-1", "nan", "inf", "0123", "99", "-128", "101",
+                                  "-101", "5a:12:34:56:78:9", "5A-12-34-56-78-9A", "+f:12:34:56:78:9a", "zz"])
+                    }
+                    fields.append(v)
+                }
+                if rng.next() % 25 == 0, let r = names.firstIndex(of: "rpi") {
+                    // An empty-scan row (valid with scan columns, an error otherwise).
+                    fields[r] = ""
+                    if let a = names.firstIndex(of: "aem") { fields[a] = "" }
+                    if let s = names.firstIndex(of: "rssi") { fields[s] = "" }
+                    if let a = names.firstIndex(of: "address") { fields[a] = "" }
+                }
+                if rng.next() % 40 == 0 { text += "\n" } // a blank line
+                if rng.next() % 200 == 0 { fields.append("extra") } // a wrong field count
+                text += fields.joined(separator: ",") + pick(["\n", "\r\n"])
+            }
+            if rng.next() % 5 == 0 { text.removeLast() } // no newline at the end
+            Self.same(Data(text.utf8), "file \(file):\n\(text.prefix(600))")
+        }
+    }
+
+    @Test func plainDecimalsAreTheDoublesStringsGive() {
+        var rng = SeededRandom(seed: 7)
+        for _ in 0..<20_000 {
+            let whole = rng.next() % 10_000_000_000, digits = Int(rng.next() % 6)
+            let frac = (0..<digits).map { _ in String(rng.next() % 10) }.joined()
+            let s = digits == 0 ? "\(whole)" : "\(whole).\(frac)"
+            let v = Array(s.utf8).withUnsafeBufferPointer { SightingsFile.decimal($0.baseAddress!, 0, $0.count) }
+            #expect(v == Double(s), "\(s)")
+        }
+    }
+}

@@ -51,6 +51,22 @@ import Testing
                 == TrialReportWriter.jsonData(TrialReport(site: nil, counts: .init(), observations: shuffled, options: .init())))
     }
 
+    /// The report's site is known before the rows stream: the first row with a site among a
+    /// file's first bytes (whole rows only), so every attenuation row can carry it.
+    @Test func firstSiteIsReadFromTheHeadOfTheFile() throws {
+        let dir = FileManager.default.temporaryDirectory.appendingPathComponent("site-\(UUID().uuidString)")
+        defer { try? FileManager.default.removeItem(at: dir) }
+        try FileManager.default.createDirectory(at: dir, withIntermediateDirectories: true)
+        let url = dir.appendingPathComponent("s.csv")
+        var text = "time,rpi,aem,rssi,node,site\n1,,,,\"n,1\",\n"
+        for i in 0..<50 { text += "\(2 + i),\(String(repeating: "ab", count: 16)),01020304,-60,n,\"bus, 7\"\n" }
+        try Data(text.utf8).write(to: url)
+        #expect(SightingsExport.firstSite(url) == "bus, 7")
+        #expect(SightingsExport.firstSite(url, peekBytes: 120) == "bus, 7") // cut after the first whole row with a site
+        #expect(SightingsExport.firstSite(url, peekBytes: 40) == nil) // no whole row with a site that early
+        #expect(SightingsExport.firstSite(dir.appendingPathComponent("missing.csv")) == nil)
+    }
+
     @Test func plotSampleStaysBounded() {
         var tally = ObservationTally()
         for o in Self.observations(200_000) { tally.add(o) }

@@ -15,7 +15,7 @@ import Glibc
 /// logger's label), CODE_FILE/CODE_LINE/CODE_FUNC, and each metadata key as a GAEND_* field
 /// (`radio.address` -> GAEND_RADIO_ADDRESS), so `journalctl GAEND_CONTROLLER=hci0` and
 /// `journalctl -o json` see them. An entry the socket refuses (no journald there, too large for
-/// a datagram, its queue full) is written to the stream as a line instead.
+/// a datagram, its queue still full after a moment) is written to the stream as a line instead.
 public struct JournalLogHandler: LogHandler {
     public var logLevel: Logger.Level = .info
     public var metadata: Logger.Metadata = [:]
@@ -120,14 +120,15 @@ public struct JournalLogHandler: LogHandler {
 }
 
 /// journald's native socket (`/run/systemd/journal/socket`), a datagram socket shared by
-/// every logger. Sends never wait: a full queue is a refused entry (logged to the stream).
+/// every logger. A send waits at most `sendTimeout` for room in journald's queue (a burst at
+/// start-up can fill it for a moment); past that the entry is refused (logged to the stream).
 public final class JournalSocket: Sendable {
     public static let defaultPath = "/run/systemd/journal/socket"
     private let descriptor: Int32
     private let address: sockaddr_un
 
     /// Nil when the socket cannot be made or the path does not fit.
-    public init?(path: String = JournalSocket.defaultPath) {
+    public init?(path: String = JournalSocket.defaultPath, sendTimeout: Duration = .milliseconds(250)) {
         var a = sockaddr_un()
         a.sun_family = sa_family_t(AF_UNIX)
         let bytes = Array(path.utf8)
@@ -137,6 +138,9 @@ public final class JournalSocket: Sendable {
         }
         let fd = Glibc.socket(AF_UNIX, Int32(SOCK_DGRAM.rawValue) | Int32(SOCK_CLOEXEC.rawValue), 0)
         guard fd >= 0 else { return nil }
+        let (seconds, attoseconds) = sendTimeout.components
+        var timeout = timeval(tv_sec: Int(seconds), tv_usec: Int(attoseconds / 1_000_000_000_000))
+        _ = setsockopt(fd, SOL_SOCKET, SO_SNDTIMEO, &timeout, socklen_t(MemoryLayout<timeval>.size))
         descriptor = fd
         address = a
     }
@@ -149,7 +153,7 @@ public final class JournalSocket: Sendable {
         let n = entry.withUnsafeBytes { buf in
             withUnsafePointer(to: &a) {
                 $0.withMemoryRebound(to: sockaddr.self, capacity: 1) {
-                    sendto(descriptor, buf.baseAddress, buf.count, Int32(MSG_DONTWAIT | MSG_NOSIGNAL), $0,
+                    sendto(descriptor, buf.baseAddress, buf.count, Int32(MSG_NOSIGNAL), $0,
                            socklen_t(MemoryLayout<sockaddr_un>.size))
                 }
             }

@@ -189,6 +189,12 @@ public actor RadioOwner {
                 try? await Task.sleep(for: retry)
                 continue
             }
+            if Task.isCancelled {
+                // stop() came during the bring-up: this session was never attached, so nothing
+                // else would stop it (its reader thread would keep the process alive).
+                await s.stop()
+                break
+            }
             reported = false
             logger.info("controller up", metadata: ["controller": "\(connector.description)"])
             await attach(s)

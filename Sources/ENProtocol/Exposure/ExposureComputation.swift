@@ -7,7 +7,7 @@ import Foundation
 ///
 /// The rules, written once:
 /// - **Order of keys**: files in the order given; in each file its `keys`, then its
-///   `revised_keys`; keys reach the matcher in batches of `batchSize`.
+///   `revised_keys`; each list reaches the matcher as one run of parts (`partSize` keys).
 /// - **Dedup**: a TEK counts once. Its last occurrence in that order (a revised key, a later
 ///   file) is the one that counts: its validity, report type and days since onset. Every
 ///   sighting matches a TEK at most once (the same file twice, or a key listed twice, adds
@@ -15,15 +15,11 @@ import Foundation
 /// - **Sort**: matches by sighting time, then RPI (both words), then TEK bytes; windows as
 ///   `ExposureWindows.compute` orders them (date, then first scan instance).
 public struct ExposureComputation: Sendable {
-    /// Keys per matcher batch: large enough that handing parts to threads is cheap (50,000
-    /// keys are about 5 MB), small enough that cancellation is checked often.
-    public static let batchSize = 50_000
-
     public let matcher: ExposureMatcher
     public let log: SightingsLog
     public let mapping: DiagnosisKeysDataMapping
 
-    /// `workers`: threads per batch (pass the core count; 1 runs on the caller's thread).
+    /// `workers`: threads per run (pass the core count; 1 runs on the caller's thread).
     public init(log: SightingsLog, mapping: DiagnosisKeysDataMapping = .default, workers: Int, tableSeed: UInt64? = nil) throws {
         self.log = log
         self.mapping = mapping
@@ -58,8 +54,8 @@ public struct ExposureComputation: Sendable {
     /// has several parts per thread and decoding overlaps matching.
     static let partSize = 4_096
 
-    /// Matches every key of `files` (see the rules above). `isCancelled` is asked between
-    /// batches; when it says yes the run throws `CancellationError`.
+    /// Matches every key of `files` (see the rules above). `isCancelled` is asked before
+    /// each part the caller's thread takes; when it says yes the run throws `CancellationError`.
     public func match(_ files: [KeyExportFile], isCancelled: () -> Bool = { false }) throws -> Outcome {
         var statistics = MatchStatistics()
         // Every match with the position of the key occurrence that made it (keys numbered
@@ -68,19 +64,12 @@ public struct ExposureComputation: Sendable {
         var position = 0
         for (fileIndex, file) in files.enumerated() {
             for list in Self.encodedLists(file) {
-                // Batches of about `batchSize` keys, each cut into parts the workers decode
-                // straight into compact records and match.
-                var i = 0
-                while i < list.count {
-                    if isCancelled() { throw CancellationError() }
-                    var j = i, keys = 0
-                    while j < list.count && keys < Self.batchSize { keys += list[j].count; j += 1 }
-                    let r = try matcher.match(encoded: Array(list[i..<j]))
-                    statistics += r.statistics
-                    for (m, p) in r.matches { found.append((m, position + p, fileIndex)) }
-                    position += keys
-                    i = j
-                }
+                // One run per list: the workers take its parts in turn, decode them straight
+                // into compact records and match them, with no barrier between parts.
+                let r = try matcher.match(encoded: list, isCancelled: isCancelled)
+                statistics += r.statistics
+                for (m, p) in r.matches { found.append((m, position + p, fileIndex)) }
+                position += list.reduce(0) { $0 + $1.count }
             }
         }
         // The occurrence that counts for each matched TEK is its last; keep the matches it

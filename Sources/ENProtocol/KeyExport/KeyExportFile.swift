@@ -313,6 +313,21 @@ public struct EncodedKeyBatch: Sendable {
     let field: UInt64
     public let count: Int
 
+    init(exportBin: Data, range: Range<Int>, field: UInt64, count: Int) {
+        self.exportBin = exportBin
+        self.range = range
+        self.field = field
+        self.count = count
+    }
+
+    /// `count` entries of export.bin's `keys` list (field 7: tag, length, TemporaryExposureKey)
+    /// laid end to end, built in memory rather than cut from a file (GaenBench makes its keys
+    /// this way, on the matcher's threads). Entries are validated when they are decoded: one
+    /// that does not decode is counted invalid, as in a file.
+    public init(keyEntries: Data, count: Int) {
+        self.init(exportBin: keyEntries, range: 0..<keyEntries.count, field: 7, count: count)
+    }
+
     public func decode() -> [DiagnosisKey] {
         var out: [DiagnosisKey] = []
         out.reserveCapacity(count)

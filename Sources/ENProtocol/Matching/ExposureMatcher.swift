@@ -1,6 +1,7 @@
 import CGaenCrypto
 import Dispatch
 import Foundation
+import Synchronization
 
 /// One sighting whose RPI a diagnosis key derives, with what its AEM says.
 public struct Match: Sendable {
@@ -52,10 +53,11 @@ public struct MatchStatistics: Sendable, Equatable {
     }
 }
 
-/// Matches diagnosis keys against an index of sightings. Keys come in batches (from key files
-/// read incrementally, never all in memory); each batch is cut into contiguous parts that
-/// threads take in turn, each part filtered, sorted by day and matched by one worker. Workers
-/// (key schedule, scratch buffers) are kept and reused from batch to batch.
+/// Matches diagnosis keys against an index of sightings. Keys come as parts (of a key file's
+/// export.bin, decoded by the thread that takes the part, or of a batch of keys) that the
+/// threads take in turn for a whole run, meeting once at its end; each part is filtered, sorted
+/// by day and matched by one worker. Workers (key schedule, scratch buffers) are kept and
+/// reused from run to run.
 ///
 /// Per key: derive the RPIs of the key's validity [rs, rs + rp) restricted to the intervals
 /// that can meet a sighting (the sightings' span widened by the tolerance), look each RPI_j up
@@ -67,8 +69,9 @@ public final class ExposureMatcher: Sendable {
     /// The AES and HKDF code used (`.fastest` unless a caller forces another path).
     public let crypto: MatchCrypto
     fileprivate let pool: WorkerPool
+    private let profile = Mutex<RunProfile?>(nil)
 
-    /// `workers`: threads to use per batch (the caller passes the core count; 1 = this thread).
+    /// `workers`: threads to use per run (the caller passes the core count; 1 = this thread).
     /// `crypto`: `.fastest` in production; tests and GaenBench also run `.portable` (OpenSSL)
     /// and every path the CPU supports. A path the CPU lacks falls back to `.portable`.
     public init(index: SightingIndex, workers: Int, crypto: MatchCrypto = .fastest) {
@@ -80,99 +83,213 @@ public final class ExposureMatcher: Sendable {
 
     /// Matches one batch. Matches come back in key order within the batch.
     public func match(_ batch: [DiagnosisKey]) throws -> (matches: [Match], statistics: MatchStatistics) {
-        // Below a few hundred keys a thread hand-off costs more than it saves. There are more
-        // parts than threads, so that a thread the OS preempts (a shared machine) does not hold
-        // the others at the end of the batch.
-        let parts = workers == 1 ? 1 : min(workers * 4, max(1, batch.count / 256))
-        if parts == 1 {
-            let worker = try pool.take()
-            defer { pool.give(worker) }
-            var stats = MatchStatistics()
-            let matches = try worker.run(batch, 0..<batch.count, statistics: &stats)
-            return (matches, stats)
-        }
-        let results = PartResults(count: parts)
-        DispatchQueue.concurrentPerform(iterations: parts) { part in
+        // Parts of `partSize` keys that the threads take in turn (below a few hundred keys a
+        // thread hand-off costs more than it saves).
+        let parts = workers == 1 ? 1 : min((batch.count + Self.partSize - 1) / Self.partSize, max(1, batch.count / 256))
+        let (found, stats) = try run(parts: parts) { worker, part, stats in
             let range = (batch.count * part / parts)..<(batch.count * (part + 1) / parts)
-            do {
-                let worker = try pool.take()
-                defer { pool.give(worker) }
-                var partStats = MatchStatistics()
-                let matches = try worker.run(batch, range, statistics: &partStats)
-                results.store(part, matches, partStats)
-            } catch {
-                results.fail(error)
-            }
+            return try worker.run(batch, range, statistics: &stats)
         }
-        return try results.collect()
+        return (found, stats)
     }
+
+    /// Keys per part taken by one thread at a time: small enough that the last parts of a
+    /// run leave little imbalance between threads (4,096 keys are about 1.5 ms on one core),
+    /// large enough that taking a part costs nothing in comparison.
+    public static let partSize = 4_096
 }
 
 extension ExposureMatcher {
     /// Matches the keys of encoded batches (cut from one file's export.bin), each batch a part
-    /// that a worker decodes straight into compact key records and matches, on as many threads
-    /// as `workers`: decoding one part overlaps matching the others, and no key becomes a
-    /// DiagnosisKey unless it matched. `position` in the result counts keys across `batches`
-    /// in order; matches come back in that order.
-    public func match(encoded batches: [EncodedKeyBatch]) throws -> (matches: [(match: Match, position: Int)], statistics: MatchStatistics) {
+    /// that a worker decodes straight into compact key records and matches: decoding one part
+    /// overlaps matching the others, and no key becomes a DiagnosisKey unless it matched.
+    /// `position` in the result counts keys across `batches` in order; matches come back in
+    /// that order. `isCancelled` is asked on the caller's thread before each part it takes.
+    public func match(encoded batches: [EncodedKeyBatch], isCancelled: () -> Bool = { false })
+        throws -> (matches: [(match: Match, position: Int)], statistics: MatchStatistics) {
         var firsts: [Int] = [], total = 0
         for b in batches { firsts.append(total); total += b.count }
         let starts = firsts
-        if workers == 1 || batches.count == 1 {
-            let worker = try pool.take()
-            defer { pool.give(worker) }
-            var stats = MatchStatistics()
-            var out: [(match: Match, position: Int)] = []
-            for (i, b) in batches.enumerated() {
-                out += try worker.run(encoded: b, firstPosition: starts[i], statistics: &stats).map { ($0.match, Int($0.position)) }
-            }
-            return (out, stats)
+        return try match(parts: batches.count, isCancelled: isCancelled) { (batches[$0], starts[$0]) }
+    }
+
+    /// Matches `count` parts of encoded keys for a whole run: every thread takes the next part
+    /// from one shared counter until none is left, so the threads meet once, at the end of the
+    /// run, not after every batch. `part(i)` runs on the thread that took part i (it may cut,
+    /// read or build the part there) and gives the part and the position of its first key.
+    /// `isCancelled` is asked on the caller's thread before each part it takes; when it says
+    /// yes no thread takes another part and the run throws `CancellationError`.
+    public func match(parts count: Int, isCancelled: () -> Bool = { false },
+                      part: @escaping @Sendable (Int) throws -> (batch: EncodedKeyBatch, firstPosition: Int))
+        throws -> (matches: [(match: Match, position: Int)], statistics: MatchStatistics) {
+        try run(parts: count, isCancelled: isCancelled) { worker, i, stats in
+            let (batch, first) = try part(i)
+            return try worker.run(encoded: batch, firstPosition: first, statistics: &stats).map { ($0.match, Int($0.position)) }
         }
-        let results = EncodedPartResults(count: batches.count)
-        DispatchQueue.concurrentPerform(iterations: batches.count) { part in
+    }
+
+    /// How the threads of the last run spent it (GaenBench prints it: it shows idle time
+    /// apart from time spent waiting for a core on a loaded machine).
+    public var lastRun: RunProfile? { profile.withLock { $0 } }
+
+    /// Runs `count` parts on up to `workers` threads (the caller's and `workers - 1` from the
+    /// global pool) for the whole run, results kept per part and joined once in part order.
+    private func run<R: Sendable>(parts count: Int, isCancelled: () -> Bool = { false },
+                        _ body: @escaping @Sendable (MatchWorker, Int, inout MatchStatistics) throws -> [R])
+        throws -> ([R], MatchStatistics) {
+        let threads = max(1, min(workers, count))
+        let shared = RunState<R>(parts: count)
+        let start = ThreadTimes.now()
+        let pool = self.pool
+        @Sendable func loop(_ stillWanted: () -> Bool) -> ThreadTimes {
+            var times = ThreadTimes.begin(runStart: start)
+            var stats = MatchStatistics()
             do {
                 let worker = try pool.take()
                 defer { pool.give(worker) }
-                var stats = MatchStatistics()
-                let found = try worker.run(encoded: batches[part], firstPosition: starts[part], statistics: &stats)
-                results.store(part, found.map { ($0.match, Int($0.position)) }, stats)
+                while stillWanted(), let i = shared.take() {
+                    times.parts += 1
+                    shared.store(i, try body(worker, i, &stats))
+                }
             } catch {
-                results.fail(error)
+                shared.fail(error)
             }
+            shared.add(stats)
+            times.end()
+            return times
         }
-        return try results.collect()
+        let group = DispatchGroup()
+        for _ in 1..<threads {
+            DispatchQueue.global().async(group: group) { shared.report(loop { true }) }
+        }
+        var mine = loop {
+            if isCancelled() { shared.fail(CancellationError()); return false }
+            return true
+        }
+        let waitStart = ThreadTimes.now()
+        group.wait() // the run's one barrier
+        mine.barrierWait = ThreadTimes.now() - waitStart
+        shared.report(mine)
+        let (results, stats, threadTimes) = try shared.collect()
+        let end = ThreadTimes.now()
+        profile.withLock { $0 = RunProfile(wall: end - start, parts: count, threads: threadTimes.map { t in
+            var t = t
+            t.idleAtEnd = max(0, end - t.endWall)
+            return t
+        }) }
+        return (results, stats)
     }
 }
 
-/// Per-part results of `match(encoded:)`, as `PartResults`.
-private final class EncodedPartResults: @unchecked Sendable {
-    private let lock = NSLock()
-    private var matches: [[(match: Match, position: Int)]]
-    private var stats: [MatchStatistics]
-    private var error: Error?
+/// How one run's threads spent it, from the kernel's per-thread accounting
+/// (/proc/thread-self/schedstat): on a core, runnable but waiting for a core (a loaded
+/// machine), and the rest of the run, when the thread had nothing to do (starting late,
+/// asleep, or done before the others). Seconds.
+public struct RunProfile: Sendable {
+    public var wall: Double
+    public var parts: Int
+    public var threads: [ThreadTimes]
+    /// Times the threads met and waited for each other: one, at the end of the run.
+    public var barriers: Int { threads.count > 1 ? 1 : 0 }
+    /// Seconds no thread of the run had work, summed over threads: late start, sleeping, and
+    /// waiting at the end for the last part.
+    public var idle: Double { threads.reduce(0) { $0 + $1.idle(runWall: wall) } }
+    public var onCPU: Double { threads.reduce(0) { $0 + $1.onCPU } }
+    public var waitingForCPU: Double { threads.reduce(0) { $0 + $1.waitingForCPU } }
+}
 
-    init(count: Int) {
-        matches = Array(repeating: [], count: count)
-        stats = Array(repeating: MatchStatistics(), count: count)
+public struct ThreadTimes: Sendable {
+    /// Parts this thread matched.
+    public var parts = 0
+    /// From the run's start to this thread's first instruction in it.
+    public var startDelay = 0.0
+    public var onCPU = 0.0
+    public var waitingForCPU = 0.0
+    /// The caller's wait at the end of the run for the other threads (0 for the others).
+    public var barrierWait = 0.0
+    /// From this thread's end to the run's end.
+    public var idleAtEnd = 0.0
+    var endWall = 0.0
+    private var startWall = 0.0
+    private var startSched = (run: 0.0, wait: 0.0)
+
+    /// Seconds of `runWall` this thread neither ran nor waited for a core.
+    public func idle(runWall: Double) -> Double { max(0, runWall - onCPU - waitingForCPU) }
+
+    static func now() -> Double { Double(DispatchTime.now().uptimeNanoseconds) / 1e9 }
+
+    static func begin(runStart: Double) -> ThreadTimes {
+        var t = ThreadTimes()
+        t.startWall = now()
+        t.startDelay = max(0, t.startWall - runStart)
+        t.startSched = schedstat()
+        return t
     }
 
-    func store(_ part: Int, _ m: [(match: Match, position: Int)], _ s: MatchStatistics) {
-        lock.lock(); defer { lock.unlock() }
-        matches[part] = m
-        stats[part] = s
+    mutating func end() {
+        endWall = Self.now()
+        let s = Self.schedstat()
+        onCPU = s.run - startSched.run
+        waitingForCPU = s.wait - startSched.wait
     }
+
+    /// This thread's time on a core and waiting for one, in seconds (0 where /proc is absent).
+    static func schedstat() -> (run: Double, wait: Double) {
+        let fd = open("/proc/thread-self/schedstat", O_RDONLY)
+        guard fd >= 0 else { return (0, 0) }
+        defer { close(fd) }
+        var buffer = [UInt8](repeating: 0, count: 96)
+        let n = buffer.withUnsafeMutableBytes { read(fd, $0.baseAddress, $0.count) }
+        guard n > 0 else { return (0, 0) }
+        let fields = buffer[..<n].split(separator: UInt8(ascii: " ")).prefix(2).map { Double(String(decoding: $0, as: UTF8.self)) ?? 0 }
+        guard fields.count == 2 else { return (0, 0) }
+        return (fields[0] / 1e9, fields[1] / 1e9)
+    }
+}
+
+/// The shared state of one run: the next part to take, each part's results, the statistics,
+/// the first error (after which no thread takes another part).
+private final class RunState<R: Sendable>: @unchecked Sendable {
+    private struct State {
+        var next = 0
+        var failed = false
+        var error: Error?
+        var results: [[R]]
+        var stats = MatchStatistics()
+        var threads: [ThreadTimes] = []
+    }
+    private let parts: Int
+    private let state: Mutex<State>
+
+    init(parts: Int) {
+        self.parts = parts
+        state = Mutex(State(results: Array(repeating: [], count: parts)))
+    }
+
+    func take() -> Int? {
+        state.withLock { s in
+            guard !s.failed, s.next < parts else { return nil }
+            defer { s.next += 1 }
+            return s.next
+        }
+    }
+
+    func store(_ i: Int, _ r: [R]) { state.withLock { $0.results[i] = r } }
+    func add(_ stats: MatchStatistics) { state.withLock { $0.stats += stats } }
+    func report(_ t: ThreadTimes) { state.withLock { $0.threads.append(t) } }
 
     func fail(_ e: Error) {
-        lock.lock(); defer { lock.unlock() }
-        if error == nil { error = e }
+        state.withLock { s in
+            if s.error == nil { s.error = e }
+            s.failed = true
+        }
     }
 
-    func collect() throws -> (matches: [(match: Match, position: Int)], statistics: MatchStatistics) {
-        lock.lock(); defer { lock.unlock() }
-        if let error { throw error }
-        var total = MatchStatistics()
-        for s in stats { total += s }
-        return (matches.flatMap { $0 }, total)
+    func collect() throws -> ([R], MatchStatistics, [ThreadTimes]) {
+        try state.withLock { s in
+            if let error = s.error { throw error }
+            return (s.results.flatMap { $0 }, s.stats, s.threads)
+        }
     }
 }
 
@@ -198,39 +315,6 @@ fileprivate final class WorkerPool: @unchecked Sendable {
     func give(_ w: MatchWorker) {
         lock.lock(); defer { lock.unlock() }
         idle.append(w)
-    }
-}
-
-/// Per-part results of a parallel batch. Each part writes only its own slot; the lock makes the
-/// hand-over to the collecting thread explicit (concurrentPerform returns after all parts).
-private final class PartResults: @unchecked Sendable {
-    private let lock = NSLock()
-    private var matches: [[Match]]
-    private var stats: [MatchStatistics]
-    private var error: Error?
-
-    init(count: Int) {
-        matches = Array(repeating: [], count: count)
-        stats = Array(repeating: MatchStatistics(), count: count)
-    }
-
-    func store(_ part: Int, _ m: [Match], _ s: MatchStatistics) {
-        lock.lock(); defer { lock.unlock() }
-        matches[part] = m
-        stats[part] = s
-    }
-
-    func fail(_ e: Error) {
-        lock.lock(); defer { lock.unlock() }
-        if error == nil { error = e }
-    }
-
-    func collect() throws -> (matches: [Match], statistics: MatchStatistics) {
-        lock.lock(); defer { lock.unlock() }
-        if let error { throw error }
-        var total = MatchStatistics()
-        for s in stats { total += s }
-        return (matches.flatMap { $0 }, total)
     }
 }
 

@@ -31,7 +31,12 @@ public enum SightingsFile {
             throw SightingsFormatError.empty
         }
         var builder = Builder()
-        builder.hasScanColumns = try forEachRow(data, startingWith: first) { try builder.add(validate($0)) }
+        if first != UInt8(ascii: "{"), !hasQuote(data) {
+            // The usual export: straight from the bytes (SightingsFileRaw.swift).
+            builder.hasScanColumns = try parseUnquotedCSV(data, into: &builder)
+        } else {
+            builder.hasScanColumns = try forEachRow(data, startingWith: first) { try builder.add(validate($0)) }
+        }
         if requirement == .windows, !builder.hasScanColumns {
             throw SightingsFormatError.missingColumn("scan_start")
         }
@@ -138,8 +143,7 @@ public enum SightingsFile {
         // no quoting to honour, so such a file (the usual export: hex, numbers, plain names)
         // is split on bytes; any file with quotes goes through CSV.swift.
         // memchr on the raw bytes: Data's byte iterator was 6% of a whole `gaenctl match`.
-        let quoted = data.withUnsafeBytes { $0.isEmpty ? false : memchr($0.baseAddress!, 0x22, $0.count) != nil }
-        if !quoted {
+        if !hasQuote(data) {
             return try parseUnquotedCSV(data, body)
         }
         let text = String(decoding: data, as: UTF8.self)

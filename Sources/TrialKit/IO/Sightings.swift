@@ -97,6 +97,25 @@ public enum SightingsExport {
         }
     }
 
+    /// The site of the first row that has one among the file's first `peekBytes` (whole rows
+    /// only), without reading the file: the report's label is known before its rows stream.
+    public static func firstSite(_ url: URL, peekBytes: Int = 1 << 16) -> String? {
+        guard let handle = try? FileHandle(forReadingFrom: url) else { return nil }
+        defer { try? handle.close() }
+        guard let head = try? handle.read(upToCount: peekBytes), !head.isEmpty else { return nil }
+        var bytes = [UInt8](head)
+        if bytes.count == peekBytes {
+            let json = bytes.first(where: { !($0 == 0x20 || $0 == 0x0a || $0 == 0x0d || $0 == 0x09) }) == UInt8(ascii: "{")
+            var quoted = false, last = -1
+            for (i, b) in bytes.enumerated() {
+                if !json, b == UInt8(ascii: "\"") { quoted.toggle() } else if b == UInt8(ascii: "\n"), !quoted { last = i }
+            }
+            guard last >= 0 else { return nil }
+            bytes = Array(bytes[...last])
+        }
+        return (try? SightingsFile.records(Data(bytes)))?.first(where: { $0.site != nil })?.site
+    }
+
     /// An error of a piece with the file's line numbers.
     static func shifted(_ e: SightingsFormatError, by offset: Int) -> SightingsFormatError {
         switch e {

@@ -79,7 +79,9 @@ public enum TrialInputs {
         let rows = try AttenuationRowsWriter(reportDirectory: out, daily: false)
         do {
             stream.onObservation = { try rows.append($0, site: stream.site) }
-            for path in try files("sightings") {
+            let sightingFiles = try files("sightings")
+            stream.site = sightingFiles.lazy.compactMap { SightingsExport.firstSite(URL(fileURLWithPath: $0)) }.first
+            for path in sightingFiles {
                 let receiver = receiverName(ofSightingsFile: path)
                 try SightingsExport.forEachPiece(URL(fileURLWithPath: path)) { try stream.addSightings($0, receiver: receiver) }
             }
