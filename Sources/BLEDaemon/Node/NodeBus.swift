@@ -10,6 +10,8 @@ import Logging
 public final class NodeBus: NodeObserver, Sendable {
     public let service: BusService
     let node: GaenNode
+    /// The exposure service's matching runs (ProvideDiagnosisKeys starts one).
+    let exposure: ExposureRuns
     let trust: KeyExportTrustSet
     let research: Bool
     let logger: Logger
@@ -19,9 +21,10 @@ public final class NodeBus: NodeObserver, Sendable {
     public let transfers = CallerTransfers()
     static let version = "0.1.0"
 
-    public init(service: BusService, node: GaenNode, trust: KeyExportTrustSet, logger: Logger) {
+    public init(service: BusService, node: GaenNode, exposure: ExposureRuns, trust: KeyExportTrustSet, logger: Logger) {
         self.service = service
         self.node = node
+        self.exposure = exposure
         self.trust = trust
         self.research = node.settings.research.enabled
         self.slots = CallerSlots(limit: node.settings.callers.callsInFlight)
@@ -78,7 +81,7 @@ public final class NodeBus: NodeObserver, Sendable {
                 } catch let e as CallerIOError { throw Self.keyFileError(e) }
             }
             let count = try await node.acceptKeyFiles(files, trust: trust)
-            await node.beginMatching { [self] result in await self.matched(token: token, result) }
+            await exposure.begin { [self] result in await self.matched(token: token, result) }
             return .init(keys: UInt32(clamping: count))
         }
         on.on(EN.GetExposureWindows.self) { _, _ in
