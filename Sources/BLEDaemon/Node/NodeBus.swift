@@ -250,16 +250,18 @@ public final class NodeBus: NodeObserver, Sendable {
             try await node.setCalibration(txPower: Int(r.txPower), rssiCorrection: Int(r.rssiCorrection), confidence: Int(r.confidence))
             return .init()
         }
-        let properties: [String: @Sendable (NodeCalibration) async throws -> DBusValue] = [
-            "TxPower": { c in .int16(Int16(c.txPower)) },
-            "RssiCorrection": { c in .int16(Int16(c.rssiCorrection)) },
-            "CalibrationConfidence": { c in .int32(Int32(c.confidence.rawValue)) },
+        // One reading per Get/GetAll, written by the typed value's one encoder.
+        let properties = Dictionary(uniqueKeysWithValues: GaendResearchProperties.names.map { name in
+            (name, { @Sendable (p: GaendResearchProperties) async throws -> DBusValue in try p.value(name) })
+        })
+        let settings = node.settings
+        return try DBusInterfaceImplementation(GaendInterfaces.research, methods: on.methods, snapshot: {
+            let c = await node.calibration
             // The labels every export carries, so clients label what they export the same way.
-            "Node": { _ in .string(node.settings.research.node) },
-            "Site": { _ in .string(node.settings.research.site) },
-        ]
-        return try DBusInterfaceImplementation(GaendInterfaces.research, methods: on.methods,
-                                               snapshot: { await node.calibration }, properties: properties)
+            return GaendResearchProperties(txPower: Int16(clamping: c.txPower), rssiCorrection: Int16(clamping: c.rssiCorrection),
+                                           calibrationConfidence: Int32(c.confidence.rawValue),
+                                           node: settings.research.node, site: settings.research.site)
+        }, properties: properties)
     }
 
     // MARK: NodeObserver
