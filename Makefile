@@ -44,13 +44,18 @@ FISHCOMPDIR ?= $(DATADIR)/fish/vendor_completions.d
 # x86_64 and aarch64 alike).
 BUILT = .build/release
 
-.PHONY: all build test install activate uninstall man deb
+.PHONY: all build bench test install activate uninstall man deb
 
 all: build
 
 build:
 	$(SWIFT) build $(SWIFTFLAGS) --product gaend
 	$(SWIFT) build $(SWIFTFLAGS) --product gaenctl
+
+# GaenBench with the same flags as the binaries (no second compilation after `make build`):
+# .build/release/GaenBench match, keyfile, ... (docs/matching.md).
+bench:
+	$(SWIFT) build $(SWIFTFLAGS) --product GaenBench
 
 test:
 	./scripts/test.sh
