@@ -1,5 +1,3 @@
-import DBusCore
-import GaendAPI
 import ENProtocol
 import Foundation
 import HCIProtocol
