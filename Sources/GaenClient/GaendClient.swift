@@ -218,24 +218,20 @@ public struct GaendClient: Sendable {
         _ = try await call(R.SetCalibration.self, .init(txPower: txPower, rssiCorrection: rssiCorrection, confidence: confidence))
     }
 
+    /// Research1's properties (the one decoder).
+    public func researchProperties() async throws -> GaendResearchProperties {
+        try GaendResearchProperties(properties: try await bus.getAllProperties(destination, GaendBus.objectPath, GaendBus.researchInterface))
+    }
+
     public func calibration() async throws -> GaendCalibration {
-        let p = try await bus.getAllProperties(destination, GaendBus.objectPath, GaendBus.researchInterface)
-        guard case .int16(let tx)? = p["TxPower"], case .int16(let rc)? = p["RssiCorrection"],
-              case .int32(let cc)? = p["CalibrationConfidence"] else {
-            throw GaendWireError.wrongType(what: "Research1 properties", expected: "TxPower n, RssiCorrection n, CalibrationConfidence i",
-                                           actual: p.map { "\($0.key) \($0.value.type.signature)" }.sorted().joined(separator: ", "))
-        }
-        return GaendCalibration(txPower: tx, rssiCorrection: rc, calibrationConfidence: cc)
+        let p = try await researchProperties()
+        return GaendCalibration(txPower: p.txPower, rssiCorrection: p.rssiCorrection, calibrationConfidence: p.calibrationConfidence)
     }
 
     /// The node and site labels the node writes into its exports (Research1 `Node`, `Site`).
     public func labels() async throws -> (node: String, site: String) {
-        let p = try await bus.getAllProperties(destination, GaendBus.objectPath, GaendBus.researchInterface)
-        guard case .string(let node)? = p["Node"], case .string(let site)? = p["Site"] else {
-            throw GaendWireError.wrongType(what: "Research1 properties", expected: "Node s, Site s",
-                                           actual: p.map { "\($0.key) \($0.value.type.signature)" }.sorted().joined(separator: ", "))
-        }
-        return (node, site)
+        let p = try await researchProperties()
+        return (p.node, p.site)
     }
 
     /// Each scan once, malformed signals dropped: from ScanRecorded (sightings with their

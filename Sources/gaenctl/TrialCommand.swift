@@ -48,7 +48,7 @@ struct TrialReportCommand: ParsableCommand {
     @Option(parsing: .upToNextOption, help: ArgumentHelp("Ground-truth markers CSV files (time,label,distance,note).", valueName: "FILE"))
     var markers: [String] = []
 
-    @Option(parsing: .upToNextOption, help: ArgumentHelp("Attenuation CSV files, instead of --sightings and --keys.", valueName: "FILE"))
+    @Option(parsing: .upToNextOption, help: ArgumentHelp("Attenuation files (CSV, or JSON lines as trial report --attenuation-format jsonl writes them), instead of --sightings and --keys.", valueName: "FILE"))
     var attenuations: [String] = []
 
     @Option(name: [.short, .customLong("output")], help: ArgumentHelp("Report directory (created).", valueName: "DIR"))
@@ -66,8 +66,12 @@ struct TrialReportCommand: ParsableCommand {
     @Option(help: ArgumentHelp("'daily': attenuation rows as DIR/attenuation/board=<receiver>/day=<YYYY-MM-DD>/attenuation.csv instead of one attenuation.csv.", valueName: "daily"))
     var split: String?
 
+    @Option(help: ArgumentHelp("The attenuation rows as csv (attenuation.csv) or jsonl (attenuation.jsonl, JSON lines).", valueName: "csv|jsonl"))
+    var attenuationFormat: String = "csv"
+
     func validate() throws {
         if let split, split != "daily" { throw ValidationError("--split: expected 'daily', got '\(split)'") }
+        guard attenuationFormat == "csv" || attenuationFormat == "jsonl" else { throw ValidationError("--attenuation-format must be csv or jsonl") }
         if attenuations.isEmpty {
             guard !sightings.isEmpty, !keys.isEmpty else { throw ValidationError("give --sightings and --keys, or --attenuations") }
         } else {
@@ -99,7 +103,7 @@ struct TrialReportCommand: ParsableCommand {
             let transmitters = try keys.map(TrialInputs.readKeys)
             let stream = TrialStream(transmitters: transmitters, groundTruth: truth, site: site)
             let dir = URL(fileURLWithPath: output)
-            let rows = try AttenuationRowsWriter(reportDirectory: dir, daily: split == "daily")
+            let rows = try AttenuationRowsWriter(reportDirectory: dir, daily: split == "daily", jsonLines: attenuationFormat == "jsonl")
             do {
                 stream.onObservation = { try rows.append($0, site: stream.site) }
                 if attenuations.isEmpty {
@@ -109,7 +113,7 @@ struct TrialReportCommand: ParsableCommand {
                         try TrialKit.SightingsExport.forEachPiece(URL(fileURLWithPath: path)) { try stream.addSightings($0, receiver: receiver) }
                     }
                 } else {
-                    for a in attenuations { try stream.addAttenuations(CSVReader(contentsOf: URL(fileURLWithPath: a))) }
+                    for a in attenuations { try stream.addAttenuations(fileAt: URL(fileURLWithPath: a)) }
                 }
                 try rows.commit()
             } catch { rows.discard(); throw error }

@@ -84,12 +84,14 @@ struct NodeTests {
             _ = try await node.acceptKeyFiles([keyFile([key])], trust: KeyExportTrustSet())
         }
         let (ended, signal) = AsyncStream.makeStream(of: Bool.self)
-        await node.beginMatching { result in
+        let runs = ExposureRuns(node: node)
+        await runs.begin { result in
             if case .success = result { signal.yield(true) } else { signal.yield(false) }
         }
         var it = ended.makeAsyncIterator()
         #expect(await it.next() == true)
         #expect(await node.snapshot.matching == false)
+        await runs.stop()
         await node.shutdown()
     }
 

@@ -91,6 +91,19 @@ struct GaendMethodsTests {
         #expect(e.from == 1 && e.to == 2 && e.format == "csv")
     }
 
+    @Test("Research1's properties are one typed value: its encoder writes each table property with the table's type, its decoder reads it back")
+    func researchProperties() throws {
+        let p = GaendResearchProperties(txPower: -30, rssiCorrection: 5, calibrationConfidence: 2, node: "board-3", site: "bus 7")
+        let table = GaendInterfaces.research.properties
+        #expect(Set(table.map(\.name)) == Set(GaendResearchProperties.names))
+        #expect(Set(p.values.keys) == Set(GaendResearchProperties.names))
+        for decl in table { #expect(try p.value(decl.name).type.signature == decl.signature, "\(decl.name)") }
+        #expect(try GaendResearchProperties(properties: p.values) == p)
+        var wrong = p.values
+        wrong["TxPower"] = .int32(-30)
+        #expect(throws: GaendWireError.wrongType(what: "TxPower", expected: "n", actual: "i")) { try GaendResearchProperties(properties: wrong) }
+    }
+
     @Test("a request of the wrong shape is refused naming its arguments")
     func wrongArguments() {
         #expect(throws: GaendWireError.wrongType(what: "arguments (from, to)", expected: "xx", actual: "xs")) {

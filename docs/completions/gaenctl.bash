@@ -987,7 +987,7 @@ _gaenctl_trial_report() {
     repeating_flags=()
     non_repeating_flags=(-h --help)
     repeating_options=(--sightings --keys --markers --attenuations)
-    non_repeating_options=(-o --output --site --close-contact --thresholds --split)
+    non_repeating_options=(-o --output --site --close-contact --thresholds --split --attenuation-format)
     __gaenctl_offer_flags_options 0
 
     # Offer option value completions
@@ -1017,6 +1017,9 @@ _gaenctl_trial_report() {
         return
         ;;
     '--split')
+        return
+        ;;
+    '--attenuation-format')
         return
         ;;
     esac

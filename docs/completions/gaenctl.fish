@@ -94,7 +94,7 @@ function __gaenctl_parse_tokens -S
             __gaenctl_parse_subcommand 0 'h/help'
             switch $unparsed_tokens[1]
             case 'report'
-                __gaenctl_parse_subcommand 0 'sightings=+' 'keys=+' 'markers=+' 'attenuations=+' 'o/output=' 'site=' 'close-contact=' 'thresholds=' 'split=' 'h/help'
+                __gaenctl_parse_subcommand 0 'sightings=+' 'keys=+' 'markers=+' 'attenuations=+' 'o/output=' 'site=' 'close-contact=' 'thresholds=' 'split=' 'attenuation-format=' 'h/help'
             case 'import'
                 __gaenctl_parse_subcommand 0 'h/help'
                 switch $unparsed_tokens[1]
@@ -380,12 +380,13 @@ complete -c 'gaenctl' -n '__gaenctl_should_offer_completions_for_positional "gae
 complete -c 'gaenctl' -n '__gaenctl_should_offer_completions_for_flags_or_options "gaenctl trial report"' -l 'sightings' -d 'Sightings export files (CSV, or JSON lines as .jsonl).' -rfka ''
 complete -c 'gaenctl' -n '__gaenctl_should_offer_completions_for_flags_or_options "gaenctl trial report"' -l 'keys' -d 'JSON key lists of the transmitters, one file per transmitter.' -rfka ''
 complete -c 'gaenctl' -n '__gaenctl_should_offer_completions_for_flags_or_options "gaenctl trial report"' -l 'markers' -d 'Ground-truth markers CSV files (time,label,distance,note).' -rfka ''
-complete -c 'gaenctl' -n '__gaenctl_should_offer_completions_for_flags_or_options "gaenctl trial report"' -l 'attenuations' -d 'Attenuation CSV files, instead of --sightings and --keys.' -rfka ''
+complete -c 'gaenctl' -n '__gaenctl_should_offer_completions_for_flags_or_options "gaenctl trial report"' -l 'attenuations' -d 'Attenuation files (CSV, or JSON lines as trial report --attenuation-format jsonl writes them), instead of --sightings and --keys.' -rfka ''
 complete -c 'gaenctl' -n '__gaenctl_should_offer_completions_for_flags_or_options "gaenctl trial report" o output' -s 'o' -l 'output' -d 'Report directory (created).' -rfka ''
 complete -c 'gaenctl' -n '__gaenctl_should_offer_completions_for_flags_or_options "gaenctl trial report" site' -l 'site' -d 'Site label of the report; rows of other sites are left out.' -rfka ''
 complete -c 'gaenctl' -n '__gaenctl_should_offer_completions_for_flags_or_options "gaenctl trial report" close-contact' -l 'close-contact' -d 'Ground truth close contact: distance at most this many metres.' -rfka ''
 complete -c 'gaenctl' -n '__gaenctl_should_offer_completions_for_flags_or_options "gaenctl trial report" thresholds' -l 'thresholds' -d 'Attenuation thresholds of the detection tables, comma-separated.' -rfka ''
 complete -c 'gaenctl' -n '__gaenctl_should_offer_completions_for_flags_or_options "gaenctl trial report" split' -l 'split' -d '\'daily\': attenuation rows as DIR/attenuation/board=<receiver>/day=<YYYY-MM-DD>/attenuation.csv instead of one attenuation.csv.' -rfka ''
+complete -c 'gaenctl' -n '__gaenctl_should_offer_completions_for_flags_or_options "gaenctl trial report" attenuation-format' -l 'attenuation-format' -d 'The attenuation rows as csv (attenuation.csv) or jsonl (attenuation.jsonl, JSON lines).' -rfka ''
 complete -c 'gaenctl' -n '__gaenctl_should_offer_completions_for_flags_or_options "gaenctl trial report" h help' -s 'h' -l 'help' -d 'Show help information.'
 complete -c 'gaenctl' -n '__gaenctl_should_offer_completions_for_flags_or_options "gaenctl trial import" h help' -s 'h' -l 'help' -d 'Show help information.'
 complete -c 'gaenctl' -n '__gaenctl_should_offer_completions_for_positional "gaenctl trial import" -eq 1' -fa 'dp3t' -d 'DP-3T bt-measurements result tables (SQLite or CSV) to an attenuation CSV.'

@@ -115,5 +115,17 @@ def test_daily_layout_report_and_duckdb_recipe_agree(tmp_path):
                     "--close-contact", "2", "-o", reportj], check=True, capture_output=True)
     for f in ("fit.csv", "detection.csv", "distances.csv", "detection_probability.csv"):
         assert (reportj / f).read_text() == (report / f).read_text(), f
+    # Attenuation rows as daily JSON lines: the recipe over them agrees too, and they read back.
+    reportjj = tmp_path / "report-jsonl-rows"
+    subprocess.run([gaenctl, "trial", "report", "--sightings", *jsonl, "--keys", *keys, "--markers", simj / "groundtruth/markers.csv",
+                    "--close-contact", "2", "--split", "daily", "--attenuation-format", "jsonl", "-o", reportjj], check=True, capture_output=True)
+    rows_jsonl = sorted((reportjj / "attenuation").glob("board=*/day=*/attenuation.jsonl"))
+    assert len(rows_jsonl) == 16
+    fit_j, detection_j = recipe(f"read_json('{reportjj}/attenuation/*/*/attenuation.jsonl', format = 'newline_delimited')")
+    assert_matches_report(report, fit_j, detection_j)
+    back = tmp_path / "back-jsonl"
+    subprocess.run([gaenctl, "trial", "report", "--attenuations", *map(str, rows_jsonl), "--close-contact", "2", "-o", back],
+                   check=True, capture_output=True)
+    assert (back / "fit.csv").read_text() == (report / "fit.csv").read_text()
     print(f"\ntrial report {report_seconds:.2f} s (max RSS of children {report_rss_kb} KB); duckdb recipe {duckdb_seconds:.2f} s "
           f"on {fit['count']} rows")

@@ -145,20 +145,6 @@ public actor GaenNode: ScheduleEffects {
     private func driverEnded() { driverRunning = false }
     /// Monotonic node time of the last schedule action performed (watchdog liveness).
     private var lastAction: Double?
-    /// The matching run in progress: cancelled and awaited at shutdown, before the store closes.
-    private var matchingTask: Task<Void, Never>?
-
-    /// Starts matching the accepted files (see `runMatching`) and reports its end.
-    public func beginMatching(report: @escaping @Sendable (Result<(matchedKeys: Int, windows: Int), Error>) async -> Void) async {
-        logger.info("matching started", metadata: ["files.call": "\(callFiles)"])
-        matchingTask = Task {
-            do { await report(.success(try await self.runMatching())) } catch { await report(.failure(error)) }
-            // `matching` is false again (runMatching's end): the Matching property says so.
-            await self.notifyStatus()
-        }
-        await notifyStatus()
-    }
-
     /// `clock` and `sync` default to what the settings say (tests pass a manual clock); `radio`
     /// must run on the same clock (`RadioService.makeRadio`).
     public init(settings: GaendSettings, logger: Logger, clock: (any NodeClock)? = nil, sync: (any ClockSyncSource)? = nil,
@@ -209,22 +195,11 @@ public actor GaenNode: ScheduleEffects {
         await notifyStatus()
     }
 
-    /// Everything `NodeServices` stops one by one, in reverse start order (tests, and gaend
-    /// before its services run).
+    /// What the radio and store services stop, in reverse start order (tests, and gaend before
+    /// its services run; matching runs belong to the exposure service, `ExposureRuns`).
     public func shutdown() async {
-        await stopMatching()
         await stopSchedule()
         closeStore()
-    }
-
-    /// The exposure service's stop: the matching run in progress is cancelled (it stops between
-    /// batches) and awaited, before the store it reads and writes closes.
-    public func stopMatching() async {
-        if let task = matchingTask {
-            task.cancel()
-            await task.value
-            matchingTask = nil
-        }
     }
 
 

@@ -10,6 +10,8 @@ import Logging
 public final class NodeBus: NodeObserver, Sendable {
     public let service: BusService
     let node: GaenNode
+    /// The exposure service's matching runs (ProvideDiagnosisKeys starts one).
+    let exposure: ExposureRuns
     let trust: KeyExportTrustSet
     let research: Bool
     let logger: Logger
@@ -19,9 +21,10 @@ public final class NodeBus: NodeObserver, Sendable {
     public let transfers = CallerTransfers()
     static let version = "0.1.0"
 
-    public init(service: BusService, node: GaenNode, trust: KeyExportTrustSet, logger: Logger) {
+    public init(service: BusService, node: GaenNode, exposure: ExposureRuns, trust: KeyExportTrustSet, logger: Logger) {
         self.service = service
         self.node = node
+        self.exposure = exposure
         self.trust = trust
         self.research = node.settings.research.enabled
         self.slots = CallerSlots(limit: node.settings.callers.callsInFlight)
@@ -78,7 +81,7 @@ public final class NodeBus: NodeObserver, Sendable {
                 } catch let e as CallerIOError { throw Self.keyFileError(e) }
             }
             let count = try await node.acceptKeyFiles(files, trust: trust)
-            await node.beginMatching { [self] result in await self.matched(token: token, result) }
+            await exposure.begin { [self] result in await self.matched(token: token, result) }
             return .init(keys: UInt32(clamping: count))
         }
         on.on(EN.GetExposureWindows.self) { _, _ in
@@ -250,16 +253,18 @@ public final class NodeBus: NodeObserver, Sendable {
             try await node.setCalibration(txPower: Int(r.txPower), rssiCorrection: Int(r.rssiCorrection), confidence: Int(r.confidence))
             return .init()
         }
-        let properties: [String: @Sendable (NodeCalibration) async throws -> DBusValue] = [
-            "TxPower": { c in .int16(Int16(c.txPower)) },
-            "RssiCorrection": { c in .int16(Int16(c.rssiCorrection)) },
-            "CalibrationConfidence": { c in .int32(Int32(c.confidence.rawValue)) },
+        // One reading per Get/GetAll, written by the typed value's one encoder.
+        let properties = Dictionary(uniqueKeysWithValues: GaendResearchProperties.names.map { name in
+            (name, { @Sendable (p: GaendResearchProperties) async throws -> DBusValue in try p.value(name) })
+        })
+        let settings = node.settings
+        return try DBusInterfaceImplementation(GaendInterfaces.research, methods: on.methods, snapshot: {
+            let c = await node.calibration
             // The labels every export carries, so clients label what they export the same way.
-            "Node": { _ in .string(node.settings.research.node) },
-            "Site": { _ in .string(node.settings.research.site) },
-        ]
-        return try DBusInterfaceImplementation(GaendInterfaces.research, methods: on.methods,
-                                               snapshot: { await node.calibration }, properties: properties)
+            return GaendResearchProperties(txPower: Int16(clamping: c.txPower), rssiCorrection: Int16(clamping: c.rssiCorrection),
+                                           calibrationConfidence: Int32(c.confidence.rawValue),
+                                           node: settings.research.node, site: settings.research.site)
+        }, properties: properties)
     }
 
     // MARK: NodeObserver

@@ -118,6 +118,7 @@ extension GaenNode {
     /// (ExposureStateUpdated reports those, not the union). On failure earlier results stay.
     public func runMatching() async throws -> (matchedKeys: Int, windows: Int) {
         defer { matching = false }
+        logger.info("matching started", metadata: ["files.call": "\(callFiles)"])
         let now = clock.wallTime()
         let inputs = MatchingInputs(store: store, from: now - Double(settings.store.retentionDays) * 86_400, to: now + 86_400, now: now,
                                     correction: calibration.rssiCorrection, mapping: try dataMapping(), callFiles: callFiles,

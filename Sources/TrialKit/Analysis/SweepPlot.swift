@@ -38,7 +38,7 @@ public struct SweepPlot {
             let pts = rows.filter { !value($0).isNaN }
             guard !pts.isEmpty else { continue }
             let d = pts.enumerated().map { i, r in "\(i == 0 ? "M" : "L")\(n(x(r.thresholdDb))) \(n(y(value(r))))" }.joined(separator: " ")
-            s += "<path d=\"\(d)\" fill=\"none\" stroke=\"\(colour)\" stroke-width=\"2\"/>\n"
+            s += "<path d=\"\(d)\" fill=\"none\" stroke=\"\(colour)\" stroke-width=\"2\"><title>\(name)</title></path>\n"
         }
         for th in analysis.options.thresholds where th >= lo && th <= hi {
             s += "<line x1=\"\(n(x(th)))\" y1=\"\(n(Self.top))\" x2=\"\(n(x(th)))\" y2=\"\(n(plotBottom))\" stroke=\"#c60\" stroke-dasharray=\"2 4\"/>\n"

@@ -113,6 +113,55 @@ public enum TrialPipeline {
         return (obs, counts)
     }
 
+    /// The observations of attenuation JSON lines (TrialReportWriter.attenuationJSONLine: `time`
+    /// and `attenuation` required; `receiver`, `transmitter`, `distance`, `rpi`, `txPower`,
+    /// `rssi`, `rssiCorrection` optional, null as absent), checked as the CSV's are.
+    public static func forEachObservation(attenuationJSONLines data: Data, file: String, groundTruth: GroundTruth,
+                                          _ body: (Observation) throws -> Void) throws -> TrialReport.Counts {
+        var counts = TrialReport.Counts()
+        var lineNumber = 0
+        for raw in data.split(separator: UInt8(ascii: "\n"), omittingEmptySubsequences: false) {
+            lineNumber += 1
+            guard raw.contains(where: { !($0 == 0x20 || $0 == 0x0d || $0 == 0x09) }) else { continue }
+            func bad(_ field: String, _ expected: String, _ actual: Any?) -> CSVError {
+                .badValue(file: file, line: lineNumber, column: field, expected: expected, actual: actual.map { "\($0)" } ?? "nothing")
+            }
+            guard let o = (try? JSONSerialization.jsonObject(with: Data(raw))) as? [String: Any] else {
+                throw bad("(line)", "a JSON object", String(decoding: raw.prefix(60), as: UTF8.self))
+            }
+            func number(_ k: String) throws -> Double? {
+                guard let v = o[k], !(v is NSNull) else { return nil }
+                // true/false decode as NSNumber too (objCType "c"); they are not numbers here.
+                guard let n = v as? NSNumber, !(v is String), String(cString: n.objCType) != "c", n.doubleValue.isFinite else { throw bad(k, "a number", v) }
+                return n.doubleValue
+            }
+            func int(_ k: String) throws -> Int? {
+                guard let v = try number(k) else { return nil }
+                guard v == v.rounded(), abs(v) < 1e9 else { throw bad(k, "an integer", v) }
+                return Int(v)
+            }
+            func string(_ k: String) throws -> String? {
+                guard let v = o[k], !(v is NSNull) else { return nil }
+                guard let s = v as? String else { throw bad(k, "a string", v) }
+                return s
+            }
+            counts.rows += 1; counts.reports += 1; counts.matched += 1
+            guard let t = try number("time") else { throw bad("time", "Unix seconds", nil) }
+            guard let a = try number("attenuation") else { throw bad("attenuation", "dB", nil) }
+            guard Observation.plausibleAttenuation.contains(a) else {
+                throw bad("attenuation", "dB in \(Format.exact(Observation.plausibleAttenuation.lowerBound))...\(Format.exact(Observation.plausibleAttenuation.upperBound)) (127 and -127 are the 'RSSI not available' value, not a reading)", Format.exact(a))
+            }
+            let rx = try string("receiver") ?? "", tx = try string("transmitter") ?? ""
+            let given = try number("distance")
+            if let given, given < 0 { throw bad("distance", "metres >= 0 or null", Format.exact(given)) }
+            guard let d = given ?? groundTruth.distance(at: t, pair: NodePair(receiver: rx, transmitter: tx)) else { counts.withoutGroundTruth += 1; continue }
+            counts.withGroundTruth += 1
+            try body(Observation(time: t, receiver: rx, transmitter: tx, distance: d, attenuation: a, rpi: try string("rpi").flatMap { $0.isEmpty ? nil : $0 },
+                                 txPower: try int("txPower"), rssi: try int("rssi"), rssiCorrection: try int("rssiCorrection")))
+        }
+        return counts
+    }
+
     /// The observations of an attenuation CSV handed to `body` one by one, in file order.
     public static func forEachObservation(attenuationCSV reader: CSVReader, groundTruth: GroundTruth,
                                           _ body: (Observation) throws -> Void) throws -> TrialReport.Counts {
@@ -250,10 +299,36 @@ public enum TrialReportWriter {
         return line + siteField + "," + (o.rpi ?? "") + "," + opt(o.txPower) + "," + opt(o.rssi) + "," + opt(o.rssiCorrection)
     }
 
-    /// The attenuation rows in the daily layout: attenuation/board=<receiver>/day=<YYYY-MM-DD>/attenuation.csv.
-    public static func dailyAttenuationFiles(in dir: URL) -> DailyFiles {
-        DailyFiles(root: dir.appendingPathComponent("attenuation"), fileName: "attenuation.csv",
-                   header: attenuationHeader.joined(separator: ",") + "\n")
+    /// One row as JSON lines (without the newline): the attenuation.csv columns with the
+    /// camelCase names of the sightings format (`txPower`, `rssiCorrection`), null for absent ones.
+    public static func attenuationJSONLine(_ o: Observation, site: String?) -> String {
+        func str(_ v: String?) -> String { v.map(jsonString) ?? "null" }
+        func int(_ v: Int?) -> String { v.map(String.init) ?? "null" }
+        return "{\"time\":\(Format.time(o.time)),\"receiver\":\(jsonString(o.receiver)),\"transmitter\":\(jsonString(o.transmitter)),"
+            + "\"distance\":\(Format.exact(o.distance)),\"attenuation\":\(Format.exact(o.attenuation)),\"site\":\(jsonString(site ?? "")),"
+            + "\"rpi\":\(str(o.rpi)),\"txPower\":\(int(o.txPower)),\"rssi\":\(int(o.rssi)),\"rssiCorrection\":\(int(o.rssiCorrection))}"
+    }
+
+    static func jsonString(_ s: String) -> String {
+        var out = "\""
+        for u in s.unicodeScalars {
+            switch u {
+            case "\"": out += "\\\""
+            case "\\": out += "\\\\"
+            case "\n": out += "\\n"
+            case "\r": out += "\\r"
+            case "\t": out += "\\t"
+            default: if u.value < 0x20 { out += String(format: "\\u%04x", u.value) } else { out.unicodeScalars.append(u) }
+            }
+        }
+        return out + "\""
+    }
+
+    /// The attenuation rows in the daily layout: attenuation/board=<receiver>/day=<YYYY-MM-DD>/attenuation.csv
+    /// (or attenuation.jsonl).
+    public static func dailyAttenuationFiles(in dir: URL, jsonLines: Bool = false) -> DailyFiles {
+        DailyFiles(root: dir.appendingPathComponent("attenuation"), fileName: jsonLines ? "attenuation.jsonl" : "attenuation.csv",
+                   header: jsonLines ? "" : attenuationHeader.joined(separator: ",") + "\n")
     }
 
     public static func distancesCSV(_ a: ChannelAnalysis) -> CSVWriter {

@@ -90,6 +90,19 @@ public final class TrialStream {
         }
     }
 
+    /// An attenuation file: CSV (TrialPipeline.forEachObservation's format) or JSON lines
+    /// (attenuation.jsonl, told apart by a first character `{`).
+    public func addAttenuations(fileAt url: URL) throws {
+        let data = try Data(contentsOf: url)
+        if data.first(where: { !($0 == 0x20 || $0 == 0x0a || $0 == 0x0d || $0 == 0x09) }) == UInt8(ascii: "{") {
+            let c = try TrialPipeline.forEachObservation(attenuationJSONLines: data, file: url.path, groundTruth: groundTruth) { try add($0) }
+            counts.rows += c.rows; counts.reports += c.reports; counts.matched += c.matched
+            counts.withoutGroundTruth += c.withoutGroundTruth
+        } else {
+            try addAttenuations(CSVReader(bytes: [UInt8](data), file: url.path))
+        }
+    }
+
     /// Attenuation rows (TrialPipeline.forEachObservation's format).
     public func addAttenuations(_ reader: CSVReader) throws {
         let c = try TrialPipeline.forEachObservation(attenuationCSV: reader, groundTruth: groundTruth) { try add($0) }
@@ -160,20 +173,25 @@ public final class AttenuationRowsWriter {
     let daily: DailyFiles?
     var buffer = ""
 
-    public init(reportDirectory dir: URL, daily: Bool) throws {
+    let jsonLines: Bool
+
+    /// - Parameter jsonLines: attenuation.jsonl (TrialReportWriter.attenuationJSONLine) instead of CSV.
+    public init(reportDirectory dir: URL, daily: Bool, jsonLines: Bool = false) throws {
         try FileManager.default.createDirectory(at: dir, withIntermediateDirectories: true)
+        self.jsonLines = jsonLines
         if daily {
-            self.daily = TrialReportWriter.dailyAttenuationFiles(in: dir)
+            self.daily = TrialReportWriter.dailyAttenuationFiles(in: dir, jsonLines: jsonLines)
             single = nil
         } else {
-            single = try AtomicOutputFile(path: dir.appendingPathComponent("attenuation.csv").path, durable: false)
+            single = try AtomicOutputFile(path: dir.appendingPathComponent(jsonLines ? "attenuation.jsonl" : "attenuation.csv").path, durable: false)
             self.daily = nil
-            buffer = TrialReportWriter.attenuationHeader.joined(separator: ",") + "\n"
+            if !jsonLines { buffer = TrialReportWriter.attenuationHeader.joined(separator: ",") + "\n" }
         }
     }
 
     public func append(_ o: Observation, site: String?) throws {
-        let line = TrialReportWriter.attenuationLine(o, siteField: "," + CSVWriter.escape(site ?? "")) + "\n"
+        let line = (jsonLines ? TrialReportWriter.attenuationJSONLine(o, site: site)
+                              : TrialReportWriter.attenuationLine(o, siteField: "," + CSVWriter.escape(site ?? ""))) + "\n"
         if let daily { return try daily.append(line, board: o.receiver, time: o.time) }
         buffer += line
         if buffer.utf8.count >= 1 << 16 { try single!.write(Data(buffer.utf8)); buffer = "" }
