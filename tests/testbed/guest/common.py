@@ -78,6 +78,16 @@ class VRadio:
     def bumble(self, name: str) -> str:
         return self.ready["devices"][name]["bumble"]
 
+    def state(self, name: str) -> dict:
+        """The device's state from the control channel (scanning, advertising, addresses)."""
+        import socket
+        host, port = self.ready["control"].removeprefix("tcp:").rsplit(":", 1)
+        with socket.create_connection((host, int(port)), timeout=30) as c:
+            f = c.makefile("rw", encoding="utf-8")
+            f.write(json.dumps({"cmd": "state", "device": name}) + "\n")
+            f.flush()
+            return json.loads(f.readline())["state"]
+
     def plug(self, name: str) -> int:
         """Bridges the device to /dev/vhci; returns the kernel's hci index once registered."""
         addr = self.connect(name).removeprefix("tcp:")

@@ -39,7 +39,9 @@ def scenario() -> None:
 
     # Advertise, heard by an independent scanner; the whole HCI dialogue captured.
     scan = spawn([PY, PEER, "scan", "--transport", vr.bumble("peer"), "--duration", "25"], "adv-peer-scan")
-    time.sleep(3)
+    # Under TCG on a loaded host Python and Bumble can take longer to start than a fixed pause:
+    # advertise only once the scanner is scanning.
+    record("adv_scanner_ready", wait_for(lambda: vr.state("peer")["scanning"], 90, 0.5))
     p = run([GAENCTL, "radio", "advertise", "--controller", "hci0", "--tek", TEK, "--tx-power", "-30",
              "--duration", "12", "--capture", WORK / "advertise.btsnoop"], timeout=120)
     scan.wait(60)
