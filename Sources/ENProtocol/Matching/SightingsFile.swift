@@ -407,7 +407,8 @@ public struct SightingsFileWriter: Sendable {
         s.contains(where: { $0 == "," || $0 == "\"" || $0 == "\n" || $0 == "\r" }) ? "\"" + s.replacingOccurrences(of: "\"", with: "\"\"") + "\"" : s
     }
 
-    static func jsonString(_ s: String) -> String {
+    /// A JSON string literal (quotes included), as the JSON-lines formats write strings.
+    public static func jsonString(_ s: String) -> String {
         var out = "\""
         for u in s.unicodeScalars {
             switch u {

@@ -302,26 +302,12 @@ public enum TrialReportWriter {
     /// One row as JSON lines (without the newline): the attenuation.csv columns with the
     /// camelCase names of the sightings format (`txPower`, `rssiCorrection`), null for absent ones.
     public static func attenuationJSONLine(_ o: Observation, site: String?) -> String {
+        let jsonString = SightingsFileWriter.jsonString  // one JSON string writer: the sightings format's
         func str(_ v: String?) -> String { v.map(jsonString) ?? "null" }
         func int(_ v: Int?) -> String { v.map(String.init) ?? "null" }
         return "{\"time\":\(Format.time(o.time)),\"receiver\":\(jsonString(o.receiver)),\"transmitter\":\(jsonString(o.transmitter)),"
             + "\"distance\":\(Format.exact(o.distance)),\"attenuation\":\(Format.exact(o.attenuation)),\"site\":\(jsonString(site ?? "")),"
             + "\"rpi\":\(str(o.rpi)),\"txPower\":\(int(o.txPower)),\"rssi\":\(int(o.rssi)),\"rssiCorrection\":\(int(o.rssiCorrection))}"
-    }
-
-    static func jsonString(_ s: String) -> String {
-        var out = "\""
-        for u in s.unicodeScalars {
-            switch u {
-            case "\"": out += "\\\""
-            case "\\": out += "\\\\"
-            case "\n": out += "\\n"
-            case "\r": out += "\\r"
-            case "\t": out += "\\t"
-            default: if u.value < 0x20 { out += String(format: "\\u%04x", u.value) } else { out.unicodeScalars.append(u) }
-            }
-        }
-        return out + "\""
     }
 
     /// The attenuation rows in the daily layout: attenuation/board=<receiver>/day=<YYYY-MM-DD>/attenuation.csv
