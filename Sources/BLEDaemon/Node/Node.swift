@@ -1,5 +1,10 @@
 import ENProtocol
+#if canImport(FoundationEssentials)
+import FoundationEssentials
+#else
 import Foundation
+#endif
+import PlatformSupport
 import HCIProtocol
 import Logging
 
@@ -157,7 +162,7 @@ public actor GaenNode: ScheduleEffects {
         }
         try FileManager.default.createDirectory(atPath: s.stateDirectory, withIntermediateDirectories: true,
                                                 attributes: [.posixPermissions: 0o700])
-        let statePath = (s.stateDirectory as NSString).appendingPathComponent("node-state.json")
+        let statePath = s.stateDirectory.appendingPathComponent("node-state.json")
         stateFile = NodeStateFile(path: statePath)
         var loaded = try NodeState.load(path: statePath)
         if loaded.reconcileCalibration(with: s.calibration) {
@@ -165,7 +170,7 @@ public actor GaenNode: ScheduleEffects {
                           metadata: ["tx_power": "\(s.calibration.txPower)", "rssi_correction": "\(s.calibration.rssiCorrection)",
                                      "calibration_confidence": "\(s.calibration.calibrationConfidence.rawValue)"])
             do { try loaded.save(path: statePath) } catch {
-                throw NodeError.storage("cannot save node state: \(error.localizedDescription)")
+                throw NodeError.storage("cannot save node state: \(BLEDaemon.fileErrorText(error))")
             }
         }
         state = loaded
@@ -279,7 +284,7 @@ public actor GaenNode: ScheduleEffects {
     func saveState() async throws {
         let state = self.state, ticket = stateFile.ticket()
         do { try await stateFile.save(state, ticket: ticket) } catch {
-            throw NodeError.storage("cannot save node state: \(error.localizedDescription)")
+            throw NodeError.storage("cannot save node state: \(BLEDaemon.fileErrorText(error))")
         }
     }
 
@@ -355,9 +360,9 @@ public actor GaenNode: ScheduleEffects {
         let delay = clock.monotonicTime().seconds - reading.monotonic
         lastAction = clock.monotonicTime().seconds
         if delay > 1 {
-            logger.warning("schedule action ran late", metadata: ["actions": "\(actions)", "late.seconds": "\(String(format: "%.3f", delay))"])
+            logger.warning("schedule action ran late", metadata: ["actions": "\(actions)", "late.seconds": "\(CFormat.fixed(delay, decimals: 3))"])
         } else {
-            logger.debug("schedule action", metadata: ["actions": "\(actions)", "late.seconds": "\(String(format: "%.3f", delay))"])
+            logger.debug("schedule action", metadata: ["actions": "\(actions)", "late.seconds": "\(CFormat.fixed(delay, decimals: 3))"])
         }
         if clockUsable != reading.synchronized {
             clockUsable = reading.synchronized
