@@ -78,11 +78,24 @@ done
 
 # --- runs ---
 status=0
+reference_digest="" reference_label="" runs=0
 run() { # run LABEL EXPECT_AES EXPECT_HKDF COMMAND...
     local label=$1 aes=$2 hkdf=$3; shift 3
+    runs=$((runs + 1))
+    local log="$out/run-$runs.log"
     echo "== $label: expect AES path $aes, HKDF $hkdf"
-    if ! "$@" --vectors "$out/gaen-vectors.txt" --keys "$keys" --expect-aes "$aes" --expect-hkdf "$hkdf"; then
+    if ! "$@" --vectors "$out/gaen-vectors.txt" --keys "$keys" --expect-aes "$aes" --expect-hkdf "$hkdf" | tee "$log"; then
         echo "arm64-crypto: MISMATCH in run '$label' (see above)" >&2
+        status=1
+    fi
+    # Every run feeds the same inputs to OpenSSL: its outputs must be the same bytes on every
+    # CPU, with or without the extensions (the fallback path agrees across machines too).
+    local digest
+    digest=$(sed -n 's/^OpenSSL outputs digest: //p' "$log")
+    if [ -z "$reference_digest" ]; then
+        reference_digest=$digest reference_label=$label
+    elif [ "$digest" != "$reference_digest" ]; then
+        echo "arm64-crypto: MISMATCH: OpenSSL's outputs in run '$label' ($digest) differ from run '$reference_label' ($reference_digest)" >&2
         status=1
     fi
 }

@@ -38,6 +38,14 @@ unsigned long __wrap_getauxval(unsigned long type) {
 
 static long passed, failed;
 
+// SHA-256 over every OpenSSL output of the random-key part, printed at the end: the inputs are
+// the same on every run, so the script compares the digests across runs (this CPU's OpenSSL with
+// and without the extensions, x86-64's) as well as each fast path with OpenSSL within a run.
+static EVP_MD_CTX *digest_ctx;
+static void digest(const uint8_t *b, size_t n) {
+    if (EVP_DigestUpdate(digest_ctx, b, n) != 1) { fprintf(stderr, "crypto_check: EVP_DigestUpdate failed\n"); exit(2); }
+}
+
 static void check(int ok, const char *what) {
     if (ok) { passed++; return; }
     failed++;
@@ -284,6 +292,7 @@ static void check_random(long nkeys, unsigned m) {
             const size_t blocks = counts[c];
             fill(in, 16 * blocks);
             evp_ecb(key, in, want, blocks);
+            digest(want, 16 * blocks);
             for (int i = 1; i < IMPLS; i++) {
                 if (!(m & (1u << i))) continue;
                 memset(got, 0xEE, sizeof got);
@@ -300,6 +309,7 @@ static void check_random(long nkeys, unsigned m) {
         const uint64_t mask = n % 2 == 0 ? (1u << 18) - 1 : 1023;
         for (size_t k = 0; k < count; k++) padded(first + (uint32_t)k, in + 16 * k);
         evp_ecb(key, in, want, count);
+        digest(want, 16 * count);
         int32_t reference[145], portable[145 + 16], fused[145 + 16];
         size_t nref = 0;
         for (size_t k = 0; k < count; k++) {
@@ -322,29 +332,32 @@ static void check_random(long nkeys, unsigned m) {
             check(nf == nref && memcmp(fused, reference, nref * sizeof(int32_t)) == 0, msg);
         }
     }
-    // HKDF in batches of 1..37 records of 40 bytes (the matcher's compact key records carry
-    // the TEK at their start), every lane count, both infos.
+    // HKDF in batches of 1..37 records of 16 to 40 bytes (the matcher's compact key records,
+    // 32 bytes, carry the TEK at their start), every lane count, both infos. OpenSSL's outputs
+    // go into the digest on every run, lockstep or not.
     long hkdfKeys = 0;
-    if (gaen_sha_lockstep_supported()) {
-        enum { STRIDE = 40, MAXN = 37 };
-        uint8_t records[MAXN * STRIDE], outs[MAXN * 16], ref[16];
-        for (long done = 0, batch = 0; done < nkeys; batch++) {
-            const size_t n = (size_t)(batch % MAXN) + 1;
-            fill(records, sizeof records);
-            for (unsigned lanes = 1; lanes <= 4; lanes *= 2)
-                for (int which = 0; which < 2; which++) {
-                    const uint8_t *info = which ? INFO_AEMK : INFO_RPIK;
-                    memset(outs, 0, sizeof outs);
-                    const int r = gaen_hkdf16(lanes, records, STRIDE, n, info, 7, outs);
-                    for (size_t k = 0; k < n; k++) {
-                        evp_hkdf16(records + STRIDE * k, info, 7, ref);
-                        snprintf(msg, sizeof msg, "lockstep HKDF (%s), batch of %zu, %u lanes, key %zu", which ? "AEMK" : "RPIK", n, lanes, k);
-                        check(r == 0 && memcmp(outs + 16 * k, ref, 16) == 0, msg);
-                    }
-                }
-            done += (long)n;
-            hkdfKeys += (long)n;
+    enum { MAXSTRIDE = 40, MAXN = 37 };
+    uint8_t records[MAXN * MAXSTRIDE], outs[MAXN * 16], refs[2][MAXN * 16];
+    for (long done = 0, batch = 0; done < nkeys; batch++) {
+        const size_t n = (size_t)(batch % MAXN) + 1, STRIDE = 16 + 8 * (size_t)(batch % 4);
+        fill(records, sizeof records);
+        for (int which = 0; which < 2; which++) {
+            for (size_t k = 0; k < n; k++) evp_hkdf16(records + STRIDE * k, which ? INFO_AEMK : INFO_RPIK, 7, refs[which] + 16 * k);
+            digest(refs[which], 16 * n);
         }
+        done += (long)n;
+        if (!gaen_sha_lockstep_supported()) continue;
+        for (unsigned lanes = 1; lanes <= 4; lanes *= 2)
+            for (int which = 0; which < 2; which++) {
+                memset(outs, 0, sizeof outs);
+                const int r = gaen_hkdf16(lanes, records, STRIDE, n, which ? INFO_AEMK : INFO_RPIK, 7, outs);
+                for (size_t k = 0; k < n; k++) {
+                    snprintf(msg, sizeof msg, "lockstep HKDF (%s), batch of %zu, stride %zu, %u lanes, key %zu", which ? "AEMK" : "RPIK", n,
+                             STRIDE, lanes, k);
+                    check(r == 0 && memcmp(outs + 16 * k, refs[which] + 16 * k, 16) == 0, msg);
+                }
+            }
+        hkdfKeys += (long)n;
     }
     printf("random: %ld keys x 144 blocks (+ a 0..144-block run each) and %ld RPI sets on %d fast AES path(s); "
            "%ld TEKs through lockstep HKDF x 3 lane counts x 2 infos: %ld checks\n",
@@ -371,7 +384,14 @@ int main(int argc, char **argv) {
     const unsigned m = gaen_aes_supported();
     check_aes_vectors(m);
     check_gaen_vectors(&v, m);
+    if (!(digest_ctx = EVP_MD_CTX_new()) || EVP_DigestInit_ex(digest_ctx, EVP_sha256(), NULL) != 1) die("EVP digest failed");
     check_random(nkeys, m);
+    uint8_t md[32];
+    if (EVP_DigestFinal_ex(digest_ctx, md, NULL) != 1) die("EVP digest failed");
+    EVP_MD_CTX_free(digest_ctx);
+    printf("OpenSSL outputs digest:");
+    for (int i = 0; i < 32; i++) printf("%s%02x", i ? "" : " ", md[i]);
+    printf("\n");
 
     EVP_CIPHER_CTX_free(ecb_ctx);
     printf("%ld passed, %ld failed\n", passed, failed);
