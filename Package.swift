@@ -26,7 +26,6 @@ let package = Package(
         .package(url: "https://github.com/apple/swift-protobuf", from: "1.28.0"),
         .package(url: "https://github.com/weichsel/ZIPFoundation", from: "0.9.19"),
         .package(url: "https://github.com/groue/GRDB.swift", from: "7.0.0"),
-        .package(url: "https://github.com/jpsim/Yams", from: "6.0.0"),
         .package(url: "https://github.com/yaslab/CSV.swift", from: "2.5.2"),
         .package(url: "https://github.com/swift-server/swift-service-lifecycle", from: "2.6.0"),
     ],
@@ -53,6 +52,17 @@ let package = Package(
             pkgConfig: "dbus-1",
             providers: [.apt(["libdbus-1-dev"])]
         ),
+        // System library: libyaml, under our own small YAML reader (YAMLReader: why not Yams, see
+        // Sources/YAMLReader/YAML.swift: Yams imports full Foundation; issue 12).
+        .systemLibrary(
+            name: "CLibYAML",
+            path: "Sources/CLibYAML",
+            pkgConfig: "yaml-0.1",
+            providers: [.apt(["libyaml-dev"])]
+        ),
+        // YAML documents -> node trees with marks, on libyaml; standard library only (gaend's config).
+        .target(name: "YAMLReader", dependencies: ["CLibYAML"]),
+        .testTarget(name: "YAMLReaderTests", dependencies: ["YAMLReader"]),
         // D-Bus binding shared by the daemon and the client: values, marshalling, connection, interface
         // tables, and the generic object server (BusService) that serves tables.
         .target(name: "DBusCore", dependencies: ["CDBus", "PlatformSupport", .product(name: "Logging", package: "swift-log")],
@@ -94,7 +104,7 @@ let package = Package(
                 "ENProtocol", "HCIProtocol", "HCIShim", "DBusCore", "GaendAPI", "PlatformSupport",
                 .product(name: "Logging", package: "swift-log"),
                 .product(name: "GRDB", package: "GRDB.swift"),
-                .product(name: "Yams", package: "Yams"),
+                "YAMLReader",
                 .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
             ]
             // Not yet daemonModule: GRDB and Yams still load CoreFoundation, whose module then
