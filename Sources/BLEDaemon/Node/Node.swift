@@ -1,5 +1,10 @@
 import ENProtocol
+#if canImport(FoundationEssentials)
+import FoundationEssentials
+#else
 import Foundation
+#endif
+import PlatformSupport
 import HCIProtocol
 import Logging
 
@@ -61,11 +66,8 @@ public actor GaenNode: ScheduleEffects {
     var callFiles = 0
     /// Provided key files, parsed once (matching does not parse them again).
     public nonisolated let keyFiles = KeyFileCache()
-    /// False once the schedule driver's loop has returned (watchdog liveness).
-    private var driverRunning = false
-    private func driverEnded() { driverRunning = false }
-    /// Monotonic node time of the last schedule action performed (watchdog liveness).
-    private var lastAction: Double?
+    /// Whether the schedule runs and acts, read by the watchdog without awaiting the node.
+    public nonisolated let heartbeat: ScheduleHeartbeat
     /// `clock` and `sync` default to what the settings say (tests pass a manual clock); `radio`
     /// must run on the same clock (`RadioService.makeRadio`).
     public init(settings: GaendSettings, logger: Logger, clock: (any NodeClock)? = nil, sync: (any ClockSyncSource)? = nil,
@@ -80,7 +82,7 @@ public actor GaenNode: ScheduleEffects {
         }
         try FileManager.default.createDirectory(atPath: s.stateDirectory, withIntermediateDirectories: true,
                                                 attributes: [.posixPermissions: 0o700])
-        let statePath = (s.stateDirectory as NSString).appendingPathComponent("node-state.json")
+        let statePath = s.stateDirectory.appendingPathComponent("node-state.json")
         stateFile = NodeStateFile(path: statePath)
         var loaded = try NodeState.load(path: statePath)
         if loaded.reconcileCalibration(with: s.calibration) {
@@ -88,10 +90,12 @@ public actor GaenNode: ScheduleEffects {
                           metadata: ["tx_power": "\(s.calibration.txPower)", "rssi_correction": "\(s.calibration.rssiCorrection)",
                                      "calibration_confidence": "\(s.calibration.calibrationConfidence.rawValue)"])
             do { try loaded.save(path: statePath) } catch {
-                throw NodeError.storage("cannot save node state: \(error.localizedDescription)")
+                throw NodeError.storage("cannot save node state: \(BLEDaemon.fileErrorText(error))")
             }
         }
         state = loaded
+        heartbeat = ScheduleHeartbeat(rotationMaxMinutes: s.advertising.rotationMaxMinutes)
+        heartbeat.wanted(loaded.enabled)
         let key = try StoreKey.load(keyFile: s.storeKeyFile)
         store = try NodeStore(configuration: StoreConfiguration(settings: s), key: key, logger: logger)
         clockUsable = self.sync.status().isUsable
@@ -134,24 +138,10 @@ public actor GaenNode: ScheduleEffects {
         }
     }
 
-    /// The radio path's liveness, for the systemd watchdog: answered by the node itself (so a
-    /// wedged node is not live), and false when the schedule should run but its driver has
-    /// stopped or has performed nothing for longer than its longest gap.
-    public func liveness() -> (live: Bool, reason: String) {
-        guard state.enabled else { return (true, "stopped by the operator") }
-        guard let task = driverTask else { return (false, "the schedule is not running") }
-        if task.isCancelled || !driverRunning { return (false, "the schedule driver has stopped") }
-        guard clockUsable, let last = lastAction else { return (true, "waiting for a usable clock") }
-        let silent = clock.monotonicTime().seconds - last
-        // Rotations come at most 20 minutes apart and scans more often: twice the longest
-        // rotation interval without any action means the schedule is stuck.
-        let limit = 2 * settings.advertising.rotationMaxMinutes * 60 + 60
-        return silent > limit ? (false, "no schedule action for \(Int(silent)) s") : (true, "ok")
-    }
-
     // MARK: Enable / disable
 
     public func enable() async throws {
+        heartbeat.wanted(true)
         if !state.enabled {
             state.enabled = true
             try await saveState()
@@ -161,6 +151,7 @@ public actor GaenNode: ScheduleEffects {
     }
 
     public func disable() async throws {
+        heartbeat.wanted(false)
         if state.enabled {
             state.enabled = false
             try await saveState()
@@ -178,12 +169,12 @@ public actor GaenNode: ScheduleEffects {
         }
         let driver = ScheduleDriver(schedule: schedule, clock: clock, sync: sync, effects: self,
                                     syncCheckInterval: 5, logger: logger)
-        driverRunning = true
-        driverTask = Task {
+        heartbeat.driverStarted()
+        driverTask = Task { [heartbeat] in
             do { try await driver.run() } catch {
                 self.logger.error("schedule stopped", metadata: ["error": "\(error)"])
             }
-            await self.driverEnded()
+            heartbeat.driverEnded()
         }
     }
 
@@ -202,7 +193,7 @@ public actor GaenNode: ScheduleEffects {
     func saveState() async throws {
         let state = self.state, ticket = stateFile.ticket()
         do { try await stateFile.save(state, ticket: ticket) } catch {
-            throw NodeError.storage("cannot save node state: \(error.localizedDescription)")
+            throw NodeError.storage("cannot save node state: \(BLEDaemon.fileErrorText(error))")
         }
     }
 
@@ -276,11 +267,11 @@ public actor GaenNode: ScheduleEffects {
         // that held the node up (it must not: matching, exports and caller I/O run beside it)
         // shows here. A second late is a fault worth a warning; every delay is at debug level.
         let delay = clock.monotonicTime().seconds - reading.monotonic
-        lastAction = clock.monotonicTime().seconds
+        heartbeat.acted(at: clock.monotonicTime().seconds, clockUsable: reading.synchronized)
         if delay > 1 {
-            logger.warning("schedule action ran late", metadata: ["actions": "\(actions)", "late.seconds": "\(String(format: "%.3f", delay))"])
+            logger.warning("schedule action ran late", metadata: ["actions": "\(actions)", "late.seconds": "\(CFormat.fixed(delay, decimals: 3))"])
         } else {
-            logger.debug("schedule action", metadata: ["actions": "\(actions)", "late.seconds": "\(String(format: "%.3f", delay))"])
+            logger.debug("schedule action", metadata: ["actions": "\(actions)", "late.seconds": "\(CFormat.fixed(delay, decimals: 3))"])
         }
         if clockUsable != reading.synchronized {
             clockUsable = reading.synchronized
