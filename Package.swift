@@ -127,7 +127,8 @@ let package = Package(
         .testTarget(name: "HCIProtocolTests", dependencies: ["HCIProtocol"]),
         .testTarget(
             name: "BLEDaemonTests",
-            dependencies: ["BLEDaemon", "HCIProtocol", "DBusCore", "GaendAPI", .product(name: "Logging", package: "swift-log")]
+            dependencies: ["BLEDaemon", "HCIProtocol", "DBusCore", "GaendAPI", .product(name: "Logging", package: "swift-log")],
+            resources: [.copy("Fixtures")]
         ),
         // Test helper: writes a store in a loop until killed (the kill -9 test runs it).
         .executableTarget(name: "StoreStress", dependencies: ["BLEDaemon", "ENProtocol"]),
