@@ -18,7 +18,6 @@ let package = Package(
         .package(url: "https://github.com/apple/swift-log", from: "1.6.0"),
         .package(url: "https://github.com/apple/swift-protobuf", from: "1.28.0"),
         .package(url: "https://github.com/weichsel/ZIPFoundation", from: "0.9.19"),
-        .package(url: "https://github.com/groue/GRDB.swift", from: "7.0.0"),
         .package(url: "https://github.com/jpsim/Yams", from: "6.0.0"),
         .package(url: "https://github.com/yaslab/CSV.swift", from: "2.5.2"),
         .package(url: "https://github.com/swift-server/swift-service-lifecycle", from: "2.6.0"),
@@ -39,6 +38,17 @@ let package = Package(
             pkgConfig: "zlib",
             providers: [.apt(["zlib1g-dev"])]
         ),
+        // System library: libsqlite3, under our own small layer (GaenSQLite; see its Connection.swift for why).
+        .systemLibrary(
+            name: "CSQLite3",
+            path: "Sources/CSQLite3",
+            pkgConfig: "sqlite3",
+            providers: [.apt(["libsqlite3-dev"])]
+        ),
+        // SQLite access for the store and gaenctl: connections, statements, transactions, a WAL
+        // writer/readers pool, GRDB-compatible migrations. No Foundation.
+        .target(name: "GaenSQLite", dependencies: ["CSQLite3"]),
+        .testTarget(name: "GaenSQLiteTests", dependencies: ["GaenSQLite"]),
         // System library: libdbus-1, under our own small D-Bus binding (no Swift D-Bus package is available).
         .systemLibrary(
             name: "CDBus",
@@ -80,8 +90,8 @@ let package = Package(
             name: "BLEDaemon",
             dependencies: [
                 "ENProtocol", "HCIProtocol", "HCIShim", "DBusCore", "GaendAPI",
+                "GaenSQLite",
                 .product(name: "Logging", package: "swift-log"),
-                .product(name: "GRDB", package: "GRDB.swift"),
                 .product(name: "Yams", package: "Yams"),
                 .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
             ]
@@ -101,7 +111,7 @@ let package = Package(
                 "ENProtocol", "BLEDaemon", "HCIProtocol", "GaenClient", "GaendAPI", "TrialKit",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
                 // `trial import dp3t` reads DP-3T's SQLite result tables.
-                .product(name: "GRDB", package: "GRDB.swift"),
+                "GaenSQLite",
                 .product(name: "Logging", package: "swift-log"),
             ]
         ),
@@ -127,7 +137,7 @@ let package = Package(
         .testTarget(name: "HCIProtocolTests", dependencies: ["HCIProtocol"]),
         .testTarget(
             name: "BLEDaemonTests",
-            dependencies: ["BLEDaemon", "HCIProtocol", "DBusCore", "GaendAPI", .product(name: "Logging", package: "swift-log")],
+            dependencies: ["BLEDaemon", "HCIProtocol", "DBusCore", "GaendAPI", "GaenSQLite", .product(name: "Logging", package: "swift-log")],
             resources: [.copy("Fixtures")]
         ),
         // Test helper: writes a store in a loop until killed (the kill -9 test runs it).

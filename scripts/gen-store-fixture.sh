@@ -7,7 +7,7 @@
 #
 # usage: scripts/gen-store-fixture.sh [COMMIT]   (default: the commit that added the fixture's generator)
 set -eu
-commit=${1:-STORE_FIXTURE_COMMIT}
+commit=${1:-9381fb9c545128e87f5e1a81387e48de4256cb65}
 repo=$(git rev-parse --show-toplevel)
 out=$repo/Tests/BLEDaemonTests/Fixtures/store-grdb
 work=$(mktemp -d)
@@ -20,5 +20,9 @@ mkdir "$work/fixture"
 python3 -c 'import sqlite3,sys; c=sqlite3.connect(sys.argv[1]); c.execute("UPDATE scan SET end_time = end_time + 60 WHERE id = 5"); c.commit(); c.close()' "$work/fixture/store.sqlite"
 "$bin" --fixture-read "$work/fixture"
 mkdir -p "$out"
-cp "$work/fixture/store.sqlite" "$work/fixture/teks.txt" "$out/"
-echo "wrote $out (store.sqlite, teks.txt) from $commit"
+rm -f "$out/store.sqlite" "$out/store.sqlite-wal"
+# The WAL as that release left it at close (GRDB did not checkpoint it away): part of the fixture.
+for f in store.sqlite store.sqlite-wal teks.txt; do
+    if [ -f "$work/fixture/$f" ]; then cp "$work/fixture/$f" "$out/" && chmod 644 "$out/$f"; fi
+done
+echo "wrote $out from $commit"

@@ -1,5 +1,9 @@
 import ENProtocol
+#if canImport(FoundationEssentials)
+import FoundationEssentials
+#else
 import Foundation
+#endif
 import HCIProtocol
 
 /// Deterministic scan records numbered 1, 2, ... so a test can check, after a crash, that
