@@ -74,6 +74,17 @@ public final class Connection {
         guard rc == SQLITE_OK else { throw SQLiteError(connection: handle, code: rc) }
     }
 
+    /// Persistent WAL (SQLITE_FCNTL_PERSIST_WAL): when this connection closes the database last,
+    /// it checkpoints the log and keeps it instead of deleting it (truncated to 0 bytes if
+    /// `PRAGMA journal_size_limit` is set, as it is left otherwise). A read-only
+    /// connection opening a WAL database whose log is gone creates the log (and -shm); with the
+    /// log kept, it finds it and creates nothing.
+    public func setPersistentWAL(_ on: Bool) throws {
+        var flag: Int32 = on ? 1 : 0
+        let rc = sqlite3_file_control(try open(), "main", SQLITE_FCNTL_PERSIST_WAL, &flag)
+        guard rc == SQLITE_OK else { throw SQLiteError(connection: handle, code: rc) }
+    }
+
     // MARK: Statements
 
     /// A new prepared statement (one statement; trailing text other than spaces and `;` is an error).

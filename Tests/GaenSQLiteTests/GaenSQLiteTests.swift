@@ -176,6 +176,35 @@ struct GaenSQLiteTests {
         #expect(throws: SQLiteError.self) { try pool.read { _ in 0 } }
     }
 
+    @Test("persistent WAL with a journal size limit: closing truncates the log to 0 bytes and keeps it; a read-only connection then creates no log")
+    func persistentWAL() throws {
+        let dir = try TempDir()
+        let path = dir.file("w.sqlite")
+        try Connection(path: path).execute(script: "CREATE TABLE t (k);")
+        var config = ConnectionPool.Configuration(path: path)
+        config.prepareWriter = { db in
+            try db.setPersistentWAL(true)
+            try db.execute("PRAGMA journal_size_limit = 1048576") // as the store sets it: the kept log is truncated
+        }
+        let pool = try ConnectionPool(configuration: config)
+        try pool.write { try $0.execute("INSERT INTO t VALUES (1)") }
+        #expect(try FileManager.default.attributesOfItem(atPath: path + "-wal")[.size] as? Int ?? 0 > 0)
+        try pool.close()
+        #expect(try FileManager.default.attributesOfItem(atPath: path + "-wal")[.size] as? Int == 0)
+        let main = try Data(contentsOf: URL(fileURLWithPath: path))
+        let reader = try Connection(path: path, options: [.readOnly])
+        #expect(try reader.fetchInt64("SELECT count(*) FROM t") == 1)
+        try reader.close()
+        #expect(try Data(contentsOf: URL(fileURLWithPath: path)) == main)
+        #expect(try FileManager.default.attributesOfItem(atPath: path + "-wal")[.size] as? Int == 0)
+        // Without it, the same read-only open creates the log the last close deleted.
+        let other = dir.file("o.sqlite")
+        try Connection(path: other).execute(script: "PRAGMA journal_mode = WAL; CREATE TABLE t (k);")
+        #expect(!FileManager.default.fileExists(atPath: other + "-wal"))
+        _ = try Connection(path: other, options: [.readOnly]).fetchInt64("SELECT count(*) FROM t")
+        #expect(FileManager.default.fileExists(atPath: other + "-wal"))
+    }
+
     @Test("migrations: applied once each in order and recorded in grdb_migrations; a failing one leaves no trace; unknown ones are named")
     func migrator() throws {
         struct Broken: Error {}

@@ -126,6 +126,10 @@ public final class NodeStore: @unchecked Sendable {
         let pageLimit = configuration.pageLimit
         config.prepareWriter = { db in
             try db.execute("PRAGMA foreign_keys = ON")
+            // The log stays (empty) after close: the read-only key check at the next start then
+            // finds it instead of creating files, so a refused start (wrong key) leaves the
+            // state directory exactly as it was.
+            try db.setPersistentWAL(true)
             // Set after WAL is on (GRDB's pool set NORMAL after its setup, so `.full` was
             // NORMAL on the writer until session 5).
             try db.execute("PRAGMA synchronous = \(durability == .full ? "FULL" : "NORMAL")")
@@ -336,7 +340,7 @@ public final class NodeStore: @unchecked Sendable {
         }
     }
 
-    /// Closes the database (checkpointing the WAL into the main file).
+    /// Closes the database (checkpointing the WAL into the main file; the log stays, empty).
     public func close() throws {
         do { try pool.close() } catch { throw Self.mapped(error, pending: 0) }
     }
