@@ -3,6 +3,13 @@
 // Layers (one direction of dependency): executables -> BLEDaemon -> HCIProtocol, ENProtocol -> COpenSSL, CGaenCrypto, CGaenZlib.
 import PackageDescription
 
+// The modules gaend links import FoundationEssentials only (issue 12: full Foundation brings
+// CoreFoundation, ICU and FoundationInternationalization, ~1.5 MiB of the idle daemon's pages).
+// With member import visibility a Foundation-only member (String(format:), trimmingCharacters...)
+// is a compile error in them even when a dependency imports Foundation (tests/install checks the
+// linked binary).
+let daemonModule: [SwiftSetting] = [.enableUpcomingFeature("MemberImportVisibility")]
+
 let package = Package(
     name: "gaend",
     platforms: [.macOS(.v13)],
@@ -18,7 +25,6 @@ let package = Package(
         .package(url: "https://github.com/apple/swift-log", from: "1.6.0"),
         .package(url: "https://github.com/apple/swift-protobuf", from: "1.28.0"),
         .package(url: "https://github.com/weichsel/ZIPFoundation", from: "0.9.19"),
-        .package(url: "https://github.com/jpsim/Yams", from: "6.0.0"),
         .package(url: "https://github.com/yaslab/CSV.swift", from: "2.5.2"),
         .package(url: "https://github.com/swift-server/swift-service-lifecycle", from: "2.6.0"),
     ],
@@ -47,7 +53,7 @@ let package = Package(
         ),
         // SQLite access for the store and gaenctl: connections, statements, transactions, a WAL
         // writer/readers pool, GRDB-compatible migrations. No Foundation.
-        .target(name: "GaenSQLite", dependencies: ["CSQLite3"]),
+        .target(name: "GaenSQLite", dependencies: ["CSQLite3"], swiftSettings: daemonModule),
         .testTarget(name: "GaenSQLiteTests", dependencies: ["GaenSQLite"]),
         // System library: libdbus-1, under our own small D-Bus binding (no Swift D-Bus package is available).
         .systemLibrary(
@@ -56,15 +62,30 @@ let package = Package(
             pkgConfig: "dbus-1",
             providers: [.apt(["libdbus-1-dev"])]
         ),
+        // System library: libyaml, under our own small YAML reader (YAMLReader: why not Yams, see
+        // Sources/YAMLReader/YAML.swift: Yams imports full Foundation; issue 12).
+        .systemLibrary(
+            name: "CLibYAML",
+            path: "Sources/CLibYAML",
+            pkgConfig: "yaml-0.1",
+            providers: [.apt(["libyaml-dev"])]
+        ),
+        // YAML documents -> node trees with marks, on libyaml; standard library only (gaend's config).
+        .target(name: "YAMLReader", dependencies: ["CLibYAML"]),
+        .testTarget(name: "YAMLReaderTests", dependencies: ["YAMLReader"]),
         // D-Bus binding shared by the daemon and the client: values, marshalling, connection, interface
         // tables, and the generic object server (BusService) that serves tables.
-        .target(name: "DBusCore", dependencies: ["CDBus", .product(name: "Logging", package: "swift-log")]),
+        .target(name: "DBusCore", dependencies: ["CDBus", "PlatformSupport", .product(name: "Logging", package: "swift-log")],
+                swiftSettings: daemonModule),
+        // NSLock, Thread and String(format:) on the C library, for the modules gaend links, which
+        // import FoundationEssentials only (issue 12: full Foundation brings CoreFoundation and ICU).
+        .target(name: "PlatformSupport", dependencies: ["HCIShim"], swiftSettings: daemonModule),
         // gaend's D-Bus API: names, interface tables, typed values and requests with one
         // encoder and decoder each, shared by the daemon and the client (the API edge).
-        .target(name: "GaendAPI", dependencies: ["DBusCore"]),
+        .target(name: "GaendAPI", dependencies: ["DBusCore"], swiftSettings: daemonModule),
         // Client library of gaend's D-Bus API, used by gaenctl and the tests.
         .target(name: "GaenClient", dependencies: ["DBusCore", "GaendAPI"]),
-        // The few Linux calls Swift cannot make comfortably (HCI user channel, ioctls, termios).
+        // The few Linux calls Swift cannot make comfortably (HCI user channel, ioctls, termios, thread names).
         .target(name: "HCIShim", path: "Sources/HCIShim"),
         // The matcher's AES (AES-NI/VAES/ARMv8, chosen at run time) and lockstep HKDF (SHA-NI):
         // a benchmark proved the need (GaenBench match; see the header). OpenSSL stays the portable path.
@@ -73,37 +94,42 @@ let package = Package(
         .target(
             name: "ENProtocol",
             dependencies: [
-                "COpenSSL", "CGaenCrypto", "CGaenZlib",
+                "COpenSSL", "CGaenCrypto", "CGaenZlib", "PlatformSupport",
                 .product(name: "SwiftProtobuf", package: "swift-protobuf"),
                 .product(name: "ZIPFoundation", package: "ZIPFoundation"),
                 .product(name: "CSV", package: "CSV.swift"),
             ],
-            exclude: ["KeyExport/export.proto"]
+            exclude: ["KeyExport/export.proto"],
+            swiftSettings: daemonModule
         ),
         // Field-trial toolkit: channel analysis, trial reports, simulation, calibration.
         .target(name: "TrialKit", dependencies: ["ENProtocol"]),
         .testTarget(name: "TrialKitTests", dependencies: ["TrialKit", "ENProtocol"]),
         // Pure HCI wire types and the H4 framer: no I/O, no clock.
-        .target(name: "HCIProtocol"),
+        .target(name: "HCIProtocol", swiftSettings: daemonModule),
         // The node: HCI host, radio, store, D-Bus.
         .target(
             name: "BLEDaemon",
             dependencies: [
-                "ENProtocol", "HCIProtocol", "HCIShim", "DBusCore", "GaendAPI",
-                "GaenSQLite",
+                "ENProtocol", "HCIProtocol", "HCIShim", "DBusCore", "GaendAPI", "PlatformSupport", "GaenSQLite",
                 .product(name: "Logging", package: "swift-log"),
-                .product(name: "Yams", package: "Yams"),
+                "YAMLReader",
                 .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
             ]
+            // Not yet daemonModule: GRDB and Yams still load CoreFoundation, whose module then
+            // owns Glibc's structs (stat, timespec) as far as member lookup is concerned.
+            // (Both are gone now: the essentials slice turns it on.)
         ),
         .executableTarget(
             name: "gaend",
             dependencies: [
                 "BLEDaemon", "DBusCore", "GaendAPI", "ENProtocol",
                 .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
+                .product(name: "UnixSignals", package: "swift-service-lifecycle"),
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
                 .product(name: "Logging", package: "swift-log"),
-            ]
+            ],
+            swiftSettings: daemonModule
         ),
         .executableTarget(
             name: "gaenctl",
@@ -135,6 +161,7 @@ let package = Package(
             resources: [.copy("Fixtures")]
         ),
         .testTarget(name: "HCIProtocolTests", dependencies: ["HCIProtocol"]),
+        .testTarget(name: "PlatformSupportTests", dependencies: ["PlatformSupport"]),
         .testTarget(
             name: "BLEDaemonTests",
             dependencies: ["BLEDaemon", "HCIProtocol", "DBusCore", "GaendAPI", "GaenSQLite", .product(name: "Logging", package: "swift-log")],

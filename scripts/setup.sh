@@ -4,10 +4,11 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
-APT_PACKAGES=(libbluetooth-dev libdbus-1-dev libssl-dev libsqlite3-dev zlib1g-dev pkg-config dbus dbus-daemon protobuf-compiler
+APT_PACKAGES=(libbluetooth-dev libdbus-1-dev libssl-dev libsqlite3-dev zlib1g-dev libyaml-dev pkg-config dbus dbus-daemon protobuf-compiler
               libglib2.0-bin systemd util-linux openssl faketime
               qemu-system-x86 busybox-static kmod udev bluez tshark make binutils)
-# gdbus, busctl, setpriv: real D-Bus clients in tests; openssl: demo keys; faketime: clock-step
+# libyaml-dev: the config's YAML reader (Sources/YAMLReader on libyaml; the package then
+# depends on libyaml-0-2). gdbus, busctl, setpriv: real D-Bus clients in tests; openssl: demo keys; faketime: clock-step
 # faults. The kernel test bed (tests/testbed): qemu, busybox for its initramfs, kmod (depmod),
 # udev and bluez (the guest's udev and bluetoothd come from the host's root); btmon (bluez) and
 # tshark decode captures.

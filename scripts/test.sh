@@ -5,6 +5,10 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 ./scripts/setup.sh
 status=0
+# CGaenCrypto's arm64 paths (AES, lockstep HKDF, dispatch) under qemu-aarch64 with and without
+# the crypto extensions, and the native ones, against published vectors and OpenSSL EVP
+# (issue 12). C only, independent of the Swift build; about 20 s.
+./scripts/test-arm64-crypto.sh || status=1
 python3 -m pytest -q tools/virtual-radio/tests || status=1
 swift build --build-tests
 swift test --skip-build || status=1

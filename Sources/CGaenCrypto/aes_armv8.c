@@ -1,7 +1,8 @@
 // AES-128 on the ARMv8 crypto extensions (arm64 boards such as the Raspberry Pi 4/5's
 // Cortex-A72/A76 where the SoC enables them; the Pi 4's BCM2711 does not, and then the
-// dispatcher never calls this). Not built or run on the x86-64 development machine: the tests
-// that compare it with OpenSSL EVP run on arm64.
+// dispatcher never calls this). The Swift tests cannot run it on the x86-64 development
+// machine; scripts/test-arm64-crypto.sh builds it for aarch64 and runs it under qemu-aarch64
+// against OpenSSL EVP and the published vectors.
 #include "internal.h"
 #if GAEN_HAVE_ARMV8
 #include <arm_neon.h>

@@ -39,15 +39,21 @@ static int detect_sha(void) {
 
 #elif defined(__aarch64__) && defined(__linux__)
 #include <sys/auxv.h>
+// The kernel's AT_HWCAP bits (arch/arm64/include/uapi/asm/hwcap.h), for libcs that lack them.
 #ifndef HWCAP_AES
 #define HWCAP_AES (1 << 3)
 #endif
+#ifndef HWCAP_SHA2
+#define HWCAP_SHA2 (1 << 6)
+#endif
+// The kernel sets these only where the SoC enables the crypto extensions (the Pi 5's BCM2712
+// does; the Pi 4's BCM2711 does not, and there everything goes through OpenSSL).
 static unsigned detect(void) {
     unsigned mask = 1u << GAEN_AES_NONE;
     if (getauxval(AT_HWCAP) & HWCAP_AES) mask |= 1u << GAEN_AES_ARMV8;
     return mask;
 }
-static int detect_sha(void) { return 0; }
+static int detect_sha(void) { return (getauxval(AT_HWCAP) & HWCAP_SHA2) != 0; }
 
 #else
 static unsigned detect(void) { return 1u << GAEN_AES_NONE; }
@@ -145,6 +151,9 @@ int gaen_hkdf16(unsigned lanes, const uint8_t *ikm, size_t stride, size_t n, con
     if (!(lanes == 1 || lanes == 2 || lanes == 4) || info_len > 54 || !gaen_sha_lockstep_supported()) return -1;
 #if GAEN_HAVE_X86
     gaen_hkdf16_shani(lanes, ikm, stride, n, info, info_len, out);
+    return 0;
+#elif GAEN_HAVE_ARMV8
+    gaen_hkdf16_armv8(lanes, ikm, stride, n, info, info_len, out);
     return 0;
 #else
     (void)ikm; (void)stride; (void)n; (void)info; (void)out;

@@ -29,6 +29,8 @@ void gaen_hkdf16_shani(unsigned lanes, const uint8_t *ikm, size_t stride, size_t
 #if GAEN_HAVE_ARMV8
 void gaen_ecb_armv8(const uint8_t key[16], const uint8_t *in, uint8_t *out, size_t blocks);
 void gaen_rpis_armv8(const uint8_t rpik[16], uint32_t first, size_t count, uint8_t *out);
+void gaen_hkdf16_armv8(unsigned lanes, const uint8_t *ikm, size_t stride, size_t n, const uint8_t *info, size_t info_len,
+                       uint8_t *out);
 #endif
 
 #endif

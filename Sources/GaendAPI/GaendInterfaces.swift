@@ -3,7 +3,8 @@ import DBusCore
 /// gaend's D-Bus API contract: one table per interface. The introspection XML files in dbus/
 /// are generated from these tables (a test checks they are equal) and docs/dbus.md documents
 /// every member (a test checks each is there with its revision). Method and signal arguments
-/// are not written here: they come from the typed messages (`GaendMethods.swift`).
+/// are not written here: they come from the typed messages (`GaendMethods.swift`), and the
+/// properties from the typed properties values (`GaendProperties.swift`).
 public enum GaendInterfaces {
     typealias EN = GaendExposureNotification
     typealias R = GaendResearch
@@ -60,37 +61,8 @@ public enum GaendInterfaces {
             DBusMethodDecl(EN.GetDiagnosisKeysDataMapping.self, since: 1),
             DBusMethodDecl(EN.GetExposureSummary.self, since: 1, errors: [ErrorName.invalidArgs, ErrorName.storageError], deprecated: true),
         ],
-        properties: [
-            DBusPropertyDecl("Version", "s", .read, emitsChanged: .const, since: 1),
-            DBusPropertyDecl("Enabled", "b", .read, since: 1),
-            DBusPropertyDecl("Status", "as", .read, since: 1),
-            DBusPropertyDecl("TrialMode", "b", .read, emitsChanged: .const, since: 1),
-            DBusPropertyDecl("AdvertisementCount", "t", .read, since: 1),
-            DBusPropertyDecl("ScanCount", "t", .read, since: 1),
-            DBusPropertyDecl("SightingCount", "t", .read, since: 1),
-            DBusPropertyDecl("LastScanTime", "x", .read, since: 1),
-            DBusPropertyDecl("ProvideDiagnosisKeysRemaining", "u", .read, since: 1),
-            DBusPropertyDecl("QuarantinedRecords", "u", .read, since: 2),
-            DBusPropertyDecl("DroppedScans", "t", .read, since: 2),
-            DBusPropertyDecl("DroppedSightings", "t", .read, since: 2),
-            DBusPropertyDecl("ClockSync", "s", .read, since: 2),
-            DBusPropertyDecl("AdvertisingOnAir", "b", .read, since: 2),
-            DBusPropertyDecl("ScanningOnAir", "b", .read, since: 2),
-            DBusPropertyDecl("RadioFailures", "t", .read, since: 2),
-            DBusPropertyDecl("ReportsIgnored", "t", .read, since: 2),
-            DBusPropertyDecl("ReportsDropped", "t", .read, since: 2),
-            // Field checks: what a technician compares with a scanner and the board's records.
-            DBusPropertyDecl("Controller", "a{sv}", .read, since: 3),
-            DBusPropertyDecl("AdvertisingAddress", "s", .read, since: 3),
-            DBusPropertyDecl("CurrentRpi", "ay", .read, since: 3),
-            DBusPropertyDecl("TxPower", "n", .read, since: 3),
-            DBusPropertyDecl("RssiCorrection", "n", .read, since: 3),
-            DBusPropertyDecl("CalibrationConfidence", "i", .read, since: 3),
-            DBusPropertyDecl("Node", "s", .read, emitsChanged: .const, since: 3),
-            DBusPropertyDecl("Site", "s", .read, emitsChanged: .const, since: 3),
-            // The exposure service's busy state.
-            DBusPropertyDecl("Matching", "b", .read, since: 3),
-        ],
+        // Properties (names, signatures, revisions) come from the typed value.
+        properties: GaendExposureProperties.declarations,
         signals: [DBusSignalDecl(GaendExposureStateUpdate.self, since: 1)],
         errors: errors)
 
@@ -106,13 +78,7 @@ public enum GaendInterfaces {
             DBusMethodDecl(R.GetMarkers.self, since: 1, errors: [ErrorName.invalidArgs, ErrorName.storageError, ErrorName.limitExceeded]),
             DBusMethodDecl(R.SetCalibration.self, since: 1, errors: [ErrorName.invalidArgs, ErrorName.storageError]),
         ],
-        properties: [
-            DBusPropertyDecl("TxPower", "n", .read, since: 1),
-            DBusPropertyDecl("RssiCorrection", "n", .read, since: 1),
-            DBusPropertyDecl("CalibrationConfidence", "i", .read, since: 1),
-            DBusPropertyDecl("Node", "s", .read, emitsChanged: .const, since: 1),
-            DBusPropertyDecl("Site", "s", .read, emitsChanged: .const, since: 1),
-        ],
+        properties: GaendResearchProperties.declarations,
         signals: [DBusSignalDecl(GaendScanFinished.self, since: 1), DBusSignalDecl(GaendScanRecorded.self, since: 2)],
         errors: errors)
 

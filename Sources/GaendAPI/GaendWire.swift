@@ -1,4 +1,8 @@
+#if canImport(FoundationEssentials)
+import FoundationEssentials
+#else
 import Foundation
+#endif
 import DBusCore
 
 /// The typed values of gaend's D-Bus API (docs/dbus.md), each with one encoder (`dbusValue`)
@@ -476,51 +480,5 @@ public struct GaendController: Sendable, Equatable, Codable {
         hciSubversion = try field("hci_subversion", "q") { if case .uint16(let n) = $0 { n } else { nil } }
         lmpVersion = try field("lmp_version", "y") { if case .byte(let n) = $0 { n } else { nil } }
         lmpSubversion = try field("lmp_subversion", "q") { if case .uint16(let n) = $0 { n } else { nil } }
-    }
-}
-
-/// Research1's properties as one typed value: one encoder (`values`, the daemon's getters)
-/// and one decoder (`init(properties:)`, the client's). A test checks the names and types
-/// against the Research1 table.
-public struct GaendResearchProperties: Sendable, Equatable {
-    /// The calibration in use: TX power (dBm) in the AEM, RSSI correction (dB), confidence.
-    public var txPower: Int16
-    public var rssiCorrection: Int16
-    public var calibrationConfidence: Int32
-    /// The labels every export carries (`research.node`, `research.site`).
-    public var node: String
-    public var site: String
-
-    public init(txPower: Int16, rssiCorrection: Int16, calibrationConfidence: Int32, node: String, site: String) {
-        self.txPower = txPower
-        self.rssiCorrection = rssiCorrection
-        self.calibrationConfidence = calibrationConfidence
-        self.node = node
-        self.site = site
-    }
-
-    public static let names = ["TxPower", "RssiCorrection", "CalibrationConfidence", "Node", "Site"]
-
-    public var values: [String: DBusValue] {
-        ["TxPower": .int16(txPower), "RssiCorrection": .int16(rssiCorrection), "CalibrationConfidence": .int32(calibrationConfidence),
-         "Node": .string(node), "Site": .string(site)]
-    }
-
-    /// One property's value (a name of `names`).
-    public func value(_ name: String) throws(GaendWireError) -> DBusValue {
-        guard let v = values[name] else { throw .wrongType(what: name, expected: "a Research1 property", actual: "nothing") }
-        return v
-    }
-
-    public init(properties p: [String: DBusValue]) throws(GaendWireError) {
-        func get(_ name: String) throws(GaendWireError) -> DBusValue {
-            guard let v = p[name] else { throw .wrongType(what: name, expected: "a value", actual: "nothing") }
-            return v
-        }
-        txPower = try get("TxPower").wireInt16("TxPower")
-        rssiCorrection = try get("RssiCorrection").wireInt16("RssiCorrection")
-        calibrationConfidence = try get("CalibrationConfidence").wireInt32("CalibrationConfidence")
-        node = try get("Node").wireString("Node")
-        site = try get("Site").wireString("Site")
     }
 }

@@ -89,12 +89,25 @@ import Testing
         #expect(out == "bus: session\r\ncalibration:\r\n  rssi_correction: -5\r\n  calibration_confidence: high\r\n  tx_power: -18\r\n")
     }
 
+    @Test func aDocumentMarkerAndAByteOrderMarkStay() throws {
+        let text = "\u{FEFF}---\nbus: session\ncalibration:\n  rssi_correction: 1 # x\n...\n"
+        let out = try CalibrationConfigEditor.edit(text, path: "c.yaml", update: Self.update)
+        #expect(out == "\u{FEFF}---\nbus: session\ncalibration:\n  rssi_correction: -5 # x\n  calibration_confidence: high\n  tx_power: -18\n...\n")
+        // An empty document gets the block after its marker.
+        #expect(try CalibrationConfigEditor.edit("---\n", path: "c.yaml", update: Self.update)
+                == "---\ncalibration:\n  rssi_correction: -5\n  calibration_confidence: high\n  tx_power: -18\n")
+    }
+
     @Test("layouts the line edit cannot do safely are refused", arguments: [
         "calibration: {tx_power: -20, rssi_correction: 0}\n",
         "{bus: session, calibration: {rssi_correction: 0}}\n",
         "calibration:\n  rssi_correction: !!int 3\n",
         "calibration:\n  calibration_confidence: >-\n    low\n",
         "calibration:\n  rssi_correction:\n    3\n",
+        "calibration: &c\n  rssi_correction: 3\n",
+        "calibration:\n  calibration_confidence: &c low\n",
+        "calibration:\n  calibration_confidence: \"hi\\\n    gh\"\n",
+        "--- !!map\ncalibration:\n  rssi_correction: 3\n",
     ])
     func unusualLayoutsAreRefused(text: String) throws {
         #expect(throws: CalibrationConfigEditError.self) { try CalibrationConfigEditor.edit(text, path: "c.yaml", update: Self.update) }

@@ -86,4 +86,74 @@ import Testing
             try ConfigLoader.load(path: big.path)
         }
     }
+
+    func syntaxError(_ text: String) -> String? {
+        do {
+            _ = try ConfigLoader.parse(text, path: "g.conf")
+            return nil
+        } catch {
+            return "\(error)"
+        }
+    }
+
+    @Test func yamlErrorsNameTheLineAndColumn() {
+        #expect(syntaxError("bus: session\nscanning:\n  mode: fixed\n duration_seconds: 3\n")
+                == "g.conf: not valid YAML: line 4, column 2: did not find expected key (while parsing a block mapping at line 1, column 1)")
+        #expect(syntaxError("trial: true\nbus: session\ntrial: false\n")
+                == "g.conf: not valid YAML: line 3, column 1: key 'trial' is repeated (first at line 1, column 1); YAML keys are unique")
+        #expect(syntaxError("scanning:\n  period_min_seconds: &p 240\n  period_max_seconds: *p\n")
+                == "g.conf: not valid YAML: line 3, column 23: alias '*p' is not supported; write the value out in full")
+        #expect(syntaxError("research:\n  site: !env SITE\n")?.hasPrefix("g.conf: not valid YAML: line 2, column 9: unsupported tag '!env'") == true)
+        #expect(syntaxError("bus: session\n---\nbus: system\n") == "g.conf: not valid YAML: line 2, column 1: a second document starts here; only one is read")
+        #expect(syntaxError("controller: hci0\u{7}\n") == "g.conf: not valid YAML: line 1, column 17: control characters are not allowed (0x7)")
+    }
+
+    @Test func quotedValuesAreTextAndTheErrorSaysSo() throws {
+        #expect(throws: ConfigError.wrongType(path: "<config>", line: 1, setting: "trial", expected: "true or false (unquoted: in quotes it is text)")) {
+            try ConfigLoader.parse("trial: \"true\"")
+        }
+        #expect(throws: ConfigError.wrongType(path: "<config>", line: 1, setting: "store.retention_days", expected: "a whole number (unquoted: in quotes it is text)")) {
+            try ConfigLoader.parse("store: {retention_days: '21'}")
+        }
+        #expect(throws: ConfigError.wrongType(path: "<config>", line: 2, setting: "time_scale", expected: "a number")) {
+            try ConfigLoader.parse("bus: session\ntime_scale: fast\n")
+        }
+        // Strings take any scalar; YAML 1.1's yes/no are booleans; explicit tags decide.
+        let s = try ConfigLoader.parse("""
+            research: {site: 42, node: 'yes', enabled: yes}
+            trial: Off
+            calibration: {tx_power: !!int "-25", metadata_version: 1.0}
+            store: {retention_days: 0x0e}
+            bus_name: !!str org.gaend.x
+            """)
+        #expect(s.research.site == "42" && s.research.node == "yes" && s.research.enabled && !s.trial)
+        #expect(s.calibration.txPower == -25 && s.calibration.metadataMinorVersion == 0 && s.store.retentionDays == 14)
+        #expect(s.busName == "org.gaend.x")
+    }
+
+    @Test func anEmptyDocumentKeepsTheDefaults() throws {
+        for text in ["", "# nothing\n", "---\n", "--- # empty\n...\n", "\u{FEFF}# with a byte-order mark\n"] {
+            #expect(try ConfigLoader.parse(text) == GaendSettings(), "\(text)")
+        }
+        #expect(try ConfigLoader.parse("\u{FEFF}bus: session\r\ntrial: true\r\n").trial)
+    }
+
+    @Test func aHugeFileIsRefusedUnreadAndADeviceIsReadOnlyToTheLimit() throws {
+        // A sparse 8 GiB file: refused by its size (reading it would take minutes and 8 GiB).
+        let big = FileManager.default.temporaryDirectory.appendingPathComponent("sparse-\(UUID()).conf")
+        #expect(FileManager.default.createFile(atPath: big.path, contents: nil))
+        defer { try? FileManager.default.removeItem(at: big) }
+        #expect(truncate(big.path, 8 << 30) == 0)
+        #expect(throws: ConfigError.tooLarge(path: big.path, bytes: 8 << 30, limit: ConfigLoader.maximumFileSize)) {
+            try ConfigLoader.load(path: big.path)
+        }
+        // A device has no size: it is read up to one byte past the limit.
+        #expect(throws: ConfigError.tooLarge(path: "/dev/zero", bytes: ConfigLoader.maximumFileSize + 1, limit: ConfigLoader.maximumFileSize)) {
+            try ConfigLoader.load(path: "/dev/zero")
+        }
+        #expect(throws: ConfigError.unreadable(path: "/nonexistent/gaend.conf", reason: "No such file or directory")) {
+            try ConfigLoader.load(path: "/nonexistent/gaend.conf")
+        }
+        #expect(throws: ConfigError.unreadable(path: "/", reason: "Is a directory")) { try ConfigLoader.load(path: "/") }
+    }
 }

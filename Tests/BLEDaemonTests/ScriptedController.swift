@@ -20,6 +20,8 @@ final class ScriptedController: HCITransport, @unchecked Sendable {
     private var _failNext: [HCIOpcode: (status: HCIStatusCode, count: Int)] = [:]
     private var scanEnabled = false
     private var advertisingEnabled = false
+    private var _wedged = false
+    private let wedge = DispatchSemaphore(value: 0)
 
     init() {
         (packets, continuation) = AsyncThrowingStream.makeStream(of: H4Packet.self, throwing: (any Error).self)
@@ -46,7 +48,15 @@ final class ScriptedController: HCITransport, @unchecked Sendable {
     /// The controller's end of the link closes (EOF).
     func endOfStream() { continuation.finish() }
 
+    /// From now on a write blocks its thread until `unwedgeWrites()`, as a write to a stuck
+    /// kernel socket or UART would.
+    func wedgeWrites() { lock.withLock { _wedged = true } }
+    func unwedgeWrites() {
+        if lock.withLock({ let w = _wedged; _wedged = false; return w }) { wedge.signal() }
+    }
+
     func send(_ packet: H4Packet) throws {
+        if lock.withLock({ _wedged }) { wedge.wait() }
         let replies: [H4Packet] = try lock.withLock {
             guard !closed else { throw HCITransportError.closed }
             _sent.append(packet)

@@ -104,6 +104,47 @@ struct GaendMethodsTests {
         #expect(throws: GaendWireError.wrongType(what: "TxPower", expected: "n", actual: "i")) { try GaendResearchProperties(properties: wrong) }
     }
 
+    @Test("ExposureNotification1's properties are one typed value: the table's properties are its list, its encoder writes each with the table's type, its decoder reads it back (and an older gaend's reply)")
+    func exposureProperties() throws {
+        var p = GaendExposureProperties()
+        p.version = "0.1.0"; p.enabled = true; p.status = ["active"]; p.trialMode = true
+        p.advertisementCount = 7; p.scanCount = 3; p.sightingCount = 11; p.lastScanTime = 1_700_000_000_000
+        p.provideDiagnosisKeysRemaining = 6; p.quarantinedRecords = 1; p.droppedScans = 2; p.droppedSightings = 3
+        p.clockSync = "synchronised (adjtimex)"; p.advertisingOnAir = true; p.scanningOnAir = false; p.radioFailures = 4
+        p.reportsIgnored = 5; p.reportsDropped = 0; p.controller = GaendController(name: "hci0", address: "00:1A:7D:DA:71:13", manufacturer: 2)
+        p.advertisingAddress = "5A:01:02:03:04:05"; p.currentRPI = Data(repeating: 9, count: 16)
+        p.txPower = -30; p.rssiCorrection = 5; p.calibrationConfidence = 2; p.node = "board-3"; p.site = "bus 7"; p.matching = false
+        let table = GaendInterfaces.exposureNotification.properties
+        #expect(table.map(\.name) == GaendExposureProperties.names)
+        #expect(Set(p.values.keys) == Set(table.map(\.name)))
+        for decl in table { #expect(try p.value(decl.name).type.signature == decl.signature, "\(decl.name)") }
+        #expect(try GaendExposureProperties(properties: p.values) == p)
+        // PropertiesChanged carries exactly the properties the table says emit changes.
+        #expect(GaendExposureProperties.changing == table.filter { $0.emitsChanged == .true }.map(\.name))
+        #expect(!GaendExposureProperties.changing.contains("Version") && GaendExposureProperties.changing.contains("Matching"))
+
+        // Nothing on air: the empty address and RPI are "none" both ways.
+        var off = p
+        off.advertisingAddress = nil; off.currentRPI = nil
+        #expect(off.values["AdvertisingAddress"] == .string("") && off.values["CurrentRpi"] == .bytes(Data()))
+        #expect(try GaendExposureProperties(properties: off.values) == off)
+
+        // A gaend of revision 1 lacks the later properties: nil, not an error.
+        let revision1 = p.values.filter { name, _ in (table.first { $0.name == name }?.since ?? 99) == 1 }
+        let old = try GaendExposureProperties(properties: revision1)
+        #expect(old.scanCount == 3 && old.quarantinedRecords == nil && old.controller == nil && old.matching == nil)
+        var missing = p.values
+        missing["ScanCount"] = nil
+        #expect(throws: GaendWireError.wrongType(what: "ScanCount", expected: "t", actual: "nothing")) { try GaendExposureProperties(properties: missing) }
+        var wrong = p.values
+        wrong["RadioFailures"] = .uint32(4)
+        #expect(throws: GaendWireError.wrongType(what: "RadioFailures", expected: "t", actual: "u")) { try GaendExposureProperties(properties: wrong) }
+        // A property a newer gaend adds is ignored.
+        var newer = p.values
+        newer["SomethingNew"] = .string("x")
+        #expect(try GaendExposureProperties(properties: newer) == p)
+    }
+
     @Test("a request of the wrong shape is refused naming its arguments")
     func wrongArguments() {
         #expect(throws: GaendWireError.wrongType(what: "arguments (from, to)", expected: "xx", actual: "xs")) {

@@ -7,7 +7,8 @@ import Testing
 /// Every RPI-derivation path of the matcher gives the bytes OpenSSL EVP gives: the AES paths
 /// (AES-NI, VAES 256/512, ARMv8, whichever this CPU has) and the lockstep HKDF (SHA-NI) against
 /// EVP, OpenSSL's HKDF and Google's published vectors. Paths this CPU lacks cannot run here;
-/// `availablePathsAreListed` names them in the test log.
+/// `availablePathsAreListed` names them in the test log (the arm64 ones are proven under
+/// qemu-aarch64 by scripts/test-arm64-crypto.sh).
 @Suite struct MatchCryptoTests {
     let v: CryptoVectors
     init() throws { v = try CryptoVectors.load() }

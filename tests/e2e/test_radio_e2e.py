@@ -70,14 +70,22 @@ def test_advertiser_is_conformant_on_air(radio, spawn, bin_dir):
     for a, b in zip(rotations, rotations[1:]):
         assert 600 - 30 <= b["time"] - a["time"] <= 1200 + 30, (a, b)
     # Advertising interval 200-270 ms plus advDelay (0-10 ms): gaps between reports of one beacon.
-    gaps = []
+    # The times are the peer's host-side receive times, and the virtual radio keeps its events on
+    # their due times (an event fired late is followed by one on time), so under host load one
+    # gap can shrink by the lateness of one event while the pair around it keeps its length.
+    # Single gaps are therefore bounded loosely (no event sent twice) and pairs of consecutive
+    # gaps tightly (no advertising interval below 200 ms).
+    gaps, pairs = [], []
     for address in seen:
         times = [rep["time"] for rep in reports if rep["address"] == address]
-        gaps += [(b - a) * 1000 for a, b in zip(times, times[1:])]
+        these = [(b - a) * 1000 for a, b in zip(times, times[1:])]
+        gaps += these
+        pairs += [a + b for a, b in zip(these, these[1:])]
     assert len(gaps) > 10
     median = statistics.median(gaps)
     assert 200 <= median <= 290, gaps
-    assert min(gaps) >= 180, gaps  # host-side timestamps jitter by a few ms, never a whole interval
+    assert min(gaps) >= 100, gaps
+    assert min(pairs) >= 2 * 200 - 20, (pairs, gaps)
 
 
 def test_scanner_decodes_a_bumble_peer_and_rssi_falls_with_distance(radio, spawn, bin_dir):

@@ -223,9 +223,13 @@ def test_package_and_bluez_coexistence(kernel, tmp_path):
     built = subprocess.run([str(REPO / "scripts/build-deb.sh"), str(debs)], capture_output=True, text=True, timeout=900)
     assert built.returncode == 0, built.stderr
     deb = Path(built.stdout.strip().splitlines()[-1])
+    # Depends comes from the libraries the binaries load: libyaml's too (gaend's config reader).
+    depends = subprocess.run(["dpkg-deb", "-f", str(deb), "Depends"], capture_output=True, text=True, check=True).stdout
+    assert "libyaml-0-2" in depends, depends
     r, run = run_scenario(kernel, tmp_path, "package.py", timeout=1800, init=str(REPO / "tests/testbed/guest/system-init.sh"),
                           files=[deb])
     Path(os.environ.get("GAEND_TESTBED_REPORT", "/tmp"), "deb-size.txt").write_text(f"{deb.name} {deb.stat().st_size}\n")
+    assert not r.get("missing_depends"), f"the guest (the host's root) lacks {r.get('missing_depends')}: run scripts/setup.sh"
     assert r["apt_install"]["rc"] == 0, r["apt_install"]
     assert r["gaend_status"]["rc"] == 0 and '"active"' in r["gaend_status"]["stdout"], r["gaend_status"]
     assert "left to bluetoothd" in r["gaend_hci1"]["journal"], r["gaend_hci1"]

@@ -1,6 +1,8 @@
+#if canImport(Glibc)
+import Glibc
+#endif
 import ENProtocol
-import Foundation
-import Yams
+import YAMLReader
 
 /// The calibration `gaenctl calibrate` saves: what goes into the AEM (`txPower`, nil keeps the
 /// config's) and what corrects received RSSI (whole dB, as gaend applies it).
@@ -39,13 +41,14 @@ public enum CalibrationConfigEditError: Error, Equatable, CustomStringConvertibl
 
 /// Writes a calibration into gaend's YAML config, keeping every other line and comment.
 ///
-/// Why a line-level edit: Yams (libyaml) does not keep comments or layout when a document is
-/// re-emitted, and the config is a commented, hand-edited file. So Yams is used only to find
-/// where the `calibration:` block and its values are (node marks), the values are replaced in
-/// place (a trailing comment stays), missing keys are added as lines of the block, and the
-/// result must load with `ConfigLoader` as exactly the old settings with the new calibration,
-/// otherwise nothing is written. Layouts the edit cannot do safely (a flow mapping, a block or
-/// tagged scalar, a top level that is not a block mapping) are refused.
+/// Why a line-level edit: a YAML emitter does not keep comments or layout when a document is
+/// re-emitted, and the config is a commented, hand-edited file. So the YAML reader is used only
+/// to find where the `calibration:` block and its values are (node marks: a scalar's start and
+/// end), the values are replaced in place (a trailing comment stays), missing keys are added as
+/// lines of the block, and the result must load with `ConfigLoader` as exactly the old settings
+/// with the new calibration, otherwise nothing is written. Layouts the edit cannot do safely (a
+/// flow mapping, a block or tagged scalar, a value on a line of its own or over several lines,
+/// a top level that is not a block mapping) are refused.
 public enum CalibrationConfigEditor {
     /// The settings `text` loads as, with `update` applied.
     static func expected(_ base: GaendSettings, _ update: CalibrationUpdate) -> GaendSettings {
@@ -83,8 +86,8 @@ public enum CalibrationConfigEditor {
         func refuse(_ line: Int?, _ reason: String) -> CalibrationConfigEditError {
             .unsupportedLayout(path: path, line: line, reason: reason)
         }
-        let root: Node?
-        do { root = try Yams.compose(yaml: text) } catch {
+        let root: YAMLNode?
+        do { root = try YAML.compose(text) } catch {
             throw CalibrationConfigEditError.configDoesNotLoad(path: path, reason: "\(error)")
         }
         let crlf = text.contains("\r\n")
@@ -92,58 +95,48 @@ public enum CalibrationConfigEditor {
         // only) file, or a config without the block.
         func appended() -> String {
             var block = "calibration:\n" + wanted.map { "  \($0.key): \($0.value)\n" }.joined()
-            if crlf { block = block.replacingOccurrences(of: "\n", with: "\r\n") }
+            if crlf { block = block.replacing("\n", with: "\r\n") }
             if text.isEmpty { return block }
             return text + (text.unicodeScalars.last == "\n" ? "" : (crlf ? "\r\n" : "\n")) + block
         }
-        guard let root else { return appended() }
-        // Lines as unicode scalars (Yams' columns count scalars); the "\n" is not part of a line.
+        // No document, or an empty one (`---`): the block goes at the end (and the result is
+        // verified like every edit).
+        guard let root, !root.isNull else { return appended() }
+        // Lines as unicode scalars (the reader's columns count scalars); the "\n" is not part of a line.
         // (Split as scalars: as Characters, "\r\n" is one grapheme and would not split at "\n".)
         var lines = text.unicodeScalars.split(separator: "\n", omittingEmptySubsequences: false).map { Array($0) }
-        // A block mapping starts at its first key; a flow one at "{" (Yams 6 reports the style of
-        // a composed mapping unreliably, so the text at its start is looked at).
-        func isBlockMapping(_ node: Node) -> Bool {
-            guard case .mapping = node, let m = node.mark, m.line >= 1, m.column >= 1 else { return false }
-            // The first character of the mapping at or after its mark (libyaml may mark the
-            // line break before it).
-            var row = m.line - 1, col = m.column - 1
-            while row < lines.count {
-                while col < lines[row].count, [" ", "\t", "\r"].contains(lines[row][col]) { col += 1 }
-                if col < lines[row].count { return !["{", "!", "&", "*"].contains(lines[row][col]) }
-                row += 1; col = 0
-            }
-            return false
+        // One setting per line: a block mapping with no tag or anchor in front of it.
+        func blockMapping(_ node: YAMLNode) -> YAMLMapping? {
+            guard case .mapping(let m) = node, m.style == .block, m.tag == nil, m.anchor == nil else { return nil }
+            return m
         }
-        guard case .mapping(let top) = root, isBlockMapping(root) else {
-            throw refuse(root.mark?.line, "the top level is not a block mapping (one setting per line)")
+        guard let top = blockMapping(root) else {
+            throw refuse(root.mark.line, "the top level is not a block mapping (one setting per line)")
         }
-        guard let calibration = top.first(where: { $0.key.string == "calibration" }) else { return appended() }
-        let calKey = calibration.key, calValue = calibration.value
-        guard case .mapping(let cal) = calValue, isBlockMapping(calValue) else {
-            throw refuse(calKey.mark?.line, "'calibration:' is not a block mapping (e.g. written as {...} on one line)")
+        guard let calibration = top.entries.first(where: { $0.key.string == "calibration" }) else { return appended() }
+        let calKey = calibration.key
+        guard let cal = blockMapping(calibration.value) else {
+            throw refuse(calKey.mark.line, "'calibration:' is not a block mapping (e.g. written as {...} on one line)")
         }
-        var lastLine = calKey.mark?.line ?? 0
+        var lastLine = calKey.mark.line
         var indent: Int?
-        for (k, v) in cal {
-            guard let km = k.mark, let vm = v.mark else { throw refuse(nil, "the YAML parser gave no position") }
+        for entry in cal.entries {
+            let k = entry.key, km = k.mark
             if indent == nil { indent = km.column - 1 }
-            guard case .scalar(let scalar) = v, km.line == vm.line else {
+            guard case .scalar(let scalar) = entry.value, km.line == scalar.start.line else {
                 throw refuse(km.line, "'\(k.string ?? "?")' does not have its value on its own line")
             }
-            lastLine = max(lastLine, vm.line)
+            // A block scalar ends at the start of the line after its last one.
+            lastLine = max(lastLine, scalar.end.column == 1 && scalar.end.line > scalar.start.line ? scalar.end.line - 1 : scalar.end.line)
             guard let i = wanted.firstIndex(where: { $0.key == k.string }) else { continue }
-            let row = vm.line - 1, start = vm.column - 1
-            guard row < lines.count, start <= lines[row].count else { throw refuse(vm.line, "the position is outside the file") }
-            let end = try valueEnd(lines[row], from: start, style: scalar.style, line: vm.line, refuse: refuse)
-            if scalar.style == .plain {
-                // A plain scalar continued on the next line would be cut in two.
-                guard String(String.UnicodeScalarView(lines[row][start..<end])) == scalar.string else {
-                    throw refuse(vm.line, "the value of '\(wanted[i].key)' spans several lines")
-                }
-            }
+            guard scalar.tag == nil, scalar.anchor == nil else { throw refuse(km.line, "the value carries a tag or anchor") }
+            guard [.plain, .singleQuoted, .doubleQuoted].contains(scalar.style) else { throw refuse(km.line, "the value is a block scalar") }
+            guard scalar.end.line == scalar.start.line else { throw refuse(km.line, "the value of '\(wanted[i].key)' spans several lines") }
+            let row = scalar.start.line - 1, start = scalar.start.column - 1, end = scalar.end.column - 1
+            guard row < lines.count, start < end, end <= lines[row].count else { throw refuse(km.line, "the position is outside the file") }
             lines[row].replaceSubrange(start..<end, with: Array(wanted[i].value.unicodeScalars))
         }
-        let present = Set(cal.compactMap { $0.key.string })
+        let present = Set(cal.entries.compactMap { $0.key.string })
         let missing = wanted.filter { !present.contains($0.key) }
         if !missing.isEmpty {
             let pad = String(repeating: " ", count: indent ?? 2)
@@ -152,47 +145,6 @@ public enum CalibrationConfigEditor {
             lines.insert(contentsOf: added, at: lastLine)
         }
         return lines.map { String(String.UnicodeScalarView($0)) }.joined(separator: "\n")
-    }
-
-    /// Where the scalar starting at `start` ends on its line (a trailing comment is not part of it).
-    static func valueEnd(_ line: [Unicode.Scalar], from start: Int, style: Node.Scalar.Style, line number: Int,
-                         refuse: (Int?, String) -> CalibrationConfigEditError) throws -> Int {
-        guard start < line.count else { throw refuse(number, "the value is empty") }
-        switch style {
-        case .plain:
-            guard !["!", "&", "*", "|", ">"].contains(line[start]) else {
-                throw refuse(number, "the value carries a tag, anchor or block indicator")
-            }
-            var end = line.count
-            for i in start..<line.count where line[i] == "#" && i > start && (line[i - 1] == " " || line[i - 1] == "\t") {
-                end = i
-                break
-            }
-            while end > start, line[end - 1] == " " || line[end - 1] == "\t" || line[end - 1] == "\r" { end -= 1 }
-            return end
-        case .singleQuoted:
-            guard line[start] == "'" else { throw refuse(number, "the quoted value does not start where expected") }
-            var i = start + 1
-            while i < line.count {
-                if line[i] == "'" {
-                    if i + 1 < line.count, line[i + 1] == "'" { i += 2; continue }
-                    return i + 1
-                }
-                i += 1
-            }
-            throw refuse(number, "the quoted value spans several lines")
-        case .doubleQuoted:
-            guard line[start] == "\"" else { throw refuse(number, "the quoted value does not start where expected") }
-            var i = start + 1
-            while i < line.count {
-                if line[i] == "\\" { i += 2; continue }
-                if line[i] == "\"" { return i + 1 }
-                i += 1
-            }
-            throw refuse(number, "the quoted value spans several lines")
-        default:
-            throw refuse(number, "the value is a block scalar")
-        }
     }
 
     /// Checks, before a long measurement, that the config at `path` can take a calibration
@@ -213,7 +165,7 @@ public enum CalibrationConfigEditor {
         let edited = try edit(current.text, path: path, update: update)
         if edited != current.text {
             let info = current.info
-            try replace(current.target, with: Data(edited.utf8), mode: info.map { $0.st_mode & 0o7777 } ?? 0o644,
+            try replace(current.target, with: Array(edited.utf8), mode: info.map { $0.st_mode & 0o7777 } ?? 0o644,
                         owner: info.map { ($0.st_uid, $0.st_gid) }, shownAs: path)
         }
         return try ConfigLoader.parse(edited, path: path)
@@ -221,31 +173,29 @@ public enum CalibrationConfigEditor {
 
     /// The file a path names (symbolic links followed), its status and text; nil when missing.
     static func read(_ path: String) throws -> (target: String, info: stat?, text: String?) {
-        let target = URL(fileURLWithPath: path).resolvingSymlinksInPath().path
+        let target = ConfigFile.followingLinks(path)
         var info = stat()
         guard stat(target, &info) == 0 else {
             if errno == ENOENT { return (target, nil, nil) }
-            throw CalibrationConfigEditError.readFailed(path: path, reason: String(cString: strerror(errno)))
+            throw CalibrationConfigEditError.readFailed(path: path, reason: ConfigFile.errorText())
         }
         guard (info.st_mode & S_IFMT) == S_IFREG else { throw CalibrationConfigEditError.readFailed(path: path, reason: "not a regular file") }
-        guard Int(info.st_size) <= ConfigLoader.maximumFileSize else {
-            throw CalibrationConfigEditError.readFailed(path: path, reason: "larger than \(ConfigLoader.maximumFileSize) bytes")
+        let bytes: [UInt8]
+        switch ConfigFile.read(target, limit: ConfigLoader.maximumFileSize) {
+        case .success(let b): bytes = b
+        case .failure(.tooLarge): throw CalibrationConfigEditError.readFailed(path: path, reason: "larger than \(ConfigLoader.maximumFileSize) bytes")
+        case .failure(.system(let reason)): throw CalibrationConfigEditError.readFailed(path: path, reason: reason)
         }
-        let data: Data
-        do { data = try Data(contentsOf: URL(fileURLWithPath: target)) } catch {
-            throw CalibrationConfigEditError.readFailed(path: path, reason: (error as NSError).localizedDescription)
-        }
-        guard let text = String(data: data, encoding: .utf8) else { throw CalibrationConfigEditError.readFailed(path: path, reason: "not UTF-8 text") }
+        guard let text = String(validating: bytes, as: UTF8.self) else { throw CalibrationConfigEditError.readFailed(path: path, reason: "not UTF-8 text") }
         return (target, info, text)
     }
 
-    static func replace(_ target: String, with data: Data, mode: mode_t, owner: (uid_t, gid_t)?, shownAs path: String) throws {
+    static func replace(_ target: String, with data: [UInt8], mode: mode_t, owner: (uid_t, gid_t)?, shownAs path: String) throws {
         func failure(_ what: String) -> CalibrationConfigEditError {
-            .writeFailed(path: path, reason: "\(what): \(String(cString: strerror(errno)))")
+            .writeFailed(path: path, reason: "\(what): \(ConfigFile.errorText())")
         }
-        let url = URL(fileURLWithPath: target)
-        let directory = url.deletingLastPathComponent().path
-        var template = Array((directory + "/." + url.lastPathComponent + ".XXXXXX").utf8CString)
+        let directory = ConfigFile.directory(of: target)
+        var template = Array((directory + "/." + ConfigFile.name(of: target) + ".XXXXXX").utf8CString)
         let fd = mkstemp(&template)
         guard fd >= 0 else { throw failure("cannot create a temporary file in \(directory)") }
         let temporary = String(decoding: template.prefix { $0 != 0 }.map { UInt8(bitPattern: $0) }, as: UTF8.self)

@@ -1,7 +1,6 @@
 import DBusCore
 import ENProtocol
-import Foundation
-import Yams
+import YAMLReader
 
 /// A bad config file or flag: names the file, line and setting, and says what is wrong.
 public enum ConfigError: Error, Equatable, CustomStringConvertible {
@@ -34,21 +33,27 @@ public enum ConfigError: Error, Equatable, CustomStringConvertible {
 public enum ConfigLoader {
     public static let maximumFileSize = 1 << 20
 
+    /// Reads and parses the file at `path`: at most `maximumFileSize` bytes are read, whatever
+    /// the file is (a larger regular file is refused by its size, unread).
     public static func load(path: String, into base: GaendSettings = GaendSettings()) throws -> GaendSettings {
-        let data: Data
-        do { data = try Data(contentsOf: URL(fileURLWithPath: path)) } catch {
-            throw ConfigError.unreadable(path: path, reason: (error as NSError).localizedDescription)
+        let bytes: [UInt8]
+        switch ConfigFile.read(path, limit: maximumFileSize) {
+        case .success(let b): bytes = b
+        case .failure(.tooLarge(let size)): throw ConfigError.tooLarge(path: path, bytes: size, limit: maximumFileSize)
+        case .failure(.system(let reason)): throw ConfigError.unreadable(path: path, reason: reason)
         }
-        guard data.count <= maximumFileSize else { throw ConfigError.tooLarge(path: path, bytes: data.count, limit: maximumFileSize) }
-        guard let text = String(data: data, encoding: .utf8) else { throw ConfigError.syntax(path: path, reason: "not UTF-8 text") }
+        guard let text = String(validating: bytes, as: UTF8.self) else { throw ConfigError.syntax(path: path, reason: "not UTF-8 text") }
         return try parse(text, path: path, into: base)
     }
 
+    /// Parses config text (YAMLReader: aliases, unknown tags, repeated keys and a second
+    /// document are YAML errors with their line and column).
     public static func parse(_ text: String, path: String = "<config>", into base: GaendSettings = GaendSettings()) throws -> GaendSettings {
-        let root: Node?
-        do { root = try Yams.compose(yaml: text) } catch { throw ConfigError.syntax(path: path, reason: "\(error)") }
+        let root: YAMLNode?
+        do { root = try YAML.compose(text) } catch { throw ConfigError.syntax(path: path, reason: "\(error)") }
         var settings = base
-        guard let root else { return settings } // an empty file keeps every default
+        // An empty file, comments only, or an empty document (`---`) keeps every default.
+        guard let root, !root.isNull else { return settings }
         var reader = Reader(path: path)
         try reader.apply(root, to: &settings)
         return settings
@@ -57,49 +62,60 @@ public enum ConfigLoader {
     struct Reader {
         let path: String
 
-        func line(_ n: Node) -> Int? { n.mark.map { $0.line } }
+        func line(_ n: YAMLNode) -> Int? { n.mark.line }
 
-        func mapping(_ n: Node, _ name: String) throws -> [(String, Node, Node)] {
+        func mapping(_ n: YAMLNode, _ name: String) throws -> [(String, YAMLNode, YAMLNode)] {
             guard case .mapping(let m) = n else { throw ConfigError.wrongType(path: path, line: line(n), setting: name, expected: "a mapping of settings") }
-            return try m.map { key, value in
-                if case .alias = value { throw ConfigError.invalid(setting: name, reason: "YAML aliases are not allowed in the config") }
-                guard let k = key.string else { throw ConfigError.wrongType(path: path, line: line(key), setting: name, expected: "keyed by names") }
-                return (k, key, value)
+            return try m.entries.map { entry in
+                guard let k = entry.key.string else { throw ConfigError.wrongType(path: path, line: line(entry.key), setting: name, expected: "keyed by names") }
+                return (k, entry.key, entry.value)
             }
         }
 
-        func unknown(_ key: String, _ node: Node, prefix: String, known: [String]) -> ConfigError {
+        func unknown(_ key: String, _ node: YAMLNode, prefix: String, known: [String]) -> ConfigError {
             let suggestion = known.first { $0.hasPrefix(key) || key.hasPrefix($0) }
                 ?? known.min { editDistance($0, key) < editDistance($1, key) }.flatMap { editDistance($0, key) <= 3 ? $0 : nil }
             return .unknownSetting(path: path, line: line(node), setting: prefix + key, suggestion: suggestion.map { prefix + $0 })
         }
 
-        func string(_ n: Node, _ s: String) throws -> String {
+        func string(_ n: YAMLNode, _ s: String) throws -> String {
             guard case .scalar(let sc) = n else { throw ConfigError.wrongType(path: path, line: line(n), setting: s, expected: "a string") }
             return sc.string
         }
-        func bool(_ n: Node, _ s: String) throws -> Bool {
-            guard let b = n.bool else { throw ConfigError.wrongType(path: path, line: line(n), setting: s, expected: "true or false") }
+        /// A plain (unquoted) scalar, as YAML resolves it: quoted, "true" is text.
+        func plainMeaning(_ n: YAMLNode) -> YAMLScalar? {
+            guard case .scalar(let sc) = n, sc.style != .plain, sc.tag == nil else { return nil }
+            return YAMLScalar(sc.string)
+        }
+        func bool(_ n: YAMLNode, _ s: String) throws -> Bool {
+            guard let b = n.bool else {
+                let quoted = plainMeaning(n)?.bool != nil ? " (unquoted: in quotes it is text)" : ""
+                throw ConfigError.wrongType(path: path, line: line(n), setting: s, expected: "true or false" + quoted)
+            }
             return b
         }
-        func number(_ n: Node, _ s: String, _ range: ClosedRange<Double>) throws -> Double {
-            guard let v = n.float ?? n.int.map(Double.init), v.isFinite else {
-                throw ConfigError.wrongType(path: path, line: line(n), setting: s, expected: "a number")
+        func number(_ n: YAMLNode, _ s: String, _ range: ClosedRange<Double>) throws -> Double {
+            guard let v = n.double, v.isFinite else {
+                let quoted = plainMeaning(n)?.double?.isFinite == true ? " (unquoted: in quotes it is text)" : ""
+                throw ConfigError.wrongType(path: path, line: line(n), setting: s, expected: "a number" + quoted)
             }
             guard range.contains(v) else {
                 throw ConfigError.outOfRange(path: path, line: line(n), setting: s, value: "\(v)", allowed: "\(range.lowerBound)...\(range.upperBound)")
             }
             return v
         }
-        func integer(_ n: Node, _ s: String, _ range: ClosedRange<Int>) throws -> Int {
-            guard let v = n.int else { throw ConfigError.wrongType(path: path, line: line(n), setting: s, expected: "a whole number") }
+        func integer(_ n: YAMLNode, _ s: String, _ range: ClosedRange<Int>) throws -> Int {
+            guard let v = n.int else {
+                let quoted = plainMeaning(n)?.int != nil ? " (unquoted: in quotes it is text)" : ""
+                throw ConfigError.wrongType(path: path, line: line(n), setting: s, expected: "a whole number" + quoted)
+            }
             guard range.contains(v) else {
                 throw ConfigError.outOfRange(path: path, line: line(n), setting: s, value: "\(v)", allowed: "\(range.lowerBound)...\(range.upperBound)")
             }
             return v
         }
 
-        mutating func apply(_ root: Node, to s: inout GaendSettings) throws {
+        mutating func apply(_ root: YAMLNode, to s: inout GaendSettings) throws {
             let top = ["controller", "state_dir", "store_key_file", "bus", "bus_name", "trust", "trial", "time_scale", "clock",
                        "advertising", "scanning", "store", "calibration", "research", "rate_limits", "watchdog", "callers", "capture", "controllers"]
             for (key, keyNode, v) in try mapping(root, "config") {
@@ -112,7 +128,7 @@ public enum ConfigLoader {
                                                     expected: "a controller address (hciN, hci:N, serial:/dev/ttyX[:baud], tcp:HOST:PORT or unix:PATH); \(e.reason)")
                     }
                 case "state_dir": s.stateDirectory = try string(v, key)
-                case "store_key_file": s.storeKeyFile = v.null != nil ? nil : try string(v, key)
+                case "store_key_file": s.storeKeyFile = v.isNull ? nil : try string(v, key)
                 case "bus": s.bus = try string(v, key)
                 case "bus_name":
                     s.busName = try string(v, key)
@@ -124,7 +140,7 @@ public enum ConfigLoader {
                 case "time_scale": s.timeScale = try number(v, key, 1...100_000)
                 case "trust":
                     guard case .sequence(let seq) = v else { throw ConfigError.wrongType(path: path, line: line(v), setting: key, expected: "a list of {id, version, public_key_file}") }
-                    s.trust = try seq.map { item in
+                    s.trust = try seq.items.map { item in
                         var id: String?, version: String?, file: String?
                         for (k, kn, iv) in try mapping(item, "trust[]") {
                             switch k {
@@ -243,7 +259,7 @@ public enum ConfigLoader {
                     guard case .sequence(let seq) = v else {
                         throw ConfigError.wrongType(path: path, line: line(v), setting: key, expected: "all, or a list of controllers such as [hci0]")
                     }
-                    let names = try seq.map { try string($0, "controllers[]") }
+                    let names = try seq.items.map { try string($0, "controllers[]") }
                     for n in names {
                         guard case .hci? = try? ControllerAddress(parsing: n) else {
                             throw ConfigError.wrongType(path: path, line: line(v), setting: key, expected: "kernel controller names such as hci0, not '\(n)'")
@@ -251,7 +267,7 @@ public enum ConfigLoader {
                     }
                     s.controllers = .only(names)
                 case "capture":
-                    if v.null != nil { s.capture = nil; break }
+                    if v.isNull { s.capture = nil; break }
                     var c = CaptureSettings(path: "")
                     for (k, kn, cv) in try mapping(v, "capture") {
                         switch k {

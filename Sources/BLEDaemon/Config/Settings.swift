@@ -1,7 +1,7 @@
 import DBusCore
 import GaendAPI
 import ENProtocol
-import Foundation
+
 
 /// Every setting of gaend, with the framework's behaviour as the default. Loaded from the YAML
 /// config file (see config/gaend.conf.example, docs/config.md); command-line flags override.

@@ -1,5 +1,10 @@
 import ENProtocol
+#if canImport(FoundationEssentials)
+import FoundationEssentials
+#else
 import Foundation
+#endif
+import PlatformSupport
 
 /// Provided key files as parsed once: matching uses the parsed file of each stored row instead
 /// of decrypting and parsing (validating every key of) it again. After a restart each stored
@@ -12,7 +17,7 @@ public final class KeyFileCache: @unchecked Sendable {
         public var file: KeyExportFile
     }
 
-    private let lock = NSLock()
+    private let lock = Lock()
     private var entries: [Int64: Entry] = [:]
     private var parseCount = 0
 

@@ -1,84 +1,12 @@
 import ENProtocol
+#if canImport(FoundationEssentials)
+import FoundationEssentials
+#else
 import Foundation
+#endif
+import PlatformSupport
 import HCIProtocol
 import Logging
-
-/// Failures of node operations (domain errors). The D-Bus edge (`NodeBus.wireError`) maps
-/// each to its error name (docs/dbus.md); the node itself knows no wire names.
-public enum NodeError: Error, CustomStringConvertible, Equatable {
-    case notAuthorized(String)
-    case rateLimited(String)
-    case invalidKeyFile(String)
-    case untrustedKeyFile(String)
-    case limitExceeded(String)
-    case busy(String)
-    case controllerMissing(String)
-    case clockUnsynchronised(String)
-    case storage(String)
-    case writeFailed(String)
-    /// A caller's descriptor moved no data within the limit (docs/dbus.md, "Descriptors").
-    case timeout(String)
-    case invalidArgs(String)
-    case internalFailure(String)
-
-    public var message: String {
-        switch self {
-        case .notAuthorized(let m), .rateLimited(let m), .invalidKeyFile(let m), .untrustedKeyFile(let m), .limitExceeded(let m),
-             .busy(let m), .controllerMissing(let m), .clockUnsynchronised(let m), .storage(let m), .writeFailed(let m),
-             .timeout(let m), .invalidArgs(let m), .internalFailure(let m):
-            return m
-        }
-    }
-
-    public var description: String { message }
-}
-
-/// One fact of the node's state (domain), in the order they are listed. The D-Bus edge
-/// writes each as its `Status` string (`GaendStatus`); the node knows no wire strings.
-public enum NodeCondition: Sendable, Equatable, CaseIterable {
-    /// On air as configured: none of the others holds.
-    case active
-    /// Stopped by the operator (Stop).
-    case inactive
-    /// The system clock is not synchronised: nothing is stamped.
-    case clockUnsynchronised
-    /// The clock jumped far ahead of the time that held (retention waits), or back into a
-    /// day whose key is gone (off air).
-    case clockSuspect
-    case controllerMissing
-    case controllerError
-    /// The schedule wants a beacon on air that the controller has not confirmed (retrying).
-    case advertisingOffAir
-    /// A scan is due but scanning is not confirmed on air (retrying).
-    case scanningOffAir
-    case storageError
-    case storageFull
-}
-
-/// What the node reports through `Status` and its counters.
-public struct NodeStatusSnapshot: Sendable, Equatable {
-    public var enabled: Bool
-    /// Never empty: `[.active]` when nothing else holds.
-    public var status: [NodeCondition]
-    public var advertisements: UInt64
-    public var scans: UInt64
-    public var sightings: UInt64
-    /// Unix seconds on the node clock; nil before the first scan.
-    public var lastScanEnd: Double?
-    /// The radio owner's view: advertising and scanning on air (separate facts), rotations,
-    /// failed operations, report counts and drops.
-    public var radio: RadioOwner.Status
-    /// What the store dropped or set aside (full-disk queue, quarantined records).
-    public var storeLosses = StoreLosses()
-    /// The clock-sync check's answer, with its source or reasons.
-    public var clockSync = ""
-    /// The controller as configured (`hci0`, `tcp:HOST:PORT`, ...); its facts are in `radio`.
-    public var controller = ""
-    /// The RPI on air now, in trial mode only (nil otherwise, and while nothing is on air).
-    public var trialRPI: RollingProximityIdentifier?
-    /// The exposure service is matching provided key files (a ProvideDiagnosisKeys now is Busy).
-    public var matching = false
-}
 
 /// The calibration in use (SetCalibration's or the config's).
 public typealias NodeCalibration = (txPower: Int, rssiCorrection: Int, confidence: CalibrationConfidence)
@@ -138,11 +66,8 @@ public actor GaenNode: ScheduleEffects {
     var callFiles = 0
     /// Provided key files, parsed once (matching does not parse them again).
     public nonisolated let keyFiles = KeyFileCache()
-    /// False once the schedule driver's loop has returned (watchdog liveness).
-    private var driverRunning = false
-    private func driverEnded() { driverRunning = false }
-    /// Monotonic node time of the last schedule action performed (watchdog liveness).
-    private var lastAction: Double?
+    /// Whether the schedule runs and acts, read by the watchdog without awaiting the node.
+    public nonisolated let heartbeat: ScheduleHeartbeat
     /// `clock` and `sync` default to what the settings say (tests pass a manual clock); `radio`
     /// must run on the same clock (`RadioService.makeRadio`).
     public init(settings: GaendSettings, logger: Logger, clock: (any NodeClock)? = nil, sync: (any ClockSyncSource)? = nil,
@@ -157,7 +82,7 @@ public actor GaenNode: ScheduleEffects {
         }
         try FileManager.default.createDirectory(atPath: s.stateDirectory, withIntermediateDirectories: true,
                                                 attributes: [.posixPermissions: 0o700])
-        let statePath = (s.stateDirectory as NSString).appendingPathComponent("node-state.json")
+        let statePath = s.stateDirectory.appendingPathComponent("node-state.json")
         stateFile = NodeStateFile(path: statePath)
         var loaded = try NodeState.load(path: statePath)
         if loaded.reconcileCalibration(with: s.calibration) {
@@ -165,10 +90,12 @@ public actor GaenNode: ScheduleEffects {
                           metadata: ["tx_power": "\(s.calibration.txPower)", "rssi_correction": "\(s.calibration.rssiCorrection)",
                                      "calibration_confidence": "\(s.calibration.calibrationConfidence.rawValue)"])
             do { try loaded.save(path: statePath) } catch {
-                throw NodeError.storage("cannot save node state: \(error.localizedDescription)")
+                throw NodeError.storage("cannot save node state: \(BLEDaemon.fileErrorText(error))")
             }
         }
         state = loaded
+        heartbeat = ScheduleHeartbeat(rotationMaxMinutes: s.advertising.rotationMaxMinutes)
+        heartbeat.wanted(loaded.enabled)
         let key = try StoreKey.load(keyFile: s.storeKeyFile)
         store = try NodeStore(configuration: StoreConfiguration(settings: s), key: key, logger: logger)
         clockUsable = self.sync.status().isUsable
@@ -211,24 +138,10 @@ public actor GaenNode: ScheduleEffects {
         }
     }
 
-    /// The radio path's liveness, for the systemd watchdog: answered by the node itself (so a
-    /// wedged node is not live), and false when the schedule should run but its driver has
-    /// stopped or has performed nothing for longer than its longest gap.
-    public func liveness() -> (live: Bool, reason: String) {
-        guard state.enabled else { return (true, "stopped by the operator") }
-        guard let task = driverTask else { return (false, "the schedule is not running") }
-        if task.isCancelled || !driverRunning { return (false, "the schedule driver has stopped") }
-        guard clockUsable, let last = lastAction else { return (true, "waiting for a usable clock") }
-        let silent = clock.monotonicTime().seconds - last
-        // Rotations come at most 20 minutes apart and scans more often: twice the longest
-        // rotation interval without any action means the schedule is stuck.
-        let limit = 2 * settings.advertising.rotationMaxMinutes * 60 + 60
-        return silent > limit ? (false, "no schedule action for \(Int(silent)) s") : (true, "ok")
-    }
-
     // MARK: Enable / disable
 
     public func enable() async throws {
+        heartbeat.wanted(true)
         if !state.enabled {
             state.enabled = true
             try await saveState()
@@ -238,6 +151,7 @@ public actor GaenNode: ScheduleEffects {
     }
 
     public func disable() async throws {
+        heartbeat.wanted(false)
         if state.enabled {
             state.enabled = false
             try await saveState()
@@ -255,12 +169,12 @@ public actor GaenNode: ScheduleEffects {
         }
         let driver = ScheduleDriver(schedule: schedule, clock: clock, sync: sync, effects: self,
                                     syncCheckInterval: 5, logger: logger)
-        driverRunning = true
-        driverTask = Task {
+        heartbeat.driverStarted()
+        driverTask = Task { [heartbeat] in
             do { try await driver.run() } catch {
                 self.logger.error("schedule stopped", metadata: ["error": "\(error)"])
             }
-            await self.driverEnded()
+            heartbeat.driverEnded()
         }
     }
 
@@ -279,7 +193,7 @@ public actor GaenNode: ScheduleEffects {
     func saveState() async throws {
         let state = self.state, ticket = stateFile.ticket()
         do { try await stateFile.save(state, ticket: ticket) } catch {
-            throw NodeError.storage("cannot save node state: \(error.localizedDescription)")
+            throw NodeError.storage("cannot save node state: \(BLEDaemon.fileErrorText(error))")
         }
     }
 
@@ -353,11 +267,11 @@ public actor GaenNode: ScheduleEffects {
         // that held the node up (it must not: matching, exports and caller I/O run beside it)
         // shows here. A second late is a fault worth a warning; every delay is at debug level.
         let delay = clock.monotonicTime().seconds - reading.monotonic
-        lastAction = clock.monotonicTime().seconds
+        heartbeat.acted(at: clock.monotonicTime().seconds, clockUsable: reading.synchronized)
         if delay > 1 {
-            logger.warning("schedule action ran late", metadata: ["actions": "\(actions)", "late.seconds": "\(String(format: "%.3f", delay))"])
+            logger.warning("schedule action ran late", metadata: ["actions": "\(actions)", "late.seconds": "\(CFormat.fixed(delay, decimals: 3))"])
         } else {
-            logger.debug("schedule action", metadata: ["actions": "\(actions)", "late.seconds": "\(String(format: "%.3f", delay))"])
+            logger.debug("schedule action", metadata: ["actions": "\(actions)", "late.seconds": "\(CFormat.fixed(delay, decimals: 3))"])
         }
         if clockUsable != reading.synchronized {
             clockUsable = reading.synchronized

@@ -52,6 +52,42 @@ extension NodeBus {
         }
     }
 
+    // MARK: Properties
+
+    /// ExposureNotification1's properties from one reading of the node.
+    static func exposureProperties(_ s: NodeStatusSnapshot, provideRemaining: UInt32, calibration c: NodeCalibration,
+                                   settings: GaendSettings) -> GaendExposureProperties {
+        var p = GaendExposureProperties()
+        p.version = version
+        p.enabled = s.enabled
+        p.status = s.status.map(wire)
+        p.trialMode = settings.trial
+        p.advertisementCount = s.advertisements
+        p.scanCount = s.scans
+        p.sightingCount = s.sightings
+        p.lastScanTime = s.lastScanEnd.map(ms) ?? 0
+        p.provideDiagnosisKeysRemaining = provideRemaining
+        p.quarantinedRecords = UInt32(clamping: s.storeLosses.quarantined)
+        p.droppedScans = UInt64(s.storeLosses.droppedScans)
+        p.droppedSightings = UInt64(s.storeLosses.droppedSightings)
+        p.clockSync = s.clockSync
+        p.advertisingOnAir = s.radio.advertisingOnAir
+        p.scanningOnAir = s.radio.scanningOnAir
+        p.radioFailures = s.radio.failedOperations
+        p.reportsIgnored = s.radio.reportsIgnored
+        p.reportsDropped = s.radio.reportsDropped
+        p.controller = controller(s)
+        p.advertisingAddress = s.radio.advertisingAddress?.description
+        p.currentRPI = s.trialRPI?.bytes
+        p.txPower = Int16(clamping: c.txPower)
+        p.rssiCorrection = Int16(clamping: c.rssiCorrection)
+        p.calibrationConfidence = Int32(c.confidence.rawValue)
+        p.node = settings.research.node
+        p.site = settings.research.site
+        p.matching = s.matching
+        return p
+    }
+
     // MARK: Replies
 
     static func wire(_ w: ExposureWindow) -> GaendExposureWindow {

@@ -2,7 +2,11 @@ import DBusCore
 import GaendAPI
 import HCIProtocol
 import ENProtocol
+#if canImport(FoundationEssentials)
+import FoundationEssentials
+#else
 import Foundation
+#endif
 import Logging
 
 /// Binds the node to gaend's D-Bus tables (GaendInterfaces): handlers, properties and the
@@ -113,51 +117,20 @@ public final class NodeBus: NodeObserver, Sendable {
                 maximumRiskScore: Int32(s.maximumRiskScore), summationRiskScore: Int32(clamping: summation),
                 attenuationDurationsInMinutes: s.attenuationDurations.map { Int32($0 / 60) }))
         }
-        let properties: [String: @Sendable (ExposureProperties) async throws -> DBusValue] = [
-            "Version": { _ in .string(Self.version) },
-            "Enabled": { p in .boolean(p.status.enabled) },
-            "Status": { p in .array(.string, p.status.status.map { .string(Self.wire($0)) }) },
-            "TrialMode": { _ in .boolean(node.settings.trial) },
-            "AdvertisementCount": { p in .uint64(p.status.advertisements) },
-            "ScanCount": { p in .uint64(p.status.scans) },
-            "SightingCount": { p in .uint64(p.status.sightings) },
-            "LastScanTime": { p in .int64(p.status.lastScanEnd.map(Self.ms) ?? 0) },
-            "ProvideDiagnosisKeysRemaining": { p in .uint32(p.provideRemaining) },
-            "QuarantinedRecords": { p in .uint32(UInt32(clamping: p.status.storeLosses.quarantined)) },
-            "DroppedScans": { p in .uint64(UInt64(p.status.storeLosses.droppedScans)) },
-            "DroppedSightings": { p in .uint64(UInt64(p.status.storeLosses.droppedSightings)) },
-            "ClockSync": { p in .string(p.status.clockSync) },
-            "AdvertisingOnAir": { p in .boolean(p.status.radio.advertisingOnAir) },
-            "ScanningOnAir": { p in .boolean(p.status.radio.scanningOnAir) },
-            "RadioFailures": { p in .uint64(p.status.radio.failedOperations) },
-            "ReportsIgnored": { p in .uint64(p.status.radio.reportsIgnored) },
-            "ReportsDropped": { p in .uint64(p.status.radio.reportsDropped) },
-            "Controller": { p in Self.controller(p.status).dbusValue },
-            "AdvertisingAddress": { p in .string(p.status.radio.advertisingAddress?.description ?? "") },
-            "CurrentRpi": { p in .bytes(p.status.trialRPI?.bytes ?? Data()) },
-            "TxPower": { p in .int16(Int16(clamping: p.calibration.txPower)) },
-            "RssiCorrection": { p in .int16(Int16(clamping: p.calibration.rssiCorrection)) },
-            "CalibrationConfidence": { p in .int32(Int32(p.calibration.confidence.rawValue)) },
-            "Node": { _ in .string(node.settings.research.node) },
-            "Site": { _ in .string(node.settings.research.site) },
-            "Matching": { p in .boolean(p.status.matching) },
-        ]
+        // One reading of the node per Get, GetAll or PropertiesChanged, written by the typed
+        // value's one encoder.
+        let settings = node.settings
         return try DBusInterfaceImplementation(GaendInterfaces.exposureNotification, methods: on.methods,
-                                               snapshot: { await ExposureProperties(node) }, properties: properties)
+                                               snapshot: {
+                                                   Self.exposureProperties(await node.snapshot, provideRemaining: await node.provideRemaining,
+                                                                           calibration: await node.calibration, settings: settings)
+                                               },
+                                               properties: Self.getters(GaendExposureProperties.self))
     }
 
-    /// One reading of the node for ExposureNotification1's properties: taken once per Get,
-    /// GetAll or PropertiesChanged, however many properties they carry.
-    struct ExposureProperties: Sendable {
-        var status: NodeStatusSnapshot
-        var provideRemaining: UInt32
-        var calibration: NodeCalibration
-
-        init(_ node: GaenNode) async {
-            status = await node.snapshot
-            provideRemaining = await node.provideRemaining
-            calibration = await node.calibration
-        }
+    /// The getters of a typed properties value: each property from its one encoder.
+    static func getters<P: GaendProperties>(_ type: P.Type) -> [String: @Sendable (P) async throws -> DBusValue] {
+        Dictionary(uniqueKeysWithValues: P.names.map { name in (name, { @Sendable (p: P) async throws -> DBusValue in try p.value(name) }) })
     }
 
     /// The Controller property: the configured name, and the facts of its bring-up once there.
@@ -254,9 +227,6 @@ public final class NodeBus: NodeObserver, Sendable {
             return .init()
         }
         // One reading per Get/GetAll, written by the typed value's one encoder.
-        let properties = Dictionary(uniqueKeysWithValues: GaendResearchProperties.names.map { name in
-            (name, { @Sendable (p: GaendResearchProperties) async throws -> DBusValue in try p.value(name) })
-        })
         let settings = node.settings
         return try DBusInterfaceImplementation(GaendInterfaces.research, methods: on.methods, snapshot: {
             let c = await node.calibration
@@ -264,18 +234,15 @@ public final class NodeBus: NodeObserver, Sendable {
             return GaendResearchProperties(txPower: Int16(clamping: c.txPower), rssiCorrection: Int16(clamping: c.rssiCorrection),
                                            calibrationConfidence: Int32(c.confidence.rawValue),
                                            node: settings.research.node, site: settings.research.site)
-        }, properties: properties)
+        }, properties: Self.getters(GaendResearchProperties.self))
     }
 
     // MARK: NodeObserver
 
     public func statusChanged() async {
+        // Every property that emits changes (the table's rule, from the typed value).
         try? await service.emitPropertiesChanged(path: GaendBus.objectPath, interface: GaendBus.exposureNotificationInterface,
-                                                 ["Enabled", "Status", "AdvertisementCount", "ScanCount", "SightingCount", "LastScanTime",
-                                                  "QuarantinedRecords", "DroppedScans", "DroppedSightings", "ClockSync",
-                                                  "AdvertisingOnAir", "ScanningOnAir", "RadioFailures", "ReportsIgnored", "ReportsDropped",
-                                                  "Controller", "AdvertisingAddress", "CurrentRpi", "TxPower", "RssiCorrection",
-                                                  "CalibrationConfidence", "Matching"])
+                                                 GaendExposureProperties.changing)
     }
 
     public func scanFinished(_ scan: RecordedScan) async {

@@ -1,5 +1,15 @@
 import ENProtocol
+#if canImport(FoundationEssentials)
+import FoundationEssentials
+#else
 import Foundation
+#endif
+#if canImport(Glibc)
+import Glibc
+#endif
+import HCIProtocol
+import Logging
+import PlatformSupport
 
 /// Exposure side of the node: key history, provided key files, matching against the stored
 /// sightings, windows, summaries, and the research exports.
@@ -283,7 +293,7 @@ extension GaenNode {
             // Unix seconds from 2000 to 2200: -1 or INT64_MAX ms are mistakes, and a time the
             // store's ms columns cannot give back (GetMarkers) must not be accepted.
             guard (Self.markerTimes).contains(time) else {
-                throw NodeError.invalidArgs("time \(String(format: "%.0f", time * 1000)) ms is outside 2000-01-01...2200-01-01 (Unix ms 946684800000...7258118400000); 0 means now")
+                throw NodeError.invalidArgs("time \(CFormat.fixed(time * 1000, decimals: 0)) ms is outside 2000-01-01...2200-01-01 (Unix ms 946684800000...7258118400000); 0 means now")
             }
             t = time
         }

@@ -1,5 +1,10 @@
 import ENProtocol
+#if canImport(FoundationEssentials)
+import FoundationEssentials
+#else
 import Foundation
+#endif
+import PlatformSupport
 
 /// The node's small persistent settings that D-Bus calls change: enabled, calibration, the
 /// diagnosis-keys data mapping and the rate-limit counters. None is secret (no keys, no
@@ -80,7 +85,7 @@ struct NodeState: Codable, Equatable, Sendable {
         guard FileManager.default.fileExists(atPath: path) else { return NodeState() }
         let data: Data
         do { data = try Data(contentsOf: URL(fileURLWithPath: path)) } catch {
-            throw NodeError.internalFailure("cannot read \(path): \(error.localizedDescription)")
+            throw NodeError.internalFailure("cannot read \(BLEDaemon.fileErrorText(error))")
         }
         do { return try JSONDecoder().decode(NodeState.self, from: data) } catch {
             throw NodeError.internalFailure("\(path) is not a valid node state file: \(error)")
@@ -100,7 +105,7 @@ struct NodeState: Codable, Equatable, Sendable {
 /// written is skipped (the later state already holds its change).
 final class NodeStateFile: @unchecked Sendable {
     let path: String
-    private let lock = NSLock()
+    private let lock = Lock()
     private var issued: UInt64 = 0
     private var written: UInt64 = 0
 

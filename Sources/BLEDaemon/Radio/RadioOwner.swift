@@ -1,5 +1,9 @@
 import ENProtocol
+#if canImport(FoundationEssentials)
+import FoundationEssentials
+#else
 import Foundation
+#endif
 import HCIProtocol
 import Logging
 
@@ -120,6 +124,9 @@ public actor RadioOwner {
     private var retryTask: Task<Void, Never>?
     private var controllerTask: Task<Void, Never>?
     private var changeHandler: (@Sendable () async -> Void)?
+    /// When the controller last answered (a probe, a report, the bring-up), in real time:
+    /// the controller answers in real time whatever the node clock's scale.
+    private var lastControllerAnswer: ContinuousClock.Instant?
 
     private let scanSink: AsyncStream<RecordedScan>.Continuation
     /// Every finished scan (also the empty ones), for whoever stores them; the newest 64 are
@@ -224,7 +231,9 @@ public actor RadioOwner {
         }
         let probe = ControllerWatchdog(probeInterval: configuration.controllerProbeInterval)
         let logger = self.logger
-        watchdogTask = Task { await probe.run(session: s, logger: logger) }
+        lastControllerAnswer = .now
+        // Holds the owner until detach() cancels it.
+        watchdogTask = Task { await probe.run(session: s, logger: logger) { await self.controllerAnswered() } }
         stallTask = Task { [weak self] in await self?.watchScanStalls() }
         await reconcileOrRetry()
         await notify()
@@ -368,6 +377,7 @@ public actor RadioOwner {
 
     private func received(_ report: LEAdvertisingReport) {
         let now = clock.monotonicTime().seconds
+        lastControllerAnswer = .now
         status.reportsReceived += 1
         stall.report(at: now)
         stallReenabled = false
@@ -412,6 +422,28 @@ public actor RadioOwner {
             stall.restartWindow(at: clock.monotonicTime().seconds)
             await notify()
         }
+    }
+
+    // MARK: Liveness
+
+    private func controllerAnswered() { lastControllerAnswer = .now }
+
+    /// Whether the radio path is live, for the systemd watchdog (`RadioPathCheck`). Answered
+    /// on this actor, after asking the controller session for its state: a wedged owner or a
+    /// wedged session (its actor stuck, e.g. in a write the kernel never finishes) never
+    /// answers, which the check counts as a stall. A missing controller or one being
+    /// restarted is live (the owner is acting on it, and status says so); a running
+    /// controller that has answered nothing (probe, report) for longer than two probe
+    /// periods and two command timeouts is not: its own restart did not happen.
+    public func liveness() async -> RadioPathLiveness {
+        guard let session else { return RadioPathLiveness(live: true, reason: "no controller session (\(status.controller.rawValue)); retried in the background") }
+        let state = await session.state
+        guard state == .running else { return RadioPathLiveness(live: true, reason: "controller session \(state.rawValue)") }
+        let limit = configuration.controllerProbeInterval * 2 + .seconds(10)
+        if let last = lastControllerAnswer, ContinuousClock.now - last > limit {
+            return RadioPathLiveness(live: false, reason: "the controller has answered nothing for \(ContinuousClock.now - last)")
+        }
+        return RadioPathLiveness(live: true, reason: "ok")
     }
 
     // MARK: Reconcile

@@ -1,4 +1,8 @@
+#if canImport(FoundationEssentials)
+import FoundationEssentials
+#else
 import Foundation
+#endif
 import HCIProtocol
 import Logging
 
@@ -81,12 +85,13 @@ public struct ControllerWatchdog: Sendable {
 
     public init(probeInterval: Duration = .seconds(20)) { self.probeInterval = probeInterval }
 
-    /// Runs until cancelled.
-    public func run(session: HCIControllerSession, logger: Logger) async {
+    /// Runs until cancelled; `answered` after each probe the controller answered.
+    public func run(session: HCIControllerSession, logger: Logger, answered: @Sendable () async -> Void = {}) async {
         while !Task.isCancelled {
             do { try await Task.sleep(for: probeInterval) } catch { return }
             do {
                 _ = try await session.send(HCIReadBDAddr())
+                await answered()
             } catch HCISessionError.commandTimedOut {
                 logger.error("controller did not answer a probe; restarting it")
                 await session.restart(reason: "controller silent")

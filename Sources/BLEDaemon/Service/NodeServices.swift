@@ -1,6 +1,10 @@
 import DBusCore
 import GaendAPI
+#if canImport(FoundationEssentials)
+import FoundationEssentials
+#else
 import Foundation
+#endif
 import Logging
 import ServiceLifecycle
 
@@ -16,7 +20,8 @@ public enum NodeServices {
         [StoreService(node: node), radio, ExposureService(runs: exposure),
          ResearchService(transfers: bus.transfers),
          BusEdgeService(bus: bus, node: node, connection: connection, notifier: notifier, logger: logger),
-         WatchdogService(node: node, notifier: notifier, logger: logger)]
+         WatchdogService(check: RadioPathCheck(radio: radio.radio, schedule: node.heartbeat, clock: node.clock),
+                         notifier: notifier, logger: logger)]
     }
 }
 
@@ -106,33 +111,4 @@ public struct BusEdgeService: Service {
     }
 }
 
-/// Feeds the systemd watchdog while the radio path is live (GaenNode.liveness: the node
-/// answers, and its schedule runs and acts), never behind long work: matching, exports and
-/// caller I/O run beside the node. A node that is not live stops being fed, and systemd
-/// restarts gaend.
-public struct WatchdogService: Service {
-    let node: GaenNode
-    let notifier: SystemdNotifier
-    let logger: Logger
-
-    public func run() async throws {
-        guard let interval = notifier.watchdogInterval else {
-            try? await gracefulShutdown()
-            return
-        }
-        await cancelWhenGracefulShutdown {
-            var reported = false
-            while !Task.isCancelled {
-                let (live, reason) = await node.liveness()
-                if live {
-                    try? notifier.watchdog()
-                    reported = false
-                } else if !reported {
-                    logger.critical("the radio path is not live; no longer feeding the watchdog", metadata: ["reason": "\(reason)"])
-                    reported = true
-                }
-                try? await Task.sleep(for: interval)
-            }
-        }
-    }
-}
+// WatchdogService (fed while the radio path is live): WatchdogService.swift.

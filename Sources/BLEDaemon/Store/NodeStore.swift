@@ -6,7 +6,7 @@ import Foundation
 #endif
 import GaenSQLite
 import Logging
-import Synchronization
+import PlatformSupport
 #if canImport(Glibc)
 import Glibc
 #endif
@@ -88,7 +88,7 @@ public final class NodeStore: @unchecked Sendable {
     private let key: StoreKey
     private let pool: ConnectionPool
     private let logger: Logger
-    private let lock = Mutex<Void>(())
+    private let lock = Lock()
     private var pending: [RecordedScan] = []
     private var pendingBytes = 0
     private var droppedWhileFull = 0
@@ -369,7 +369,7 @@ public final class NodeStore: @unchecked Sendable {
     /// skipped by the read that found it and found again by the next read.
     private func quarantine(_ table: String, _ rotten: [(id: Int64, reason: String)], now: Double = Date().timeIntervalSince1970) {
         guard !rotten.isEmpty else { return }
-        lock.withLock { _ in
+        lock.withLock {
             do {
                 try write { db in
                     for r in rotten {
@@ -420,7 +420,7 @@ public final class NodeStore: @unchecked Sendable {
 
     /// Drops and quarantine counts, for status and metrics.
     public func losses() -> StoreLosses {
-        lock.withLock { _ in
+        lock.withLock {
             StoreLosses(droppedScans: droppedScans, droppedSightings: droppedSightings, pendingScans: pending.count,
                         pendingBytes: pendingBytes, quarantined: quarantinedCount)
         }
@@ -439,11 +439,6 @@ public final class NodeStore: @unchecked Sendable {
     /// data, so it must be known before sealing; called inside the inserting transaction.
     static func nextID(_ db: Connection, table: String) throws -> Int64 {
         (try db.fetchInt64("SELECT seq FROM sqlite_sequence WHERE name = ?", [.text(table)]) ?? 0) + 1
-    }
-
-    /// Runs `body` with `lock` held.
-    private func locked<T: Sendable>(_ body: () throws -> T) throws -> T {
-        try lock.withLock { _ in try body() }
     }
 
     // MARK: Errors
@@ -476,7 +471,7 @@ public final class NodeStore: @unchecked Sendable {
     /// nothing unstored is ever advertised.
     public func key(for day: UTCDay, now: Double = Date().timeIntervalSince1970) throws -> TemporaryExposureKey {
         do {
-            return try locked {
+            return try lock.withLock {
                 do {
                     return try keyLocked(for: day, now: now)
                 } catch StoreError.diskFull {
@@ -531,7 +526,7 @@ public final class NodeStore: @unchecked Sendable {
     /// Raises the high-water mark to `time` (never lowers it).
     public func raiseHighWaterMark(to time: Double) throws {
         guard time.isFinite else { return }
-        try locked {
+        try lock.withLock {
             try write { db in
                 try db.execute("""
                     INSERT INTO clock_mark (id, high_water) VALUES (1, ?)
@@ -555,7 +550,7 @@ public final class NodeStore: @unchecked Sendable {
         guard scan.sightings.allSatisfy({ $0.time.isFinite }) else {
             throw StoreError.invalidRecord(reason: "a sighting time is not finite")
         }
-        return try locked {
+        return try lock.withLock {
             pending.append(scan)
             pendingBytes += Self.estimatedBytes(scan)
             // Oldest first, but never the scan just added: the newest record is the one worth
@@ -583,7 +578,7 @@ public final class NodeStore: @unchecked Sendable {
     /// Writes the scans waiting for disk space. Returns how many were written.
     @discardableResult
     public func flushPending() throws -> Int {
-        try locked {
+        try lock.withLock {
             let before = pending.count
             _ = try flushLocked()
             return before - pending.count
@@ -591,7 +586,7 @@ public final class NodeStore: @unchecked Sendable {
     }
 
     /// Scans waiting in memory for disk space.
-    public var pendingScanCount: Int { lock.withLock { _ in pending.count } }
+    public var pendingScanCount: Int { lock.withLock { pending.count } }
 
     /// Memory a waiting scan takes, about: the record's fields and each report's time, AEM,
     /// RSSI and address in the array (about 56 bytes) plus its RPI, whose 16 bytes are one
@@ -627,7 +622,7 @@ public final class NodeStore: @unchecked Sendable {
     }
 
     /// Whether the last write found the disk full (status: "storage error").
-    public var isFull: Bool { lock.withLock { _ in full } }
+    public var isFull: Bool { lock.withLock { full } }
 
     private func insertScan(_ scan: RecordedScan) throws -> Int64 {
         let blob = ScanBlob.encode(scan.sightings, rssiCorrection: scan.rssiCorrection)
@@ -687,7 +682,7 @@ public final class NodeStore: @unchecked Sendable {
     /// corrupt key file) never gets here, so earlier results stay until new ones replace them.
     public func replaceExposureResults(kind: String, with payloads: [(day: UTCDay?, payload: Data)],
                                        now: Double = Date().timeIntervalSince1970) throws {
-        try locked {
+        try lock.withLock {
             try write { db in
                 try db.execute("DELETE FROM exposure_result WHERE kind = ?", [.text(kind)])
                 for p in payloads {
@@ -724,7 +719,7 @@ public final class NodeStore: @unchecked Sendable {
     @discardableResult
     public func addKeyFiles(_ files: [(exportBin: Data, validUntil: Double)], replacing: [Int64] = [],
                             now: Double = Date().timeIntervalSince1970) throws -> [Int64] {
-        try locked {
+        try lock.withLock {
             try write { db in
                 for id in replacing { try db.execute("DELETE FROM key_file WHERE id = ?", [.integer(id)]) }
                 return try files.map { f in
@@ -765,7 +760,7 @@ public final class NodeStore: @unchecked Sendable {
     public func addMarker(_ marker: Marker) throws -> Int64 {
         guard marker.time.isFinite else { throw StoreError.invalidRecord(reason: "marker time is not finite") }
         let payload = try JSONEncoder().encode(marker)
-        return try locked {
+        return try lock.withLock {
             try write { db in
                 let id = try Self.nextID(db, table: "marker")
                 try db.execute("INSERT INTO marker (id, time, sealed) VALUES (?, ?, ?)",
@@ -802,7 +797,7 @@ public final class NodeStore: @unchecked Sendable {
     public func applyRetention(now: Double) throws -> RetentionResult {
         let cutoff = now - Double(configuration.retentionDays) * 86_400
         let cutoffDay = UTCDay(unixSeconds: cutoff)
-        return try locked {
+        return try lock.withLock {
             try write { db in
                 var r = RetentionResult()
                 try db.execute("DELETE FROM scan WHERE end_time < ?", [.real(cutoff)]); r.scans = db.changes

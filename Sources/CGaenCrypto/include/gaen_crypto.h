@@ -1,6 +1,6 @@
 // The matcher's hot loop in C: AES-128 through AES-NI / VAES (x86-64) or the ARMv8 crypto
 // extensions, chosen at run time from what the CPU says it has, and HKDF-SHA256 for several keys
-// in lockstep on SHA-NI.
+// in lockstep on SHA-NI or the ARMv8 SHA2 extension.
 //
 // Why C and not OpenSSL: GaenBench match measured the matcher at 0.9M keys per CPU-second on
 // OpenSSL EVP, with 13% of the time in EVP's per-key set-up (provider dispatch, parameter
@@ -33,7 +33,7 @@ enum {
 unsigned gaen_aes_supported(void);
 /// The fastest supported implementation (GAEN_AES_NONE when there is none).
 int gaen_aes_best(void);
-/// 1 when HKDF in lockstep (SHA-NI) is available.
+/// 1 when HKDF in lockstep (SHA-NI on x86-64, the SHA2 extension on arm64) is available.
 int gaen_sha_lockstep_supported(void);
 
 /// AES-128-ECB of `blocks` blocks of `in` under `key` into `out` (may alias), with `impl`
@@ -54,8 +54,9 @@ size_t gaen_first_stage(const uint8_t *rpis, size_t count, const uint64_t *bitma
 
 /// HKDF-SHA256(IKM = 16 bytes, salt = none, info, L = 16) for `n` keys: key i's IKM at
 /// ikm + i * stride, its output at out + 16 * i. `lanes` keys (1, 2 or 4) go through SHA-NI
-/// together so that one key's compressions fill the others' latency. info_len <= 54.
-/// Returns 0, or -1 when SHA-NI is missing or an argument is out of range.
+/// (arm64: the SHA2 extension) together so that one key's compressions fill the others'
+/// latency. info_len <= 54.
+/// Returns 0, or -1 when the SHA extension is missing or an argument is out of range.
 int gaen_hkdf16(unsigned lanes, const uint8_t *ikm, size_t stride, size_t n, const uint8_t *info, size_t info_len,
                 uint8_t *out);
 

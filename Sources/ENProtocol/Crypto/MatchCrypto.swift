@@ -2,8 +2,9 @@ import CGaenCrypto
 
 /// The code that derives RPIs in the matcher: AES-128 (OpenSSL EVP, or AES-NI/VAES/ARMv8 in
 /// CGaenCrypto, chosen from what the CPU reports) and HKDF (OpenSSL's SHA-256 one key at a
-/// time, or SHA-NI with several keys in lockstep). Every choice gives the same bytes (tests
-/// compare each path the CPU supports with EVP and with Google's vectors); they differ in speed.
+/// time, or SHA-NI / the ARMv8 SHA2 extension with several keys in lockstep). Every choice
+/// gives the same bytes (tests compare each path the CPU supports with EVP and with Google's
+/// vectors; scripts/test-arm64-crypto.sh the arm64 ones under qemu); they differ in speed.
 public struct MatchCrypto: Sendable, Hashable, CustomStringConvertible {
     public enum AES: Int32, Sendable, CaseIterable {
         /// OpenSSL EVP: the portable path, on every CPU.
@@ -15,7 +16,8 @@ public struct MatchCrypto: Sendable, Hashable, CustomStringConvertible {
     }
 
     public var aes: AES
-    /// Keys per lockstep HKDF call on SHA-NI (1, 2 or 4); 0 = OpenSSL SHA-256, one key at a time.
+    /// Keys per lockstep HKDF call on SHA-NI or ARMv8 SHA2 (1, 2 or 4; named `sha-ni-N` on both);
+    /// 0 = OpenSSL SHA-256, one key at a time.
     public var hkdfLanes: Int
 
     public init(aes: AES, hkdfLanes: Int) {

@@ -37,7 +37,12 @@ def scenario() -> None:
     # (minutes); its own switch turns it off. Not gaend's trigger, and a board's is fast.
     Path("/var/lib/man-db/auto-update").unlink(missing_ok=True)
     # As a user would: `apt install ./gaend_*.deb` (no network here: every dependency is one the
-    # host's root already has).
+    # host's root already has: scripts/setup.sh installs the -dev packages, which pull in the
+    # runtime ones, libyaml-0-2 among them). Which are missing, if any, is recorded first.
+    depends = run(["dpkg-deb", "-f", deb, "Depends"]).stdout
+    names = [d.strip().split(" ")[0] for d in depends.split(",") if d.strip()]
+    record("depends", names)
+    record("missing_depends", [n for n in names if run(["dpkg", "-s", n]).returncode != 0])
     inst = run(["apt", "install", "-y", "./" + Path(deb).name], timeout=900, cwd=WORK,
                env={"DEBIAN_FRONTEND": "noninteractive", "PATH": "/usr/sbin:/usr/bin:/sbin:/bin"})
     record("apt_install", {"rc": inst.returncode, "stdout": inst.stdout[-2500:], "stderr": inst.stderr[-2500:]})

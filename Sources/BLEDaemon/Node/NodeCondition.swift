@@ -1,0 +1,21 @@
+/// One fact of the node's state (domain), in the order they are listed. The D-Bus edge
+/// writes each as its `Status` string (`GaendStatus`); the node knows no wire strings.
+public enum NodeCondition: Sendable, Equatable, CaseIterable {
+    /// On air as configured: none of the others holds.
+    case active
+    /// Stopped by the operator (Stop).
+    case inactive
+    /// The system clock is not synchronised: nothing is stamped.
+    case clockUnsynchronised
+    /// The clock jumped far ahead of the time that held (retention waits), or back into a
+    /// day whose key is gone (off air).
+    case clockSuspect
+    case controllerMissing
+    case controllerError
+    /// The schedule wants a beacon on air that the controller has not confirmed (retrying).
+    case advertisingOffAir
+    /// A scan is due but scanning is not confirmed on air (retrying).
+    case scanningOffAir
+    case storageError
+    case storageFull
+}
