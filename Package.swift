@@ -155,6 +155,8 @@ let package = Package(
         .executableTarget(name: "FuzzKeyFile", dependencies: ["ENProtocol", "FuzzSupport"]),
         // Fuzz target for the sightings-file reader (tools/fuzz/run.sh FuzzSightingsFile SECONDS).
         .executableTarget(name: "FuzzSightingsFile", dependencies: ["ENProtocol", "FuzzSupport"]),
+        // Fuzz target for the YAML reader, gaend's config (tools/fuzz/run.sh FuzzYAML SECONDS).
+        .executableTarget(name: "FuzzYAML", dependencies: ["YAMLReader", "FuzzSupport"]),
         .testTarget(
             name: "ENProtocolTests",
             dependencies: ["ENProtocol", "CGaenCrypto"],
