@@ -69,7 +69,7 @@ let package = Package(
             providers: [.apt(["libyaml-dev"])]
         ),
         // YAML documents -> node trees with marks, on libyaml; standard library only (gaend's config).
-        .target(name: "YAMLReader", dependencies: ["CLibYAML"]),
+        .target(name: "YAMLReader", dependencies: ["CLibYAML"], swiftSettings: daemonModule),
         .testTarget(name: "YAMLReaderTests", dependencies: ["YAMLReader"]),
         // D-Bus binding shared by the daemon and the client: values, marshalling, connection, interface
         // tables, and the generic object server (BusService) that serves tables.
