@@ -68,18 +68,18 @@ struct WatchdogLivenessTests {
             keys.append(DiagnosisKey(key: try TemporaryExposureKey(bytes: bytes), rollingStartIntervalNumber: day.firstInterval))
         }
         let file = try KeyExportWriter.exportBin(header: KeyExportHeader(startTimestamp: 0, endTimestamp: 1, region: "t"), keys: keys)
-        _ = try await node.acceptKeyFiles([file], trust: KeyExportTrustSet())
-        let matching = Task { _ = try await node.runMatching(); return ContinuousClock.now }
+        _ = try await node.exposure.acceptKeyFiles([file], trust: KeyExportTrustSet())
+        let matching = Task { _ = try await node.exposure.runMatching(); return ContinuousClock.now }
         var fds: [Int32] = [0, 0]
         #expect(pipe(&fds) == 0)
         let out = try CallerDescriptor(taking: fds[1], what: "the export's descriptor")
         let transfers = CallerTransfers()
-        let context = await node.exportContext
+        let context = node.research.exportContext
         let exportEnded = Mutex(false)
         let export = Task {
             defer { exportEnded.withLock { $0 = true } }
             return try await transfers.run("test.export") { flag in
-                try GaenNode.writeSightings(context, from: 0, to: 2_000_000_000, format: "csv") { try out.write($0, idleTimeout: 60, cancel: flag) }
+                try ResearchRecords.writeSightings(context, from: 0, to: 2_000_000_000, format: "csv") { try out.write($0, idleTimeout: 60, cancel: flag) }
             }
         }
         // Fed in every half second the matching run lasts (at least one whole one).
