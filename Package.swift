@@ -3,6 +3,13 @@
 // Layers (one direction of dependency): executables -> BLEDaemon -> HCIProtocol, ENProtocol -> COpenSSL, CGaenCrypto, CGaenZlib.
 import PackageDescription
 
+// The modules gaend links import FoundationEssentials only (issue 12: full Foundation brings
+// CoreFoundation, ICU and FoundationInternationalization, ~1.5 MiB of the idle daemon's pages).
+// With member import visibility a Foundation-only member (String(format:), trimmingCharacters...)
+// is a compile error in them even when a dependency imports Foundation (tests/install checks the
+// linked binary).
+let daemonModule: [SwiftSetting] = [.enableUpcomingFeature("MemberImportVisibility")]
+
 let package = Package(
     name: "gaend",
     platforms: [.macOS(.v13)],
@@ -58,13 +65,17 @@ let package = Package(
         .testTarget(name: "YAMLReaderTests", dependencies: ["YAMLReader"]),
         // D-Bus binding shared by the daemon and the client: values, marshalling, connection, interface
         // tables, and the generic object server (BusService) that serves tables.
-        .target(name: "DBusCore", dependencies: ["CDBus", .product(name: "Logging", package: "swift-log")]),
+        .target(name: "DBusCore", dependencies: ["CDBus", "PlatformSupport", .product(name: "Logging", package: "swift-log")],
+                swiftSettings: daemonModule),
+        // NSLock, Thread and String(format:) on the C library, for the modules gaend links, which
+        // import FoundationEssentials only (issue 12: full Foundation brings CoreFoundation and ICU).
+        .target(name: "PlatformSupport", dependencies: ["HCIShim"], swiftSettings: daemonModule),
         // gaend's D-Bus API: names, interface tables, typed values and requests with one
         // encoder and decoder each, shared by the daemon and the client (the API edge).
-        .target(name: "GaendAPI", dependencies: ["DBusCore"]),
+        .target(name: "GaendAPI", dependencies: ["DBusCore"], swiftSettings: daemonModule),
         // Client library of gaend's D-Bus API, used by gaenctl and the tests.
         .target(name: "GaenClient", dependencies: ["DBusCore", "GaendAPI"]),
-        // The few Linux calls Swift cannot make comfortably (HCI user channel, ioctls, termios).
+        // The few Linux calls Swift cannot make comfortably (HCI user channel, ioctls, termios, thread names).
         .target(name: "HCIShim", path: "Sources/HCIShim"),
         // The matcher's AES (AES-NI/VAES/ARMv8, chosen at run time) and lockstep HKDF (SHA-NI):
         // a benchmark proved the need (GaenBench match; see the header). OpenSSL stays the portable path.
@@ -73,37 +84,42 @@ let package = Package(
         .target(
             name: "ENProtocol",
             dependencies: [
-                "COpenSSL", "CGaenCrypto", "CGaenZlib",
+                "COpenSSL", "CGaenCrypto", "CGaenZlib", "PlatformSupport",
                 .product(name: "SwiftProtobuf", package: "swift-protobuf"),
                 .product(name: "ZIPFoundation", package: "ZIPFoundation"),
                 .product(name: "CSV", package: "CSV.swift"),
             ],
-            exclude: ["KeyExport/export.proto"]
+            exclude: ["KeyExport/export.proto"],
+            swiftSettings: daemonModule
         ),
         // Field-trial toolkit: channel analysis, trial reports, simulation, calibration.
         .target(name: "TrialKit", dependencies: ["ENProtocol"]),
         .testTarget(name: "TrialKitTests", dependencies: ["TrialKit", "ENProtocol"]),
         // Pure HCI wire types and the H4 framer: no I/O, no clock.
-        .target(name: "HCIProtocol"),
+        .target(name: "HCIProtocol", swiftSettings: daemonModule),
         // The node: HCI host, radio, store, D-Bus.
         .target(
             name: "BLEDaemon",
             dependencies: [
-                "ENProtocol", "HCIProtocol", "HCIShim", "DBusCore", "GaendAPI",
+                "ENProtocol", "HCIProtocol", "HCIShim", "DBusCore", "GaendAPI", "PlatformSupport",
                 .product(name: "Logging", package: "swift-log"),
                 .product(name: "GRDB", package: "GRDB.swift"),
                 "YAMLReader",
                 .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
             ]
+            // Not yet daemonModule: GRDB and Yams still load CoreFoundation, whose module then
+            // owns Glibc's structs (stat, timespec) as far as member lookup is concerned.
         ),
         .executableTarget(
             name: "gaend",
             dependencies: [
                 "BLEDaemon", "DBusCore", "GaendAPI", "ENProtocol",
                 .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
+                .product(name: "UnixSignals", package: "swift-service-lifecycle"),
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
                 .product(name: "Logging", package: "swift-log"),
-            ]
+            ],
+            swiftSettings: daemonModule
         ),
         .executableTarget(
             name: "gaenctl",
@@ -129,12 +145,15 @@ let package = Package(
         .executableTarget(name: "FuzzKeyFile", dependencies: ["ENProtocol", "FuzzSupport"]),
         // Fuzz target for the sightings-file reader (tools/fuzz/run.sh FuzzSightingsFile SECONDS).
         .executableTarget(name: "FuzzSightingsFile", dependencies: ["ENProtocol", "FuzzSupport"]),
+        // Fuzz target for the YAML reader, gaend's config (tools/fuzz/run.sh FuzzYAML SECONDS).
+        .executableTarget(name: "FuzzYAML", dependencies: ["YAMLReader", "FuzzSupport"]),
         .testTarget(
             name: "ENProtocolTests",
             dependencies: ["ENProtocol", "CGaenCrypto"],
             resources: [.copy("Fixtures")]
         ),
         .testTarget(name: "HCIProtocolTests", dependencies: ["HCIProtocol"]),
+        .testTarget(name: "PlatformSupportTests", dependencies: ["PlatformSupport"]),
         .testTarget(
             name: "BLEDaemonTests",
             dependencies: ["BLEDaemon", "HCIProtocol", "DBusCore", "GaendAPI", .product(name: "Logging", package: "swift-log")]

@@ -1,2 +1,29 @@
 /// BLEDaemon: the node (HCI host, radio, store, D-Bus boundary).
 public enum BLEDaemon {}
+
+#if canImport(FoundationEssentials)
+import FoundationEssentials
+#else
+import Foundation
+#endif
+#if canImport(Glibc)
+import Glibc
+#endif
+
+extension BLEDaemon {
+    /// A file error as "path: reason" (the system's words for the errno). Full Foundation's
+    /// localizedDescription said only "The operation could not be completed. The file doesn't
+    /// exist." and needs its localized tables; FoundationEssentials has none (issue 12).
+    static func fileErrorText(_ error: any Error) -> String {
+        guard let e = error as? CocoaError else { return "\(error)" }
+        let reason: String
+        if let posix = e.underlying as? POSIXError {
+            reason = String(cString: strerror(posix.code.rawValue))
+        } else if let underlying = e.underlying {
+            reason = "\(underlying)"
+        } else {
+            reason = "error \(e.code.rawValue)"
+        }
+        return e.filePath.map { "\($0): \(reason)" } ?? reason
+    }
+}

@@ -1,5 +1,10 @@
 import CDBus
+#if canImport(FoundationEssentials)
+import FoundationEssentials
+#else
 import Foundation
+#endif
+import PlatformSupport
 #if canImport(Glibc)
 import Glibc
 #endif
@@ -181,7 +186,7 @@ public final class BusConnection: @unchecked Sendable {
 
 /// One call's cancellation flag (set from any thread) and serial (loop thread only).
 final class CallState: @unchecked Sendable {
-    private let lock = NSLock()
+    private let lock = Lock()
     private var cancelled = false
     var serial: UInt32?
 
@@ -211,7 +216,7 @@ final class BusLoop: @unchecked Sendable {
     }
 
     // Shared between threads, guarded by `lock`.
-    private let lock = NSLock()
+    private let lock = Lock()
     private var jobs: [Job] = []
     private var stopRequested = false
     private var finished = false
@@ -295,12 +300,7 @@ final class BusLoop: @unchecked Sendable {
                 return loop.filter(message!) ? DBUS_HANDLER_RESULT_HANDLED : DBUS_HANDLER_RESULT_NOT_YET_HANDLED
             },
             me, nil)
-        let thread = Thread { [self] in
-            // Named from inside: Foundation names the OS thread only for the current thread on Linux.
-            Thread.current.name = "gaend.dbus"
-            run()
-        }
-        thread.start()
+        NamedThread.start("gaend.dbus") { [self] in run() }
     }
 
     /// Runs `job` on the loop thread, or at once with nil once the loop has finished.

@@ -1,5 +1,9 @@
 import CDBus
+#if canImport(FoundationEssentials)
+import FoundationEssentials
+#else
 import Foundation
+#endif
 
 /// A D-Bus message as a Sendable value: headers and decoded body. Converted from and to
 /// libdbus messages on the connection's loop thread only.

@@ -1,4 +1,9 @@
+#if canImport(FoundationEssentials)
+import FoundationEssentials
+#else
 import Foundation
+#endif
+import PlatformSupport
 import Logging
 
 /// A method call as a handler sees it.
@@ -379,7 +384,7 @@ public final class BusService: Sendable {
 
 /// A value guarded by a lock, for the few pieces of state shared with the loop thread.
 final class BusLocked<Value>: @unchecked Sendable {
-    private let lock = NSLock()
+    private let lock = Lock()
     private var value: Value
     init(_ value: Value) { self.value = value }
     func withLock<R>(_ body: (inout Value) throws -> R) rethrows -> R {

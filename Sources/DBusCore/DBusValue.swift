@@ -1,4 +1,12 @@
+#if canImport(FoundationEssentials)
+import FoundationEssentials
+#else
 import Foundation
+#endif
+#if canImport(Glibc)
+import Glibc
+#endif
+import PlatformSupport
 
 /// A D-Bus value. `ay` is always `.bytes` when decoded (compact: one byte per element, where
 /// `.array(.byte, ...)` would cost an enum per byte); `.array(.byte, ...)` is accepted when encoding.
@@ -119,7 +127,7 @@ public struct DBusDictEntry: Sendable, Hashable {
 /// it when released, unless `take()` transferred ownership to the caller.
 public final class DBusUnixFD: @unchecked Sendable, Hashable, CustomStringConvertible {
     // The lock guards `fd`: `take()` and `deinit` may race only in misuse, but stay safe.
-    private let lock = NSLock()
+    private let lock = Lock()
     private var fd: Int32
 
     /// Takes ownership of `fd`.
@@ -153,11 +161,11 @@ public final class DBusUnixFD: @unchecked Sendable, Hashable, CustomStringConver
 
     /// Closes the descriptor now.
     public func close() {
-        if let fd = take() { _ = Foundation.close(fd) }
+        if let fd = take() { _ = Glibc.close(fd) }
     }
 
     deinit {
-        if fd >= 0 { _ = Foundation.close(fd) }
+        if fd >= 0 { _ = Glibc.close(fd) }
     }
 
     public static func == (a: DBusUnixFD, b: DBusUnixFD) -> Bool { a === b }

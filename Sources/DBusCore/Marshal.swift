@@ -1,5 +1,12 @@
 import CDBus
+#if canImport(FoundationEssentials)
+import FoundationEssentials
+#else
 import Foundation
+#endif
+#if canImport(Glibc)
+import Glibc
+#endif
 
 /// Conversion between `DBusValue` and libdbus message iterators. Values are validated before
 /// any libdbus append call: libdbus aborts the process on some invalid input (a bad object

@@ -1,5 +1,9 @@
 import DBusCore
+#if canImport(FoundationEssentials)
+import FoundationEssentials
+#else
 import Foundation
+#endif
 
 /// The arguments of one message of gaend's API: a method's request (in) or reply (out), or a
 /// signal. Each type writes its arguments' names and signatures once (`arguments`: the

@@ -1,4 +1,8 @@
+#if canImport(FoundationEssentials)
+import FoundationEssentials
+#else
 import Foundation
+#endif
 import DBusCore
 
 /// The typed values of gaend's D-Bus API (docs/dbus.md), each with one encoder (`dbusValue`)

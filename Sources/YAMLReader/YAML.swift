@@ -18,7 +18,7 @@ import CLibYAML
 /// the core ones (`!!str`, `!!int`, `!!float`, `!!bool`, `!!null`, `!!map`, `!!seq`) or one its
 /// content does not fit (`!!int abc`), a key repeated in one mapping, a second document in the
 /// stream, and collections nested deeper than `maximumDepth`. The caller bounds the text's size
-/// (gaend's config: 1 MiB).
+/// (gaend's config: 1 MiB). Fuzzed by FuzzYAML (`tools/fuzz/run.sh FuzzYAML SECONDS`).
 public enum YAML {
     public static let defaultMaximumDepth = 64
 

@@ -3,9 +3,17 @@ import BLEDaemon
 import DBusCore
 import GaendAPI
 import ENProtocol
+#if canImport(FoundationEssentials)
+import FoundationEssentials
+#else
 import Foundation
+#endif
+#if canImport(Glibc)
+import Glibc
+#endif
 import Logging
 import ServiceLifecycle
+import UnixSignals
 
 /// gaend: the GAEN node daemon. Command-line contract in docs/gaenctl.md ("gaend") and the
 /// issue: flags override the config file.
@@ -102,7 +110,7 @@ struct Gaend: AsyncParsableCommand {
         let logger = Logger(label: "gaend")
         // One plain line on stderr (the journal keeps it), no log decoration: scripts match it.
         func fail(_ message: String) -> ExitCode {
-            FileHandle.standardError.write(Data("\(journal ? "<3>" : "")gaend: \(message)\n".utf8))
+            Self.writeStandardError("\(journal ? "<3>" : "")gaend: \(message)\n")
             return ExitCode(1)
         }
 
@@ -110,7 +118,7 @@ struct Gaend: AsyncParsableCommand {
         do { settings = try self.settings() } catch let e as ValidationError { throw e } catch { throw fail("\(error)") }
         if checkController {
             guard settings.controllers.includes(settings.controller) else {
-                FileHandle.standardError.write(Data("gaend: \(settings.controller) is not among the controllers of \(configSource); left to bluetoothd\n".utf8))
+                Self.writeStandardError("gaend: \(settings.controller) is not among the controllers of \(configSource); left to bluetoothd\n")
                 throw ExitCode(1)
             }
             return
@@ -172,6 +180,19 @@ struct Gaend: AsyncParsableCommand {
         configuration.maximumGracefulShutdownDuration = .seconds(10)
         do { try await ServiceGroup(configuration: configuration).run() } catch { throw fail("\(error)") }
         logger.info("gaend stopped")
+    }
+
+    /// Writes `text` to stderr whole (FileHandle is full Foundation's; issue 12).
+    static func writeStandardError(_ text: String) {
+        var bytes = Array(text.utf8)[...]
+        while !bytes.isEmpty {
+            let n = bytes.withUnsafeBytes { write(2, $0.baseAddress, $0.count) }
+            if n < 0 {
+                if errno == EINTR { continue }
+                return
+            }
+            bytes = bytes.dropFirst(n)
+        }
     }
 
     struct ReadFailure: Error, CustomStringConvertible { var description: String }

@@ -108,6 +108,8 @@ import Testing
         "calibration:\n  calibration_confidence: &c low\n",
         "calibration:\n  calibration_confidence: \"hi\\\n    gh\"\n",
         "--- !!map\ncalibration:\n  rssi_correction: 3\n",
+        "bus: x\u{2028}\ncalibration:\n  rssi_correction: 3\n",
+        "bus: session\rcalibration:\r  rssi_correction: 3\r",
     ])
     func unusualLayoutsAreRefused(text: String) throws {
         #expect(throws: CalibrationConfigEditError.self) { try CalibrationConfigEditor.edit(text, path: "c.yaml", update: Self.update) }
@@ -129,6 +131,79 @@ import Testing
         } catch let e as CalibrationConfigEditError {
             guard case .configDoesNotLoad = e else { Issue.record("\(e)"); return }
         }
+    }
+
+    /// Configs stitched from fragments (odd layouts, comments, quoting, block scalars, CRLF,
+    /// lone CR, LS, tabs, non-ASCII): the edit never traps; when it gives a text, that text
+    /// loads as the old settings plus the calibration and keeps every line that holds no
+    /// calibration value, in order.
+    @Test func generatedConfigsAreEditedOrRefusedNeverDamaged() throws {
+        struct SplitMix64: RandomNumberGenerator { // the same configs every run
+            var state: UInt64 = 0x9E37_79B9_7F4A_7C15
+            mutating func next() -> UInt64 {
+                state &+= 0x9E37_79B9_7F4A_7C15
+                var z = state
+                z = (z ^ (z >> 30)) &* 0xBF58_476D_1CE4_E5B9
+                z = (z ^ (z >> 27)) &* 0x94D0_49BB_1331_11EB
+                return z ^ (z >> 31)
+            }
+        }
+        var rng = SplitMix64()
+        func next(_ n: Int) -> Int { Int(rng.next() % UInt64(n)) }
+        func pick(_ a: [String]) -> String { a[next(a.count)] }
+        let others = ["bus: session", "trial: yes", "research:\n  site: bus-7\n  node: 'é'", "store: {retention_days: 21}", "# a comment",
+                      "", "  # indented comment", "time_scale: 2 # fast", "controller: \"hci0\""]
+        let odd = ["\tbus: x", "---", "...", "calibration: {rssi_correction: 1}", "x\u{2028}", "bus: a\rtrial: no", "calibration: &c",
+                   "  rssi_correction: 2", "trial: yes"]
+        let values: [String: [String]] = [
+            "rssi_correction": ["3", "-7   ", "0 # old", "|\n      4", "!!int -2", "\n      6", "1\r"],
+            "tx_power": ["-20 # measured", "!!int -22", "-30", "&t -25"],
+            "calibration_confidence": ["'low'", "high", "\"hi\\\n      gh\"", "lowest # c", "\"medium\""],
+            "metadata_version": ["\"1.1\"", "'1.0'", "1.1"],
+        ]
+        var edited = 0, refused = 0
+        for _ in 0..<3000 {
+            var lines = (0..<next(3)).map { _ in pick(others) }
+            if next(5) > 0 {
+                let indent = String(repeating: " ", count: 2 * (1 + next(2)))
+                lines.append("calibration:" + (next(4) == 0 ? "  # block" : ""))
+                for key in values.keys.sorted().filter({ _ in next(2) == 0 }).shuffled(using: &rng) {
+                    if next(4) == 0 { lines.append(indent + "# about " + key) }
+                    lines.append(indent + key + ": " + pick(values[key]!))
+                }
+            }
+            lines += (0..<next(3)).map { _ in pick(others) }
+            if next(4) == 0 { lines.insert(pick(odd), at: next(lines.count + 1)) }
+            let text = lines.joined(separator: next(4) == 0 ? "\r\n" : "\n") + (next(3) > 0 ? "\n" : "")
+            let out: String
+            do { out = try CalibrationConfigEditor.edit(text, path: "c.yaml", update: Self.update) } catch is CalibrationConfigEditError {
+                refused += 1
+                continue
+            }
+            edited += 1
+            let before = try ConfigLoader.parse(text)
+            #expect(try ConfigLoader.parse(out) == CalibrationConfigEditor.expected(before, Self.update), "\(text.debugDescription)")
+            // Every line without a calibration value is still there, in order.
+            // (Compared without a final "\r": the last line gains its line end when a block is appended.)
+            func rows(_ t: String) -> [String] {
+                t.unicodeScalars.split(separator: "\n", omittingEmptySubsequences: false).map { String($0.last == "\r" ? $0.dropLast() : $0[...]) }
+            }
+            var rest = rows(out)[...]
+            // A replaced value keeps its comment.
+            for line in rows(text) where line.contains(" # ") {
+                let comment = line[line.range(of: " # ")!.lowerBound...]
+                #expect(rows(out).contains { $0.hasSuffix(comment) }, "comment \(comment.debugDescription) lost: \(text.debugDescription) -> \(out.debugDescription)")
+            }
+            for line in rows(text) where !["rssi_correction", "tx_power", "calibration_confidence"].contains(where: { line.contains($0) }) {
+                guard let at = rest.firstIndex(of: line) else {
+                    Issue.record("line \(String(line).debugDescription) lost from \(text.debugDescription) -> \(out.debugDescription)")
+                    break
+                }
+                rest = rest[(at + 1)...]
+            }
+        }
+        print("generated configs: \(edited) edited, \(refused) refused")
+        #expect(edited > 300 && refused > 300, "edited \(edited), refused \(refused)")
     }
 
     @Test func aCorrectionGaendCannotTakeIsRefusedBeforeWriting() throws {

@@ -1,4 +1,9 @@
+#if canImport(FoundationEssentials)
+import FoundationEssentials
+#else
 import Foundation
+#endif
+import PlatformSupport
 #if canImport(Glibc)
 import Glibc
 #endif
@@ -30,12 +35,12 @@ public enum CallerIOError: Error, Equatable, CustomStringConvertible {
         }
     }
 
-    static func seconds(_ s: Double) -> String { s == s.rounded() ? String(Int(s)) : String(format: "%.1f", s) }
+    static func seconds(_ s: Double) -> String { s == s.rounded() ? String(Int(s)) : CFormat.fixed(s, decimals: 1) }
 }
 
 /// A flag a task's cancellation sets and a transfer thread polls.
 public final class CancelFlag: @unchecked Sendable {
-    private let lock = NSLock()
+    private let lock = Lock()
     private var set = false
     public init() {}
     public func cancel() { lock.withLock { set = true } }
@@ -50,11 +55,9 @@ public enum OwnThread {
         let flag = CancelFlag()
         return try await withTaskCancellationHandler {
             try await withCheckedThrowingContinuation { (c: CheckedContinuation<T, Error>) in
-                let thread = Thread {
+                NamedThread.start(name) {
                     do { c.resume(returning: try body(flag)) } catch { c.resume(throwing: error) }
                 }
-                thread.name = name
-                thread.start()
             }
         } onCancel: { flag.cancel() }
     }
@@ -162,7 +165,7 @@ public final class CallerDescriptor: @unchecked Sendable {
 /// Transfers on callers' descriptors in flight: each on a thread of its own (`OwnThread`);
 /// at shutdown the research service ends them (their flags) and waits until they have.
 public final class CallerTransfers: @unchecked Sendable {
-    private let lock = NSLock()
+    private let lock = Lock()
     private var flags: [UInt64: CancelFlag] = [:]
     private var next: UInt64 = 0
     private var stopping = false
@@ -198,7 +201,7 @@ public final class CallerTransfers: @unchecked Sendable {
 /// Calls passing descriptors in flight, per caller uid: a caller past its limit gets
 /// LimitExceeded at once instead of parking one more thread.
 public final class CallerSlots: @unchecked Sendable {
-    private let lock = NSLock()
+    private let lock = Lock()
     private var inFlight: [UInt32: Int] = [:]
     public let limit: Int
 

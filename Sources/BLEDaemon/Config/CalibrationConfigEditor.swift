@@ -102,9 +102,15 @@ public enum CalibrationConfigEditor {
         // No document, or an empty one (`---`): the block goes at the end (and the result is
         // verified like every edit).
         guard let root, !root.isNull else { return appended() }
+        // The reader's lines end where YAML's do: also at a lone "\r", NEL, LS and PS. Lines are
+        // split at "\n" below, so a text with those is not edited (its marks would point elsewhere).
+        let scalars = Array(text.unicodeScalars)
+        for (i, c) in scalars.enumerated() where c == "\u{85}" || c == "\u{2028}" || c == "\u{2029}" || (c == "\r" && (i + 1 == scalars.count || scalars[i + 1] != "\n")) {
+            throw refuse(scalars[..<i].filter { $0 == "\n" }.count + 1, "the file breaks lines with other characters than \\n or \\r\\n (U+\(String(c.value, radix: 16, uppercase: true)))")
+        }
         // Lines as unicode scalars (the reader's columns count scalars); the "\n" is not part of a line.
         // (Split as scalars: as Characters, "\r\n" is one grapheme and would not split at "\n".)
-        var lines = text.unicodeScalars.split(separator: "\n", omittingEmptySubsequences: false).map { Array($0) }
+        var lines = scalars.split(separator: "\n", omittingEmptySubsequences: false).map { Array($0) }
         // One setting per line: a block mapping with no tag or anchor in front of it.
         func blockMapping(_ node: YAMLNode) -> YAMLMapping? {
             guard case .mapping(let m) = node, m.style == .block, m.tag == nil, m.anchor == nil else { return nil }

@@ -1,6 +1,12 @@
 import ENProtocol
+#if canImport(FoundationEssentials)
 import FoundationEssentials
+#else
+import Foundation
+#endif
+#if canImport(Glibc)
 import Glibc
+#endif
 import Logging
 
 /// The exposure service's state and work (ExposureNotification1's domain side): the node's

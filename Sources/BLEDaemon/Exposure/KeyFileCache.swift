@@ -1,5 +1,9 @@
 import ENProtocol
+#if canImport(FoundationEssentials)
 import FoundationEssentials
+#else
+import Foundation
+#endif
 import Synchronization
 
 /// Provided key files as parsed once: matching uses the parsed file of each stored row instead

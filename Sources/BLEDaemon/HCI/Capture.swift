@@ -1,4 +1,10 @@
+#if canImport(FoundationEssentials)
+import FoundationEssentials
+#else
 import Foundation
+#endif
+import Dispatch
+import PlatformSupport
 import HCIProtocol
 #if canImport(Glibc)
 import Glibc
@@ -43,7 +49,7 @@ public final class BTSnoopWriter: @unchecked Sendable {
 
     public let settings: CaptureSettings
     private let queue = DispatchQueue(label: "gaend.capture")
-    private let lock = NSLock()
+    private let lock = Lock()
     private var pendingBytes = 0  // guarded by lock
     private var dropped: UInt32 = 0  // guarded by lock
     private var failure: String?  // guarded by lock

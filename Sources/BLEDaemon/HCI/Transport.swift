@@ -1,4 +1,9 @@
+#if canImport(FoundationEssentials)
+import FoundationEssentials
+#else
 import Foundation
+#endif
+import PlatformSupport
 import HCIProtocol
 import HCIShim
 #if canImport(Glibc)
@@ -90,7 +95,7 @@ final class FileDescriptorTransport: HCITransport, @unchecked Sendable {
     private let fd: Int32
     private let isSocket: Bool
     private let name: String
-    private let lock = NSLock()
+    private let lock = Lock()
     private var closed = false  // guarded by lock: no more sends
     private var released = false  // guarded by lock: the descriptor is closed, its number may be reused
 
@@ -102,9 +107,7 @@ final class FileDescriptorTransport: HCITransport, @unchecked Sendable {
         self.isSocket = isSocket
         self.name = name
         (packets, continuation) = AsyncThrowingStream.makeStream(of: H4Packet.self, throwing: (any Error).self)
-        let thread = Thread { [self] in self.readLoop() }
-        thread.name = "hci-read \(name)"
-        thread.start()
+        NamedThread.start("hci-read \(name)") { [self] in self.readLoop() }
     }
 
     private var isClosed: Bool { lock.withLock { closed } }

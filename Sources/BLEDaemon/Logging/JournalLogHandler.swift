@@ -1,4 +1,9 @@
+#if canImport(FoundationEssentials)
+import FoundationEssentials
+#else
 import Foundation
+#endif
+import PlatformSupport
 import Logging
 #if canImport(Glibc)
 import Glibc
@@ -63,7 +68,7 @@ public struct JournalLogHandler: LogHandler {
             text += " \(key)=\(metadata[key]!)"
         }
         // One journal entry per line: a newline inside a value would start an entry at priority 6.
-        return text.replacingOccurrences(of: "\n", with: "\\n") + "\n"
+        return text.replacing(scalar: "\n", with: "\\n") + "\n"
     }
 
     public func log(level: Logger.Level, message: Logger.Message, metadata explicit: Logger.Metadata?, source: String,

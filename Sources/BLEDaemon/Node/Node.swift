@@ -1,6 +1,11 @@
 import ENProtocol
+#if canImport(FoundationEssentials)
 import FoundationEssentials
+#else
+import Foundation
+#endif
 import HCIProtocol
+import PlatformSupport
 import Logging
 
 /// The node: the composition of its parts, each the one owner of its state, which the
@@ -54,14 +59,14 @@ public final class GaenNode: Sendable {
         }
         try FileManager.default.createDirectory(atPath: s.stateDirectory, withIntermediateDirectories: true,
                                                 attributes: [.posixPermissions: 0o700])
-        let statePath = s.stateDirectory + (s.stateDirectory.hasSuffix("/") ? "" : "/") + "node-state.json"
+        let statePath = s.stateDirectory.appendingPathComponent("node-state.json")
         var loaded = try NodeState.load(path: statePath)
         if loaded.reconcileCalibration(with: s.calibration) {
             logger.notice("the config's calibration changed since SetCalibration was called; the config's applies",
                           metadata: ["tx_power": "\(s.calibration.txPower)", "rssi_correction": "\(s.calibration.rssiCorrection)",
                                      "calibration_confidence": "\(s.calibration.calibrationConfidence.rawValue)"])
             do { try loaded.save(path: statePath) } catch {
-                throw NodeError.storage("cannot save node state: \(error.localizedDescription)")
+                throw NodeError.storage("cannot save node state: \(BLEDaemon.fileErrorText(error))")
             }
         }
         let stateFile = NodeStateFile(path: statePath, state: loaded)

@@ -2,7 +2,11 @@ import DBusCore
 import GaendAPI
 import HCIProtocol
 import ENProtocol
+#if canImport(FoundationEssentials)
+import FoundationEssentials
+#else
 import Foundation
+#endif
 import Logging
 
 /// Binds the node to gaend's D-Bus tables (GaendInterfaces): handlers, properties and the

@@ -1,5 +1,9 @@
 import ENProtocol
+#if canImport(FoundationEssentials)
+import FoundationEssentials
+#else
 import Foundation
+#endif
 import Synchronization
 
 /// The node's small persistent settings that D-Bus calls change: enabled, calibration, the
@@ -81,7 +85,7 @@ struct NodeState: Codable, Equatable, Sendable {
         guard FileManager.default.fileExists(atPath: path) else { return NodeState() }
         let data: Data
         do { data = try Data(contentsOf: URL(fileURLWithPath: path)) } catch {
-            throw NodeError.internalFailure("cannot read \(path): \(error.localizedDescription)")
+            throw NodeError.internalFailure("cannot read \(BLEDaemon.fileErrorText(error))")
         }
         do { return try JSONDecoder().decode(NodeState.self, from: data) } catch {
             throw NodeError.internalFailure("\(path) is not a valid node state file: \(error)")
@@ -138,7 +142,7 @@ final class NodeStateFile: Sendable {
                     written = ticket
                 }
             }
-        } catch { throw NodeError.storage("cannot save node state: \(error)") }
+        } catch { throw NodeError.storage("cannot save node state: \(BLEDaemon.fileErrorText(error))") }
         return result
     }
 }

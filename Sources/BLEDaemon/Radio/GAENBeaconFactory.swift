@@ -1,5 +1,9 @@
 import ENProtocol
+#if canImport(FoundationEssentials)
+import FoundationEssentials
+#else
 import Foundation
+#endif
 import HCIProtocol
 
 /// One GAEN beacon with what it was made from, for logs, counters and `gaenctl radio advertise`.

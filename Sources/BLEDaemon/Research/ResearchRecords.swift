@@ -1,5 +1,10 @@
 import ENProtocol
+#if canImport(FoundationEssentials)
 import FoundationEssentials
+#else
+import Foundation
+#endif
+import PlatformSupport
 
 /// The research service's records (Research1's domain side): the sightings export and the
 /// ground-truth markers. Holds no state of its own: exports read the store and the calibration
@@ -83,9 +88,7 @@ public struct ResearchRecords: Sendable {
             // Unix seconds from 2000 to 2200: -1 or INT64_MAX ms are mistakes, and a time the
             // store's ms columns cannot give back (GetMarkers) must not be accepted.
             guard (Self.markerTimes).contains(time) else {
-                let ms = (time * 1000).rounded()
-                let shown = Int64(exactly: ms).map { "\($0)" } ?? "\(ms)"
-                throw NodeError.invalidArgs("time \(shown) ms is outside 2000-01-01...2200-01-01 (Unix ms 946684800000...7258118400000); 0 means now")
+                throw NodeError.invalidArgs("time \(CFormat.fixed(time * 1000, decimals: 0)) ms is outside 2000-01-01...2200-01-01 (Unix ms 946684800000...7258118400000); 0 means now")
             }
             t = time
         }

@@ -1,6 +1,11 @@
 import ENProtocol
+#if canImport(FoundationEssentials)
 import FoundationEssentials
+#else
+import Foundation
+#endif
 import Logging
+import PlatformSupport
 
 /// Runs the node's schedule (`ScheduleDriver` on the node clock) and is its effects on the
 /// radio owner: a rotation advertises a beacon made from the day's key in the store, a finished
@@ -79,7 +84,7 @@ public actor NodeScheduleRunner: ScheduleEffects {
         // shows here. A second late is a fault worth a warning; every delay is at debug level.
         let now = clock.monotonicTime().seconds, delay = now - reading.monotonic
         heartbeat.acted(at: now, clockUsable: reading.synchronized)
-        let late = "\(Double((delay * 1000).rounded()) / 1000)"
+        let late = CFormat.fixed(delay, decimals: 3)
         if delay > 1 {
             logger.warning("schedule action ran late", metadata: ["actions": "\(actions)", "late.seconds": "\(late)"])
         } else {

@@ -1,5 +1,9 @@
 import ENProtocol
+#if canImport(FoundationEssentials)
+import FoundationEssentials
+#else
 import Foundation
+#endif
 
 /// The schedule's actions applied to the radio owner: the one set of radio effects that gaend,
 /// `gaenctl radio advertise|scan` and the `schedule-idle` benchmark run. What to advertise

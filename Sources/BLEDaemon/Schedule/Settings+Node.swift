@@ -1,5 +1,10 @@
 import ENProtocol
+#if canImport(FoundationEssentials)
+import FoundationEssentials
+#else
 import Foundation
+#endif
+import PlatformSupport
 
 /// From the configuration (GaendSettings) to the node core's policies: one place where
 /// settings become the schedule, the store configuration, the clock and the sync check.
@@ -21,7 +26,7 @@ extension NodeSchedule {
 extension StoreConfiguration {
     /// The store file is `store.sqlite` in the state directory.
     public init(settings: GaendSettings) {
-        self.init(path: (settings.stateDirectory as NSString).appendingPathComponent("store.sqlite"),
+        self.init(path: settings.stateDirectory.appendingPathComponent("store.sqlite"),
                   retentionDays: settings.store.retentionDays,
                   maximumBytes: settings.store.maxSizeMB > 0 ? Int64(settings.store.maxSizeMB) << 20 : nil,
                   maximumPendingBytes: settings.store.maxPendingMB << 20)

@@ -1,6 +1,10 @@
 import DBusCore
 import GaendAPI
+#if canImport(FoundationEssentials)
+import FoundationEssentials
+#else
 import Foundation
+#endif
 import Logging
 import ServiceLifecycle
 

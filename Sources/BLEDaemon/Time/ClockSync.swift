@@ -1,5 +1,10 @@
 import DBusCore
+#if canImport(FoundationEssentials)
+import FoundationEssentials
+#else
 import Foundation
+#endif
+import PlatformSupport
 import HCIShim
 
 /// Whether the system clock can be trusted for protocol time. Until it can, a board without
@@ -111,7 +116,7 @@ public final class TimedatedClockSync: @unchecked Sendable {
 
     private let bus: BusAddress
     private let interval: Duration
-    private let lock = NSLock()
+    private let lock = Lock()
     static let notAsked = "not asked yet"
     private var cached = Answer.unknown(TimedatedClockSync.notAsked)
     private var task: Task<Void, Never>?
@@ -173,7 +178,7 @@ public final class TimedatedClockSync: @unchecked Sendable {
     /// Connecting blocks for the Hello round trip: done on its own thread, not the pool's.
     private static func connect(_ bus: BusAddress) async throws -> BusConnection {
         try await withCheckedThrowingContinuation { (c: CheckedContinuation<BusConnection, any Error>) in
-            Thread.detachNewThread {
+            NamedThread.start("gaend.clocksync") {
                 c.resume(with: Result { () throws(DBusBindingError) -> BusConnection in try BusConnection.connect(bus) }.mapError { $0 as any Error })
             }
         }

@@ -1,5 +1,10 @@
 import ENProtocol
+#if canImport(FoundationEssentials)
+import FoundationEssentials
+#else
 import Foundation
+#endif
+import PlatformSupport
 #if canImport(Glibc)
 import Glibc
 #endif
@@ -134,7 +139,7 @@ public enum ClockError: Error, Equatable, CustomStringConvertible {
 /// A class with a lock rather than an actor because `wallTime()` and `monotonicTime()` are
 /// synchronous requirements of `NodeClock`; every mutable field is touched only under `lock`.
 public final class ManualClock: NodeClock, @unchecked Sendable {
-    private let lock = NSLock()
+    private let lock = Lock()
     private var wall: Double
     private var monotonic: Double
     private var sleepers: [UInt64: (deadline: Double, continuation: CheckedContinuation<Void, any Error>)] = [:]

@@ -1,4 +1,8 @@
+#if canImport(FoundationEssentials)
+import FoundationEssentials
+#else
 import Foundation
+#endif
 
 /// The 4 metadata bytes carried encrypted in the AEM (GAEN Bluetooth spec v1.2):
 /// byte 0 version (bits 7..6 major, 5..4 minor; v1.1 adds calibration confidence in bits 3..2),

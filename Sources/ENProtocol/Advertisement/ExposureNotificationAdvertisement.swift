@@ -1,4 +1,8 @@
+#if canImport(FoundationEssentials)
+import FoundationEssentials
+#else
 import Foundation
+#endif
 
 /// Why advertising data is not a GAEN advertisement.
 public enum AdvertisementParseError: Error, Equatable, CustomStringConvertible {

@@ -1,5 +1,9 @@
 import COpenSSL
+#if canImport(FoundationEssentials)
+import FoundationEssentials
+#else
 import Foundation
+#endif
 
 /// ECDSA over NIST P-256 with SHA-256, the only signature scheme of GAEN key export files
 /// (OID 1.2.840.10045.4.3.2). Signatures are DER (X9.62 `ECDSA-Sig-Value`), as in export.sig.

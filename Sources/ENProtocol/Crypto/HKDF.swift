@@ -1,5 +1,9 @@
 import COpenSSL
+#if canImport(FoundationEssentials)
+import FoundationEssentials
+#else
 import Foundation
+#endif
 
 /// HKDF-SHA256 (RFC 5869), on OpenSSL's SHA-256.
 ///

@@ -1,5 +1,9 @@
 import COpenSSL
+#if canImport(FoundationEssentials)
+import FoundationEssentials
+#else
 import Foundation
+#endif
 
 /// A source of random bytes. Pure code takes one as a parameter so that tests can pass a
 /// deterministic source and production passes the CSPRNG.

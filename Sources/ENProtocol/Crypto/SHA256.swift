@@ -1,5 +1,9 @@
 import COpenSSL
+#if canImport(FoundationEssentials)
+import FoundationEssentials
+#else
 import Foundation
+#endif
 
 /// SHA-256 and HMAC-SHA256 through OpenSSL's allocation-free low-level API.
 public enum SHA256 {

@@ -1,5 +1,9 @@
 import Dispatch
+#if canImport(FoundationEssentials)
+import FoundationEssentials
+#else
 import Foundation
+#endif
 
 /// The one exposure computation: key files + a sightings log + a data mapping -> matches ->
 /// exposure windows. The daemon (ProvideDiagnosisKeys) and `gaenctl match`/`windows` both run

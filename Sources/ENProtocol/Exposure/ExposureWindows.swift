@@ -1,4 +1,9 @@
+#if canImport(FoundationEssentials)
+import FoundationEssentials
+#else
 import Foundation
+#endif
+import PlatformSupport
 
 /// Exposure windows from matched sightings, with the semantics of the framework (v2), as the
 /// Android API documents them and google/exposure-notifications-internals implements them
@@ -72,29 +77,29 @@ public struct DiagnosisKeysDataMapping: Sendable, Equatable {
     /// the API's numbers or names (NONE/STANDARD/HIGH, CONFIRMED_TEST...). Unknown fields are
     /// rejected so that a misspelt name does not silently fall back to a default.
     public init(json data: Data) throws {
-        let object: Any
-        do { object = try JSONSerialization.jsonObject(with: data) } catch {
-            throw ExposureWindowError.mapping("not JSON (\(error.localizedDescription))")
+        let object: JSONValue
+        do { object = try JSONValue.parse(data) } catch {
+            throw ExposureWindowError.mapping("not JSON (\(error))")
         }
-        guard let o = object as? [String: Any] else { throw ExposureWindowError.mapping("expected a JSON object") }
+        guard case let .object(o) = object else { throw ExposureWindowError.mapping("expected a JSON object") }
         let known: Set = ["daysSinceOnsetToInfectiousness", "reportTypeWhenMissing", "infectiousnessWhenDaysSinceOnsetMissing"]
         if let unknown = o.keys.sorted().first(where: { !known.contains($0) }) {
             throw ExposureWindowError.mapping("unknown field '\(unknown)' (expected \(known.sorted().joined(separator: ", ")))")
         }
-        func infectiousness(_ v: Any, _ at: String) throws -> Infectiousness {
+        func infectiousness(_ v: JSONValue, _ at: String) throws -> Infectiousness {
             let names: [String: Infectiousness] = ["NONE": .none, "STANDARD": .standard, "HIGH": .high]
-            if let s = v as? String, let i = names[s.uppercased()] { return i }
-            if let n = v as? NSNumber, let i = Infectiousness(rawValue: n.intValue), Double(n.intValue) == n.doubleValue { return i }
+            if case let .string(s) = v, let i = names[s.uppercased()] { return i }
+            if let n = v.integer, let i = Infectiousness(rawValue: n) { return i }
             throw ExposureWindowError.mapping("\(at): expected 0, 1, 2 or NONE, STANDARD, HIGH, got \(v)")
         }
         var map: [Int: Infectiousness]? = nil
         if let m = o["daysSinceOnsetToInfectiousness"] {
-            guard let dict = m as? [String: Any] else {
+            guard case let .object(dict) = m else {
                 throw ExposureWindowError.mapping("daysSinceOnsetToInfectiousness: expected an object of day -> infectiousness")
             }
             var out: [Int: Infectiousness] = [:]
             for (k, v) in dict {
-                guard let day = Int(k.trimmingCharacters(in: .whitespaces)) else {
+                guard let day = Int(k.trimmingWhitespaces()) else {
                     throw ExposureWindowError.mapping("daysSinceOnsetToInfectiousness: key '\(k)' is not a day number")
                 }
                 out[day] = try infectiousness(v, "daysSinceOnsetToInfectiousness[\(k)]")
@@ -105,8 +110,8 @@ public struct DiagnosisKeysDataMapping: Sendable, Equatable {
         if let r = o["reportTypeWhenMissing"] {
             let names: [String: ReportType] = ["CONFIRMED_TEST": .confirmedTest, "CONFIRMED_CLINICAL_DIAGNOSIS": .confirmedClinicalDiagnosis,
                                                "SELF_REPORT": .selfReport, "RECURSIVE": .recursive, "REVOKED": .revoked, "UNKNOWN": .unknown]
-            if let s = r as? String, let t = names[s.uppercased()] { reportType = t }
-            else if let n = r as? NSNumber, let t = ReportType(rawValue: n.intValue), Double(n.intValue) == n.doubleValue { reportType = t }
+            if case let .string(s) = r, let t = names[s.uppercased()] { reportType = t }
+            else if let n = r.integer, let t = ReportType(rawValue: n) { reportType = t }
             else { throw ExposureWindowError.mapping("reportTypeWhenMissing: expected 1...5 or a report type name, got \(r)") }
         }
         var whenMissing = Infectiousness.standard

@@ -1,4 +1,8 @@
+#if canImport(FoundationEssentials)
+import FoundationEssentials
+#else
 import Foundation
+#endif
 
 /// Framework summaries of exposure windows, with the semantics of the Android Exposure
 /// Notifications API: `DailySummariesConfig` -> `DailySummary` / `DailySummary.ExposureSummaryData`

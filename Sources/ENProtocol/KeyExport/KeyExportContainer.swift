@@ -1,5 +1,9 @@
 import CGaenZlib
+#if canImport(FoundationEssentials)
+import FoundationEssentials
+#else
 import Foundation
+#endif
 
 /// The ZIP layer of a key export file: exactly `export.bin` and `export.sig`.
 ///

@@ -1,4 +1,9 @@
+#if canImport(FoundationEssentials)
+import FoundationEssentials
+#else
 import Foundation
+#endif
+import PlatformSupport
 import SwiftProtobuf
 
 /// Why a key export file was rejected. Each hostile-input case has its own case, with what
@@ -180,7 +185,7 @@ public struct KeyExportFile: Sendable {
             export = data
             container = .bareExport
         } else {
-            throw KeyExportError.unrecognizedFormat(firstBytes: prefix.prefix(8).map { String(format: "%02x", $0) }.joined())
+            throw KeyExportError.unrecognizedFormat(firstBytes: prefix.prefix(8).map { CFormat.string("%02x", $0) }.joined())
         }
         exportBin = export.startIndex == 0 ? export : Data(export) // rebase a slice; never copy 17 MB for nothing
         let headerFound = [UInt8](exportBin.prefix(16))
@@ -195,7 +200,7 @@ public struct KeyExportFile: Sendable {
     }
 
     private static func printable(_ bytes: [UInt8]) -> String {
-        "\"" + bytes.map { $0 >= 0x20 && $0 < 0x7f && $0 != 0x22 && $0 != 0x5c ? String(UnicodeScalar($0)) : String(format: "\\x%02x", $0) }.joined() + "\""
+        "\"" + bytes.map { $0 >= 0x20 && $0 < 0x7f && $0 != 0x22 && $0 != 0x5c ? String(UnicodeScalar($0)) : CFormat.string("\\x%02x", $0) }.joined() + "\""
     }
 
     private static func parseSignatures(_ data: Data) throws -> [KeyExportSignature] {

@@ -1,5 +1,9 @@
 import COpenSSL
+#if canImport(FoundationEssentials)
+import FoundationEssentials
+#else
 import Foundation
+#endif
 
 /// Rolling Proximity Identifier Key (RPIK) = HKDF(TEK, none, "EN-RPIK", 16). Secret: redacted.
 public struct RollingProximityIdentifierKey: Hashable, Sendable, CustomStringConvertible {

@@ -1,4 +1,8 @@
+#if canImport(FoundationEssentials)
+import FoundationEssentials
+#else
 import Foundation
+#endif
 
 /// Errors for values whose size the spec fixes.
 public enum KeyMaterialError: Error, Equatable, CustomStringConvertible {

@@ -1,6 +1,14 @@
 import CGaenCrypto
 import Dispatch
+#if canImport(FoundationEssentials)
+import FoundationEssentials
+#else
 import Foundation
+#endif
+#if canImport(Glibc)
+import Glibc
+#endif
+import PlatformSupport
 import Synchronization
 
 /// One sighting whose RPI a diagnosis key derives, with what its AEM says.
@@ -295,7 +303,7 @@ private final class RunState<R: Sendable>: @unchecked Sendable {
 
 /// Idle workers, kept across batches (each holds a key schedule and its scratch memory).
 fileprivate final class WorkerPool: @unchecked Sendable {
-    private let lock = NSLock()
+    private let lock = Lock()
     private var idle: [MatchWorker] = []
     private let index: SightingIndex
     private let crypto: MatchCrypto

@@ -1,4 +1,8 @@
+#if canImport(FoundationEssentials)
+import FoundationEssentials
+#else
 import Foundation
+#endif
 
 /// Sightings as the research export records them (docs/sightings-format.md): one advertising
 /// report with 0xFD6F service data, plus the scans of the receiving node.

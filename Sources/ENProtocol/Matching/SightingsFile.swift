@@ -1,5 +1,10 @@
 import CSV
+#if canImport(FoundationEssentials)
+import FoundationEssentials
+#else
 import Foundation
+#endif
+import PlatformSupport
 
 /// Why a sightings export was rejected. Each case says where and what was expected.
 public enum SightingsFormatError: Error, Equatable, CustomStringConvertible {
@@ -207,7 +212,7 @@ public enum SightingsFile {
         var start: Int?, end: Int?, correction: Int?, node: Int?, site: Int?, address: Int?
 
         init(header: [String]) throws {
-            let names = header.map { $0.trimmingCharacters(in: .whitespaces) }
+            let names = header.map { $0.trimmingWhitespaces() }
             guard !(names.count == 1 && names[0].isEmpty) else { throw SightingsFormatError.empty }
             func column(_ name: String) -> Int? { names.firstIndex(of: name) }
             guard let t = column("time") else { throw SightingsFormatError.missingColumn("time") }
@@ -404,7 +409,7 @@ public struct SightingsFileWriter: Sendable {
     }
 
     public static func csvField(_ s: String) -> String {
-        s.contains(where: { $0 == "," || $0 == "\"" || $0 == "\n" || $0 == "\r" }) ? "\"" + s.replacingOccurrences(of: "\"", with: "\"\"") + "\"" : s
+        s.contains(where: { $0 == "," || $0 == "\"" || $0 == "\n" || $0 == "\r" }) ? "\"" + s.replacing(scalar: "\"", with: "\"\"") + "\"" : s
     }
 
     /// A JSON string literal (quotes included), as the JSON-lines formats write strings.
@@ -418,7 +423,7 @@ public struct SightingsFileWriter: Sendable {
             case "\r": out += "\\r"
             case "\t": out += "\\t"
             default:
-                if u.value < 0x20 { out += String(format: "\\u%04x", u.value) } else { out.unicodeScalars.append(u) }
+                if u.value < 0x20 { out += CFormat.string("\\u%04x", u.value) } else { out.unicodeScalars.append(u) }
             }
         }
         return out + "\""

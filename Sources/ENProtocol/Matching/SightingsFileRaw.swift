@@ -1,4 +1,11 @@
+#if canImport(FoundationEssentials)
+import FoundationEssentials
+#else
 import Foundation
+#endif
+#if canImport(Glibc)
+import Glibc
+#endif
 
 /// `SightingsFile.parse`'s reader of unquoted CSV (the usual export): rows go from the file's
 /// raw bytes straight into compact sightings, with no String per field, no [UInt8] per hex

@@ -1,4 +1,8 @@
+#if canImport(FoundationEssentials)
+import FoundationEssentials
+#else
 import Foundation
+#endif
 
 /// The Corona-Warn-App's exposure-window risk calculation (CWA 1.9 and later), read from the
 /// app's own parameter names (RiskCalculationParameters of the CWA app configuration). Written

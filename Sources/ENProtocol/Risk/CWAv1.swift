@@ -1,4 +1,8 @@
+#if canImport(FoundationEssentials)
+import FoundationEssentials
+#else
 import Foundation
+#endif
 
 /// The Corona-Warn-App's original risk method (before CWA 1.5), as issue 5 describes it: each
 /// window is one exposure (one key, one day) with the framework's v1 risk score; exposures of

@@ -1,4 +1,8 @@
+#if canImport(FoundationEssentials)
+import FoundationEssentials
+#else
 import Foundation
+#endif
 
 /// The framework's v1 risk scoring (ENExposureConfiguration / Android ExposureConfiguration, API v1):
 /// an exposure's risk score is the product of four level values, each picked from an 8-entry table

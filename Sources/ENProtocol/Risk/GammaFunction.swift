@@ -1,4 +1,11 @@
+#if canImport(FoundationEssentials)
+import FoundationEssentials
+#else
 import Foundation
+#endif
+#if canImport(Glibc)
+import Glibc
+#endif
 
 /// The regularized lower incomplete gamma function and its inverse, needed for the median of a
 /// gamma distribution in the NHS distance estimate. Written here because neither Foundation nor

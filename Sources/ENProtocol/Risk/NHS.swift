@@ -1,4 +1,11 @@
+#if canImport(FoundationEssentials)
+import FoundationEssentials
+#else
 import Foundation
+#endif
+#if canImport(Glibc)
+import Glibc
+#endif
 
 /// The NHS COVID-19 app's exposure scoring, read from the app's exposure configuration JSON
 /// (`exposureNotification`, `riskCalculation`, `riskScore`, `v2RiskCalculation`).

@@ -1,4 +1,8 @@
+#if canImport(FoundationEssentials)
+import FoundationEssentials
+#else
 import Foundation
+#endif
 
 /// The apps' published configurations, the defaults of `gaenctl trial replay` (and of `risk
 /// swisscovid`/`risk immuni` without --configuration). Values only (facts), with their sources:

@@ -1,4 +1,8 @@
+#if canImport(FoundationEssentials)
+import FoundationEssentials
+#else
 import Foundation
+#endif
 
 /// Errors of the risk engines and summaries: a parameter file or a window that does not fit.
 /// Each names what is wrong, what was expected and what was found, so a trial team can fix

@@ -1,4 +1,8 @@
+#if canImport(FoundationEssentials)
+import FoundationEssentials
+#else
 import Foundation
+#endif
 
 /// SwissCovid's notification rule on exposure windows (DP-3T SDK, ExposureWindowMatchingWorker
 /// from September 2020; no SDK code is used). Per UTC day, each scan instance's minutes

@@ -1,4 +1,8 @@
+#if canImport(FoundationEssentials)
+import FoundationEssentials
+#else
 import Foundation
+#endif
 
 /// A one-dimensional augmented unscented Kalman filter and Rauch-Tung-Striebel smoother, the
 /// model behind the NHS COVID-19 app's exposure-window score (riskscore-swift-public /

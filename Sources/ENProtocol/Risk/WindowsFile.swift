@@ -1,4 +1,8 @@
+#if canImport(FoundationEssentials)
+import FoundationEssentials
+#else
 import Foundation
+#endif
 
 /// The windows file of the risk engines (docs/risk.md): a JSON array of exposure windows in the
 /// Android API shape. Read field by field (not Codable) so that every error names the window,
@@ -62,11 +66,11 @@ public struct WindowsFileEntry: Sendable, Equatable {
 
 public enum WindowsFile {
     public static func parse(_ data: Data) throws -> [WindowsFileEntry] {
-        let json: Any
-        do { json = try JSONSerialization.jsonObject(with: data) } catch {
-            throw RiskError.malformedWindows(detail: "not valid JSON (\((error as NSError).localizedDescription))")
+        let json: JSONValue
+        do { json = try JSONValue.parse(data) } catch {
+            throw RiskError.malformedWindows(detail: "not valid JSON (\(error))")
         }
-        guard let array = json as? [Any] else {
+        guard case let .array(array) = json else {
             throw RiskError.malformedWindows(detail: "top level: expected a JSON array of windows, got \(kind(json))")
         }
         return try array.enumerated().map { i, v in try entry(v, index: i) }
@@ -77,16 +81,16 @@ public enum WindowsFile {
         try parse(data).map { try $0.exposureWindow() }
     }
 
-    static func entry(_ value: Any, index: Int) throws -> WindowsFileEntry {
-        guard let o = value as? [String: Any] else {
+    static func entry(_ value: JSONValue, index: Int) throws -> WindowsFileEntry {
+        guard case let .object(o) = value else {
             throw RiskError.invalidWindow(index: index, field: "window", expected: "a JSON object", actual: kind(value))
         }
-        func number(_ o: [String: Any], _ name: String, _ path: String) throws -> Double? {
-            guard let v = o[name], !(v is NSNull) else { return nil }
-            guard !(v is String), let n = v as? NSNumber, n.doubleValue.isFinite else {
+        func number(_ o: [String: JSONValue], _ name: String, _ path: String) throws -> Double? {
+            guard let v = o[name], v != .null else { return nil }
+            guard let n = v.number, n.isFinite else {
                 throw RiskError.invalidWindow(index: index, field: path, expected: "a number", actual: kind(v))
             }
-            return n.doubleValue
+            return n
         }
         func integer(_ name: String, _ range: ClosedRange<Int64>, required: Bool) throws -> Int64? {
             guard let v = try number(o, name, name) else {
@@ -109,12 +113,12 @@ public enum WindowsFile {
         guard let list = o["scanInstances"] else {
             throw RiskError.invalidWindow(index: index, field: "scanInstances", expected: "a JSON array", actual: "missing")
         }
-        guard let scans = list as? [Any] else {
+        guard case let .array(scans) = list else {
             throw RiskError.invalidWindow(index: index, field: "scanInstances", expected: "a JSON array", actual: kind(list))
         }
         let parsed: [WindowsFileEntry.Scan] = try scans.enumerated().map { j, s in
             let path = "scanInstances[\(j)]"
-            guard let so = s as? [String: Any] else {
+            guard case let .object(so) = s else {
                 throw RiskError.invalidWindow(index: index, field: path, expected: "a JSON object", actual: kind(s))
             }
             func field(_ name: String) throws -> Double {
@@ -135,13 +139,14 @@ public enum WindowsFile {
                                 calibrationConfidence: Int(confidence), transmissionRiskLevel: trl.map(Int.init), scanInstances: parsed)
     }
 
-    static func kind(_ v: Any) -> String {
-        if v is NSNull { return "null" }
-        if let s = v as? String { return "the string \"\(s.prefix(40))\"" }
-        if v is [Any] { return "an array" }
-        if v is [String: Any] { return "an object" }
-        if let n = v as? NSNumber { return format(n.doubleValue) }
-        return "\(v)"
+    static func kind(_ v: JSONValue) -> String {
+        switch v {
+        case .null: "null"
+        case let .string(s): "the string \"\(s.prefix(40))\""
+        case .array: "an array"
+        case .object: "an object"
+        case .number, .bool: format(v.number!)
+        }
     }
 
     static func format(_ v: Double) -> String {

@@ -1,3 +1,9 @@
+#if canImport(FoundationEssentials)
+import FoundationEssentials
+#else
+import Foundation
+#endif
+
 /// The node's scheduling policy: when to rotate the advertisement and when to scan.
 ///
 /// Pure: the caller passes every clock reading and the random source in, so the daemon (on

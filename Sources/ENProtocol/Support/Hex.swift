@@ -1,4 +1,8 @@
+#if canImport(FoundationEssentials)
+import FoundationEssentials
+#else
 import Foundation
+#endif
 
 /// Hex is the lingua franca of researchers' tools (gaenctl's JSON, CSV exports), so every
 /// byte-carrying value speaks it the same way: lowercase, no separators.

@@ -24,4 +24,5 @@ int gaend_hci_open_user_channel(int dev, int *stage);
 int gaend_serial_configure(int fd, unsigned baud, int rtscts);
 
 #include "gaend_clock.h"
+#include "gaend_thread.h"
 #endif

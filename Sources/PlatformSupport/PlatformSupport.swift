@@ -1,0 +1,146 @@
+// The few things the daemon's modules took from full Foundation (NSLock, Thread,
+// String(format:)), on the C library. Issue 12's footprint goal: gaend links
+// FoundationEssentials only, because full Foundation brings CoreFoundation, ICU and
+// FoundationInternationalization with it (~1.5 MiB resident in the idle daemon, measured
+// by scripts/measure-idle.sh).
+#if canImport(Glibc)
+import Glibc
+import HCIShim
+#elseif canImport(Darwin)
+import Darwin
+#endif
+
+/// A mutual-exclusion lock (what NSLock was): `withLock` around the guarded state.
+public final class Lock: @unchecked Sendable {
+    private let mutex: UnsafeMutablePointer<pthread_mutex_t>
+
+    public init() {
+        mutex = .allocate(capacity: 1)
+        mutex.initialize(to: pthread_mutex_t())
+        pthread_mutex_init(mutex, nil)
+    }
+
+    deinit {
+        pthread_mutex_destroy(mutex)
+        mutex.deallocate()
+    }
+
+    public func lock() { pthread_mutex_lock(mutex) }
+    public func unlock() { pthread_mutex_unlock(mutex) }
+
+    public func withLock<R>(_ body: () throws -> R) rethrows -> R {
+        lock()
+        defer { unlock() }
+        return try body()
+    }
+}
+
+/// Detached threads of our own (what Foundation's Thread was), named as /proc/PID/task/TID/comm
+/// shows them (the kernel keeps 15 bytes).
+public enum NamedThread {
+    private final class Start {
+        let name: String
+        let body: @Sendable () -> Void
+        init(name: String, body: @escaping @Sendable () -> Void) { self.name = name; self.body = body }
+    }
+
+    /// Runs `body` on a new detached thread named `name`.
+    public static func start(_ name: String, _ body: @escaping @Sendable () -> Void) {
+        let start = Unmanaged.passRetained(Start(name: name, body: body)).toOpaque()
+        var attributes = pthread_attr_t()
+        pthread_attr_init(&attributes)
+        defer { pthread_attr_destroy(&attributes) }
+        pthread_attr_setdetachstate(&attributes, Int32(PTHREAD_CREATE_DETACHED))
+        #if canImport(Glibc)
+        var thread = pthread_t()
+        #else
+        var thread: pthread_t?
+        #endif
+        let rc = pthread_create(&thread, &attributes, { raw in
+            let start = Unmanaged<Start>.fromOpaque(raw!).takeRetainedValue()
+            NamedThread.nameCurrent(start.name)
+            start.body()
+            return nil
+        }, start)
+        // Out of threads: as Foundation's Thread did, there is no way to go on.
+        precondition(rc == 0, "pthread_create failed (\(rc)) for thread \(name)")
+    }
+
+    /// Names the calling thread (at most 15 bytes are kept, cut at a character boundary).
+    public static func nameCurrent(_ name: String) {
+        var bytes = 0
+        var cut = ""
+        for c in name {
+            bytes += c.utf8.count
+            if bytes > 15 { break }
+            cut.append(c)
+        }
+        #if canImport(Glibc)
+        _ = gaend_name_current_thread(cut)
+        #else
+        _ = pthread_setname_np(cut)
+        #endif
+    }
+}
+
+/// printf's rendering of numbers (what String(format:) gave): the C library's own, so the
+/// output is byte for byte what it was.
+public enum CFormat {
+    /// `format` with `arguments` as vsnprintf renders them (numbers only: no %s, no %@).
+    public static func string(_ format: String, _ arguments: CVarArg...) -> String {
+        withVaList(arguments) { list in
+            var buffer = [CChar](repeating: 0, count: 64)
+            let needed = Int(vsnprintf(&buffer, buffer.count, format, list))
+            if needed >= buffer.count {
+                buffer = [CChar](repeating: 0, count: needed + 1)
+                _ = withVaList(arguments) { again in vsnprintf(&buffer, buffer.count, format, again) }
+            }
+            return buffer.withUnsafeBufferPointer { String(cString: $0.baseAddress!) }
+        }
+    }
+
+    /// `value` with `decimals` digits after the point, as "%.Nf" renders it.
+    public static func fixed(_ value: Double, decimals: Int) -> String {
+        string("%.\(decimals)f", value)
+    }
+
+    /// `value` as two lower-case hex digits ("%02x").
+    public static func hex2(_ value: UInt8) -> String {
+        let digits: [Character] = ["0", "1", "2", "3", "4", "5", "6", "7", "8", "9", "a", "b", "c", "d", "e", "f"]
+        return String([digits[Int(value >> 4)], digits[Int(value & 0xf)]])
+    }
+}
+
+extension String {
+    /// The string without leading and trailing tabs and Unicode space separators (Zs): what
+    /// Foundation's `trimmingCharacters(in: .whitespaces)` removed, scalar by scalar.
+    public func trimmingWhitespaces() -> String {
+        func blank(_ u: Unicode.Scalar) -> Bool { u == "\t" || u.properties.generalCategory == .spaceSeparator }
+        let scalars = unicodeScalars
+        guard let first = scalars.firstIndex(where: { !blank($0) }) else { return "" }
+        let last = scalars.lastIndex(where: { !blank($0) })!
+        return String(scalars[first...last])
+    }
+
+    /// Every `scalar` replaced by `replacement`, scalar by scalar (as NSString's
+    /// replacingOccurrences did for these ASCII cases: a "\r\n" is one Character but two
+    /// scalars, and its "\n" is replaced).
+    public func replacing(scalar: Unicode.Scalar, with replacement: String) -> String {
+        guard unicodeScalars.contains(scalar) else { return self }
+        var out = String.UnicodeScalarView()
+        for u in unicodeScalars {
+            if u == scalar { out.append(contentsOf: replacement.unicodeScalars) } else { out.append(u) }
+        }
+        return String(out)
+    }
+}
+
+extension String {
+    /// `self` (a directory path) joined with `name`, as NSString's appendingPathComponent
+    /// joined them: one "/" added unless the directory ends with one, an empty directory gives
+    /// `name` alone.
+    public func appendingPathComponent(_ name: String) -> String {
+        if isEmpty { return name }
+        return hasSuffix("/") ? self + name : self + "/" + name
+    }
+}

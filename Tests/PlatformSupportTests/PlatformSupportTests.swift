@@ -1,0 +1,64 @@
+import Foundation
+import PlatformSupport
+import Testing
+#if canImport(Glibc)
+import Glibc
+#endif
+
+/// The daemon's replacements for full Foundation's helpers (issue 12) give what Foundation gave.
+@Suite struct PlatformSupportTests {
+    @Test func formatsNumbersAsStringFormatDid() {
+        let values: [Double] = [0, -0.0, 0.05, 0.15, 0.25, 1.0005, 2.5, -2.5, 1e21, 123456.789, -0.0004, .infinity, -.infinity, .nan, 1.0 / 3]
+        for v in values {
+            for d in [0, 1, 3] {
+                #expect(CFormat.fixed(v, decimals: d) == String(format: "%.\(d)f", v), "\(v) %.\(d)f")
+            }
+        }
+        for b in UInt8.min...UInt8.max {
+            #expect(CFormat.string("%02x", b) == String(format: "%02x", b))
+            #expect(CFormat.string("\\x%02x", b) == String(format: "\\x%02x", b))
+            #expect(CFormat.hex2(b) == String(format: "%02x", b))
+        }
+        for u: UInt32 in [0, 1, 0x1f, 0x7f] { #expect(CFormat.string("\\u%04x", u) == String(format: "\\u%04x", u)) }
+        // Longer than the first buffer.
+        #expect(CFormat.fixed(1e100, decimals: 3) == String(format: "%.3f", 1e100))
+    }
+
+    @Test func trimsWhitespacesAsFoundationDid() {
+        for s in ["", " ", "\t", " a ", "\ta b\t", "\u{00A0}x\u{3000}", "\n x \n", "x\u{2003}", " \u{301}a", "é ", "\r\n"] {
+            #expect(s.trimmingWhitespaces() == s.trimmingCharacters(in: .whitespaces), "\(Array(s.unicodeScalars))")
+        }
+    }
+
+    @Test func replacesScalarsAsNSStringDid() {
+        for s in ["", "a", "a\nb", "\r\n", "x\n\n", "\"q\"", "a\"\u{301}b"] {
+            #expect(s.replacing(scalar: "\n", with: "\\n") == s.replacingOccurrences(of: "\n", with: "\\n"))
+        }
+        #expect("a\"b\"".replacing(scalar: "\"", with: "\"\"") == "a\"b\"".replacingOccurrences(of: "\"", with: "\"\""))
+    }
+
+    @Test func joinsPathsAsNSStringDid() {
+        for d in ["/var/lib/gaend", "/var/lib/gaend/", "/var/lib/gaend//", "state", "/", ""] {
+            #expect(d.appendingPathComponent("store.sqlite") == (d as NSString).appendingPathComponent("store.sqlite"), "\(d)")
+        }
+    }
+
+    @Test func namesItsThreads() async {
+        let name: String = await withCheckedContinuation { c in
+            NamedThread.start("gaend.a-very-long-thread-name") {
+                let comm = (try? String(contentsOfFile: "/proc/thread-self/comm", encoding: .utf8)) ?? ""
+                c.resume(returning: comm.trimmingCharacters(in: .newlines))
+            }
+        }
+        #expect(name == "gaend.a-very-lo")
+    }
+
+    @Test func lockExcludes() async {
+        final class Counter: @unchecked Sendable { let lock = Lock(); var n = 0 }
+        let counter = Counter()
+        await withTaskGroup(of: Void.self) { group in
+            for _ in 0..<4 { group.addTask { for _ in 0..<10_000 { counter.lock.withLock { counter.n += 1 } } } }
+        }
+        #expect(counter.n == 40_000)
+    }
+}
