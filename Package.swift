@@ -24,9 +24,6 @@ let package = Package(
         .package(url: "https://github.com/apple/swift-argument-parser", from: "1.5.0"),
         .package(url: "https://github.com/apple/swift-log", from: "1.6.0"),
         .package(url: "https://github.com/apple/swift-protobuf", from: "1.28.0"),
-        .package(url: "https://github.com/weichsel/ZIPFoundation", from: "0.9.19"),
-        .package(url: "https://github.com/groue/GRDB.swift", from: "7.0.0"),
-        .package(url: "https://github.com/yaslab/CSV.swift", from: "2.5.2"),
         .package(url: "https://github.com/swift-server/swift-service-lifecycle", from: "2.6.0"),
     ],
     targets: [
@@ -45,6 +42,17 @@ let package = Package(
             pkgConfig: "zlib",
             providers: [.apt(["zlib1g-dev"])]
         ),
+        // System library: libsqlite3, under our own small layer (GaenSQLite; see its Connection.swift for why).
+        .systemLibrary(
+            name: "CSQLite3",
+            path: "Sources/CSQLite3",
+            pkgConfig: "sqlite3",
+            providers: [.apt(["libsqlite3-dev"])]
+        ),
+        // SQLite access for the store and gaenctl: connections, statements, transactions, a WAL
+        // writer/readers pool, GRDB-compatible migrations. No Foundation.
+        .target(name: "GaenSQLite", dependencies: ["CSQLite3"], swiftSettings: daemonModule),
+        .testTarget(name: "GaenSQLiteTests", dependencies: ["GaenSQLite"]),
         // System library: libdbus-1, under our own small D-Bus binding (no Swift D-Bus package is available).
         .systemLibrary(
             name: "CDBus",
@@ -61,7 +69,7 @@ let package = Package(
             providers: [.apt(["libyaml-dev"])]
         ),
         // YAML documents -> node trees with marks, on libyaml; standard library only (gaend's config).
-        .target(name: "YAMLReader", dependencies: ["CLibYAML"]),
+        .target(name: "YAMLReader", dependencies: ["CLibYAML"], swiftSettings: daemonModule),
         .testTarget(name: "YAMLReaderTests", dependencies: ["YAMLReader"]),
         // D-Bus binding shared by the daemon and the client: values, marshalling, connection, interface
         // tables, and the generic object server (BusService) that serves tables.
@@ -86,8 +94,6 @@ let package = Package(
             dependencies: [
                 "COpenSSL", "CGaenCrypto", "CGaenZlib", "PlatformSupport",
                 .product(name: "SwiftProtobuf", package: "swift-protobuf"),
-                .product(name: "ZIPFoundation", package: "ZIPFoundation"),
-                .product(name: "CSV", package: "CSV.swift"),
             ],
             exclude: ["KeyExport/export.proto"],
             swiftSettings: daemonModule
@@ -101,14 +107,12 @@ let package = Package(
         .target(
             name: "BLEDaemon",
             dependencies: [
-                "ENProtocol", "HCIProtocol", "HCIShim", "DBusCore", "GaendAPI", "PlatformSupport",
+                "ENProtocol", "HCIProtocol", "HCIShim", "DBusCore", "GaendAPI", "PlatformSupport", "GaenSQLite",
                 .product(name: "Logging", package: "swift-log"),
-                .product(name: "GRDB", package: "GRDB.swift"),
                 "YAMLReader",
                 .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
-            ]
-            // Not yet daemonModule: GRDB and Yams still load CoreFoundation, whose module then
-            // owns Glibc's structs (stat, timespec) as far as member lookup is concerned.
+            ],
+            swiftSettings: daemonModule
         ),
         .executableTarget(
             name: "gaend",
@@ -127,7 +131,7 @@ let package = Package(
                 "ENProtocol", "BLEDaemon", "HCIProtocol", "GaenClient", "GaendAPI", "TrialKit",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
                 // `trial import dp3t` reads DP-3T's SQLite result tables.
-                .product(name: "GRDB", package: "GRDB.swift"),
+                "GaenSQLite",
                 .product(name: "Logging", package: "swift-log"),
             ]
         ),
@@ -156,7 +160,8 @@ let package = Package(
         .testTarget(name: "PlatformSupportTests", dependencies: ["PlatformSupport"]),
         .testTarget(
             name: "BLEDaemonTests",
-            dependencies: ["BLEDaemon", "HCIProtocol", "DBusCore", "GaendAPI", .product(name: "Logging", package: "swift-log")]
+            dependencies: ["BLEDaemon", "HCIProtocol", "DBusCore", "GaendAPI", "GaenSQLite", .product(name: "Logging", package: "swift-log")],
+            resources: [.copy("Fixtures")]
         ),
         // Test helper: writes a store in a loop until killed (the kill -9 test runs it).
         .executableTarget(name: "StoreStress", dependencies: ["BLEDaemon", "ENProtocol"]),

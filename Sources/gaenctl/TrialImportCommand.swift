@@ -1,7 +1,7 @@
 import ArgumentParser
 import ENProtocol
 import Foundation
-import GRDB
+import GaenSQLite
 import TrialKit
 
 /// `gaenctl trial import ...`: published trial data to the toolkit's formats (docs/trial.md,
@@ -50,23 +50,38 @@ struct TrialImportCommand: ParsableCommand {
         static func read(_ path: String) throws -> [DP3TImport.Row] {
             let head = (try? FileHandle(forReadingFrom: URL(fileURLWithPath: path)).read(upToCount: 16)) ?? nil
             guard head == Data("SQLite format 3\0".utf8) else { return try DP3TImport.rows(CSVReader(contentsOf: URL(fileURLWithPath: path))) }
-            var config = Configuration()
-            config.readonly = true
-            let db = try DatabaseQueue(path: path, configuration: config)
-            return try db.read { db in
+            let db = try Connection(path: path, options: [.readOnly])
+            defer { try? db.close() }
+            return try db.transaction(.deferred) {
                 var out: [DP3TImport.Row] = []
-                let tables = try String.fetchAll(db, sql: "SELECT name FROM sqlite_master WHERE type IN ('table','view') ORDER BY name")
+                let tables = try db.fetchAll("SELECT name FROM sqlite_master WHERE type IN ('table','view') ORDER BY name") { $0.text(0) }
                 var found = false
                 for t in tables {
-                    let cols = Set(try db.columns(in: t).map(\.name))
+                    let cols = Set(try db.columns(in: t))
                     guard DP3TImport.columns.allSatisfy(cols.contains) else { continue }
                     found = true
                     let quoted = DP3TImport.columns.map { "\"\($0)\"" }.joined(separator: ",")
-                    let cursor = try Row.fetchCursor(db, sql: "SELECT \(quoted) FROM \"\(t.replacingOccurrences(of: "\"", with: "\"\""))\"")
-                    func text(_ v: DatabaseValue) -> String { v.isNull ? "" : (String.fromDatabaseValue(v) ?? Double.fromDatabaseValue(v).map(Format.exact) ?? "") }
-                    func number(_ v: DatabaseValue) -> Double? { v.isNull ? nil : (Double.fromDatabaseValue(v) ?? String.fromDatabaseValue(v).flatMap(Double.init)) }
-                    while let r = try cursor.next() {
-                        let v = (0..<8).map { r[$0] as DatabaseValue }
+                    // As SQLite converts: text as itself (a blob as UTF-8), numbers in their exact decimal form.
+                    func text(_ v: SQLValue) -> String {
+                        switch v {
+                        case .text(let s): return s
+                        case .blob(let b): return String(validating: b, as: UTF8.self) ?? ""
+                        case .integer(let i): return Format.exact(Double(i))
+                        case .real(let d): return Format.exact(d)
+                        case .null: return ""
+                        }
+                    }
+                    func number(_ v: SQLValue) -> Double? {
+                        switch v {
+                        case .integer(let i): return Double(i)
+                        case .real(let d): return d
+                        case .text(let s): return Double(s)
+                        case .blob(let b): return String(validating: b, as: UTF8.self).flatMap(Double.init)
+                        case .null: return nil
+                        }
+                    }
+                    try db.forEachRow("SELECT \(quoted) FROM \"\(t.replacingOccurrences(of: "\"", with: "\"\""))\"") { r in
+                        let v = (0..<8).map { r.value($0) }
                         out.append(DP3TImport.Row(receiverID: text(v[0]), receiverModel: text(v[1]), transmitterID: text(v[2]), transmitterModel: text(v[3]),
                                                   timestamp: text(v[4]), rssi: number(v[5]), txPower: number(v[6]), distance: number(v[7])))
                     }

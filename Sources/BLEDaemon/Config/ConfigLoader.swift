@@ -42,8 +42,28 @@ public enum ConfigLoader {
         case .failure(.tooLarge(let size)): throw ConfigError.tooLarge(path: path, bytes: size, limit: maximumFileSize)
         case .failure(.system(let reason)): throw ConfigError.unreadable(path: path, reason: reason)
         }
-        guard let text = String(validating: bytes, as: UTF8.self) else { throw ConfigError.syntax(path: path, reason: "not UTF-8 text") }
+        guard let text = String(validating: bytes, as: UTF8.self) else {
+            throw ConfigError.syntax(path: path, reason: "not UTF-8 text" + (firstInvalidUTF8(bytes).map { " (\($0))" } ?? ""))
+        }
         return try parse(text, path: path, into: base)
+    }
+
+    /// Where the first byte that is not UTF-8 is: "line 3, column 7: byte 0xff".
+    static func firstInvalidUTF8(_ bytes: [UInt8]) -> String? {
+        var iterator = bytes.makeIterator()
+        var parser = Unicode.UTF8.ForwardParser()
+        var offset = 0, line = 1, column = 1
+        while true {
+            switch parser.parseScalar(from: &iterator) {
+            case .valid(let encoded):
+                offset += encoded.count
+                if encoded.count == 1, encoded.first == UInt8(ascii: "\n") { line += 1; column = 1 } else { column += 1 }
+            case .emptyInput:
+                return nil
+            case .error:
+                return "line \(line), column \(column): byte 0x" + String(bytes[offset], radix: 16)
+            }
+        }
     }
 
     /// Parses config text (YAMLReader: aliases, unknown tags, repeated keys and a second

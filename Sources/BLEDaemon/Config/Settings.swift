@@ -4,7 +4,7 @@ import ENProtocol
 
 
 /// Every setting of gaend, with the framework's behaviour as the default. Loaded from the YAML
-/// config file (see config/gaend.conf.example, docs/config.md); command-line flags override.
+/// config file (see config/gaend.conf.example, gaend.conf(5)); command-line flags override.
 public struct GaendSettings: Sendable, Equatable {
     /// Controller address: hci0, hci:N, serial:/dev/ttyX[:baud], tcp:HOST:PORT, unix:PATH.
     public var controller: String = "hci0"

@@ -1,6 +1,7 @@
 import DBusCore
 import ENProtocol
 import GaendAPI
+import HCIProtocol
 
 /// The edge's conversions between the node's domain values and gaend's wire types
 /// (GaendAPI), and the one mapping of the node's errors to D-Bus error names. The typed

@@ -4,6 +4,7 @@ import FoundationEssentials
 #else
 import Foundation
 #endif
+import HCIProtocol
 import PlatformSupport
 
 /// The research service's records (Research1's domain side): the sightings export and the

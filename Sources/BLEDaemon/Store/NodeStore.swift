@@ -1,7 +1,12 @@
 import ENProtocol
+#if canImport(FoundationEssentials)
+import FoundationEssentials
+#else
 import Foundation
-import GRDB
+#endif
+import GaenSQLite
 import Logging
+import PlatformSupport
 #if canImport(Glibc)
 import Glibc
 #endif
@@ -65,22 +70,25 @@ public struct QuarantinedRecord: Equatable, Sendable {
 }
 
 /// The node's encrypted store: TEKs (one per UTC day), scan records (one per scan, every
-/// report inside), exposure results and markers, in SQLite (WAL) through GRDB.
+/// report inside), exposure results and markers, in SQLite (WAL) through GaenSQLite (our own
+/// small layer: GRDB imported full Foundation, and the daemon imports FoundationEssentials
+/// only, issue 12).
 ///
 /// Every sensitive value is sealed with AES-256-GCM under the data key, with the row's
 /// identity (table, id or day, and the clear columns) as associated data, so a blob moved to
 /// another row or a clear column edited fails authentication. Only times, counts and schema
 /// data are in the clear. See docs/store.md.
 ///
-/// A class rather than an actor so the daemon, the benchmark and tests call it synchronously;
-/// GRDB's pool serialises database access, and `lock` guards the pending-scan queue and
-/// serialises writers so that queue order is write order.
+/// A class rather than an actor so the daemon, the benchmark and tests call it synchronously.
+/// The pool has one writer connection and reader connections (WAL): reads (an export, a
+/// matching run) run beside the writer and never hold up a scan's write. `lock` guards the
+/// pending-scan queue and serialises writers so that queue order is write order.
 public final class NodeStore: @unchecked Sendable {
     public let configuration: StoreConfiguration
     private let key: StoreKey
-    private let pool: DatabasePool
+    private let pool: ConnectionPool
     private let logger: Logger
-    private let lock = NSLock()
+    private let lock = Lock()
     private var pending: [RecordedScan] = []
     private var pendingBytes = 0
     private var droppedWhileFull = 0
@@ -103,45 +111,45 @@ public final class NodeStore: @unchecked Sendable {
         self.key = key
         self.logger = logger
         let path = configuration.path
-        let attributes = try? FileManager.default.attributesOfItem(atPath: path)
-        if let attributes {
-            let size = attributes[.size] as? Int ?? 0
-            // gaend creates its store atomically (below), so an empty file is not one of its
-            // stores: a truncated copy, a failed restore or a lost file system write. Opening it
-            // as new would silently start over; only a state directory holding nothing else is
-            // taken as new.
-            if size == 0 && !Self.isAloneInDirectory(path) { throw StoreError.emptyStoreFile(path: path) }
-            if size > 0 { try Self.verifyKey(path: path, key: key) }
-        }
-        if attributes == nil || (attributes?[.size] as? Int ?? 0) == 0 {
-            try Self.createAtomically(path: path, key: key)
-        }
-        var config = Configuration()
-        config.label = "gaend.store"
-        config.foreignKeysEnabled = true
+        var st = stat()
+        let exists = stat(path, &st) == 0
+        let size = exists ? Int(st.st_size) : 0
+        // gaend creates its store atomically (below), so an empty file is not one of its
+        // stores: a truncated copy, a failed restore or a lost file system write. Opening it
+        // as new would silently start over; only a state directory holding nothing else is
+        // taken as new.
+        if exists && size == 0 && !Self.isAloneInDirectory(path) { throw StoreError.emptyStoreFile(path: path) }
+        if size > 0 { try Self.verifyKey(path: path, key: key) }
+        if size == 0 { try Self.createAtomically(path: path, key: key) }
+        var config = ConnectionPool.Configuration(path: path)
         let durability = configuration.durability
         let pageLimit = configuration.pageLimit
-        config.prepareDatabase { db in
-            try db.execute(sql: "PRAGMA synchronous = \(durability == .full ? "FULL" : "NORMAL")")
+        config.prepareWriter = { db in
+            try db.execute("PRAGMA foreign_keys = ON")
+            // The log stays (empty) after close: the read-only key check at the next start then
+            // finds it instead of creating files, so a refused start (wrong key) leaves the
+            // state directory exactly as it was.
+            try db.setPersistentWAL(true)
+            // Set after WAL is on (GRDB's pool set NORMAL after its setup, so `.full` was
+            // NORMAL on the writer until session 5).
+            try db.execute("PRAGMA synchronous = \(durability == .full ? "FULL" : "NORMAL")")
             // A small WAL: about 288 scans a day need no big log, and a small disk should
             // not fill with one (checkpoint every 256 pages, truncate the log to 1 MiB).
-            try db.execute(sql: "PRAGMA wal_autocheckpoint = 256")
-            try db.execute(sql: "PRAGMA journal_size_limit = 1048576")
-            if let pageLimit { try db.execute(sql: "PRAGMA max_page_count = \(pageLimit)") }
+            try db.execute("PRAGMA wal_autocheckpoint = 256")
+            try db.execute("PRAGMA journal_size_limit = 1048576")
+            if let pageLimit { try db.execute("PRAGMA max_page_count = \(pageLimit)") }
         }
         do {
-            pool = try DatabasePool(path: path, configuration: config)
+            pool = try ConnectionPool(configuration: config)
             let migrator = Self.migrator(key: key)
             // Refuse a newer schema before touching it; then apply what this version adds.
-            try pool.read { db in
-                if try migrator.hasBeenSuperseded(db) {
-                    let known = Set(migrator.migrations)
-                    let unknown = try migrator.appliedIdentifiers(db).filter { !known.contains($0) }
-                    throw StoreError.newerSchema(path: path, unknownMigrations: unknown.sorted())
-                }
+            let unknown = try pool.read { db in try migrator.unknownIdentifiers(db) }
+            if !unknown.isEmpty {
+                try? pool.close()
+                throw StoreError.newerSchema(path: path, unknownMigrations: unknown)
             }
-            try migrator.migrate(pool)
-            quarantinedCount = try pool.read { db in try Int.fetchOne(db, sql: "SELECT count(*) FROM quarantine") ?? 0 }
+            try pool.writeWithoutTransaction { db in _ = try migrator.migrate(db) }
+            quarantinedCount = try pool.read { db in try db.fetchInt("SELECT count(*) FROM quarantine") ?? 0 }
         } catch let e as StoreError {
             throw e
         } catch {
@@ -149,12 +157,12 @@ public final class NodeStore: @unchecked Sendable {
         }
     }
 
-    /// Schema, versioned by GRDB's migrator (table grdb_migrations). Add migrations, never edit
-    /// one that has shipped.
-    static func migrator(key: StoreKey) -> DatabaseMigrator {
-        var m = DatabaseMigrator()
-        m.registerMigration("v1") { db in
-            try db.execute(sql: """
+    /// Schema, versioned in GRDB's migrator table (grdb_migrations: stores written before
+    /// session 5 ran on GRDB). Add migrations, never edit one that has shipped.
+    static func migrator(key: StoreKey) -> Migrator {
+        var m = Migrator(table: "grdb_migrations")
+        m.register("v1") { db in
+            try db.execute(script: """
                 CREATE TABLE store_meta (
                     id INTEGER PRIMARY KEY CHECK (id = 1),
                     created_at REAL NOT NULL,
@@ -185,11 +193,11 @@ public final class NodeStore: @unchecked Sendable {
                 CREATE INDEX marker_by_time ON marker(time);
                 """)
             let check = try AES256GCM.seal(keyCheckPlaintext, key: key.bytes, associatedData: keyCheckAAD, random: SecureRandom())
-            try db.execute(sql: "INSERT INTO store_meta (id, created_at, key_check) VALUES (1, ?, ?)",
-                           arguments: [Date().timeIntervalSince1970, check])
+            try db.execute("INSERT INTO store_meta (id, created_at, key_check) VALUES (1, ?, ?)",
+                           [.real(Date().timeIntervalSince1970), .bytes(check)])
         }
-        m.registerMigration("v2-quarantine-key-days-clock") { db in
-            try db.execute(sql: """
+        m.register("v2-quarantine-key-days-clock") { db in
+            try db.execute(script: """
                 -- Records that failed authentication or did not decode: skipped by every read,
                 -- kept for inspection until retention deletes the row itself.
                 CREATE TABLE quarantine (
@@ -211,8 +219,8 @@ public final class NodeStore: @unchecked Sendable {
                     high_water REAL NOT NULL);
                 """)
         }
-        m.registerMigration("v3-key-files") { db in
-            try db.execute(sql: """
+        m.register("v3-key-files") { db in
+            try db.execute(script: """
                 -- Provided key files (export.bin, sealed), in the order provided. valid_until
                 -- (clear, like every time here) is the end of the newest key's validity:
                 -- retention drops a file once none of its keys can match a kept sighting.
@@ -225,19 +233,20 @@ public final class NodeStore: @unchecked Sendable {
             // Files kept as exposure results before: re-sealed here. Their keys' validity was
             // not recorded; a key file's keys end by the day after it was stored, so that is
             // taken as their end (created_at was re-stamped at every call: at least that late).
-            for row in try Row.fetchAll(db, sql: "SELECT id, created_at, day, sealed FROM exposure_result WHERE kind = 'key-file' ORDER BY id") {
-                let id: Int64 = row["id"], createdAt: Double = row["created_at"], sealed: Data = row["sealed"]
-                let day = (row["day"] as Int32?).map { UTCDay($0) }
+            let old = try db.fetchAll("SELECT id, created_at, day, sealed FROM exposure_result WHERE kind = 'key-file' ORDER BY id") { row in
+                (id: row.int64(0), createdAt: row.double(1), day: row.isNull(2) ? nil : UTCDay(Int32(truncatingIfNeeded: row.int64(2))), sealed: row.data(3))
+            }
+            for (id, createdAt, day, sealed) in old {
                 guard let payload = try? AES256GCM.open(sealed, key: key.bytes, associatedData: resultAAD(id: id, kind: "key-file", createdAt: createdAt, day: day))
                 else { continue } // rotten: dropped with the old row
                 let newID = try nextID(db, table: "key_file")
                 let validUntil = createdAt + 86_400
-                try db.execute(sql: "INSERT INTO key_file (id, provided_at, valid_until, sealed) VALUES (?, ?, ?, ?)",
-                               arguments: [newID, createdAt, validUntil,
-                                           try AES256GCM.seal(payload, key: key.bytes, associatedData: keyFileAAD(id: newID, providedAt: createdAt, validUntil: validUntil),
-                                                              random: SecureRandom())])
+                try db.execute("INSERT INTO key_file (id, provided_at, valid_until, sealed) VALUES (?, ?, ?, ?)",
+                               [.integer(newID), .real(createdAt), .real(validUntil),
+                                .bytes(try AES256GCM.seal(payload, key: key.bytes, associatedData: keyFileAAD(id: newID, providedAt: createdAt, validUntil: validUntil),
+                                                          random: SecureRandom()))])
             }
-            try db.execute(sql: "DELETE FROM exposure_result WHERE kind = 'key-file'")
+            try db.execute("DELETE FROM exposure_result WHERE kind = 'key-file'")
         }
         return m
     }
@@ -252,11 +261,15 @@ public final class NodeStore: @unchecked Sendable {
         guard fd >= 0 else { throw StoreError.database(code: 14 /* SQLITE_CANTOPEN */, message: "cannot create \(temporary): \(String(cString: strerror(errno)))") }
         Glibc.close(fd)
         do {
-            var config = Configuration()
-            config.label = "gaend.store.create"
-            let queue = try DatabaseQueue(path: temporary, configuration: config)
-            try migrator(key: key).migrate(queue)
-            try queue.close()
+            let db = try Connection(path: temporary, options: [.readWrite])
+            do {
+                try db.execute("PRAGMA foreign_keys = ON")
+                try migrator(key: key).migrate(db)
+            } catch {
+                try? db.close()
+                throw error
+            }
+            try db.close()
         } catch {
             unlink(temporary)
             throw mapped(error, pending: 0)
@@ -268,42 +281,52 @@ public final class NodeStore: @unchecked Sendable {
             unlink(temporary)
             throw StoreError.database(code: 14, message: "cannot rename \(temporary) to \(path): \(reason)")
         }
-        let dirFD = Glibc.open((path as NSString).deletingLastPathComponent.isEmpty ? "." : (path as NSString).deletingLastPathComponent, O_RDONLY | O_DIRECTORY | O_CLOEXEC)
+        let dirFD = Glibc.open(directory(of: path), O_RDONLY | O_DIRECTORY | O_CLOEXEC)
         if dirFD >= 0 { fsync(dirFD); Glibc.close(dirFD) }
     }
 
     /// Whether `path` is the only entry of its directory besides key files (a new state directory).
     static func isAloneInDirectory(_ path: String) -> Bool {
-        let dir = (path as NSString).deletingLastPathComponent
-        let name = (path as NSString).lastPathComponent
-        guard let entries = try? FileManager.default.contentsOfDirectory(atPath: dir.isEmpty ? "." : dir) else { return false }
-        return entries.allSatisfy { $0 == name || $0.hasSuffix("key") || $0.hasSuffix(".key") }
+        let name = path.split(separator: "/", omittingEmptySubsequences: false).last.map(String.init) ?? path
+        guard let dir = opendir(directory(of: path)) else { return false }
+        defer { closedir(dir) }
+        while let entry = readdir(dir) {
+            let entryName = withUnsafeBytes(of: entry.pointee.d_name) { String(decoding: $0.prefix { $0 != 0 }, as: UTF8.self) }
+            if entryName == "." || entryName == ".." { continue }
+            guard entryName == name || entryName.hasSuffix("key") else { return false }
+        }
+        return true
+    }
+
+    /// The directory part of `path` ("." for a bare name).
+    static func directory(of path: String) -> String {
+        guard let slash = path.lastIndex(of: "/") else { return "." }
+        return slash == path.startIndex ? "/" : String(path[..<slash])
     }
 
     /// Read-only check of the key check value: wrong key, foreign file and non-SQLite file
     /// each give their own error, and nothing is written (a read-only connection never
     /// checkpoints or recovers into the main file).
     static func verifyKey(path: String, key: StoreKey) throws {
-        var config = Configuration()
-        config.readonly = true
         let sealed: Data?
         do {
-            let queue = try DatabaseQueue(path: path, configuration: config)
-            sealed = try queue.read { db -> Data? in
+            let db = try Connection(path: path, options: [.readOnly])
+            defer { try? db.close() }
+            try db.setBusyTimeout(milliseconds: 5_000)
+            sealed = try db.transaction(.deferred) { () -> Data? in
                 // A store killed while being created holds no table yet: it is new, not foreign.
-                if try Int.fetchOne(db, sql: "SELECT count(*) FROM sqlite_master") == 0 { return nil }
+                if try db.fetchInt("SELECT count(*) FROM sqlite_master") == 0 { return nil }
                 guard try db.tableExists("store_meta") else {
                     throw StoreError.notAStore(path: path, reason: "no store_meta table")
                 }
-                guard let check = try Data.fetchOne(db, sql: "SELECT key_check FROM store_meta WHERE id = 1") else {
+                guard let check = try db.fetchOne("SELECT key_check FROM store_meta WHERE id = 1", [], { $0.data(0) }) else {
                     throw StoreError.notAStore(path: path, reason: "no key check value")
                 }
                 return check
             }
-            try queue.close()
         } catch let e as StoreError {
             throw e
-        } catch let e as DatabaseError where e.resultCode == .SQLITE_NOTADB {
+        } catch let e as SQLiteError where e.isNotADatabase {
             throw StoreError.notAStore(path: path, reason: "not an SQLite database")
         } catch {
             throw mapped(error, pending: 0)
@@ -317,7 +340,7 @@ public final class NodeStore: @unchecked Sendable {
         }
     }
 
-    /// Closes the database (checkpointing the WAL into the main file).
+    /// Closes the database (checkpointing the WAL into the main file; the log stays, empty).
     public func close() throws {
         do { try pool.close() } catch { throw Self.mapped(error, pending: 0) }
     }
@@ -350,10 +373,10 @@ public final class NodeStore: @unchecked Sendable {
             do {
                 try write { db in
                     for r in rotten {
-                        try db.execute(sql: "INSERT OR IGNORE INTO quarantine (tbl, row_id, reason, detected_at) VALUES (?, ?, ?, ?)",
-                                       arguments: [table, r.id, r.reason, now])
+                        try db.execute("INSERT OR IGNORE INTO quarantine (tbl, row_id, reason, detected_at) VALUES (?, ?, ?, ?)",
+                                       [.text(table), .integer(r.id), .text(r.reason), .real(now)])
                     }
-                    quarantinedCount = try Int.fetchOne(db, sql: "SELECT count(*) FROM quarantine") ?? quarantinedCount
+                    quarantinedCount = try db.fetchInt("SELECT count(*) FROM quarantine") ?? quarantinedCount
                 }
             } catch {
                 logger.error("cannot record quarantined records", metadata: ["store.error": "\(error)"])
@@ -369,16 +392,18 @@ public final class NodeStore: @unchecked Sendable {
     /// each: a row that fails is quarantined and left out, so one rotten record costs that
     /// record only.
     private func readSkippingRotten<T>(_ table: String, idColumn: String = "id", sql: String,
-                                       arguments: StatementArguments = StatementArguments(),
+                                       arguments: [SQLValue] = [],
                                        decode: (Row) throws -> T) throws -> [T] {
         var rotten: [(id: Int64, reason: String)] = []
         let found = try read { db in
-            try Row.fetchAll(db, sql: sql, arguments: arguments).compactMap { row -> T? in
-                do { return try decode(row) } catch {
-                    rotten.append((row[idColumn], Self.reason(error)))
-                    return nil
+            var found: [T] = []
+            // The row id is the first column of every such query.
+            try db.forEachRow(sql, arguments) { row in
+                do { found.append(try decode(row)) } catch {
+                    rotten.append((row.int64(0), Self.reason(error)))
                 }
             }
+            return found
         }
         quarantine(table, rotten)
         return found
@@ -387,8 +412,8 @@ public final class NodeStore: @unchecked Sendable {
     /// The quarantined records still in the store, oldest detection first.
     public func quarantinedRecords() throws -> [QuarantinedRecord] {
         try read { db in
-            try Row.fetchAll(db, sql: "SELECT tbl, row_id, reason, detected_at FROM quarantine ORDER BY detected_at, tbl, row_id").map {
-                QuarantinedRecord(table: $0["tbl"], id: $0["row_id"], reason: $0["reason"], detectedAt: $0["detected_at"])
+            try db.fetchAll("SELECT tbl, row_id, reason, detected_at FROM quarantine ORDER BY detected_at, tbl, row_id") {
+                QuarantinedRecord(table: $0.text(0), id: $0.int64(1), reason: $0.text(2), detectedAt: $0.double(3))
             }
         }
     }
@@ -412,24 +437,26 @@ public final class NodeStore: @unchecked Sendable {
 
     /// The id the next row of an AUTOINCREMENT table will get. It is part of the associated
     /// data, so it must be known before sealing; called inside the inserting transaction.
-    static func nextID(_ db: Database, table: String) throws -> Int64 {
-        (try Int64.fetchOne(db, sql: "SELECT seq FROM sqlite_sequence WHERE name = ?", arguments: [table]) ?? 0) + 1
+    static func nextID(_ db: Connection, table: String) throws -> Int64 {
+        (try db.fetchInt64("SELECT seq FROM sqlite_sequence WHERE name = ?", [.text(table)]) ?? 0) + 1
     }
 
     // MARK: Errors
 
+    /// SQLite's errors as the store's: a full disk (SQLITE_FULL) is `diskFull`, anything else
+    /// (SQLITE_CORRUPT, an I/O error...) `database` with SQLite's extended code and message.
     static func mapped(_ error: any Error, pending: Int) -> any Error {
-        guard let e = error as? DatabaseError else { return error }
-        if e.resultCode == .SQLITE_FULL { return StoreError.diskFull(pendingScans: pending) }
-        return StoreError.database(code: e.extendedResultCode.rawValue, message: e.message ?? "\(e)")
+        guard let e = error as? SQLiteError else { return error }
+        if e.isFull { return StoreError.diskFull(pendingScans: pending) }
+        return StoreError.database(code: e.code, message: e.message)
     }
 
     /// Always called with `lock` held (it reads the pending queue's size).
-    private func write<T>(_ body: (Database) throws -> T) throws -> T {
+    private func write<T>(_ body: (Connection) throws -> T) throws -> T {
         do { return try pool.write(body) } catch let e as StoreError { throw e } catch { throw Self.mapped(error, pending: pending.count) }
     }
 
-    private func read<T>(_ body: (Database) throws -> T) throws -> T {
+    private func read<T>(_ body: (Connection) throws -> T) throws -> T {
         do { return try pool.read(body) } catch let e as StoreError { throw e } catch { throw Self.mapped(error, pending: 0) }
     }
 
@@ -449,7 +476,7 @@ public final class NodeStore: @unchecked Sendable {
                     return try keyLocked(for: day, now: now)
                 } catch StoreError.diskFull {
                     logger.warning("disk full while storing the key of a new day; evicting the oldest scans", metadata: ["store.day": "\(day)"])
-                    _ = try? write { db in try db.execute(sql: "DELETE FROM scan WHERE id IN (SELECT id FROM scan ORDER BY start_time LIMIT 32)") }
+                    _ = try? write { db in try db.execute("DELETE FROM scan WHERE id IN (SELECT id FROM scan ORDER BY start_time LIMIT 32)") }
                     return try keyLocked(for: day, now: now)
                 }
             }
@@ -462,17 +489,17 @@ public final class NodeStore: @unchecked Sendable {
     private func keyLocked(for day: UTCDay, now: Double) throws -> TemporaryExposureKey {
         try write { db in
             let aad = Self.aad("tek", [Int64(day.rawValue)])
-            if let sealed = try Data.fetchOne(db, sql: "SELECT sealed FROM tek WHERE day = ?", arguments: [day.rawValue]) {
+            if let sealed = try db.fetchOne("SELECT sealed FROM tek WHERE day = ?", [.int(day.rawValue)], { $0.data(0) }) {
                 return try TemporaryExposureKey(bytes: open(sealed, aad: aad, table: "tek", id: Int64(day.rawValue)))
             }
-            if try Int.fetchOne(db, sql: "SELECT 1 FROM key_day WHERE day = ?", arguments: [day.rawValue]) != nil {
+            if try db.fetchInt64("SELECT 1 FROM key_day WHERE day = ?", [.int(day.rawValue)]) != nil {
                 throw StoreError.keyDayRetired(day: day.rawValue)
             }
             var random = SecureRandom()
             let tek = try TemporaryExposureKey.generate(using: &random)
-            try db.execute(sql: "INSERT INTO tek (day, created_at, sealed) VALUES (?, ?, ?)",
-                           arguments: [day.rawValue, now, seal(tek.bytes, aad: aad)])
-            try db.execute(sql: "INSERT INTO key_day (day, created_at) VALUES (?, ?)", arguments: [day.rawValue, now])
+            try db.execute("INSERT INTO tek (day, created_at, sealed) VALUES (?, ?, ?)",
+                           [.int(day.rawValue), .real(now), .bytes(seal(tek.bytes, aad: aad))])
+            try db.execute("INSERT INTO key_day (day, created_at) VALUES (?, ?)", [.int(day.rawValue), .real(now)])
             return tek
         }
     }
@@ -482,9 +509,9 @@ public final class NodeStore: @unchecked Sendable {
     public func keys(in range: ClosedRange<UTCDay>) throws -> [(day: UTCDay, key: TemporaryExposureKey)] {
         try readSkippingRotten("tek", idColumn: "day",
                                sql: "SELECT day, sealed FROM tek WHERE day BETWEEN ? AND ? AND \(Self.notQuarantined("tek", column: "day")) ORDER BY day",
-                               arguments: [range.lowerBound.rawValue, range.upperBound.rawValue]) { row in
-            let day = UTCDay(row["day"] as Int32)
-            let bytes = try open(row["sealed"], aad: Self.aad("tek", [Int64(day.rawValue)]), table: "tek", id: Int64(day.rawValue))
+                               arguments: [.int(range.lowerBound.rawValue), .int(range.upperBound.rawValue)]) { row in
+            let day = UTCDay(Int32(truncatingIfNeeded: row.int64(0)))
+            let bytes = try open(row.data(1), aad: Self.aad("tek", [Int64(day.rawValue)]), table: "tek", id: Int64(day.rawValue))
             return (day, try TemporaryExposureKey(bytes: bytes))
         }
     }
@@ -493,7 +520,7 @@ public final class NodeStore: @unchecked Sendable {
 
     /// The latest wall time that has held (nil in a new store).
     public func highWaterMark() throws -> Double? {
-        try read { db in try Double.fetchOne(db, sql: "SELECT high_water FROM clock_mark WHERE id = 1") }
+        try read { db in try db.fetchDouble("SELECT high_water FROM clock_mark WHERE id = 1") }
     }
 
     /// Raises the high-water mark to `time` (never lowers it).
@@ -501,10 +528,10 @@ public final class NodeStore: @unchecked Sendable {
         guard time.isFinite else { return }
         try lock.withLock {
             try write { db in
-                try db.execute(sql: """
+                try db.execute("""
                     INSERT INTO clock_mark (id, high_water) VALUES (1, ?)
                     ON CONFLICT(id) DO UPDATE SET high_water = max(high_water, excluded.high_water)
-                    """, arguments: [time])
+                    """, [.real(time)])
             }
         }
     }
@@ -603,8 +630,8 @@ public final class NodeStore: @unchecked Sendable {
             let id = try Self.nextID(db, table: "scan")
             let count = Int64(scan.sightings.count)
             let aad = Self.aad("scan", [id, Self.bits(scan.start), Self.bits(scan.end), count])
-            try db.execute(sql: "INSERT INTO scan (id, start_time, end_time, report_count, sealed) VALUES (?, ?, ?, ?, ?)",
-                           arguments: [id, scan.start, scan.end, count, seal(blob, aad: aad)])
+            try db.execute("INSERT INTO scan (id, start_time, end_time, report_count, sealed) VALUES (?, ?, ?, ?, ?)",
+                           [.integer(id), .real(scan.start), .real(scan.end), .integer(count), .bytes(seal(blob, aad: aad))])
             return id
         }
     }
@@ -616,12 +643,12 @@ public final class NodeStore: @unchecked Sendable {
         try readSkippingRotten("scan", sql: """
             SELECT id, start_time, end_time, report_count, sealed FROM scan
             WHERE start_time >= ? AND start_time < ? AND \(Self.notQuarantined("scan")) ORDER BY start_time, id
-            """, arguments: [from, to], decode: decodeScan)
+            """, arguments: [.real(from), .real(to)], decode: decodeScan)
     }
 
     private func decodeScan(_ row: Row) throws -> StoredScan {
-        let id: Int64 = row["id"], start: Double = row["start_time"], end: Double = row["end_time"]
-        let count: Int64 = row["report_count"], sealed: Data = row["sealed"]
+        let id = row.int64(0), start = row.double(1), end = row.double(2)
+        let count = row.int64(3), sealed = row.data(4)
         let plain = try open(sealed, aad: Self.aad("scan", [id, Self.bits(start), Self.bits(end), count]), table: "scan", id: id)
         let sightings: [RecordedSighting], correction: Int?
         do { (sightings, correction) = try ScanBlob.decode(plain) } catch let r as ScanBlob.Reason {
@@ -642,9 +669,9 @@ public final class NodeStore: @unchecked Sendable {
     /// Counts from the clear columns (no decryption): for status properties.
     public func counts() throws -> (scans: Int, sightings: Int, keys: Int) {
         try read { db in
-            let scans = try Int.fetchOne(db, sql: "SELECT count(*) FROM scan") ?? 0
-            let sightings = try Int.fetchOne(db, sql: "SELECT coalesce(sum(report_count), 0) FROM scan") ?? 0
-            let keys = try Int.fetchOne(db, sql: "SELECT count(*) FROM tek") ?? 0
+            let scans = try db.fetchInt("SELECT count(*) FROM scan") ?? 0
+            let sightings = try db.fetchInt("SELECT coalesce(sum(report_count), 0) FROM scan") ?? 0
+            let keys = try db.fetchInt("SELECT count(*) FROM tek") ?? 0
             return (scans, sightings, keys)
         }
     }
@@ -657,12 +684,12 @@ public final class NodeStore: @unchecked Sendable {
                                        now: Double = Date().timeIntervalSince1970) throws {
         try lock.withLock {
             try write { db in
-                try db.execute(sql: "DELETE FROM exposure_result WHERE kind = ?", arguments: [kind])
+                try db.execute("DELETE FROM exposure_result WHERE kind = ?", [.text(kind)])
                 for p in payloads {
                     let id = try Self.nextID(db, table: "exposure_result")
                     let aad = Self.resultAAD(id: id, kind: kind, createdAt: now, day: p.day)
-                    try db.execute(sql: "INSERT INTO exposure_result (id, kind, created_at, day, sealed) VALUES (?, ?, ?, ?, ?)",
-                                   arguments: [id, kind, now, p.day?.rawValue, seal(p.payload, aad: aad)])
+                    try db.execute("INSERT INTO exposure_result (id, kind, created_at, day, sealed) VALUES (?, ?, ?, ?, ?)",
+                                   [.integer(id), .text(kind), .real(now), .optional(p.day.map { Int64($0.rawValue) }), .bytes(seal(p.payload, aad: aad))])
                 }
             }
         }
@@ -671,10 +698,10 @@ public final class NodeStore: @unchecked Sendable {
     public func exposureResults(kind: String) throws -> [StoredExposureResult] {
         try readSkippingRotten("exposure_result",
                                sql: "SELECT id, created_at, day, sealed FROM exposure_result WHERE kind = ? AND \(Self.notQuarantined("exposure_result")) ORDER BY id",
-                               arguments: [kind]) { row in
-            let id: Int64 = row["id"], createdAt: Double = row["created_at"]
-            let day = (row["day"] as Int32?).map { UTCDay($0) }
-            let payload = try open(row["sealed"], aad: Self.resultAAD(id: id, kind: kind, createdAt: createdAt, day: day), table: "exposure_result", id: id)
+                               arguments: [.text(kind)]) { row in
+            let id = row.int64(0), createdAt = row.double(1)
+            let day = row.isNull(2) ? nil : UTCDay(Int32(truncatingIfNeeded: row.int64(2)))
+            let payload = try open(row.data(3), aad: Self.resultAAD(id: id, kind: kind, createdAt: createdAt, day: day), table: "exposure_result", id: id)
             return StoredExposureResult(id: id, kind: kind, createdAt: createdAt, day: day, payload: payload)
         }
     }
@@ -694,12 +721,12 @@ public final class NodeStore: @unchecked Sendable {
                             now: Double = Date().timeIntervalSince1970) throws -> [Int64] {
         try lock.withLock {
             try write { db in
-                for id in replacing { try db.execute(sql: "DELETE FROM key_file WHERE id = ?", arguments: [id]) }
+                for id in replacing { try db.execute("DELETE FROM key_file WHERE id = ?", [.integer(id)]) }
                 return try files.map { f in
                     let id = try Self.nextID(db, table: "key_file")
-                    try db.execute(sql: "INSERT INTO key_file (id, provided_at, valid_until, sealed) VALUES (?, ?, ?, ?)",
-                                   arguments: [id, now, f.validUntil,
-                                               seal(f.exportBin, aad: Self.keyFileAAD(id: id, providedAt: now, validUntil: f.validUntil))])
+                    try db.execute("INSERT INTO key_file (id, provided_at, valid_until, sealed) VALUES (?, ?, ?, ?)",
+                                   [.integer(id), .real(now), .real(f.validUntil),
+                                    .bytes(seal(f.exportBin, aad: Self.keyFileAAD(id: id, providedAt: now, validUntil: f.validUntil)))])
                     return id
                 }
             }
@@ -708,7 +735,7 @@ public final class NodeStore: @unchecked Sendable {
 
     /// The ids of the stored key files, in the order provided (no decryption).
     public func keyFileIDs() throws -> [Int64] {
-        try read { db in try Int64.fetchAll(db, sql: "SELECT id FROM key_file WHERE \(Self.notQuarantined("key_file")) ORDER BY id") }
+        try read { db in try db.fetchAll("SELECT id FROM key_file WHERE \(Self.notQuarantined("key_file")) ORDER BY id") { $0.int64(0) } }
     }
 
     /// The stored key files, in the order provided (rotten ones quarantined and skipped).
@@ -716,8 +743,8 @@ public final class NodeStore: @unchecked Sendable {
         let only = ids.map { " AND id IN (" + $0.map(String.init).joined(separator: ",") + ")" } ?? ""
         return try readSkippingRotten("key_file",
                                       sql: "SELECT id, provided_at, valid_until, sealed FROM key_file WHERE \(Self.notQuarantined("key_file"))\(only) ORDER BY id") { row in
-            let id: Int64 = row["id"], providedAt: Double = row["provided_at"], validUntil: Double = row["valid_until"]
-            let payload = try open(row["sealed"], aad: Self.keyFileAAD(id: id, providedAt: providedAt, validUntil: validUntil),
+            let id = row.int64(0), providedAt = row.double(1), validUntil = row.double(2)
+            let payload = try open(row.data(3), aad: Self.keyFileAAD(id: id, providedAt: providedAt, validUntil: validUntil),
                                    table: "key_file", id: id)
             return StoredKeyFile(id: id, providedAt: providedAt, validUntil: validUntil, exportBin: payload)
         }
@@ -736,8 +763,8 @@ public final class NodeStore: @unchecked Sendable {
         return try lock.withLock {
             try write { db in
                 let id = try Self.nextID(db, table: "marker")
-                try db.execute(sql: "INSERT INTO marker (id, time, sealed) VALUES (?, ?, ?)",
-                               arguments: [id, marker.time, seal(payload, aad: Self.aad("marker", [id, Self.bits(marker.time)]))])
+                try db.execute("INSERT INTO marker (id, time, sealed) VALUES (?, ?, ?)",
+                               [.integer(id), .real(marker.time), .bytes(seal(payload, aad: Self.aad("marker", [id, Self.bits(marker.time)])))])
                 return id
             }
         }
@@ -751,9 +778,9 @@ public final class NodeStore: @unchecked Sendable {
     public func markerRecords(from: Double, to: Double) throws -> [(id: Int64, marker: Marker)] {
         try readSkippingRotten("marker",
                                sql: "SELECT id, time, sealed FROM marker WHERE time >= ? AND time < ? AND \(Self.notQuarantined("marker")) ORDER BY time, id",
-                               arguments: [from, to]) { row in
-            let id: Int64 = row["id"], time: Double = row["time"]
-            let plain = try open(row["sealed"], aad: Self.aad("marker", [id, Self.bits(time)]), table: "marker", id: id)
+                               arguments: [.real(from), .real(to)]) { row in
+            let id = row.int64(0), time = row.double(1)
+            let plain = try open(row.data(2), aad: Self.aad("marker", [id, Self.bits(time)]), table: "marker", id: id)
             do { return (id, try JSONDecoder().decode(Marker.self, from: plain)) } catch {
                 throw StoreError.corruptRecord(table: "marker", id: id, reason: "payload does not decode")
             }
@@ -773,14 +800,14 @@ public final class NodeStore: @unchecked Sendable {
         return try lock.withLock {
             try write { db in
                 var r = RetentionResult()
-                try db.execute(sql: "DELETE FROM scan WHERE end_time < ?", arguments: [cutoff]); r.scans = db.changesCount
-                try db.execute(sql: "DELETE FROM tek WHERE day < ?", arguments: [cutoffDay.rawValue]); r.keys = db.changesCount
-                try db.execute(sql: "DELETE FROM exposure_result WHERE created_at < ?", arguments: [cutoff]); r.results = db.changesCount
-                try db.execute(sql: "DELETE FROM marker WHERE time < ?", arguments: [cutoff]); r.markers = db.changesCount
+                try db.execute("DELETE FROM scan WHERE end_time < ?", [.real(cutoff)]); r.scans = db.changes
+                try db.execute("DELETE FROM tek WHERE day < ?", [.int(cutoffDay.rawValue)]); r.keys = db.changes
+                try db.execute("DELETE FROM exposure_result WHERE created_at < ?", [.real(cutoff)]); r.results = db.changes
+                try db.execute("DELETE FROM marker WHERE time < ?", [.real(cutoff)]); r.markers = db.changes
                 // A key matches sightings up to 12 intervals (2 h) after its validity; once that
                 // is before the oldest kept sighting, its file can match nothing any more.
-                try db.execute(sql: "DELETE FROM key_file WHERE valid_until < ?", arguments: [cutoff - 7_200]); r.keyFiles = db.changesCount
-                try db.execute(sql: """
+                try db.execute("DELETE FROM key_file WHERE valid_until < ?", [.real(cutoff - 7_200)]); r.keyFiles = db.changes
+                try db.execute("""
                     DELETE FROM quarantine WHERE
                         (tbl = 'scan' AND row_id NOT IN (SELECT id FROM scan)) OR
                         (tbl = 'tek' AND row_id NOT IN (SELECT day FROM tek)) OR
@@ -788,7 +815,7 @@ public final class NodeStore: @unchecked Sendable {
                         (tbl = 'marker' AND row_id NOT IN (SELECT id FROM marker)) OR
                         (tbl = 'key_file' AND row_id NOT IN (SELECT id FROM key_file))
                     """)
-                quarantinedCount = try Int.fetchOne(db, sql: "SELECT count(*) FROM quarantine") ?? quarantinedCount
+                quarantinedCount = try db.fetchInt("SELECT count(*) FROM quarantine") ?? quarantinedCount
                 return r
             }
         }
@@ -799,10 +826,10 @@ public final class NodeStore: @unchecked Sendable {
         try read { db in try Self.usedBytes(db) }
     }
 
-    static func usedBytes(_ db: Database) throws -> Int64 {
-        let pageSize = try Int64.fetchOne(db, sql: "PRAGMA page_size") ?? 4096
-        let pages = try Int64.fetchOne(db, sql: "PRAGMA page_count") ?? 0
-        let free = try Int64.fetchOne(db, sql: "PRAGMA freelist_count") ?? 0
+    static func usedBytes(_ db: Connection) throws -> Int64 {
+        let pageSize = try db.fetchInt64("PRAGMA page_size") ?? 4096
+        let pages = try db.fetchInt64("PRAGMA page_count") ?? 0
+        let free = try db.fetchInt64("PRAGMA freelist_count") ?? 0
         return (pages - free) * pageSize
     }
 
@@ -813,12 +840,12 @@ public final class NodeStore: @unchecked Sendable {
             let evicted: Int = try write { db in
                 var evicted = 0
                 while try Self.usedBytes(db) > bound {
-                    let total = try Int.fetchOne(db, sql: "SELECT count(*) FROM scan") ?? 0
+                    let total = try db.fetchInt("SELECT count(*) FROM scan") ?? 0
                     guard total > 1 else { break } // keep the newest scan
                     let batch = max(1, total / 20)
-                    try db.execute(sql: "DELETE FROM scan WHERE id IN (SELECT id FROM scan ORDER BY start_time, id LIMIT ?)",
-                                   arguments: [batch])
-                    evicted += db.changesCount
+                    try db.execute("DELETE FROM scan WHERE id IN (SELECT id FROM scan ORDER BY start_time, id LIMIT ?)",
+                                   [.int(batch)])
+                    evicted += db.changes
                 }
                 return evicted
             }
@@ -835,10 +862,20 @@ public final class NodeStore: @unchecked Sendable {
 
     /// Changes SQLite's page limit on the writer (simulates the disk filling or freeing).
     func setPageLimitForTesting(_ pages: Int) throws {
-        try pool.writeWithoutTransaction { db in _ = try Int.fetchOne(db, sql: "PRAGMA max_page_count = \(pages)") }
+        try pool.writeWithoutTransaction { db in _ = try db.fetchInt64("PRAGMA max_page_count = \(pages)") }
     }
 
-    func withWriterForTesting<T>(_ body: (Database) throws -> T) throws -> T {
+    func withWriterForTesting<T>(_ body: (Connection) throws -> T) throws -> T {
         try pool.writeWithoutTransaction(body)
     }
+}
+
+extension SQLValue {
+    /// Bytes (a sealed value) as a blob.
+    static func bytes(_ data: Data) -> SQLValue { .blob(Array(data)) }
+}
+
+extension Row {
+    /// A blob column as Data (the sealed values).
+    func data(_ i: Int) -> Data { withBlob(i) { Data($0) } }
 }

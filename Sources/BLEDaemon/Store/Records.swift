@@ -1,5 +1,9 @@
 import ENProtocol
+#if canImport(FoundationEssentials)
+import FoundationEssentials
+#else
 import Foundation
+#endif
 import HCIProtocol
 
 /// A received GAEN advertisement (an advertising report with 0xFD6F service data): the one

@@ -1,4 +1,8 @@
+#if canImport(FoundationEssentials)
+import FoundationEssentials
+#else
 import Foundation
+#endif
 
 /// Everything the store reports. Names are stable: the D-Bus layer maps them to named errors
 /// and the status property ("storage error"). No case ever carries key material.

@@ -1,5 +1,9 @@
 import ENProtocol
+#if canImport(FoundationEssentials)
+import FoundationEssentials
+#else
 import Foundation
+#endif
 #if canImport(Glibc)
 import Glibc
 #endif
@@ -31,7 +35,7 @@ public struct StoreKey: Sendable, CustomStringConvertible, CustomDebugStringConv
     public static func load(keyFile: String?, environment: [String: String] = ProcessInfo.processInfo.environment) throws -> StoreKey {
         if let keyFile { return try load(file: keyFile, requirePrivate: true) }
         if let dir = environment["CREDENTIALS_DIRECTORY"], !dir.isEmpty {
-            let path = (dir as NSString).appendingPathComponent(credentialName)
+            let path = dir.hasSuffix("/") ? dir + credentialName : dir + "/" + credentialName
             // systemd already restricts the credentials directory to the unit (a private
             // read-only mount, mode 0500), so the file's own mode bits are not re-checked.
             // Only a missing file means "no credential"; any other failure (EACCES on the
@@ -66,10 +70,7 @@ public struct StoreKey: Sendable, CustomStringConvertible, CustomDebugStringConv
                 throw StoreError.keyFileWrongOwner(path: path, owner: st.st_uid, expected: geteuid())
             }
         }
-        let contents: Data
-        do { contents = try Data(contentsOf: URL(fileURLWithPath: path)) } catch {
-            throw StoreError.keyFileUnreadable(path: path, reason: "\(error.localizedDescription)")
-        }
+        let contents = try readSmallFile(path)
         if contents.count == length { return try StoreKey(bytes: contents) }
         var text = String(decoding: contents, as: UTF8.self)
         while let last = text.last, last.isWhitespace { text.removeLast() }
@@ -95,6 +96,23 @@ public struct StoreKey: Sendable, CustomStringConvertible, CustomDebugStringConv
         }
         return key
     }
+}
+
+/// The bytes of a key file (at most 4 KiB are read: a key file is 32 or 65 bytes).
+private func readSmallFile(_ path: String) throws -> Data {
+    let fd = open(path, O_RDONLY | O_CLOEXEC)
+    guard fd >= 0 else { throw StoreError.keyFileUnreadable(path: path, reason: String(cString: strerror(errno))) }
+    defer { close(fd) }
+    var bytes = [UInt8](repeating: 0, count: 4096)
+    var count = 0
+    while count < bytes.count {
+        let n = bytes.withUnsafeMutableBytes { read(fd, $0.baseAddress! + count, $0.count - count) }
+        if n < 0 && errno == EINTR { continue }
+        guard n >= 0 else { throw StoreError.keyFileUnreadable(path: path, reason: String(cString: strerror(errno))) }
+        if n == 0 { break }
+        count += n
+    }
+    return Data(bytes[..<count])
 }
 
 extension String {

@@ -14,7 +14,7 @@ import Glibc
 /// another form goes through `validate` as before, so every file is accepted or rejected, and
 /// read, exactly as the String path reads it (`SightingsFileTests` compare the two).
 extension SightingsFile {
-    /// Whether `data` holds a '"' (then CSV.swift honours the quoting).
+    /// Whether `data` holds a '"' (then CSVRows honours the quoting).
     static func hasQuote(_ data: Data) -> Bool {
         data.withUnsafeBytes { $0.isEmpty ? false : memchr($0.baseAddress!, 0x22, $0.count) != nil }
     }

@@ -1,0 +1,131 @@
+import CSQLite3
+#if canImport(Glibc)
+import Glibc
+#elseif canImport(Darwin)
+import Darwin
+#endif
+
+/// One writer connection and reader connections on a WAL database, shared between threads:
+/// writes are serialised on the writer, reads run on readers in parallel with each other and
+/// with the writer (WAL: a read sees the last commit before it began), so a long read (an
+/// export) never holds up a write (a scan), nor a write a read.
+public final class ConnectionPool: @unchecked Sendable {
+    public struct Configuration: Sendable {
+        public var path: String
+        /// Run on the writer when it opens (after WAL is on): PRAGMAs such as synchronous.
+        public var prepareWriter: @Sendable (Connection) throws -> Void = { _ in }
+        /// How long a connection waits for a lock held by another process (a backup, say).
+        public var busyTimeoutMilliseconds: Int32 = 5_000
+        /// Reader connections kept open between reads (more are opened while reads overlap).
+        public var maximumIdleReaders = 2
+
+        public init(path: String) { self.path = path }
+    }
+
+    public let configuration: Configuration
+    private let writer: Connection
+    private let writerLock = Lock()
+    private var idleReaders: [Connection] = []
+    private var closed = false
+    private let readersLock = Lock()
+
+    /// Opens the writer (creating nothing: the file must exist), switches the database to WAL
+    /// and runs `prepareWriter`.
+    public init(configuration: Configuration) throws {
+        self.configuration = configuration
+        writer = try Connection(path: configuration.path, options: [.readWrite])
+        do {
+            try writer.setBusyTimeout(milliseconds: configuration.busyTimeoutMilliseconds)
+            guard try writer.fetchText("PRAGMA journal_mode = WAL") == "wal" else {
+                throw SQLiteError(code: SQLITE_ERROR, message: "cannot switch \(configuration.path) to WAL mode")
+            }
+            try configuration.prepareWriter(writer)
+        } catch {
+            try? writer.close()
+            throw error
+        }
+    }
+
+    /// Runs `body` in an immediate write transaction on the writer (rolled back if it throws).
+    public func write<T>(_ body: (Connection) throws -> T) throws -> T {
+        try writerLock.withLock {
+            try openCheck()
+            return try writer.transaction(.immediate) { try body(writer) }
+        }
+    }
+
+    /// Runs `body` on the writer outside any transaction (PRAGMAs that cannot run in one).
+    public func writeWithoutTransaction<T>(_ body: (Connection) throws -> T) throws -> T {
+        try writerLock.withLock {
+            try openCheck()
+            return try body(writer)
+        }
+    }
+
+    /// Runs `body` in a read transaction on a reader: one consistent snapshot, concurrent with
+    /// the writer and other reads.
+    public func read<T>(_ body: (Connection) throws -> T) throws -> T {
+        let reader = try takeReader()
+        var healthy = true
+        defer { giveBack(reader, healthy: healthy) }
+        do {
+            return try reader.transaction(.deferred) { try body(reader) }
+        } catch {
+            healthy = !reader.isInTransaction
+            throw error
+        }
+    }
+
+    private func openCheck() throws {
+        if closed { throw SQLiteError(code: SQLITE_MISUSE, message: "database \(configuration.path) is closed") }
+    }
+
+    private func takeReader() throws -> Connection {
+        if let r = try readersLock.withLock({ () throws -> Connection? in
+            try openCheck()
+            return idleReaders.popLast()
+        }) { return r }
+        let r = try Connection(path: configuration.path, options: [.readOnly])
+        try r.setBusyTimeout(milliseconds: configuration.busyTimeoutMilliseconds)
+        return r
+    }
+
+    private func giveBack(_ reader: Connection, healthy: Bool) {
+        let keep = readersLock.withLock { () -> Bool in
+            guard healthy, !closed, idleReaders.count < configuration.maximumIdleReaders else { return false }
+            idleReaders.append(reader)
+            return true
+        }
+        if !keep { try? reader.close() }
+    }
+
+    /// Closes the readers, then the writer: the last connection checkpoints the WAL into the
+    /// main file and removes it. Reads and writes after this throw SQLITE_MISUSE.
+    public func close() throws {
+        let readers = readersLock.withLock { () -> [Connection] in
+            closed = true
+            defer { idleReaders = [] }
+            return idleReaders
+        }
+        for r in readers { try r.close() }
+        try writerLock.withLock { try writer.close() }
+    }
+}
+
+/// A plain mutex (the layer depends on nothing but SQLite and the C library).
+final class Lock: @unchecked Sendable {
+    private let mutex = UnsafeMutablePointer<pthread_mutex_t>.allocate(capacity: 1)
+
+    init() { pthread_mutex_init(mutex, nil) }
+
+    deinit {
+        pthread_mutex_destroy(mutex)
+        mutex.deallocate()
+    }
+
+    func withLock<T>(_ body: () throws -> T) rethrows -> T {
+        pthread_mutex_lock(mutex)
+        defer { pthread_mutex_unlock(mutex) }
+        return try body()
+    }
+}
