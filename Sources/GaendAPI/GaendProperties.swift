@@ -1,4 +1,8 @@
+#if canImport(FoundationEssentials)
 import FoundationEssentials
+#else
+import Foundation
+#endif
 import DBusCore
 
 /// One D-Bus property of a typed properties value: its name, revision and emits-changed rule

@@ -160,8 +160,7 @@ struct Gaend: AsyncParsableCommand {
             }
         }
         let service = BusService(connection: connection, fallbackErrorName: GaendInterfaces.ErrorName.failed, logger: logger)
-        let exposure = ExposureRuns(node: node)
-        let bus = NodeBus(service: service, node: node, exposure: exposure, trust: trustSet, logger: logger)
+        let bus = NodeBus(service: service, node: node, trust: trustSet, logger: logger)
         let notifier = SystemdNotifier()
         logger.info("gaend started", metadata: [
             "config": "\(configSource)",
@@ -173,7 +172,7 @@ struct Gaend: AsyncParsableCommand {
         // reverse on SIGTERM/SIGINT; a service that fails stops the whole group the same way.
         // A stop that takes longer than 10 s (the unit allows 15) is escalated to cancellation.
         var configuration = ServiceGroupConfiguration(
-            services: NodeServices.all(node: node, radio: radio, exposure: exposure, bus: bus, connection: connection, notifier: notifier, logger: logger).map {
+            services: NodeServices.all(node: node, radio: radio, bus: bus, connection: connection, notifier: notifier, logger: logger).map {
                 .init(service: $0, successTerminationBehavior: .gracefullyShutdownGroup, failureTerminationBehavior: .gracefullyShutdownGroup)
             },
             gracefulShutdownSignals: [.sigterm, .sigint], logger: logger)

@@ -26,7 +26,7 @@ struct NodeClockStepTests {
     }
 
     func rotate(_ node: GaenNode, wall: Double, monotonic: Double) async {
-        await node.perform(.rotate(AdvertisingSlot(wall: wall)), at: ClockReading(wall: wall, monotonic: monotonic))
+        await node.schedule.perform(.rotate(AdvertisingSlot(wall: wall)), at: ClockReading(wall: wall, monotonic: monotonic))
     }
 
     /// Ten scans in the hour before w0.

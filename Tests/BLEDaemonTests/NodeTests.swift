@@ -32,15 +32,15 @@ struct NodeTests {
         let dir = try TempStoreDir()
         let (node, clock) = try makeNode(dir)
         let reading = ClockReading(wall: clock.wallTime(), monotonic: 100)
-        await node.perform(.rotate(AdvertisingSlot(wall: reading.wall)), at: reading)
-        await node.perform(.rotate(AdvertisingSlot(wall: reading.wall + 700)), at: reading)
+        await node.schedule.perform(.rotate(AdvertisingSlot(wall: reading.wall)), at: reading)
+        await node.schedule.perform(.rotate(AdvertisingSlot(wall: reading.wall + 700)), at: reading)
         #expect(await node.snapshot.advertisements == 2)
-        #expect(try await node.keyHistory().isEmpty)  // today's key is still on air
+        #expect(try await node.exposure.keyHistory().isEmpty)  // today's key is still on air
         let tek = try node.store.key(for: Self.day)
         #expect(try node.store.keys(in: Self.day...Self.day).count == 1)
         // The next day, yesterday's key is released with its day's first interval.
         clock.stepWall(by: 86_400)
-        let history = try await node.keyHistory()
+        let history = try await node.exposure.keyHistory()
         #expect(history.map(\.key) == [tek])
         #expect(history.first?.rollingStartIntervalNumber == Self.day.firstInterval)
         #expect(history.first?.rollingPeriod == 144)
@@ -49,8 +49,8 @@ struct NodeTests {
         let dir2 = try TempStoreDir()
         let (trialNode, trialClock) = try makeNode(dir2, trial: true)
         let r2 = ClockReading(wall: trialClock.wallTime(), monotonic: 100)
-        await trialNode.perform(.rotate(AdvertisingSlot(wall: r2.wall)), at: r2)
-        #expect(try await trialNode.keyHistory().count == 1)
+        await trialNode.schedule.perform(.rotate(AdvertisingSlot(wall: r2.wall)), at: r2)
+        #expect(try await trialNode.exposure.keyHistory().count == 1)
         await trialNode.shutdown()
     }
 
@@ -59,8 +59,8 @@ struct NodeTests {
         let dir = try TempStoreDir()
         let (node, clock) = try makeNode(dir)
         let r = ClockReading(wall: clock.wallTime(), monotonic: 100)
-        await node.perform(.startScan(ScanWindow(startWall: r.wall, startMonotonic: 100, duration: 4)), at: r)
-        await node.perform(.finishScan(CompletedScan(startWall: r.wall, endWall: r.wall + 4)), at: r)
+        await node.schedule.perform(.startScan(ScanWindow(startWall: r.wall, startMonotonic: 100, duration: 4)), at: r)
+        await node.schedule.perform(.finishScan(CompletedScan(startWall: r.wall, endWall: r.wall + 4)), at: r)
         #expect(await node.snapshot.scans == 0)
         #expect(try node.store.counts().scans == 0)
         #expect(await node.snapshot.status.contains(.controllerMissing))
@@ -78,20 +78,19 @@ struct NodeTests {
         let (node, _) = try makeNode(dir)
         #expect(await node.snapshot.matching == false)
         let key = DiagnosisKey(key: try TemporaryExposureKey(bytes: Data(repeating: 3, count: 16)), rollingStartIntervalNumber: Self.day.firstInterval)
-        _ = try await node.acceptKeyFiles([keyFile([key])], trust: KeyExportTrustSet())
+        _ = try await node.exposure.acceptKeyFiles([keyFile([key])], trust: KeyExportTrustSet())
         #expect(await node.snapshot.matching)
         await #expect(throws: NodeError.busy("an earlier ProvideDiagnosisKeys is still being matched")) {
-            _ = try await node.acceptKeyFiles([keyFile([key])], trust: KeyExportTrustSet())
+            _ = try await node.exposure.acceptKeyFiles([keyFile([key])], trust: KeyExportTrustSet())
         }
         let (ended, signal) = AsyncStream.makeStream(of: Bool.self)
-        let runs = ExposureRuns(node: node)
-        await runs.begin { result in
+        await node.exposure.beginMatching { result in
             if case .success = result { signal.yield(true) } else { signal.yield(false) }
         }
         var it = ended.makeAsyncIterator()
         #expect(await it.next() == true)
         #expect(await node.snapshot.matching == false)
-        await runs.stop()
+        await node.exposure.stopMatching()
         await node.shutdown()
     }
 
@@ -103,33 +102,33 @@ struct NodeTests {
             DiagnosisKey(key: try TemporaryExposureKey(bytes: Data(repeating: byte, count: 16)), rollingStartIntervalNumber: day.firstInterval)
         }
         let old = try key(1, UTCDay(Self.day.rawValue - 3)), recent = try key(2, Self.day)
-        _ = try await node.acceptKeyFiles([keyFile([old])], trust: KeyExportTrustSet())
-        _ = try await node.runMatching()
-        _ = try await node.acceptKeyFiles([keyFile([recent]), keyFile([old, recent])], trust: KeyExportTrustSet())
-        _ = try await node.runMatching()
+        _ = try await node.exposure.acceptKeyFiles([keyFile([old])], trust: KeyExportTrustSet())
+        _ = try await node.exposure.runMatching()
+        _ = try await node.exposure.acceptKeyFiles([keyFile([recent]), keyFile([old, recent])], trust: KeyExportTrustSet())
+        _ = try await node.exposure.runMatching()
         #expect(try node.store.keyFiles().map(\.validUntil) == [Double(Self.day.rawValue - 2) * 86_400, Double(Self.day.rawValue + 1) * 86_400,
                                                                 Double(Self.day.rawValue + 1) * 86_400])
         // A file provided again replaces its earlier copy (one row, at the end).
-        _ = try await node.acceptKeyFiles([keyFile([old])], trust: KeyExportTrustSet())
-        _ = try await node.runMatching()
+        _ = try await node.exposure.acceptKeyFiles([keyFile([old])], trust: KeyExportTrustSet())
+        _ = try await node.exposure.runMatching()
         #expect(try node.store.keyFiles().count == 3)
-        #expect(node.keyFiles.parses == 0)
+        #expect(node.exposure.keyFiles.parses == 0)
         // 14 days (+ the 2 h tolerance) after the old key's validity: its file goes, the others stay.
         let retention = Double(node.settings.store.retentionDays) * 86_400
         let r = try node.store.applyRetention(now: Double(Self.day.rawValue - 2) * 86_400 + retention + 7_201)
         #expect(r.keyFiles == 1)
         #expect(try node.store.keyFiles().map(\.validUntil) == [Double(Self.day.rawValue + 1) * 86_400, Double(Self.day.rawValue + 1) * 86_400])
-        _ = try await node.runMatching()
-        #expect(node.keyFiles.parses == 0)
+        _ = try await node.exposure.runMatching()
+        #expect(node.exposure.keyFiles.parses == 0)
         await node.shutdown()
         // After a restart each of the two kept files is parsed once, at first use (here: the
         // next call, looking for a copy of its file), and never again.
         let (again, _) = try makeNode(dir)
-        _ = try await again.acceptKeyFiles([keyFile([recent])], trust: KeyExportTrustSet())
-        #expect(again.keyFiles.parses == 2)
-        _ = try await again.runMatching()
-        _ = try await again.runMatching()
-        #expect(again.keyFiles.parses == 2)
+        _ = try await again.exposure.acceptKeyFiles([keyFile([recent])], trust: KeyExportTrustSet())
+        #expect(again.exposure.keyFiles.parses == 2)
+        _ = try await again.exposure.runMatching()
+        _ = try await again.exposure.runMatching()
+        #expect(again.exposure.keyFiles.parses == 2)
         await again.shutdown()
     }
 
@@ -153,35 +152,35 @@ struct NodeTests {
             ]))
         }
         let key = DiagnosisKey(key: tek, rollingStartIntervalNumber: Self.day.firstInterval)
-        #expect(try await node.acceptKeyFiles([keyFile([key])], trust: KeyExportTrustSet()) == 1)
-        let (matched, count) = try await node.runMatching()
+        #expect(try await node.exposure.acceptKeyFiles([keyFile([key])], trust: KeyExportTrustSet()) == 1)
+        let (matched, count) = try await node.exposure.runMatching()
         #expect(matched == 1 && count == 1)
-        let windows = try await node.exposureWindows()
+        let windows = try node.exposure.exposureWindows()
         #expect(windows.count == 1)
         #expect(windows.first?.scanInstances.map(\.typicalAttenuationDb) == [44, 44, 44])
 
         // Providing the same key again counts once.
-        _ = try await node.acceptKeyFiles([keyFile([key])], trust: KeyExportTrustSet())
-        _ = try await node.runMatching()
-        #expect(try await node.exposureWindows() == windows)
+        _ = try await node.exposure.acceptKeyFiles([keyFile([key])], trust: KeyExportTrustSet())
+        _ = try await node.exposure.runMatching()
+        #expect(try await node.exposure.exposureWindows() == windows)
         // Files are parsed once, when provided: matching again parses none of them.
         let other = DiagnosisKey(key: try TemporaryExposureKey(bytes: Data(repeating: 7, count: 16)), rollingStartIntervalNumber: Self.day.firstInterval)
-        _ = try await node.acceptKeyFiles([keyFile([other])], trust: KeyExportTrustSet())
-        let (ownMatched, ownWindows) = try await node.runMatching()
-        #expect(node.keyFiles.parses == 0)
+        _ = try await node.exposure.acceptKeyFiles([keyFile([other])], trust: KeyExportTrustSet())
+        let (ownMatched, ownWindows) = try await node.exposure.runMatching()
+        #expect(node.exposure.keyFiles.parses == 0)
         // The call's own figures: a key that matches nothing reports 0, whatever matched before.
         #expect(ownMatched == 0 && ownWindows == 0)
-        #expect(try await node.exposureWindows() == windows)
+        #expect(try await node.exposure.exposureWindows() == windows)
 
         // One bad file rejects the whole call.
-        await #expect(throws: NodeError.self) { try await node.acceptKeyFiles([try keyFile([key]), Data("junk".utf8)], trust: KeyExportTrustSet()) }
+        await #expect(throws: NodeError.self) { try await node.exposure.acceptKeyFiles([try keyFile([key]), Data("junk".utf8)], trust: KeyExportTrustSet()) }
         do {
-            _ = try await node.acceptKeyFiles([Data("junk".utf8)], trust: KeyExportTrustSet())
+            _ = try await node.exposure.acceptKeyFiles([Data("junk".utf8)], trust: KeyExportTrustSet())
             Issue.record("junk accepted")
         } catch let e as NodeError {
             #expect(NodeBus.errorName(e) == GaendInterfaces.ErrorName.invalidKeyFile)
         }
-        #expect(try await node.exposureWindows() == windows)
+        #expect(try await node.exposure.exposureWindows() == windows)
         // The store holds no TEK or RPI in clear.
         let bytes = try dir.storeBytes()
         #expect(!bytes.contains(tek.bytes))
@@ -206,11 +205,11 @@ struct NodeTests {
             _ = try node.store.recordScan(RecordedScan(start: t, end: t + 4, sightings: [RecordedSighting(time: t + 1, rpi: rpi, aem: aem, rssi: -64)],
                                                        rssiCorrection: correction))
         }
-        try await node.setCalibration(txPower: -30, rssiCorrection: 1, confidence: 1)
-        _ = try await node.acceptKeyFiles([keyFile([DiagnosisKey(key: tek, rollingStartIntervalNumber: Self.day.firstInterval)])], trust: KeyExportTrustSet())
-        _ = try await node.runMatching()
-        #expect(try await node.exposureWindows().first?.scanInstances.map(\.typicalAttenuationDb) == [43, 40, 46])
-        let csv = try await node.exportCSV(from: 0, to: .infinity)
+        try await node.calibration.set(txPower: -30, rssiCorrection: 1, confidence: 1)
+        _ = try await node.exposure.acceptKeyFiles([keyFile([DiagnosisKey(key: tek, rollingStartIntervalNumber: Self.day.firstInterval)])], trust: KeyExportTrustSet())
+        _ = try await node.exposure.runMatching()
+        #expect(try await node.exposure.exposureWindows().first?.scanInstances.map(\.typicalAttenuationDb) == [43, 40, 46])
+        let csv = try node.exportCSV(from: 0, to: .infinity)
         let corrections = try SightingsFile.records(Data(csv.utf8)).map(\.rssiCorrection)
         #expect(corrections == [1, 4, -2])
         await node.shutdown()
@@ -222,12 +221,12 @@ struct NodeTests {
         let (node, _) = try makeNode(dir)
         let file = try keyFile([])
         for _ in 0..<6 {
-            _ = try await node.acceptKeyFiles([file], trust: KeyExportTrustSet())
-            _ = try await node.runMatching()
+            _ = try await node.exposure.acceptKeyFiles([file], trust: KeyExportTrustSet())
+            _ = try await node.exposure.runMatching()
         }
-        #expect(await node.provideRemaining == 0)
+        #expect(await node.exposure.provideRemaining == 0)
         do {
-            _ = try await node.acceptKeyFiles([file], trust: KeyExportTrustSet())
+            _ = try await node.exposure.acceptKeyFiles([file], trust: KeyExportTrustSet())
             Issue.record("seventh call accepted")
         } catch let e as NodeError {
             #expect(NodeBus.errorName(e) == GaendInterfaces.ErrorName.rateLimited)
@@ -237,8 +236,8 @@ struct NodeTests {
         let dir2 = try TempStoreDir()
         let (trial, _) = try makeNode(dir2, trial: true)
         for _ in 0..<8 {
-            _ = try await trial.acceptKeyFiles([file], trust: KeyExportTrustSet())
-            _ = try await trial.runMatching()
+            _ = try await trial.exposure.acceptKeyFiles([file], trust: KeyExportTrustSet())
+            _ = try await trial.exposure.runMatching()
         }
         await trial.shutdown()
     }
@@ -249,21 +248,21 @@ struct NodeTests {
         do {
             let (node, _) = try makeNode(dir)
             try await node.disable()
-            try await node.setCalibration(txPower: -25, rssiCorrection: 3, confidence: 2)
-            try await node.setDataMapping(try DiagnosisKeysDataMapping(daysSinceOnsetToInfectiousness: [0: .high], reportTypeWhenMissing: .selfReport))
-            await #expect(throws: NodeError.self) { try await node.setCalibration(txPower: 200, rssiCorrection: 0, confidence: 0) }
+            try await node.calibration.set(txPower: -25, rssiCorrection: 3, confidence: 2)
+            try await node.exposure.setDataMapping(try DiagnosisKeysDataMapping(daysSinceOnsetToInfectiousness: [0: .high], reportTypeWhenMissing: .selfReport))
+            await #expect(throws: NodeError.self) { try await node.calibration.set(txPower: 200, rssiCorrection: 0, confidence: 0) }
             await node.shutdown()
         }
         let (again, _) = try makeNode(dir)
         #expect(await again.snapshot.enabled == false)
         #expect(await again.snapshot.status.contains(.inactive))
-        let c = await again.calibration
+        let c = again.calibration.current
         #expect(c.txPower == -25 && c.rssiCorrection == 3 && c.confidence == .medium)
-        let m = try await again.dataMapping()
+        let m = try again.exposure.dataMapping()
         #expect(m.reportTypeWhenMissing == .selfReport && m.daysSinceOnsetToInfectiousness?[0] == .high)
         // A second change within 7 days is refused (framework limit).
         do {
-            try await again.setDataMapping(.default)
+            try await again.exposure.setDataMapping(.default)
             Issue.record("second mapping change accepted")
         } catch let e as NodeError {
             #expect(NodeBus.errorName(e) == GaendInterfaces.ErrorName.rateLimited)
@@ -279,15 +278,15 @@ struct NodeTests {
         }
         do {
             let (node, _) = try makeNode(dir, configure: configured(2))
-            #expect(await node.calibration.rssiCorrection == 2)
-            try await node.setCalibration(txPower: -25, rssiCorrection: 7, confidence: 3)
-            #expect(await node.calibration.rssiCorrection == 7)
+            #expect(node.calibration.current.rssiCorrection == 2)
+            try await node.calibration.set(txPower: -25, rssiCorrection: 7, confidence: 3)
+            #expect(node.calibration.current.rssiCorrection == 7)
             await node.shutdown()
         }
         do {
             // Same calibration in the config, another setting changed: the override stays.
             let (node, _) = try makeNode(dir, configure: configured(2, site: "bus-9"))
-            let c = await node.calibration
+            let c = node.calibration.current
             #expect(c.txPower == -25 && c.rssiCorrection == 7 && c.confidence == .high)
             await node.shutdown()
         }
@@ -295,12 +294,12 @@ struct NodeTests {
             // The config's calibration changed (gaenctl calibrate --config): the config wins, and
             // the override is gone for good, also when the config is later set back.
             let (node, _) = try makeNode(dir, configure: configured(-4))
-            let c = await node.calibration
+            let c = node.calibration.current
             #expect(c.txPower == -22 && c.rssiCorrection == -4 && c.confidence == .low)
             await node.shutdown()
         }
         let (again, _) = try makeNode(dir, configure: configured(2))
-        #expect(await again.calibration.rssiCorrection == 2)
+        #expect(again.calibration.current.rssiCorrection == 2)
         await again.shutdown()
     }
 
@@ -308,13 +307,13 @@ struct NodeTests {
     func markers() async throws {
         let dir = try TempStoreDir()
         let (node, clock) = try makeNode(dir, trial: true)
-        let first = try await node.addMarker(time: 0, label: "seated", distance: 1.5, note: "")
-        let second = try await node.addMarker(time: clock.wallTime() + 10, label: "standing", distance: -1, note: "n")
-        let got = try await node.markers(from: 0, to: clock.wallTime() + 60)
+        let first = try await node.research.addMarker(time: 0, label: "seated", distance: 1.5, note: "")
+        let second = try await node.research.addMarker(time: clock.wallTime() + 10, label: "standing", distance: -1, note: "n")
+        let got = try node.research.markers(from: 0, to: clock.wallTime() + 60)
         #expect(got.map(\.id) == [first, second])
         #expect(got.map(\.marker.label) == ["seated", "standing"])
         #expect(got[0].marker.distanceMeters == 1.5 && got[1].marker.distanceMeters == nil)
-        await #expect(throws: NodeError.self) { try await node.addMarker(time: 0, label: "", distance: 1, note: "") }
+        await #expect(throws: NodeError.self) { try await node.research.addMarker(time: 0, label: "", distance: 1, note: "") }
         await node.shutdown()
     }
 
@@ -380,7 +379,7 @@ extension GaenNode {
     /// The research export as CSV text (tests).
     func exportCSV(from: Double, to: Double) throws -> String {
         var out = Data()
-        _ = try exportSightings(from: from, to: to, format: "csv") { out.append($0) }
+        _ = try research.exportSightings(from: from, to: to, format: "csv") { out.append($0) }
         return String(decoding: out, as: UTF8.self)
     }
 }

@@ -13,16 +13,48 @@ import Testing
 struct WatchdogLivenessTests {
     let logger = Logger(label: "test.watchdog")
 
-    /// WATCHDOG=1 datagrams that arrived in the last `seconds` (older ones drained first).
-    func feeds(_ listener: SystemdNotifierTests.Listener, during seconds: Double) async throws -> Int {
-        func drain() -> Int {
-            var n = 0, buf = [UInt8](repeating: 0, count: 512)
-            while recv(listener.fd, &buf, buf.count, Int32(MSG_DONTWAIT)) > 0 { n += 1 }
-            return n
+    /// WATCHDOG_USEC of these tests: systemd kills a service not fed for this long.
+    static let watchdogSeconds = 2.0
+
+    /// Records when each WATCHDOG=1 arrives on the notify socket (a thread of its own, so the
+    /// times do not depend on the cooperative pool the code under test shares).
+    final class FeedLog: @unchecked Sendable {
+        let listener: SystemdNotifierTests.Listener
+        private let times = Mutex<[ContinuousClock.Instant]>([])
+        private let stopped = Mutex(false)
+        private var thread: Thread?
+
+        init(_ listener: SystemdNotifierTests.Listener) {
+            self.listener = listener
+            var tv = timeval(tv_sec: 0, tv_usec: 100_000)
+            setsockopt(listener.fd, SOL_SOCKET, SO_RCVTIMEO, &tv, socklen_t(MemoryLayout<timeval>.size))
+            let fd = listener.fd
+            let t = Thread { [self] in
+                var buf = [UInt8](repeating: 0, count: 512)
+                while !stopped.withLock({ $0 }) {
+                    let n = recv(fd, &buf, buf.count, 0)
+                    if n > 0, String(decoding: buf[0..<n], as: UTF8.self) == "WATCHDOG=1" { times.withLock { $0.append(.now) } }
+                }
+            }
+            thread = t
+            t.start()
         }
-        _ = drain()
-        try await Task.sleep(for: .milliseconds(Int64(seconds * 1000)))
-        return drain()
+
+        func stop() { stopped.withLock { $0 = true } }
+
+        /// Feeds in `from...to`.
+        func feeds(from: ContinuousClock.Instant, to: ContinuousClock.Instant) -> [ContinuousClock.Instant] {
+            times.withLock { $0.filter { $0 >= from && $0 <= to } }
+        }
+
+        /// The longest time in `from...to` without a feed (what systemd's watchdog measures).
+        func longestGap(from: ContinuousClock.Instant, to: ContinuousClock.Instant) -> Double {
+            let points = [from] + feeds(from: from, to: to) + [to]
+            return zip(points, points.dropFirst()).map { a, b in
+                let d = b - a
+                return Double(d.components.seconds) + Double(d.components.attoseconds) / 1e18
+            }.max() ?? 0
+        }
     }
 
     @Test("a wedged controller session stops the watchdog's feeding; a big matching run and an export into a pipe nobody reads do not")
@@ -45,12 +77,15 @@ struct WatchdogLivenessTests {
         try await waitUntil { await radio.snapshot.advertisingOnAir }
 
         let path = FileManager.default.temporaryDirectory.appendingPathComponent("notify-\(getpid())-\(UInt32.random(in: 0...UInt32.max))").path
-        let listener = try SystemdNotifierTests.Listener(path: path)
-        // WATCHDOG_USEC 400 ms: fed every 200 ms while live.
-        let notifier = SystemdNotifier(environment: ["NOTIFY_SOCKET": path, "WATCHDOG_USEC": "400000", "WATCHDOG_PID": "\(getpid())"])
+        let log = FeedLog(try SystemdNotifierTests.Listener(path: path))
+        // Fed every WATCHDOG_USEC / 2 while live; never a gap of WATCHDOG_USEC (systemd's kill).
+        let notifier = SystemdNotifier(environment: ["NOTIFY_SOCKET": path, "WATCHDOG_USEC": "\(Int(Self.watchdogSeconds * 1_000_000))",
+                                                     "WATCHDOG_PID": "\(getpid())"])
         let watchdog = WatchdogService(check: RadioPathCheck(radio: radio, schedule: node.heartbeat, clock: clock), notifier: notifier, logger: logger)
         let feeding = Task { try await watchdog.run() }
-        #expect(try await feeds(listener, during: 1) >= 3)
+        let started = ContinuousClock.now
+        try await Task.sleep(for: .seconds(Self.watchdogSeconds))
+        #expect(log.feeds(from: started, to: .now).count >= 1)
 
         // Long work elsewhere: matching 500,000 keys against 3,000 sightings, and a research
         // export held by a reader that never reads.
@@ -68,43 +103,43 @@ struct WatchdogLivenessTests {
             keys.append(DiagnosisKey(key: try TemporaryExposureKey(bytes: bytes), rollingStartIntervalNumber: day.firstInterval))
         }
         let file = try KeyExportWriter.exportBin(header: KeyExportHeader(startTimestamp: 0, endTimestamp: 1, region: "t"), keys: keys)
-        _ = try await node.acceptKeyFiles([file], trust: KeyExportTrustSet())
-        let matching = Task { _ = try await node.runMatching(); return ContinuousClock.now }
+        _ = try await node.exposure.acceptKeyFiles([file], trust: KeyExportTrustSet())
+        let matching = Task { _ = try await node.exposure.runMatching(); return ContinuousClock.now }
         var fds: [Int32] = [0, 0]
         #expect(pipe(&fds) == 0)
         let out = try CallerDescriptor(taking: fds[1], what: "the export's descriptor")
         let transfers = CallerTransfers()
-        let context = await node.exportContext
+        let context = node.research.exportContext
         let exportEnded = Mutex(false)
         let export = Task {
             defer { exportEnded.withLock { $0 = true } }
             return try await transfers.run("test.export") { flag in
-                try GaenNode.writeSightings(context, from: 0, to: 2_000_000_000, format: "csv") { try out.write($0, idleTimeout: 60, cancel: flag) }
+                try ResearchRecords.writeSightings(context, from: 0, to: 2_000_000_000, format: "csv") { try out.write($0, idleTimeout: 60, cancel: flag) }
             }
         }
-        // Fed in every half second the matching run lasts (at least one whole one).
-        var windows = 0
-        while await node.snapshot.matching {
-            let fed = try await feeds(listener, during: 0.5)
-            if await node.snapshot.matching {
-                #expect(fed >= 2, "window \(windows)")
-                windows += 1
-            }
-        }
-        _ = try await matching.value
-        #expect(windows >= 1)
-        #expect(try await feeds(listener, during: 0.5) >= 2)
+        // Fed all through the matching run and the stalled export: no gap systemd would kill for.
+        let longWork = ContinuousClock.now
+        let matched = try await matching.value
+        try await Task.sleep(for: .seconds(Self.watchdogSeconds)) // the export alone, still stalled
         #expect(exportEnded.withLock { $0 } == false) // still held by the reader that never reads
+        #expect(log.longestGap(from: longWork, to: .now) < Self.watchdogSeconds, "matching ran \(matched - longWork)")
 
         // The controller session wedges (a write that never returns): no more feeding.
         connector.current.wedgeWrites()
         let rotation = Task { await radio.advertise(Beacon(address: BDAddress(littleEndian: [9, 8, 7, 6, 5, 0x3F]), advertisingData: [2, 1, 0x1A])) }
-        try await Task.sleep(for: .milliseconds(300))
-        #expect(try await feeds(listener, during: 1.5) == 0)
+        // A check already under way may still feed once; from then on nothing for longer than
+        // systemd waits.
+        try await Task.sleep(for: .seconds(Self.watchdogSeconds / 2 + 0.2))
+        let wedged = ContinuousClock.now
+        try await Task.sleep(for: .seconds(Self.watchdogSeconds * 1.5))
+        #expect(log.feeds(from: wedged, to: .now).isEmpty)
         // Unwedged, it is fed again.
         connector.current.unwedgeWrites()
         await rotation.value
-        #expect(try await feeds(listener, during: 1) >= 2)
+        let unwedged = ContinuousClock.now
+        try await Task.sleep(for: .seconds(Self.watchdogSeconds))
+        #expect(!log.feeds(from: unwedged, to: .now).isEmpty)
+        log.stop()
 
         feeding.cancel()
         _ = try? await feeding.value

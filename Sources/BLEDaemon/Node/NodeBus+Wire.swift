@@ -56,8 +56,8 @@ extension NodeBus {
     // MARK: Properties
 
     /// ExposureNotification1's properties from one reading of the node.
-    static func exposureProperties(_ s: NodeStatusSnapshot, provideRemaining: UInt32, calibration c: NodeCalibration,
-                                   settings: GaendSettings) -> GaendExposureProperties {
+    static func exposureProperties(_ s: NodeStatusSnapshot, settings: GaendSettings) -> GaendExposureProperties {
+        let c = s.calibration
         var p = GaendExposureProperties()
         p.version = version
         p.enabled = s.enabled
@@ -67,7 +67,7 @@ extension NodeBus {
         p.scanCount = s.scans
         p.sightingCount = s.sightings
         p.lastScanTime = s.lastScanEnd.map(ms) ?? 0
-        p.provideDiagnosisKeysRemaining = provideRemaining
+        p.provideDiagnosisKeysRemaining = s.provideRemaining
         p.quarantinedRecords = UInt32(clamping: s.storeLosses.quarantined)
         p.droppedScans = UInt64(s.storeLosses.droppedScans)
         p.droppedSightings = UInt64(s.storeLosses.droppedSightings)

@@ -14,8 +14,8 @@ import Logging
 public final class NodeBus: NodeObserver, Sendable {
     public let service: BusService
     let node: GaenNode
-    /// The exposure service's matching runs (ProvideDiagnosisKeys starts one).
-    let exposure: ExposureRuns
+    /// The exposure service's side of the node (ProvideDiagnosisKeys starts its matching).
+    let exposure: ExposureNotifications
     let trust: KeyExportTrustSet
     let research: Bool
     let logger: Logger
@@ -25,10 +25,10 @@ public final class NodeBus: NodeObserver, Sendable {
     public let transfers = CallerTransfers()
     static let version = "0.1.0"
 
-    public init(service: BusService, node: GaenNode, exposure: ExposureRuns, trust: KeyExportTrustSet, logger: Logger) {
+    public init(service: BusService, node: GaenNode, trust: KeyExportTrustSet, logger: Logger) {
         self.service = service
         self.node = node
-        self.exposure = exposure
+        self.exposure = node.exposure
         self.trust = trust
         self.research = node.settings.research.enabled
         self.slots = CallerSlots(limit: node.settings.callers.callsInFlight)
@@ -50,16 +50,16 @@ public final class NodeBus: NodeObserver, Sendable {
     typealias R = GaendResearch
 
     private func exposureNotification() throws -> DBusInterfaceImplementation {
-        let node = self.node, trust = self.trust, logger = self.logger
+        let node = self.node, exposure = node.exposure, trust = self.trust, logger = self.logger
         var on = GaendHandlers(interface: GaendBus.exposureNotificationInterface, mapError: Self.wireError)
         on.on(EN.Start.self) { _, _ in try await node.enable(); return .init() }
         on.on(EN.Stop.self) { _, _ in try await node.disable(); return .init() }
         on.on(EN.GetTemporaryExposureKeyHistory.self) { _, call in
             let uid = try await call.callerUID()
-            guard await node.mayReadKeys(uid: uid) else {
+            guard exposure.mayReadKeys(uid: uid) else {
                 throw NodeError.notAuthorized("uid \(uid) may not read the key history")
             }
-            let keys = try await node.keyHistory()
+            let keys = try await exposure.keyHistory()
             logger.info("key history read", metadata: ["caller.uid": "\(uid)", "keys": "\(keys.count)"])
             return .init(keys: keys.map {
                 GaendTemporaryExposureKey(keyData: $0.key.bytes, rollingStartIntervalNumber: $0.rollingStartIntervalNumber.rawValue,
@@ -84,32 +84,32 @@ public final class NodeBus: NodeObserver, Sendable {
                     }
                 } catch let e as CallerIOError { throw Self.keyFileError(e) }
             }
-            let count = try await node.acceptKeyFiles(files, trust: trust)
-            await exposure.begin { [self] result in await self.matched(token: token, result) }
+            let count = try await exposure.acceptKeyFiles(files, trust: trust)
+            await exposure.beginMatching { [self] result in await self.matched(token: token, result) }
             return .init(keys: UInt32(clamping: count))
         }
         on.on(EN.GetExposureWindows.self) { _, _ in
-            .init(windows: try await node.exposureWindows().map(Self.wire))
+            .init(windows: try exposure.exposureWindows().map(Self.wire))
         }
         on.on(EN.GetDailySummaries.self) { request, _ in
             let config = try Self.domain(request.config)
             let summaries: [DailySummary]
-            do { summaries = try await node.dailySummaries(config: config) } catch let e as NodeError { throw e } catch {
+            do { summaries = try exposure.dailySummaries(config: config) } catch let e as NodeError { throw e } catch {
                 throw NodeError.invalidArgs("config: \(error)")
             }
             return .init(summaries: summaries.map(Self.wire))
         }
         on.on(EN.SetDiagnosisKeysDataMapping.self) { request, _ in
-            try await node.setDataMapping(try Self.domain(request.mapping))
+            try await exposure.setDataMapping(try Self.domain(request.mapping))
             return .init()
         }
         on.on(EN.GetDiagnosisKeysDataMapping.self) { _, _ in
-            .init(mapping: Self.wire(try await node.dataMapping()))
+            .init(mapping: Self.wire(try exposure.dataMapping()))
         }
         on.on(EN.GetExposureSummary.self) { request, _ in
             let config = try Self.domain(request.config)
             let s: ExposureSummaryV1, summation: Int
-            do { (s, summation) = try await node.exposureSummary(config: config) } catch let e as NodeError { throw e } catch {
+            do { (s, summation) = try exposure.exposureSummary(config: config) } catch let e as NodeError { throw e } catch {
                 throw NodeError.invalidArgs("config: \(error)")
             }
             return .init(summary: GaendExposureSummaryV1(
@@ -121,10 +121,7 @@ public final class NodeBus: NodeObserver, Sendable {
         // value's one encoder.
         let settings = node.settings
         return try DBusInterfaceImplementation(GaendInterfaces.exposureNotification, methods: on.methods,
-                                               snapshot: {
-                                                   Self.exposureProperties(await node.snapshot, provideRemaining: await node.provideRemaining,
-                                                                           calibration: await node.calibration, settings: settings)
-                                               },
+                                               snapshot: { Self.exposureProperties(await node.snapshot, settings: settings) },
                                                properties: Self.getters(GaendExposureProperties.self))
     }
 
@@ -199,12 +196,12 @@ public final class NodeBus: NodeObserver, Sendable {
             let out: CallerDescriptor
             do { out = try CallerDescriptor(taking: fd, what: "the export's descriptor") } catch let e as CallerIOError { throw Self.exportError(e) }
             guard from <= to else { throw NodeError.invalidArgs("from \(from) is after to \(to)") }
-            let context = await node.exportContext
+            let context = node.research.exportContext
             let rows = try await self.withCallerSlot(call) { [timeout = self.ioTimeout] in
                 // Store reads, formatting and the writes into the caller's descriptor run on
                 // a thread of their own: a reader that stops reading stalls only this call.
                 try await transfers.run("gaend.export") { flag in
-                    try GaenNode.writeSightings(context, from: Double(from) / 1000, to: Double(to) / 1000, format: format) { data in
+                    try ResearchRecords.writeSightings(context, from: Double(from) / 1000, to: Double(to) / 1000, format: format) { data in
                         do { try out.write(data, idleTimeout: timeout, cancel: flag) } catch let e as CallerIOError { throw Self.exportError(e) }
                     }
                 }
@@ -212,24 +209,24 @@ public final class NodeBus: NodeObserver, Sendable {
             return .init(rows: UInt32(clamping: rows))
         }
         on.on(R.AddMarker.self) { r, _ in
-            let id = try await node.addMarker(time: Double(r.time) / 1000, label: r.label, distance: r.distance, note: r.note)
+            let id = try await node.research.addMarker(time: Double(r.time) / 1000, label: r.label, distance: r.distance, note: r.note)
             return .init(id: UInt64(id))
         }
         on.on(R.GetMarkers.self) { r, _ in
-            let markers = try await node.markers(from: Double(r.from) / 1000, to: Double(r.to) / 1000)
+            let markers = try node.research.markers(from: Double(r.from) / 1000, to: Double(r.to) / 1000)
             guard markers.count <= 65_536 else { throw NodeError.limitExceeded("\(markers.count) markers; narrow the range") }
             return .init(markers: markers.map { id, m in
                 GaendMarker(id: UInt64(id), time: Self.ms(m.time), label: m.label, distance: m.distanceMeters ?? -1, note: m.note)
             })
         }
         on.on(R.SetCalibration.self) { r, _ in
-            try await node.setCalibration(txPower: Int(r.txPower), rssiCorrection: Int(r.rssiCorrection), confidence: Int(r.confidence))
+            try await node.calibration.set(txPower: Int(r.txPower), rssiCorrection: Int(r.rssiCorrection), confidence: Int(r.confidence))
             return .init()
         }
         // One reading per Get/GetAll, written by the typed value's one encoder.
         let settings = node.settings
         return try DBusInterfaceImplementation(GaendInterfaces.research, methods: on.methods, snapshot: {
-            let c = await node.calibration
+            let c = node.calibration.current
             // The labels every export carries, so clients label what they export the same way.
             return GaendResearchProperties(txPower: Int16(clamping: c.txPower), rssiCorrection: Int16(clamping: c.rssiCorrection),
                                            calibrationConfidence: Int32(c.confidence.rawValue),

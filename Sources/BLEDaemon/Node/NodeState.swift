@@ -4,7 +4,7 @@ import FoundationEssentials
 #else
 import Foundation
 #endif
-import PlatformSupport
+import Synchronization
 
 /// The node's small persistent settings that D-Bus calls change: enabled, calibration, the
 /// diagnosis-keys data mapping and the rate-limit counters. None is secret (no keys, no
@@ -99,28 +99,50 @@ struct NodeState: Codable, Equatable, Sendable {
     }
 }
 
-/// The node state's file, written on a thread of its own (never on the node actor, whose
-/// executor the radio's path shares). Saves land in the order the node made them: each takes a
-/// ticket on the actor, before it awaits, and a save whose ticket is older than the one
-/// written is skipped (the later state already holds its change).
-final class NodeStateFile: @unchecked Sendable {
+/// The one owner of the node's persistent state (`NodeState`): every part of the node that
+/// changes it (Start/Stop, SetCalibration, the mapping, the rate-limit counts) does so through
+/// `change`, under one lock, and the file is written on a thread of its own (never on a
+/// cooperative thread, which the radio's path shares). Saves land in the order the changes
+/// were made: each change takes a ticket under the lock, and a save whose ticket is older than
+/// the one written is skipped (the later state already holds its change).
+final class NodeStateFile: Sendable {
     let path: String
-    private let lock = Lock()
-    private var issued: UInt64 = 0
-    private var written: UInt64 = 0
+    private struct Held {
+        var state: NodeState
+        var issued: UInt64 = 0
+    }
+    private let held: Mutex<Held>
+    /// The ticket written last; held while writing (one save at a time, the newest wins).
+    private let written = Mutex<UInt64>(0)
 
-    init(path: String) { self.path = path }
+    init(path: String, state: NodeState) {
+        self.path = path
+        held = Mutex(Held(state: state))
+    }
 
-    func ticket() -> UInt64 { lock.withLock { issued += 1; return issued } }
+    /// The state as it is now.
+    var current: NodeState { held.withLock { $0.state } }
 
-    func save(_ state: NodeState, ticket: UInt64) async throws {
-        try await OwnThread.run("gaend.state") { [self] _ in
-            // Held while writing: one save at a time, the newest wins.
-            try lock.withLock {
-                guard ticket > written else { return }
-                try state.save(path: path)
-                written = ticket
-            }
+    /// Changes the state (`body` may refuse by throwing: nothing changes) and saves it.
+    @discardableResult
+    func change<T: Sendable>(_ body: (inout NodeState) throws -> T) async throws -> T {
+        let (result, state, ticket) = try held.withLock { h -> (T, NodeState, UInt64) in
+            var s = h.state
+            let r = try body(&s)
+            h.state = s
+            h.issued += 1
+            return (r, s, h.issued)
         }
+        let path = self.path
+        do {
+            try await OwnThread.run("gaend.state") { [self] _ in
+                try written.withLock { written in
+                    guard ticket > written else { return }
+                    try state.save(path: path)
+                    written = ticket
+                }
+            }
+        } catch { throw NodeError.storage("cannot save node state: \(BLEDaemon.fileErrorText(error))") }
+        return result
     }
 }

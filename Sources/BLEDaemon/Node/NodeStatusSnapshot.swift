@@ -23,4 +23,8 @@ public struct NodeStatusSnapshot: Sendable, Equatable {
     public var trialRPI: RollingProximityIdentifier?
     /// The exposure service is matching provided key files (a ProvideDiagnosisKeys now is Busy).
     public var matching = false
+    /// ProvideDiagnosisKeys calls left today.
+    public var provideRemaining: UInt32 = 0
+    /// The calibration in use.
+    public var calibration = NodeCalibration(txPower: 0, rssiCorrection: 0, confidence: .lowest)
 }

@@ -7,17 +7,45 @@ import Foundation
 #if canImport(Glibc)
 import Glibc
 #endif
-import HCIProtocol
 import Logging
-import PlatformSupport
 
-/// Exposure side of the node: key history, provided key files, matching against the stored
-/// sightings, windows, summaries, and the research exports.
-extension GaenNode {
+/// The exposure service's state and work (ExposureNotification1's domain side): the node's
+/// key history, provided key files (accepted, stored in their own table, parsed once), the
+/// matching run with its busy state (one at a time, on a thread of its own using every core,
+/// beside the radio's path; cancelled and awaited at shutdown), the stored windows and their
+/// summaries, the diagnosis-keys data mapping and the framework's rate limits.
+public actor ExposureNotifications {
     /// Store result kinds. (Provided key files have their own table, key_file: windows are
     /// computed from every file provided and still within retention.)
     static let windowsKind = "windows"
-    static let matchedKeysKind = "matched-keys"
+
+    let settings: GaendSettings
+    let clock: any NodeClock
+    let store: NodeStore
+    let stateFile: NodeStateFile
+    let calibration: CalibrationInUse
+    let events: NodeEvents
+    let logger: Logger
+    /// Provided key files, parsed once (matching does not parse them again).
+    public nonisolated let keyFiles = KeyFileCache()
+
+    /// Busy: from an accepted ProvideDiagnosisKeys to the end of its matching.
+    public private(set) var matching = false
+    /// How many of the stored key files the call being matched provided (they come last).
+    private var callFiles = 0
+    /// The matching run in progress (`beginMatching`).
+    private var run: Task<Void, Never>?
+
+    init(settings: GaendSettings, clock: any NodeClock, store: NodeStore, stateFile: NodeStateFile, calibration: CalibrationInUse,
+         events: NodeEvents, logger: Logger) {
+        self.settings = settings
+        self.clock = clock
+        self.store = store
+        self.stateFile = stateFile
+        self.calibration = calibration
+        self.events = events
+        self.logger = logger
+    }
 
     // MARK: TEK history
 
@@ -36,7 +64,7 @@ extension GaenNode {
 
     /// Who may read the TEK history: root, and the daemon's own uid (whoever runs as the
     /// daemon's user can read its store key anyway).
-    public func mayReadKeys(uid: UInt32) -> Bool { uid == 0 || uid == getuid() }
+    public nonisolated func mayReadKeys(uid: UInt32) -> Bool { uid == 0 || uid == getuid() }
 
     // MARK: Provide diagnosis keys
 
@@ -64,37 +92,40 @@ extension GaenNode {
         }
     }
 
-    public var provideRemaining: UInt32 {
+    /// ProvideDiagnosisKeys calls left today (the framework's rate limit; off in trial mode).
+    public nonisolated var provideRemaining: UInt32 {
         guard settings.rateLimits.enabled else { return UInt32.max }
         let today = UTCDay(unixSeconds: clock.wallTime()).rawValue
+        let state = stateFile.current
         let used = state.provideDay == today ? state.provideCalls : 0
         return UInt32(max(0, settings.rateLimits.provideDiagnosisKeysPerDay - used))
     }
 
     /// Parses and verifies every file before anything changes; one bad file rejects the call.
-    /// Returns the number of keys accepted; matching runs afterwards (`runMatching`). Parsing
-    /// (up to 16 files of 16 MiB) runs on a thread of its own, not on the node's executor.
+    /// Returns the number of keys accepted; matching runs afterwards (`beginMatching`, or
+    /// `runMatching`). Parsing (up to 16 files of 16 MiB) runs on a thread of its own.
     public func acceptKeyFiles(_ files: [Data], trust: KeyExportTrustSet) async throws -> Int {
         guard !files.isEmpty else { throw NodeError.invalidArgs("files: give 1 to 16 key files") }
         guard files.count <= 16 else { throw NodeError.limitExceeded("\(files.count) files in one call; at most 16") }
         try checkProvideAllowed()
         let parsed = try await OwnThread.run("gaend.keyfiles") { _ in try Self.parseKeyFiles(files, trust: trust) }
         // Checked again: another call may have started matching while these were parsed. From
-        // here the call holds the node's one matching slot (released if storing fails).
+        // here the call holds the one matching slot (released if storing fails).
         try checkProvideAllowed()
         matching = true
-        do { return try await store(parsed) } catch {
+        do { return try await storeFiles(parsed) } catch {
             matching = false
             throw error
         }
     }
 
-    private func store(_ parsed: [(file: KeyExportFile, digest: Data, validUntil: Double)]) async throws -> Int {
+    private func storeFiles(_ parsed: [(file: KeyExportFile, digest: Data, validUntil: Double)]) async throws -> Int {
         if settings.rateLimits.enabled {
             let today = UTCDay(unixSeconds: clock.wallTime()).rawValue
-            if state.provideDay != today { state.provideDay = today; state.provideCalls = 0 }
-            state.provideCalls += 1
-            try await saveState()
+            try await stateFile.change { state in
+                if state.provideDay != today { state.provideDay = today; state.provideCalls = 0 }
+                state.provideCalls += 1
+            }
         }
         // The same file twice in one call counts once; a file provided again moves to the end
         // (it is the call's own, and the last occurrence of a key is the one that counts).
@@ -104,9 +135,9 @@ extension GaenNode {
             let cache = keyFiles, store = self.store
             let stored = try await OwnThread.run("gaend.keyfiles") { _ in try cache.current(store) }
             let replacing = stored.filter { old in unique.contains { $0.digest == old.digest } }.map(\.id)
-            // Up to 16 files of 16 MiB sealed and written with a FULL fsync: off the node's executor.
+            // Up to 16 files of 16 MiB sealed and written with a FULL fsync: a thread of its own.
             let files = unique.map { ($0.file.exportBin, $0.validUntil) }, now = clock.wallTime()
-            let ids = try await Self.onStoreThread { try store.addKeyFiles(files, replacing: replacing, now: now) }
+            let ids = try await OwnThread.run("gaend.store") { _ in try store.addKeyFiles(files, replacing: replacing, now: now) }
             for (id, f) in zip(ids, unique) { keyFiles.insert(id: id, file: f.file, digest: f.digest) }
         } catch let e as NodeError { throw e } catch { throw NodeError.storage("\(error)") }
         callFiles = unique.count
@@ -123,6 +154,28 @@ extension GaenNode {
         return Double(end) * 600
     }
 
+    // MARK: Matching
+
+    /// Starts matching the files just accepted, in a task the exposure service awaits at
+    /// shutdown, and reports the run's end.
+    public func beginMatching(report: @escaping @Sendable (Result<(matchedKeys: Int, windows: Int), Error>) async -> Void) async {
+        run = Task {
+            do { await report(.success(try await self.runMatching())) } catch { await report(.failure(error)) }
+            // `matching` is false again (runMatching's end): the Matching property says so.
+            await self.events.statusChanged()
+        }
+        await events.statusChanged()
+    }
+
+    /// The exposure service's stop: cancels the run in progress (it stops between batches)
+    /// and waits for its end, before the store it reads and writes closes.
+    public func stopMatching() async {
+        guard let run else { return }
+        run.cancel()
+        await run.value
+        self.run = nil
+    }
+
     /// Matches every provided key against the sightings of the retention period and replaces
     /// the stored windows. Returns the matched keys and windows of the last call's own files
     /// (ExposureStateUpdated reports those, not the union). On failure earlier results stay.
@@ -131,10 +184,10 @@ extension GaenNode {
         logger.info("matching started", metadata: ["files.call": "\(callFiles)"])
         let now = clock.wallTime()
         let inputs = MatchingInputs(store: store, from: now - Double(settings.store.retentionDays) * 86_400, to: now + 86_400, now: now,
-                                    correction: calibration.rssiCorrection, mapping: try dataMapping(), callFiles: callFiles,
+                                    correction: calibration.current.rssiCorrection, mapping: try dataMapping(), callFiles: callFiles,
                                     keyFiles: keyFiles)
-        // Matching is CPU-bound (every core) and reads the store: a thread of its own, never
-        // the node's executor, so rotations and scans go on meanwhile. Cancelled at shutdown.
+        // Matching is CPU-bound (every core) and reads the store: a thread of its own, so
+        // rotations and scans go on meanwhile. Cancelled at shutdown.
         return try await OwnThread.run("gaend.matching") { flag in try Self.match(inputs, cancel: flag) }
     }
 
@@ -186,127 +239,41 @@ extension GaenNode {
         return SightingsLog(sightings: sightings, scans: list, hasScanColumns: true)
     }
 
-    public func exposureWindows() throws -> [ExposureWindow] {
+    // MARK: Windows and summaries
+
+    public nonisolated func exposureWindows() throws -> [ExposureWindow] {
         let decoder = JSONDecoder()
         do {
             return try store.exposureResults(kind: Self.windowsKind).map { try decoder.decode(ExposureWindow.self, from: $0.payload) }
         } catch { throw NodeError.storage("\(error)") }
     }
 
-    public func dailySummaries(config: DailySummariesConfig) throws -> [DailySummary] {
+    public nonisolated func dailySummaries(config: DailySummariesConfig) throws -> [DailySummary] {
         try DailySummaries.compute(exposureWindows(), config: config, today: UTCDay(unixSeconds: clock.wallTime()))
     }
 
     /// The v1 summary and the summation of the counted exposures' risk scores.
-    public func exposureSummary(config: GAENv1Configuration) throws -> (summary: ExposureSummaryV1, summation: Int) {
+    public nonisolated func exposureSummary(config: GAENv1Configuration) throws -> (summary: ExposureSummaryV1, summation: Int) {
         let r = try ExposureSummaryV1.compute(exposureWindows(), configuration: config, today: UTCDay(unixSeconds: clock.wallTime()))
         return (r.summary, r.exposures.filter(\.counted).reduce(0) { $0 + $1.riskScore })
     }
 
     // MARK: Data mapping
 
-    public func dataMapping() throws -> DiagnosisKeysDataMapping {
-        try state.mapping?.mapping() ?? .default
+    public nonisolated func dataMapping() throws -> DiagnosisKeysDataMapping {
+        try stateFile.current.mapping?.mapping() ?? .default
     }
 
     public func setDataMapping(_ mapping: DiagnosisKeysDataMapping) async throws {
-        let now = clock.wallTime()
-        if settings.rateLimits.enabled, let last = state.mappingChangedAt,
-           now - last < 7 * 86_400 / Double(max(1, settings.rateLimits.dataMappingChangesPerWeek)) {
-            let resets = Date(timeIntervalSince1970: last + 7 * 86_400).formatted(.iso8601)
-            throw NodeError.rateLimited("the data mapping may change once per 7 days; next change allowed at \(resets)")
-        }
-        state.mapping = NodeState.MappingState(mapping)
-        state.mappingChangedAt = now
-        try await saveState()
-    }
-
-    // MARK: Research
-
-    /// What an export needs from the node; the export itself runs off the node's executor.
-    public var exportContext: ExportContext {
-        ExportContext(store: store, currentCorrection: calibration.rssiCorrection, node: settings.research.node, site: settings.research.site)
-    }
-
-    public struct ExportContext: Sendable {
-        var store: NodeStore
-        var currentCorrection: Int
-        var node: String, site: String
-    }
-
-    /// Rows of the sightings export (docs/sightings-format.md): one per sighting and one per
-    /// empty scan, oldest first (tests; the D-Bus export runs `writeSightings` on its own thread).
-    public func exportSightings(from: Double, to: Double, format: String, write: (Data) throws -> Void) throws -> Int {
-        try Self.writeSightings(exportContext, from: from, to: to, format: format, write: write)
-    }
-
-    public static func writeSightings(_ context: ExportContext, from: Double, to: Double, format: String, write: (Data) throws -> Void) throws -> Int {
-        guard format == "csv" || format == "jsonl" else { throw NodeError.invalidArgs("format '\(format)': expected csv or jsonl") }
-        let scans: [StoredScan]
-        do { scans = try context.store.scans(from: from, to: to) } catch { throw NodeError.storage("\(error)") }
-        // Scans stored before the correction was recorded per scan take the current one.
-        let currentCorrection = context.currentCorrection
-        let node = context.node, site = context.site
-        var rows = 0
-        var buffer = ""
-        func flush() throws {
-            guard !buffer.isEmpty else { return }
-            do { try write(Data(buffer.utf8)) } catch let e as NodeError { throw e } catch { throw NodeError.writeFailed("\(error)") }
-            buffer = ""
-        }
-        // The format's one writer (ENProtocol SightingsFileWriter), as every producer uses.
-        let writer = SightingsFileWriter(format: format == "csv" ? .csv : .jsonl)
-        buffer += writer.header
-        for s in scans {
-            let correction = s.record.rssiCorrection ?? currentCorrection
-            let items: [RecordedSighting?] = s.record.sightings.isEmpty ? [nil] : s.record.sightings.map { $0 }
-            for item in items {
-                let t = item?.time ?? s.record.start
-                guard t >= from, t < to else { continue }
-                buffer += writer.row(SightingsRecord(time: t, rpi: item?.rpi, aem: item?.aem, rssi: item.map { Int($0.rssi) },
-                                                     scanStart: s.record.start, scanEnd: s.record.end, rssiCorrection: correction,
-                                                     node: node, site: site, address: Self.exportAddress(item)))
-                rows += 1
-                if buffer.utf8.count > 1 << 16 { try flush() }
+        let now = clock.wallTime(), limited = settings.rateLimits.enabled
+        let perWeek = Double(max(1, settings.rateLimits.dataMappingChangesPerWeek))
+        try await stateFile.change { state in
+            if limited, let last = state.mappingChangedAt, now - last < 7 * 86_400 / perWeek {
+                let resets = Date(timeIntervalSince1970: last + 7 * 86_400).formatted(.iso8601)
+                throw NodeError.rateLimited("the data mapping may change once per 7 days; next change allowed at \(resets)")
             }
-        }
-        try flush()
-        return rows
-    }
-
-    /// The advertiser's address of a sighting for the export, `AA:BB:CC:DD:EE:FF`; empty for
-    /// scans stored before the record kept it.
-    static func exportAddress(_ item: RecordedSighting?) -> String? { item?.address?.description }
-
-    /// Marker times accepted (Unix seconds, 2000-01-01 to 2200-01-01).
-    static let markerTimes: ClosedRange<Double> = 946_684_800...7_258_118_400
-
-    public func addMarker(time: Double, label: String, distance: Double, note: String) async throws -> Int64 {
-        guard !label.isEmpty, label.utf8.count <= 256 else { throw NodeError.invalidArgs("label: 1 to 256 bytes") }
-        guard note.utf8.count <= 4096 else { throw NodeError.invalidArgs("note: at most 4096 bytes") }
-        guard distance.isFinite else { throw NodeError.invalidArgs("distance must be a finite number") }
-        let t: Double
-        if time == 0 {
-            guard sync.status().isUsable else { throw NodeError.clockUnsynchronised("the clock is not synchronised; give the marker's time") }
-            t = clock.wallTime()
-        } else {
-            // Unix seconds from 2000 to 2200: -1 or INT64_MAX ms are mistakes, and a time the
-            // store's ms columns cannot give back (GetMarkers) must not be accepted.
-            guard (Self.markerTimes).contains(time) else {
-                throw NodeError.invalidArgs("time \(CFormat.fixed(time * 1000, decimals: 0)) ms is outside 2000-01-01...2200-01-01 (Unix ms 946684800000...7258118400000); 0 means now")
-            }
-            t = time
-        }
-        let store = self.store, marker = Marker(time: t, label: label, distanceMeters: distance < 0 ? nil : distance, note: note)
-        do { return try await Self.onStoreThread { try store.addMarker(marker) } } catch {
-            throw NodeError.storage("\(error)")
+            state.mapping = NodeState.MappingState(mapping)
+            state.mappingChangedAt = now
         }
     }
-
-    public func markers(from: Double, to: Double) throws -> [(id: Int64, marker: Marker)] {
-        do { return try store.markerRecords(from: from, to: to) } catch { throw NodeError.storage("\(error)") }
-    }
-
-    /// Node clock "now" in Unix seconds (scaled with --time-scale).
-    public var now: Double { clock.wallTime() }
 }

@@ -1,0 +1,21 @@
+import Synchronization
+
+/// Callbacks from the node to whoever publishes its state (the D-Bus edge).
+public protocol NodeObserver: Sendable {
+    func statusChanged() async
+    func scanFinished(_ scan: RecordedScan) async
+    func exposureStateUpdated(token: String, matchedKeys: Int, windows: Int, error: String) async
+}
+
+/// Where the node's parts say that something changed: to the observer once the D-Bus edge has
+/// set one (nothing before).
+public final class NodeEvents: Sendable {
+    private let observer = Mutex<(any NodeObserver)?>(nil)
+
+    public init() {}
+
+    public func setObserver(_ o: any NodeObserver) { observer.withLock { $0 = o } }
+
+    func statusChanged() async { await observer.withLock { $0 }?.statusChanged() }
+    func scanFinished(_ scan: RecordedScan) async { await observer.withLock { $0 }?.scanFinished(scan) }
+}
