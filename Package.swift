@@ -1,4 +1,4 @@
-// swift-tools-version:6.0
+// swift-tools-version:6.1
 // gaend: a Linux Bluetooth LE node for Google/Apple Exposure Notification.
 // Layers (one direction of dependency): executables -> BLEDaemon -> HCIProtocol, ENProtocol -> COpenSSL, CGaenCrypto, CGaenZlib.
 import PackageDescription
@@ -23,7 +23,10 @@ let package = Package(
     dependencies: [
         .package(url: "https://github.com/apple/swift-argument-parser", from: "1.5.0"),
         .package(url: "https://github.com/apple/swift-log", from: "1.6.0"),
-        .package(url: "https://github.com/apple/swift-protobuf", from: "1.28.0"),
+        // No traits: the default BinaryDelimitedStreams imports full Foundation (InputStream),
+        // whose autolinked -lFoundation let the linker take Foundation, CoreFoundation and ICU
+        // into gaend (issue 12; scripts/check-gaend-foundation.sh). We use neither trait.
+        .package(url: "https://github.com/apple/swift-protobuf", from: "1.28.0", traits: []),
         .package(url: "https://github.com/swift-server/swift-service-lifecycle", from: "2.6.0"),
     ],
     targets: [

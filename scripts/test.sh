@@ -25,6 +25,8 @@ GAEND_BIN_DIR="$bin" python3 -m pytest -q tests/e2e || status=1
 # and toolchain-free binaries, then Debian's kernel under qemu (tests/testbed): the kernel,
 # system and package scenarios. Their run times are printed at the end.
 if make build >/tmp/gaend-release-build.log 2>&1; then
+    # The daemon links FoundationEssentials only: no Foundation, ICU or CoreFoundation (issue 12).
+    ./scripts/check-gaend-foundation.sh || status=1
     python3 -m pytest -q tests/install || status=1
     rm -f /tmp/gaend-testbed-timings.json
     GAEND_BIN_DIR="$bin" python3 -m pytest -q tests/testbed || status=1

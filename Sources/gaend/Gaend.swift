@@ -16,8 +16,7 @@ import ServiceLifecycle
 import UnixSignals
 
 /// gaend: the GAEN node daemon. Command-line contract in docs/gaenctl.md ("gaend") and the
-/// issue: flags override the config file.
-@main
+/// issue: flags override the config file. The entry point is GaendMain (below).
 struct Gaend: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "gaend",
@@ -217,5 +216,38 @@ struct Gaend: AsyncParsableCommand {
         }
         guard let text = String(bytes: out, encoding: .utf8) else { throw ReadFailure(description: "not UTF-8 text: not a PEM public key") }
         return text
+    }
+}
+
+/// gaend's entry point: a synchronous main that runs the command on the concurrency pool and
+/// parks the main thread, instead of Swift's async main. An async main ends the main thread in
+/// dispatch_main(), whose pthread_exit unwinds that thread's stack (a forced unwind), reading
+/// ~0.7 MiB of unwind tables (.eh_frame, .eh_frame_hdr) that then stay resident in the idle
+/// daemon (issue 12, scripts/measure-idle.sh). Nothing in gaend runs on the main actor, so the
+/// main queue needs no draining. Exit codes are the command's: ArgumentParser exits with the
+/// error's code, and a run that returns ends the process with 0 as an async main does.
+@main
+enum GaendMain {
+    static func main() {
+        // Started before the main thread blocks its signals: the pool's first threads are made
+        // from this one and inherit its mask, as under dispatch_main.
+        Task.detached {
+            await Gaend.main()
+            exit(0)
+        }
+        parkMainThread()
+    }
+
+    /// What dispatch_main() does to the main thread before it leaves, without leaving: block
+    /// the asynchronous signals (SIGTERM and SIGINT go to ServiceLifecycle's dispatch sources,
+    /// a process-directed signal to a thread that has not blocked it), then wait for ever.
+    /// Faults (SIGSEGV, SIGBUS, SIGILL, SIGFPE, SIGTRAP, SIGSYS) and SIGPIPE/SIGPROF stay
+    /// deliverable, as dispatch_main leaves them.
+    static func parkMainThread() -> Never {
+        var mask = sigset_t()
+        sigfillset(&mask)
+        for fault in [SIGILL, SIGTRAP, SIGFPE, SIGBUS, SIGSEGV, SIGSYS, SIGPIPE, SIGPROF] { sigdelset(&mask, fault) }
+        pthread_sigmask(SIG_BLOCK, &mask, nil)
+        while true { pause() }
     }
 }
