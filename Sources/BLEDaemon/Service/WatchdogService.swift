@@ -10,7 +10,7 @@ public struct RadioPathLiveness: Sendable, Equatable {
 
 /// The systemd watchdog's question: is the radio path live? It asks the schedule's heartbeat
 /// (a lock, no await) and the radio owner (`RadioOwner.liveness`, which asks the controller
-/// session), never the node actor or anything that can wait behind long work (matching,
+/// session), never the node or anything that can wait behind long work (matching,
 /// exports, caller I/O). The owner's answer is awaited in a task of its own for at most a
 /// deadline; a question still unanswered is not asked again, so a wedged radio path is
 /// reported as such at every check until it answers.
