@@ -7,6 +7,7 @@ write to the faketime file and a rotation follows within seconds."""
 from __future__ import annotations
 
 import os
+import time
 from pathlib import Path
 
 import pytest
@@ -37,15 +38,27 @@ clock:
 
 
 class FakeClock:
-    """The offset libfaketime applies to gaend's wall clock, changed while it runs."""
+    """The offset libfaketime applies to gaend's wall clock, changed while it runs.
+
+    Offsets are relative to a node start at the next 06:00 UTC: at x60 a test covers a few
+    hours of node time, and the tests step back into the day they started in, so the node must
+    not cross midnight on its own (started near midnight, the day it came back to was a new one
+    that had never had a key). The base is always ahead of the real time: a backward offset at
+    start leaves libdispatch's timers, whose deadlines libfaketime rewrites, far away."""
 
     def __init__(self, directory: Path) -> None:
         self.file = directory / "faketime"
+        now = time.time()
+        six = now // 86400 * 86400 + 6 * 3600
+        self.base = int((six if six > now else six + 86400) - now)
         self.set("+0")
 
     def set(self, offset: str) -> None:
+        """`offset`: "+0", "+40d", "-2h": from the node's start at 06:00."""
+        units = {"d": 86400, "h": 3600, "m": 60}
+        seconds = int(offset[:-1]) * units[offset[-1]] if offset[-1] in units else int(offset)
         tmp = self.file.with_suffix(".tmp")
-        tmp.write_text(offset + "\n")
+        tmp.write_text(f"{self.base + seconds:+d}\n")
         os.replace(tmp, self.file)
 
     def env(self) -> dict:
