@@ -20,8 +20,12 @@ import pytest
 from conftest import wait_for
 from test_node_e2e import FAST_CONFIG, SCALE, TX_POWER, nodes  # noqa: F401 (nodes is a fixture)
 
-TIMEOUT = 6  # callers.io_timeout_seconds in these tests: longer than WATCHDOG_USEC below
-WATCHDOG_SECONDS = 4  # a node held by the stalled calls would miss it
+TIMEOUT = 10  # callers.io_timeout_seconds in these tests: longer than WATCHDOG_USEC below
+# A node held by the stalled calls would miss it. Not shorter: the radio path is asked with a
+# deadline of half of it, and under CI load (debug build, the Python radio, another suite) one
+# answer once took over 2 s, which a 4 s watchdog turns into a miss unrelated to the callers.
+# systemd's unit uses 30 s.
+WATCHDOG_SECONDS = 8
 STOP_LIMIT = 15  # the unit's TimeoutStopSec (systemd/gaend.service)
 CONFIG = FAST_CONFIG + f"""
 callers:
