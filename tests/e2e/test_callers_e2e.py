@@ -132,6 +132,9 @@ def test_stalled_callers_never_hold_the_node(radio, nodes):
         # it, and the stall (TIMEOUT) lasts longer than that.
         n.start(env=dict(os.environ, NOTIFY_SOCKET=str(notify.path), WATCHDOG_USEC=str(WATCHDOG_SECONDS * 1_000_000)))
         n.wait_scans(2, timeout=60)
+        # The node is up: it has fed the watchdog twice. (In CI, right after the unit tests, the
+        # first answer of the radio path once came 2-8 s after start, callers or not.)
+        assert wait_for(lambda: len(notify.pings) >= 2, 30, 0.2), notify.pings
         kept: list[int] = []
         calls = []
         for _ in range(2):

@@ -73,7 +73,8 @@ public actor NodeScheduleRunner: ScheduleEffects {
             await task.value
             driverTask = nil
         }
-        try? clockMark.save()
+        let clockMark = self.clockMark
+        _ = try? await Self.onStoreThread { try clockMark.save() }
     }
 
     // MARK: Effects
@@ -138,7 +139,10 @@ public actor NodeScheduleRunner: ScheduleEffects {
     /// the slot's interval, a fresh address. Nil keeps what is on air (or, for a day whose
     /// key is retired, takes it off air).
     private func beacon(for slot: AdvertisingSlot, now: Double) async -> GAENBeacon? {
-        do { try clockMark.save() } catch {
+        // On the store thread like every store write: a FULL fsync can take seconds on a busy
+        // disk, and on a cooperative thread it held the pool (the watchdog's question too).
+        let clockMark = self.clockMark
+        do { try await Self.onStoreThread { try clockMark.save() } } catch {
             logger.warning("cannot store the clock mark", metadata: ["error": "\(error)"])
         }
         let store = self.store, trusted = clockMark.trustedNow(wall: now)
