@@ -10,6 +10,8 @@ status=0
 # (issue 12). C only, independent of the Swift build; about 20 s.
 ./scripts/test-arm64-crypto.sh || status=1
 python3 -m pytest -q tools/virtual-radio/tests || status=1
+# The shipped Prometheus alert rules against their promtool tests (docs/fleet.md).
+python3 -m pytest -q tests/fleet || status=1
 swift build --build-tests
 swift test --skip-build || status=1
 # Every fuzz target replays its committed corpus (seeds and past findings) as a regression test.

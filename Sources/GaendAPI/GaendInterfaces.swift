@@ -46,7 +46,7 @@ public enum GaendInterfaces {
     /// `org.gaend.ExposureNotification1`: the framework-like API for apps and operators.
     public static let exposureNotification = DBusInterfaceDecl(
         name: GaendBus.exposureNotificationInterface,
-        revision: 3,
+        revision: 4,
         methods: [
             DBusMethodDecl(EN.Start.self, since: 1, errors: [ErrorName.controllerMissing, ErrorName.storageError]),
             DBusMethodDecl(EN.Stop.self, since: 1),

@@ -216,6 +216,19 @@ public struct GaendExposureProperties: GaendProperties, Codable {
     public var site: String?
     /// The exposure service is matching provided key files (a ProvideDiagnosisKeys now is Busy).
     public var matching: Bool?
+    /// Fleet counters (revision 4): beacons put on air and failed rotations; seconds the
+    /// beacon was on air, and wanted but off air; watchdog feeds; matching runs, their total
+    /// time (ms), the last run's key files and windows; the store's bytes on disk.
+    public var rotationCount: UInt64?
+    public var failedRotations: UInt64?
+    public var secondsOnAir: UInt64?
+    public var secondsOffAir: UInt64?
+    public var watchdogFeeds: UInt64?
+    public var matchingRuns: UInt64?
+    public var matchingTime: UInt64?
+    public var keyFiles: UInt32?
+    public var exposureWindows: UInt32?
+    public var storeBytes: UInt64?
 
     public init() {}
 
@@ -250,6 +263,17 @@ public struct GaendExposureProperties: GaendProperties, Codable {
         .optional("Site", \.site, since: 3, emitsChanged: .const),
         // The exposure service's busy state.
         .optional("Matching", \.matching, since: 3),
+        // Fleet counters, for metrics.
+        .optional("RotationCount", \.rotationCount, since: 4),
+        .optional("FailedRotations", \.failedRotations, since: 4),
+        .optional("SecondsOnAir", \.secondsOnAir, since: 4),
+        .optional("SecondsOffAir", \.secondsOffAir, since: 4),
+        .optional("WatchdogFeeds", \.watchdogFeeds, since: 4),
+        .optional("MatchingRuns", \.matchingRuns, since: 4),
+        .optional("MatchingTime", \.matchingTime, since: 4),
+        .optional("KeyFiles", \.keyFiles, since: 4),
+        .optional("ExposureWindows", \.exposureWindows, since: 4),
+        .optional("StoreBytes", \.storeBytes, since: 4),
     ]
 }
 

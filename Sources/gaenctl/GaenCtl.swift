@@ -14,6 +14,7 @@ struct GaenCtl: AsyncParsableCommand {
             WindowsCommand.self,
             Radio.self,
             Status.self,
+            MetricsCommand.self,
             StartCommand.self,
             StopCommand.self,
             SightingsCommand.self,

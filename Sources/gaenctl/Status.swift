@@ -16,7 +16,8 @@ struct Status: AsyncParsableCommand {
             "radioFailures","reportsIgnored","reportsDropped","controller":{"name","address","manufacturer", \
             "manufacturerName","hciVersion","hciVersionName","hciSubversion","lmpVersion","lmpVersionName", \
             "lmpSubversion"},"advertisingAddress","currentRpi","txPower","rssiCorrection","calibrationConfidence", \
-            "node","site","matching"} \
+            "node","site","matching","rotationCount","failedRotations","secondsOnAir","secondsOffAir", \
+            "watchdogFeeds","matchingRuns","matchingTime","keyFiles","exposureWindows","storeBytes"} \
             (busName: the name it talked to, see --name; lastScanTime in ms since the Unix epoch, \
             0 if none; quarantinedRecords: store records that failed authentication and are skipped; \
             droppedScans/droppedSightings: lost while the disk was full; advertisingOnAir/scanningOnAir: \
@@ -26,7 +27,9 @@ struct Status: AsyncParsableCommand {
             advertisingAddress: the random address on air now, null when nothing is; currentRpi: \
             the RPI on air (hex), in trial mode only, else null; the calibration in use and the \
             export labels; matching: provided key files are being matched (a new upload gets Busy); \
-            these are absent from a gaend before interface revision 3). \
+            these are absent from a gaend before interface revision 3; the counters from rotationCount \
+            on, revision 4, are those of `gaenctl metrics`: matchingTime in ms, secondsOnAir/secondsOffAir \
+            on the node clock, keyFiles/exposureWindows of the last matching run). \
             Checking a board: a scanner (a phone app such as nRF Connect, or `gaenctl radio scan` \
             on another board) shows the advertising address and, in trial mode, the RPI in its \
             0xFD6F service data. See docs/dbus.md.
@@ -61,6 +64,13 @@ struct Status: AsyncParsableCommand {
         if let n = s.node { o["node"] = .string(n) }
         if let b = s.matching { o["matching"] = .bool(b) }
         if let n = s.site { o["site"] = .string(n) }
+        let counters: [(String, UInt64?)] = [
+            ("rotationCount", s.rotationCount), ("failedRotations", s.failedRotations), ("secondsOnAir", s.secondsOnAir),
+            ("secondsOffAir", s.secondsOffAir), ("watchdogFeeds", s.watchdogFeeds), ("matchingRuns", s.matchingRuns),
+            ("matchingTime", s.matchingTime), ("keyFiles", s.keyFiles.map(UInt64.init)),
+            ("exposureWindows", s.exposureWindows.map(UInt64.init)), ("storeBytes", s.storeBytes),
+        ]
+        for (key, value) in counters { if let value { o[key] = .int(Int64(clamping: value)) } }
         return o
     }
 

@@ -32,7 +32,8 @@ def test_layout_for_both_prefixes(built, tmp_path):
     usr = tmp_path / "usr"
     make_install(usr, "PREFIX=/usr")
     for f in ["usr/bin/gaend", "usr/bin/gaenctl", "usr/lib/systemd/system/gaend@.service",
-              "usr/lib/systemd/system/gaend-store-key.service", "usr/lib/udev/rules.d/99-gaend.rules",
+              "usr/lib/systemd/system/gaend-store-key.service", "usr/lib/systemd/system/gaend-metrics@.service",
+              "usr/lib/systemd/system/gaend-metrics@.timer", "usr/lib/udev/rules.d/99-gaend.rules",
               "usr/lib/sysusers.d/gaend.conf", "usr/share/dbus-1/system.d/org.gaend.conf",
               "usr/share/man/man8/gaend.8", "usr/share/man/man1/gaenctl.1", "usr/share/man/man5/gaend.conf.5",
               "usr/share/bash-completion/completions/gaenctl", "usr/share/zsh/vendor-completions/_gaenctl",
@@ -40,6 +41,8 @@ def test_layout_for_both_prefixes(built, tmp_path):
         assert (usr / f).exists(), f
     unit = (usr / "usr/lib/systemd/system/gaend@.service").read_text()
     assert "/usr/bin/gaend --controller %I" in unit and "/usr/local" not in unit
+    metrics = (usr / "usr/lib/systemd/system/gaend-metrics@.service").read_text()
+    assert "ExecStart=/usr/bin/gaenctl metrics" in metrics and "/usr/local" not in metrics
     assert not (usr / "etc/gaend/gaend.conf").exists(), "built-in defaults: no config file installed"
     # The default PREFIX (/usr/local): dbus-daemon reads no policy below /usr/local, so the
     # policy goes to /etc/dbus-1/system.d.

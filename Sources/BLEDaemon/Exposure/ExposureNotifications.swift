@@ -25,6 +25,7 @@ public actor ExposureNotifications {
     let stateFile: NodeStateFile
     let calibration: CalibrationInUse
     let events: NodeEvents
+    let counters: NodeCounters
     let logger: Logger
     /// Provided key files, parsed once (matching does not parse them again).
     public nonisolated let keyFiles = KeyFileCache()
@@ -37,13 +38,14 @@ public actor ExposureNotifications {
     private var run: Task<Void, Never>?
 
     init(settings: GaendSettings, clock: any NodeClock, store: NodeStore, stateFile: NodeStateFile, calibration: CalibrationInUse,
-         events: NodeEvents, logger: Logger) {
+         events: NodeEvents, counters: NodeCounters, logger: Logger) {
         self.settings = settings
         self.clock = clock
         self.store = store
         self.stateFile = stateFile
         self.calibration = calibration
         self.events = events
+        self.counters = counters
         self.logger = logger
     }
 
@@ -188,7 +190,15 @@ public actor ExposureNotifications {
                                     keyFiles: keyFiles)
         // Matching is CPU-bound (every core) and reads the store: a thread of its own, so
         // rotations and scans go on meanwhile. Cancelled at shutdown.
-        return try await OwnThread.run("gaend.matching") { flag in try Self.match(inputs, cancel: flag) }
+        let started = clock.monotonicTime()
+        do {
+            let r = try await OwnThread.run("gaend.matching") { flag in try Self.match(inputs, cancel: flag) }
+            counters.matchingEnded(seconds: clock.monotonicTime().duration(since: started), keyFiles: r.keyFiles, windows: r.storedWindows)
+            return (r.matchedKeys, r.windows)
+        } catch {
+            counters.matchingEnded(seconds: clock.monotonicTime().duration(since: started), keyFiles: nil, windows: nil)
+            throw error
+        }
     }
 
     struct MatchingInputs: Sendable {
@@ -200,7 +210,8 @@ public actor ExposureNotifications {
         var keyFiles: KeyFileCache
     }
 
-    static func match(_ i: MatchingInputs, cancel: CancelFlag) throws -> (matchedKeys: Int, windows: Int) {
+    /// The call's own matched keys and windows, and the totals stored: key files, windows.
+    static func match(_ i: MatchingInputs, cancel: CancelFlag) throws -> (matchedKeys: Int, windows: Int, keyFiles: Int, storedWindows: Int) {
         let log: SightingsLog
         let files: [KeyExportFile]
         do {
@@ -216,7 +227,7 @@ public actor ExposureNotifications {
         do {
             try i.store.replaceExposureResults(kind: windowsKind, with: try windows.map { (day: $0.day, payload: try encoder.encode($0)) }, now: i.now)
         } catch { throw NodeError.storage("\(error)") }
-        return (outcome.matchedKeys(fromFile: first), own.count)
+        return (outcome.matchedKeys(fromFile: first), own.count, files.count, windows.count)
     }
 
     /// The stored scans as the one exposure computation reads them, exactly as the sightings

@@ -40,6 +40,8 @@ public final class GaenNode: Sendable {
     public let schedule: NodeScheduleRunner
     public let exposure: ExposureNotifications
     public let research: ResearchRecords
+    /// The watchdog's feeds and the matching runs, for the status.
+    public let counters = NodeCounters()
 
     /// Whether the schedule runs and acts, read by the watchdog without awaiting anyone.
     public var heartbeat: ScheduleHeartbeat { schedule.heartbeat }
@@ -83,7 +85,7 @@ public final class GaenNode: Sendable {
                                       clockMark: clockMark, board: board, events: events, logger: logger)
         schedule.heartbeat.wanted(loaded.enabled)
         exposure = ExposureNotifications(settings: s, clock: clock, store: store, stateFile: stateFile, calibration: calibration,
-                                         events: events, logger: logger)
+                                         events: events, counters: counters, logger: logger)
         research = ResearchRecords(store: store, calibration: calibration, clock: clock, sync: sync,
                                    node: s.research.node, site: s.research.site)
     }
@@ -146,11 +148,14 @@ public final class GaenNode: Sendable {
         get async {
             let matching = await exposure.matching
             let f = board.current, state = stateFile.current
+            let air = f.radio.airTime.totals(at: clock.monotonicTime().seconds)
             return NodeStatusSnapshot(enabled: state.enabled, status: conditions(f, enabled: state.enabled), advertisements: f.advertisements,
                                       scans: f.scans, sightings: f.sightings, lastScanEnd: f.lastScanEnd, radio: f.radio,
                                       storeLosses: store.losses(), clockSync: sync.status().description,
                                       controller: controllerAddress.description, trialRPI: trialRPI(f), matching: matching,
-                                      provideRemaining: exposure.provideRemaining, calibration: calibration.current)
+                                      provideRemaining: exposure.provideRemaining, calibration: calibration.current,
+                                      secondsOnAir: air.onAir, secondsOffAir: air.offAir, counters: counters.current,
+                                      storeBytes: store.fileBytes())
         }
     }
 

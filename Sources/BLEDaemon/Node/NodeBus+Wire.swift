@@ -86,6 +86,16 @@ extension NodeBus {
         p.node = settings.research.node
         p.site = settings.research.site
         p.matching = s.matching
+        p.rotationCount = s.radio.rotations
+        p.failedRotations = s.radio.failedRotations
+        p.secondsOnAir = UInt64(s.secondsOnAir.rounded(.down))
+        p.secondsOffAir = UInt64(s.secondsOffAir.rounded(.down))
+        p.watchdogFeeds = s.counters.watchdogFeeds
+        p.matchingRuns = s.counters.matchingRuns
+        p.matchingTime = UInt64((s.counters.matchingSeconds * 1000).rounded())
+        p.keyFiles = UInt32(clamping: s.counters.keyFiles ?? 0)
+        p.exposureWindows = UInt32(clamping: s.counters.windows ?? 0)
+        p.storeBytes = UInt64(clamping: s.storeBytes)
         return p
     }
 

@@ -27,4 +27,11 @@ public struct NodeStatusSnapshot: Sendable, Equatable {
     public var provideRemaining: UInt32 = 0
     /// The calibration in use.
     public var calibration = NodeCalibration(txPower: 0, rssiCorrection: 0, confidence: .lowest)
+    /// Seconds the beacon was on air, and wanted but off air, up to the reading.
+    public var secondsOnAir: Double = 0
+    public var secondsOffAir: Double = 0
+    /// The watchdog's feeds, the matching runs.
+    public var counters = NodeCounters.Values()
+    /// Bytes of the store's files on disk.
+    public var storeBytes: Int64 = 0
 }

@@ -63,6 +63,10 @@ public actor RadioOwner {
         public var rotations: UInt64 = 0
         /// Reconciles that failed (each was retried).
         public var failedOperations: UInt64 = 0
+        /// Of those, the ones that left the wanted beacon off air (a rotation or a restore).
+        public var failedRotations: UInt64 = 0
+        /// Seconds on air and wanted but off air, up to the last published change.
+        public var airTime = AirTimeLedger()
         /// A retry is pending: the controller does not match what is wanted.
         public var retrying = false
         /// Advertising reports received, of which without 0xFD6F service data (not kept).
@@ -151,6 +155,7 @@ public actor RadioOwner {
 
     public var snapshot: Status {
         get async {
+            accountAirTime()
             var s = plainSnapshot
             if let session { s.reportsDropped += await session.reportsDropped - sessionDropsAtAttach }
             return s
@@ -460,7 +465,7 @@ public actor RadioOwner {
     }
 
     private func failed(_ error: any Error) {
-        status.failedOperations += 1
+        countFailure()
         logger.warning("radio operation failed; retrying at once", metadata: ["radio.error": "\(error)"])
         guard retryTask == nil, session != nil else { return }
         let clock = self.clock, first = configuration.retryInitialSeconds, maximum = configuration.retryMaximumSeconds
@@ -488,7 +493,7 @@ public actor RadioOwner {
             Task { await self.notify() }
             return true
         } catch {
-            status.failedOperations += 1
+            countFailure()
             logger.warning("radio operation failed again", metadata: ["radio.error": "\(error)"])
             return false
         }
@@ -576,7 +581,23 @@ public actor RadioOwner {
         advertisingMaybeOn = false
     }
 
-    private func notify() async { await changeHandler?() }
+    private func notify() async {
+        accountAirTime()
+        await changeHandler?()
+    }
+
+    /// Credits the time since the last change to the advertising state then recorded.
+    private func accountAirTime() {
+        let s = plainSnapshot
+        status.airTime.advance(to: clock.monotonicTime().seconds,
+                               state: AirTimeLedger.state(wanted: s.advertisingWanted, onAir: s.advertisingOnAir))
+    }
+
+    /// A failed reconcile that left the wanted beacon off air counts as a failed rotation.
+    private func countFailure() {
+        status.failedOperations += 1
+        if let wanted = desired.beacon, beaconOnAir != wanted { status.failedRotations += 1 }
+    }
 
     private func lock() async {
         if busy {

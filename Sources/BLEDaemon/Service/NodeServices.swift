@@ -21,7 +21,7 @@ public enum NodeServices {
          ResearchService(transfers: bus.transfers),
          BusEdgeService(bus: bus, node: node, connection: connection, notifier: notifier, logger: logger),
          WatchdogService(check: RadioPathCheck(radio: radio.radio, schedule: node.heartbeat, clock: node.clock),
-                         notifier: notifier, logger: logger)]
+                         notifier: notifier, logger: logger, counters: node.counters)]
     }
 }
 

@@ -74,6 +74,8 @@ public struct WatchdogService: Service {
     let check: RadioPathCheck
     let notifier: SystemdNotifier
     let logger: Logger
+    /// Where each feed is counted (the node's status reports it).
+    var counters: NodeCounters? = nil
 
     public func run() async throws {
         guard let interval = notifier.watchdogInterval else {
@@ -86,7 +88,7 @@ public struct WatchdogService: Service {
                 // An answer later than the next feed is due counts as no answer.
                 let answer = await check.check(within: interval)
                 if answer.live {
-                    try? notifier.watchdog()
+                    if (try? notifier.watchdog()) != nil { counters?.watchdogFed() }
                     if reported { logger.notice("the radio path is live again; feeding the watchdog") }
                     reported = false
                 } else if !reported {

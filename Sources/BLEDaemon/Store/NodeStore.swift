@@ -821,6 +821,17 @@ public final class NodeStore: @unchecked Sendable {
         }
     }
 
+    /// Bytes the store's files take on disk (database and write-ahead log), by stat alone:
+    /// the status reads it without waiting for the store.
+    public func fileBytes() -> Int64 {
+        var total: Int64 = 0
+        for path in [configuration.path, configuration.path + "-wal"] {
+            var st = stat()
+            if stat(path, &st) == 0 { total += Int64(st.st_size) }
+        }
+        return total
+    }
+
     /// Bytes of live data: pages in use (not on the free list) times the page size.
     public func usedBytes() throws -> Int64 {
         try read { db in try Self.usedBytes(db) }
