@@ -72,7 +72,7 @@ install:
 	    $(DESTDIR)$(BASHCOMPDIR) $(DESTDIR)$(ZSHCOMPDIR) $(DESTDIR)$(FISHCOMPDIR)
 	install -m 0755 $(BUILT)/gaend $(DESTDIR)$(BINDIR)/gaend
 	install -m 0755 $(BUILT)/gaenctl $(DESTDIR)$(BINDIR)/gaenctl
-	for u in gaend@.service gaend-store-key.service gaend-metrics@.service gaend-metrics@.timer; do \
+	for u in gaend@.service gaend-store-key.service gaend-metrics@.service gaend-metrics@.timer gaend-collect@.service gaend-collect@.timer; do \
 	    sed -e 's|/usr/local/bin/gaend|$(BINDIR)/gaend|g' -e 's|/usr/local/bin/gaenctl|$(BINDIR)/gaenctl|g' -e 's|/usr/local/share/doc/gaend|$(DOCDIR)|g' systemd/$$u > $(DESTDIR)$(UNITDIR)/$$u; \
 	    chmod 0644 $(DESTDIR)$(UNITDIR)/$$u; done
 	install -m 0644 udev/99-gaend.rules $(DESTDIR)$(UDEVDIR)/99-gaend.rules

@@ -45,6 +45,14 @@ let package = Package(
             pkgConfig: "zlib",
             providers: [.apt(["zlib1g-dev"])]
         ),
+        // System library: libcurl (HTTP uploads and downloads of gaenctl), with typed wrappers
+        // of its variadic setopt/getinfo (shim.h).
+        .systemLibrary(
+            name: "CCurl",
+            path: "Sources/CCurl",
+            pkgConfig: "libcurl",
+            providers: [.apt(["libcurl4-openssl-dev"])]
+        ),
         // System library: libsqlite3, under our own small layer (GaenSQLite; see its Connection.swift for why).
         .systemLibrary(
             name: "CSQLite3",
@@ -102,7 +110,7 @@ let package = Package(
             swiftSettings: daemonModule
         ),
         // Field-trial toolkit: channel analysis, trial reports, simulation, calibration.
-        .target(name: "TrialKit", dependencies: ["ENProtocol"]),
+        .target(name: "TrialKit", dependencies: ["ENProtocol", "COpenSSL"]),
         .testTarget(name: "TrialKitTests", dependencies: ["TrialKit", "ENProtocol"]),
         // Pure HCI wire types and the H4 framer: no I/O, no clock.
         .target(name: "HCIProtocol", swiftSettings: daemonModule),
@@ -133,6 +141,8 @@ let package = Package(
             dependencies: [
                 "ENProtocol", "BLEDaemon", "HCIProtocol", "GaenClient", "GaendAPI", "TrialKit",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
+                // `collect` uploads a board's closed days over HTTP.
+                "CCurl",
                 // `trial import dp3t` reads DP-3T's SQLite result tables.
                 "GaenSQLite",
                 .product(name: "Logging", package: "swift-log"),
