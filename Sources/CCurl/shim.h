@@ -25,6 +25,9 @@ static inline CURLcode ccurl_setopt_write_function(CURL *handle, size_t (*functi
 static inline CURLcode ccurl_setopt_read_function(CURL *handle, size_t (*function)(char *, size_t, size_t, void *)) {
     return curl_easy_setopt(handle, CURLOPT_READFUNCTION, function);
 }
+// The macros Swift cannot import (casts and shifts).
+static inline CURLcode ccurl_global_init_all(void) { return curl_global_init(CURL_GLOBAL_ALL); }
+static inline long ccurl_auth_basic(void) { return (long)CURLAUTH_BASIC; }
 static inline CURLcode ccurl_getinfo_long(CURL *handle, CURLINFO info, long *value) {
     return curl_easy_getinfo(handle, info, value);
 }

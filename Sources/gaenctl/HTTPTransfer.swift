@@ -22,7 +22,7 @@ final class HTTPTransfer {
     private let stallSeconds: Int
     private let limitRate: Int?
 
-    private static let initialise: Void = { _ = curl_global_init(Int(CURL_GLOBAL_ALL)) }()
+    private static let initialise: Void = { _ = ccurl_global_init_all() }()
 
     init(user: String, password: String, connectTimeout: Int = 20, stallSeconds: Int = 60, limitRate: Int? = nil) {
         _ = Self.initialise
@@ -65,7 +65,7 @@ final class HTTPTransfer {
         init(limit: Int) { self.limit = limit }
     }
 
-    private func perform(_ url: String, bodyLimit: Int = 64 << 10, _ configure: (OpaquePointer) throws -> Void) throws -> Response {
+    private func perform(_ url: String, bodyLimit: Int = 64 << 10, _ configure: (UnsafeMutableRawPointer) throws -> Void) throws -> Response {
         guard let h = curl_easy_init() else { throw Failure(description: "libcurl: cannot create a handle") }
         defer { curl_easy_cleanup(h) }
         let sink = Sink(limit: bodyLimit)
@@ -76,7 +76,7 @@ final class HTTPTransfer {
             try Self.check(ccurl_setopt_string(h, CURLOPT_URL, url), "URL")
             try Self.check(ccurl_setopt_string(h, CURLOPT_PROTOCOLS_STR, "http,https"), "protocols")
             try Self.check(ccurl_setopt_long(h, CURLOPT_FOLLOWLOCATION, 0), "redirects")
-            try Self.check(ccurl_setopt_long(h, CURLOPT_HTTPAUTH, Int(CURLAUTH_BASIC)), "auth")
+            try Self.check(ccurl_setopt_long(h, CURLOPT_HTTPAUTH, ccurl_auth_basic()), "auth")
             try Self.check(ccurl_setopt_string(h, CURLOPT_USERNAME, user), "user")
             try Self.check(ccurl_setopt_string(h, CURLOPT_PASSWORD, password), "password")
             try Self.check(ccurl_setopt_long(h, CURLOPT_CONNECTTIMEOUT, connectTimeout), "connect timeout")

@@ -195,8 +195,8 @@ struct MetricsExposition {
             if let d = s.reportsDropped { reports.add(with([("cause", "buffer_full")]), Double(d)) }
             families += [scans, sightings, reports].filter { $0.lines.count > 2 }
         }
-        gauge("gaend_quarantined_records", "Store records that failed authentication or did not decode, set aside.", s.quarantinedRecords.map(Double.init))
-        gauge("gaend_store_size_bytes", "Bytes the store's files take on disk.", s.storeBytes.map(Double.init))
+        gauge("gaend_quarantined_records", "Store records that failed authentication or did not decode, set aside.", s.quarantinedRecords.map { Double($0) })
+        gauge("gaend_store_size_bytes", "Bytes the store's files take on disk.", s.storeBytes.map { Double($0) })
         gauge("gaend_provide_diagnosis_keys_remaining", "ProvideDiagnosisKeys calls left today (4294967295: no limit).",
               Double(s.provideDiagnosisKeysRemaining))
         gauge("gaend_matching", "Whether provided key files are being matched.", flag(s.matching))
@@ -206,12 +206,12 @@ struct MetricsExposition {
             f.add(base, Double(runs), suffix: "_count")
             families.append(f)
         }
-        gauge("gaend_key_files", "Provided key files the last matching run matched against.", s.keyFiles.map(Double.init))
-        gauge("gaend_exposure_windows", "Exposure windows the last matching run stored.", s.exposureWindows.map(Double.init))
+        gauge("gaend_key_files", "Provided key files the last matching run matched against.", s.keyFiles.map { Double($0) })
+        gauge("gaend_exposure_windows", "Exposure windows the last matching run stored.", s.exposureWindows.map { Double($0) })
         counter("gaend_watchdog_feeds_total", "Notifications sent to the systemd watchdog since gaend started.", s.watchdogFeeds)
-        gauge("gaend_calibration_tx_power_dbm", "The TX power the AEM carries.", s.txPower.map(Double.init))
-        gauge("gaend_calibration_rssi_correction_db", "The RSSI correction added to every sighting.", s.rssiCorrection.map(Double.init))
-        gauge("gaend_calibration_confidence", "The calibration's confidence (0 lowest .. 3 high).", s.calibrationConfidence.map(Double.init))
+        gauge("gaend_calibration_tx_power_dbm", "The TX power the AEM carries.", s.txPower.map { Double($0) })
+        gauge("gaend_calibration_rssi_correction_db", "The RSSI correction added to every sighting.", s.rssiCorrection.map { Double($0) })
+        gauge("gaend_calibration_confidence", "The calibration's confidence (0 lowest .. 3 high).", s.calibrationConfidence.map { Double($0) })
         return families.map(\.text).joined()
     }
 }

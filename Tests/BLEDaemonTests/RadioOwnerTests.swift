@@ -111,11 +111,30 @@ struct RadioOwnerTests {
         status = await owner.snapshot
         #expect(status.advertisingAddress == beacon(2).address && !status.retrying && status.failedOperations == 3)
         #expect(status.rotations == 2, "retries of one beacon are one rotation")
+        #expect(status.failedRotations == 3, "each failed attempt left the wanted beacon off air")
+        // Off air from the first failure to the fourth attempt (0.25 + 0.5 + 1 s), then on air.
+        clock.advance(by: 10)
+        let air = await owner.snapshot.airTime.totals(at: clock.monotonicTime().seconds)
+        #expect(air.offAir == 1.75 && air.onAir == 10, "\(air)")
         let addresses = c.sent.filter { (try? HCICommandPacket($0).opcode) == HCILESetRandomAddress.opcode }
             .map { try! HCILESetRandomAddress(parameters: HCICommandPacket($0).parameters[...]).address }
         #expect(addresses == [beacon(1).address, beacon(2).address], "the retry reuses the address already set")
         #expect(c.advertising)
         await owner.stop()
+    }
+
+    @Test("air time: each interval counts for the state recorded at its start; idle counts for neither; a reading adds the open interval")
+    func airTimeLedger() {
+        var ledger = AirTimeLedger()
+        #expect(ledger.totals(at: 50) == (0, 0))
+        ledger.advance(to: 100, state: .onAir)
+        ledger.advance(to: 160, state: .offAir)
+        #expect(ledger.totals(at: 175) == (60, 15))
+        ledger.advance(to: 190, state: .idle)
+        ledger.advance(to: 500, state: .onAir)
+        #expect(ledger.totals(at: 510) == (70, 30))
+        // A reading before the last advance (never on a monotonic clock) adds nothing.
+        #expect(ledger.totals(at: 400) == (60, 30))
     }
 
     @Test("after a controller reset both roles are restored with the same beacon")

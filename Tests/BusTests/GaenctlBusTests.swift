@@ -25,9 +25,11 @@ struct GaenctlBusTests {
             "controller":{"address":"DC:A6:32:01:02:03","hciSubversion":291,"hciVersion":9,"hciVersionName":"5.0",\
             "lmpSubversion":24857,"lmpVersion":9,"lmpVersionName":"5.0","manufacturer":305,"manufacturerName":"Cypress Semiconductor",\
             "name":"hci0"},"currentRpi":"00112233445566778899aabbccddeeff","droppedScans":2,"droppedSightings":30,\
-            "enabled":true,"lastScanTime":1700000000000,"matching":true,"node":"board-3","provideDiagnosisKeysRemaining":6,"quarantinedRecords":1,\
-            "radioFailures":2,"reportsDropped":0,"reportsIgnored":40,"rssiCorrection":5,"scanCount":12,"scanningOnAir":false,\
-            "sightingCount":345,"site":"bus 7","status":["active"],"trialMode":false,"txPower":-30,"version":"0.1.0"}
+            "enabled":true,"exposureWindows":7,"failedRotations":1,"keyFiles":4,"lastScanTime":1700000000000,"matching":true,\
+            "matchingRuns":2,"matchingTime":1500,"node":"board-3","provideDiagnosisKeysRemaining":6,"quarantinedRecords":1,\
+            "radioFailures":2,"reportsDropped":0,"reportsIgnored":40,"rotationCount":3,"rssiCorrection":5,"scanCount":12,"scanningOnAir":false,\
+            "secondsOffAir":60,"secondsOnAir":3600,"sightingCount":345,"site":"bus 7","status":["active"],"storeBytes":1048576,\
+            "trialMode":false,"txPower":-30,"version":"0.1.0","watchdogFeeds":240}
             """)
         let text = try await runTool([Self.gaenctl, "status", "--bus", bus.address])
         #expect(text.status == 0, "\(text.stderr)")
@@ -43,6 +45,62 @@ struct GaenctlBusTests {
         #expect(text.stdout.contains("calibration:    TX power -30 dBm, RSSI correction 5 dB, confidence medium\n"), "\(text.stdout)")
         #expect(text.stdout.contains("labels:         node board-3, site bus 7"), "\(text.stdout)")
         #expect(text.stdout.contains("matching:       yes (provided key files are being matched; a new upload gets Busy)\n"), "\(text.stdout)")
+    }
+
+    @Test("metrics: the exposition of the status's reading, labelled controller/node/site, no address or RPI; -o replaces the file atomically")
+    func metrics() async throws {
+        let bus = try PrivateBus()
+        defer { bus.stop() }
+        let daemon = try await CannedDaemon(address: bus.address, name: "org.gaend.hci0")
+        defer { daemon.close() }
+        let r = try await runTool([Self.gaenctl, "--bus", bus.address, "metrics"])
+        #expect(r.status == 0, "\(r.stderr)")
+        let labels = #"controller="hci0",node="board-3",site="bus 7""#
+        for line in ["gaend_up{\(labels)} 1", "gaend_scans_total{\(labels)} 12", "gaend_sightings_total{\(labels)} 345",
+                     "gaend_advertisements_total{\(labels)} 3", "gaend_rotations_total{\(labels)} 3",
+                     "gaend_rotations_failed_total{\(labels)} 1", "gaend_advertising_on_air_seconds_total{\(labels)} 3600",
+                     "gaend_advertising_off_air_seconds_total{\(labels)} 60", "gaend_watchdog_feeds_total{\(labels)} 240",
+                     "gaend_matching_duration_seconds_sum{\(labels)} 1.5", "gaend_matching_duration_seconds_count{\(labels)} 2",
+                     "gaend_key_files{\(labels)} 4", "gaend_exposure_windows{\(labels)} 7", "gaend_store_size_bytes{\(labels)} 1048576",
+                     "gaend_scans_dropped_total{\(labels),cause=\"disk_full\"} 2", "gaend_sightings_dropped_total{\(labels),cause=\"disk_full\"} 30",
+                     "gaend_reports_dropped_total{\(labels),cause=\"buffer_full\"} 0", "gaend_quarantined_records{\(labels)} 1",
+                     "gaend_last_scan_timestamp_seconds{\(labels)} 1700000000", "gaend_advertising_on_air{\(labels)} 1",
+                     "gaend_clock_synchronised{\(labels)} 1", "gaend_status{\(labels),status=\"active\"} 1",
+                     "gaend_status{\(labels),status=\"inactive\"} 0", "gaend_build_info{\(labels),version=\"0.1.0\"} 1",
+                     "gaend_controller_info{\(labels),manufacturer=\"Cypress Semiconductor\",hci_version=\"5.0\",lmp_version=\"5.0\"} 1",
+                     "# TYPE gaend_scans_total counter", "# TYPE gaend_matching_duration_seconds summary"] {
+            #expect(r.stdout.split(separator: "\n").contains(Substring(line)), "no line '\(line)' in\n\(r.stdout)")
+        }
+        // Neither the controller's address, the address on air nor the RPI.
+        for secret in ["DC:A6:32:01:02:03", "3A:11:22:33:44:55", "00112233445566778899aabbccddeeff"] {
+            #expect(!r.stdout.lowercased().contains(secret.lowercased()), "\(secret) in the exposition")
+        }
+        if FileManager.default.isExecutableFile(atPath: "/usr/bin/promtool") {
+            let check = try await runTool(["/usr/bin/promtool", "check", "metrics"], input: r.stdout)
+            #expect(check.status == 0, "promtool: \(check.stdout)\(check.stderr)")
+        }
+
+        // -o: written atomically with mode 0644; then, with the daemon gone, gaend_up 0 under the
+        // same labels, exit 1, and the previous file replaced whole.
+        let dir = FileManager.default.temporaryDirectory.appendingPathComponent("gaend-metrics-\(UUID().uuidString)")
+        try FileManager.default.createDirectory(at: dir, withIntermediateDirectories: true)
+        defer { try? FileManager.default.removeItem(at: dir) }
+        let file = dir.appendingPathComponent("gaend-hci0.prom").path
+        let written = try await runTool([Self.gaenctl, "metrics", "--bus", bus.address, "-o", file])
+        #expect(written.status == 0 && written.stdout.isEmpty, "\(written.stderr)")
+        #expect(try String(contentsOfFile: file, encoding: .utf8) == r.stdout)
+        let mode = (try FileManager.default.attributesOfItem(atPath: file)[.posixPermissions] as? NSNumber)?.intValue
+        #expect(mode == 0o644)
+        daemon.close()
+        let down = try await runTool([Self.gaenctl, "metrics", "--bus", bus.address, "--name", "hci0", "--timeout", "5", "-o", file])
+        #expect(down.status == 1 && down.stderr.contains("gaend does not answer"), "\(down.stderr)")
+        #expect(try String(contentsOfFile: file, encoding: .utf8) == """
+            # HELP gaend_up Whether gaend answered on D-Bus (1) or not (0).
+            # TYPE gaend_up gauge
+            gaend_up{\(labels)} 0
+
+            """)
+        #expect(try FileManager.default.contentsOfDirectory(atPath: dir.path) == ["gaend-hci0.prom"], "a temporary file left behind")
     }
 
     @Test("status of an older gaend (interface revision 2) leaves the field checks out")

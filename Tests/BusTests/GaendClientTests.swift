@@ -97,6 +97,10 @@ final class CannedDaemon: Sendable {
             "CurrentRpi": { .bytes(Self.rpi) }, "TxPower": { .int16(-30) }, "RssiCorrection": { .int16(5) },
             "CalibrationConfidence": { .int32(2) }, "Node": { .string("board-3") }, "Site": { .string("bus 7") },
             "Matching": { .boolean(true) },
+            "RotationCount": { .uint64(3) }, "FailedRotations": { .uint64(1) }, "SecondsOnAir": { .uint64(3600) },
+            "SecondsOffAir": { .uint64(60) }, "WatchdogFeeds": { .uint64(240) }, "MatchingRuns": { .uint64(2) },
+            "MatchingTime": { .uint64(1500) }, "KeyFiles": { .uint32(4) }, "ExposureWindows": { .uint32(7) },
+            "StoreBytes": { .uint64(1_048_576) },
         ]
         for key in getters.keys where !en.properties.contains(where: { $0.name == key }) { getters[key] = nil }
         let research = GaendInterfaces.research

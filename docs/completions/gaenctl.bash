@@ -186,13 +186,13 @@ _gaenctl() {
     unset 'unparsed_words[0]'
     unparsed_words=("${unparsed_words[@]}")
     case "${subcommand}" in
-    derive|keys|match|windows|radio|status|start|stop|sightings|mark|markers|risk|summaries|trial|simulate|calibrate|help)
+    derive|keys|match|windows|radio|status|metrics|start|stop|sightings|mark|markers|risk|summaries|trial|simulate|calibrate|help)
         # Offer subcommand argument completions
         "_gaenctl_${subcommand}"
         ;;
     *)
         # Offer subcommand completions
-        COMPREPLY+=($(compgen -W 'derive keys match windows radio status start stop sightings mark markers risk summaries trial simulate calibrate help' -- "${cur}"))
+        COMPREPLY+=($(compgen -W 'derive keys match windows radio status metrics start stop sightings mark markers risk summaries trial simulate calibrate help' -- "${cur}"))
         ;;
     esac
 }
@@ -547,6 +547,30 @@ _gaenctl_status() {
         return
         ;;
     '--timeout')
+        return
+        ;;
+    esac
+}
+
+_gaenctl_metrics() {
+    repeating_flags=()
+    non_repeating_flags=(-h --help)
+    repeating_options=()
+    non_repeating_options=(--bus --name --timeout --output -o)
+    __gaenctl_offer_flags_options 0
+
+    # Offer option value completions
+    case "${prev}" in
+    '--bus')
+        return
+        ;;
+    '--name')
+        return
+        ;;
+    '--timeout')
+        return
+        ;;
+    '--output'|'-o')
         return
         ;;
     esac
@@ -972,13 +996,13 @@ _gaenctl_trial() {
     unset 'unparsed_words[0]'
     unparsed_words=("${unparsed_words[@]}")
     case "${subcommand}" in
-    report|import|replay)
+    report|import|replay|verify)
         # Offer subcommand argument completions
         "_gaenctl_trial_${subcommand}"
         ;;
     *)
         # Offer subcommand completions
-        COMPREPLY+=($(compgen -W 'report import replay' -- "${cur}"))
+        COMPREPLY+=($(compgen -W 'report import replay verify' -- "${cur}"))
         ;;
     esac
 }
@@ -1163,6 +1187,14 @@ _gaenctl_trial_replay() {
         return
         ;;
     esac
+}
+
+_gaenctl_trial_verify() {
+    repeating_flags=()
+    non_repeating_flags=(--strict --json -h --help)
+    repeating_options=()
+    non_repeating_options=()
+    __gaenctl_offer_flags_options 1
 }
 
 _gaenctl_simulate() {
