@@ -130,7 +130,9 @@ struct CollectCommand: AsyncParsableCommand {
             _ = try await client.exportSightings(to: DBusUnixFD(owning: fd), from: Int64(range.from * 1000), to: Int64(range.to * 1000), format: "csv")
             let written = try SightingsDailySplit.split(descriptor: export.descriptor, jsonLines: false, board: board, into: scratch, mode: 0o600)
             for w in written {
-                let dayDir = URL(fileURLWithPath: w.path).deletingLastPathComponent()
+                // The split names its files relative to the directory it wrote into.
+                let file = w.path.hasPrefix("/") ? URL(fileURLWithPath: w.path) : scratch.appendingPathComponent(w.path)
+                let dayDir = file.deletingLastPathComponent()
                 let dayName = String(dayDir.lastPathComponent.dropFirst("day=".count))
                 guard let start = CollectSpool.dayStart(dayName), start < today else { continue }
                 let marks = try await client.markers(from: Int64(start * 1000), to: Int64((start + 86_400) * 1000)).map {

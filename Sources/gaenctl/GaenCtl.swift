@@ -15,6 +15,7 @@ struct GaenCtl: AsyncParsableCommand {
             Radio.self,
             Status.self,
             MetricsCommand.self,
+            CollectCommand.self,
             StartCommand.self,
             StopCommand.self,
             SightingsCommand.self,
