@@ -51,7 +51,7 @@ import Testing
         #expect(plan.cwaPackages.count == 1 && plan.cwaPackages[0].keys.count == 12)
     }
 
-    @Test func indexesRejectPathsOutsideTheTree() {
+    @Test func indexesRejectPathsOutsideTheTree() throws {
         #expect(throws: DistributionError.self) { try GoogleLayout.decodeIndex(Data("R/../../etc/passwd\n".utf8), url: "u") }
         #expect(throws: DistributionError.self) { try GoogleLayout.decodeIndex(Data("http://elsewhere/x.zip\n".utf8), url: "u") }
         #expect(try GoogleLayout.decodeIndex(Data("R/1-2-00001.zip\n\nR/2-3-00001.zip\n".utf8), url: "u") == ["R/1-2-00001.zip", "R/2-3-00001.zip"])
