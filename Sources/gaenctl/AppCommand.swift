@@ -278,7 +278,7 @@ struct AppSubmit: AsyncParsableCommand {
     @Option(help: ArgumentHelp("The app's state directory (as app sync).", valueName: "DIR"))
     var stateDir: String?
     @Option(help: "Seconds for the upload.")
-    var timeout: Double = 60
+    var uploadTimeout: Double = 60
 
     func validate() throws {
         try AppCommand.validateServer(server)
@@ -312,7 +312,7 @@ struct AppSubmit: AsyncParsableCommand {
             while base.hasSuffix("/") { base.removeLast() }
             let url = "\(base)/inbox/\(user)/keys-\(newest.isoDate).zip"
             let response: HTTPResponse
-            do { response = try HTTPSession().put(url, body: zip, user: user, password: secret, timeout: timeout) } catch {
+            do { response = try HTTPSession().put(url, body: zip, user: user, password: secret, timeout: uploadTimeout) } catch {
                 throw CommandFailure("\(error)")
             }
             guard (200..<300).contains(response.status) else { throw CommandFailure("\(url): HTTP \(response.status)") }
