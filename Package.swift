@@ -109,6 +109,11 @@ let package = Package(
         // Field-trial toolkit: channel analysis, trial reports, simulation, calibration.
         .target(name: "TrialKit", dependencies: ["ENProtocol", "RiskEngines"]),
         .testTarget(name: "TrialKitTests", dependencies: ["TrialKit", "ENProtocol"]),
+        // The key server's published layouts (CWA distribution layout, Google key server layout):
+        // the publisher's plan and tree writer and the app's readers side by side, the signed
+        // app configuration. Signing and the key export format are ENProtocol's.
+        .target(name: "KeyDistribution", dependencies: ["ENProtocol", "PlatformSupport", "TrialKit"]),
+        .testTarget(name: "KeyDistributionTests", dependencies: ["KeyDistribution", "ENProtocol"]),
         // Pure HCI wire types and the H4 framer: no I/O, no clock.
         .target(name: "HCIProtocol", swiftSettings: daemonModule),
         // The node: HCI host, radio, store, D-Bus.
@@ -136,7 +141,7 @@ let package = Package(
         .executableTarget(
             name: "gaenctl",
             dependencies: [
-                "ENProtocol", "RiskEngines", "BLEDaemon", "HCIProtocol", "GaendClient", "GaendAPI", "TrialKit",
+                "ENProtocol", "RiskEngines", "BLEDaemon", "HCIProtocol", "GaendClient", "GaendAPI", "TrialKit", "KeyDistribution",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
                 // `trial import dp3t` reads DP-3T's SQLite result tables.
                 "GaenSQLite",
