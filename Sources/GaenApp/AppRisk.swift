@@ -1,6 +1,7 @@
 import ENProtocol
 import Foundation
 import KeyDistribution
+import RiskEngines
 
 /// The risk the configuration's engine gives for gaend's exposure windows: the same engines
 /// and parameter files as `gaenctl risk ENGINE`.

@@ -4,7 +4,7 @@ import ENProtocol
 import Foundation
 import GaenApp
 import GaendAPI
-import GaenClient
+import GaendClient
 import KeyDistribution
 
 /// `gaenctl app`: the phone app's half of the loop on a board, beside gaend (not inside it:

@@ -3,7 +3,7 @@ import DBusCore
 import GaendAPI
 import Foundation
 import GaenApp
-import GaenClient
+import GaendClient
 import HCIProtocol
 
 /// `gaenctl status`: the node's state from org.gaend.ExposureNotification1's properties.
