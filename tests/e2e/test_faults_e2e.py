@@ -147,10 +147,13 @@ def test_damaged_store_is_set_aside_and_the_node_goes_on(radio, nodes):
     # The day's key is the one advertised before the damage: no second key for the day.
     keys_after = key_days(b)
     assert keys_after.get(today) == keys_before[today], (keys_before, keys_after)
-    # Advertising and recording go on into the fresh store.
-    adverts, scans = status["advertisementCount"], status["scanCount"]
-    b.wait_scans(scans + 2)
-    assert wait_for(lambda: b.status()["advertisementCount"] > adverts, 30, 0.5)
+    # On air: an RPI of that same key (trial mode shows the RPI on air).
+    out = subprocess.run([str(b.bin_dir / "gaenctl"), "derive", "--tek", keys_before[today], "--interval", str(today),
+                          "--count", "144"], capture_output=True, text=True, check=True)
+    rpis = {i["rpi"] for i in json.loads(out.stdout)["intervals"]}
+    assert wait_for(lambda: b.status().get("currentRpi") in rpis, 30, 0.5), (b.status(), keys_before[today])
+    # Recording goes on into the fresh store.
+    b.wait_scans(status["scanCount"] + 2)
     assert len(stored_scans(b)) >= 2
     assert b.terminate() == 0, b.stderr
     b.start()
