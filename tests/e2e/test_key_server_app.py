@@ -213,6 +213,16 @@ def test_hand_built_google_tree_two_signature_infos(setup):
     out, last = sync(ctx, s.keys_url, layout=("--region", "XX"), trust=[ctx["trust"][1]])
     assert last == "3 new packages, 3 provided, 1 refused", out.stdout + out.stderr
     assert sorted(state(ctx)["packages"]) == sorted("google/" + l for i, l in enumerate(lines) if i != 2)
+    # One connection for the whole run (libcurl's handle kept alive): index, configuration and 4 files.
+    seen = [r for r in s.requests() if r[2].startswith("/keys/XX/")]
+    assert len(seen) == 6 and len({c for c, _, _ in seen}) == 1, seen
+    # Conditional GET: a second run gets 304 for the index and the configuration, and fetches
+    # only the refused file again.
+    out, last = sync(ctx, s.keys_url, layout=("--region", "XX"), trust=[ctx["trust"][1]])
+    assert last == "0 new packages, 0 provided, 1 refused", out.stdout + out.stderr
+    again = [r for r in s.requests() if r[2].startswith("/keys/XX/")][6:]
+    assert sorted((st, uri) for _, st, uri in again) == sorted([(304, "/keys/XX/index.txt"), (304, "/keys/XX/app-config.zip"),
+                                                               (200, "/keys/" + lines[2])]), again
 
 
 def test_server_down_then_back_and_a_board_off_for_two_days(setup):

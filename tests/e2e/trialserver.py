@@ -80,7 +80,8 @@ pid {self.prefix}/nginx.pid;
 error_log {self.prefix}/logs/error.log info;
 events {{ worker_connections 64; }}
 http {{
-    access_log {self.prefix}/logs/access.log;
+    log_format gaend_test '$connection $status $request_uri';
+    access_log {self.prefix}/logs/access.log gaend_test;
     client_body_temp_path {temp}/body;
     proxy_temp_path {temp}/proxy;
     fastcgi_temp_path {temp}/fastcgi;
@@ -128,6 +129,14 @@ http {{
                 self.proc.kill()
                 self.proc.wait()
         self.proc = None
+
+    def requests(self) -> list[tuple[int, int, str]]:
+        """(connection number, status, URI) of every request so far, from the access log."""
+        out = []
+        for line in (self.prefix / "logs" / "access.log").read_text().splitlines():
+            c, status, uri = line.split(" ", 2)
+            out.append((int(c), int(status), uri))
+        return out
 
     def put(self, path: str, data: bytes, user: str, password: str) -> int:
         import base64
