@@ -4,17 +4,17 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
-APT_PACKAGES=(libbluetooth-dev libdbus-1-dev libssl-dev libsqlite3-dev zlib1g-dev libyaml-dev pkg-config dbus dbus-daemon protobuf-compiler
+APT_PACKAGES=(libbluetooth-dev libdbus-1-dev libssl-dev libsqlite3-dev zlib1g-dev libyaml-dev pkg-config dbus dbus-daemon protobuf-compiler libcurl4-openssl-dev nginx
               libglib2.0-bin systemd util-linux openssl faketime
               qemu-system-x86 busybox-static kmod udev bluez tshark make binutils
-              prometheus prometheus-node-exporter nginx-light libcurl4-openssl-dev)
+              prometheus prometheus-node-exporter)
 # libyaml-dev: the config's YAML reader (Sources/YAMLReader on libyaml; the package then
 # depends on libyaml-0-2). gdbus, busctl, setpriv: real D-Bus clients in tests; openssl: demo keys; faketime: clock-step
 # faults. The kernel test bed (tests/testbed): qemu, busybox for its initramfs, kmod (depmod),
 # udev and bluez (the guest's udev and bluetoothd come from the host's root); btmon (bluez) and
 # tshark decode captures. The fleet (docs/fleet.md): prometheus (promtool checks the metrics
 # and tests the alert rules; the fleet e2e runs its own Prometheus and node_exporter on
-# loopback), nginx-light (WebDAV, the collection server), libcurl (gaenctl collect's uploads).
+# loopback); nginx's WebDAV PUT is also the collection server of `gaenctl collect`.
 missing=()
 for p in "${APT_PACKAGES[@]}"; do
     dpkg -s "$p" >/dev/null 2>&1 || missing+=("$p")

@@ -1,7 +1,7 @@
 import ArgumentParser
 import DBusCore
 import Foundation
-import GaenClient
+import GaendClient
 import ENProtocol
 import GaendAPI
 import TrialKit

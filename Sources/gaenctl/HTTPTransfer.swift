@@ -22,7 +22,7 @@ final class HTTPTransfer {
     private let stallSeconds: Int
     private let limitRate: Int?
 
-    private static let initialise: Void = { _ = ccurl_global_init_all() }()
+    private static let initialise: Void = { _ = curl_global_init(3 /* CURL_GLOBAL_DEFAULT: SSL | WIN32 */) }()
 
     init(user: String, password: String, connectTimeout: Int = 20, stallSeconds: Int = 60, limitRate: Int? = nil) {
         _ = Self.initialise
@@ -40,16 +40,16 @@ final class HTTPTransfer {
         var st = stat()
         guard fstat(fileno(f), &st) == 0 else { throw Failure(description: "cannot stat \(path)") }
         return try perform(url) { h in
-            try Self.check(ccurl_setopt_long(h, CURLOPT_UPLOAD, 1), "upload")
+            try Self.check(gaend_curl_set_long(h, CURLOPT_UPLOAD, 1), "upload")
             // libcurl's own read function freads READDATA.
-            try Self.check(ccurl_setopt_pointer(h, CURLOPT_READDATA, UnsafeMutableRawPointer(f)), "read data")
-            try Self.check(ccurl_setopt_off(h, CURLOPT_INFILESIZE_LARGE, curl_off_t(st.st_size)), "size")
-            if let limitRate { try Self.check(ccurl_setopt_off(h, CURLOPT_MAX_SEND_SPEED_LARGE, curl_off_t(limitRate)), "rate") }
+            try Self.check(gaend_curl_set_pointer(h, CURLOPT_READDATA, UnsafeMutableRawPointer(f)), "read data")
+            try Self.check(gaend_curl_set_offset(h, CURLOPT_INFILESIZE_LARGE, curl_off_t(st.st_size)), "size")
+            if let limitRate { try Self.check(gaend_curl_set_offset(h, CURLOPT_MAX_SEND_SPEED_LARGE, curl_off_t(limitRate)), "rate") }
         }
     }
 
     func head(_ url: String) throws -> Response {
-        try perform(url) { h in try Self.check(ccurl_setopt_long(h, CURLOPT_NOBODY, 1), "head") }
+        try perform(url) { h in try Self.check(gaend_curl_set_long(h, CURLOPT_NOBODY, 1), "head") }
     }
 
     /// GET with the body kept up to `limit` bytes (more is an error).
@@ -73,19 +73,19 @@ final class HTTPTransfer {
         defer { box.release() }
         var errorBuffer = [CChar](repeating: 0, count: Int(CURL_ERROR_SIZE) + 1)
         let code: CURLcode = try errorBuffer.withUnsafeMutableBufferPointer { buf in
-            try Self.check(ccurl_setopt_string(h, CURLOPT_URL, url), "URL")
-            try Self.check(ccurl_setopt_string(h, CURLOPT_PROTOCOLS_STR, "http,https"), "protocols")
-            try Self.check(ccurl_setopt_long(h, CURLOPT_FOLLOWLOCATION, 0), "redirects")
-            try Self.check(ccurl_setopt_long(h, CURLOPT_HTTPAUTH, ccurl_auth_basic()), "auth")
-            try Self.check(ccurl_setopt_string(h, CURLOPT_USERNAME, user), "user")
-            try Self.check(ccurl_setopt_string(h, CURLOPT_PASSWORD, password), "password")
-            try Self.check(ccurl_setopt_long(h, CURLOPT_CONNECTTIMEOUT, connectTimeout), "connect timeout")
-            try Self.check(ccurl_setopt_long(h, CURLOPT_LOW_SPEED_LIMIT, 1), "low speed")
-            try Self.check(ccurl_setopt_long(h, CURLOPT_LOW_SPEED_TIME, stallSeconds), "low speed time")
-            try Self.check(ccurl_setopt_long(h, CURLOPT_NOSIGNAL, 1), "no signal")
-            try Self.check(ccurl_setopt_pointer(h, CURLOPT_ERRORBUFFER, UnsafeMutableRawPointer(buf.baseAddress!)), "error buffer")
-            try Self.check(ccurl_setopt_pointer(h, CURLOPT_WRITEDATA, box.toOpaque()), "write data")
-            try Self.check(ccurl_setopt_write_function(h) { ptr, size, count, user in
+            try Self.check(gaend_curl_set_string(h, CURLOPT_URL, url), "URL")
+            try Self.check(gaend_curl_set_string(h, CURLOPT_PROTOCOLS_STR, "http,https"), "protocols")
+            try Self.check(gaend_curl_set_long(h, CURLOPT_FOLLOWLOCATION, 0), "redirects")
+            try Self.check(gaend_curl_set_long(h, CURLOPT_HTTPAUTH, 1 /* CURLAUTH_BASIC */), "auth")
+            try Self.check(gaend_curl_set_string(h, CURLOPT_USERNAME, user), "user")
+            try Self.check(gaend_curl_set_string(h, CURLOPT_PASSWORD, password), "password")
+            try Self.check(gaend_curl_set_long(h, CURLOPT_CONNECTTIMEOUT, connectTimeout), "connect timeout")
+            try Self.check(gaend_curl_set_long(h, CURLOPT_LOW_SPEED_LIMIT, 1), "low speed")
+            try Self.check(gaend_curl_set_long(h, CURLOPT_LOW_SPEED_TIME, stallSeconds), "low speed time")
+            try Self.check(gaend_curl_set_long(h, CURLOPT_NOSIGNAL, 1), "no signal")
+            try Self.check(gaend_curl_set_pointer(h, CURLOPT_ERRORBUFFER, UnsafeMutableRawPointer(buf.baseAddress!)), "error buffer")
+            try Self.check(gaend_curl_set_pointer(h, CURLOPT_WRITEDATA, box.toOpaque()), "write data")
+            try Self.check(gaend_curl_set_callback(h, CURLOPT_WRITEFUNCTION) { ptr, size, count, user in
                 let sink = Unmanaged<Sink>.fromOpaque(user!).takeUnretainedValue()
                 let n = size * count
                 guard sink.data.count + n <= sink.limit else {
@@ -104,9 +104,9 @@ final class HTTPTransfer {
             throw Failure(description: "\(Self.redacted(url)): \(detail.isEmpty ? String(cString: curl_easy_strerror(code)) : detail)")
         }
         var status = 0
-        _ = ccurl_getinfo_long(h, CURLINFO_RESPONSE_CODE, &status)
+        _ = gaend_curl_get_long(h, CURLINFO_RESPONSE_CODE, &status)
         var length: curl_off_t = -1
-        _ = ccurl_getinfo_off(h, CURLINFO_CONTENT_LENGTH_DOWNLOAD_T, &length)
+        _ = gaend_curl_get_offset(h, CURLINFO_CONTENT_LENGTH_DOWNLOAD_T, &length)
         return Response(status: status, contentLength: length >= 0 ? Int64(length) : nil, body: sink.data)
     }
 

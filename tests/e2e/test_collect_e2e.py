@@ -28,7 +28,7 @@ NGINX = shutil.which("nginx") or ("/usr/sbin/nginx" if Path("/usr/sbin/nginx").e
 POSITIONS = {"a": 0.0, "b": 1.5, "c": 3.0}
 
 pytestmark = [
-    pytest.mark.skipif(NGINX is None, reason="nginx not installed (scripts/setup.sh installs nginx-light)"),
+    pytest.mark.skipif(NGINX is None, reason="nginx not installed (scripts/setup.sh installs nginx)"),
     pytest.mark.skipif(FAKETIME is None, reason="libfaketime is not installed (scripts/setup.sh installs the faketime package)"),
 ]
 
