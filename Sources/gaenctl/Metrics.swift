@@ -1,6 +1,7 @@
 import ArgumentParser
 import DBusCore
 import Foundation
+import GaenApp
 import GaendClient
 import GaendAPI
 import HCIProtocol
@@ -29,6 +30,10 @@ struct MetricsCommand: AsyncParsableCommand {
     @Option(name: .shortAndLong, help: ArgumentHelp("Write to FILE (atomically) instead of standard output.", valueName: "FILE"))
     var output: String?
 
+    @Option(help: ArgumentHelp("The app's state directory, for its last sync and risk (default: /var/lib/gaend-app/NAME when it exists).",
+                               valueName: "DIR"))
+    var appState: String?
+
     func run() async throws {
         let text: String
         var failure: String?
@@ -36,7 +41,11 @@ struct MetricsCommand: AsyncParsableCommand {
             let client = try await bus.connectToGaend()
             defer { client.bus.close() }
             let status = try await client.status()
-            text = MetricsExposition(status: status, busName: client.destination).text
+            // The app half's status file, when the node runs it (unreadable: a note, no app metrics).
+            let directory = appState ?? "/var/lib/gaend-app/" + AppCommand.instanceName(client.destination)
+            var app: AppStatus?
+            do { app = try AppStatus.read(directory: directory) } catch { printError("gaenctl metrics: note: \(directory): \(error)") }
+            text = MetricsExposition(status: status, busName: client.destination, app: app).text
         } catch {
             failure = "\(error)"
             text = MetricsExposition.down(labels: previousLabels() ?? MetricsExposition.labels(controller: bus.name.map(MetricsExposition.instance) ?? "", node: "", site: ""))
@@ -74,6 +83,7 @@ struct MetricsCommand: AsyncParsableCommand {
 struct MetricsExposition {
     let status: GaendNodeStatus
     let busName: String
+    var app: AppStatus? = nil
 
     /// `hci0` of `org.gaend.hci0`; a name without an instance part gives itself.
     static func instance(_ name: String) -> String {
@@ -212,6 +222,21 @@ struct MetricsExposition {
         gauge("gaend_calibration_tx_power_dbm", "The TX power the AEM carries.", s.txPower.map { Double($0) })
         gauge("gaend_calibration_rssi_correction_db", "The RSSI correction added to every sighting.", s.rssiCorrection.map { Double($0) })
         gauge("gaend_calibration_confidence", "The calibration's confidence (0 lowest .. 3 high).", s.calibrationConfidence.map { Double($0) })
+        if let app {
+            // The app half (gaenctl app sync): its last run, what it holds, the risk level.
+            if let sync = app.lastSync {
+                gauge("gaend_app_last_sync_timestamp_seconds", "End of the app's last key sync run, Unix seconds.", Double(sync.finishedAt))
+                gauge("gaend_app_last_sync_success", "Whether the app's last key sync run completed (1) or stopped with an error (0).",
+                      sync.error.isEmpty ? 1 : 0)
+            }
+            gauge("gaend_app_packages_held", "Key packages the app holds.", Double(app.packagesHeld))
+            gauge("gaend_app_packages_waiting", "Key packages listed or fetched but not yet provided.", Double(app.packagesWaiting))
+            if let risk = app.risk {
+                var f = Family("gaend_app_risk_level", "gauge", "The app's risk level: 1 for the current one.")
+                for level in ["low", "high", "unknown"] { f.add(with([("level", level)]), risk.level == level ? 1 : 0) }
+                families.append(f)
+            }
+        }
         return families.map(\.text).joined()
     }
 }

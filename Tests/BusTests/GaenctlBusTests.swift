@@ -103,6 +103,34 @@ struct GaenctlBusTests {
         #expect(try FileManager.default.contentsOfDirectory(atPath: dir.path) == ["gaend-hci0.prom"], "a temporary file left behind")
     }
 
+    @Test("metrics: with the app half's status.json, its last sync, packages and risk level")
+    func appMetrics() async throws {
+        let bus = try PrivateBus()
+        defer { bus.stop() }
+        let daemon = try await CannedDaemon(address: bus.address, name: "org.gaend.hci0")
+        defer { daemon.close() }
+        let dir = FileManager.default.temporaryDirectory.appendingPathComponent("gaend-app-\(UUID().uuidString)")
+        try FileManager.default.createDirectory(at: dir, withIntermediateDirectories: true)
+        defer { try? FileManager.default.removeItem(at: dir) }
+        try Data("""
+            {"formatVersion":1,"lastSync":{"startedAt":1700000000,"finishedAt":1700000042,"server":"https://k.example/",\
+            "newPackages":1,"provided":1,"refused":0,"pending":2,"bytes":900,"error":"HTTP 503"},"packagesHeld":5,\
+            "packagesProvided":3,"packagesWaiting":2,"risk":{"computedAt":1700000042,"engine":"cwa","level":"high",\
+            "windows":4,"detail":"{}"},"highRiskSince":1700000042}
+            """.utf8).write(to: dir.appendingPathComponent("status.json"))
+        let r = try await runTool([Self.gaenctl, "--bus", bus.address, "metrics", "--app-state", dir.path])
+        #expect(r.status == 0, "\(r.stderr)")
+        let labels = #"controller="hci0",node="board-3",site="bus 7""#
+        for line in ["gaend_app_last_sync_timestamp_seconds{\(labels)} 1700000042", "gaend_app_last_sync_success{\(labels)} 0",
+                     "gaend_app_packages_held{\(labels)} 5", "gaend_app_packages_waiting{\(labels)} 2",
+                     "gaend_app_risk_level{\(labels),level=\"high\"} 1", "gaend_app_risk_level{\(labels),level=\"low\"} 0"] {
+            #expect(r.stdout.split(separator: "\n").contains(Substring(line)), "no line '\(line)' in\n\(r.stdout)")
+        }
+        // No app status: no app metrics.
+        let none = try await runTool([Self.gaenctl, "--bus", bus.address, "metrics", "--app-state", dir.appendingPathComponent("none").path])
+        #expect(none.status == 0 && !none.stdout.contains("gaend_app_"), "\(none.stdout)")
+    }
+
     @Test("status of an older gaend (interface revision 2) leaves the field checks out")
     func statusOfOlderDaemon() async throws {
         let bus = try PrivateBus()

@@ -186,13 +186,13 @@ _gaenctl() {
     unset 'unparsed_words[0]'
     unparsed_words=("${unparsed_words[@]}")
     case "${subcommand}" in
-    derive|keys|app|match|windows|radio|status|start|stop|sightings|mark|markers|risk|summaries|trial|simulate|calibrate|help)
+    derive|keys|app|match|windows|radio|status|metrics|collect|start|stop|sightings|mark|markers|risk|summaries|trial|simulate|calibrate|help)
         # Offer subcommand argument completions
         "_gaenctl_${subcommand}"
         ;;
     *)
         # Offer subcommand completions
-        COMPREPLY+=($(compgen -W 'derive keys app match windows radio status start stop sightings mark markers risk summaries trial simulate calibrate help' -- "${cur}"))
+        COMPREPLY+=($(compgen -W 'derive keys app match windows radio status metrics collect start stop sightings mark markers risk summaries trial simulate calibrate help' -- "${cur}"))
         ;;
     esac
 }
@@ -755,6 +755,75 @@ _gaenctl_status() {
     esac
 }
 
+_gaenctl_metrics() {
+    repeating_flags=()
+    non_repeating_flags=(-h --help)
+    repeating_options=()
+    non_repeating_options=(--bus --name --timeout --output -o --app-state)
+    __gaenctl_offer_flags_options 0
+
+    # Offer option value completions
+    case "${prev}" in
+    '--bus')
+        return
+        ;;
+    '--name')
+        return
+        ;;
+    '--timeout')
+        return
+        ;;
+    '--output'|'-o')
+        return
+        ;;
+    '--app-state')
+        return
+        ;;
+    esac
+}
+
+_gaenctl_collect() {
+    repeating_flags=()
+    non_repeating_flags=(-h --help)
+    repeating_options=(--resend)
+    non_repeating_options=(--bus --name --timeout --server --user --password-file --spool --days --limit-rate)
+    __gaenctl_offer_flags_options 0
+
+    # Offer option value completions
+    case "${prev}" in
+    '--bus')
+        return
+        ;;
+    '--name')
+        return
+        ;;
+    '--timeout')
+        return
+        ;;
+    '--server')
+        return
+        ;;
+    '--user')
+        return
+        ;;
+    '--password-file')
+        return
+        ;;
+    '--spool')
+        return
+        ;;
+    '--days')
+        return
+        ;;
+    '--limit-rate')
+        return
+        ;;
+    '--resend')
+        return
+        ;;
+    esac
+}
+
 _gaenctl_start() {
     repeating_flags=()
     non_repeating_flags=(-h --help)
@@ -1175,13 +1244,13 @@ _gaenctl_trial() {
     unset 'unparsed_words[0]'
     unparsed_words=("${unparsed_words[@]}")
     case "${subcommand}" in
-    report|import|replay)
+    report|import|replay|verify)
         # Offer subcommand argument completions
         "_gaenctl_trial_${subcommand}"
         ;;
     *)
         # Offer subcommand completions
-        COMPREPLY+=($(compgen -W 'report import replay' -- "${cur}"))
+        COMPREPLY+=($(compgen -W 'report import replay verify' -- "${cur}"))
         ;;
     esac
 }
@@ -1366,6 +1435,14 @@ _gaenctl_trial_replay() {
         return
         ;;
     esac
+}
+
+_gaenctl_trial_verify() {
+    repeating_flags=()
+    non_repeating_flags=(--strict --json -h --help)
+    repeating_options=()
+    non_repeating_options=()
+    __gaenctl_offer_flags_options 1
 }
 
 _gaenctl_simulate() {

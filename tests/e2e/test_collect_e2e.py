@@ -40,19 +40,19 @@ def free_port() -> int:
 
 
 class Nginx:
-    """nginx with a minimal http block that includes the shipped collect.conf (its two paths,
-    the collection root and the password file, moved into the test's directory)."""
+    """nginx with a minimal http block that includes the shipped collect.conf (its paths, the
+    trial's data directory and the boards' password file, moved into the test's directory)."""
 
     def __init__(self, tmp: Path, users: dict[str, str]) -> None:
         self.dir = tmp / "nginx"
         self.root = self.dir / "srv"
-        for d in ("locations", "srv", "body", "proxy", "fastcgi", "uwsgi", "scgi"):
+        for d in ("locations", "srv/upload-tmp", "body", "proxy", "fastcgi", "uwsgi", "scgi"):
             (self.dir / d).mkdir(parents=True, exist_ok=True)
         shipped = (REPO / "deploy/server/nginx/locations/collect.conf").read_text()
-        assert "root /srv/gaend-trial;" in shipped and "/etc/nginx/gaend-collect.htpasswd" in shipped
+        assert "/var/lib/gaend-trial" in shipped and "/etc/nginx/gaend-trial/boards.htpasswd" in shipped
         (self.dir / "locations/collect.conf").write_text(
-            shipped.replace("root /srv/gaend-trial;", f"root {self.root};")
-                   .replace("/etc/nginx/gaend-collect.htpasswd", str(self.dir / "htpasswd")))
+            shipped.replace("/var/lib/gaend-trial", str(self.root))
+                   .replace("/etc/nginx/gaend-trial/boards.htpasswd", str(self.dir / "htpasswd")))
         lines = []
         for user, password in users.items():
             hashed = subprocess.run(["openssl", "passwd", "-apr1", "-stdin"], input=password, capture_output=True, text=True, check=True)
