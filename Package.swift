@@ -102,7 +102,7 @@ let package = Package(
             swiftSettings: daemonModule
         ),
         // Field-trial toolkit: channel analysis, trial reports, simulation, calibration.
-        .target(name: "TrialKit", dependencies: ["ENProtocol"]),
+        .target(name: "TrialKit", dependencies: ["ENProtocol", "CGaenZlib"]),
         .testTarget(name: "TrialKitTests", dependencies: ["TrialKit", "ENProtocol"]),
         // Pure HCI wire types and the H4 framer: no I/O, no clock.
         .target(name: "HCIProtocol", swiftSettings: daemonModule),

@@ -808,7 +808,7 @@ _gaenctl_risk_cwa() {
     repeating_flags=()
     non_repeating_flags=(--per-window -h --help)
     repeating_options=()
-    non_repeating_options=(--parameters --app-version --windows --today)
+    non_repeating_options=(--parameters --app-version --windows --test-case --today)
     __gaenctl_offer_flags_options 0
 
     # Offer option value completions
@@ -822,6 +822,9 @@ _gaenctl_risk_cwa() {
     '--windows')
         return
         ;;
+    '--test-case')
+        return
+        ;;
     '--today')
         return
         ;;
@@ -832,7 +835,7 @@ _gaenctl_risk_nhs() {
     repeating_flags=()
     non_repeating_flags=(--per-window -h --help)
     repeating_options=()
-    non_repeating_options=(--configuration --windows --method)
+    non_repeating_options=(--configuration --windows --test-case --method)
     __gaenctl_offer_flags_options 0
 
     # Offer option value completions
@@ -841,6 +844,9 @@ _gaenctl_risk_nhs() {
         return
         ;;
     '--windows')
+        return
+        ;;
+    '--test-case')
         return
         ;;
     '--method')
@@ -853,7 +859,7 @@ _gaenctl_risk_gaen-v1() {
     repeating_flags=()
     non_repeating_flags=(--per-window -h --help)
     repeating_options=()
-    non_repeating_options=(--configuration --windows --today)
+    non_repeating_options=(--configuration --windows --test-case --today)
     __gaenctl_offer_flags_options 0
 
     # Offer option value completions
@@ -862,6 +868,9 @@ _gaenctl_risk_gaen-v1() {
         return
         ;;
     '--windows')
+        return
+        ;;
+    '--test-case')
         return
         ;;
     '--today')
@@ -874,7 +883,7 @@ _gaenctl_risk_cwa-v1() {
     repeating_flags=()
     non_repeating_flags=(--per-window -h --help)
     repeating_options=()
-    non_repeating_options=(--configuration --windows --today)
+    non_repeating_options=(--configuration --windows --test-case --today)
     __gaenctl_offer_flags_options 0
 
     # Offer option value completions
@@ -883,6 +892,9 @@ _gaenctl_risk_cwa-v1() {
         return
         ;;
     '--windows')
+        return
+        ;;
+    '--test-case')
         return
         ;;
     '--today')
@@ -895,7 +907,7 @@ _gaenctl_risk_swisscovid() {
     repeating_flags=()
     non_repeating_flags=(--per-window -h --help)
     repeating_options=()
-    non_repeating_options=(--configuration --windows)
+    non_repeating_options=(--configuration --windows --test-case)
     __gaenctl_offer_flags_options 0
 
     # Offer option value completions
@@ -904,6 +916,9 @@ _gaenctl_risk_swisscovid() {
         return
         ;;
     '--windows')
+        return
+        ;;
+    '--test-case')
         return
         ;;
     esac
@@ -913,7 +928,7 @@ _gaenctl_risk_immuni() {
     repeating_flags=()
     non_repeating_flags=(--per-window -h --help)
     repeating_options=()
-    non_repeating_options=(--configuration --windows --today)
+    non_repeating_options=(--configuration --windows --test-case --today)
     __gaenctl_offer_flags_options 0
 
     # Offer option value completions
@@ -922,6 +937,9 @@ _gaenctl_risk_immuni() {
         return
         ;;
     '--windows')
+        return
+        ;;
+    '--test-case')
         return
         ;;
     '--today')
@@ -1051,13 +1069,19 @@ _gaenctl_trial_import() {
 _gaenctl_trial_import_dp3t() {
     repeating_flags=()
     non_repeating_flags=(-h --help)
-    repeating_options=()
-    non_repeating_options=(--calibration -o --output)
+    repeating_options=(--calibration)
+    non_repeating_options=(--calibration-date --timezone -o --output)
     __gaenctl_offer_flags_options -1
 
     # Offer option value completions
     case "${prev}" in
     '--calibration')
+        return
+        ;;
+    '--calibration-date')
+        return
+        ;;
+    '--timezone')
         return
         ;;
     '-o'|'--output')
@@ -1115,7 +1139,7 @@ _gaenctl_trial_import_rssi() {
     repeating_flags=()
     non_repeating_flags=(-h --help)
     repeating_options=()
-    non_repeating_options=(--tx-power --distance-column --rssi-column --distance-scale --receiver --transmitter -o --output)
+    non_repeating_options=(--tx-power --distance-column --rssi-column --time-column --receiver-column --transmitter-column --timezone --distance-scale --receiver --transmitter -o --output)
     __gaenctl_offer_flags_options -1
 
     # Offer option value completions
@@ -1127,6 +1151,18 @@ _gaenctl_trial_import_rssi() {
         return
         ;;
     '--rssi-column')
+        return
+        ;;
+    '--time-column')
+        return
+        ;;
+    '--receiver-column')
+        return
+        ;;
+    '--transmitter-column')
+        return
+        ;;
+    '--timezone')
         return
         ;;
     '--distance-scale')
@@ -1146,7 +1182,7 @@ _gaenctl_trial_import_rssi() {
 
 _gaenctl_trial_replay() {
     repeating_flags=()
-    non_repeating_flags=(--json -h --help)
+    non_repeating_flags=(--per-contact --json -h --help)
     repeating_options=(--rule)
     non_repeating_options=(--contacts --close-contact)
     __gaenctl_offer_flags_options 0
