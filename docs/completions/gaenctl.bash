@@ -236,13 +236,13 @@ _gaenctl_keys() {
     unset 'unparsed_words[0]'
     unparsed_words=("${unparsed_words[@]}")
     case "${subcommand}" in
-    inspect|create|history|provide)
+    inspect|create|history|provide|publish)
         # Offer subcommand argument completions
         "_gaenctl_keys_${subcommand}"
         ;;
     *)
         # Offer subcommand completions
-        COMPREPLY+=($(compgen -W 'inspect create history provide' -- "${cur}"))
+        COMPREPLY+=($(compgen -W 'inspect create history provide publish' -- "${cur}"))
         ;;
     esac
 }
@@ -347,6 +347,60 @@ _gaenctl_keys_provide() {
         return
         ;;
     '--wait')
+        return
+        ;;
+    esac
+}
+
+_gaenctl_keys_publish() {
+    repeating_flags=()
+    non_repeating_flags=(-h --help)
+    repeating_options=(--signing-key --key-id --key-version)
+    non_repeating_options=(--inbox -o --country --region --now --embargo-hours --min-keys --hour-days --retention-days --max-keys-per-file --app-config)
+    __gaenctl_offer_flags_options 0
+
+    # Offer option value completions
+    case "${prev}" in
+    '--inbox')
+        return
+        ;;
+    '-o')
+        return
+        ;;
+    '--signing-key')
+        return
+        ;;
+    '--key-id')
+        return
+        ;;
+    '--key-version')
+        return
+        ;;
+    '--country')
+        return
+        ;;
+    '--region')
+        return
+        ;;
+    '--now')
+        return
+        ;;
+    '--embargo-hours')
+        return
+        ;;
+    '--min-keys')
+        return
+        ;;
+    '--hour-days')
+        return
+        ;;
+    '--retention-days')
+        return
+        ;;
+    '--max-keys-per-file')
+        return
+        ;;
+    '--app-config')
         return
         ;;
     esac

@@ -1,4 +1,5 @@
 import ENProtocol
+import RiskEngines
 import Foundation
 
 /// Protobuf text format (what `protoc --encode`/`--decode` and the apps' repositories write):
