@@ -2,7 +2,7 @@ import ArgumentParser
 import DBusCore
 import GaendAPI
 import Foundation
-import GaenClient
+import GaendClient
 import HCIProtocol
 
 /// `gaenctl status`: the node's state from org.gaend.ExposureNotification1's properties.
