@@ -2,7 +2,7 @@ import BLEDaemon
 import DBusCore
 import GaendAPI
 import Foundation
-import GaenClient
+import GaendClient
 import Testing
 
 /// A caller that holds its calls open, or that forges the daemon's signals, costs only
