@@ -4,7 +4,7 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
-APT_PACKAGES=(libbluetooth-dev libdbus-1-dev libssl-dev libsqlite3-dev zlib1g-dev libyaml-dev pkg-config dbus dbus-daemon protobuf-compiler
+APT_PACKAGES=(libbluetooth-dev libdbus-1-dev libssl-dev libsqlite3-dev zlib1g-dev libyaml-dev pkg-config dbus dbus-daemon protobuf-compiler libcurl4-openssl-dev nginx
               libglib2.0-bin systemd util-linux openssl faketime
               qemu-system-x86 busybox-static kmod udev bluez tshark make binutils)
 # libyaml-dev: the config's YAML reader (Sources/YAMLReader on libyaml; the package then
