@@ -186,13 +186,13 @@ _gaenctl() {
     unset 'unparsed_words[0]'
     unparsed_words=("${unparsed_words[@]}")
     case "${subcommand}" in
-    derive|keys|match|windows|radio|status|start|stop|sightings|mark|markers|risk|summaries|trial|simulate|calibrate|help)
+    derive|keys|app|match|windows|radio|status|start|stop|sightings|mark|markers|risk|summaries|trial|simulate|calibrate|help)
         # Offer subcommand argument completions
         "_gaenctl_${subcommand}"
         ;;
     *)
         # Offer subcommand completions
-        COMPREPLY+=($(compgen -W 'derive keys match windows radio status start stop sightings mark markers risk summaries trial simulate calibrate help' -- "${cur}"))
+        COMPREPLY+=($(compgen -W 'derive keys app match windows radio status start stop sightings mark markers risk summaries trial simulate calibrate help' -- "${cur}"))
         ;;
     esac
 }
@@ -406,6 +406,152 @@ _gaenctl_keys_publish() {
     esac
 }
 
+_gaenctl_app() {
+    repeating_flags=()
+    non_repeating_flags=(-h --help)
+    repeating_options=()
+    non_repeating_options=()
+    __gaenctl_offer_flags_options 0
+
+    # Offer subcommand / subcommand argument completions
+    local -r subcommand="${unparsed_words[0]}"
+    unset 'unparsed_words[0]'
+    unparsed_words=("${unparsed_words[@]}")
+    case "${subcommand}" in
+    sync|submit|status)
+        # Offer subcommand argument completions
+        "_gaenctl_app_${subcommand}"
+        ;;
+    *)
+        # Offer subcommand completions
+        COMPREPLY+=($(compgen -W 'sync submit status' -- "${cur}"))
+        ;;
+    esac
+}
+
+_gaenctl_app_sync() {
+    repeating_flags=()
+    non_repeating_flags=(-h --help)
+    repeating_options=(--trust)
+    non_repeating_options=(--bus --name --timeout --server --country --region --state-dir --hook --max-provide-calls --run-timeout --file-timeout --max-package-bytes --attempts --backoff --max-clock-skew --match-wait --journal-socket)
+    __gaenctl_offer_flags_options 0
+
+    # Offer option value completions
+    case "${prev}" in
+    '--bus')
+        return
+        ;;
+    '--name')
+        return
+        ;;
+    '--timeout')
+        return
+        ;;
+    '--server')
+        return
+        ;;
+    '--country')
+        return
+        ;;
+    '--region')
+        return
+        ;;
+    '--trust')
+        return
+        ;;
+    '--state-dir')
+        return
+        ;;
+    '--hook')
+        return
+        ;;
+    '--max-provide-calls')
+        return
+        ;;
+    '--run-timeout')
+        return
+        ;;
+    '--file-timeout')
+        return
+        ;;
+    '--max-package-bytes')
+        return
+        ;;
+    '--attempts')
+        return
+        ;;
+    '--backoff')
+        return
+        ;;
+    '--max-clock-skew')
+        return
+        ;;
+    '--match-wait')
+        return
+        ;;
+    '--journal-socket')
+        return
+        ;;
+    esac
+}
+
+_gaenctl_app_submit() {
+    repeating_flags=()
+    non_repeating_flags=(-h --help)
+    repeating_options=()
+    non_repeating_options=(--bus --name --timeout --server --user --password-file --consent --state-dir --upload-timeout)
+    __gaenctl_offer_flags_options 0
+
+    # Offer option value completions
+    case "${prev}" in
+    '--bus')
+        return
+        ;;
+    '--name')
+        return
+        ;;
+    '--timeout')
+        return
+        ;;
+    '--server')
+        return
+        ;;
+    '--user')
+        return
+        ;;
+    '--password-file')
+        return
+        ;;
+    '--consent')
+        return
+        ;;
+    '--state-dir')
+        return
+        ;;
+    '--upload-timeout')
+        return
+        ;;
+    esac
+}
+
+_gaenctl_app_status() {
+    repeating_flags=()
+    non_repeating_flags=(--json -h --help)
+    repeating_options=()
+    non_repeating_options=(--state-dir --name)
+    __gaenctl_offer_flags_options 0
+
+    # Offer option value completions
+    case "${prev}" in
+    '--state-dir')
+        return
+        ;;
+    '--name')
+        return
+        ;;
+    esac
+}
+
 _gaenctl_match() {
     repeating_flags=()
     non_repeating_flags=(-h --help)
@@ -589,7 +735,7 @@ _gaenctl_status() {
     repeating_flags=()
     non_repeating_flags=(--json -h --help)
     repeating_options=()
-    non_repeating_options=(--bus --name --timeout)
+    non_repeating_options=(--bus --name --timeout --app-state)
     __gaenctl_offer_flags_options 0
 
     # Offer option value completions
@@ -601,6 +747,9 @@ _gaenctl_status() {
         return
         ;;
     '--timeout')
+        return
+        ;;
+    '--app-state')
         return
         ;;
     esac
@@ -862,7 +1011,7 @@ _gaenctl_risk_cwa() {
     repeating_flags=()
     non_repeating_flags=(--per-window -h --help)
     repeating_options=()
-    non_repeating_options=(--parameters --app-version --windows --test-case --today)
+    non_repeating_options=(--parameters --app-version --windows --today)
     __gaenctl_offer_flags_options 0
 
     # Offer option value completions
@@ -876,9 +1025,6 @@ _gaenctl_risk_cwa() {
     '--windows')
         return
         ;;
-    '--test-case')
-        return
-        ;;
     '--today')
         return
         ;;
@@ -889,7 +1035,7 @@ _gaenctl_risk_nhs() {
     repeating_flags=()
     non_repeating_flags=(--per-window -h --help)
     repeating_options=()
-    non_repeating_options=(--configuration --windows --test-case --method)
+    non_repeating_options=(--configuration --windows --method)
     __gaenctl_offer_flags_options 0
 
     # Offer option value completions
@@ -898,9 +1044,6 @@ _gaenctl_risk_nhs() {
         return
         ;;
     '--windows')
-        return
-        ;;
-    '--test-case')
         return
         ;;
     '--method')
@@ -913,7 +1056,7 @@ _gaenctl_risk_gaen-v1() {
     repeating_flags=()
     non_repeating_flags=(--per-window -h --help)
     repeating_options=()
-    non_repeating_options=(--configuration --windows --test-case --today)
+    non_repeating_options=(--configuration --windows --today)
     __gaenctl_offer_flags_options 0
 
     # Offer option value completions
@@ -922,9 +1065,6 @@ _gaenctl_risk_gaen-v1() {
         return
         ;;
     '--windows')
-        return
-        ;;
-    '--test-case')
         return
         ;;
     '--today')
@@ -937,7 +1077,7 @@ _gaenctl_risk_cwa-v1() {
     repeating_flags=()
     non_repeating_flags=(--per-window -h --help)
     repeating_options=()
-    non_repeating_options=(--configuration --windows --test-case --today)
+    non_repeating_options=(--configuration --windows --today)
     __gaenctl_offer_flags_options 0
 
     # Offer option value completions
@@ -946,9 +1086,6 @@ _gaenctl_risk_cwa-v1() {
         return
         ;;
     '--windows')
-        return
-        ;;
-    '--test-case')
         return
         ;;
     '--today')
@@ -961,7 +1098,7 @@ _gaenctl_risk_swisscovid() {
     repeating_flags=()
     non_repeating_flags=(--per-window -h --help)
     repeating_options=()
-    non_repeating_options=(--configuration --windows --test-case)
+    non_repeating_options=(--configuration --windows)
     __gaenctl_offer_flags_options 0
 
     # Offer option value completions
@@ -970,9 +1107,6 @@ _gaenctl_risk_swisscovid() {
         return
         ;;
     '--windows')
-        return
-        ;;
-    '--test-case')
         return
         ;;
     esac
@@ -982,7 +1116,7 @@ _gaenctl_risk_immuni() {
     repeating_flags=()
     non_repeating_flags=(--per-window -h --help)
     repeating_options=()
-    non_repeating_options=(--configuration --windows --test-case --today)
+    non_repeating_options=(--configuration --windows --today)
     __gaenctl_offer_flags_options 0
 
     # Offer option value completions
@@ -991,9 +1125,6 @@ _gaenctl_risk_immuni() {
         return
         ;;
     '--windows')
-        return
-        ;;
-    '--test-case')
         return
         ;;
     '--today')
@@ -1123,19 +1254,13 @@ _gaenctl_trial_import() {
 _gaenctl_trial_import_dp3t() {
     repeating_flags=()
     non_repeating_flags=(-h --help)
-    repeating_options=(--calibration)
-    non_repeating_options=(--calibration-date --timezone -o --output)
+    repeating_options=()
+    non_repeating_options=(--calibration -o --output)
     __gaenctl_offer_flags_options -1
 
     # Offer option value completions
     case "${prev}" in
     '--calibration')
-        return
-        ;;
-    '--calibration-date')
-        return
-        ;;
-    '--timezone')
         return
         ;;
     '-o'|'--output')
@@ -1193,7 +1318,7 @@ _gaenctl_trial_import_rssi() {
     repeating_flags=()
     non_repeating_flags=(-h --help)
     repeating_options=()
-    non_repeating_options=(--tx-power --distance-column --rssi-column --time-column --receiver-column --transmitter-column --timezone --distance-scale --receiver --transmitter -o --output)
+    non_repeating_options=(--tx-power --distance-column --rssi-column --distance-scale --receiver --transmitter -o --output)
     __gaenctl_offer_flags_options -1
 
     # Offer option value completions
@@ -1205,18 +1330,6 @@ _gaenctl_trial_import_rssi() {
         return
         ;;
     '--rssi-column')
-        return
-        ;;
-    '--time-column')
-        return
-        ;;
-    '--receiver-column')
-        return
-        ;;
-    '--transmitter-column')
-        return
-        ;;
-    '--timezone')
         return
         ;;
     '--distance-scale')
@@ -1236,7 +1349,7 @@ _gaenctl_trial_import_rssi() {
 
 _gaenctl_trial_replay() {
     repeating_flags=()
-    non_repeating_flags=(--per-contact --json -h --help)
+    non_repeating_flags=(--json -h --help)
     repeating_options=(--rule)
     non_repeating_options=(--contacts --close-contact)
     __gaenctl_offer_flags_options 0
