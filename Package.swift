@@ -141,7 +141,7 @@ let package = Package(
         .executableTarget(
             name: "gaend",
             dependencies: [
-                "BLEDaemon", "DBusCore", "GaendAPI", "ENProtocol",
+                "BLEDaemon", "DBusCore", "GaendAPI", "ENProtocol", "PlatformSupport",
                 .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
                 .product(name: "UnixSignals", package: "swift-service-lifecycle"),
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
