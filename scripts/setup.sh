@@ -26,6 +26,15 @@ if ((${#missing[@]})); then
     DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -qq "${missing[@]}" >/dev/null
 fi
 
+# The daemon's user and the groups the D-Bus policy grants (systemd/gaend.sysusers), as a
+# deployment makes them: the hostile-caller tests run callers in group gaend on a bus with
+# the shipped policy, which names these groups.
+if [ "$(id -u)" -eq 0 ] && command -v systemd-sysusers >/dev/null \
+   && ! { getent group gaend && getent group gaend-research; } >/dev/null 2>&1; then
+    echo "setup: creating the gaend user and groups (systemd-sysusers)" >&2
+    systemd-sysusers "$PWD/systemd/gaend.sysusers"
+fi
+
 # Python packages for the virtual radio (tools/virtual-radio) and its tests.
 if ! python3 -c 'import sys; import bumble, pytest, jeepney, duckdb' >/dev/null 2>&1 \
    || ! python3 - <<'PY' >/dev/null 2>&1

@@ -333,3 +333,26 @@ def test_provide_limit_reached_files_wait(setup):
     assert last == "0 new packages, 4 provided, 0 refused", out.stdout + out.stderr
     st = state(ctx)
     assert len(st["provideCalls"]) == 2 and all(p["providedAt"] for p in st["packages"].values())
+
+
+def test_slow_server_per_file_and_run_timeouts(setup):
+    ctx = setup
+    today = ctx["clock"].today
+    slow = f"/keys/{CWA_ROOT}/DE/date/{iso(today)}/hour/0"
+    # One hour package trickles out at 1 KiB/s (about 100 s for its bytes).
+    s = ctx["server"](f"location = {slow} {{ limit_rate 1k; try_files $uri/index =404; }}\n")
+    t = Tree(s.tree, ctx["signers"])
+    t.hour(today, 0, keys(today - 1, 4000))
+    t.hour(today, 1, keys(today - 1))
+    t0 = time.monotonic()
+    out, last = sync(ctx, s.keys_url, "--file-timeout", "2", "--attempts", "2")
+    assert time.monotonic() - t0 < 30
+    assert last == "1 new packages, 1 provided, 0 refused", out.stdout + out.stderr
+    assert f"{slow}: 2 attempts failed; left for the next run" in out.stderr, out.stderr
+    # A run of 3 s in all stops at its deadline and keeps what it has.
+    t.hour(today, 2, keys(today - 1))
+    t0 = time.monotonic()
+    out, last = sync(ctx, s.keys_url, "--file-timeout", "60", "--run-timeout", "3")
+    assert time.monotonic() - t0 < 20
+    assert "the run's time is up" in out.stderr or "retry would pass the run's time" in out.stderr, out.stderr
+    assert f"cwa/DE/{iso(today)}/0" not in state(ctx)["packages"]
