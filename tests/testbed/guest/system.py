@@ -31,6 +31,56 @@ def journal(*args) -> list[dict]:
     return out
 
 
+class ThreadSampler:
+    """Samples every thread of every gaend process every half second, from the plug on: the
+    threads not idle in poll/futex/epoll (a cooperative thread blocked in an ioctl, a send or a
+    disk write shows here, with its kernel stack)."""
+
+    IDLE = {"do_sys_poll", "futex_wait_queue", "futex_wait_queue_me", "do_epoll_wait", "hrtimer_nanosleep", "do_nanosleep", "0", ""}
+
+    def __init__(self, seconds: float):
+        import threading
+        self.samples: list[dict] = []
+        self.end = time.monotonic() + seconds
+        self.t0 = time.monotonic()
+        self.thread = threading.Thread(target=self.run, daemon=True)
+        self.thread.start()
+
+    @staticmethod
+    def read(path: str) -> str:
+        try:
+            with open(path) as f:
+                return f.read().strip()
+        except OSError:
+            return ""
+
+    def run(self) -> None:
+        while time.monotonic() < self.end:
+            for pid in [p for p in os.listdir("/proc") if p.isdigit()]:
+                if self.read(f"/proc/{pid}/comm") != "gaend":
+                    continue
+                try:
+                    tids = os.listdir(f"/proc/{pid}/task")
+                except OSError:
+                    continue
+                busy = []
+                for tid in tids:
+                    base = f"/proc/{pid}/task/{tid}"
+                    state = self.read(base + "/stat").rsplit(")", 1)[-1].split()[:1]
+                    wchan = self.read(base + "/wchan")
+                    if wchan in self.IDLE and state != ["D"]:
+                        continue
+                    busy.append({"tid": tid, "comm": self.read(base + "/comm"), "state": state[0] if state else "?", "wchan": wchan,
+                                 "stack": [l.split("]", 1)[-1].strip() for l in self.read(base + "/stack").splitlines()][:12]})
+                self.samples.append({"t": round(time.monotonic() - self.t0, 1), "pid": pid, "threads": len(tids), "busy": busy})
+            time.sleep(0.5)
+
+    def result(self) -> list[dict]:
+        self.end = 0
+        self.thread.join(5)
+        return [s for s in self.samples if s["busy"]][:200]
+
+
 def scenario() -> None:
     mark_clock_synchronised()
     run(["modprobe", "hci_vhci"])
@@ -41,6 +91,7 @@ def scenario() -> None:
 
     vr = VRadio(["name=node,transport=tcp-server:127.0.0.1:0", "name=peer,transport=tcp-server:127.0.0.1:0,x=1"])
     t0 = time.monotonic()
+    sampler = ThreadSampler(seconds=60)
     record("plug", vr.plug("node"))
     active = wait_for(lambda: unit_state(UNIT) == "active", 180, 1)
     record("active_after_plug", {"active": active, "seconds": round(time.monotonic() - t0, 1), "state": unit_state(UNIT),
@@ -66,6 +117,9 @@ def scenario() -> None:
     scan.wait(120)
     record("heard", len([r for r in lines("sys-peer-scan") if r.get("data", "").startswith(PREFIX)]))
 
+    # Where gaend's threads waited in the kernel during its first minute (a sampler of
+    # /proc/<pid>/task/*: state, wait channel, kernel stack), for reading when its start is slow.
+    record("start_threads", sampler.result())
     # The journal so far: warnings at priority 4, no errors, no thread-priority noise.
     entries = journal("-b", "-u", UNIT)
     record("journal", {
