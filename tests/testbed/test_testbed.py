@@ -228,6 +228,11 @@ def test_system_scenario(kernel, tmp_path):
     assert r["security"]["exposure"] is not None and r["security"]["exposure"] <= 1.4, r["security"]["output"][-3000:]
     assert r["unplug"]["stopped"], r["unplug"]
     assert r["replug"]["active"] and r["replug"]["status_rc"] == 0, r["replug"]
+    # Neither start (plug, replug) left the watchdog unfed: gaend never said the radio path was
+    # not live, and systemd never saw a watchdog timeout.
+    w = r["watchdog_journal"]
+    assert not [m for m in w["messages"] if "not live" in m] and not w["systemd"], w
+    assert len(w["open_seconds"]) >= 2, w
 
 
 def test_package_and_bluez_coexistence(kernel, tmp_path):

@@ -147,6 +147,15 @@ def scenario() -> None:
     st = status()
     record("replug", {"active": again, "state": unit_state(UNIT), "status_rc": st.returncode})
     record("journal_tail", run(["journalctl", "--no-pager", "-b", "-u", UNIT, "-o", "short-monotonic"]).stdout[-5000:])
+    # Both starts (the plug and the replug): what the watchdog said, and how long opening the
+    # controller took (HCIDEVDOWN waits for the kernel's own power-on of a new controller).
+    everything = journal("-b", "-u", UNIT)
+    record("watchdog_journal", {
+        "messages": [f"{e.get('PRIORITY')} {e.get('MESSAGE')} {e.get('GAEND_REASON', '')}".strip() for e in everything
+                     if any(w in str(e.get("MESSAGE")) for w in ("watchdog", "radio path", "radio owner"))][:20],
+        "open_seconds": [e.get("GAEND_HCI_OPEN_SECONDS") for e in everything if e.get("GAEND_HCI_OPEN_SECONDS")],
+        "systemd": [e.get("MESSAGE") for e in journal("-b", "_PID=1", "UNIT=" + UNIT) if "atchdog" in str(e.get("MESSAGE"))][:10],
+    })
     vr.stop()
 
 
