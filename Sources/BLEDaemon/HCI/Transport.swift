@@ -218,10 +218,10 @@ public struct SystemTransportConnector: HCITransportConnector {
     /// radio owner went unanswered behind it.
     public func connect() async throws -> any HCITransport {
         let address = self.address
-        return try await OwnThread.run("gaend.hci-open") { _ in try Self.open(address) }
+        return try await OwnThread.run("gaend.hci-open") { _ in try Self.openTransport(address) }
     }
 
-    static func open(_ address: ControllerAddress) throws -> any HCITransport {
+    static func openTransport(_ address: ControllerAddress) throws -> any HCITransport {
         let name = address.description
         do {
             switch address {
