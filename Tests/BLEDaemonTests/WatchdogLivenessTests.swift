@@ -176,18 +176,18 @@ struct WatchdogLivenessTests {
     @Test("started beside a CPU hog on every core, the node's watchdog is fed from the start on and the radio owner answers")
     func fedFromTheStartUnderCPULoad() async throws {
         // Spinning threads at the daemon's own priority, twice as many as there are cores.
-        let spinning = Mutex(true)
+        let stopHogs = CancelFlag()
         var hogs: [Thread] = []
         for _ in 0..<(2 * ProcessInfo.processInfo.activeProcessorCount) {
             let t = Thread {
                 var x: UInt64 = 1
-                while spinning.withLock({ $0 }) { for _ in 0..<10_000 { x = x &* 6364136223846793005 &+ 1 } }
+                while !stopHogs.isCancelled { for _ in 0..<10_000 { x = x &* 6364136223846793005 &+ 1 } }
                 if x == 0 { print(x) }
             }
             t.start()
             hogs.append(t)
         }
-        defer { spinning.withLock { $0 = false } }
+        defer { stopHogs.cancel() }
 
         let dir = try TempStoreDir()
         var s = GaendSettings()
@@ -217,7 +217,7 @@ struct WatchdogLivenessTests {
         let onAir = await radio.snapshot.advertisingOnAir
         feeding.cancel()
         _ = try? await feeding.value
-        spinning.withLock { $0 = false }
+        stopHogs.cancel()
 
         #expect(onAir)
         #expect(check.radioHasAnswered)
@@ -257,11 +257,14 @@ struct WatchdogLivenessTests {
         // More opens than the pool has threads, all blocked in connect(2).
         let connector = SystemTransportConnector(address: .unix(path: path))
         let width = ProcessInfo.processInfo.activeProcessorCount + 2
-        let ended = Mutex(0)
+        final class Count: Sendable {
+            let value = Mutex(0)
+        }
+        let ended = Count()
         for _ in 0..<width {
             Task.detached {
                 _ = try? await connector.connect()
-                ended.withLock { $0 += 1 }
+                ended.value.withLock { $0 += 1 }
             }
         }
         usleep(300_000)
@@ -274,9 +277,9 @@ struct WatchdogLivenessTests {
         close(listener)
         unlink(path)
         let deadline = ContinuousClock.now + .seconds(20)
-        while ended.withLock({ $0 }) < width, ContinuousClock.now < deadline { usleep(20_000) }
+        while ended.value.withLock({ $0 }) < width, ContinuousClock.now < deadline { usleep(20_000) }
         for fd in fillers { close(fd) }
-        #expect(ended.withLock { $0 } == width)
+        #expect(ended.value.withLock { $0 } == width)
         #expect(ran && took < .seconds(2), "a task waited \(took) for a cooperative thread")
     }
 }
