@@ -130,7 +130,7 @@ def check_capture(capture: Path, rpis: set[str]) -> dict:
 
 
 def test_kernel_scenario(kernel, tmp_path):
-    r, run = run_scenario(kernel, tmp_path, "kernel.py", timeout=1500)
+    r, run = run_scenario(kernel, tmp_path, "kernel.py", timeout=3600)
     assert r["plug"] == 0 and r["plug_again"] == 0
 
     probe = r["probe"]
@@ -205,7 +205,7 @@ def release_dir() -> Path:
 
 def test_system_scenario(kernel, tmp_path):
     release_dir()
-    r, run = run_scenario(kernel, tmp_path, "system.py", timeout=1800, init="system-init.sh")
+    r, run = run_scenario(kernel, tmp_path, "system.py", timeout=3600, init="system-init.sh")
     (REPORT / "system-security.txt").write_text(r["security"]["output"])
     assert r["make_install"]["rc"] == 0
     assert r["active_after_plug"]["active"], r
@@ -245,7 +245,7 @@ def test_package_and_bluez_coexistence(kernel, tmp_path):
     # Depends comes from the libraries the binaries load: libyaml's too (gaend's config reader).
     depends = subprocess.run(["dpkg-deb", "-f", str(deb), "Depends"], capture_output=True, text=True, check=True).stdout
     assert "libyaml-0-2" in depends, depends
-    r, run = run_scenario(kernel, tmp_path, "package.py", timeout=1800, init="system-init.sh",
+    r, run = run_scenario(kernel, tmp_path, "package.py", timeout=3600, init="system-init.sh",
                           files=[deb])
     (REPORT / "deb-size.txt").write_text(f"{deb.name} {deb.stat().st_size}\n")
     assert not r.get("missing_depends"), f"the guest (the host's root) lacks {r.get('missing_depends')}: run scripts/setup.sh"

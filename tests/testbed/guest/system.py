@@ -76,8 +76,7 @@ class ThreadSampler:
             time.sleep(0.5)
 
     def result(self) -> list[dict]:
-        self.end = 0
-        self.thread.join(5)
+        self.thread.join(120)
         return [s for s in self.samples if s["busy"]][:200]
 
 
@@ -109,17 +108,19 @@ def scenario() -> None:
     ok = wait_for(lambda: '"active"' in status().stdout, 120, 3)
     st = status()
     record("user_status", {"rc": st.returncode, "stdout": st.stdout, "stderr": st.stderr, "active": ok})
+    # Where gaend's threads waited in the kernel during its first minute (a sampler of
+    # /proc/<pid>/task/*: state, wait channel, kernel stack), for reading when its start is slow.
+    record("start_threads", sampler.result())
     other = run(["runuser", "-u", "nobody", "--", "/usr/local/bin/gaenctl", "--name", "hci0", "status"], timeout=60)
     record("outsider_status", {"rc": other.returncode, "stderr": other.stderr})
 
     # Beacons on air, heard by an independent scanner.
+    # Bumble's start in Python under TCG takes minutes on a loaded host: a bound far above
+    # it, so that the check is the beacons heard, not the host's load.
     scan = spawn([PY, PEER, "scan", "--transport", vr.bumble("peer"), "--duration", "10"], "sys-peer-scan")
-    scan.wait(120)
+    scan.wait(900)
     record("heard", len([r for r in lines("sys-peer-scan") if r.get("data", "").startswith(PREFIX)]))
 
-    # Where gaend's threads waited in the kernel during its first minute (a sampler of
-    # /proc/<pid>/task/*: state, wait channel, kernel stack), for reading when its start is slow.
-    record("start_threads", sampler.result())
     # The journal so far: warnings at priority 4, no errors, no thread-priority noise.
     entries = journal("-b", "-u", UNIT)
     record("journal", {
