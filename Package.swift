@@ -85,7 +85,7 @@ let package = Package(
         // encoder and decoder each, shared by the daemon and the client (the API edge).
         .target(name: "GaendAPI", dependencies: ["DBusCore"], swiftSettings: daemonModule),
         // Client library of gaend's D-Bus API, used by gaenctl and the tests.
-        .target(name: "GaenClient", dependencies: ["DBusCore", "GaendAPI"]),
+        .target(name: "GaendClient", dependencies: ["DBusCore", "GaendAPI"]),
         // The few Linux calls Swift cannot make comfortably (HCI user channel, ioctls, termios, thread names).
         .target(name: "HCIShim", path: "Sources/HCIShim"),
         // The matcher's AES (AES-NI/VAES/ARMv8, chosen at run time) and lockstep HKDF (SHA-NI):
@@ -101,9 +101,19 @@ let package = Package(
             exclude: ["KeyExport/export.proto"],
             swiftSettings: daemonModule
         ),
+        // The national apps' risk engines (CWA, NHS, SwissCovid, Immuni) and their published
+        // configurations: the app side and the trial toolkit use them; the daemon uses only the
+        // framework's own summaries (ENProtocol).
+        .target(name: "RiskEngines", dependencies: ["ENProtocol"]),
+        .testTarget(name: "RiskEnginesTests", dependencies: ["RiskEngines", "ENProtocol"], resources: [.copy("Fixtures")]),
         // Field-trial toolkit: channel analysis, trial reports, simulation, calibration.
-        .target(name: "TrialKit", dependencies: ["ENProtocol"]),
+        .target(name: "TrialKit", dependencies: ["ENProtocol", "RiskEngines"]),
         .testTarget(name: "TrialKitTests", dependencies: ["TrialKit", "ENProtocol"]),
+        // The key server's published layouts (CWA distribution layout, Google key server layout):
+        // the publisher's plan and tree writer and the app's readers side by side, the signed
+        // app configuration. Signing and the key export format are ENProtocol's.
+        .target(name: "KeyDistribution", dependencies: ["ENProtocol", "PlatformSupport", "TrialKit"]),
+        .testTarget(name: "KeyDistributionTests", dependencies: ["KeyDistribution", "ENProtocol"]),
         // Pure HCI wire types and the H4 framer: no I/O, no clock.
         .target(name: "HCIProtocol", swiftSettings: daemonModule),
         // The node: HCI host, radio, store, D-Bus.
@@ -131,7 +141,7 @@ let package = Package(
         .executableTarget(
             name: "gaenctl",
             dependencies: [
-                "ENProtocol", "BLEDaemon", "HCIProtocol", "GaenClient", "GaendAPI", "TrialKit",
+                "ENProtocol", "RiskEngines", "BLEDaemon", "HCIProtocol", "GaendClient", "GaendAPI", "TrialKit", "KeyDistribution",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
                 // `trial import dp3t` reads DP-3T's SQLite result tables.
                 "GaenSQLite",
@@ -169,7 +179,7 @@ let package = Package(
         // Test helper: writes a store in a loop until killed (the kill -9 test runs it).
         .executableTarget(name: "StoreStress", dependencies: ["BLEDaemon", "ENProtocol"]),
         // D-Bus binding and API contract against private dbus-daemons and real clients.
-        .testTarget(name: "BusTests", dependencies: ["DBusCore", "GaendAPI", "GaenClient", "BLEDaemon", "gaenctl", "gaend"]),
+        .testTarget(name: "BusTests", dependencies: ["DBusCore", "GaendAPI", "GaendClient", "BLEDaemon", "gaenctl", "gaend"]),
         // Runs the built executables end to end (they are built by `swift build --build-tests`).
         .testTarget(name: "CLITests", dependencies: ["gaenctl", "ENProtocol"]),
     ]

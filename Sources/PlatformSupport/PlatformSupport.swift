@@ -144,3 +144,13 @@ extension String {
         return hasSuffix("/") ? self + name : self + "/" + name
     }
 }
+
+/// Atomic exchange of two existing paths (renameat2 RENAME_EXCHANGE, Linux): a reader of
+/// either path sees the old tree or the new one, never a mix. Returns errno on failure.
+public func exchangePaths(_ a: String, _ b: String) -> Int32? {
+    #if canImport(Glibc)
+    return gaend_rename_exchange(a, b) == 0 ? nil : errno
+    #else
+    return ENOSYS
+    #endif
+}

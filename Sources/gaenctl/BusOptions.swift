@@ -1,6 +1,6 @@
 import ArgumentParser
 import DBusCore
-import GaenClient
+import GaendClient
 
 /// `--bus system|session|ADDRESS`, `--name NAME` and the reply timeout, shared by every
 /// subcommand that talks to gaend (`@OptionGroup var bus: BusOptions`). Also declared on the

@@ -2,7 +2,7 @@ import ArgumentParser
 import BLEDaemon
 import ENProtocol
 import Foundation
-import GaenClient
+import GaendClient
 import GaendAPI
 import TrialKit
 

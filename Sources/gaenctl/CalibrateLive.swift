@@ -2,7 +2,7 @@ import DBusCore
 import GaendAPI
 import ENProtocol
 import Foundation
-import GaenClient
+import GaendClient
 import TrialKit
 
 /// The scans gaend reported since the live calibration subscribed, each reduced to the

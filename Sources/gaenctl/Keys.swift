@@ -7,7 +7,7 @@ import TrialKit
 struct Keys: ParsableCommand {
     static let configuration = CommandConfiguration(
         abstract: "Read, check and write GAEN key export files.",
-        subcommands: [KeysInspect.self, KeysCreate.self, KeysHistory.self, KeysProvide.self]
+        subcommands: [KeysInspect.self, KeysCreate.self, KeysHistory.self, KeysProvide.self, KeysPublish.self]
     )
 }
 

@@ -4,7 +4,7 @@ import GaendAPI
 import ENProtocol
 import Foundation
 import TrialKit
-import GaenClient
+import GaendClient
 
 /// `gaenctl keys history`: the node's own TEKs (authorized callers only), printed or written
 /// as a signed key export file.

@@ -1,7 +1,7 @@
 import ArgumentParser
 import BLEDaemon
 import Foundation
-import GaenClient
+import GaendClient
 import TrialKit
 
 /// `gaenctl markers export`: the node's ground-truth markers (recorded with `gaenctl mark`) as

@@ -1,7 +1,7 @@
 import ArgumentParser
 import DBusCore
 import Foundation
-import GaenClient
+import GaendClient
 
 /// `gaenctl start`: enable the node (advertising and scanning; persists across restarts).
 struct StartCommand: AsyncParsableCommand {

@@ -1,5 +1,6 @@
 import ArgumentParser
 import ENProtocol
+import RiskEngines
 import Foundation
 
 /// `gaenctl risk`: the apps' risk engines over exposure windows, offline. Parameters are JSON files

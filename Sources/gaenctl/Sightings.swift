@@ -2,7 +2,7 @@ import ArgumentParser
 import DBusCore
 import Foundation
 import TrialKit
-import GaenClient
+import GaendClient
 import GaendAPI
 
 /// `gaenctl sightings watch|export`: raw sightings from gaend's research interface.

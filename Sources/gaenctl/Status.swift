@@ -2,7 +2,7 @@ import ArgumentParser
 import DBusCore
 import GaendAPI
 import Foundation
-import GaenClient
+import GaendClient
 import HCIProtocol
 
 /// `gaenctl status`: the node's state from org.gaend.ExposureNotification1's properties.
@@ -18,7 +18,8 @@ struct Status: AsyncParsableCommand {
             "lmpSubversion"},"advertisingAddress","currentRpi","txPower","rssiCorrection","calibrationConfidence", \
             "node","site","matching"} \
             (busName: the name it talked to, see --name; lastScanTime in ms since the Unix epoch, \
-            0 if none; quarantinedRecords: store records that failed authentication and are skipped; \
+            0 if none; quarantinedRecords: store records that failed authentication (skipped), committed \
+            records found lost at a start, and damaged stores set aside (docs/store.md); \
             droppedScans/droppedSightings: lost while the disk was full; advertisingOnAir/scanningOnAir: \
             the controller confirmed them; radioFailures: radio operations retried; reportsIgnored: \
             non-GAEN reports; reportsDropped: reports lost to full buffers; the last nine are absent \
@@ -136,7 +137,7 @@ struct Status: AsyncParsableCommand {
             if let c = s.clockSync { print("clock:          \(c)") }
             for line in Self.fieldLines(s) { print(line) }
             if let q = s.quarantinedRecords, q > 0 {
-                print("quarantined:    \(q) store record(s) failed authentication and are skipped (docs/store.md)")
+                print("quarantined:    \(q) store record(s) failed authentication, were lost, or a damaged store was set aside; see the journal (docs/store.md)")
             }
             if let d = s.droppedScans, d > 0 {
                 print("dropped:        \(d) scan(s), \(s.droppedSightings ?? 0) sighting(s) while the disk was full")

@@ -1,8 +1,9 @@
 import ArgumentParser
 import DBusCore
 import ENProtocol
+import RiskEngines
 import GaendAPI
-import GaenClient
+import GaendClient
 import Foundation
 
 /// `gaenctl summaries`: the framework's DailySummaries of a windows file, offline.

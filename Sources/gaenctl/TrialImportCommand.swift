@@ -1,5 +1,6 @@
 import ArgumentParser
 import ENProtocol
+import RiskEngines
 import Foundation
 import GaenSQLite
 import TrialKit

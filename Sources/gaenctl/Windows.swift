@@ -1,6 +1,6 @@
 import ArgumentParser
 import ENProtocol
-import GaenClient
+import GaendClient
 import Foundation
 
 /// `gaenctl windows`: the ExposureWindows the framework would give an app for these sightings.

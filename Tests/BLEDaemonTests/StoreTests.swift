@@ -84,12 +84,16 @@ struct StoreTests {
     func wrongKeyAfterCrash() throws {
         let dir = try TempStoreDir()
         let store = try dir.open()
+        // Every commit is checkpointed at once, except while a read holds its frames back.
+        let reader = try StoreDurabilityTests.holdingReader(dir)
         for n in 1...5 { try store.recordScan(StressRecords.scan(number: n)) }
         // Snapshot the files while the store is open: what a crash leaves behind.
         let crashed = try TempStoreDir()
         for suffix in ["", "-wal", "-shm"] {
             try FileManager.default.copyItem(atPath: dir.storePath + suffix, toPath: crashed.storePath + suffix)
         }
+        try reader.execute("COMMIT")
+        try reader.close()
         try store.close()
         let main = try Data(contentsOf: URL(fileURLWithPath: crashed.storePath))
         let wal = try Data(contentsOf: URL(fileURLWithPath: crashed.storePath + "-wal"))

@@ -1,7 +1,7 @@
 import DBusCore
 import GaendAPI
 import Foundation
-import GaenClient
+import GaendClient
 import Testing
 
 @Suite("Well-known bus names and choosing a gaend instance", .serialized)

@@ -2,7 +2,7 @@ import BLEDaemon
 import DBusCore
 import GaendAPI
 import Foundation
-import GaenClient
+import GaendClient
 import Testing
 
 /// The gaend API contract: dbus/*.xml and docs/dbus.md must say what the tables declare.

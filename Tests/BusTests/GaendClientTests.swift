@@ -2,7 +2,7 @@ import BLEDaemon
 import DBusCore
 import GaendAPI
 import Foundation
-import GaenClient
+import GaendClient
 import Testing
 
 /// Sample values of every wire type.

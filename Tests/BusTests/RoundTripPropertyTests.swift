@@ -1,6 +1,6 @@
 import DBusCore
 import Foundation
-import GaenClient
+import GaendClient
 import Testing
 
 /// SplitMix64: a seeded generator so a failing case can be replayed.

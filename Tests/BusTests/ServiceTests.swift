@@ -1,7 +1,7 @@
 import BLEDaemon
 import DBusCore
 import Foundation
-import GaenClient
+import GaendClient
 import Testing
 
 /// A private bus with the test object exported, and a client connected to it.

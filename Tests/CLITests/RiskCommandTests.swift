@@ -4,7 +4,7 @@ import Testing
 /// `gaenctl risk ...` and `gaenctl summaries` end to end, on the repository's risk fixtures.
 @Suite struct RiskCommandTests {
     static let fixtures = URL(fileURLWithPath: #filePath).deletingLastPathComponent()
-        .appendingPathComponent("../ENProtocolTests/Fixtures/risk").standardized.path
+        .appendingPathComponent("../RiskEnginesTests/Fixtures/risk").standardized.path
     static let examples = URL(fileURLWithPath: #filePath).deletingLastPathComponent()
         .appendingPathComponent("../../docs/risk-examples").standardized.path
 

@@ -107,16 +107,18 @@ public final class GaenNode: Sendable {
     /// its services run; matching runs belong to the exposure service).
     public func shutdown() async {
         await stopSchedule()
-        closeStore()
+        try? closeStore()
     }
 
-    /// The store's stop, last: what is pending is flushed, then the database closes.
-    public func closeStore() {
+    /// The store's stop, last: what is pending is flushed (or, on a disk still full, counted
+    /// as dropped and logged), then the database closes. A failed close is thrown: gaend then
+    /// exits with an error.
+    public func closeStore() throws {
         do {
-            _ = try store.flushPending()
             try store.close()
         } catch {
             logger.error("closing the store failed", metadata: ["error": "\(error)"])
+            throw error
         }
     }
 

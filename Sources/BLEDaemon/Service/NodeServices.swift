@@ -31,7 +31,7 @@ public struct StoreService: Service {
     let node: GaenNode
     public func run() async throws {
         try? await gracefulShutdown()
-        node.closeStore()
+        try node.closeStore()
     }
 }
 

@@ -213,6 +213,32 @@ public struct KeyExportFile: Sendable {
         }
     }
 
+    /// A signed ZIP whose export.bin is not a key export (a server's signed configuration):
+    /// the same strict archive checks and signature list, the payload returned as it is.
+    /// Returns the payload, the signature a trusted key verified and every signature's info.
+    public static func verifiedPayload(zip data: Data, trust: KeyExportTrustSet,
+                                       limits: KeyExportLimits = .default) throws -> (payload: Data, verifiedBy: KeyExportSignatureInfo, signatures: [KeyExportSignatureInfo]) {
+        guard data.count <= limits.maxFileSize else { throw KeyExportError.fileTooLarge(size: data.count, limit: limits.maxFileSize) }
+        guard data.starts(with: [0x50, 0x4b, 0x03, 0x04]) else {
+            throw KeyExportError.unrecognizedFormat(firstBytes: [UInt8](data.prefix(8)).map { CFormat.string("%02x", $0) }.joined())
+        }
+        let (payload, sigFile) = try KeyExportContainer.extract(zip: data, limits: limits)
+        let signatures = try parseSignatures(sigFile)
+        guard !signatures.isEmpty else { throw KeyExportError.noSignatures }
+        var firstFailure: KeyExportError? = nil
+        for s in signatures {
+            let keys = trust.candidates(for: s.info)
+            guard !keys.isEmpty else { continue }
+            guard s.info.algorithm == KeyExportSignatureInfo.ecdsaP256SHA256 else {
+                firstFailure = firstFailure ?? .unsupportedAlgorithm(keyId: s.info.keyId, algorithm: s.info.algorithm)
+                continue
+            }
+            if keys.contains(where: { (try? $0.isValidSignature(s.signature, for: payload)) == true }) { return (payload, s.info, signatures.map(\.info)) }
+            firstFailure = firstFailure ?? .badSignature(keyId: s.info.keyId, keyVersion: s.info.keyVersion)
+        }
+        throw firstFailure ?? KeyExportError.noTrustedSignature(present: signatures.map { "\($0.info.keyId):\($0.info.keyVersion)" })
+    }
+
     /// The result of checking signatures against a trust set.
     public struct Verification: Sendable {
         /// Per signature in export.sig (same order): true when a trusted key verified it.

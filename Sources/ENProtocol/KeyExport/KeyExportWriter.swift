@@ -19,6 +19,16 @@ public enum KeyExportWriteError: Error, Equatable, CustomStringConvertible {
     }
 }
 
+/// One signing key and the SignatureInfo recorded with its signature.
+public struct KeyExportSigner: Sendable {
+    public var key: P256PrivateKey
+    public var info: KeyExportSignatureInfo
+    public init(key: P256PrivateKey, info: KeyExportSignatureInfo) {
+        self.key = key
+        self.info = info
+    }
+}
+
 /// Builds signed key export files: export.bin (header + TemporaryExposureKeyExport) and
 /// export.sig (TEKSignatureList), zipped. One batch: batch_num 1 of batch_size 1.
 public enum KeyExportWriter {
@@ -56,17 +66,31 @@ public enum KeyExportWriter {
     /// `keyId`/`keyVersion`, which is also recorded in export.bin's signature_infos.
     public static func signedArchive(header: KeyExportHeader, keys: [DiagnosisKey], signingKey: P256PrivateKey,
                                      keyId: String, keyVersion: String) throws -> Data {
+        try signedArchive(header: header, keys: keys,
+                          signers: [KeyExportSigner(key: signingKey, info: KeyExportSignatureInfo(keyId: keyId, keyVersion: keyVersion))])
+    }
+
+    /// A signed ZIP with one signature per signer, in the given order (a server rotating its
+    /// key lists the newest first); export.bin's signature_infos lists them in the same order.
+    public static func signedArchive(header: KeyExportHeader, keys: [DiagnosisKey], signers: [KeyExportSigner]) throws -> Data {
         var header = header
-        let info = KeyExportSignatureInfo(keyId: keyId, keyVersion: keyVersion)
-        header.signatureInfos = [info]
+        header.signatureInfos = signers.map(\.info)
         let bin = try exportBin(header: header, keys: keys)
-        var sig = ExportProto_TEKSignature()
-        sig.signatureInfo = info.proto
-        sig.batchNum = header.batchNum
-        sig.batchSize = header.batchSize
-        sig.signature = try signingKey.signature(for: bin)
+        return try signedZip(exportBin: bin, batchNum: header.batchNum, batchSize: header.batchSize, signers: signers)
+    }
+
+    /// A ZIP of `exportBin` (any bytes: a key export, or a signed configuration) and an
+    /// export.sig holding one TEKSignature per signer over exactly those bytes.
+    public static func signedZip(exportBin bin: Data, batchNum: Int32 = 1, batchSize: Int32 = 1, signers: [KeyExportSigner]) throws -> Data {
         var list = ExportProto_TEKSignatureList()
-        list.signatures = [sig]
+        list.signatures = try signers.map { signer in
+            var sig = ExportProto_TEKSignature()
+            sig.signatureInfo = signer.info.proto
+            sig.batchNum = batchNum
+            sig.batchSize = batchSize
+            sig.signature = try signer.key.signature(for: bin)
+            return sig
+        }
         return try zip([(KeyExportContainer.exportName, bin), (KeyExportContainer.signatureName, try list.serializedData())])
     }
 

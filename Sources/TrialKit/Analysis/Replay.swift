@@ -1,4 +1,5 @@
 import ENProtocol
+import RiskEngines
 import Foundation
 
 /// Notification rules replayed per contact against ground truth (`gaenctl trial replay`): each

@@ -1,4 +1,5 @@
 import ENProtocol
+import RiskEngines
 import Foundation
 
 /// A contacts file: contacts with ground truth, each with the exposure windows a phone would

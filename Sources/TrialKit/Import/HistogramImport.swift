@@ -1,4 +1,5 @@
 import ENProtocol
+import RiskEngines
 import Foundation
 
 /// Attenuation-duration histograms to contacts (`gaenctl trial import histogram`).

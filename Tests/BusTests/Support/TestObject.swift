@@ -1,7 +1,7 @@
 import BLEDaemon
 import DBusCore
 import Foundation
-import GaenClient
+import GaendClient
 
 /// A test interface exercising every feature of the binding, declared as one table.
 enum TestAPI {

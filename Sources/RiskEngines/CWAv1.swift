@@ -3,6 +3,7 @@ import FoundationEssentials
 #else
 import Foundation
 #endif
+import ENProtocol
 
 /// The Corona-Warn-App's original risk method (before CWA 1.5), as issue 5 describes it: each
 /// window is one exposure (one key, one day) with the framework's v1 risk score; exposures of

@@ -3,6 +3,7 @@ import FoundationEssentials
 #else
 import Foundation
 #endif
+import ENProtocol
 #if canImport(Glibc)
 import Glibc
 #endif

@@ -46,11 +46,6 @@ public enum RiskJSON {
         }
     }
 
-    /// Decodes a windows file: a JSON array of windows in the Android API shape (WindowsFile).
-    public static func decodeWindows(from data: Data) throws -> [ExposureWindow] {
-        try WindowsFile.exposureWindows(data)
-    }
-
     /// Encodes a result with sorted keys so that outputs diff cleanly between runs.
     public static func encode<T: Encodable>(_ value: T, pretty: Bool = true) throws -> Data {
         let encoder = JSONEncoder()
@@ -92,5 +87,5 @@ public enum RiskJSON {
 
 extension ExposureWindow {
     /// Sum of secondsSinceLastScan, negative values counted as zero (a clock step is no time).
-    var totalSeconds: Int { scanInstances.reduce(0) { $0 + max($1.secondsSinceLastScan, 0) } }
+    public var totalSeconds: Int { scanInstances.reduce(0) { $0 + max($1.secondsSinceLastScan, 0) } }
 }

@@ -3,18 +3,19 @@ import FoundationEssentials
 #else
 import Foundation
 #endif
+import ENProtocol
 
 /// The apps' published configurations, the defaults of `gaenctl trial replay` (and of `risk
 /// swisscovid`/`risk immuni` without --configuration). Values only (facts), with their sources:
 /// - cwa (current): cwa-app-android, Corona-Warn-App/src/main/assets/default_app_config_android.bin
 ///   at commit d98f9c20c595ca5dc877f87f032b47d8b8175a79 (v3.2.1), its riskCalculationParameters
-///   as protobuf JSON; the same as Tests/ENProtocolTests/Fixtures/risk/cwa/default-app-config-risk-parameters.json.
+///   as protobuf JSON; the same as Tests/RiskEnginesTests/Fixtures/risk/cwa/default-app-config-risk-parameters.json.
 /// - cwa-v1 (mid-2020): the CWA v1 exposure configuration (minimumRiskScore 11, attenuation
 ///   level values 0,1,1,1,1,1,1,1, days 5 x 8, duration 0,0,0,1,1,1,1,1, TRL 1...8, thresholds
 ///   55/63, bucket weights 1, 0.5, 0, normalization divisor 25, 15 minutes), as issue 5 and
-///   Tests/ENProtocolTests/Fixtures/risk/cwa-v1/configuration.json give it.
+///   Tests/RiskEnginesTests/Fixtures/risk/cwa-v1/configuration.json give it.
 /// - nhs (current): ukhsa-collaboration/covid-19-app-ios-ag-public ExposureConfigurationHandler
-///   at 8d7a64bc5e10c0dc89889bad3558bcf648f97378 (Tests/ENProtocolTests/Fixtures/risk/nhs/exposure-configuration.json).
+///   at 8d7a64bc5e10c0dc89889bad3558bcf648f97378 (Tests/RiskEnginesTests/Fixtures/risk/nhs/exposure-configuration.json).
 /// - swisscovid, immuni: SwissCovidConfiguration.published, ImmuniConfiguration.published.
 public enum PublishedRiskConfigurations {
     public static let cwa = #"""

@@ -3,6 +3,7 @@ import FoundationEssentials
 #else
 import Foundation
 #endif
+import ENProtocol
 
 /// The windows file of the risk engines (docs/risk.md): a JSON array of exposure windows in the
 /// Android API shape. Read field by field (not Codable) so that every error names the window,
@@ -151,5 +152,12 @@ public enum WindowsFile {
 
     static func format(_ v: Double) -> String {
         v == v.rounded() && abs(v) < 1e15 ? String(Int64(v)) : "\(v)"
+    }
+}
+
+extension RiskJSON {
+    /// Decodes a windows file: a JSON array of windows in the Android API shape (WindowsFile).
+    public static func decodeWindows(from data: Data) throws -> [ExposureWindow] {
+        try WindowsFile.exposureWindows(data)
     }
 }

@@ -3,6 +3,7 @@ import FoundationEssentials
 #else
 import Foundation
 #endif
+import ENProtocol
 
 /// A one-dimensional augmented unscented Kalman filter and Rauch-Tung-Striebel smoother, the
 /// model behind the NHS COVID-19 app's exposure-window score (riskscore-swift-public /

@@ -3,6 +3,7 @@ import FoundationEssentials
 #else
 import Foundation
 #endif
+import ENProtocol
 
 /// The Corona-Warn-App's exposure-window risk calculation (CWA 1.9 and later), read from the
 /// app's own parameter names (RiskCalculationParameters of the CWA app configuration). Written

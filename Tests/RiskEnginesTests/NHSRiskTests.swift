@@ -1,6 +1,7 @@
 import Foundation
 import Testing
 @testable import ENProtocol
+@testable import RiskEngines
 
 /// The NHS COVID-19 app's scoring against its published expected values
 /// (ukhsa-collaboration/riskscore-swift-public tests: the example data to 1e-8, the Python

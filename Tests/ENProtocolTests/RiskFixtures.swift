@@ -1,14 +1,8 @@
 import Foundation
 @testable import ENProtocol
 
-/// Reads the risk fixtures shipped in the test bundle (Fixtures/risk, see its README).
+/// Exposure windows built in a line, for the framework's summaries.
 enum RiskFixtures {
-    static func url(_ path: String) -> URL {
-        Bundle.module.resourceURL!.appendingPathComponent("Fixtures/risk").appendingPathComponent(path)
-    }
-
-    static func data(_ path: String) throws -> Data { try Data(contentsOf: url(path)) }
-
     static func window(day: UTCDay, reportType: Int = 1, infectiousness: Int = 1, calibrationConfidence: Int = 0,
                        trl: Int? = nil, _ scans: [(typical: Int, min: Int, seconds: Int)]) -> ExposureWindow {
         ExposureWindow(dateMillisSinceEpoch: day.millisSinceEpoch, reportType: reportType, infectiousness: infectiousness,

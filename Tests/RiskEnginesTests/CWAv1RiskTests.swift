@@ -1,6 +1,7 @@
 import Foundation
 import Testing
 @testable import ENProtocol
+@testable import RiskEngines
 
 /// The original Corona-Warn-App method and issue 5's worked example (Betty, Anton and Aisha),
 /// on both days. Fixtures/risk/cwa-v1 holds the configuration and the two windows files.

@@ -1,6 +1,7 @@
 import Foundation
 import Testing
 @testable import ENProtocol
+@testable import RiskEngines
 
 /// The Corona-Warn-App's published exposure-window test cases
 /// (Fixtures/risk/cwa/exposure-windows-risk-calculation.json): every case, every expected field.

@@ -3,6 +3,7 @@ import FoundationEssentials
 #else
 import Foundation
 #endif
+import ENProtocol
 
 /// SwissCovid's notification rule on exposure windows (DP-3T SDK, ExposureWindowMatchingWorker
 /// from September 2020; no SDK code is used). Per UTC day, each scan instance's minutes

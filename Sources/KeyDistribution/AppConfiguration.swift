@@ -1,0 +1,59 @@
+import ENProtocol
+import Foundation
+
+/// The app configuration a key server publishes signed beside its packages (the CWA's
+/// `app_config`, here JSON): which risk engine the boards run and with which parameters,
+/// and the packages the server has revoked.
+///
+///     {"riskEngine": "cwa" | "nhs" | "swisscovid" | "immuni",
+///      "parameters": { the engine's parameter file, as `gaenctl risk ENGINE` reads it },
+///      "revokedPackages": ["<SHA-256 of a package's bytes, hex>", ...]}
+///
+/// It travels as a zip of export.bin (these JSON bytes) and export.sig (a TEKSignatureList
+/// over them), signed with the same keys as the packages, so one trust list covers both.
+public struct AppConfiguration: Sendable, Equatable {
+    public static let engines: Set<String> = ["cwa", "nhs", "swisscovid", "immuni"]
+    /// Bounded: a configuration is a few KiB.
+    public static let maxSize = 1 << 20
+
+    public var riskEngine: String
+    /// The engine's parameters, as JSON bytes.
+    public var parameters: Data
+    public var revokedPackages: Set<String>
+
+    public init(riskEngine: String, parameters: Data, revokedPackages: Set<String> = []) {
+        self.riskEngine = riskEngine
+        self.parameters = parameters
+        self.revokedPackages = revokedPackages
+    }
+
+    public init(json data: Data) throws {
+        guard data.count <= Self.maxSize else { throw DistributionError.badConfiguration(reason: "\(data.count) bytes, more than \(Self.maxSize)") }
+        guard let object = try? JSONSerialization.jsonObject(with: data) as? [String: Any] else {
+            throw DistributionError.badConfiguration(reason: "not a JSON object")
+        }
+        guard let engine = object["riskEngine"] as? String, Self.engines.contains(engine) else {
+            throw DistributionError.badConfiguration(reason: "riskEngine must be one of \(Self.engines.sorted().joined(separator: ", "))")
+        }
+        guard let parameters = object["parameters"], JSONSerialization.isValidJSONObject(parameters) else {
+            throw DistributionError.badConfiguration(reason: "parameters must be a JSON object (the engine's parameter file)")
+        }
+        var revoked: Set<String> = []
+        if let list = object["revokedPackages"] {
+            guard let strings = list as? [String], strings.allSatisfy({ $0.count == 64 && $0.allSatisfy(\.isHexDigit) }) else {
+                throw DistributionError.badConfiguration(reason: "revokedPackages must be an array of SHA-256 hashes (64 hex digits)")
+            }
+            revoked = Set(strings.map { $0.lowercased() })
+        }
+        self.riskEngine = engine
+        self.parameters = try JSONSerialization.data(withJSONObject: parameters, options: [.sortedKeys])
+        self.revokedPackages = revoked
+    }
+
+    /// The signed configuration (zip) checked against `trust`.
+    public init(signed zip: Data, trust: KeyExportTrustSet) throws {
+        let (payload, _, _) = try KeyExportFile.verifiedPayload(zip: zip, trust: trust,
+                                                             limits: KeyExportLimits(maxFileSize: Self.maxSize, maxExportSize: Self.maxSize))
+        try self.init(json: payload)
+    }
+}
