@@ -175,8 +175,10 @@ def boot(kernel: Kernel, initramfs: Path, work: Path, init: str, timeout: float,
     (work / "rc").unlink(missing_ok=True)
     env = {"tb_init": init}
     env.update(extra_env or {})
-    # Unknown key=value kernel parameters reach init as environment variables.
-    cmdline = ["console=ttyS0", "panic=-1", "quiet", "loglevel=4", "rdinit=/init"] + [f"{k}={v}" for k, v in env.items()]
+    # Unknown key=value kernel parameters reach init as environment variables. no_timer_check:
+    # under TCG on a loaded host the kernel's early IO-APIC timer check sees too few ticks and
+    # panics ("IO-APIC + timer doesn't work!"), as it does in other slow virtual machines.
+    cmdline = ["console=ttyS0", "panic=-1", "quiet", "loglevel=4", "rdinit=/init", "no_timer_check"] + [f"{k}={v}" for k, v in env.items()]
     cmd = [
         "qemu-system-x86_64", "-accel", "tcg,thread=multi", "-machine", "q35", "-cpu", "max",
         "-smp", str(cpus), "-m", str(memory_mb), "-nographic", "-no-reboot", "-nic", "none",

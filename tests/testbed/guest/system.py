@@ -14,7 +14,7 @@ import re
 import subprocess
 import time
 
-from common import PEER, PY, REPO, WORK, VRadio, lines, log, main, mark_clock_synchronised, record, run, spawn, systemctl, unit_state, wait_for
+from common import LONG, PEER, PY, REPO, WORK, VRadio, lines, log, main, mark_clock_synchronised, record, run, spawn, systemctl, unit_state, wait_for
 
 PREFIX = "02011a03036ffd17166ffd"
 UNIT = "gaend@hci0.service"
@@ -103,7 +103,7 @@ def scenario() -> None:
 
     # A user in the documented group reaches it over the system bus.
     run(["useradd", "--create-home", "--groups", "gaend", "trialist"])
-    status = lambda: run(["runuser", "-u", "trialist", "--", "/usr/local/bin/gaenctl", "--name", "hci0", "status", "--json"], timeout=60)
+    status = lambda: run(["runuser", "-u", "trialist", "--", "/usr/local/bin/gaenctl", "--name", "hci0", "status", "--json"], timeout=LONG)
     st = status()
     ok = wait_for(lambda: '"active"' in status().stdout, 120, 3)
     st = status()
@@ -111,7 +111,7 @@ def scenario() -> None:
     # Where gaend's threads waited in the kernel during its first minute (a sampler of
     # /proc/<pid>/task/*: state, wait channel, kernel stack), for reading when its start is slow.
     record("start_threads", sampler.result())
-    other = run(["runuser", "-u", "nobody", "--", "/usr/local/bin/gaenctl", "--name", "hci0", "status"], timeout=60)
+    other = run(["runuser", "-u", "nobody", "--", "/usr/local/bin/gaenctl", "--name", "hci0", "status"], timeout=LONG)
     record("outsider_status", {"rc": other.returncode, "stderr": other.stderr})
 
     # Beacons on air, heard by an independent scanner.
@@ -135,7 +135,7 @@ def scenario() -> None:
     verbose = run(["journalctl", "--no-pager", "-b", "-u", UNIT, "-o", "verbose", "GAEND_CONTROLLER=hci0"]).stdout
     record("journal_verbose", [l.strip() for l in verbose.splitlines()
                                if l.strip().startswith(("GAEND_", "PRIORITY=", "MESSAGE=", "SYSLOG_IDENTIFIER=", "_SYSTEMD_UNIT=", "CODE_"))][:60])
-    sec = run(["systemd-analyze", "security", "--no-pager", UNIT], timeout=120)
+    sec = run(["systemd-analyze", "security", "--no-pager", UNIT], timeout=LONG)
     m = re.search(r"Overall exposure level for \S+: ([0-9.]+)", sec.stdout)
     record("security", {"exposure": float(m.group(1)) if m else None, "output": sec.stdout[-8000:]})
 
