@@ -10,6 +10,7 @@ struct GaenCtl: AsyncParsableCommand {
         subcommands: [
             Derive.self,
             Keys.self,
+            AppCommand.self,
             MatchCommand.self,
             WindowsCommand.self,
             Radio.self,

@@ -259,11 +259,11 @@ enum RiskCLI {
         }
     }
 
+    /// A JSON parameter file: a regular file of at most 16 MiB (so /dev/zero or a FIFO is
+    /// refused at once with what it is, instead of being read until memory runs out).
     static func read(_ path: String, what: String) throws -> Data {
-        do {
-            return try Data(contentsOf: URL(fileURLWithPath: path))
-        } catch {
-            throw ValidationError("\(what): cannot read '\(path)': \((error as NSError).localizedDescription)")
+        do { return try SmallInputFile.read(path, limit: 16 << 20) } catch let e as SmallInputFile.Failure {
+            throw ValidationError("\(what): '\(path)' \(e.reason)")
         }
     }
 

@@ -186,13 +186,13 @@ _gaenctl() {
     unset 'unparsed_words[0]'
     unparsed_words=("${unparsed_words[@]}")
     case "${subcommand}" in
-    derive|keys|match|windows|radio|status|start|stop|sightings|mark|markers|risk|summaries|trial|simulate|calibrate|help)
+    derive|keys|app|match|windows|radio|status|start|stop|sightings|mark|markers|risk|summaries|trial|simulate|calibrate|help)
         # Offer subcommand argument completions
         "_gaenctl_${subcommand}"
         ;;
     *)
         # Offer subcommand completions
-        COMPREPLY+=($(compgen -W 'derive keys match windows radio status start stop sightings mark markers risk summaries trial simulate calibrate help' -- "${cur}"))
+        COMPREPLY+=($(compgen -W 'derive keys app match windows radio status start stop sightings mark markers risk summaries trial simulate calibrate help' -- "${cur}"))
         ;;
     esac
 }
@@ -236,13 +236,13 @@ _gaenctl_keys() {
     unset 'unparsed_words[0]'
     unparsed_words=("${unparsed_words[@]}")
     case "${subcommand}" in
-    inspect|create|history|provide)
+    inspect|create|history|provide|publish)
         # Offer subcommand argument completions
         "_gaenctl_keys_${subcommand}"
         ;;
     *)
         # Offer subcommand completions
-        COMPREPLY+=($(compgen -W 'inspect create history provide' -- "${cur}"))
+        COMPREPLY+=($(compgen -W 'inspect create history provide publish' -- "${cur}"))
         ;;
     esac
 }
@@ -347,6 +347,206 @@ _gaenctl_keys_provide() {
         return
         ;;
     '--wait')
+        return
+        ;;
+    esac
+}
+
+_gaenctl_keys_publish() {
+    repeating_flags=()
+    non_repeating_flags=(-h --help)
+    repeating_options=(--signing-key --key-id --key-version)
+    non_repeating_options=(--inbox -o --country --region --now --embargo-hours --min-keys --hour-days --retention-days --max-keys-per-file --app-config)
+    __gaenctl_offer_flags_options 0
+
+    # Offer option value completions
+    case "${prev}" in
+    '--inbox')
+        return
+        ;;
+    '-o')
+        return
+        ;;
+    '--signing-key')
+        return
+        ;;
+    '--key-id')
+        return
+        ;;
+    '--key-version')
+        return
+        ;;
+    '--country')
+        return
+        ;;
+    '--region')
+        return
+        ;;
+    '--now')
+        return
+        ;;
+    '--embargo-hours')
+        return
+        ;;
+    '--min-keys')
+        return
+        ;;
+    '--hour-days')
+        return
+        ;;
+    '--retention-days')
+        return
+        ;;
+    '--max-keys-per-file')
+        return
+        ;;
+    '--app-config')
+        return
+        ;;
+    esac
+}
+
+_gaenctl_app() {
+    repeating_flags=()
+    non_repeating_flags=(-h --help)
+    repeating_options=()
+    non_repeating_options=()
+    __gaenctl_offer_flags_options 0
+
+    # Offer subcommand / subcommand argument completions
+    local -r subcommand="${unparsed_words[0]}"
+    unset 'unparsed_words[0]'
+    unparsed_words=("${unparsed_words[@]}")
+    case "${subcommand}" in
+    sync|submit|status)
+        # Offer subcommand argument completions
+        "_gaenctl_app_${subcommand}"
+        ;;
+    *)
+        # Offer subcommand completions
+        COMPREPLY+=($(compgen -W 'sync submit status' -- "${cur}"))
+        ;;
+    esac
+}
+
+_gaenctl_app_sync() {
+    repeating_flags=()
+    non_repeating_flags=(-h --help)
+    repeating_options=(--trust)
+    non_repeating_options=(--bus --name --timeout --server --country --region --state-dir --hook --max-provide-calls --run-timeout --file-timeout --max-package-bytes --attempts --backoff --max-clock-skew --match-wait --journal-socket)
+    __gaenctl_offer_flags_options 0
+
+    # Offer option value completions
+    case "${prev}" in
+    '--bus')
+        return
+        ;;
+    '--name')
+        return
+        ;;
+    '--timeout')
+        return
+        ;;
+    '--server')
+        return
+        ;;
+    '--country')
+        return
+        ;;
+    '--region')
+        return
+        ;;
+    '--trust')
+        return
+        ;;
+    '--state-dir')
+        return
+        ;;
+    '--hook')
+        return
+        ;;
+    '--max-provide-calls')
+        return
+        ;;
+    '--run-timeout')
+        return
+        ;;
+    '--file-timeout')
+        return
+        ;;
+    '--max-package-bytes')
+        return
+        ;;
+    '--attempts')
+        return
+        ;;
+    '--backoff')
+        return
+        ;;
+    '--max-clock-skew')
+        return
+        ;;
+    '--match-wait')
+        return
+        ;;
+    '--journal-socket')
+        return
+        ;;
+    esac
+}
+
+_gaenctl_app_submit() {
+    repeating_flags=()
+    non_repeating_flags=(-h --help)
+    repeating_options=()
+    non_repeating_options=(--bus --name --timeout --server --user --password-file --consent --state-dir --upload-timeout)
+    __gaenctl_offer_flags_options 0
+
+    # Offer option value completions
+    case "${prev}" in
+    '--bus')
+        return
+        ;;
+    '--name')
+        return
+        ;;
+    '--timeout')
+        return
+        ;;
+    '--server')
+        return
+        ;;
+    '--user')
+        return
+        ;;
+    '--password-file')
+        return
+        ;;
+    '--consent')
+        return
+        ;;
+    '--state-dir')
+        return
+        ;;
+    '--upload-timeout')
+        return
+        ;;
+    esac
+}
+
+_gaenctl_app_status() {
+    repeating_flags=()
+    non_repeating_flags=(--json -h --help)
+    repeating_options=()
+    non_repeating_options=(--state-dir --name)
+    __gaenctl_offer_flags_options 0
+
+    # Offer option value completions
+    case "${prev}" in
+    '--state-dir')
+        return
+        ;;
+    '--name')
         return
         ;;
     esac
@@ -535,7 +735,7 @@ _gaenctl_status() {
     repeating_flags=()
     non_repeating_flags=(--json -h --help)
     repeating_options=()
-    non_repeating_options=(--bus --name --timeout)
+    non_repeating_options=(--bus --name --timeout --app-state)
     __gaenctl_offer_flags_options 0
 
     # Offer option value completions
@@ -547,6 +747,9 @@ _gaenctl_status() {
         return
         ;;
     '--timeout')
+        return
+        ;;
+    '--app-state')
         return
         ;;
     esac

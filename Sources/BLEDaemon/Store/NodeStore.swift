@@ -33,6 +33,10 @@ public struct StoreConfiguration: Sendable {
     public var maximumPendingBytes: Int
     /// Testing hook: SQLite's `max_page_count`, to make the store "full" without a full disk.
     var pageLimit: Int?
+    /// Bytes provided key files may take (sealed export.bin), a budget of their own beside
+    /// `maximumBytes`: a new file evicts the oldest key files, never a scan, and
+    /// `maximumBytes` bounds everything else. 64 MiB: one call's files at most (ProvideLimits).
+    public var keyFileBytes: Int64 = 64 << 20
 
     public init(path: String, retentionDays: Int = 14, maximumBytes: Int64? = 256 << 20,
                 durability: Durability = .full, maximumPendingScans: Int = 2016, maximumPendingBytes: Int = 16 << 20) {
@@ -994,9 +998,22 @@ public final class NodeStore: @unchecked Sendable {
     @discardableResult
     public func addKeyFiles(_ files: [(exportBin: Data, validUntil: Double)], replacing: [Int64] = [],
                             now: Double = Date().timeIntervalSince1970) throws -> [Int64] {
-        try lock.withLock {
+        let budget = configuration.keyFileBytes
+        return try lock.withLock {
             let ids = try write { db in
                 for id in replacing { try db.execute("DELETE FROM key_file WHERE id = ?", [.integer(id)]) }
+                // Room within the key files' own budget: the oldest files go first.
+                let incoming = files.reduce(Int64(0)) { $0 + Int64($1.exportBin.count) }
+                var stored = try Self.keyFileBytes(db), evicted = 0
+                while stored + incoming > budget, let oldest = try db.fetchInt64("SELECT id FROM key_file ORDER BY id LIMIT 1") {
+                    try db.execute("DELETE FROM key_file WHERE id = ?", [.integer(oldest)])
+                    evicted += 1
+                    stored = try Self.keyFileBytes(db)
+                }
+                if evicted > 0 {
+                    logger.warning("key files above their budget: removed the oldest provided files",
+                                   metadata: ["store.evictedKeyFiles": "\(evicted)", "store.keyFileBytes": "\(budget)"])
+                }
                 return try files.map { f in
                     let id = try Self.nextID(db, table: "key_file")
                     try db.execute("INSERT INTO key_file (id, provided_at, valid_until, sealed) VALUES (?, ?, ?, ?)",
@@ -1025,6 +1042,11 @@ public final class NodeStore: @unchecked Sendable {
                                    table: "key_file", id: id)
             return StoredKeyFile(id: id, providedAt: providedAt, validUntil: validUntil, exportBin: payload)
         }
+    }
+
+    /// Bytes the stored key files take (their sealed payloads).
+    static func keyFileBytes(_ db: Connection) throws -> Int64 {
+        try db.fetchInt64("SELECT coalesce(sum(length(sealed)), 0) FROM key_file") ?? 0
     }
 
     static func keyFileAAD(id: Int64, providedAt: Double, validUntil: Double) -> Data {
@@ -1126,7 +1148,8 @@ public final class NodeStore: @unchecked Sendable {
         do {
             let evicted: Int = try write { db in
                 var evicted = 0
-                while try Self.usedBytes(db) > bound {
+                // Key files have their own budget (`keyFileBytes`): they never make a scan go.
+                while try Self.usedBytes(db) - Self.keyFileBytes(db) > bound {
                     let total = try db.fetchInt("SELECT count(*) FROM scan") ?? 0
                     guard total > 1 else { break } // keep the newest scan
                     let batch = max(1, total / 20)

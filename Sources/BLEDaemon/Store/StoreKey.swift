@@ -76,6 +76,7 @@ public struct StoreKey: Sendable, CustomStringConvertible, CustomDebugStringConv
             throw StoreError.keyFileUnreadable(path: p, reason: reason + "; " + accessFacts(path))
         }
         if contents.count == length { return try StoreKey(bytes: contents) }
+        guard !contents.isEmpty else { throw StoreError.keyFileMalformed(path: path, reason: "the file is empty; expected 32 raw bytes or 64 hex digits") }
         var text = String(decoding: contents, as: UTF8.self)
         while let last = text.last, last.isWhitespace { text.removeLast() }
         if text.count == 2 * length, let bytes = try? Data(hex: text) { return try StoreKey(bytes: bytes) }
@@ -121,11 +122,27 @@ func accessFacts(_ path: String) -> String {
     return "gaend runs as \(who) gid \(getegid()); the file: \(describe(path)); its directory \(directory): \(describe(directory))"
 }
 
-/// The bytes of a key file (at most 4 KiB are read: a key file is 32 or 65 bytes).
+/// The bytes of a key file (a key file is 32 or 65 bytes; at most 4 KiB are read). Opened
+/// without waiting (O_NONBLOCK: a FIFO with no writer would block open and read for ever,
+/// before any signal handler runs) and required to be a regular file of at most 4 KiB, each
+/// refusal naming what the path is.
 private func readSmallFile(_ path: String) throws -> Data {
-    let fd = open(path, O_RDONLY | O_CLOEXEC)
+    let fd = open(path, O_RDONLY | O_NONBLOCK | O_CLOEXEC)
     guard fd >= 0 else { throw StoreError.keyFileUnreadable(path: path, reason: String(cString: strerror(errno))) }
     defer { close(fd) }
+    var st = stat()
+    guard fstat(fd, &st) == 0 else { throw StoreError.keyFileUnreadable(path: path, reason: String(cString: strerror(errno))) }
+    switch st.st_mode & S_IFMT {
+    case S_IFREG: break
+    case S_IFIFO: throw StoreError.keyFileMalformed(path: path, reason: "it is a FIFO (named pipe), not a regular file")
+    case S_IFDIR: throw StoreError.keyFileMalformed(path: path, reason: "it is a directory, not a regular file")
+    case S_IFCHR, S_IFBLK: throw StoreError.keyFileMalformed(path: path, reason: "it is a device, not a regular file")
+    case S_IFSOCK: throw StoreError.keyFileMalformed(path: path, reason: "it is a socket, not a regular file")
+    default: throw StoreError.keyFileMalformed(path: path, reason: "it is not a regular file")
+    }
+    guard st.st_size <= 4096 else {
+        throw StoreError.keyFileMalformed(path: path, reason: "it is \(st.st_size) bytes; a store key file is 32 raw bytes or 64 hex digits")
+    }
     var bytes = [UInt8](repeating: 0, count: 4096)
     var count = 0
     while count < bytes.count {

@@ -36,7 +36,8 @@ class ThreadSampler:
     threads not idle in poll/futex/epoll (a cooperative thread blocked in an ioctl, a send or a
     disk write shows here, with its kernel stack)."""
 
-    IDLE = {"do_sys_poll", "futex_wait_queue", "futex_wait_queue_me", "do_epoll_wait", "hrtimer_nanosleep", "do_nanosleep", "0", ""}
+    IDLE = {"do_sys_poll", "futex_wait_queue", "futex_wait_queue_me", "do_epoll_wait", "hrtimer_nanosleep", "do_nanosleep",
+            "__do_sys_pause", "0", ""}
 
     def __init__(self, seconds: float):
         import threading
