@@ -105,14 +105,14 @@ class VRadio:
     def unplug(self, name: str) -> None:
         p = self.bridges.pop(name)
         p.terminate()
-        p.wait(10)
+        p.wait(LONG)
         log(f"unplugged {name}")
 
     def stop(self) -> None:
         for name in list(self.bridges):
             self.unplug(name)
         self.proc.terminate()
-        self.proc.wait(10)
+        self.proc.wait(LONG)
 
 
 def wait_for(predicate, timeout: float, step: float = 0.2) -> bool:

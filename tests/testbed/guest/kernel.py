@@ -53,10 +53,12 @@ def scenario() -> None:
     enin = 2642976
     adv = spawn([PY, PEER, "advertise-gaen", "--transport", vr.bumble("peer"), "--tek", TEK, "--tx-power", "-20",
                  "--enin", str(enin), "--duration", "40"], "scan-peer-adv")
-    time.sleep(4)
+    # Scan only once the advertiser is on air (asked through vradio's control channel): under
+    # load Bumble's start took longer than any fixed pause.
+    record("scan_advertiser_ready", wait_for(lambda: vr.state("peer")["advertising"], LONG, 0.5))
     p = run([GAENCTL, "radio", "scan", "--controller", "hci0", "--duration", "8"], timeout=LONG)
     adv.terminate()
-    adv.wait(10)
+    adv.wait(LONG)
     record("scan", {"rc": p.returncode, "stderr": p.stderr[-2000:],
                     "seen": [json.loads(l) for l in p.stdout.splitlines() if l.startswith("{")][:50], "enin": enin})
 
