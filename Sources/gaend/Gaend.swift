@@ -12,6 +12,7 @@ import Foundation
 import Glibc
 #endif
 import Logging
+import PlatformSupport
 import ServiceLifecycle
 import UnixSignals
 
@@ -96,6 +97,8 @@ struct Gaend: AsyncParsableCommand {
     }
 
     func run() async throws {
+        // Before the node's threads start: see Allocator.limitArenas.
+        Allocator.limitArenas()
         guard let level = Logger.Level(rawValue: logLevel) else { throw ValidationError("--log-level: unknown level '\(logLevel)'") }
         let journal = JournalLogHandler.standardErrorIsJournal()
         // Structured fields through journald's native socket; the stream is the fallback.

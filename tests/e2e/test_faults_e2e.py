@@ -234,13 +234,15 @@ def rss_anon_kb(pid: int) -> int:
 
 def test_memory_stays_flat_as_sightings_are_recorded(radio, nodes):
     """A report flood with the disk not full: what the node recorded is in the store, not in
-    memory. After a warm-up, 150,000 more sightings leave anonymous RSS within 8 MB."""
+    memory. After a warm-up, 150,000 more sightings leave anonymous RSS within 8 MB (a
+    buffer of the newest 64 finished scans that nobody read held them: 30 MB and more)."""
     r = radio([{"name": "n", "transport": "tcp-server:127.0.0.1:0"}])
     n = nodes("n", r.ready["devices"]["n"]["connect"], extra=["--ignore-clock-sync"], config=FLOOD_CONFIG)
     n.start()
     n.wait_scans(1, timeout=30)
     r.ok(cmd="flood", device="n", rate=5000, seconds=600)
-    assert wait_for(lambda: n.status()["sightingCount"] >= 40_000, 120, 1), n.status()
+    # Warm: SQLite's page caches (2 MB a connection) and the allocator's arenas fill first.
+    assert wait_for(lambda: n.status()["sightingCount"] >= 100_000, 180, 1), n.status()
     base, start = rss_anon_kb(n.proc.pid), n.status()["sightingCount"]
     assert wait_for(lambda: n.status()["sightingCount"] - start >= 150_000, 300, 2), n.status()
     r.ok(cmd="flood", device="n", rate=0)
@@ -257,7 +259,7 @@ def test_disk_full_flood_memory_is_bounded_by_the_queue(radio, nodes):
     queue's bound and some slack, however long the flood; at SIGTERM the waiting scans are
     counted and logged as dropped, and the exit status says whether the store closed."""
     r = radio([{"name": "n", "transport": "tcp-server:127.0.0.1:0"}])
-    config = FLOOD_CONFIG.replace("  max_pending_mb: 1\n", "")
+    config = FLOOD_CONFIG.replace("max_pending_mb: 1", "max_pending_mb: 16")
     n = nodes("n", r.ready["devices"]["n"]["connect"], extra=["--ignore-clock-sync"], config=config)
     n.state.mkdir(parents=True)
     if subprocess.run(["mount", "-t", "tmpfs", "-o", "size=4m", "tmpfs", str(n.state)], capture_output=True).returncode != 0:
@@ -277,7 +279,9 @@ def test_disk_full_flood_memory_is_bounded_by_the_queue(radio, nodes):
         status = n.status()
         print(f"disk full at 4000 reports/s for 90 s: RSS {base} -> max {max(samples)} kB; {status}")
         assert status["sightingCount"] > 100_000, status
-        assert max(samples) - base < 28 * 1024, f"RSS grew from {base} kB to {max(samples)} kB"
+        # The queue's 16 MiB (encoded scans) and the allocator's two arenas' transient peak
+        # (a scan of tens of thousands of reports is being encoded and sealed at any time).
+        assert max(samples) - base < 40 * 1024, f"RSS grew from {base} kB to {max(samples)} kB"
         r.ok(cmd="flood", device="n", rate=0)
         code = n.terminate()
         err = n.stderr

@@ -2,11 +2,14 @@
 node ingests with zero loss, and its resident memory under a report flood on a full disk.
 
     scripts/flood-bench.sh [--rates 500,1000,2000,3000,5000] [--seconds 20] [--disk-full-minutes 5]
+    scripts/flood-bench.sh --memory-sightings 1000000 [--memory-rate 5000] --disk-full-minutes 0
 
 One gaend in continuous scanning on the virtual radio; vradio's `flood` command delivers
 distinct GAEN reports to its host while it scans. Loss = 1 - (sightings the node recorded) /
 (reports vradio delivered), per rate. The disk-full run (root: a tmpfs) floods at the highest
-rate for the given minutes with the store full and samples gaend's VmRSS every 10 s."""
+rate for the given minutes with the store full and samples gaend's VmRSS every 10 s. The
+memory run floods with the disk not full until the node recorded N more sightings and prints
+RSS and anonymous RSS before the flood, after its first 30 s, and at the end."""
 
 from __future__ import annotations
 
@@ -61,20 +64,23 @@ def memory_run(node, radio, sightings: int, rate: float) -> dict:
                 return int(line.split()[1])
         return -1
     pid = node.proc.pid
+    idle = {"rss_kb": rss_kb(pid), "anon_kb": anon_kb(pid), "sightings": node.status()["sightingCount"]}
     radio.ok(cmd="flood", device="n", rate=rate, seconds=100000)
     time.sleep(30)
     base = node.status()["sightingCount"]
     start = {"rss_kb": rss_kb(pid), "anon_kb": anon_kb(pid), "sightings": base}
-    samples = []
+    samples, anon = [], []
     t0 = time.monotonic()
     while node.status()["sightingCount"] - base < sightings:
         samples.append(rss_kb(pid))
+        anon.append((node.status()["sightingCount"] - base, anon_kb(pid)))
         time.sleep(10)
     radio.ok(cmd="flood", device="n", rate=0)
     time.sleep(6)
     end = {"rss_kb": rss_kb(pid), "anon_kb": anon_kb(pid), "sightings": node.status()["sightingCount"]}
     return {"memory_sightings": end["sightings"] - base, "rate": rate, "seconds": round(time.monotonic() - t0),
-            "start": start, "end": end, "rss_kb_max": max(samples + [end["rss_kb"]]), "loadavg": os.getloadavg()}
+            "idle_before_flood": idle, "start": start, "end": end, "rss_kb_max": max(samples + [end["rss_kb"]]),
+            "anon_kb_samples": anon, "loadavg": os.getloadavg()}
 
 
 def main() -> int:
