@@ -94,12 +94,13 @@ public struct WatchdogService: Service {
     let notifier: SystemdNotifier
     let logger: Logger
     /// Where each feed is counted (the node's status reports it).
-    var counters: NodeCounters? = nil
+    let counters: NodeCounters?
 
-    public init(check: RadioPathCheck, notifier: SystemdNotifier, logger: Logger) {
+    public init(check: RadioPathCheck, notifier: SystemdNotifier, logger: Logger, counters: NodeCounters? = nil) {
         self.check = check
         self.notifier = notifier
         self.logger = logger
+        self.counters = counters
     }
 
     public func run() async throws {
