@@ -832,6 +832,9 @@ public final class NodeStore: @unchecked Sendable {
         guard scan.sightings.allSatisfy({ $0.time.isFinite }) else {
             throw StoreError.invalidRecord(reason: "a sighting time is not finite")
         }
+        // A scan's transient buffers (its blob, the sealed copy, SQLite's) are megabytes in a
+        // crowd: handed back to the system after each write, not left in the allocator's arenas.
+        defer { if scan.sightings.count >= 1_000 { Allocator.trim() } }
         return try locked {
             let waiting = PendingScan(scan)
             pending.append(waiting)
