@@ -125,6 +125,7 @@ let package = Package(
         // The app half on a board (gaenctl app): sync state and cache, the download run over
         // both layouts, provide batching, the risk with the configuration's engine, announcements.
         .target(name: "GaenApp", dependencies: ["KeyDistribution", "ENProtocol", "RiskEngines", "CCurl"]),
+        .testTarget(name: "GaenAppTests", dependencies: ["GaenApp", "KeyDistribution", "ENProtocol"]),
         // Pure HCI wire types and the H4 framer: no I/O, no clock.
         .target(name: "HCIProtocol", swiftSettings: daemonModule),
         // The node: HCI host, radio, store, D-Bus.
