@@ -31,6 +31,15 @@ if [ "$(id -u)" -eq 0 ] && command -v systemd-sysusers >/dev/null \
     echo "setup: creating the gaend user and groups (systemd-sysusers)" >&2
     systemd-sysusers "$PWD/systemd/gaend.sysusers"
 fi
+# Four app users in group gaend (as a deployment adds a national app's user to it), for the
+# hostile-caller tests (tests/e2e/test_hostile_e2e.py): dbus-daemon looks a caller's groups up
+# by user, so the callers need accounts.
+if [ "$(id -u)" -eq 0 ] && getent group gaend >/dev/null; then
+    for n in 1 2 3 4; do
+        getent passwd "gaend-test-app$n" >/dev/null \
+            || useradd --system --no-create-home --shell /usr/sbin/nologin --groups gaend "gaend-test-app$n"
+    done
+fi
 
 # Python packages for the virtual radio (tools/virtual-radio) and its tests.
 if ! python3 -c 'import sys; import bumble, pytest, jeepney, duckdb' >/dev/null 2>&1 \

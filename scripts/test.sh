@@ -28,9 +28,10 @@ if make build >/tmp/gaend-release-build.log 2>&1; then
     # The daemon links FoundationEssentials only: no Foundation, ICU or CoreFoundation (issue 12).
     ./scripts/check-gaend-foundation.sh || status=1
     python3 -m pytest -q tests/install || status=1
-    rm -f /tmp/gaend-testbed-timings.json
-    GAEND_BIN_DIR="$bin" python3 -m pytest -q tests/testbed || status=1
-    [ -f /tmp/gaend-testbed-timings.json ] && echo "test bed scenario seconds: $(cat /tmp/gaend-testbed-timings.json)"
+    # This run's own folder (guest logs, captures, timings); Debian's kernel is cached per machine.
+    testbed_out="$PWD/.build/testbed/run-$(date -u +%Y%m%dT%H%M%S)-$$"
+    GAEND_TESTBED_OUT="$testbed_out" GAEND_BIN_DIR="$bin" python3 -m pytest -q tests/testbed || status=1
+    [ -f "$testbed_out/timings.json" ] && echo "test bed scenario seconds: $(cat "$testbed_out/timings.json") (logs: $testbed_out)"
 else
     echo "release build failed (see /tmp/gaend-release-build.log)" >&2
     status=1

@@ -312,6 +312,16 @@ struct StoreKeyTests {
             try StoreKey.load(keyFile: nil, environment: ["CREDENTIALS_DIRECTORY": other.appendingPathComponent("storekey").path])
         }
         #expect("\(blocked)".contains("Not a directory"), "\(blocked)")
+        // A credential that cannot be read says who asked and what the file and its directory
+        // allow (here: store-key is a symbolic link to itself, which stat() refuses even to root).
+        let odd = dir.url.appendingPathComponent("odd-creds")
+        try FileManager.default.createDirectory(at: odd, withIntermediateDirectories: true)
+        #expect(symlink("store-key", odd.appendingPathComponent("store-key").path) == 0)
+        try FileManager.default.setAttributes([.posixPermissions: 0o510], ofItemAtPath: odd.path)
+        let unreadable = try #require(throws: StoreError.self) { try StoreKey.load(keyFile: nil, environment: ["CREDENTIALS_DIRECTORY": odd.path]) }
+        let text = "\(unreadable)"
+        #expect(text.hasPrefix("store key file \(odd.path)/store-key cannot be read: Too many levels of symbolic links; gaend runs as uid \(getuid())"), "\(text)")
+        #expect(text.contains("gid \(getegid()); the file: mode 0777, owner uid \(geteuid()) gid \(getegid()); its directory \(odd.path): a directory, mode 0510, owner uid \(geteuid())"), "\(text)")
     }
 }
 

@@ -1011,7 +1011,7 @@ _gaenctl_risk_cwa() {
     repeating_flags=()
     non_repeating_flags=(--per-window -h --help)
     repeating_options=()
-    non_repeating_options=(--parameters --app-version --windows --today)
+    non_repeating_options=(--parameters --app-version --windows --test-case --today)
     __gaenctl_offer_flags_options 0
 
     # Offer option value completions
@@ -1025,6 +1025,9 @@ _gaenctl_risk_cwa() {
     '--windows')
         return
         ;;
+    '--test-case')
+        return
+        ;;
     '--today')
         return
         ;;
@@ -1035,7 +1038,7 @@ _gaenctl_risk_nhs() {
     repeating_flags=()
     non_repeating_flags=(--per-window -h --help)
     repeating_options=()
-    non_repeating_options=(--configuration --windows --method)
+    non_repeating_options=(--configuration --windows --test-case --method)
     __gaenctl_offer_flags_options 0
 
     # Offer option value completions
@@ -1044,6 +1047,9 @@ _gaenctl_risk_nhs() {
         return
         ;;
     '--windows')
+        return
+        ;;
+    '--test-case')
         return
         ;;
     '--method')
@@ -1056,7 +1062,7 @@ _gaenctl_risk_gaen-v1() {
     repeating_flags=()
     non_repeating_flags=(--per-window -h --help)
     repeating_options=()
-    non_repeating_options=(--configuration --windows --today)
+    non_repeating_options=(--configuration --windows --test-case --today)
     __gaenctl_offer_flags_options 0
 
     # Offer option value completions
@@ -1065,6 +1071,9 @@ _gaenctl_risk_gaen-v1() {
         return
         ;;
     '--windows')
+        return
+        ;;
+    '--test-case')
         return
         ;;
     '--today')
@@ -1077,7 +1086,7 @@ _gaenctl_risk_cwa-v1() {
     repeating_flags=()
     non_repeating_flags=(--per-window -h --help)
     repeating_options=()
-    non_repeating_options=(--configuration --windows --today)
+    non_repeating_options=(--configuration --windows --test-case --today)
     __gaenctl_offer_flags_options 0
 
     # Offer option value completions
@@ -1086,6 +1095,9 @@ _gaenctl_risk_cwa-v1() {
         return
         ;;
     '--windows')
+        return
+        ;;
+    '--test-case')
         return
         ;;
     '--today')
@@ -1098,7 +1110,7 @@ _gaenctl_risk_swisscovid() {
     repeating_flags=()
     non_repeating_flags=(--per-window -h --help)
     repeating_options=()
-    non_repeating_options=(--configuration --windows)
+    non_repeating_options=(--configuration --windows --test-case)
     __gaenctl_offer_flags_options 0
 
     # Offer option value completions
@@ -1107,6 +1119,9 @@ _gaenctl_risk_swisscovid() {
         return
         ;;
     '--windows')
+        return
+        ;;
+    '--test-case')
         return
         ;;
     esac
@@ -1116,7 +1131,7 @@ _gaenctl_risk_immuni() {
     repeating_flags=()
     non_repeating_flags=(--per-window -h --help)
     repeating_options=()
-    non_repeating_options=(--configuration --windows --today)
+    non_repeating_options=(--configuration --windows --test-case --today)
     __gaenctl_offer_flags_options 0
 
     # Offer option value completions
@@ -1125,6 +1140,9 @@ _gaenctl_risk_immuni() {
         return
         ;;
     '--windows')
+        return
+        ;;
+    '--test-case')
         return
         ;;
     '--today')
@@ -1254,13 +1272,19 @@ _gaenctl_trial_import() {
 _gaenctl_trial_import_dp3t() {
     repeating_flags=()
     non_repeating_flags=(-h --help)
-    repeating_options=()
-    non_repeating_options=(--calibration -o --output)
+    repeating_options=(--calibration)
+    non_repeating_options=(--calibration-date --timezone -o --output)
     __gaenctl_offer_flags_options -1
 
     # Offer option value completions
     case "${prev}" in
     '--calibration')
+        return
+        ;;
+    '--calibration-date')
+        return
+        ;;
+    '--timezone')
         return
         ;;
     '-o'|'--output')
@@ -1318,7 +1342,7 @@ _gaenctl_trial_import_rssi() {
     repeating_flags=()
     non_repeating_flags=(-h --help)
     repeating_options=()
-    non_repeating_options=(--tx-power --distance-column --rssi-column --distance-scale --receiver --transmitter -o --output)
+    non_repeating_options=(--tx-power --distance-column --rssi-column --time-column --receiver-column --transmitter-column --timezone --distance-scale --receiver --transmitter -o --output)
     __gaenctl_offer_flags_options -1
 
     # Offer option value completions
@@ -1330,6 +1354,18 @@ _gaenctl_trial_import_rssi() {
         return
         ;;
     '--rssi-column')
+        return
+        ;;
+    '--time-column')
+        return
+        ;;
+    '--receiver-column')
+        return
+        ;;
+    '--transmitter-column')
+        return
+        ;;
+    '--timezone')
         return
         ;;
     '--distance-scale')
@@ -1349,7 +1385,7 @@ _gaenctl_trial_import_rssi() {
 
 _gaenctl_trial_replay() {
     repeating_flags=()
-    non_repeating_flags=(--json -h --help)
+    non_repeating_flags=(--per-contact --json -h --help)
     repeating_options=(--rule)
     non_repeating_options=(--contacts --close-contact)
     __gaenctl_offer_flags_options 0

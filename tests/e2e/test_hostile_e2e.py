@@ -8,6 +8,7 @@ by forking this process and dropping to that uid, so that they use the jeepney a
 from __future__ import annotations
 
 import grp
+import pwd
 import json
 import os
 import select
@@ -36,9 +37,8 @@ callers:
   io_timeout_seconds: {IO_TIMEOUT}
   calls_in_flight: 4
 """
-# Uids no account uses: callers in group gaend, and one in no gaend group.
-APP_UIDS = [61001, 61002, 61003, 61004]
-OUTSIDER_UID = 61099
+# Callers: four app users in group gaend (scripts/setup.sh makes them), and nobody.
+APP_USERS = [f"gaend-test-app{n}" for n in range(1, 5)]
 
 needs_root = pytest.mark.skipif(os.geteuid() != 0, reason="needs root to make callers of other uids")
 
@@ -48,6 +48,17 @@ def gaend_gid() -> int:
         return grp.getgrnam("gaend").gr_gid
     except KeyError:
         pytest.skip("no group gaend: run scripts/setup.sh (systemd-sysusers systemd/gaend.sysusers)")
+
+
+def app_uids() -> list[int]:
+    try:
+        return [pwd.getpwnam(u).pw_uid for u in APP_USERS]
+    except KeyError:
+        pytest.skip("no app users in group gaend: run scripts/setup.sh")
+
+
+def outsider_uid() -> int:
+    return pwd.getpwnam("nobody").pw_uid
 
 
 # MARK: key files, byte by byte (the published layout: docs GAEN-FACTS "Key export files")
@@ -104,15 +115,16 @@ def as_uid(uid: int, groups: list[int], body, *args) -> tuple[int, int]:
     if pid == 0:
         os.close(r)
         code = 0
+        report = os.dup(w)
         try:
             os.setgroups(groups)
-            os.setgid(uid)
+            os.setgid(pwd.getpwuid(uid).pw_gid)
             os.setuid(uid)
             with os.fdopen(w, "w", buffering=1) as out:
                 body(*args, out)
         except BaseException as e:  # noqa: BLE001 (reported to the parent)
             try:
-                os.write(w, (json.dumps({"child_error": repr(e)}) + "\n").encode())
+                os.write(report, (json.dumps({"child_error": repr(e)}) + "\n").encode())
             except OSError:
                 pass
             code = 1
@@ -228,7 +240,7 @@ def test_four_uids_stalling_do_not_delay_status(policy_node, capsys):
     n = policy_node
     gid = gaend_gid()
     n.wait_scans(1, timeout=60)
-    children = [as_uid(uid, [gid], stall_calls, n.bus.address, 4) for uid in APP_UIDS]
+    children = [as_uid(uid, [gid], stall_calls, n.bus.address, 4) for uid in app_uids()]
     # Each child reports "sent" first.
     firsts = []
     for pid, fd in children:
@@ -236,7 +248,9 @@ def test_four_uids_stalling_do_not_delay_status(policy_node, capsys):
         while b"\n" not in buf:
             ready, _, _ = select.select([fd], [], [], 20)
             assert ready, "a caller did not send its calls"
-            buf += os.read(fd, 1)
+            byte = os.read(fd, 1)
+            assert byte, f"a caller ended before sending its calls: {buf!r}"
+            buf += byte
         firsts.append(json.loads(buf))
     assert all(f.get("sent") == 4 for f in firsts), firsts
     started = time.monotonic()
@@ -260,7 +274,9 @@ def test_four_uids_stalling_do_not_delay_status(policy_node, capsys):
     with capsys.disabled():
         print(f"\nstatus latency with 4 uids x 4 stalled calls: max {max(latencies):.3f} s, "
               f"median {sorted(latencies)[len(latencies) // 2]:.3f} s over {len(latencies)} calls")
-    assert max(latencies) < 1.0, latencies
+    # Held, a status waits for a stalled call's timeout (IO_TIMEOUT); answered at once it takes
+    # gaenctl's start-up, which a loaded machine can stretch past a second.
+    assert max(latencies) < IO_TIMEOUT / 3, latencies
     assert root_call.error == "org.gaend.Error.Timeout", (root_call.error, root_call.message)
     admitted = 0
     for lines in results:
@@ -284,7 +300,7 @@ def test_forged_signals_are_ignored(policy_node):
     watch = subprocess.Popen([str(n.bin_dir / "gaenctl"), "--bus", n.bus.address, "sightings", "watch", "--json", "--count", "2"],
                              stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
     time.sleep(1.0)  # subscribed
-    pid, fd = as_uid(OUTSIDER_UID, [], forge_signals, n.bus.address)
+    pid, fd = as_uid(outsider_uid(), [], forge_signals, n.bus.address)
     lines = read_lines(fd, 30)
     os.waitpid(pid, 0)
     assert lines and lines[0].get("forged", 0) > 0, lines
@@ -357,7 +373,10 @@ def test_sixteen_calls_of_millions_of_keys_stay_within_memory(policy_node, tmp_p
         os.chmod(p, 0o644)
     os.chmod(tmp_path, 0o755)
 
-    def provide(address, path, count, out):
+    def provide(address, inherited, count, out):
+        # The test's directories are private to root: the file comes as a descriptor
+        # inherited over the fork, reopened (its own offset) for each descriptor passed.
+        path = f"/proc/self/fd/{inherited}"
         target = DBusAddress("/org/gaend", bus_name="org.gaend", interface="org.gaend.ExposureNotification1")
         results = []
 
@@ -367,6 +386,8 @@ def test_sixteen_calls_of_millions_of_keys_stay_within_memory(policy_node, tmp_p
             try:
                 reply = conn.send_and_get_reply(new_method_call(target, "ProvideDiagnosisKeys", "ahs", (fds, f"m{i}")), timeout=120)
                 results.append(reply.header.fields.get(HeaderFields.error_name) or "ok")
+            except Exception as e:  # noqa: BLE001 (counted by the test)
+                results.append(f"client: {e!r}")
             finally:
                 conn.close()
                 for fd in fds:
@@ -382,7 +403,9 @@ def test_sixteen_calls_of_millions_of_keys_stay_within_memory(policy_node, tmp_p
     # Four descriptors of 2.2M keys (the hostile report's call), then one of the largest accepted.
     for name, count in (("millions", 4), ("largest", 1)):
         path = files[name]
-        children = [as_uid(uid, [gid], provide, n.bus.address, str(path), count) for uid in APP_UIDS]
+        inherited = os.open(path, os.O_RDONLY)
+        children = [as_uid(uid, [gid], provide, n.bus.address, inherited, count) for uid in app_uids()]
+        os.close(inherited)
         outcomes = []
         for pid, fd in children:
             outcomes += read_lines(fd, 160)
@@ -395,7 +418,8 @@ def test_sixteen_calls_of_millions_of_keys_stay_within_memory(policy_node, tmp_p
             print(f"\n16 calls x {count} x {name} ({path.stat().st_size} B zip): {sorted(set(results))}; peak RSS {peaks[name] / 1024:.1f} MiB")
         assert peaks[name] < 600 * 1024, peaks
         if name == "millions":
-            assert set(results) <= {"org.gaend.Error.InvalidKeyFile", "org.gaend.Error.LimitExceeded", "org.freedesktop.DBus.Error.LimitsExceeded"}, results
+            assert set(results) <= {"org.gaend.Error.InvalidKeyFile", "org.gaend.Error.Busy", "org.gaend.Error.LimitExceeded",
+                                    "org.freedesktop.DBus.Error.LimitsExceeded"}, results
         assert wait_for(lambda: not n.status()["matching"], 180, 0.5)
     assert "active" in n.status()["status"]
 

@@ -356,3 +356,39 @@ def test_slow_server_per_file_and_run_timeouts(setup):
     assert time.monotonic() - t0 < 20
     assert "the run's time is up" in out.stderr or "retry would pass the run's time" in out.stderr, out.stderr
     assert f"cwa/DE/{iso(today)}/0" not in state(ctx)["packages"]
+
+
+def test_gaend_rate_limit_reached_files_wait(radio, nodes, tmp_path, bin_dir):
+    """gaend's own limit (6 calls a UTC day, outside trial mode): the app stops at it and the
+    rest wait, none lost."""
+    clock = Clock(tmp_path)
+    env = faketime_env(clock.file)
+    r = radio([{"name": "n", "transport": "tcp-server:127.0.0.1:0", "tx_power": TX_POWER}])
+    node = nodes("n", r.ready["devices"]["n"]["connect"], extra=["--time-scale", "20"])
+    node.start()
+    server = TrialServer(tmp_path / "server", {}, env=env)
+    try:
+        new, _, new_pub = new_signing_key(tmp_path, "new")
+        t = Tree(server.tree, [(new, {"id": "TRIAL", "version": "1"})])
+        today = clock.today
+        for h in range(24):
+            t.hour(today, h, keys(today - 1, 1))
+        for d in range(1, 5):
+            t.day(today - d, keys(today - d - 1, 1))
+        ctx = {"bin": bin_dir, "node": node, "tmp": tmp_path, "env": env, "trust": [f"TRIAL:1={new_pub}"]}
+        assert node.status()["provideDiagnosisKeysRemaining"] == 6
+        # 28 packages, 1 call of 16 and 1 of 12 would do; allowed 10 calls by the app but only
+        # 1 left in gaend after 5 calls by someone else.
+        for _ in range(5):
+            f = tmp_path / "one.zip"
+            f.write_bytes(t.path(today, 0).read_bytes())
+            node.ctl("keys", "provide", f, check=True)
+        assert node.status()["provideDiagnosisKeysRemaining"] == 1
+        out, last = sync(ctx, server.keys_url, "--max-provide-calls", "10")
+        assert last == "28 new packages, 16 provided, 0 refused", out.stdout + out.stderr
+        out, last = sync(ctx, server.keys_url, "--max-provide-calls", "10")
+        assert last == "0 new packages, 0 provided, 0 refused" and "provide limit is reached" in out.stderr, out.stdout + out.stderr
+        st = state(ctx)
+        assert len(st["packages"]) == 28 and sum(1 for p in st["packages"].values() if not p.get("providedAt")) == 12
+    finally:
+        server.stop()

@@ -102,6 +102,20 @@ public final class AtomicOutputFile: @unchecked Sendable {
         try file.commit()
     }
 
+    /// Runs `body` with the temporary file, committing only if it returns (synchronous callers).
+    public static func with<T>(path: String, mode: mode_t = 0o644, durable: Bool = true,
+                               _ body: (AtomicOutputFile) throws -> T) throws -> T {
+        let file = try AtomicOutputFile(path: path, mode: mode, durable: durable)
+        do {
+            let result = try body(file)
+            try file.commit()
+            return result
+        } catch {
+            file.discard()
+            throw error
+        }
+    }
+
     /// Runs `body` with the temporary file, committing only if it returns.
     public static func with<T>(path: String, mode: mode_t = 0o600, durable: Bool = true,
                                _ body: (AtomicOutputFile) async throws -> T) async throws -> T {
