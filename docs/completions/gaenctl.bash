@@ -1080,7 +1080,7 @@ _gaenctl_risk_cwa() {
     repeating_flags=()
     non_repeating_flags=(--per-window -h --help)
     repeating_options=()
-    non_repeating_options=(--parameters --app-version --windows --today)
+    non_repeating_options=(--parameters --app-version --windows --test-case --today)
     __gaenctl_offer_flags_options 0
 
     # Offer option value completions
@@ -1094,6 +1094,9 @@ _gaenctl_risk_cwa() {
     '--windows')
         return
         ;;
+    '--test-case')
+        return
+        ;;
     '--today')
         return
         ;;
@@ -1104,7 +1107,7 @@ _gaenctl_risk_nhs() {
     repeating_flags=()
     non_repeating_flags=(--per-window -h --help)
     repeating_options=()
-    non_repeating_options=(--configuration --windows --method)
+    non_repeating_options=(--configuration --windows --test-case --method)
     __gaenctl_offer_flags_options 0
 
     # Offer option value completions
@@ -1113,6 +1116,9 @@ _gaenctl_risk_nhs() {
         return
         ;;
     '--windows')
+        return
+        ;;
+    '--test-case')
         return
         ;;
     '--method')
@@ -1125,7 +1131,7 @@ _gaenctl_risk_gaen-v1() {
     repeating_flags=()
     non_repeating_flags=(--per-window -h --help)
     repeating_options=()
-    non_repeating_options=(--configuration --windows --today)
+    non_repeating_options=(--configuration --windows --test-case --today)
     __gaenctl_offer_flags_options 0
 
     # Offer option value completions
@@ -1134,6 +1140,9 @@ _gaenctl_risk_gaen-v1() {
         return
         ;;
     '--windows')
+        return
+        ;;
+    '--test-case')
         return
         ;;
     '--today')
@@ -1146,7 +1155,7 @@ _gaenctl_risk_cwa-v1() {
     repeating_flags=()
     non_repeating_flags=(--per-window -h --help)
     repeating_options=()
-    non_repeating_options=(--configuration --windows --today)
+    non_repeating_options=(--configuration --windows --test-case --today)
     __gaenctl_offer_flags_options 0
 
     # Offer option value completions
@@ -1155,6 +1164,9 @@ _gaenctl_risk_cwa-v1() {
         return
         ;;
     '--windows')
+        return
+        ;;
+    '--test-case')
         return
         ;;
     '--today')
@@ -1167,7 +1179,7 @@ _gaenctl_risk_swisscovid() {
     repeating_flags=()
     non_repeating_flags=(--per-window -h --help)
     repeating_options=()
-    non_repeating_options=(--configuration --windows)
+    non_repeating_options=(--configuration --windows --test-case)
     __gaenctl_offer_flags_options 0
 
     # Offer option value completions
@@ -1176,6 +1188,9 @@ _gaenctl_risk_swisscovid() {
         return
         ;;
     '--windows')
+        return
+        ;;
+    '--test-case')
         return
         ;;
     esac
@@ -1185,7 +1200,7 @@ _gaenctl_risk_immuni() {
     repeating_flags=()
     non_repeating_flags=(--per-window -h --help)
     repeating_options=()
-    non_repeating_options=(--configuration --windows --today)
+    non_repeating_options=(--configuration --windows --test-case --today)
     __gaenctl_offer_flags_options 0
 
     # Offer option value completions
@@ -1194,6 +1209,9 @@ _gaenctl_risk_immuni() {
         return
         ;;
     '--windows')
+        return
+        ;;
+    '--test-case')
         return
         ;;
     '--today')
@@ -1323,13 +1341,19 @@ _gaenctl_trial_import() {
 _gaenctl_trial_import_dp3t() {
     repeating_flags=()
     non_repeating_flags=(-h --help)
-    repeating_options=()
-    non_repeating_options=(--calibration -o --output)
+    repeating_options=(--calibration)
+    non_repeating_options=(--calibration-date --timezone -o --output)
     __gaenctl_offer_flags_options -1
 
     # Offer option value completions
     case "${prev}" in
     '--calibration')
+        return
+        ;;
+    '--calibration-date')
+        return
+        ;;
+    '--timezone')
         return
         ;;
     '-o'|'--output')
@@ -1387,7 +1411,7 @@ _gaenctl_trial_import_rssi() {
     repeating_flags=()
     non_repeating_flags=(-h --help)
     repeating_options=()
-    non_repeating_options=(--tx-power --distance-column --rssi-column --distance-scale --receiver --transmitter -o --output)
+    non_repeating_options=(--tx-power --distance-column --rssi-column --time-column --receiver-column --transmitter-column --timezone --distance-scale --receiver --transmitter -o --output)
     __gaenctl_offer_flags_options -1
 
     # Offer option value completions
@@ -1399,6 +1423,18 @@ _gaenctl_trial_import_rssi() {
         return
         ;;
     '--rssi-column')
+        return
+        ;;
+    '--time-column')
+        return
+        ;;
+    '--receiver-column')
+        return
+        ;;
+    '--transmitter-column')
+        return
+        ;;
+    '--timezone')
         return
         ;;
     '--distance-scale')
@@ -1418,7 +1454,7 @@ _gaenctl_trial_import_rssi() {
 
 _gaenctl_trial_replay() {
     repeating_flags=()
-    non_repeating_flags=(--json -h --help)
+    non_repeating_flags=(--per-contact --json -h --help)
     repeating_options=(--rule)
     non_repeating_options=(--contacts --close-contact)
     __gaenctl_offer_flags_options 0
