@@ -263,7 +263,7 @@ enum RiskCLI {
         do {
             return try Data(contentsOf: URL(fileURLWithPath: path))
         } catch {
-            throw ValidationError("\(what): cannot read '\(path)': \((error as NSError).localizedDescription)")
+            throw ValidationError("\(what): cannot read '\(path)': \(fileErrorReason(error))")
         }
     }
 

@@ -163,7 +163,7 @@ _gaenctl() {
     local -a unparsed_words=("${COMP_WORDS[@]:1:${COMP_CWORD}}")
 
     local -a repeating_flags=()
-    local -a non_repeating_flags=(-h --help)
+    local -a non_repeating_flags=(--version -h --help)
     local -a repeating_options=()
     local -a non_repeating_options=(--bus --name --timeout)
     __gaenctl_offer_flags_options 0
@@ -199,7 +199,7 @@ _gaenctl() {
 
 _gaenctl_derive() {
     repeating_flags=()
-    non_repeating_flags=(-h --help)
+    non_repeating_flags=(--version -h --help)
     repeating_options=()
     non_repeating_options=(--tek --interval --time --count --metadata)
     __gaenctl_offer_flags_options 0
@@ -226,7 +226,7 @@ _gaenctl_derive() {
 
 _gaenctl_keys() {
     repeating_flags=()
-    non_repeating_flags=(-h --help)
+    non_repeating_flags=(--version -h --help)
     repeating_options=()
     non_repeating_options=()
     __gaenctl_offer_flags_options 0
@@ -236,20 +236,20 @@ _gaenctl_keys() {
     unset 'unparsed_words[0]'
     unparsed_words=("${unparsed_words[@]}")
     case "${subcommand}" in
-    inspect|create|history|provide)
+    inspect|create|history|provide|publish)
         # Offer subcommand argument completions
         "_gaenctl_keys_${subcommand}"
         ;;
     *)
         # Offer subcommand completions
-        COMPREPLY+=($(compgen -W 'inspect create history provide' -- "${cur}"))
+        COMPREPLY+=($(compgen -W 'inspect create history provide publish' -- "${cur}"))
         ;;
     esac
 }
 
 _gaenctl_keys_inspect() {
     repeating_flags=()
-    non_repeating_flags=(--require-signature -h --help)
+    non_repeating_flags=(--require-signature --version -h --help)
     repeating_options=(--trust)
     non_repeating_options=()
     __gaenctl_offer_flags_options 1
@@ -264,7 +264,7 @@ _gaenctl_keys_inspect() {
 
 _gaenctl_keys_create() {
     repeating_flags=()
-    non_repeating_flags=(-h --help)
+    non_repeating_flags=(--version -h --help)
     repeating_options=()
     non_repeating_options=(--keys --signing-key --key-id --key-version --region -o)
     __gaenctl_offer_flags_options 0
@@ -294,7 +294,7 @@ _gaenctl_keys_create() {
 
 _gaenctl_keys_history() {
     repeating_flags=()
-    non_repeating_flags=(--json -h --help)
+    non_repeating_flags=(--json --version -h --help)
     repeating_options=()
     non_repeating_options=(--bus --name --timeout -o --signing-key --key-id --key-version --region)
     __gaenctl_offer_flags_options 0
@@ -330,7 +330,7 @@ _gaenctl_keys_history() {
 
 _gaenctl_keys_provide() {
     repeating_flags=()
-    non_repeating_flags=(--json -h --help)
+    non_repeating_flags=(--json --version -h --help)
     repeating_options=()
     non_repeating_options=(--bus --name --timeout --wait)
     __gaenctl_offer_flags_options -1
@@ -352,9 +352,63 @@ _gaenctl_keys_provide() {
     esac
 }
 
+_gaenctl_keys_publish() {
+    repeating_flags=()
+    non_repeating_flags=(--version -h --help)
+    repeating_options=(--signing-key --key-id --key-version)
+    non_repeating_options=(--inbox -o --country --region --now --embargo-hours --min-keys --hour-days --retention-days --max-keys-per-file --app-config)
+    __gaenctl_offer_flags_options 0
+
+    # Offer option value completions
+    case "${prev}" in
+    '--inbox')
+        return
+        ;;
+    '-o')
+        return
+        ;;
+    '--signing-key')
+        return
+        ;;
+    '--key-id')
+        return
+        ;;
+    '--key-version')
+        return
+        ;;
+    '--country')
+        return
+        ;;
+    '--region')
+        return
+        ;;
+    '--now')
+        return
+        ;;
+    '--embargo-hours')
+        return
+        ;;
+    '--min-keys')
+        return
+        ;;
+    '--hour-days')
+        return
+        ;;
+    '--retention-days')
+        return
+        ;;
+    '--max-keys-per-file')
+        return
+        ;;
+    '--app-config')
+        return
+        ;;
+    esac
+}
+
 _gaenctl_match() {
     repeating_flags=()
-    non_repeating_flags=(-h --help)
+    non_repeating_flags=(--version -h --help)
     repeating_options=(--keys --trust)
     non_repeating_options=(--sightings --workers)
     __gaenctl_offer_flags_options 0
@@ -378,7 +432,7 @@ _gaenctl_match() {
 
 _gaenctl_windows() {
     repeating_flags=()
-    non_repeating_flags=(--json -h --help)
+    non_repeating_flags=(--json --version -h --help)
     repeating_options=(--keys --trust)
     non_repeating_options=(--sightings --workers --mapping --bus --name --timeout)
     __gaenctl_offer_flags_options 0
@@ -414,7 +468,7 @@ _gaenctl_windows() {
 
 _gaenctl_radio() {
     repeating_flags=()
-    non_repeating_flags=(-h --help)
+    non_repeating_flags=(--version -h --help)
     repeating_options=()
     non_repeating_options=()
     __gaenctl_offer_flags_options 0
@@ -437,7 +491,7 @@ _gaenctl_radio() {
 
 _gaenctl_radio_probe() {
     repeating_flags=()
-    non_repeating_flags=(--verbose -h --help)
+    non_repeating_flags=(--verbose --version -h --help)
     repeating_options=()
     non_repeating_options=(--controller --command-timeout --capture --capture-max-mb)
     __gaenctl_offer_flags_options 0
@@ -461,7 +515,7 @@ _gaenctl_radio_probe() {
 
 _gaenctl_radio_advertise() {
     repeating_flags=()
-    non_repeating_flags=(--verbose -h --help)
+    non_repeating_flags=(--verbose --version -h --help)
     repeating_options=()
     non_repeating_options=(--controller --command-timeout --capture --capture-max-mb --tek --duration --watchdog-interval --tx-power --time-scale)
     __gaenctl_offer_flags_options 0
@@ -500,7 +554,7 @@ _gaenctl_radio_advertise() {
 
 _gaenctl_radio_scan() {
     repeating_flags=()
-    non_repeating_flags=(--verbose -h --help)
+    non_repeating_flags=(--verbose --version -h --help)
     repeating_options=()
     non_repeating_options=(--controller --command-timeout --capture --capture-max-mb --duration --watchdog-interval --scan-stall-seconds)
     __gaenctl_offer_flags_options 0
@@ -533,7 +587,7 @@ _gaenctl_radio_scan() {
 
 _gaenctl_status() {
     repeating_flags=()
-    non_repeating_flags=(--json -h --help)
+    non_repeating_flags=(--json --version -h --help)
     repeating_options=()
     non_repeating_options=(--bus --name --timeout)
     __gaenctl_offer_flags_options 0
@@ -554,7 +608,7 @@ _gaenctl_status() {
 
 _gaenctl_start() {
     repeating_flags=()
-    non_repeating_flags=(-h --help)
+    non_repeating_flags=(--version -h --help)
     repeating_options=()
     non_repeating_options=(--bus --name --timeout)
     __gaenctl_offer_flags_options 0
@@ -575,7 +629,7 @@ _gaenctl_start() {
 
 _gaenctl_stop() {
     repeating_flags=()
-    non_repeating_flags=(-h --help)
+    non_repeating_flags=(--version -h --help)
     repeating_options=()
     non_repeating_options=(--bus --name --timeout)
     __gaenctl_offer_flags_options 0
@@ -596,7 +650,7 @@ _gaenctl_stop() {
 
 _gaenctl_sightings() {
     repeating_flags=()
-    non_repeating_flags=(-h --help)
+    non_repeating_flags=(--version -h --help)
     repeating_options=()
     non_repeating_options=()
     __gaenctl_offer_flags_options 0
@@ -619,7 +673,7 @@ _gaenctl_sightings() {
 
 _gaenctl_sightings_watch() {
     repeating_flags=()
-    non_repeating_flags=(--json --summary -h --help)
+    non_repeating_flags=(--json --summary --version -h --help)
     repeating_options=()
     non_repeating_options=(--bus --name --timeout --count --tx-power --forget-after)
     __gaenctl_offer_flags_options 0
@@ -649,7 +703,7 @@ _gaenctl_sightings_watch() {
 
 _gaenctl_sightings_export() {
     repeating_flags=()
-    non_repeating_flags=(-h --help)
+    non_repeating_flags=(--version -h --help)
     repeating_options=()
     non_repeating_options=(--bus --name --timeout --format -o --from --to --split --dir)
     __gaenctl_offer_flags_options 0
@@ -688,7 +742,7 @@ _gaenctl_sightings_export() {
 
 _gaenctl_mark() {
     repeating_flags=()
-    non_repeating_flags=(--json -h --help)
+    non_repeating_flags=(--json --version -h --help)
     repeating_options=()
     non_repeating_options=(--bus --name --timeout --label --distance --note --time)
     __gaenctl_offer_flags_options 0
@@ -721,7 +775,7 @@ _gaenctl_mark() {
 
 _gaenctl_markers() {
     repeating_flags=()
-    non_repeating_flags=(-h --help)
+    non_repeating_flags=(--version -h --help)
     repeating_options=()
     non_repeating_options=()
     __gaenctl_offer_flags_options 0
@@ -744,7 +798,7 @@ _gaenctl_markers() {
 
 _gaenctl_markers_export() {
     repeating_flags=()
-    non_repeating_flags=(-h --help)
+    non_repeating_flags=(--version -h --help)
     repeating_options=()
     non_repeating_options=(--bus --name --timeout -o --from --to --config --node --site)
     __gaenctl_offer_flags_options 0
@@ -783,7 +837,7 @@ _gaenctl_markers_export() {
 
 _gaenctl_risk() {
     repeating_flags=()
-    non_repeating_flags=(-h --help)
+    non_repeating_flags=(--version -h --help)
     repeating_options=()
     non_repeating_options=()
     __gaenctl_offer_flags_options 0
@@ -806,7 +860,7 @@ _gaenctl_risk() {
 
 _gaenctl_risk_cwa() {
     repeating_flags=()
-    non_repeating_flags=(--per-window -h --help)
+    non_repeating_flags=(--per-window --version -h --help)
     repeating_options=()
     non_repeating_options=(--parameters --app-version --windows --today)
     __gaenctl_offer_flags_options 0
@@ -830,7 +884,7 @@ _gaenctl_risk_cwa() {
 
 _gaenctl_risk_nhs() {
     repeating_flags=()
-    non_repeating_flags=(--per-window -h --help)
+    non_repeating_flags=(--per-window --version -h --help)
     repeating_options=()
     non_repeating_options=(--configuration --windows --method)
     __gaenctl_offer_flags_options 0
@@ -851,7 +905,7 @@ _gaenctl_risk_nhs() {
 
 _gaenctl_risk_gaen-v1() {
     repeating_flags=()
-    non_repeating_flags=(--per-window -h --help)
+    non_repeating_flags=(--per-window --version -h --help)
     repeating_options=()
     non_repeating_options=(--configuration --windows --today)
     __gaenctl_offer_flags_options 0
@@ -872,7 +926,7 @@ _gaenctl_risk_gaen-v1() {
 
 _gaenctl_risk_cwa-v1() {
     repeating_flags=()
-    non_repeating_flags=(--per-window -h --help)
+    non_repeating_flags=(--per-window --version -h --help)
     repeating_options=()
     non_repeating_options=(--configuration --windows --today)
     __gaenctl_offer_flags_options 0
@@ -893,7 +947,7 @@ _gaenctl_risk_cwa-v1() {
 
 _gaenctl_risk_swisscovid() {
     repeating_flags=()
-    non_repeating_flags=(--per-window -h --help)
+    non_repeating_flags=(--per-window --version -h --help)
     repeating_options=()
     non_repeating_options=(--configuration --windows)
     __gaenctl_offer_flags_options 0
@@ -911,7 +965,7 @@ _gaenctl_risk_swisscovid() {
 
 _gaenctl_risk_immuni() {
     repeating_flags=()
-    non_repeating_flags=(--per-window -h --help)
+    non_repeating_flags=(--per-window --version -h --help)
     repeating_options=()
     non_repeating_options=(--configuration --windows --today)
     __gaenctl_offer_flags_options 0
@@ -932,7 +986,7 @@ _gaenctl_risk_immuni() {
 
 _gaenctl_summaries() {
     repeating_flags=()
-    non_repeating_flags=(--json -h --help)
+    non_repeating_flags=(--json --version -h --help)
     repeating_options=()
     non_repeating_options=(--windows --bus --name --timeout --config --today)
     __gaenctl_offer_flags_options 0
@@ -962,7 +1016,7 @@ _gaenctl_summaries() {
 
 _gaenctl_trial() {
     repeating_flags=()
-    non_repeating_flags=(-h --help)
+    non_repeating_flags=(--version -h --help)
     repeating_options=()
     non_repeating_options=()
     __gaenctl_offer_flags_options 0
@@ -985,7 +1039,7 @@ _gaenctl_trial() {
 
 _gaenctl_trial_report() {
     repeating_flags=()
-    non_repeating_flags=(-h --help)
+    non_repeating_flags=(--version -h --help)
     repeating_options=(--sightings --keys --markers --attenuations)
     non_repeating_options=(-o --output --site --close-contact --thresholds --split --attenuation-format)
     __gaenctl_offer_flags_options 0
@@ -1027,7 +1081,7 @@ _gaenctl_trial_report() {
 
 _gaenctl_trial_import() {
     repeating_flags=()
-    non_repeating_flags=(-h --help)
+    non_repeating_flags=(--version -h --help)
     repeating_options=()
     non_repeating_options=()
     __gaenctl_offer_flags_options 0
@@ -1050,7 +1104,7 @@ _gaenctl_trial_import() {
 
 _gaenctl_trial_import_dp3t() {
     repeating_flags=()
-    non_repeating_flags=(-h --help)
+    non_repeating_flags=(--version -h --help)
     repeating_options=()
     non_repeating_options=(--calibration -o --output)
     __gaenctl_offer_flags_options -1
@@ -1068,7 +1122,7 @@ _gaenctl_trial_import_dp3t() {
 
 _gaenctl_trial_import_leith() {
     repeating_flags=()
-    non_repeating_flags=(-h --help)
+    non_repeating_flags=(--version -h --help)
     repeating_options=()
     non_repeating_options=(--at --transmission-risk-level --ranges -o --output)
     __gaenctl_offer_flags_options 1
@@ -1092,7 +1146,7 @@ _gaenctl_trial_import_leith() {
 
 _gaenctl_trial_import_histogram() {
     repeating_flags=()
-    non_repeating_flags=(-h --help)
+    non_repeating_flags=(--version -h --help)
     repeating_options=()
     non_repeating_options=(--at --transmission-risk-level -o --output)
     __gaenctl_offer_flags_options -1
@@ -1113,7 +1167,7 @@ _gaenctl_trial_import_histogram() {
 
 _gaenctl_trial_import_rssi() {
     repeating_flags=()
-    non_repeating_flags=(-h --help)
+    non_repeating_flags=(--version -h --help)
     repeating_options=()
     non_repeating_options=(--tx-power --distance-column --rssi-column --distance-scale --receiver --transmitter -o --output)
     __gaenctl_offer_flags_options -1
@@ -1146,7 +1200,7 @@ _gaenctl_trial_import_rssi() {
 
 _gaenctl_trial_replay() {
     repeating_flags=()
-    non_repeating_flags=(--json -h --help)
+    non_repeating_flags=(--json --version -h --help)
     repeating_options=(--rule)
     non_repeating_options=(--contacts --close-contact)
     __gaenctl_offer_flags_options 0
@@ -1167,7 +1221,7 @@ _gaenctl_trial_replay() {
 
 _gaenctl_simulate() {
     repeating_flags=()
-    non_repeating_flags=(--random-keys --report -h --help)
+    non_repeating_flags=(--random-keys --report --version -h --help)
     repeating_options=()
     non_repeating_options=(--scenario -o --output --seed --split --format)
     __gaenctl_offer_flags_options 0
@@ -1194,7 +1248,7 @@ _gaenctl_simulate() {
 
 _gaenctl_calibrate() {
     repeating_flags=()
-    non_repeating_flags=(--live --any-device --apply --non-interactive --dry-run -h --help)
+    non_repeating_flags=(--live --any-device --apply --non-interactive --dry-run --version -h --help)
     repeating_options=()
     non_repeating_options=(--bus --name --timeout --sightings --markers --reference-keys --expected-rssi --reference-attenuation --reference-tx-power --orientations --min-samples --seconds-per-orientation --tx-power --calibration-confidence --config)
     __gaenctl_offer_flags_options 0
@@ -1250,7 +1304,11 @@ _gaenctl_calibrate() {
 }
 
 _gaenctl_help() {
-    :
+    repeating_flags=()
+    non_repeating_flags=(--version)
+    repeating_options=()
+    non_repeating_options=()
+    __gaenctl_offer_flags_options -1
 }
 
 complete -o filenames -F _gaenctl gaenctl
