@@ -75,8 +75,8 @@ install:
 	    $(DESTDIR)$(BASHCOMPDIR) $(DESTDIR)$(ZSHCOMPDIR) $(DESTDIR)$(FISHCOMPDIR)
 	install -m 0755 $(BUILT)/gaend $(DESTDIR)$(BINDIR)/gaend
 	install -m 0755 $(BUILT)/gaenctl $(DESTDIR)$(BINDIR)/gaenctl
-	for u in gaend@.service gaend-store-key.service; do \
-	    sed -e 's|/usr/local/bin/gaend|$(BINDIR)/gaend|g' -e 's|/usr/local/share/doc/gaend|$(DOCDIR)|g' systemd/$$u > $(DESTDIR)$(UNITDIR)/$$u; \
+	for u in gaend@.service gaend-store-key.service gaend-app@.service gaend-app@.timer; do \
+	    sed -e 's|/usr/local/bin/gaend|$(BINDIR)/gaend|g' -e 's|/usr/local/bin/gaenctl|$(BINDIR)/gaenctl|g' -e 's|/usr/local/share/doc/gaend|$(DOCDIR)|g' systemd/$$u > $(DESTDIR)$(UNITDIR)/$$u; \
 	    chmod 0644 $(DESTDIR)$(UNITDIR)/$$u; done
 	install -m 0644 udev/99-gaend.rules $(DESTDIR)$(UDEVDIR)/99-gaend.rules
 	install -m 0644 systemd/gaend.sysusers $(DESTDIR)$(SYSUSERSDIR)/gaend.conf
@@ -93,6 +93,7 @@ install:
 	install -m 0644 docs/completions/gaenctl.fish $(DESTDIR)$(FISHCOMPDIR)/gaenctl.fish
 	install -m 0644 docs/completions/gaend.fish $(DESTDIR)$(FISHCOMPDIR)/gaend.fish
 	install -m 0644 README.md $(DESTDIR)$(DOCDIR)/README.md
+	install -m 0644 docs/key-server.md $(DESTDIR)$(DOCDIR)/key-server.md
 	cp -r docs $(DESTDIR)$(DOCDIR)/
 	@if [ -z "$(DESTDIR)" ]; then $(MAKE) --no-print-directory activate; fi
 

@@ -108,13 +108,25 @@ let package = Package(
         .target(name: "RiskEngines", dependencies: ["ENProtocol"]),
         .testTarget(name: "RiskEnginesTests", dependencies: ["RiskEngines", "ENProtocol"], resources: [.copy("Fixtures")]),
         // Field-trial toolkit: channel analysis, trial reports, simulation, calibration.
-        .target(name: "TrialKit", dependencies: ["ENProtocol", "RiskEngines"]),
+        .target(name: "TrialKit", dependencies: ["ENProtocol", "RiskEngines", "CGaenZlib"]),
         .testTarget(name: "TrialKitTests", dependencies: ["TrialKit", "ENProtocol"]),
         // The key server's published layouts (CWA distribution layout, Google key server layout):
         // the publisher's plan and tree writer and the app's readers side by side, the signed
         // app configuration. Signing and the key export format are ENProtocol's.
         .target(name: "KeyDistribution", dependencies: ["ENProtocol", "PlatformSupport", "TrialKit"]),
         .testTarget(name: "KeyDistributionTests", dependencies: ["KeyDistribution", "ENProtocol"]),
+        // System library: libcurl (Debian's libcurl4-openssl-dev), the app's HTTP client: security
+        // updates through the OS, proxies, IPv6, HTTP/2; one handle keeps the connection alive.
+        .systemLibrary(
+            name: "CCurl",
+            path: "Sources/CCurl",
+            pkgConfig: "libcurl",
+            providers: [.apt(["libcurl4-openssl-dev"])]
+        ),
+        // The app half on a board (gaenctl app): sync state and cache, the download run over
+        // both layouts, provide batching, the risk with the configuration's engine, announcements.
+        .target(name: "GaenApp", dependencies: ["KeyDistribution", "ENProtocol", "RiskEngines", "CCurl"]),
+        .testTarget(name: "GaenAppTests", dependencies: ["GaenApp", "KeyDistribution", "ENProtocol"]),
         // Pure HCI wire types and the H4 framer: no I/O, no clock.
         .target(name: "HCIProtocol", swiftSettings: daemonModule),
         // The node: HCI host, radio, store, D-Bus.
@@ -131,7 +143,7 @@ let package = Package(
         .executableTarget(
             name: "gaend",
             dependencies: [
-                "BLEDaemon", "DBusCore", "GaendAPI", "ENProtocol",
+                "BLEDaemon", "DBusCore", "GaendAPI", "ENProtocol", "PlatformSupport",
                 .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
                 .product(name: "UnixSignals", package: "swift-service-lifecycle"),
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
@@ -142,7 +154,7 @@ let package = Package(
         .executableTarget(
             name: "gaenctl",
             dependencies: [
-                "ENProtocol", "RiskEngines", "BLEDaemon", "HCIProtocol", "GaendClient", "GaendAPI", "TrialKit", "KeyDistribution",
+                "ENProtocol", "RiskEngines", "BLEDaemon", "HCIProtocol", "GaendClient", "GaendAPI", "TrialKit", "KeyDistribution", "GaenApp",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
                 // `trial import dp3t` reads DP-3T's SQLite result tables.
                 "GaenSQLite",

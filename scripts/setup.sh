@@ -4,7 +4,7 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
-APT_PACKAGES=(libbluetooth-dev libdbus-1-dev libssl-dev libsqlite3-dev zlib1g-dev libyaml-dev pkg-config dbus dbus-daemon protobuf-compiler
+APT_PACKAGES=(libbluetooth-dev libdbus-1-dev libssl-dev libsqlite3-dev zlib1g-dev libyaml-dev pkg-config dbus dbus-daemon protobuf-compiler libcurl4-openssl-dev nginx
               libglib2.0-bin systemd util-linux openssl faketime
               qemu-system-x86 busybox-static kmod udev bluez tshark make binutils)
 # libyaml-dev: the config's YAML reader (Sources/YAMLReader on libyaml; the package then
@@ -21,6 +21,24 @@ if ((${#missing[@]})); then
     SUDO=""; [ "$(id -u)" -eq 0 ] || SUDO="sudo"
     $SUDO apt-get update -qq
     DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -qq "${missing[@]}" >/dev/null
+fi
+
+# The daemon's user and the groups the D-Bus policy grants (systemd/gaend.sysusers), as a
+# deployment makes them: the hostile-caller tests run callers in group gaend on a bus with
+# the shipped policy, which names these groups.
+if [ "$(id -u)" -eq 0 ] && command -v systemd-sysusers >/dev/null \
+   && ! { getent group gaend && getent group gaend-research; } >/dev/null 2>&1; then
+    echo "setup: creating the gaend user and groups (systemd-sysusers)" >&2
+    systemd-sysusers "$PWD/systemd/gaend.sysusers"
+fi
+# Four app users in group gaend (as a deployment adds a national app's user to it), for the
+# hostile-caller tests (tests/e2e/test_hostile_e2e.py): dbus-daemon looks a caller's groups up
+# by user, so the callers need accounts.
+if [ "$(id -u)" -eq 0 ] && getent group gaend >/dev/null; then
+    for n in 1 2 3 4; do
+        getent passwd "gaend-test-app$n" >/dev/null \
+            || useradd --system --no-create-home --shell /usr/sbin/nologin --groups gaend "gaend-test-app$n"
+    done
 fi
 
 # Python packages for the virtual radio (tools/virtual-radio) and its tests.

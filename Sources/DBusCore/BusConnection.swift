@@ -174,6 +174,15 @@ public final class BusConnection: @unchecked Sendable {
         return uid
     }
 
+    /// The unique name (":1.42") that owns the well-known `name` now (GetNameOwner).
+    public func nameOwner(of name: String) async throws -> String {
+        let reply = try await call(Self.busCall("GetNameOwner", [.string(name)]))
+        guard case .string(let owner)? = reply.body.first else {
+            throw DBusBindingError.signatureMismatch(expected: "s", actual: reply.signature)
+        }
+        return owner
+    }
+
     /// Asks the bus to route signals matching `rule` to this connection.
     public func addMatch(_ rule: String) async throws {
         _ = try await call(Self.busCall("AddMatch", [.string(rule)]))

@@ -10,6 +10,14 @@ import Logging
 public struct DBusMethodCall: Sendable {
     public let message: BusMessage
     let connection: BusConnection
+    /// The caller's uid when the service already asked it (method calls: admission).
+    let knownUID: UInt32?
+
+    init(message: BusMessage, connection: BusConnection, knownUID: UInt32? = nil) {
+        self.message = message
+        self.connection = connection
+        self.knownUID = knownUID
+    }
 
     /// The arguments, already checked against the declared in-signature.
     public var args: [DBusValue] { message.body }
@@ -20,7 +28,8 @@ public struct DBusMethodCall: Sendable {
 
     /// The caller's Unix uid, asked from the bus (GetConnectionUnixUser), for authorization.
     public func callerUID() async throws -> UInt32 {
-        try await connection.unixUser(of: sender)
+        if let knownUID { return knownUID }
+        return try await connection.unixUser(of: sender)
     }
 }
 
@@ -108,22 +117,34 @@ public struct DBusInterfaceImplementation: Sendable {
 /// same tables (org.freedesktop.DBus.Peer is answered by libdbus).
 ///
 /// Calls arrive on the connection's loop thread, are queued (bounded) and handled by `run()`,
-/// each in its own child task, at most `maxConcurrentCalls` at a time. Handlers are async and
-/// may take as long as they need; replies are sent when they return.
+/// each in its own child task. `run()` admits or refuses each call as it arrives (`CallAdmission`:
+/// per uid, in total, with a share kept for other callers, and property reads in a lane of
+/// their own), so a call never waits behind others in progress. Handlers are async and may
+/// take as long as they need; replies are sent when they return.
 public final class BusService: Sendable {
     public let connection: BusConnection
     /// Error name for handler failures that are not `DBusErrorConvertible`.
     public let fallbackErrorName: String
-    public let maxConcurrentCalls: Int
+    public var maxConcurrentCalls: Int { admission.limits.maxConcurrentCalls }
+    public let admission: CallAdmission
     private let logger: Logger
+    /// Method calls whose caller's uid is being asked from the bus (bounded too).
+    private let lookups = BusLocked(0)
+    private let stopping = BusLocked(false)
     private let objects = BusLocked<[String: [DBusInterfaceImplementation]]>([:])
     private let incoming: AsyncStream<BusMessage>
 
     public init(connection: BusConnection, fallbackErrorName: String = "org.freedesktop.DBus.Error.Failed",
-                maxQueuedCalls: Int = 256, maxConcurrentCalls: Int = 16, logger: Logger = Logger(label: "dbus.service")) {
+                maxQueuedCalls: Int = 256, maxConcurrentCalls: Int = 16, callLimits: DBusCallLimits? = nil,
+                logger: Logger = Logger(label: "dbus.service")) {
         self.connection = connection
         self.fallbackErrorName = fallbackErrorName
-        self.maxConcurrentCalls = maxConcurrentCalls
+        var limits = callLimits ?? DBusCallLimits()
+        if callLimits == nil {
+            limits = DBusCallLimits(maxConcurrentCalls: maxConcurrentCalls, maxCallsPerUID: min(limits.maxCallsPerUID, maxConcurrentCalls),
+                                    reservedForOtherCallers: limits.reservedForOtherCallers, maxConcurrentReads: limits.maxConcurrentReads)
+        }
+        self.admission = CallAdmission(limits: limits)
         self.logger = logger
         let (stream, continuation) = AsyncStream.makeStream(of: BusMessage.self, bufferingPolicy: .bufferingOldest(maxQueuedCalls))
         incoming = stream
@@ -153,20 +174,79 @@ public final class BusService: Sendable {
         objects.withLock { $0[path] = nil }
     }
 
-    /// Serves calls until the connection closes or the task is cancelled.
+    /// Serves calls until the connection closes or the task is cancelled. Cancelling it
+    /// cancels the calls in progress too (their handlers see it, and reply); it returns when
+    /// they have.
     public func run() async {
-        await withTaskGroup(of: Void.self) { group in
-            var running = 0
+        await withDiscardingTaskGroup { group in
             for await call in incoming {
-                if running >= maxConcurrentCalls {
-                    await group.next()
-                    running -= 1
+                if Task.isCancelled || stopping.withLock({ $0 }) {
+                    refuse(call, "org.freedesktop.DBus.Error.Failed", "the service is stopping")
+                    continue
                 }
-                group.addTask { await self.serve(call) }
-                running += 1
-                if Task.isCancelled { break }
+                if Self.isRead(call) {
+                    if let why = admission.claimRead() { refuse(call, Self.limitsExceeded, why); continue }
+                    group.addTask {
+                        await self.serve(call, uid: nil)
+                        self.admission.releaseRead()
+                    }
+                    continue
+                }
+                let cap = 2 * admission.limits.maxConcurrentCalls
+                let claimed = lookups.withLock { n -> Bool in
+                    guard n < cap else { return false }
+                    n += 1
+                    return true
+                }
+                guard claimed else {
+                    refuse(call, Self.limitsExceeded, "too many calls arriving at once; retry")
+                    continue
+                }
+                group.addTask { await self.admitAndServe(call) }
             }
         }
+    }
+
+    /// Refuses new calls from now on (each gets an error at once); calls in progress go on
+    /// until `run()`'s task is cancelled or they return.
+    public func beginStopping() { stopping.withLock { $0 = true } }
+
+    static let limitsExceeded = "org.freedesktop.DBus.Error.LimitsExceeded"
+
+    /// Property reads and introspection: answered from a snapshot, never from a caller's files.
+    static func isRead(_ m: BusMessage) -> Bool {
+        switch (m.interface, m.member) {
+        case ("org.freedesktop.DBus.Properties", "Get"), ("org.freedesktop.DBus.Properties", "GetAll"),
+             ("org.freedesktop.DBus.Introspectable", "Introspect"), (nil, "Introspect"):
+            return true
+        default:
+            return false
+        }
+    }
+
+    private func refuse(_ call: BusMessage, _ name: String, _ message: String) {
+        guard !call.noReplyExpected else { return }
+        let reply = BusMessage.error(to: call, DBusNamedError(name: name, message: message))
+        Task { [connection] in _ = try? await connection.send(reply) }
+    }
+
+    /// A method call: the caller's uid from the bus, then a slot for it, or a refusal at once.
+    private func admitAndServe(_ call: BusMessage) async {
+        let uid: UInt32
+        do {
+            defer { lookups.withLock { $0 -= 1 } }
+            uid = try await connection.unixUser(of: call.sender ?? "")
+        } catch {
+            refuse(call, "org.freedesktop.DBus.Error.Failed", "cannot identify the caller: \(error)")
+            return
+        }
+        if let why = admission.claimCall(uid: uid) {
+            logger.notice("D-Bus call refused", metadata: ["dbus.member": "\(call.member ?? "")", "caller.uid": "\(uid)", "reason": "\(why)"])
+            refuse(call, Self.limitsExceeded, why)
+            return
+        }
+        defer { admission.releaseCall(uid: uid) }
+        await serve(call, uid: uid)
     }
 
     /// Emits a declared signal; the arguments must match its signature.
@@ -245,10 +325,10 @@ public final class BusService: Sendable {
         objects.withLock { $0[path]?.first { $0.declaration.name == interface } }
     }
 
-    private func serve(_ message: BusMessage) async {
+    private func serve(_ message: BusMessage, uid: UInt32?) async {
         let result: Result<[DBusValue], DBusNamedError>
         do {
-            result = .success(try await dispatch(message))
+            result = .success(try await dispatch(message, uid: uid))
         } catch let e as DBusErrorConvertible {
             result = .failure(e.dbusError)
         } catch {
@@ -269,10 +349,10 @@ public final class BusService: Sendable {
         }
     }
 
-    private func dispatch(_ m: BusMessage) async throws -> [DBusValue] {
+    private func dispatch(_ m: BusMessage, uid: UInt32?) async throws -> [DBusValue] {
         let path = m.path ?? "/"
         let member = m.member ?? ""
-        let call = DBusMethodCall(message: m, connection: connection)
+        let call = DBusMethodCall(message: m, connection: connection, knownUID: uid)
         if m.interface == "org.freedesktop.DBus.Introspectable" || (m.interface == nil && member == "Introspect") {
             guard member == "Introspect" else { throw DBusNamedError.unknownMethod("no method \(member) in Introspectable") }
             try expect(m, "")

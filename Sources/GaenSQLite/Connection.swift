@@ -85,6 +85,20 @@ public final class Connection {
         guard rc == SQLITE_OK else { throw SQLiteError(connection: handle, code: rc) }
     }
 
+    /// `wal_checkpoint(TRUNCATE)` with no busy wait (the timeout is set back to
+    /// `restoringBusyTimeout` after): true when every frame was copied and the log truncated,
+    /// false when a reader or writer held frames back (SQLITE_BUSY).
+    public func checkpointTruncatingNow(restoringBusyTimeout: Int32) throws -> Bool {
+        let db = try open()
+        sqlite3_busy_timeout(db, 0)
+        defer { sqlite3_busy_timeout(db, restoringBusyTimeout) }
+        var log: Int32 = 0, copied: Int32 = 0
+        let rc = sqlite3_wal_checkpoint_v2(db, nil, SQLITE_CHECKPOINT_TRUNCATE, &log, &copied)
+        if rc == SQLITE_BUSY { return false }
+        guard rc == SQLITE_OK else { throw SQLiteError(connection: db, code: rc) }
+        return true
+    }
+
     // MARK: Statements
 
     /// A new prepared statement (one statement; trailing text other than spaces and `;` is an error).

@@ -62,6 +62,24 @@ public final class ConnectionPool: @unchecked Sendable {
         }
     }
 
+    /// Copies the WAL into the main file and truncates the log to zero bytes, without
+    /// waiting: a reader in the middle of a read keeps its frames, and then the log stays
+    /// until the next call. Returns whether the log is empty now (the error, a full disk say,
+    /// is the caller's to log: the commits are safe in the log either way).
+    @discardableResult
+    public func checkpointTruncating() -> Result<Bool, SQLiteError> {
+        writerLock.withLock {
+            do {
+                try openCheck()
+                return .success(try writer.checkpointTruncatingNow(restoringBusyTimeout: configuration.busyTimeoutMilliseconds))
+            } catch let e as SQLiteError {
+                return .failure(e)
+            } catch {
+                return .failure(SQLiteError(code: SQLITE_ERROR, message: "\(error)"))
+            }
+        }
+    }
+
     /// Runs `body` in a read transaction on a reader: one consistent snapshot, concurrent with
     /// the writer and other reads.
     public func read<T>(_ body: (Connection) throws -> T) throws -> T {

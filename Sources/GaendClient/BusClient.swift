@@ -61,10 +61,18 @@ public final class BusClient: Sendable {
     }
 
     /// Subscribes to signals (nil = any). The bus filters by sender; this side filters by
-    /// path, interface and member. The stream ends when the connection closes; cancelling its
-    /// consumer removes the subscription.
+    /// path, interface and member, and, with a `sender`, by the sender's unique name too: a
+    /// match rule does not stop another connection from sending a signal straight to this
+    /// one (a unicast signal is delivered whatever the rules), so every signal whose sender is
+    /// not the unique name owning `sender` when the subscription was made is dropped.
+    /// The stream ends when the connection closes; cancelling its consumer removes the subscription.
     public func signals(sender: String? = nil, path: String? = nil, interface: String? = nil,
                         member: String? = nil) async throws -> AsyncStream<BusMessage> {
+        // A unique name is its own owner; a well-known one is asked once (the bus answers
+        // NameHasNoOwner when no daemon owns it, which the caller's next call would too).
+        var resolved: String? = sender
+        if let sender, !sender.hasPrefix(":") { resolved = try await connection.nameOwner(of: sender) }
+        let owner = resolved
         var rule = "type='signal'"
         for (key, value) in [("sender", sender), ("path", path), ("interface", interface), ("member", member)] {
             guard let value else { continue }
@@ -76,6 +84,7 @@ public final class BusClient: Sendable {
         let (stream, continuation) = AsyncStream.makeStream(of: BusMessage.self, bufferingPolicy: .bufferingNewest(4096))
         let id = connection.addSignalObserver { message in
             guard let message else { return continuation.finish() }
+            if let owner, message.sender != owner { return }
             if let path, message.path != path { return }
             if let interface, message.interface != interface { return }
             if let member, message.member != member { return }

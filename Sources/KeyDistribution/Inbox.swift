@@ -16,11 +16,12 @@ public enum Inbox {
     /// Directories are read this deep (the web server keeps one directory per board).
     static let maxDepth = 3
 
-    /// Every key in `directory`, with its file's modification time as the submission time.
+    /// Every key in `directory`, with its file's submission time from `ledger` (its
+    /// modification time, but not before the ledger's last publication for a file first seen now).
     /// A file that is not a key file is skipped with its reason, not fatal: one board's bad
     /// upload must not stop the trial's publication. Names starting with "." (a web server's
     /// temporary files) are ignored.
-    public static func read(_ directory: String) throws -> (keys: [SubmittedKey], files: Int, skipped: [Skipped]) {
+    public static func read(_ directory: String, ledger: inout SubmissionLedger) throws -> (keys: [SubmittedKey], files: Int, skipped: [Skipped]) {
         var keys: [SubmittedKey] = [], skipped: [Skipped] = [], files = 0
         func walk(_ dir: String, depth: Int) throws {
             let names: [String]
@@ -40,7 +41,8 @@ public enum Inbox {
                 files += 1
                 do {
                     let data = try Data(contentsOf: URL(fileURLWithPath: path))
-                    let submitted = Int64(st.st_mtim.tv_sec)
+                    let relative = String(path.dropFirst(directory.count + 1))
+                    let submitted = ledger.submission(file: relative, mtime: Int64(st.st_mtim.tv_sec), size: Int64(st.st_size))
                     keys += try decode(data, file: path).map { SubmittedKey(key: $0, submittedAt: submitted) }
                 } catch {
                     skipped.append(Skipped(file: path, reason: "\(error)"))

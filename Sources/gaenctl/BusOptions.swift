@@ -24,7 +24,7 @@ struct BusOptions: ParsableArguments {
         } catch {
             throw ValidationError("--bus: \(error)")
         }
-        guard timeoutSeconds > 0 else { throw ValidationError("--timeout must be positive") }
+        try NumericOption.check(timeoutSeconds, "--timeout", 0.001...NumericOption.day)
         if let name {
             do { _ = try GaendDiscovery.expand(name) } catch { throw ValidationError("\(error)") }
         }

@@ -12,6 +12,7 @@ struct GaenCtl: AsyncParsableCommand {
         subcommands: [
             Derive.self,
             Keys.self,
+            AppCommand.self,
             MatchCommand.self,
             WindowsCommand.self,
             Radio.self,

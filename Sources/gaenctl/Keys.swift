@@ -152,7 +152,7 @@ struct KeysCreate: ParsableCommand {
             let end = keys.map { UInt64($0.rollingStartIntervalNumber.rawValue) + UInt64($0.rollingPeriod) }.max() ?? 0
             let header = KeyExportHeader(startTimestamp: start * 600, endTimestamp: end * 600, region: region)
             let zip = try KeyExportWriter.signedArchive(header: header, keys: keys, signingKey: signer, keyId: keyId, keyVersion: keyVersion)
-            do { try AtomicOutputFile.write(zip, to: output) } catch {
+            do { try AtomicOutputFile.write(zip, to: output, mode: 0o600) } catch {
                 throw CommandFailure("cannot write \(output): \(fileErrorReason(error))")
             }
             printError("gaenctl: wrote \(output): \(keys.count) keys, signed as \(keyId):\(keyVersion)")

@@ -58,7 +58,7 @@ struct KeysHistory: AsyncParsableCommand {
                 let end = keys.map { UInt64($0.rollingStartIntervalNumber.rawValue) + UInt64($0.rollingPeriod) }.max() ?? 0
                 let header = KeyExportHeader(startTimestamp: start * 600, endTimestamp: end * 600, region: region)
                 let zip = try KeyExportWriter.signedArchive(header: header, keys: keys, signingKey: signer, keyId: keyId, keyVersion: keyVersion)
-                do { try AtomicOutputFile.write(zip, to: output) } catch {
+                do { try AtomicOutputFile.write(zip, to: output, mode: 0o600) } catch {
                     throw CommandFailure("cannot write \(output): \(fileErrorReason(error))")
                 }
                 printError("gaenctl keys history: wrote \(output): \(keys.count) keys, signed as \(keyId):\(keyVersion)")
@@ -107,6 +107,7 @@ struct KeysProvide: AsyncParsableCommand {
 
     func validate() throws {
         guard (1...16).contains(files.count) else { throw ValidationError("give 1 to 16 key files") }
+        try NumericOption.check(wait, "--wait", 0.001...NumericOption.day)
     }
 
     /// What a file of this mode is, when it is not a regular file.
@@ -183,7 +184,10 @@ struct KeysProvide: AsyncParsableCommand {
                     fds.append(handle)
                 }
             }
-            let token = "gaenctl-\(getpid())-\(UInt64(Date().timeIntervalSince1970 * 1000))"
+            // Unguessable (16 bytes from the OS): another connection cannot forge the result of
+            // this call by guessing the token (the signal's sender is checked as well).
+            var random = SecureRandom()
+            let token = "gaenctl-" + (try random.bytes(16)).hexString
             let updates = try await client.exposureStateUpdates()
             let count: UInt32
             do { count = try await client.provideDiagnosisKeys(files: fds, token: token) } catch where !keyLists.isEmpty && "\(error)".contains("UntrustedKeyFile") {

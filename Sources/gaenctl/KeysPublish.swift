@@ -14,6 +14,8 @@ struct KeysPublish: ParsableCommand {
             signed or not; a file's modification time is its submission time) and writes a static \
             tree to -o: the CWA distribution layout under version/v1/ (each endpoint stored as \
             ENDPOINT/index) and the Google layout under REGION/ (index.txt and START-END-BATCH.zip). \
+            A file first seen after an earlier run counts as submitted no earlier than that run \
+            (OUT.ledger.json), so a published package never changes. \
             A key is published in the hour it became available: after its submission and once it \
             has expired plus --embargo-hours; an hour with fewer than --min-keys keys is shifted \
             into the next; the current hour and day are never published; day packages for \
@@ -106,10 +108,14 @@ struct KeysPublish: ParsableCommand {
             options.retentionDays = retentionDays
             options.maximumKeysPerFile = maxKeysPerFile
 
-            let (keys, files, skipped) = try Inbox.read(inbox)
+            let ledgerPath = SubmissionLedger.path(for: URL(fileURLWithPath: output).standardizedFileURL.path)
+            var ledger = try SubmissionLedger.load(ledgerPath)
+            let (keys, files, skipped) = try Inbox.read(inbox, ledger: &ledger)
             for s in skipped { printError("gaenctl keys publish: skipped \(s.file): \(s.reason)") }
             let plan = PublicationPlan.plan(keys, now: moment, options: options)
             let summary = try TreeWriter(options: options, signers: signers, appConfiguration: config).publish(plan, to: output)
+            ledger.published(at: moment)
+            do { try ledger.save(ledgerPath) } catch { printError("gaenctl keys publish: warning: \(error)") }
             print("\(plan.keysPublished) keys published from \(files) files (\(skipped.count) skipped, \(plan.keysWaiting) waiting, "
                   + "\(plan.keysExpired) past retention): \(plan.days.count) days, "
                   + "\(plan.cwaPackages.count) CWA packages, \(plan.googlePackages.count) Google files, "

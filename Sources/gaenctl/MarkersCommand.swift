@@ -56,7 +56,7 @@ struct MarkersExport: AsyncParsableCommand {
             }
             let csv = MarkersFile.csv(marks, node: labels.node, site: labels.site)
             if let output = range.output {
-                try AtomicOutputFile.write(Data(csv.text.utf8), to: output)
+                try AtomicOutputFile.write(Data(csv.text.utf8), to: output, mode: 0o600)
             } else {
                 print(csv.text, terminator: "")
             }

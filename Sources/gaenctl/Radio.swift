@@ -32,7 +32,7 @@ struct RadioControllerOptions: ParsableArguments {
 
     func validate() throws {
         _ = try address()
-        guard commandTimeout > 0, commandTimeout.isFinite else { throw ValidationError("--command-timeout must be a positive number of seconds") }
+        try NumericOption.check(commandTimeout, "--command-timeout", 0.001...3600)
         guard (1...4096).contains(captureMaxMb) else { throw ValidationError("--capture-max-mb must be 1...4096") }
     }
 

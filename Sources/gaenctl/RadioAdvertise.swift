@@ -39,10 +39,10 @@ struct RadioAdvertise: AsyncParsableCommand {
     var timeScale: Double = 1
 
     func validate() throws {
-        guard watchdogInterval >= 0.5 else { throw ValidationError("--watchdog-interval must be at least 0.5 seconds") }
+        try NumericOption.check(watchdogInterval, "--watchdog-interval", 0.5...NumericOption.day)
         guard timeScale >= 1, timeScale <= 100_000 else { throw ValidationError("--time-scale must be 1...100000") }
         guard (-127...127).contains(txPower) else { throw ValidationError("--tx-power must be -127...127 dBm") }
-        if let duration, !(duration > 0) { throw ValidationError("--duration must be positive") }
+        if let duration { try NumericOption.check(duration, "--duration", 0.001...(365 * NumericOption.day)) }
     }
 
     func run() async throws {
@@ -115,8 +115,8 @@ struct RadioScan: AsyncParsableCommand {
     var scanStallSeconds: Double = 5
 
     func validate() throws {
-        guard scanStallSeconds >= 1 else { throw ValidationError("--scan-stall-seconds must be at least 1") }
-        guard watchdogInterval >= 0.5 else { throw ValidationError("--watchdog-interval must be at least 0.5 seconds") }
+        try NumericOption.check(scanStallSeconds, "--scan-stall-seconds", 1...3600)
+        try NumericOption.check(watchdogInterval, "--watchdog-interval", 0.5...NumericOption.day)
         guard duration > 0, duration <= 86_400 else { throw ValidationError("--duration must be in (0, 86400] seconds") }
     }
 

@@ -2,6 +2,7 @@ import ArgumentParser
 import ENProtocol
 import RiskEngines
 import Foundation
+import TrialKit
 
 /// `gaenctl risk`: the apps' risk engines over exposure windows, offline. Parameters are JSON files
 /// read at run time, so a trial can change them without a new build (docs/risk.md).
@@ -14,18 +15,36 @@ struct Risk: ParsableCommand {
 
     /// Options every engine takes.
     struct WindowsOptions: ParsableArguments {
-        @Option(help: ArgumentHelp("Exposure windows: a JSON array in the Android API shape.", valueName: "file"))
+        @Option(help: ArgumentHelp("Exposure windows: a JSON array in the Android API shape, or the apps' published test shapes (docs/risk.md).", valueName: "file"))
         var windows: String
+
+        @Option(help: ArgumentHelp("With a CWA test-case file as --windows: the case to run (0-based).", valueName: "N"))
+        var testCase: Int?
 
         @Flag(help: "Print the engine's verdict on every window too: {\"result\": ..., \"windows\": [...]}.")
         var perWindow = false
 
-        func load() throws -> [ExposureWindow] {
-            try RiskCLI.reporting { try RiskJSON.decodeWindows(from: RiskCLI.read(windows, what: "--windows")) }
+        /// The windows file, converted from a published shape when it is one (PublishedWindows);
+        /// windows dated by ageInDays count back from `today` (default: the current UTC day).
+        func data(today: UTCDay?) throws -> Data {
+            let raw = try RiskCLI.read(windows, what: "--windows")
+            let day = today ?? UTCDay(unixSeconds: Date().timeIntervalSince1970)
+            do {
+                if PublishedWindows.isHeaderlessCSV(raw) { return try PublishedWindows.nhsRecording(raw, file: windows, day: day) }
+                return try PublishedWindows.windowsFile(raw, file: windows, today: day, testCase: testCase)
+            } catch let e as PublishedWindows.Invalid {
+                throw ValidationError("--windows: \(e)")
+            }
         }
 
-        func entries() throws -> [WindowsFileEntry] {
-            try RiskCLI.reporting { try WindowsFile.parse(RiskCLI.read(windows, what: "--windows")) }
+        func load(today: UTCDay? = nil) throws -> [ExposureWindow] {
+            let d = try data(today: today)
+            return try RiskCLI.reporting { try RiskJSON.decodeWindows(from: d) }
+        }
+
+        func entries(today: UTCDay? = nil) throws -> [WindowsFileEntry] {
+            let d = try data(today: today)
+            return try RiskCLI.reporting { try WindowsFile.parse(d) }
         }
     }
 
@@ -84,9 +103,10 @@ struct Risk: ParsableCommand {
                 generation = g
             }
             try RiskCLI.reporting {
-                let p = try CWAParameters.decode(from: RiskCLI.read(parameters, what: "--parameters"), file: parameters)
+                // A CWA test-case file gives its defaultRiskCalculationConfiguration.
+                let p = try CWAParameters.decode(from: PublishedWindows.cwaParameters(RiskCLI.read(parameters, what: "--parameters")), file: parameters)
                 let g = generation ?? .implied(by: p)
-                let e = try CWARiskCalculation.evaluate(windows.load(), parameters: p, today: today.optionalDay(), generation: g)
+                let e = try CWARiskCalculation.evaluate(windows.load(today: today.optionalDay()), parameters: p, today: today.optionalDay(), generation: g)
                 if windows.perWindow {
                     try RiskCLI.print(Detailed(result: e.result, generation: g.rawValue, windows: e.windows, days: e.days))
                 } else {
@@ -150,7 +170,7 @@ struct Risk: ParsableCommand {
         func run() throws {
             try RiskCLI.reporting {
                 let c = try configuration.map { try ImmuniConfiguration.decode(from: RiskCLI.read($0, what: "--configuration"), file: $0) } ?? .published
-                try RiskCLI.print(ImmuniRisk.calculate(windows.load(), configuration: c, today: today.day()))
+                try RiskCLI.print(ImmuniRisk.calculate(windows.load(today: today.day()), configuration: c, today: today.day()))
             }
         }
     }
@@ -215,7 +235,7 @@ struct Risk: ParsableCommand {
             let c = try RiskJSON.decodeParameters(GAENv1Configuration.self,
                                                   from: RiskCLI.read(configuration, what: "--configuration"), file: configuration)
             try RiskCLI.reporting {
-                let (summary, exposures) = try ExposureSummaryV1.compute(windows.load(), configuration: c, today: today.day())
+                let (summary, exposures) = try ExposureSummaryV1.compute(windows.load(today: today.day()), configuration: c, today: today.day())
                 try RiskCLI.print(Output(summary: summary, exposures: exposures))
             }
         }
@@ -236,10 +256,10 @@ struct Risk: ParsableCommand {
         @OptionGroup var today: TodayOption
 
         func run() throws {
-            let c = try RiskJSON.decodeParameters(CWAv1Configuration.self,
-                                                  from: RiskCLI.read(configuration, what: "--configuration"), file: configuration)
             try RiskCLI.reporting {
-                let w = try windows.load()
+                // JSON or the app configuration in protobuf text format.
+                let c = try ReplayConfigText.cwaV1(RiskCLI.read(configuration, what: "--configuration"), file: configuration)
+                let w = try windows.load(today: today.day())
                 let result = try CWAv1RiskCalculation.calculate(w, configuration: c, today: today.day())
                 guard windows.perWindow else { try RiskCLI.print(result); return }
                 // Each window scored alone: whether it is a risk encounter by itself.
@@ -259,11 +279,12 @@ enum RiskCLI {
         }
     }
 
+    /// A JSON parameter file: a regular file of at most 16 MiB (so /dev/zero or a FIFO is
+    /// refused at once with what it is, instead of being read until memory runs out), with its
+    /// `#` comment lines blanked (configuration files as datasets ship them).
     static func read(_ path: String, what: String) throws -> Data {
-        do {
-            return try Data(contentsOf: URL(fileURLWithPath: path))
-        } catch {
-            throw ValidationError("\(what): cannot read '\(path)': \(fileErrorReason(error))")
+        do { return ReplayConfigText.strippingCommentLines(try SmallInputFile.read(path, limit: 16 << 20)) } catch let e as SmallInputFile.Failure {
+            throw ValidationError("\(what): '\(path)' \(e.reason)")
         }
     }
 

@@ -48,7 +48,7 @@ struct SightingsWatch: AsyncParsableCommand {
     func validate() throws {
         if !summary, txPower != nil { throw ValidationError("--tx-power goes with --summary") }
         if let txPower, !(-127...127).contains(txPower) { throw ValidationError("--tx-power must be -127...127 dBm") }
-        guard forgetAfter > 0 else { throw ValidationError("--forget-after must be positive") }
+        try NumericOption.check(forgetAfter, "--forget-after", 1...86_400)
     }
 
     func run() async throws {
@@ -262,6 +262,11 @@ struct MarkCommand: AsyncParsableCommand {
     var time: TimeArgument?
     @Flag(help: "Print JSON: {\"id\"}.")
     var json = false
+
+    func validate() throws {
+        try time?.check("--time")
+        if let distance { try NumericOption.check(distance, "--distance", 0...1_000_000, unit: "metres") }
+    }
 
     func run() async throws {
         try await withDaemon("mark", bus) { client in

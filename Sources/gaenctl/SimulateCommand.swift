@@ -50,7 +50,18 @@ struct Simulate: ParsableCommand {
             let clock = ContinuousClock()
             let began = clock.now
             let sim = try Simulator(scenario: Scenario.read(URL(fileURLWithPath: scenario)), seed: seed, randomKeys: randomKeys)
-            let result = try sim.run()
+            // CSV is streamed to the files as it is simulated (memory flat in boards x days); JSON
+            // lines are converted from rows held in memory.
+            let result: SimulationResult
+            if format == "csv" {
+                let out = try StreamingSimulationOutput(dir: url, daily: split == "daily")
+                do {
+                    result = try sim.run(output: out)
+                    try out.commit()
+                } catch { out.discard(); throw error }
+            } else {
+                result = try sim.run()
+            }
             try result.write(to: url, daily: split == "daily", jsonLines: format == "jsonl")
             print("simulated \(sim.scenario.nodes.count) nodes for \(Format.fixed(sim.scenario.durationSeconds / 3600, 2)) h (seed \(result.seed)): "
                   + "\(result.scans) scans, \(result.sightings) sightings, \(result.markers.count) markers in \(output) "

@@ -2,6 +2,7 @@ import ArgumentParser
 import DBusCore
 import GaendAPI
 import Foundation
+import GaenApp
 import GaendClient
 import HCIProtocol
 
@@ -18,7 +19,8 @@ struct Status: AsyncParsableCommand {
             "lmpSubversion"},"advertisingAddress","currentRpi","txPower","rssiCorrection","calibrationConfidence", \
             "node","site","matching"} \
             (busName: the name it talked to, see --name; lastScanTime in ms since the Unix epoch, \
-            0 if none; quarantinedRecords: store records that failed authentication and are skipped; \
+            0 if none; quarantinedRecords: store records that failed authentication (skipped), committed \
+            records found lost at a start, and damaged stores set aside (docs/store.md); \
             droppedScans/droppedSightings: lost while the disk was full; advertisingOnAir/scanningOnAir: \
             the controller confirmed them; radioFailures: radio operations retried; reportsIgnored: \
             non-GAEN reports; reportsDropped: reports lost to full buffers; the last nine are absent \
@@ -27,6 +29,11 @@ struct Status: AsyncParsableCommand {
             the RPI on air (hex), in trial mode only, else null; the calibration in use and the \
             export labels; matching: provided key files are being matched (a new upload gets Busy); \
             these are absent from a gaend before interface revision 3). \
+            With the app beside gaend (gaenctl app sync, docs/key-server.md): its last sync, the \
+            packages held and the risk level, from its status.json (--app-state, default \
+            /var/lib/gaend-app/NAME when it exists); with --json as "app":{"lastSync", \
+            "packagesHeld","packagesProvided","packagesWaiting","riskLevel","riskEngine", \
+            "riskComputedAt","highRiskSince"}. \
             Checking a board: a scanner (a phone app such as nRF Connect, or `gaenctl radio scan` \
             on another board) shows the advertising address and, in trial mode, the RPI in its \
             0xFD6F service data. See docs/dbus.md.
@@ -37,6 +44,19 @@ struct Status: AsyncParsableCommand {
 
     @Flag(help: "Print JSON instead of text.")
     var json = false
+
+    @Option(help: ArgumentHelp("The app's state directory, for its last sync and risk (default: /var/lib/gaend-app/NAME when it exists).",
+                               valueName: "DIR"))
+    var appState: String?
+
+    /// The app's status, when there is one (an unreadable file is a note, not a failure of status).
+    private func appStatus(_ destination: String) -> AppStatus? {
+        let directory = appState ?? "/var/lib/gaend-app/" + AppCommand.instanceName(destination)
+        do { return try AppStatus.read(directory: directory) } catch {
+            printError("gaenctl status: note: \(directory): \(error)")
+            return nil
+        }
+    }
 
     private func optionalFields(_ s: GaendNodeStatus) -> [String: JSONValue] {
         var o: [String: JSONValue] = [:]
@@ -118,7 +138,7 @@ struct Status: AsyncParsableCommand {
                     "sightingCount": .int(Int64(clamping: s.sightingCount)),
                     "lastScanTime": .int(s.lastScanTime),
                     "provideDiagnosisKeysRemaining": .int(Int64(s.provideDiagnosisKeysRemaining)),
-                ].merging(optionalFields(s)) { a, _ in a }).serialized())
+                ].merging(optionalFields(s)) { a, _ in a }.merging(appStatus(client.destination).map { ["app": AppStatusLines.json($0)] } ?? [:]) { a, _ in a }).serialized())
                 return
             }
             let last = s.lastScanTime == 0 ? "never"
@@ -136,8 +156,9 @@ struct Status: AsyncParsableCommand {
             if let m = s.matching { print("matching:       \(m ? "yes (provided key files are being matched; a new upload gets Busy)" : "no")") }
             if let c = s.clockSync { print("clock:          \(c)") }
             for line in Self.fieldLines(s) { print(line) }
+            if let app = appStatus(client.destination) { for line in AppStatusLines.lines(app) { print(line) } }
             if let q = s.quarantinedRecords, q > 0 {
-                print("quarantined:    \(q) store record(s) failed authentication and are skipped (docs/store.md)")
+                print("quarantined:    \(q) store record(s) failed authentication, were lost, or a damaged store was set aside; see the journal (docs/store.md)")
             }
             if let d = s.droppedScans, d > 0 {
                 print("dropped:        \(d) scan(s), \(s.droppedSightings ?? 0) sighting(s) while the disk was full")

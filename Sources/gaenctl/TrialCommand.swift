@@ -13,6 +13,17 @@ struct Trial: ParsableCommand {
 
 /// One stderr line and exit status 1 for any failure of the trial toolkit's commands.
 enum TrialCommandSupport {
+    /// `--timezone ZONE`: an IANA name (Europe/Zurich), UTC, or a fixed offset (+02:00).
+    static func zone(_ name: String?) throws -> TimeZone? {
+        guard let name else { return nil }
+        if name == "UTC" || name == "Z" { return TimeZone(identifier: "UTC") }
+        if let z = TimeZone(identifier: name) { return z }
+        if name.count == 6, name.first == "+" || name.first == "-", let z = try? TimeInput.parse("1970-01-01T00:00:00" + name) {
+            return TimeZone(secondsFromGMT: -Int(z))
+        }
+        throw ValidationError("--timezone: '\(name)' is not a time zone (an IANA name such as Europe/Zurich, UTC, or an offset such as +02:00)")
+    }
+
     static func run(_ command: String, _ body: () throws -> Void) throws {
         do { try body() } catch let e as ExitCode { throw e } catch let e as ValidationError { throw e } catch {
             var message = String(describing: error)
@@ -124,7 +135,9 @@ struct TrialReportCommand: ParsableCommand {
     }
 
     static func summary(_ r: TrialReport, output: String) -> String {
-        var s = "\(r.counts.withGroundTruth) sightings with ground truth of \(r.counts.matched) matched (\(r.counts.reports) reports)"
+        var s = r.attenuationInput == true
+            ? "\(r.counts.withGroundTruth) sightings with ground truth of \(r.counts.rows) attenuation rows"
+            : "\(r.counts.withGroundTruth) sightings with ground truth of \(r.counts.matched) matched (\(r.counts.reports) reports)"
         if let f = r.analysis.fit {
             s += "; A(1 m) \(Format.fixed(f.attenuationAt1m, 1)) dB, slope \(Format.fixed(f.slopePerDecade, 2)) dB/decade, sigma \(Format.fixed(f.sigma, 2)) dB"
         } else {

@@ -29,21 +29,34 @@ struct TrialImportCommand: ParsableCommand {
                 receiver_model,transmitter_model,rssi_correction,calibration_tx, which trial report --attenuations reads.
                 """)
 
-        @Argument(help: ArgumentHelp("Result tables: SQLite files or CSV exports.", valueName: "FILE"))
+        @Argument(help: ArgumentHelp("Result tables: SQLite files or CSV exports (.csv.gz read directly).", valueName: "FILE"))
         var files: [String]
-        @Option(help: ArgumentHelp("Google's EN calibration CSV (oem, model, rssi correction, tx, ...).", valueName: "CSV"))
-        var calibration: String
+        @Option(help: ArgumentHelp("Google's EN calibration CSV as published (long headers); repeatable: several tables, one picked by --calibration-date.", valueName: "CSV"))
+        var calibration: [String] = []
+        @Option(help: ArgumentHelp("Use the calibration table in force on this day (the newest dated on or before it, from the file names).", valueName: "YYYY-MM-DD"))
+        var calibrationDate: String?
+        @Option(help: ArgumentHelp("Time zone of timestamps written without one (e.g. UTC, Europe/Zurich); without it such rows are left out and counted.", valueName: "ZONE"))
+        var timezone: String?
         @Option(name: [.short, .customLong("output")], help: ArgumentHelp("Attenuation CSV to write.", valueName: "OUT.csv"))
         var output: String
 
+        func validate() throws {
+            guard !calibration.isEmpty else { throw ValidationError("give --calibration CSV (Google's EN calibration table)") }
+            _ = try TrialCommandSupport.zone(timezone)
+        }
+
         func run() throws {
             try TrialCommandSupport.run("trial import dp3t") {
-                let table = try CalibrationTable(CSVReader(contentsOf: URL(fileURLWithPath: calibration)))
+                let tables = try calibration.map { try CalibrationTable(CSVReader(contentsOf: URL(fileURLWithPath: $0))) }
+                let table = try CalibrationTable.select(tables, date: calibrationDate)
                 var rows: [DP3TImport.Row] = []
                 for f in files { rows += try Self.read(f) }
-                let (csv, counts) = DP3TImport.convert(rows, calibration: table)
+                var use = CalibrationUse()
+                let (csv, counts) = DP3TImport.convert(rows, calibration: table, zone: try TrialCommandSupport.zone(timezone), use: &use)
                 try csv.write(to: URL(fileURLWithPath: output))
-                TrialImportCommand.report("dp3t", counts, output: output)
+                let scenarios = Set(rows.map(\.scenario)).count
+                TrialImportCommand.report("dp3t", counts, output: output + " (\(scenarios) scenario\(scenarios == 1 ? "" : "s"), in the scenario and site columns)")
+                FileHandle.standardError.write(Data("gaenctl trial import dp3t: \(use.summary(table))\n".utf8))
             }
         }
 
@@ -56,11 +69,13 @@ struct TrialImportCommand: ParsableCommand {
             return try db.transaction(.deferred) {
                 var out: [DP3TImport.Row] = []
                 let tables = try db.fetchAll("SELECT name FROM sqlite_master WHERE type IN ('table','view') ORDER BY name") { $0.text(0) }
-                var found = false
-                for t in tables {
+                let scenario = DP3TImport.scenario(ofFile: path)
+                let matching = try tables.filter { t in
                     let cols = Set(try db.columns(in: t))
-                    guard DP3TImport.columns.allSatisfy(cols.contains) else { continue }
-                    found = true
+                    return DP3TImport.columns.allSatisfy(cols.contains)
+                }
+                let found = !matching.isEmpty
+                for t in matching {
                     let quoted = DP3TImport.columns.map { "\"\($0)\"" }.joined(separator: ",")
                     // As SQLite converts: text as itself (a blob as UTF-8), numbers in their exact decimal form.
                     func text(_ v: SQLValue) -> String {
@@ -84,7 +99,8 @@ struct TrialImportCommand: ParsableCommand {
                     try db.forEachRow("SELECT \(quoted) FROM \"\(t.replacingOccurrences(of: "\"", with: "\"\""))\"") { r in
                         let v = (0..<8).map { r.value($0) }
                         out.append(DP3TImport.Row(receiverID: text(v[0]), receiverModel: text(v[1]), transmitterID: text(v[2]), transmitterModel: text(v[3]),
-                                                  timestamp: text(v[4]), rssi: number(v[5]), txPower: number(v[6]), distance: number(v[7])))
+                                                  timestamp: text(v[4]), rssi: number(v[5]), txPower: number(v[6]), distance: number(v[7]),
+                                                  scenario: matching.count == 1 ? scenario : scenario + "/" + t))
                     }
                 }
                 guard found else {
@@ -198,7 +214,7 @@ struct TrialImportCommand: ParsableCommand {
                 127 ("not available") is left out and counted.
                 """)
 
-        @Argument(help: ArgumentHelp("RSSI tables (CSV).", valueName: "CSV"))
+        @Argument(help: ArgumentHelp("RSSI tables (CSV; .csv.gz read directly).", valueName: "CSV"))
         var files: [String]
         @Option(parsing: .unconditional, help: ArgumentHelp("TX power of the transmitter, dBm (a constant: raw tables carry no AEM).", valueName: "DBM"))
         var txPower: Double
@@ -206,6 +222,14 @@ struct TrialImportCommand: ParsableCommand {
         var distanceColumn: String?
         @Option(help: "Column holding the RSSI.")
         var rssiColumn: String = "rssi"
+        @Option(help: "Column holding the time (default: time, else timestamp; rows are numbered without one).")
+        var timeColumn: String?
+        @Option(help: "Column naming the receiving device (default: receiver).")
+        var receiverColumn: String?
+        @Option(help: "Column naming the transmitting device (default: transmitter).")
+        var transmitterColumn: String?
+        @Option(help: ArgumentHelp("Time zone of times written without one (e.g. UTC, America/New_York); without it such a time is refused.", valueName: "ZONE"))
+        var timezone: String?
         @Option(help: "Multiply ranges by this to get metres (e.g. 0.3048 for feet).")
         var distanceScale: Double = 1
         @Option(help: "Receiver name for rows without a receiver column.")
@@ -218,22 +242,30 @@ struct TrialImportCommand: ParsableCommand {
         func validate() throws {
             guard (-50...20).contains(txPower) else { throw ValidationError("--tx-power must be -50...20 dBm") }
             guard distanceScale > 0, distanceScale.isFinite else { throw ValidationError("--distance-scale must be > 0") }
+            _ = try TrialCommandSupport.zone(timezone)
         }
 
         func run() throws {
             try TrialCommandSupport.run("trial import rssi") {
                 var o = RSSITableImport.Options(txPower: txPower)
                 o.distanceColumn = distanceColumn; o.rssiColumn = rssiColumn; o.distanceScale = distanceScale
+                o.timeColumn = timeColumn; o.receiverColumn = receiverColumn; o.transmitterColumn = transmitterColumn
                 o.receiver = receiver; o.transmitter = transmitter
-                var text = ""
+                o.timeZone = try TrialCommandSupport.zone(timezone)
                 var total = ImportCounts()
-                for (i, f) in files.enumerated() {
-                    let (csv, counts) = try RSSITableImport.convert(CSVReader(contentsOf: URL(fileURLWithPath: f)), options: o)
-                    text += i == 0 ? csv.text : String(csv.text.drop(while: { $0 != "\n" }).dropFirst())
-                    total.read += counts.read; total.written += counts.written
-                    for (reason, n) in counts.dropped { for _ in 0..<n { total.drop(reason) } }
+                // Streamed into a file renamed into place at the end: a failed import leaves an existing OUT untouched.
+                try AtomicOutputFile.with(path: output, durable: false) { file in
+                    var buffer = RSSITableImport.outputHeader.joined(separator: ",") + "\n"
+                    for f in files {
+                        let counts = try RSSITableImport.convert(CSVReader(contentsOf: URL(fileURLWithPath: f)), options: o) { line in
+                            buffer += line; buffer += "\n"
+                            if buffer.utf8.count >= 1 << 20 { try file.write(Data(buffer.utf8)); buffer.removeAll(keepingCapacity: true) }
+                        }
+                        total.read += counts.read; total.written += counts.written
+                        for (reason, n) in counts.dropped { for _ in 0..<n { total.drop(reason) } }
+                    }
+                    try file.write(Data(buffer.utf8))
                 }
-                try OutputFile.write(Data(text.utf8), to: URL(fileURLWithPath: output))
                 TrialImportCommand.report("rssi", total, output: output)
             }
         }
@@ -242,15 +274,26 @@ struct TrialImportCommand: ParsableCommand {
 
 /// `gaenctl trial replay`: notification rules per contact against ground truth.
 struct TrialReplayCommand: ParsableCommand {
+    /// A rule's number as people read it: whole numbers whole, others to 3 significant decimals.
+    static func readable(_ v: Double) -> String {
+        v == v.rounded() && abs(v) < 1e15 ? Format.exact(v) : Format.time((v * 1000).rounded() / 1000)
+    }
+
     static let configuration = CommandConfiguration(
         commandName: "replay",
         abstract: "Replay notification rules per contact against ground truth: true/false positives per rule.",
         discussion: """
             --rule NAME[=CONFIG], repeatable; NAME one of cwa, cwa-v1, nhs, gaen-v1, swisscovid, immuni; CONFIG its \
-            configuration file (default: the app's published one, the current for cwa and nhs, mid-2020's for cwa-v1, \
-            SwissCovid's and Immuni's published values; gaen-v1 needs one). Each contact is judged from its own windows \
-            on its own day. close = distance <= --close-contact. --json prints {"rules":[{"rule","notified","close", \
-            "far","truePositives","falsePositives","tpr","fpr","precision"}]} (null where nothing divides).
+            configuration file (JSON, may start with # comment lines; cwa-v1 also the CWA app configuration in \
+            protobuf text format; default: the app's published one, the current for cwa and nhs, mid-2020's for \
+            cwa-v1, SwissCovid's and Immuni's published values; gaen-v1 needs one). Each contact is judged from its \
+            own windows on its own day. close = distance <= --close-contact. Inputs a rule cannot judge as the app \
+            would (windows without a transmission risk level where the levels weigh differently, contacts never \
+            heard) are warned about on stderr. --per-contact adds each contact's verdict per rule with the numbers \
+            the rule decided on. --json prints {"rules":[{"rule","notified","close","far","truePositives", \
+            "falsePositives","tpr","fpr","precision","warnings"}]} (null where nothing divides), with --per-contact \
+            also "contacts":[{"index","label","distance","close","verdicts":[{"rule","notified","numbers":{...}, \
+            "unjudged"}]}].
             """)
 
     @Option(help: ArgumentHelp("Contacts JSON (trial import histogram writes it).", valueName: "FILE"))
@@ -259,6 +302,8 @@ struct TrialReplayCommand: ParsableCommand {
     var rule: [String] = []
     @Option(help: ArgumentHelp("Ground truth close contact: distance at most this many metres.", valueName: "METRES"))
     var closeContact: Double
+    @Flag(help: "Also print each contact's verdict per rule and the numbers the rule used.")
+    var perContact = false
     @Flag(help: "Print JSON instead of a table.")
     var json = false
 
@@ -276,11 +321,31 @@ struct TrialReplayCommand: ParsableCommand {
                 }
             }
             let results = try Replay.run(list, rules: rules, closeContact: closeContact)
+            for r in results {
+                for w in r.warnings { FileHandle.standardError.write(Data("gaenctl trial replay: warning: \(r.rule): \(w)\n".utf8)) }
+            }
             if json {
-                struct Out: Encodable { var rules: [ReplayResult] }
+                struct Verdict: Encodable {
+                    var rule: String; var notified: Bool; var numbers: [String: Double]; var unjudged: String?
+                    func encode(to encoder: Encoder) throws {
+                        enum K: String, CodingKey { case rule, notified, numbers, unjudged }
+                        var c = encoder.container(keyedBy: K.self)
+                        try c.encode(rule, forKey: .rule); try c.encode(notified, forKey: .notified); try c.encode(numbers, forKey: .numbers)
+                        if let unjudged { try c.encode(unjudged, forKey: .unjudged) } else { try c.encodeNil(forKey: .unjudged) }
+                    }
+                }
+                struct PerContact: Encodable { var index: Int; var label: String; var distance: Double; var close: Bool; var verdicts: [Verdict] }
+                struct Out: Encodable { var rules: [ReplayResult]; var contacts: [PerContact]? }
+                let per: [PerContact]? = perContact ? list.enumerated().map { i, c in
+                    PerContact(index: i, label: c.label, distance: c.distance, close: c.distance <= closeContact, verdicts: results.map { r in
+                        let j = r.judgements[i]
+                        return Verdict(rule: r.rule, notified: j.notified, numbers: Dictionary(j.numbers.map { ($0.name, $0.value) }, uniquingKeysWith: { a, _ in a }),
+                                       unjudged: j.unjudged)
+                    })
+                } : nil
                 let enc = JSONEncoder()
                 enc.outputFormatting = [.sortedKeys, .prettyPrinted, .withoutEscapingSlashes]
-                print(String(decoding: try enc.encode(Out(rules: results)), as: UTF8.self))
+                print(String(decoding: try enc.encode(Out(rules: results, contacts: per)), as: UTF8.self))
             } else {
                 func pct(_ v: Double) -> String { v.isNaN ? "n/a" : Format.fixed(v * 100, 1) + " %" }
                 let width = max(4, results.map(\.rule.count).max() ?? 4)
@@ -293,6 +358,20 @@ struct TrialReplayCommand: ParsableCommand {
                     for (c, w) in zip(cols, widths) { line += "  " + String(repeating: " ", count: max(0, w - c.count)) + c }
                     for (v, w) in [(r.tpr, 8), (r.fpr, 8), (r.precision, 9)] { let c = pct(v); line += "  " + String(repeating: " ", count: max(0, w - c.count)) + c }
                     print(line)
+                }
+                if perContact {
+                    // One line per contact and rule: what was decided and on which numbers.
+                    print("")
+                    print("contact  distance  close  rule  verdict  numbers")
+                    for (i, c) in list.enumerated() {
+                        for r in results {
+                            let j = r.judgements[i]
+                            let numbers = j.numbers.map { "\($0.name)=\(Self.readable($0.value))" }.joined(separator: " ")
+                            let label = c.label.isEmpty ? "#\(i)" : "#\(i) \(c.label)"
+                            print("\(label)  \(Format.exact(c.distance)) m  \(c.distance <= closeContact ? "close" : "far")  \(r.rule)  "
+                                  + "\(j.notified ? "notified" : "not notified")  \(numbers)\(j.unjudged.map { "  (cannot judge: \($0))" } ?? "")")
+                        }
+                    }
                 }
                 print("\(list.count) contacts; close contact: distance <= \(Format.exact(closeContact)) m")
             }

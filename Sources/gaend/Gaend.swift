@@ -12,6 +12,7 @@ import Foundation
 import Glibc
 #endif
 import Logging
+import PlatformSupport
 import ServiceLifecycle
 import UnixSignals
 
@@ -41,7 +42,9 @@ struct Gaend: AsyncParsableCommand {
     var trust: [String] = []
     @Flag(help: "Field-trial mode: research interface on, today's key exportable, rate limits off.")
     var trial = false
-    @Option(help: "Run the whole schedule N times faster than real time (demos, tests).")
+    // .unconditional: a value such as -1 is taken as the value (and refused with the range),
+    // not as an unknown option leaving --time-scale "missing".
+    @Option(parsing: .unconditional, help: "Run the whole schedule N times faster than real time (demos, tests): 1...100000.")
     var timeScale: Double?
     @Flag(help: "Advertise and scan without a synchronised system clock.")
     var ignoreClockSync = false
@@ -72,7 +75,9 @@ struct Gaend: AsyncParsableCommand {
         for t in trust { s.trust.append(try TrustedKeySetting(argument: t)) }
         if trial { s.trial = true }
         if let timeScale {
-            guard timeScale >= 1, timeScale <= 100_000 else { throw ValidationError("--time-scale must be 1...100000") }
+            guard timeScale.isFinite, timeScale >= 1, timeScale <= 100_000 else {
+                throw ValidationError("--time-scale must be a number in 1...100000, got \(timeScale)")
+            }
             s.timeScale = timeScale
         }
         if ignoreClockSync { s.clock.requireSync = false }
@@ -93,6 +98,8 @@ struct Gaend: AsyncParsableCommand {
     }
 
     func run() async throws {
+        // Before the node's threads start: see Allocator.limitArenas.
+        Allocator.limitArenas()
         guard let level = Logger.Level(rawValue: logLevel) else { throw ValidationError("--log-level: unknown level '\(logLevel)'") }
         let journal = JournalLogHandler.standardErrorIsJournal()
         // Structured fields through journald's native socket; the stream is the fallback.
@@ -160,7 +167,11 @@ struct Gaend: AsyncParsableCommand {
                 throw fail("D-Bus \(address): \(error)")
             }
         }
-        let service = BusService(connection: connection, fallbackErrorName: GaendInterfaces.ErrorName.failed, logger: logger)
+        // 16 calls in progress at most, a uid a few more than its calls passing descriptors
+        // (so its other calls still get through), 4 kept for uids with none in progress, and
+        // property reads apart (docs/dbus.md, "Limits").
+        let limits = DBusCallLimits(maxConcurrentCalls: 16, maxCallsPerUID: min(12, settings.callers.callsInFlight + 2), reservedForOtherCallers: 4)
+        let service = BusService(connection: connection, fallbackErrorName: GaendInterfaces.ErrorName.failed, callLimits: limits, logger: logger)
         let bus = NodeBus(service: service, node: node, trust: trustSet, logger: logger)
         let notifier = SystemdNotifier()
         logger.info("gaend started", metadata: [

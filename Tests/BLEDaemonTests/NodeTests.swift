@@ -219,7 +219,9 @@ struct NodeTests {
     func rateLimit() async throws {
         let dir = try TempStoreDir()
         let (node, _) = try makeNode(dir)
-        let file = try keyFile([])
+        // One key (a file with none is refused): the same file each time.
+        let file = try keyFile([DiagnosisKey(key: try TemporaryExposureKey(bytes: Data(repeating: 9, count: 16)),
+                                             rollingStartIntervalNumber: Self.day.firstInterval)])
         for _ in 0..<6 {
             _ = try await node.exposure.acceptKeyFiles([file], trust: KeyExportTrustSet())
             _ = try await node.exposure.runMatching()

@@ -26,7 +26,7 @@ struct StoreFaultTests {
     /// decrypts and equals the record the helper wrote under its number.
     static func check(_ dir: TempStoreDir) throws -> Int {
         let store = try dir.open()
-        defer { try? store.close() }
+        defer { _ = try? store.close() }
         let integrity = try store.withWriterForTesting { db in try db.fetchText("PRAGMA integrity_check") }
         #expect(integrity == "ok")
         let scans = try store.scans(from: 0, to: .infinity)

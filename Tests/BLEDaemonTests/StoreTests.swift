@@ -84,12 +84,16 @@ struct StoreTests {
     func wrongKeyAfterCrash() throws {
         let dir = try TempStoreDir()
         let store = try dir.open()
+        // Every commit is checkpointed at once, except while a read holds its frames back.
+        let reader = try StoreDurabilityTests.holdingReader(dir)
         for n in 1...5 { try store.recordScan(StressRecords.scan(number: n)) }
         // Snapshot the files while the store is open: what a crash leaves behind.
         let crashed = try TempStoreDir()
         for suffix in ["", "-wal", "-shm"] {
             try FileManager.default.copyItem(atPath: dir.storePath + suffix, toPath: crashed.storePath + suffix)
         }
+        try reader.execute("COMMIT")
+        try reader.close()
         try store.close()
         let main = try Data(contentsOf: URL(fileURLWithPath: crashed.storePath))
         let wal = try Data(contentsOf: URL(fileURLWithPath: crashed.storePath + "-wal"))
@@ -308,6 +312,16 @@ struct StoreKeyTests {
             try StoreKey.load(keyFile: nil, environment: ["CREDENTIALS_DIRECTORY": other.appendingPathComponent("storekey").path])
         }
         #expect("\(blocked)".contains("Not a directory"), "\(blocked)")
+        // A credential that cannot be read says who asked and what the file and its directory
+        // allow (here: store-key is a symbolic link to itself, which stat() refuses even to root).
+        let odd = dir.url.appendingPathComponent("odd-creds")
+        try FileManager.default.createDirectory(at: odd, withIntermediateDirectories: true)
+        #expect(symlink("store-key", odd.appendingPathComponent("store-key").path) == 0)
+        try FileManager.default.setAttributes([.posixPermissions: 0o510], ofItemAtPath: odd.path)
+        let unreadable = try #require(throws: StoreError.self) { try StoreKey.load(keyFile: nil, environment: ["CREDENTIALS_DIRECTORY": odd.path]) }
+        let text = "\(unreadable)"
+        #expect(text.hasPrefix("store key file \(odd.path)/store-key cannot be read: Too many levels of symbolic links; gaend runs as uid \(getuid())"), "\(text)")
+        #expect(text.contains("gid \(getegid()); the file: mode 0777, owner uid \(geteuid()) gid \(getegid()); its directory \(odd.path): a directory, mode 0510, owner uid \(geteuid())"), "\(text)")
     }
 }
 

@@ -157,4 +157,129 @@ struct WatchdogLivenessTests {
         await radio.stop()
         await node.shutdown()
     }
+
+    /// Collects what is logged at notice level and above (a log handler of the test's own).
+    final class Collected: LogHandler, @unchecked Sendable {
+        let lines = Mutex<[(Logger.Level, String)]>([])
+        var metadata: Logger.Metadata = [:]
+        var logLevel: Logger.Level = .notice
+        subscript(metadataKey key: String) -> Logger.Metadata.Value? {
+            get { metadata[key] }
+            set { metadata[key] = newValue }
+        }
+        func log(level: Logger.Level, message: Logger.Message, metadata: Logger.Metadata?, source: String, file: String, function: String, line: UInt) {
+            lines.withLock { $0.append((level, "\(message) \(metadata ?? [:])")) }
+        }
+        var all: [(Logger.Level, String)] { lines.withLock { $0 } }
+    }
+
+    @Test("started beside a CPU hog on every core, the node's watchdog is fed from the start on and the radio owner answers")
+    func fedFromTheStartUnderCPULoad() async throws {
+        // Spinning threads at the daemon's own priority, twice as many as there are cores.
+        let stopHogs = CancelFlag()
+        var hogs: [Thread] = []
+        for _ in 0..<(2 * ProcessInfo.processInfo.activeProcessorCount) {
+            let t = Thread {
+                var x: UInt64 = 1
+                while !stopHogs.isCancelled { for _ in 0..<10_000 { x = x &* 6364136223846793005 &+ 1 } }
+                if x == 0 { print(x) }
+            }
+            t.start()
+            hogs.append(t)
+        }
+        defer { stopHogs.cancel() }
+
+        let dir = try TempStoreDir()
+        var s = GaendSettings()
+        s.controller = "unix:" + dir.url.appendingPathComponent("scripted").path
+        s.stateDirectory = dir.url.path
+        s.storeKeyFile = dir.keyPath
+        s.trial = true
+        let collected = Collected()
+        let logger = Logger(label: "test.watchdog.load") { _ in collected }
+        let clock = ManualClock(wall: 1_700_000_000, monotonic: 100)
+        let radio = RadioService.makeRadio(settings: s, clock: clock, logger: logger)
+        let node = try GaenNode(settings: s, logger: logger, clock: clock, sync: FixedClockSync(.synchronized(source: "test")), radio: radio)
+        let path = FileManager.default.temporaryDirectory.appendingPathComponent("notify-\(getpid())-\(UInt32.random(in: 0...UInt32.max))").path
+        let log = FeedLog(try SystemdNotifierTests.Listener(path: path))
+        defer { log.stop() }
+        let notifier = SystemdNotifier(environment: ["NOTIFY_SOCKET": path, "WATCHDOG_USEC": "\(Int(Self.watchdogSeconds * 1_000_000))",
+                                                     "WATCHDOG_PID": "\(getpid())"])
+        let check = RadioPathCheck(radio: radio, schedule: node.heartbeat, clock: clock)
+        // As gaend starts: the watchdog at once, the controller session in the background
+        // (the radio owner's own loop), the schedule on it.
+        let started = ContinuousClock.now
+        let feeding = Task { try await WatchdogService(check: check, notifier: notifier, logger: logger).run() }
+        await radio.start(connector: ScriptedConnector(), configuration: HCISessionConfiguration())
+        try await node.enable()
+        try await Task.sleep(for: .seconds(Self.watchdogSeconds * 3))
+        let end = ContinuousClock.now
+        let onAir = await radio.snapshot.advertisingOnAir
+        feeding.cancel()
+        _ = try? await feeding.value
+        stopHogs.cancel()
+
+        #expect(onAir)
+        #expect(check.radioHasAnswered)
+        // Fed within a watchdog interval of the start, and never a gap systemd would kill for.
+        let first = try #require(log.feeds(from: started, to: end).first)
+        #expect(first - started < .seconds(Self.watchdogSeconds / 2 + 0.5), "first feed after \(first - started)")
+        #expect(log.longestGap(from: started, to: end) < Self.watchdogSeconds)
+        let notLive = collected.all.filter { $0.0 >= .warning && $0.1.contains("radio path") }
+        #expect(notLive.isEmpty, "\(notLive)")
+        try await node.disable()
+        await radio.stop()
+        await node.shutdown()
+    }
+
+    @Test("opening a controller never holds a cooperative thread: opens blocked in connect(2) leave the pool free")
+    func openingLeavesThePoolFree() throws {
+        // A unix socket whose backlog is full: a connect(2) to it blocks until the listener
+        // accepts or goes away (what HCIDEVDOWN does while the kernel powers a new controller on).
+        let path = FileManager.default.temporaryDirectory.appendingPathComponent("gaend-open-\(getpid())-\(UInt32.random(in: 0...UInt32.max))").path
+        let listener = socket(AF_UNIX, Int32(SOCK_STREAM.rawValue), 0)
+        #expect(listener >= 0)
+        var addr = sockaddr_un()
+        addr.sun_family = sa_family_t(AF_UNIX)
+        withUnsafeMutableBytes(of: &addr.sun_path) { raw in
+            for (i, b) in Array(path.utf8).enumerated() { raw[i] = b }
+        }
+        let size = socklen_t(MemoryLayout<sockaddr_un>.size)
+        #expect(withUnsafePointer(to: &addr) { $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { bind(listener, $0, size) } } == 0)
+        #expect(listen(listener, 0) == 0)
+        var fillers: [Int32] = []
+        while fillers.count < 64 {
+            let fd = socket(AF_UNIX, Int32(SOCK_STREAM.rawValue) | Int32(SOCK_NONBLOCK.rawValue), 0)
+            let rc = withUnsafePointer(to: &addr) { $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { connect(fd, $0, size) } }
+            if rc != 0 { close(fd); break }
+            fillers.append(fd)
+        }
+        // More opens than the pool has threads, all blocked in connect(2).
+        let connector = SystemTransportConnector(address: .unix(path: path))
+        let width = ProcessInfo.processInfo.activeProcessorCount + 2
+        final class Count: Sendable {
+            let value = Mutex(0)
+        }
+        let ended = Count()
+        for _ in 0..<width {
+            Task.detached {
+                _ = try? await connector.connect()
+                ended.value.withLock { $0 += 1 }
+            }
+        }
+        usleep(300_000)
+        let probe = DispatchSemaphore(value: 0)
+        let asked = ContinuousClock.now
+        Task.detached { probe.signal() }
+        let ran = probe.wait(timeout: .now() + 5) == .success
+        let took = ContinuousClock.now - asked
+        // The listener goes: every blocked connect ends (refused).
+        close(listener)
+        unlink(path)
+        let deadline = ContinuousClock.now + .seconds(20)
+        while ended.value.withLock({ $0 }) < width, ContinuousClock.now < deadline { usleep(20_000) }
+        for fd in fillers { close(fd) }
+        #expect(ended.value.withLock { $0 } == width)
+        #expect(ran && took < .seconds(2), "a task waited \(took) for a cooperative thread")
+    }
 }

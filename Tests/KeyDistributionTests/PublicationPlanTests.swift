@@ -36,7 +36,8 @@ import Testing
         var keys: [SubmittedKey] = []
         for h in 0..<5 {
             for i in 0..<3 {
-                keys.append(SubmittedKey(key: Self.key(UInt8(h * 10 + i), day: today - 3), submittedAt: (today - 2) * Self.day + Int64(h) * 3600))
+                // Keys of 4 days ago, available long before these submissions: the submission hour counts.
+                keys.append(SubmittedKey(key: Self.key(UInt8(h * 10 + i), day: today - 4), submittedAt: (today - 2) * Self.day + Int64(h) * 3600))
             }
         }
         var o = PublishOptions(country: "DE", region: "R")

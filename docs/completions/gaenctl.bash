@@ -186,13 +186,13 @@ _gaenctl() {
     unset 'unparsed_words[0]'
     unparsed_words=("${unparsed_words[@]}")
     case "${subcommand}" in
-    derive|keys|match|windows|radio|status|start|stop|sightings|mark|markers|risk|summaries|trial|simulate|calibrate|help)
+    derive|keys|app|match|windows|radio|status|start|stop|sightings|mark|markers|risk|summaries|trial|simulate|calibrate|help)
         # Offer subcommand argument completions
         "_gaenctl_${subcommand}"
         ;;
     *)
         # Offer subcommand completions
-        COMPREPLY+=($(compgen -W 'derive keys match windows radio status start stop sightings mark markers risk summaries trial simulate calibrate help' -- "${cur}"))
+        COMPREPLY+=($(compgen -W 'derive keys app match windows radio status start stop sightings mark markers risk summaries trial simulate calibrate help' -- "${cur}"))
         ;;
     esac
 }
@@ -406,6 +406,152 @@ _gaenctl_keys_publish() {
     esac
 }
 
+_gaenctl_app() {
+    repeating_flags=()
+    non_repeating_flags=(--version -h --help)
+    repeating_options=()
+    non_repeating_options=()
+    __gaenctl_offer_flags_options 0
+
+    # Offer subcommand / subcommand argument completions
+    local -r subcommand="${unparsed_words[0]}"
+    unset 'unparsed_words[0]'
+    unparsed_words=("${unparsed_words[@]}")
+    case "${subcommand}" in
+    sync|submit|status)
+        # Offer subcommand argument completions
+        "_gaenctl_app_${subcommand}"
+        ;;
+    *)
+        # Offer subcommand completions
+        COMPREPLY+=($(compgen -W 'sync submit status' -- "${cur}"))
+        ;;
+    esac
+}
+
+_gaenctl_app_sync() {
+    repeating_flags=()
+    non_repeating_flags=(--version -h --help)
+    repeating_options=(--trust)
+    non_repeating_options=(--bus --name --timeout --server --country --region --state-dir --hook --max-provide-calls --run-timeout --file-timeout --max-package-bytes --attempts --backoff --max-clock-skew --match-wait --journal-socket)
+    __gaenctl_offer_flags_options 0
+
+    # Offer option value completions
+    case "${prev}" in
+    '--bus')
+        return
+        ;;
+    '--name')
+        return
+        ;;
+    '--timeout')
+        return
+        ;;
+    '--server')
+        return
+        ;;
+    '--country')
+        return
+        ;;
+    '--region')
+        return
+        ;;
+    '--trust')
+        return
+        ;;
+    '--state-dir')
+        return
+        ;;
+    '--hook')
+        return
+        ;;
+    '--max-provide-calls')
+        return
+        ;;
+    '--run-timeout')
+        return
+        ;;
+    '--file-timeout')
+        return
+        ;;
+    '--max-package-bytes')
+        return
+        ;;
+    '--attempts')
+        return
+        ;;
+    '--backoff')
+        return
+        ;;
+    '--max-clock-skew')
+        return
+        ;;
+    '--match-wait')
+        return
+        ;;
+    '--journal-socket')
+        return
+        ;;
+    esac
+}
+
+_gaenctl_app_submit() {
+    repeating_flags=()
+    non_repeating_flags=(--version -h --help)
+    repeating_options=()
+    non_repeating_options=(--bus --name --timeout --server --user --password-file --consent --state-dir --upload-timeout)
+    __gaenctl_offer_flags_options 0
+
+    # Offer option value completions
+    case "${prev}" in
+    '--bus')
+        return
+        ;;
+    '--name')
+        return
+        ;;
+    '--timeout')
+        return
+        ;;
+    '--server')
+        return
+        ;;
+    '--user')
+        return
+        ;;
+    '--password-file')
+        return
+        ;;
+    '--consent')
+        return
+        ;;
+    '--state-dir')
+        return
+        ;;
+    '--upload-timeout')
+        return
+        ;;
+    esac
+}
+
+_gaenctl_app_status() {
+    repeating_flags=()
+    non_repeating_flags=(--json --version -h --help)
+    repeating_options=()
+    non_repeating_options=(--state-dir --name)
+    __gaenctl_offer_flags_options 0
+
+    # Offer option value completions
+    case "${prev}" in
+    '--state-dir')
+        return
+        ;;
+    '--name')
+        return
+        ;;
+    esac
+}
+
 _gaenctl_match() {
     repeating_flags=()
     non_repeating_flags=(--version -h --help)
@@ -589,7 +735,7 @@ _gaenctl_status() {
     repeating_flags=()
     non_repeating_flags=(--json --version -h --help)
     repeating_options=()
-    non_repeating_options=(--bus --name --timeout)
+    non_repeating_options=(--bus --name --timeout --app-state)
     __gaenctl_offer_flags_options 0
 
     # Offer option value completions
@@ -601,6 +747,9 @@ _gaenctl_status() {
         return
         ;;
     '--timeout')
+        return
+        ;;
+    '--app-state')
         return
         ;;
     esac
@@ -862,7 +1011,7 @@ _gaenctl_risk_cwa() {
     repeating_flags=()
     non_repeating_flags=(--per-window --version -h --help)
     repeating_options=()
-    non_repeating_options=(--parameters --app-version --windows --today)
+    non_repeating_options=(--parameters --app-version --windows --test-case --today)
     __gaenctl_offer_flags_options 0
 
     # Offer option value completions
@@ -876,6 +1025,9 @@ _gaenctl_risk_cwa() {
     '--windows')
         return
         ;;
+    '--test-case')
+        return
+        ;;
     '--today')
         return
         ;;
@@ -886,7 +1038,7 @@ _gaenctl_risk_nhs() {
     repeating_flags=()
     non_repeating_flags=(--per-window --version -h --help)
     repeating_options=()
-    non_repeating_options=(--configuration --windows --method)
+    non_repeating_options=(--configuration --windows --test-case --method)
     __gaenctl_offer_flags_options 0
 
     # Offer option value completions
@@ -895,6 +1047,9 @@ _gaenctl_risk_nhs() {
         return
         ;;
     '--windows')
+        return
+        ;;
+    '--test-case')
         return
         ;;
     '--method')
@@ -907,7 +1062,7 @@ _gaenctl_risk_gaen-v1() {
     repeating_flags=()
     non_repeating_flags=(--per-window --version -h --help)
     repeating_options=()
-    non_repeating_options=(--configuration --windows --today)
+    non_repeating_options=(--configuration --windows --test-case --today)
     __gaenctl_offer_flags_options 0
 
     # Offer option value completions
@@ -916,6 +1071,9 @@ _gaenctl_risk_gaen-v1() {
         return
         ;;
     '--windows')
+        return
+        ;;
+    '--test-case')
         return
         ;;
     '--today')
@@ -928,7 +1086,7 @@ _gaenctl_risk_cwa-v1() {
     repeating_flags=()
     non_repeating_flags=(--per-window --version -h --help)
     repeating_options=()
-    non_repeating_options=(--configuration --windows --today)
+    non_repeating_options=(--configuration --windows --test-case --today)
     __gaenctl_offer_flags_options 0
 
     # Offer option value completions
@@ -937,6 +1095,9 @@ _gaenctl_risk_cwa-v1() {
         return
         ;;
     '--windows')
+        return
+        ;;
+    '--test-case')
         return
         ;;
     '--today')
@@ -949,7 +1110,7 @@ _gaenctl_risk_swisscovid() {
     repeating_flags=()
     non_repeating_flags=(--per-window --version -h --help)
     repeating_options=()
-    non_repeating_options=(--configuration --windows)
+    non_repeating_options=(--configuration --windows --test-case)
     __gaenctl_offer_flags_options 0
 
     # Offer option value completions
@@ -958,6 +1119,9 @@ _gaenctl_risk_swisscovid() {
         return
         ;;
     '--windows')
+        return
+        ;;
+    '--test-case')
         return
         ;;
     esac
@@ -967,7 +1131,7 @@ _gaenctl_risk_immuni() {
     repeating_flags=()
     non_repeating_flags=(--per-window --version -h --help)
     repeating_options=()
-    non_repeating_options=(--configuration --windows --today)
+    non_repeating_options=(--configuration --windows --test-case --today)
     __gaenctl_offer_flags_options 0
 
     # Offer option value completions
@@ -976,6 +1140,9 @@ _gaenctl_risk_immuni() {
         return
         ;;
     '--windows')
+        return
+        ;;
+    '--test-case')
         return
         ;;
     '--today')
@@ -1105,13 +1272,19 @@ _gaenctl_trial_import() {
 _gaenctl_trial_import_dp3t() {
     repeating_flags=()
     non_repeating_flags=(--version -h --help)
-    repeating_options=()
-    non_repeating_options=(--calibration -o --output)
+    repeating_options=(--calibration)
+    non_repeating_options=(--calibration-date --timezone -o --output)
     __gaenctl_offer_flags_options -1
 
     # Offer option value completions
     case "${prev}" in
     '--calibration')
+        return
+        ;;
+    '--calibration-date')
+        return
+        ;;
+    '--timezone')
         return
         ;;
     '-o'|'--output')
@@ -1169,7 +1342,7 @@ _gaenctl_trial_import_rssi() {
     repeating_flags=()
     non_repeating_flags=(--version -h --help)
     repeating_options=()
-    non_repeating_options=(--tx-power --distance-column --rssi-column --distance-scale --receiver --transmitter -o --output)
+    non_repeating_options=(--tx-power --distance-column --rssi-column --time-column --receiver-column --transmitter-column --timezone --distance-scale --receiver --transmitter -o --output)
     __gaenctl_offer_flags_options -1
 
     # Offer option value completions
@@ -1181,6 +1354,18 @@ _gaenctl_trial_import_rssi() {
         return
         ;;
     '--rssi-column')
+        return
+        ;;
+    '--time-column')
+        return
+        ;;
+    '--receiver-column')
+        return
+        ;;
+    '--transmitter-column')
+        return
+        ;;
+    '--timezone')
         return
         ;;
     '--distance-scale')
@@ -1200,7 +1385,7 @@ _gaenctl_trial_import_rssi() {
 
 _gaenctl_trial_replay() {
     repeating_flags=()
-    non_repeating_flags=(--json --version -h --help)
+    non_repeating_flags=(--per-contact --json --version -h --help)
     repeating_options=(--rule)
     non_repeating_options=(--contacts --close-contact)
     __gaenctl_offer_flags_options 0

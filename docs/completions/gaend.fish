@@ -86,7 +86,7 @@ complete -c 'gaend' -n '__gaend_should_offer_completions_for_flags_or_options "g
 complete -c 'gaend' -n '__gaend_should_offer_completions_for_flags_or_options "gaend" bus-name' -l 'bus-name' -d 'Well-known D-Bus name to own (default org.gaend; one per controller, e.g. org.gaend.hci0).' -rfka ''
 complete -c 'gaend' -n '__gaend_should_offer_completions_for_flags_or_options "gaend"' -l 'trust' -d 'Trust a P-256 public key for provided key files; repeatable.' -rfka ''
 complete -c 'gaend' -n '__gaend_should_offer_completions_for_flags_or_options "gaend" trial' -l 'trial' -d 'Field-trial mode: research interface on, today\'s key exportable, rate limits off.'
-complete -c 'gaend' -n '__gaend_should_offer_completions_for_flags_or_options "gaend" time-scale' -l 'time-scale' -d 'Run the whole schedule N times faster than real time (demos, tests).' -rfka ''
+complete -c 'gaend' -n '__gaend_should_offer_completions_for_flags_or_options "gaend" time-scale' -l 'time-scale' -d 'Run the whole schedule N times faster than real time (demos, tests): 1...100000.' -rfka ''
 complete -c 'gaend' -n '__gaend_should_offer_completions_for_flags_or_options "gaend" ignore-clock-sync' -l 'ignore-clock-sync' -d 'Advertise and scan without a synchronised system clock.'
 complete -c 'gaend' -n '__gaend_should_offer_completions_for_flags_or_options "gaend" capture' -l 'capture' -d 'Write every HCI packet, both directions, to FILE as btsnoop (btmon -r, Wireshark); rotated to FILE.1 at 16 MiB.' -rfka ''
 complete -c 'gaend' -n '__gaend_should_offer_completions_for_flags_or_options "gaend" log-level' -l 'log-level' -d 'Log level: trace, debug, info, notice, warning, error, critical.' -rfka ''

@@ -117,6 +117,51 @@ def test_kill9_loop_never_shrinks_and_keeps_one_key(radio, nodes):
     print(f"kill -9 runs survived: {survived}/10")
 
 
+def test_damaged_store_is_set_aside_and_the_node_goes_on(radio, nodes):
+    """One structural bit (the first page's b-tree header at offset 100): gaend does not exit
+    or restart-loop. It sets the damaged file aside (kept byte for byte), says so in the
+    journal and in status, keeps advertising the day's key (from the ledger) and records into
+    a fresh store; the next start opens the fresh store as it is."""
+    r = two_radios(radio)
+    a = nodes("a", r.ready["devices"]["a"]["connect"])
+    b = nodes("b", r.ready["devices"]["b"]["connect"])
+    a.start()
+    b.start()
+    b.wait_scans(3)
+    keys_before = key_days(b)
+    today = max(keys_before)
+    assert b.terminate() == 0, b.stderr
+    damaged = bytearray(b.store.read_bytes())
+    damaged[100] ^= 0x01
+    b.store.write_bytes(bytes(damaged))
+    b.start()
+    time.sleep(1)
+    assert b.proc.poll() is None, b.stderr
+    aside = [p for p in b.state.glob("store.sqlite.damaged-*") if not p.name.endswith(("-wal", "-shm"))]
+    assert len(aside) == 1, list(b.state.iterdir())
+    assert aside[0].read_bytes() == bytes(damaged)
+    assert "the store is damaged: set aside" in b.stderr and str(aside[0]) in b.stderr, b.stderr
+    status = b.status()
+    assert status["quarantinedRecords"] >= 1, status
+    assert "storage-error" not in status["status"], status
+    # The day's key is the one advertised before the damage: no second key for the day.
+    keys_after = key_days(b)
+    assert keys_after.get(today) == keys_before[today], (keys_before, keys_after)
+    # On air: an RPI of that same key (trial mode shows the RPI on air).
+    out = subprocess.run([str(b.bin_dir / "gaenctl"), "derive", "--tek", keys_before[today], "--interval", str(today),
+                          "--count", "144"], capture_output=True, text=True, check=True)
+    rpis = {i["rpi"] for i in json.loads(out.stdout)["intervals"]}
+    assert wait_for(lambda: b.status().get("currentRpi") in rpis, 30, 0.5), (b.status(), keys_before[today])
+    # Recording goes on into the fresh store.
+    b.wait_scans(status["scanCount"] + 2)
+    assert len(stored_scans(b)) >= 2
+    assert b.terminate() == 0, b.stderr
+    b.start()
+    assert b.proc.poll() is None, b.stderr
+    assert len([p for p in b.state.glob("store.sqlite.damaged-*") if not p.name.endswith(("-wal", "-shm"))]) == 1
+    assert key_days(b).get(today) == keys_before[today]
+
+
 def rss_kb(pid: int) -> int:
     for line in open(f"/proc/{pid}/status"):
         if line.startswith("VmRSS:"):
@@ -175,6 +220,73 @@ def test_disk_full_under_a_report_flood_stays_bounded(radio, nodes):
         n.wait_scans(n.status()["scanCount"] + 2, timeout=30)
         assert len(stored_scans(n)) > before
         assert "dropped the oldest scan" in n.stderr
+    finally:
+        n.close()
+        subprocess.run(["umount", "-l", str(n.state)], capture_output=True)
+
+
+def rss_anon_kb(pid: int) -> int:
+    for line in open(f"/proc/{pid}/status"):
+        if line.startswith("RssAnon:"):
+            return int(line.split()[1])
+    raise AssertionError("no RssAnon")
+
+
+def test_memory_stays_flat_as_sightings_are_recorded(radio, nodes):
+    """A report flood with the disk not full: what the node recorded is in the store, not in
+    memory. After a warm-up, 150,000 more sightings leave anonymous RSS within 8 MB (a
+    buffer of the newest 64 finished scans that nobody read held them: 30 MB and more)."""
+    r = radio([{"name": "n", "transport": "tcp-server:127.0.0.1:0"}])
+    n = nodes("n", r.ready["devices"]["n"]["connect"], extra=["--ignore-clock-sync"], config=FLOOD_CONFIG)
+    n.start()
+    n.wait_scans(1, timeout=30)
+    r.ok(cmd="flood", device="n", rate=5000, seconds=600)
+    # Warm: SQLite's page caches (2 MB a connection) and the allocator's arenas fill first.
+    assert wait_for(lambda: n.status()["sightingCount"] >= 100_000, 180, 1), n.status()
+    base, start = rss_anon_kb(n.proc.pid), n.status()["sightingCount"]
+    assert wait_for(lambda: n.status()["sightingCount"] - start >= 150_000, 300, 2), n.status()
+    r.ok(cmd="flood", device="n", rate=0)
+    status = n.status()
+    grown = rss_anon_kb(n.proc.pid) - base
+    print(f"{status['sightingCount'] - start} sightings: anonymous RSS {base} -> {base + grown} kB")
+    assert grown < 8 * 1024, f"anonymous RSS grew {grown} kB over {status['sightingCount'] - start} sightings"
+    assert status.get("droppedScans", 0) == 0, status
+
+
+@pytest.mark.skipif(os.geteuid() != 0, reason="needs root to mount a small tmpfs")
+def test_disk_full_flood_memory_is_bounded_by_the_queue(radio, nodes):
+    """4,000 reports/s on a full disk with the default 16 MiB queue: RSS stays within the
+    queue's bound and some slack, however long the flood; at SIGTERM the waiting scans are
+    counted and logged as dropped, and the exit status says whether the store closed."""
+    r = radio([{"name": "n", "transport": "tcp-server:127.0.0.1:0"}])
+    config = FLOOD_CONFIG.replace("max_pending_mb: 1", "max_pending_mb: 16")
+    n = nodes("n", r.ready["devices"]["n"]["connect"], extra=["--ignore-clock-sync"], config=config)
+    n.state.mkdir(parents=True)
+    if subprocess.run(["mount", "-t", "tmpfs", "-o", "size=4m", "tmpfs", str(n.state)], capture_output=True).returncode != 0:
+        pytest.skip("cannot mount a tmpfs here")
+    try:
+        n.start()
+        n.wait_scans(1, timeout=30)
+        subprocess.run(["dd", "if=/dev/zero", f"of={n.state / 'filler'}", "bs=4k"], capture_output=True)
+        r.ok(cmd="flood", device="n", rate=4000, seconds=600)
+        assert wait_for(lambda: "storage-full" in n.status()["status"], 30, 0.5), n.status()
+        base = rss_kb(n.proc.pid)
+        samples = []
+        end = time.monotonic() + 90
+        while time.monotonic() < end:
+            samples.append(rss_kb(n.proc.pid))
+            time.sleep(5)
+        status = n.status()
+        print(f"disk full at 4000 reports/s for 90 s: RSS {base} -> max {max(samples)} kB; {status}")
+        assert status["sightingCount"] > 100_000, status
+        # The queue's 16 MiB (encoded scans) and the allocator's two arenas' transient peak
+        # (a scan of tens of thousands of reports is being encoded and sealed at any time).
+        assert max(samples) - base < 40 * 1024, f"RSS grew from {base} kB to {max(samples)} kB"
+        r.ok(cmd="flood", device="n", rate=0)
+        code = n.terminate()
+        err = n.stderr
+        assert "stopping with scans still waiting for disk space: dropped" in err, err[-3000:]
+        assert code == (1 if "closing the store failed" in err else 0), (code, err[-3000:])
     finally:
         n.close()
         subprocess.run(["umount", "-l", str(n.state)], capture_output=True)

@@ -125,12 +125,20 @@ def test_publish_read_back_by_an_independent_reader(bin_dir, tmp_path):
     before = tree_bytes(out)
     publish(bin_dir / "gaenctl", inbox, out, signers, NOW, "--min-keys", "1", "--country", "XY", "--region", "XY-TRIAL")
     assert tree_bytes(out) == before
+    # A board dates its upload into the past (nginx's PUT takes the file's time from the
+    # request's Date header): its key must not change a package already published.
+    backdated = [{"keyData": rng.randbytes(16).hex(), "rollingStartIntervalNumber": (NOW // DAY - 3) * 144, "rollingPeriod": 144}]
+    (inbox / "board03" / "backdated.json").write_text(json.dumps(backdated))
+    set_mtime(inbox / "board03" / "backdated.json", NOW - 2 * DAY)
     # An hour later the late key is out, in the now complete hour.
     publish(bin_dir / "gaenctl", inbox, out, signers, NOW + 3600, "--min-keys", "1", "--country", "XY", "--region", "XY-TRIAL")
+    later = tree_bytes(out)
+    changed = [p for p, data in before.items() if p in later and later[p] != data and not p.endswith(("/index", "index.txt"))]
+    assert changed == [], changed
     after = (out / "XY-TRIAL/index.txt").read_text().splitlines()
     assert after[:len(index)] == index[-len(after):][:len(index)] or len(after) >= len(index)
     newest = read_package((out / after[-1]).read_bytes())
-    assert late[0]["keyData"] in [k[0] for k in newest["keys"]]
+    assert {late[0]["keyData"], backdated[0]["keyData"]} <= {k[0] for k in newest["keys"]}
     assert not list(out.parent.glob(".keys.new-*")), "staging directory left behind"
 
 

@@ -1,9 +1,14 @@
-"""The kernel test bed's scenarios (issue 10), run by ./scripts/test.sh.
+"""The kernel test bed's scenarios, run by ./scripts/test.sh.
 
 Each scenario boots Debian's kernel under qemu TCG (tests/testbed/testbed.py) with a guest
 script from tests/testbed/guest and checks what it recorded in results.json. The binaries are
 copied into the scenario's work directory first, so a rebuild on the host cannot change them
-under a running guest. Set GAEND_TESTBED=0 to skip (e.g. on a machine without qemu)."""
+under a running guest. Set GAEND_TESTBED=0 to skip (e.g. on a machine without qemu).
+
+Everything a run writes is in its own folder, $GAEND_TESTBED_OUT (default
+.build/testbed/run-<time>-<pid> in the clone): the initramfs, one work folder per scenario
+(logs, results, captures; the staged binaries go once the scenario passed), timings.json and
+the reports. The only thing outside the clone is the kernel cache (testbed.CACHE)."""
 from __future__ import annotations
 
 import json
@@ -23,7 +28,10 @@ import testbed  # noqa: E402
 REPO = testbed.REPO
 TEK = "75c734c6dd1a782de7a965da5eb93125"
 PREFIX = "02011a03036ffd17166ffd"
-TIMINGS = Path(os.environ.get("GAEND_TESTBED_TIMINGS", "/tmp/gaend-testbed-timings.json"))
+OUT = Path(os.environ.get("GAEND_TESTBED_OUT") or REPO / ".build" / "testbed" / f"run-{time.strftime('%Y%m%dT%H%M%S')}-{os.getpid()}")
+TIMINGS = OUT / "timings.json"
+# Reports kept for reading (capture decodes, the unit's security analysis, the package size).
+REPORT = Path(os.environ.get("GAEND_TESTBED_REPORT") or OUT)
 
 
 def bin_dir() -> Path:
@@ -41,16 +49,20 @@ def kernel():
     if why:
         pytest.skip(why)
     try:
-        return testbed.prepare_kernel()
+        k = testbed.prepare_kernel()
     except testbed.TestbedUnavailable as e:
         pytest.skip(str(e))
+    OUT.mkdir(parents=True, exist_ok=True)
+    REPORT.mkdir(parents=True, exist_ok=True)
+    return k, testbed.build_initramfs(OUT / "initramfs.cpio", k)
 
 
 def run_scenario(kernel, tmp_path: Path, scenario: str, timeout: float, init: str | None = None,
                  files: list[Path] = ()) -> tuple[dict, testbed.GuestRun]:
     # Not below pytest's basetemp: where several pytest runs share a machine, each prunes the
     # others' old basetemps, and a guest's share must outlive a long scenario.
-    work = testbed.CACHE / "runs" / f"{scenario.split('.')[0]}-{os.getpid()}-{int(time.time())}"
+    work = OUT / scenario.split('.')[0]
+    shutil.rmtree(work, ignore_errors=True)  # never read an earlier run's results
     work.mkdir(parents=True)
     for f in files:
         shutil.copy2(f, work / f.name)
@@ -58,8 +70,10 @@ def run_scenario(kernel, tmp_path: Path, scenario: str, timeout: float, init: st
     staged.mkdir()
     for name in ("gaend", "gaenctl"):
         shutil.copy2(bin_dir() / name, staged / name)
-    run = testbed.boot(kernel, work, init or str(REPO / "tests/testbed/guest/run-scenario.sh"), timeout, extra_env={
-        "tb_scenario": scenario, "tb_repo": str(REPO), "tb_bin": "/testbed/bin", "tb_python": sys.executable})
+    k, initramfs = kernel
+    guest = testbed.GUEST_REPO + "/tests/testbed/guest/"
+    run = testbed.boot(k, initramfs, work, guest + (init or "run-scenario.sh"), timeout, extra_env={
+        "tb_scenario": scenario, "tb_repo": testbed.GUEST_REPO, "tb_bin": "/testbed/bin", "tb_python": sys.executable})
     timings = json.loads(TIMINGS.read_text()) if TIMINGS.exists() else {}
     timings[scenario] = round(run.seconds, 1)
     TIMINGS.write_text(json.dumps(timings))
@@ -116,7 +130,7 @@ def check_capture(capture: Path, rpis: set[str]) -> dict:
 
 
 def test_kernel_scenario(kernel, tmp_path):
-    r, run = run_scenario(kernel, tmp_path, "kernel.py", timeout=1500)
+    r, run = run_scenario(kernel, tmp_path, "kernel.py", timeout=3600)
     assert r["plug"] == 0 and r["plug_again"] == 0
 
     probe = r["probe"]
@@ -177,7 +191,7 @@ def test_kernel_scenario(kernel, tmp_path):
     assert r["rfkill"]["rc"] != 0 and "rfkill unblock bluetooth" in r["rfkill"]["stderr"], r["rfkill"]
     assert r["no_capability"]["rc"] != 0 and "CAP_NET_ADMIN" in r["no_capability"]["stderr"], r["no_capability"]
     assert r["net_admin_only"]["rc"] == 0, r["net_admin_only"]
-    (Path(os.environ.get("GAEND_TESTBED_REPORT", "/tmp")) / "kernel-capture-decode.json").write_text(
+    (REPORT / "kernel-capture-decode.json").write_text(
         json.dumps({"advertise": decoded, "gaend": gaend_capture, "seconds": run.seconds}, indent=1))
 
 
@@ -191,8 +205,8 @@ def release_dir() -> Path:
 
 def test_system_scenario(kernel, tmp_path):
     release_dir()
-    r, run = run_scenario(kernel, tmp_path, "system.py", timeout=1800, init=str(REPO / "tests/testbed/guest/system-init.sh"))
-    Path(os.environ.get("GAEND_TESTBED_REPORT", "/tmp"), "system-security.txt").write_text(r["security"]["output"])
+    r, run = run_scenario(kernel, tmp_path, "system.py", timeout=3600, init="system-init.sh")
+    (REPORT / "system-security.txt").write_text(r["security"]["output"])
     assert r["make_install"]["rc"] == 0
     assert r["active_after_plug"]["active"], r
     assert r["active_after_plug"]["credential"], "gaend-store-key.service created the credential"
@@ -214,6 +228,11 @@ def test_system_scenario(kernel, tmp_path):
     assert r["security"]["exposure"] is not None and r["security"]["exposure"] <= 1.4, r["security"]["output"][-3000:]
     assert r["unplug"]["stopped"], r["unplug"]
     assert r["replug"]["active"] and r["replug"]["status_rc"] == 0, r["replug"]
+    # Neither start (plug, replug) left the watchdog unfed: gaend never said the radio path was
+    # not live, and systemd never saw a watchdog timeout.
+    w = r["watchdog_journal"]
+    assert not [m for m in w["messages"] if "not live" in m] and not w["systemd"], w
+    assert len(w["open_seconds"]) >= 2, w
 
 
 def test_package_and_bluez_coexistence(kernel, tmp_path):
@@ -226,9 +245,9 @@ def test_package_and_bluez_coexistence(kernel, tmp_path):
     # Depends comes from the libraries the binaries load: libyaml's too (gaend's config reader).
     depends = subprocess.run(["dpkg-deb", "-f", str(deb), "Depends"], capture_output=True, text=True, check=True).stdout
     assert "libyaml-0-2" in depends, depends
-    r, run = run_scenario(kernel, tmp_path, "package.py", timeout=1800, init=str(REPO / "tests/testbed/guest/system-init.sh"),
+    r, run = run_scenario(kernel, tmp_path, "package.py", timeout=3600, init="system-init.sh",
                           files=[deb])
-    Path(os.environ.get("GAEND_TESTBED_REPORT", "/tmp"), "deb-size.txt").write_text(f"{deb.name} {deb.stat().st_size}\n")
+    (REPORT / "deb-size.txt").write_text(f"{deb.name} {deb.stat().st_size}\n")
     assert not r.get("missing_depends"), f"the guest (the host's root) lacks {r.get('missing_depends')}: run scripts/setup.sh"
     assert r["apt_install"]["rc"] == 0, r["apt_install"]
     assert r["gaend_status"]["rc"] == 0 and '"active"' in r["gaend_status"]["stdout"], r["gaend_status"]

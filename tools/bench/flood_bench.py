@@ -2,11 +2,14 @@
 node ingests with zero loss, and its resident memory under a report flood on a full disk.
 
     scripts/flood-bench.sh [--rates 500,1000,2000,3000,5000] [--seconds 20] [--disk-full-minutes 5]
+    scripts/flood-bench.sh --memory-sightings 1000000 [--memory-rate 5000] --disk-full-minutes 0
 
 One gaend in continuous scanning on the virtual radio; vradio's `flood` command delivers
 distinct GAEN reports to its host while it scans. Loss = 1 - (sightings the node recorded) /
 (reports vradio delivered), per rate. The disk-full run (root: a tmpfs) floods at the highest
-rate for the given minutes with the store full and samples gaend's VmRSS every 10 s."""
+rate for the given minutes with the store full and samples gaend's VmRSS every 10 s. The
+memory run floods with the disk not full until the node recorded N more sightings and prints
+RSS and anonymous RSS before the flood, after its first 30 s, and at the end."""
 
 from __future__ import annotations
 
@@ -52,11 +55,42 @@ def wait(pred, timeout: float) -> bool:
     return False
 
 
+def memory_run(node, radio, sightings: int, rate: float) -> dict:
+    """Floods until `sightings` more are recorded; RSS (and anonymous RSS) after the first
+    30 s of flood (the start: allocator and SQLite caches warm) and at the end."""
+    def anon_kb(pid: int) -> int:
+        for line in open(f"/proc/{pid}/status"):
+            if line.startswith("RssAnon:"):
+                return int(line.split()[1])
+        return -1
+    pid = node.proc.pid
+    idle = {"rss_kb": rss_kb(pid), "anon_kb": anon_kb(pid), "sightings": node.status()["sightingCount"]}
+    radio.ok(cmd="flood", device="n", rate=rate, seconds=100000)
+    time.sleep(30)
+    base = node.status()["sightingCount"]
+    start = {"rss_kb": rss_kb(pid), "anon_kb": anon_kb(pid), "sightings": base}
+    samples, anon = [], []
+    t0 = time.monotonic()
+    while node.status()["sightingCount"] - base < sightings:
+        samples.append(rss_kb(pid))
+        anon.append((node.status()["sightingCount"] - base, anon_kb(pid)))
+        time.sleep(10)
+    radio.ok(cmd="flood", device="n", rate=0)
+    time.sleep(6)
+    end = {"rss_kb": rss_kb(pid), "anon_kb": anon_kb(pid), "sightings": node.status()["sightingCount"]}
+    return {"memory_sightings": end["sightings"] - base, "rate": rate, "seconds": round(time.monotonic() - t0),
+            "idle_before_flood": idle, "start": start, "end": end, "rss_kb_max": max(samples + [end["rss_kb"]]),
+            "anon_kb_samples": anon, "loadavg": os.getloadavg()}
+
+
 def main() -> int:
     ap = argparse.ArgumentParser()
     ap.add_argument("--rates", default="500,1000,2000,3000,5000")
     ap.add_argument("--seconds", type=float, default=20)
     ap.add_argument("--disk-full-minutes", type=float, default=5)
+    ap.add_argument("--memory-sightings", type=int, default=0,
+                    help="instead of the rates: flood until the node recorded this many sightings; print RSS at start and end")
+    ap.add_argument("--memory-rate", type=float, default=5000)
     ap.add_argument("--bin-dir", default=os.environ.get("GAEND_BIN_DIR"))
     args = ap.parse_args()
     bin_dir = Path(args.bin_dir or subprocess.run(["swift", "build", "-c", "release", "--show-bin-path"], cwd=REPO,
@@ -68,7 +102,11 @@ def main() -> int:
     try:
         node.start()
         assert wait(lambda: node.status()["scanCount"] >= 1, 30)
-        for rate in [float(r) for r in args.rates.split(",")]:
+        if args.memory_sightings:
+            results["memory"] = memory_run(node, radio, args.memory_sightings, args.memory_rate)
+            print(json.dumps(results["memory"]), flush=True)
+            args.rates = ""
+        for rate in [float(r) for r in args.rates.split(",") if r]:
             before_stats = radio.stats("n").get("flood_reports", 0)
             before = node.status()["sightingCount"]
             radio.ok(cmd="flood", device="n", rate=rate, seconds=args.seconds)

@@ -24,6 +24,8 @@ public enum CallerIOError: Error, Equatable, CustomStringConvertible {
     case unsupported(what: String, reason: String)
     case failed(what: String, reason: String)
     case cancelled(what: String)
+    /// The bytes would not fit in what the node admits in flight (`ByteBudget`).
+    case overBudget(what: String, reason: String)
 
     public var description: String {
         switch self {
@@ -32,6 +34,7 @@ public enum CallerIOError: Error, Equatable, CustomStringConvertible {
         case .unsupported(let w, let r): return "\(w): \(r)"
         case .failed(let w, let r): return "\(w): \(r)"
         case .cancelled(let w): return "\(w): gaend is stopping"
+        case .overBudget(let w, let r): return "\(w): \(r)"
         }
     }
 
@@ -69,6 +72,8 @@ public final class CallerDescriptor: @unchecked Sendable {
     private var fd: Int32
     private let isSocket: Bool
     private let isRegular: Bool
+    /// A regular file's size when it was passed (a caller may still change it).
+    public let regularFileSize: Int?
 
     /// Takes ownership of `fd`. A socket is used with MSG_DONTWAIT (its flags are shared with
     /// the caller, who may rely on them); any other non-regular file (pipe, FIFO, device) is
@@ -85,6 +90,7 @@ public final class CallerDescriptor: @unchecked Sendable {
         let type = st.st_mode & S_IFMT
         isSocket = type == S_IFSOCK
         isRegular = type == S_IFREG
+        regularFileSize = isRegular ? Int(st.st_size) : nil
         if type == S_IFDIR {
             close(fd)
             throw CallerIOError.unsupported(what: what, reason: "is a directory, not a file")
@@ -119,8 +125,10 @@ public final class CallerDescriptor: @unchecked Sendable {
         }
     }
 
-    /// Reads to the end of file: at most `limit` bytes, all within `timeout` seconds.
-    public func readAll(limit: Int, timeout: Double, cancel: CancelFlag) throws -> Data {
+    /// Reads to the end of file: at most `limit` bytes, all within `timeout` seconds; with a
+    /// `claim`, each chunk is claimed from its budget before it is kept.
+    public func readAll(limit: Int, timeout: Double, cancel: CancelFlag, claim: BudgetClaim? = nil) throws -> Data {
+        if let size = regularFileSize, size > limit { throw CallerIOError.tooLarge(what: what, limit: limit) }
         let deadline = ContinuousClock.now + .milliseconds(Int64(timeout * 1000))
         var out = Data()
         var buffer = [UInt8](repeating: 0, count: 65_536)
@@ -135,8 +143,12 @@ public final class CallerDescriptor: @unchecked Sendable {
                 throw CallerIOError.failed(what: what, reason: "read failed: \(String(cString: strerror(errno)))")
             }
             if n == 0 { return out }
+            guard out.count + n <= limit else { throw CallerIOError.tooLarge(what: what, limit: limit) }
+            if let claim, !claim.claim(n) {
+                throw CallerIOError.overBudget(what: what, reason: "gaend already holds \(claim.budget.inUse >> 20) MiB of key files in flight "
+                    + "(at most \(claim.budget.total >> 20) MiB for all calls together); provide again when the other calls have returned")
+            }
             out.append(contentsOf: buffer[0..<n])
-            guard out.count <= limit else { throw CallerIOError.tooLarge(what: what, limit: limit) }
         }
     }
 

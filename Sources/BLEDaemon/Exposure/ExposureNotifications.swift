@@ -28,6 +28,12 @@ public actor ExposureNotifications {
     let logger: Logger
     /// Provided key files, parsed once (matching does not parse them again).
     public nonisolated let keyFiles = KeyFileCache()
+    /// The bounds on ProvideDiagnosisKeys (docs/dbus.md, "Limits").
+    public nonisolated let provideLimits: ProvideLimits
+    /// Bytes of key files in flight over all calls (`ProvideLimits.totalBytes`).
+    public nonisolated let provideBudget: ByteBudget
+    /// A call's files are being parsed: one at a time.
+    private var accepting = false
 
     /// Busy: from an accepted ProvideDiagnosisKeys to the end of its matching.
     public private(set) var matching = false
@@ -37,7 +43,9 @@ public actor ExposureNotifications {
     private var run: Task<Void, Never>?
 
     init(settings: GaendSettings, clock: any NodeClock, store: NodeStore, stateFile: NodeStateFile, calibration: CalibrationInUse,
-         events: NodeEvents, logger: Logger) {
+         events: NodeEvents, logger: Logger, provideLimits: ProvideLimits = .default) {
+        self.provideLimits = provideLimits
+        self.provideBudget = ByteBudget(total: provideLimits.totalBytes)
         self.settings = settings
         self.clock = clock
         self.store = store
@@ -76,11 +84,39 @@ public actor ExposureNotifications {
     }
 
     /// Every file parsed and, with trusted keys, its signature verified; with its digest and
-    /// the end of its keys' validity.
-    static func parseKeyFiles(_ files: [Data], trust: KeyExportTrustSet) throws -> [(file: KeyExportFile, digest: Data, validUntil: Double)] {
-        try files.enumerated().map { n, data in
+    /// the end of its keys' validity. Before anything is inflated, the sizes the files declare
+    /// are checked against the limits and claimed from `claim`; then each file is parsed and
+    /// checked against the framework's key limits and `now` (Unix seconds, the node's clock).
+    /// `cancel` (a stop) is polled between files and between batches of keys.
+    static func parseKeyFiles(_ files: [Data], trust: KeyExportTrustSet, limits: ProvideLimits = .default, now: Double,
+                              claim: BudgetClaim? = nil, cancel: CancelFlag? = nil) throws -> [(file: KeyExportFile, digest: Data, validUntil: Double)] {
+        var declared = 0
+        for (n, data) in files.enumerated() {
+            let size: Int
+            do { size = try KeyExportFile.declaredExportSize(data) } catch { throw NodeError.invalidKeyFile("file \(n + 1): \(error)") }
+            guard size <= limits.keys.maxExportSize else {
+                throw NodeError.invalidKeyFile("file \(n + 1): \(KeyExportError.entryTooLarge(name: "export.bin", limit: limits.keys.maxExportSize, size: size))")
+            }
+            declared += size
+        }
+        guard declared <= limits.maxCallBytes else {
+            throw NodeError.limitExceeded("the files' export.bin are \(declared) bytes together; one call's may be at most \(limits.maxCallBytes)")
+        }
+        if let claim, !claim.claim(declared) {
+            throw NodeError.limitExceeded("gaend already holds \(claim.budget.inUse >> 20) MiB of key files in flight (at most \(claim.budget.total >> 20) MiB "
+                + "for all calls together); provide again when the other calls have returned")
+        }
+        let stopping = NodeError.internalFailure("gaend is stopping: nothing was stored")
+        var keysPerDay: [UInt32: Int] = [:]
+        return try files.enumerated().map { n, data in
+            if cancel?.isCancelled == true { throw stopping }
             let file: KeyExportFile
-            do { file = try KeyExportFile(parsing: data) } catch {
+            do { file = try KeyExportFile(parsing: data, limits: limits.keys.parseLimits) } catch {
+                throw NodeError.invalidKeyFile("file \(n + 1): \(error)")
+            }
+            do {
+                try file.checkAcceptable(now: now, limits: limits.keys, keysPerDay: &keysPerDay, isCancelled: { cancel?.isCancelled == true })
+            } catch is CancellationError { throw stopping } catch {
                 throw NodeError.invalidKeyFile("file \(n + 1): \(error)")
             }
             if !trust.isEmpty {
@@ -104,14 +140,23 @@ public actor ExposureNotifications {
     /// Parses and verifies every file before anything changes; one bad file rejects the call.
     /// Returns the number of keys accepted; matching runs afterwards (`beginMatching`, or
     /// `runMatching`). Parsing (up to 16 files of 16 MiB) runs on a thread of its own.
-    public func acceptKeyFiles(_ files: [Data], trust: KeyExportTrustSet) async throws -> Int {
+    public func acceptKeyFiles(_ files: [Data], trust: KeyExportTrustSet, claim: BudgetClaim? = nil) async throws -> Int {
         guard !files.isEmpty else { throw NodeError.invalidArgs("files: give 1 to 16 key files") }
         guard files.count <= 16 else { throw NodeError.limitExceeded("\(files.count) files in one call; at most 16") }
         try checkProvideAllowed()
-        let parsed = try await OwnThread.run("gaend.keyfiles") { _ in try Self.parseKeyFiles(files, trust: trust) }
+        // One call parsed at a time: parsing is where a call's memory is spent.
+        guard !accepting else { throw NodeError.busy("another ProvideDiagnosisKeys is being parsed") }
+        accepting = true
+        defer { accepting = false }
+        let limits = provideLimits, now = clock.wallTime(), claim = claim ?? BudgetClaim(provideBudget)
+        let parsed = try await OwnThread.run("gaend.keyfiles") { flag in
+            try Self.parseKeyFiles(files, trust: trust, limits: limits, now: now, claim: claim, cancel: flag)
+        }
         // Checked again: another call may have started matching while these were parsed. From
-        // here the call holds the one matching slot (released if storing fails).
+        // here the call holds the one matching slot (released if storing fails). A stop that
+        // came meanwhile ends the call here, with nothing stored.
         try checkProvideAllowed()
+        if Task.isCancelled { throw NodeError.internalFailure("gaend is stopping: nothing was stored") }
         matching = true
         do { return try await storeFiles(parsed) } catch {
             matching = false
@@ -165,6 +210,12 @@ public actor ExposureNotifications {
             await self.events.statusChanged()
         }
         await events.statusChanged()
+    }
+
+    /// Releases the matching slot of files accepted while gaend stops (no run is started).
+    public func abandonMatching() {
+        matching = false
+        callFiles = 0
     }
 
     /// The exposure service's stop: cancels the run in progress (it stops between batches)

@@ -1,4 +1,5 @@
 import HCIProtocol
+import PlatformSupport
 import Logging
 
 /// Owns one Bluetooth controller through HCI (the host side of Vol 4 Part E, 4.4 "Command
@@ -227,7 +228,9 @@ public actor HCIControllerSession {
     // MARK: Connection
 
     private func connectAndBringUp() async throws -> ControllerInfo {
+        let opening = ContinuousClock.now
         let transport = try await connector.connect()
+        let opened = ContinuousClock.now - opening
         generation += 1
         let connection = generation
         self.transport = transport
@@ -248,6 +251,8 @@ public actor HCIControllerSession {
             "hci.version": "\(CoreVersion.name(info.version.hciVersion))",
             "hci.manufacturer": "\(CompanyIdentifier.name(info.version.companyIdentifier))",
             "hci.address": "\(info.address)",
+            // How long opening took (HCIDEVDOWN waits for the kernel's own power-on after a hot-plug).
+            "hci.open.seconds": "\(CFormat.fixed(Double(opened.components.seconds) + Double(opened.components.attoseconds) / 1e18, decimals: 3))",
         ])
         return info
     }

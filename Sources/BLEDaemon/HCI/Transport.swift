@@ -210,7 +210,18 @@ public struct SystemTransportConnector: HCITransportConnector {
     public init(address: ControllerAddress) { self.address = address }
     public var description: String { address.description }
 
+    /// Opening is blocking: HCIDEVDOWN waits for the kernel's own work on the controller (right
+    /// after a hot-plug, its whole power-on sequence, seconds and more on a slow board), a
+    /// unix or TCP connect waits for the peer's backlog, a serial open for the driver. So it
+    /// runs on a thread of its own: on a cooperative thread it held one of the pool's few
+    /// threads (two on a two-core board) for that long, and the watchdog's question to the
+    /// radio owner went unanswered behind it.
     public func connect() async throws -> any HCITransport {
+        let address = self.address
+        return try await OwnThread.run("gaend.hci-open") { _ in try Self.openTransport(address) }
+    }
+
+    static func openTransport(_ address: ControllerAddress) throws -> any HCITransport {
         let name = address.description
         do {
             switch address {

@@ -5,6 +5,9 @@ import FoundationEssentials
 import Foundation
 #endif
 import HCIProtocol
+#if canImport(Glibc)
+import Glibc
+#endif
 import PlatformSupport
 import Logging
 
@@ -57,8 +60,7 @@ public final class GaenNode: Sendable {
         do { controllerAddress = try ControllerAddress(parsing: s.controller) } catch {
             throw NodeError.invalidArgs("controller: \(error)")
         }
-        try FileManager.default.createDirectory(atPath: s.stateDirectory, withIntermediateDirectories: true,
-                                                attributes: [.posixPermissions: 0o700])
+        try Self.makeStateDirectory(s.stateDirectory)
         let statePath = s.stateDirectory.appendingPathComponent("node-state.json")
         var loaded = try NodeState.load(path: statePath)
         if loaded.reconcileCalibration(with: s.calibration) {
@@ -107,16 +109,18 @@ public final class GaenNode: Sendable {
     /// its services run; matching runs belong to the exposure service).
     public func shutdown() async {
         await stopSchedule()
-        closeStore()
+        try? closeStore()
     }
 
-    /// The store's stop, last: what is pending is flushed, then the database closes.
-    public func closeStore() {
+    /// The store's stop, last: what is pending is flushed (or, on a disk still full, counted
+    /// as dropped and logged), then the database closes. A failed close is thrown: gaend then
+    /// exits with an error.
+    public func closeStore() throws {
         do {
-            _ = try store.flushPending()
             try store.close()
         } catch {
             logger.error("closing the store failed", metadata: ["error": "\(error)"])
+            throw error
         }
     }
 
@@ -177,5 +181,35 @@ public final class GaenNode: Sendable {
         if store.isFull { list.append(.storageFull) } else if f.storageProblem != nil { list.append(.storageError) }
         if list.isEmpty { list.append(.active) }
         return list
+    }
+}
+
+extension GaenNode {
+    /// Creates the state directory (mode 0700) if needed, with one specific message for each
+    /// way that can fail: a path component that is a file, a permission, a read-only file system.
+    static func makeStateDirectory(_ path: String) throws {
+        var st = stat()
+        if stat(path, &st) == 0 {
+            guard st.st_mode & S_IFMT == S_IFDIR else {
+                throw NodeError.invalidArgs("state directory \(path) exists but is not a directory")
+            }
+            return
+        }
+        // The first existing ancestor must be a directory too (mkdir -p says "Not a directory").
+        var ancestor = path
+        while let slash = ancestor.lastIndex(of: "/"), slash != ancestor.startIndex {
+            ancestor = String(ancestor[..<slash])
+            if stat(ancestor, &st) == 0 {
+                guard st.st_mode & S_IFMT == S_IFDIR else {
+                    throw NodeError.invalidArgs("state directory \(path): \(ancestor) is not a directory")
+                }
+                break
+            }
+        }
+        do {
+            try FileManager.default.createDirectory(atPath: path, withIntermediateDirectories: true, attributes: [.posixPermissions: 0o700])
+        } catch {
+            throw NodeError.invalidArgs("state directory \(path) cannot be created: \(BLEDaemon.fileErrorText(error))")
+        }
     }
 }

@@ -77,14 +77,36 @@ public final class NodeBus: NodeObserver, Sendable {
                     throw Self.keyFileError(e)
                 }
             }
+            // Regular files say their size up front: a call over its bound is refused before
+            // a byte is read.
+            let limits = exposure.provideLimits
+            let declared = descriptors.compactMap(\.regularFileSize).reduce(0, +)
+            guard declared <= limits.maxCallBytes else {
+                throw NodeError.limitExceeded("the files are \(declared) bytes together; one call's files may be at most \(limits.maxCallBytes) bytes")
+            }
+            // Every byte read or inflated for this call is claimed from the budget of all
+            // calls before it is spent, and released when the call returns.
+            let claim = BudgetClaim(exposure.provideBudget)
+            defer { claim.release() }
             let files = try await self.withCallerSlot(call) { [timeout = self.ioTimeout, descriptors] in
                 do {
                     return try await transfers.run("gaend.keyfile-read") { flag in
-                        try descriptors.map { try $0.readAll(limit: 16 << 20, timeout: timeout, cancel: flag) }
+                        var total = 0
+                        return try descriptors.map { d in
+                            let data = try d.readAll(limit: limits.maxCallBytes - total, timeout: timeout, cancel: flag, claim: claim)
+                            total += data.count
+                            return data
+                        }
                     }
                 } catch let e as CallerIOError { throw Self.keyFileError(e) }
             }
-            let count = try await exposure.acceptKeyFiles(files, trust: trust)
+            let count = try await exposure.acceptKeyFiles(files, trust: trust, claim: claim)
+            // Stopping: the files are stored, but no matching starts any more (the exposure
+            // service has been told to stop); the next call's matching covers them.
+            if Task.isCancelled {
+                await exposure.abandonMatching()
+                throw NodeError.internalFailure("gaend is stopping: the \(count) keys were stored and are matched after the next ProvideDiagnosisKeys")
+            }
             await exposure.beginMatching { [self] result in await self.matched(token: token, result) }
             return .init(keys: UInt32(clamping: count))
         }
@@ -173,6 +195,7 @@ public final class NodeBus: NodeObserver, Sendable {
         case .tooLarge: return .limitExceeded("\(e)")
         case .unsupported, .failed: return .invalidKeyFile("\(e)")
         case .cancelled: return .internalFailure("\(e)")
+        case .overBudget: return .limitExceeded("\(e)")
         }
     }
 
@@ -182,6 +205,7 @@ public final class NodeBus: NodeObserver, Sendable {
         case .tooLarge: return .limitExceeded("\(e)")
         case .unsupported, .failed: return .writeFailed("\(e)")
         case .cancelled: return .internalFailure("\(e)")
+        case .overBudget: return .limitExceeded("\(e)")
         }
     }
 

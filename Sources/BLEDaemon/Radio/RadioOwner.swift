@@ -131,11 +131,6 @@ public actor RadioOwner {
     /// the controller answers in real time whatever the node clock's scale.
     private var lastControllerAnswer: ContinuousClock.Instant?
 
-    private let scanSink: AsyncStream<RecordedScan>.Continuation
-    /// Every finished scan (also the empty ones), for whoever stores them; the newest 64 are
-    /// kept if nobody reads.
-    public nonisolated let finishedScans: AsyncStream<RecordedScan>
-
     // Operations on the controller are serialized: the actor alone would interleave a
     // restore after a reconnect with a rotation at every await.
     private var busy = false
@@ -146,7 +141,6 @@ public actor RadioOwner {
         self.configuration = configuration
         self.logger = logger
         stall = ScanStallDetector(minimumStall: configuration.scanStallSeconds)
-        (finishedScans, scanSink) = AsyncStream.makeStream(of: RecordedScan.self, bufferingPolicy: .bufferingNewest(64))
     }
 
     /// Called after every change of `status` worth publishing.
@@ -273,7 +267,6 @@ public actor RadioOwner {
         await detach()
         await controllerTask?.value
         controllerTask = nil
-        scanSink.finish()
     }
 
     private func handle(_ event: HCISessionEvent) async {
@@ -369,7 +362,8 @@ public actor RadioOwner {
             status.stallRecoveries += 1
             await session.restart(reason: "scans empty")
         }
-        scanSink.yield(record)
+        // Handed to the caller only: nothing here keeps a finished scan (a buffer of the
+        // newest 64 that nobody read held every sighting of a flood, hundreds of MB).
         return record
     }
 

@@ -31,7 +31,7 @@ public struct StoreService: Service {
     let node: GaenNode
     public func run() async throws {
         try? await gracefulShutdown()
-        node.closeStore()
+        try node.closeStore()
     }
 }
 
@@ -60,6 +60,10 @@ public struct ResearchService: Service {
 
 /// The D-Bus edge: serves gaend's interfaces until shutdown, then stops first.
 public struct BusEdgeService: Service {
+    /// How long calls in progress have to answer once gaend stops (the unit's TimeoutStopSec
+    /// is 15 s, the services after this one need a few).
+    static let replyGrace: Duration = .seconds(4)
+
     let bus: NodeBus
     let node: GaenNode
     let connection: BusConnection
@@ -74,9 +78,20 @@ public struct BusEdgeService: Service {
         try? await gracefulShutdown()
         logger.info("stopping")
         try? notifier.stopping()
+        // New calls are refused from here; the calls in progress are cancelled (reads on
+        // callers' descriptors, parsing and storing of key files see it) and answer with an
+        // error while the connection is still open. One that has not answered within
+        // `replyGrace` loses its reply rather than the stop its TimeoutStopSec.
+        bus.service.beginStopping()
+        serving.cancel()
+        let answered = CancelFlag()
+        Task { await serving.value; answered.cancel() }
+        let deadline = ContinuousClock.now + Self.replyGrace
+        while !answered.isCancelled, ContinuousClock.now < deadline, !Task.isCancelled {
+            try? await Task.sleep(for: .milliseconds(20))
+        }
         bus.service.unexport(path: GaendBus.objectPath)
         connection.close()
-        serving.cancel()
         await serving.value
     }
 }

@@ -6,6 +6,14 @@ import Synchronization
 public struct RadioPathLiveness: Sendable, Equatable {
     public var live: Bool
     public var reason: String
+    /// Not live because the radio owner gave no answer in time (not because it said so).
+    public var unanswered = false
+
+    public init(live: Bool, reason: String, unanswered: Bool = false) {
+        self.live = live
+        self.reason = reason
+        self.unanswered = unanswered
+    }
 }
 
 /// The systemd watchdog's question: is the radio path live? It asks the schedule's heartbeat
@@ -20,6 +28,9 @@ public final class RadioPathCheck: Sendable {
     let clock: any NodeClock
     /// The question to the radio owner in flight, if any.
     private let asking = Mutex<Bool>(false)
+    /// The radio owner has answered at least once since start.
+    private let answeredOnce = Mutex<Bool>(false)
+    public var radioHasAnswered: Bool { answeredOnce.withLock { $0 } }
 
     public init(radio: RadioOwner, schedule: ScheduleHeartbeat, clock: any NodeClock) {
         self.radio = radio
@@ -31,7 +42,7 @@ public final class RadioPathCheck: Sendable {
         let s = schedule.liveness(now: clock.monotonicTime().seconds)
         guard s.live else { return s }
         guard let answer = await askRadio(within: deadline) else {
-            return RadioPathLiveness(live: false, reason: "the radio owner or its controller session did not answer within \(deadline)")
+            return RadioPathLiveness(live: false, reason: "the radio owner or its controller session did not answer within \(deadline)", unanswered: true)
         }
         return answer
     }
@@ -54,6 +65,7 @@ public final class RadioPathCheck: Sendable {
             Task { [self] in
                 let answer = await radio.liveness()
                 asking.withLock { $0 = false }
+                answeredOnce.withLock { $0 = true }
                 timer.cancel()
                 reply.resume(answer)
             }
@@ -70,18 +82,34 @@ public final class RadioPathCheck: Sendable {
 
 /// Feeds the systemd watchdog while the radio path is live (`RadioPathCheck`). A path that
 /// is not live stops being fed, and systemd restarts gaend.
+///
+/// Start-up grace: until the radio owner's first answer, and for at most the watchdog's own
+/// timeout (WatchdogSec) from start, an answer that is merely late does not stop the feeding
+/// (it is said at notice level): a start on a loaded board may be slow to answer once. A start
+/// that never answers is still caught: after the grace it is not fed, and systemd restarts
+/// gaend at most two watchdog timeouts after it started. Once the owner has answered, every
+/// late answer counts.
 public struct WatchdogService: Service {
     let check: RadioPathCheck
     let notifier: SystemdNotifier
     let logger: Logger
+
+    public init(check: RadioPathCheck, notifier: SystemdNotifier, logger: Logger) {
+        self.check = check
+        self.notifier = notifier
+        self.logger = logger
+    }
 
     public func run() async throws {
         guard let interval = notifier.watchdogInterval else {
             try? await gracefulShutdown()
             return
         }
+        let started = ContinuousClock.now
+        // WATCHDOG_USEC: the interval is half of it.
+        let grace = interval * 2
         await cancelWhenGracefulShutdown {
-            var reported = false
+            var reported = false, graceSaid = false
             while !Task.isCancelled {
                 // An answer later than the next feed is due counts as no answer.
                 let answer = await check.check(within: interval)
@@ -89,6 +117,13 @@ public struct WatchdogService: Service {
                     try? notifier.watchdog()
                     if reported { logger.notice("the radio path is live again; feeding the watchdog") }
                     reported = false
+                } else if answer.unanswered, !check.radioHasAnswered, ContinuousClock.now - started < grace {
+                    try? notifier.watchdog()
+                    if !graceSaid {
+                        logger.notice("the radio owner has not answered yet since start; fed during the start-up grace",
+                                      metadata: ["reason": "\(answer.reason)", "grace": "\(grace)"])
+                        graceSaid = true
+                    }
                 } else if !reported {
                     logger.critical("the radio path is not live; no longer feeding the watchdog", metadata: ["reason": "\(answer.reason)"])
                     reported = true

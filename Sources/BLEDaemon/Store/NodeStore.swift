@@ -33,6 +33,10 @@ public struct StoreConfiguration: Sendable {
     public var maximumPendingBytes: Int
     /// Testing hook: SQLite's `max_page_count`, to make the store "full" without a full disk.
     var pageLimit: Int?
+    /// Bytes provided key files may take (sealed export.bin), a budget of their own beside
+    /// `maximumBytes`: a new file evicts the oldest key files, never a scan, and
+    /// `maximumBytes` bounds everything else. 64 MiB: one call's files at most (ProvideLimits).
+    public var keyFileBytes: Int64 = 64 << 20
 
     public init(path: String, retentionDays: Int = 14, maximumBytes: Int64? = 256 << 20,
                 durability: Durability = .full, maximumPendingScans: Int = 2016, maximumPendingBytes: Int = 16 << 20) {
@@ -89,7 +93,10 @@ public final class NodeStore: @unchecked Sendable {
     private let pool: ConnectionPool
     private let logger: Logger
     private let lock = Lock()
-    private var pending: [RecordedScan] = []
+    /// Scans waiting for disk space, already encoded: their memory is their bytes, so the
+    /// queue's bound is a bound on memory (a report as a Swift value takes several heap
+    /// allocations, about 200 bytes; encoded it is 35).
+    private var pending: [PendingScan] = []
     private var pendingBytes = 0
     private var droppedWhileFull = 0
     private var droppedScans = 0
@@ -104,13 +111,41 @@ public final class NodeStore: @unchecked Sendable {
     static let keyCheckPlaintext = Data("gaend store key check v1".utf8)
     static let keyCheckAAD = Data("gaend/v1/store_meta/key_check".utf8)
 
+    /// The store's ledger (keys of recent days, highest committed ids); guarded by `lock`.
+    private var ledger: StoreLedger
+    /// The ledger write failed (logged once until it works again).
+    private var ledgerFailing = false
+    /// The last checkpoint failed (logged once until one works).
+    private var checkpointFailing = false
+    /// A damaged store this one replaced at open: where it was set aside, and why.
+    public let setAside: (path: String, reason: String)?
+
     /// Opens (or creates) the store. An existing store is first checked read-only against
-    /// `key`, so a wrong key throws `StoreError.wrongKey` without writing a byte.
-    public init(configuration: StoreConfiguration, key: StoreKey, logger: Logger = Logger(label: "gaend.store")) throws {
+    /// `key`, so a wrong key throws `StoreError.wrongKey` without writing a byte. A store that
+    /// is structurally damaged (SQLite finds it malformed, truncated, or its key check value
+    /// gone while the ledger opens under the key) is renamed aside, kept for recovery, and a
+    /// fresh store takes its place, with the keys of recent days from the ledger. Commits the
+    /// ledger records but the store lacks (a damaged or removed WAL after a crash) are counted
+    /// as quarantined records and logged.
+    public init(configuration: StoreConfiguration, key: StoreKey, logger: Logger = Logger(label: "gaend.store"),
+                now: Double = Date().timeIntervalSince1970) throws {
         self.configuration = configuration
         self.key = key
         self.logger = logger
         let path = configuration.path
+        var ledger = StoreLedger(storePath: path, key: key, sync: configuration.durability == .full)
+        let ledgerRead = ledger.read()
+        var ledgerOpens = false
+        switch ledgerRead {
+        case .valid(let c, let g):
+            ledger.adopt(c, generation: g)
+            ledgerOpens = true
+        case .damaged(let why):
+            logger.error("the store's ledger is damaged: a gap in the store cannot be detected this time; it is written anew",
+                         metadata: ["store.ledger": "\(ledger.path)", "store.reason": "\(why)"])
+        case .wrongKey, .absent:
+            break
+        }
         var st = stat()
         let exists = stat(path, &st) == 0
         let size = exists ? Int(st.st_size) : 0
@@ -119,8 +154,35 @@ public final class NodeStore: @unchecked Sendable {
         // as new would silently start over; only a state directory holding nothing else is
         // taken as new.
         if exists && size == 0 && !Self.isAloneInDirectory(path) { throw StoreError.emptyStoreFile(path: path) }
-        if size > 0 { try Self.verifyKey(path: path, key: key) }
-        if size == 0 { try Self.createAtomically(path: path, key: key) }
+        var damage: String?
+        if size > 0 {
+            do {
+                try Self.verifyKey(path: path, key: key)
+            } catch StoreError.wrongKey(let p) {
+                // The check value is one sealed blob: if the ledger opens under this key, the
+                // key is right and the blob is damaged.
+                guard ledgerOpens else { throw StoreError.wrongKey(path: p) }
+                damage = "its key check value does not open under the key the ledger opens with"
+            } catch StoreError.notAStore(let p, let reason) {
+                // A foreign file stays refused; with our ledger beside it, or with our own
+                // table left without its row, it is a damaged store of ours.
+                guard ledgerOpens || reason == "no key check value" else { throw StoreError.notAStore(path: p, reason: reason) }
+                damage = reason
+            } catch let e where Self.isDamage(e) {
+                damage = "\(e)"
+            }
+        }
+        if case .wrongKey = ledgerRead, damage != nil || size == 0 {
+            // Nothing proves the key right: refuse, as a wrong key always is.
+            throw StoreError.wrongKey(path: ledger.path)
+        }
+        var aside: (path: String, reason: String)?
+        if let damage {
+            aside = (try Self.setAside(path, now: now), damage)
+            try Self.createAtomically(path: path, key: key)
+        } else if size == 0 {
+            try Self.createAtomically(path: path, key: key)
+        }
         var config = ConnectionPool.Configuration(path: path)
         let durability = configuration.durability
         let pageLimit = configuration.pageLimit
@@ -133,28 +195,185 @@ public final class NodeStore: @unchecked Sendable {
             // Set after WAL is on (GRDB's pool set NORMAL after its setup, so `.full` was
             // NORMAL on the writer until session 5).
             try db.execute("PRAGMA synchronous = \(durability == .full ? "FULL" : "NORMAL")")
-            // A small WAL: about 288 scans a day need no big log, and a small disk should
-            // not fill with one (checkpoint every 256 pages, truncate the log to 1 MiB).
+            // Every commit is checkpointed at once (`checkpointAfterCommit`); this bound is
+            // for the case that cannot (a long read holding frames back).
             try db.execute("PRAGMA wal_autocheckpoint = 256")
             try db.execute("PRAGMA journal_size_limit = 1048576")
             if let pageLimit { try db.execute("PRAGMA max_page_count = \(pageLimit)") }
         }
         do {
-            pool = try ConnectionPool(configuration: config)
-            let migrator = Self.migrator(key: key)
-            // Refuse a newer schema before touching it; then apply what this version adds.
-            let unknown = try pool.read { db in try migrator.unknownIdentifiers(db) }
-            if !unknown.isEmpty {
-                try? pool.close()
-                throw StoreError.newerSchema(path: path, unknownMigrations: unknown)
+            do {
+                pool = try Self.openChecked(config: config, key: key, path: path)
+            } catch let e where aside == nil && Self.isDamage(e) {
+                aside = (try Self.setAside(path, now: now), Self.damageText(e))
+                try Self.createAtomically(path: path, key: key)
+                pool = try Self.openChecked(config: config, key: key, path: path)
             }
-            try pool.writeWithoutTransaction { db in _ = try migrator.migrate(db) }
-            quarantinedCount = try pool.read { db in try db.fetchInt("SELECT count(*) FROM quarantine") ?? 0 }
         } catch let e as StoreError {
             throw e
         } catch {
             throw Self.mapped(error, pending: 0)
         }
+        setAside = aside
+        self.ledger = ledger
+        do {
+            try reconcileWithLedger(now: now)
+        } catch {
+            try? pool.close()
+            throw Self.mapped(error, pending: 0)
+        }
+    }
+
+    /// Opens the pool, refuses a newer schema, migrates, and runs SQLite's quick check: a
+    /// structural fault found now sets the store aside instead of failing every write later.
+    private static func openChecked(config: ConnectionPool.Configuration, key: StoreKey, path: String) throws -> ConnectionPool {
+        let pool = try ConnectionPool(configuration: config)
+        do {
+            let migrator = Self.migrator(key: key)
+            // Refuse a newer schema before touching it; then apply what this version adds.
+            let unknown = try pool.read { db in try migrator.unknownIdentifiers(db) }
+            if !unknown.isEmpty { throw StoreError.newerSchema(path: path, unknownMigrations: unknown) }
+            let check = try pool.read { db in try db.fetchText("PRAGMA quick_check(1)") } ?? ""
+            if check != "ok" { throw StoreDamage(reason: "SQLite's quick check: \(check)") }
+            try pool.writeWithoutTransaction { db in _ = try migrator.migrate(db) }
+            return pool
+        } catch {
+            try? pool.close()
+            throw error
+        }
+    }
+
+    /// What the quick check found (a store open otherwise).
+    struct StoreDamage: Error, CustomStringConvertible { var reason: String; var description: String { reason } }
+
+    /// Whether `error` says the file is structurally damaged (malformed, not a database any
+    /// more): not a wrong key, not a lock, not a permission.
+    static func isDamage(_ error: any Error) -> Bool {
+        if error is StoreDamage { return true }
+        if let e = error as? SQLiteError { return e.isCorrupt || e.isNotADatabase }
+        if case StoreError.database(let code, _) = error { return code & 0xff == 11 || code & 0xff == 26 }
+        return false
+    }
+
+    static func damageText(_ error: any Error) -> String {
+        if let e = error as? SQLiteError { return "SQLite error \(e.code): \(e.message)" }
+        return "\(error)"
+    }
+
+    /// Renames the store (and its log and shared memory, so the pair opens together) to
+    /// `<store>.damaged-<UTC time>`, kept for recovery. Returns the new name.
+    static func setAside(_ path: String, now: Double) throws -> String {
+        var t = time_t(now.isFinite ? now : 0)
+        var parts = tm()
+        gmtime_r(&t, &parts)
+        func two(_ v: Int32) -> String { v < 10 ? "0\(v)" : "\(v)" }
+        let stamp = "\(parts.tm_year + 1900)\(two(parts.tm_mon + 1))\(two(parts.tm_mday))T\(two(parts.tm_hour))\(two(parts.tm_min))\(two(parts.tm_sec))Z"
+        var aside = "\(path).damaged-\(stamp)"
+        var n = 1
+        while access(aside, F_OK) == 0 { n += 1; aside = "\(path).damaged-\(stamp)-\(n)" }
+        guard rename(path, aside) == 0 else {
+            throw StoreError.database(code: 14, message: "cannot set the damaged store \(path) aside: \(String(cString: strerror(errno)))")
+        }
+        for suffix in ["-wal", "-shm"] where access(path + suffix, F_OK) == 0 { rename(path + suffix, aside + suffix) }
+        let dirFD = Glibc.open(directory(of: path), O_RDONLY | O_DIRECTORY | O_CLOEXEC)
+        if dirFD >= 0 { fsync(dirFD); Glibc.close(dirFD) }
+        return aside
+    }
+
+    /// Brings store and ledger together at open: after a store set aside, a quarantine row
+    /// says so and the fresh store's ids start over; otherwise every id the ledger says was
+    /// committed and the store lacks is a lost record, one quarantine row each (the store's
+    /// sequence moves past them, so they are never reused). Keys of days the ledger holds and
+    /// the store never had (lost with a WAL, or with the store set aside) are put back; keys
+    /// the store holds and the ledger lacks (a store older than its ledger) are added to it.
+    private func reconcileWithLedger(now: Double) throws {
+        var contents = ledger.contents
+        let result = try lock.withLock {
+            try write { db -> (lost: [String: Int64], restored: [Int32]) in
+                var lost: [String: Int64] = [:]
+                if let setAside {
+                    try db.execute("INSERT OR IGNORE INTO quarantine (tbl, row_id, reason, detected_at) VALUES ('store', ?, ?, ?)",
+                                   [.integer(Int64(now)), .text("damaged store set aside as \(setAside.path): \(setAside.reason)"), .real(now)])
+                    contents.sequences = [:]
+                } else {
+                    for table in StoreLedger.tables {
+                        let stored = try db.fetchInt64("SELECT seq FROM sqlite_sequence WHERE name = ?", [.text(table)]) ?? 0
+                        let committed = contents.sequences[table] ?? 0
+                        guard committed > stored else { contents.sequences[table] = stored; continue }
+                        for id in (stored + 1)...committed {
+                            try db.execute("INSERT OR IGNORE INTO quarantine (tbl, row_id, reason, detected_at) VALUES (?, ?, ?, ?)",
+                                           [.text("lost-\(table)"), .integer(id),
+                                            .text("committed (the ledger says so) but missing after the store was opened: a damaged or removed write-ahead log"),
+                                            .real(now)])
+                        }
+                        if try db.fetchInt64("SELECT 1 FROM sqlite_sequence WHERE name = ?", [.text(table)]) != nil {
+                            try db.execute("UPDATE sqlite_sequence SET seq = ? WHERE name = ?", [.integer(committed), .text(table)])
+                        } else {
+                            try db.execute("INSERT INTO sqlite_sequence (name, seq) VALUES (?, ?)", [.text(table), .integer(committed)])
+                        }
+                        lost[table] = committed - stored
+                    }
+                }
+                var restored: [Int32] = []
+                for (day, bytes) in contents.keys.sorted(by: { $0.key < $1.key }) {
+                    if try db.fetchInt64("SELECT 1 FROM tek WHERE day = ?", [.int(day)]) != nil { continue }
+                    if try db.fetchInt64("SELECT 1 FROM key_day WHERE day = ?", [.int(day)]) != nil { continue }
+                    try db.execute("INSERT INTO tek (day, created_at, sealed) VALUES (?, ?, ?)",
+                                   [.int(day), .real(now), .bytes(seal(bytes, aad: Self.aad("tek", [Int64(day)])))])
+                    try db.execute("INSERT INTO key_day (day, created_at) VALUES (?, ?)", [.int(day), .real(now)])
+                    restored.append(day)
+                }
+                let newest = contents.keys.keys.max() ?? Int32.min
+                let cutoff = newest == Int32.min ? Int32.min : newest - Int32(clamping: configuration.retentionDays + 1)
+                for (day, sealed) in try db.fetchAll("SELECT day, sealed FROM tek WHERE day >= ?", [.int(cutoff)], { (Int32(truncatingIfNeeded: $0.int64(0)), $0.data(1)) })
+                where contents.keys[day] == nil {
+                    // A rotten stored key stays the quarantine's business.
+                    if let bytes = try? AES256GCM.open(sealed, key: key.bytes, associatedData: Self.aad("tek", [Int64(day)])) { contents.keys[day] = bytes }
+                }
+                quarantinedCount = try db.fetchInt("SELECT count(*) FROM quarantine") ?? 0
+                return (lost, restored)
+            }
+        }
+        if let setAside {
+            logger.critical("the store is damaged: set aside (kept for recovery) and replaced by a fresh store; the day's key comes from the ledger",
+                            metadata: ["store.setAside": "\(setAside.path)", "store.reason": "\(setAside.reason)"])
+        }
+        for (table, n) in result.lost.sorted(by: { $0.key < $1.key }) where n > 0 {
+            logger.error("the store lost committed records: the ledger recorded them, the store does not hold them (a damaged or removed write-ahead log after a crash?); counted as quarantined records",
+                         metadata: ["store.table": "\(table)", "store.lostRecords": "\(n)"])
+        }
+        if !result.restored.isEmpty {
+            logger.warning("keys missing from the store were restored from the ledger (no day gets a second key)",
+                           metadata: ["store.days": "\(result.restored.map(String.init).joined(separator: ","))"])
+        }
+        lock.withLock { writeLedger(contents) }
+    }
+
+    /// Writes the ledger; a failure is logged (once until it works again), never thrown: the
+    /// store itself holds the data, the ledger only guards it.
+    private func writeLedger(_ contents: StoreLedger.Contents) {
+        guard contents != ledger.contents || ledger.generation == 0 else { return }
+        do {
+            try ledger.write(contents)
+            if ledgerFailing {
+                ledgerFailing = false
+                logger.notice("the store's ledger is written again")
+            }
+        } catch {
+            if !ledgerFailing {
+                ledgerFailing = true
+                logger.error("cannot write the store's ledger: a loss of committed records in the store would go undetected",
+                             metadata: ["store.error": "\(error)"])
+            }
+        }
+    }
+
+    /// Records in the ledger that `table` committed up to `id` (called with `lock` held).
+    private func ledgerCommitted(_ table: String, upTo id: Int64) {
+        var c = ledger.contents
+        guard id > c.sequences[table] ?? 0 else { return }
+        c.sequences[table] = id
+        writeLedger(c)
     }
 
     /// Schema, versioned in GRDB's migrator table (grdb_migrations: stores written before
@@ -341,8 +560,26 @@ public final class NodeStore: @unchecked Sendable {
     }
 
     /// Closes the database (checkpointing the WAL into the main file; the log stays, empty).
-    public func close() throws {
+    /// Scans still waiting for disk space are written first; those that cannot be (the disk
+    /// is still full) are counted as dropped and logged, never lost uncounted. Throws when the
+    /// database does not close cleanly (the caller exits with an error).
+    @discardableResult
+    public func close() throws -> (droppedScans: Int, droppedSightings: Int) {
+        let dropped = lock.withLock { () -> (Int, Int) in
+            if !pending.isEmpty { _ = try? flushLocked() }
+            guard !pending.isEmpty else { return (0, 0) }
+            let scans = pending.count, sightings = pending.reduce(0) { $0 + $1.count }
+            droppedScans += scans
+            droppedSightings += sightings
+            pending = []
+            pendingBytes = 0
+            logger.error("stopping with scans still waiting for disk space: dropped",
+                         metadata: ["store.droppedScans": "\(scans)", "store.droppedSightings": "\(sightings)",
+                                    "store.droppedScansTotal": "\(droppedScans)"])
+            return (scans, sightings)
+        }
         do { try pool.close() } catch { throw Self.mapped(error, pending: 0) }
+        return dropped
     }
 
     // MARK: Sealing
@@ -453,7 +690,25 @@ public final class NodeStore: @unchecked Sendable {
 
     /// Always called with `lock` held (it reads the pending queue's size).
     private func write<T>(_ body: (Connection) throws -> T) throws -> T {
-        do { return try pool.write(body) } catch let e as StoreError { throw e } catch { throw Self.mapped(error, pending: pending.count) }
+        let result: T
+        do { result = try pool.write(body) } catch let e as StoreError { throw e } catch { throw Self.mapped(error, pending: pending.count) }
+        checkpointAfterCommit()
+        return result
+    }
+
+    /// Copies the commit into the main file and empties the log at once. A WAL frame with a
+    /// bad checksum ends SQLite's recovery and silently drops every later commit, and an old
+    /// frame replayed over a checkpointed page undoes it; with the log empty between writes,
+    /// a crash leaves at most the commit in flight in it. A reader holding frames back keeps
+    /// them until the next commit (the ledger detects a loss in that window).
+    private func checkpointAfterCommit() {
+        if case .failure(let e) = pool.checkpointTruncating(), !checkpointFailing {
+            checkpointFailing = true
+            logger.warning("cannot checkpoint the store after a commit; the commit is in the write-ahead log",
+                           metadata: ["store.error": "\(e)"])
+        } else {
+            checkpointFailing = false
+        }
     }
 
     private func read<T>(_ body: (Connection) throws -> T) throws -> T {
@@ -495,8 +750,18 @@ public final class NodeStore: @unchecked Sendable {
             if try db.fetchInt64("SELECT 1 FROM key_day WHERE day = ?", [.int(day.rawValue)]) != nil {
                 throw StoreError.keyDayRetired(day: day.rawValue)
             }
-            var random = SecureRandom()
-            let tek = try TemporaryExposureKey.generate(using: &random)
+            // The ledger first: a key it holds is the day's key even if this commit is lost
+            // (a damaged WAL, a full disk), so a later call hands out the same key.
+            let tek: TemporaryExposureKey
+            if let kept = ledger.contents.keys[day.rawValue] {
+                tek = try TemporaryExposureKey(bytes: kept)
+            } else {
+                var random = SecureRandom()
+                tek = try TemporaryExposureKey.generate(using: &random)
+                var c = ledger.contents
+                c.keys[day.rawValue] = tek.bytes
+                writeLedger(c)
+            }
             try db.execute("INSERT INTO tek (day, created_at, sealed) VALUES (?, ?, ?)",
                            [.int(day.rawValue), .real(now), .bytes(seal(tek.bytes, aad: aad))])
             try db.execute("INSERT INTO key_day (day, created_at) VALUES (?, ?)", [.int(day.rawValue), .real(now)])
@@ -551,16 +816,17 @@ public final class NodeStore: @unchecked Sendable {
             throw StoreError.invalidRecord(reason: "a sighting time is not finite")
         }
         return try lock.withLock {
-            pending.append(scan)
-            pendingBytes += Self.estimatedBytes(scan)
+            let waiting = PendingScan(scan)
+            pending.append(waiting)
+            pendingBytes += waiting.bytes
             // Oldest first, but never the scan just added: the newest record is the one worth
             // keeping when the disk has been full for long.
             while pending.count > 1 && (pending.count > configuration.maximumPendingScans || pendingBytes > configuration.maximumPendingBytes) {
                 let dropped = pending.removeFirst()
-                pendingBytes -= Self.estimatedBytes(dropped)
+                pendingBytes -= dropped.bytes
                 droppedWhileFull += 1
                 droppedScans += 1
-                droppedSightings += dropped.sightings.count
+                droppedSightings += dropped.count
                 if droppedWhileFull == 1 || droppedWhileFull.nonzeroBitCount == 1 {
                     // Logged at the first drop and then at powers of two, so a long outage does not flood the log.
                     logger.warning("disk full: dropped the oldest scan waiting in memory",
@@ -588,15 +854,29 @@ public final class NodeStore: @unchecked Sendable {
     /// Scans waiting in memory for disk space.
     public var pendingScanCount: Int { lock.withLock { pending.count } }
 
-    /// Memory a waiting scan takes, about: the record's fields and each report's time, AEM,
-    /// RSSI and address in the array (about 56 bytes) plus its RPI, whose 16 bytes are one
-    /// heap allocation (Data keeps at most 14 bytes inline). A disk-full flood of 5,000
-    /// reports/s measured with 64 bytes a report kept about 4x the bound resident.
-    static func estimatedBytes(_ scan: RecordedScan) -> Int { 96 + scan.sightings.count * 128 }
+    /// A scan waiting for disk space: its clear columns and its encoded reports (the blob
+    /// that is sealed when it is written).
+    struct PendingScan {
+        var start: Double
+        var end: Double
+        var count: Int
+        var blob: Data
+
+        init(_ scan: RecordedScan) {
+            start = scan.start
+            end = scan.end
+            count = scan.sightings.count
+            blob = ScanBlob.encode(scan.sightings, rssiCorrection: scan.rssiCorrection)
+        }
+
+        /// Memory it takes: the blob and the fields around it.
+        var bytes: Int { 96 + blob.count }
+    }
 
     private func flushLocked() throws -> Int64? {
         var lastID: Int64?
         var written = 0
+        defer { if let lastID { ledgerCommitted("scan", upTo: lastID) } }
         while let next = pending.first {
             do {
                 lastID = try insertScan(next)
@@ -609,7 +889,7 @@ public final class NodeStore: @unchecked Sendable {
                 if written > 0 { enforceSizeBound() }
                 throw StoreError.diskFull(pendingScans: pending.count)
             }
-            pendingBytes -= Self.estimatedBytes(pending.removeFirst())
+            pendingBytes -= pending.removeFirst().bytes
             written += 1
         }
         if full {
@@ -624,14 +904,13 @@ public final class NodeStore: @unchecked Sendable {
     /// Whether the last write found the disk full (status: "storage error").
     public var isFull: Bool { lock.withLock { full } }
 
-    private func insertScan(_ scan: RecordedScan) throws -> Int64 {
-        let blob = ScanBlob.encode(scan.sightings, rssiCorrection: scan.rssiCorrection)
-        return try write { db in
+    private func insertScan(_ scan: PendingScan) throws -> Int64 {
+        try write { db in
             let id = try Self.nextID(db, table: "scan")
-            let count = Int64(scan.sightings.count)
+            let count = Int64(scan.count)
             let aad = Self.aad("scan", [id, Self.bits(scan.start), Self.bits(scan.end), count])
             try db.execute("INSERT INTO scan (id, start_time, end_time, report_count, sealed) VALUES (?, ?, ?, ?, ?)",
-                           [.integer(id), .real(scan.start), .real(scan.end), .integer(count), .bytes(seal(blob, aad: aad))])
+                           [.integer(id), .real(scan.start), .real(scan.end), .integer(count), .bytes(seal(scan.blob, aad: aad))])
             return id
         }
     }
@@ -719,9 +998,22 @@ public final class NodeStore: @unchecked Sendable {
     @discardableResult
     public func addKeyFiles(_ files: [(exportBin: Data, validUntil: Double)], replacing: [Int64] = [],
                             now: Double = Date().timeIntervalSince1970) throws -> [Int64] {
-        try lock.withLock {
-            try write { db in
+        let budget = configuration.keyFileBytes
+        return try lock.withLock {
+            let ids = try write { db in
                 for id in replacing { try db.execute("DELETE FROM key_file WHERE id = ?", [.integer(id)]) }
+                // Room within the key files' own budget: the oldest files go first.
+                let incoming = files.reduce(Int64(0)) { $0 + Int64($1.exportBin.count) }
+                var stored = try Self.keyFileBytes(db), evicted = 0
+                while stored + incoming > budget, let oldest = try db.fetchInt64("SELECT id FROM key_file ORDER BY id LIMIT 1") {
+                    try db.execute("DELETE FROM key_file WHERE id = ?", [.integer(oldest)])
+                    evicted += 1
+                    stored = try Self.keyFileBytes(db)
+                }
+                if evicted > 0 {
+                    logger.warning("key files above their budget: removed the oldest provided files",
+                                   metadata: ["store.evictedKeyFiles": "\(evicted)", "store.keyFileBytes": "\(budget)"])
+                }
                 return try files.map { f in
                     let id = try Self.nextID(db, table: "key_file")
                     try db.execute("INSERT INTO key_file (id, provided_at, valid_until, sealed) VALUES (?, ?, ?, ?)",
@@ -730,6 +1022,8 @@ public final class NodeStore: @unchecked Sendable {
                     return id
                 }
             }
+            if let last = ids.max() { ledgerCommitted("key_file", upTo: last) }
+            return ids
         }
     }
 
@@ -750,6 +1044,11 @@ public final class NodeStore: @unchecked Sendable {
         }
     }
 
+    /// Bytes the stored key files take (their sealed payloads).
+    static func keyFileBytes(_ db: Connection) throws -> Int64 {
+        try db.fetchInt64("SELECT coalesce(sum(length(sealed)), 0) FROM key_file") ?? 0
+    }
+
     static func keyFileAAD(id: Int64, providedAt: Double, validUntil: Double) -> Data {
         aad("key_file", [id, bits(providedAt), bits(validUntil)])
     }
@@ -761,12 +1060,14 @@ public final class NodeStore: @unchecked Sendable {
         guard marker.time.isFinite else { throw StoreError.invalidRecord(reason: "marker time is not finite") }
         let payload = try JSONEncoder().encode(marker)
         return try lock.withLock {
-            try write { db in
+            let id = try write { db in
                 let id = try Self.nextID(db, table: "marker")
                 try db.execute("INSERT INTO marker (id, time, sealed) VALUES (?, ?, ?)",
                                [.integer(id), .real(marker.time), .bytes(seal(payload, aad: Self.aad("marker", [id, Self.bits(marker.time)])))])
                 return id
             }
+            ledgerCommitted("marker", upTo: id)
+            return id
         }
     }
 
@@ -798,7 +1099,7 @@ public final class NodeStore: @unchecked Sendable {
         let cutoff = now - Double(configuration.retentionDays) * 86_400
         let cutoffDay = UTCDay(unixSeconds: cutoff)
         return try lock.withLock {
-            try write { db in
+            let result = try write { db in
                 var r = RetentionResult()
                 try db.execute("DELETE FROM scan WHERE end_time < ?", [.real(cutoff)]); r.scans = db.changes
                 try db.execute("DELETE FROM tek WHERE day < ?", [.int(cutoffDay.rawValue)]); r.keys = db.changes
@@ -813,11 +1114,19 @@ public final class NodeStore: @unchecked Sendable {
                         (tbl = 'tek' AND row_id NOT IN (SELECT day FROM tek)) OR
                         (tbl = 'exposure_result' AND row_id NOT IN (SELECT id FROM exposure_result)) OR
                         (tbl = 'marker' AND row_id NOT IN (SELECT id FROM marker)) OR
-                        (tbl = 'key_file' AND row_id NOT IN (SELECT id FROM key_file))
-                    """)
+                        (tbl = 'key_file' AND row_id NOT IN (SELECT id FROM key_file)) OR
+                        -- Lost records and stores set aside: reported for a retention period.
+                        (tbl NOT IN ('scan', 'tek', 'exposure_result', 'marker', 'key_file') AND detected_at < ?)
+                    """, [.real(cutoff)])
                 quarantinedCount = try db.fetchInt("SELECT count(*) FROM quarantine") ?? quarantinedCount
                 return r
             }
+            defer {
+                var c = ledger.contents
+                for day in c.keys.keys where day < cutoffDay.rawValue { c.keys[day] = nil }
+                writeLedger(c)
+            }
+            return result
         }
     }
 
@@ -839,7 +1148,8 @@ public final class NodeStore: @unchecked Sendable {
         do {
             let evicted: Int = try write { db in
                 var evicted = 0
-                while try Self.usedBytes(db) > bound {
+                // Key files have their own budget (`keyFileBytes`): they never make a scan go.
+                while try Self.usedBytes(db) - Self.keyFileBytes(db) > bound {
                     let total = try db.fetchInt("SELECT count(*) FROM scan") ?? 0
                     guard total > 1 else { break } // keep the newest scan
                     let batch = max(1, total / 20)

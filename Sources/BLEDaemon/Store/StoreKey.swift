@@ -44,7 +44,7 @@ public struct StoreKey: Sendable, CustomStringConvertible, CustomDebugStringConv
             if stat(path, &st) == 0 { return try load(file: path, requirePrivate: false) }
             let e = errno
             guard e == ENOENT else {
-                throw StoreError.keyFileUnreadable(path: path, reason: String(cString: strerror(e)))
+                throw StoreError.keyFileUnreadable(path: path, reason: String(cString: strerror(e)) + "; " + accessFacts(path))
             }
             let present = (try? FileManager.default.contentsOfDirectory(atPath: dir))?.sorted() ?? []
             throw StoreError.noKeySource(credentialPath: path + " (the directory holds: "
@@ -59,7 +59,8 @@ public struct StoreKey: Sendable, CustomStringConvertible, CustomDebugStringConv
     public static func load(file path: String, requirePrivate: Bool = true) throws -> StoreKey {
         var st = stat()
         guard stat(path, &st) == 0 else {
-            throw StoreError.keyFileUnreadable(path: path, reason: String(cString: strerror(errno)))
+            let e = errno
+            throw StoreError.keyFileUnreadable(path: path, reason: String(cString: strerror(e)) + (e == ENOENT ? "" : "; " + accessFacts(path)))
         }
         if requirePrivate {
             let mode = UInt32(st.st_mode) & 0o777
@@ -70,8 +71,12 @@ public struct StoreKey: Sendable, CustomStringConvertible, CustomDebugStringConv
                 throw StoreError.keyFileWrongOwner(path: path, owner: st.st_uid, expected: geteuid())
             }
         }
-        let contents = try readSmallFile(path)
+        let contents: Data
+        do { contents = try readSmallFile(path) } catch StoreError.keyFileUnreadable(let p, let reason) {
+            throw StoreError.keyFileUnreadable(path: p, reason: reason + "; " + accessFacts(path))
+        }
         if contents.count == length { return try StoreKey(bytes: contents) }
+        guard !contents.isEmpty else { throw StoreError.keyFileMalformed(path: path, reason: "the file is empty; expected 32 raw bytes or 64 hex digits") }
         var text = String(decoding: contents, as: UTF8.self)
         while let last = text.last, last.isWhitespace { text.removeLast() }
         if text.count == 2 * length, let bytes = try? Data(hex: text) { return try StoreKey(bytes: bytes) }
@@ -98,11 +103,46 @@ public struct StoreKey: Sendable, CustomStringConvertible, CustomDebugStringConv
     }
 }
 
-/// The bytes of a key file (at most 4 KiB are read: a key file is 32 or 65 bytes).
+/// Who is asking and what the file and its directory allow, for an error that says why a key
+/// cannot be read (a credential systemd did not make readable by the unit's user, a key file
+/// of another user) without guessing: "gaend runs as uid 998 gid 998; the file: mode 0400,
+/// owner uid 0 gid 0; its directory /run/credentials/gaend@hci0.service: mode 0500, owner
+/// uid 0 gid 0". No content is read.
+func accessFacts(_ path: String) -> String {
+    func describe(_ p: String) -> String {
+        var st = stat()
+        guard lstat(p, &st) == 0 else { return "cannot be examined (\(String(cString: strerror(errno))))" }
+        let mode = String(UInt32(st.st_mode) & 0o7777, radix: 8)
+        let kind = (UInt32(st.st_mode) & UInt32(S_IFMT)) == UInt32(S_IFDIR) ? "a directory, " : ""
+        return "\(kind)mode \(String(repeating: "0", count: max(0, 4 - mode.count)) + mode), owner uid \(st.st_uid) gid \(st.st_gid)"
+    }
+    let slash = path.lastIndex(of: "/")
+    let directory = slash.map { $0 == path.startIndex ? "/" : String(path[..<$0]) } ?? "."
+    let who = getuid() == geteuid() ? "uid \(getuid())" : "uid \(getuid()) (effective \(geteuid()))"
+    return "gaend runs as \(who) gid \(getegid()); the file: \(describe(path)); its directory \(directory): \(describe(directory))"
+}
+
+/// The bytes of a key file (a key file is 32 or 65 bytes; at most 4 KiB are read). Opened
+/// without waiting (O_NONBLOCK: a FIFO with no writer would block open and read for ever,
+/// before any signal handler runs) and required to be a regular file of at most 4 KiB, each
+/// refusal naming what the path is.
 private func readSmallFile(_ path: String) throws -> Data {
-    let fd = open(path, O_RDONLY | O_CLOEXEC)
+    let fd = open(path, O_RDONLY | O_NONBLOCK | O_CLOEXEC)
     guard fd >= 0 else { throw StoreError.keyFileUnreadable(path: path, reason: String(cString: strerror(errno))) }
     defer { close(fd) }
+    var st = stat()
+    guard fstat(fd, &st) == 0 else { throw StoreError.keyFileUnreadable(path: path, reason: String(cString: strerror(errno))) }
+    switch st.st_mode & S_IFMT {
+    case S_IFREG: break
+    case S_IFIFO: throw StoreError.keyFileMalformed(path: path, reason: "it is a FIFO (named pipe), not a regular file")
+    case S_IFDIR: throw StoreError.keyFileMalformed(path: path, reason: "it is a directory, not a regular file")
+    case S_IFCHR, S_IFBLK: throw StoreError.keyFileMalformed(path: path, reason: "it is a device, not a regular file")
+    case S_IFSOCK: throw StoreError.keyFileMalformed(path: path, reason: "it is a socket, not a regular file")
+    default: throw StoreError.keyFileMalformed(path: path, reason: "it is not a regular file")
+    }
+    guard st.st_size <= 4096 else {
+        throw StoreError.keyFileMalformed(path: path, reason: "it is \(st.st_size) bytes; a store key file is 32 raw bytes or 64 hex digits")
+    }
     var bytes = [UInt8](repeating: 0, count: 4096)
     var count = 0
     while count < bytes.count {

@@ -28,6 +28,11 @@ public enum KeyExportError: Error, Equatable, CustomStringConvertible {
     case keyDataLength(list: String, index: Int, actual: Int)
     case rollingPeriod(list: String, index: Int, value: Int32)
     case rollingStartInterval(list: String, index: Int, value: Int32)
+    /// report_type outside the proto's enum (0...5).
+    case reportType(list: String, index: Int, value: Int64)
+    /// days_since_onset_of_symptoms outside -14...14 (the framework's range: its data mapping
+    /// maps exactly those days).
+    case daysSinceOnset(list: String, index: Int, value: Int32)
     // Signature checks (only when a trust set is given).
     case noSignatures
     case emptySignature(keyId: String, keyVersion: String)
@@ -54,6 +59,8 @@ public enum KeyExportError: Error, Equatable, CustomStringConvertible {
         case .keyDataLength(let l, let i, let a): return "\(l)[\(i)]: key_data is \(a) bytes, expected 16"
         case .rollingPeriod(let l, let i, let v): return "\(l)[\(i)]: rolling_period \(v) is outside 1...144"
         case .rollingStartInterval(let l, let i, let v): return "\(l)[\(i)]: rolling_start_interval_number \(v) is negative"
+        case .reportType(let l, let i, let v): return "\(l)[\(i)]: report_type \(v) is not a report type (0...5)"
+        case .daysSinceOnset(let l, let i, let v): return "\(l)[\(i)]: days_since_onset_of_symptoms \(v) is outside -14...14"
         case .noSignatures: return "export.sig holds no signature, and a trusted signature is required"
         case .emptySignature(let id, let v): return "signature for key '\(id)' version '\(v)' is empty"
         case .unsupportedAlgorithm(let id, let a): return "signature for key '\(id)' uses algorithm \(a), expected 1.2.840.10045.4.3.2 (ECDSA P-256 SHA-256)"
@@ -532,7 +539,31 @@ struct ExportScan {
         guard k.rollingStartIntervalNumber >= 0 else {
             throw KeyExportError.rollingStartInterval(list: list, index: index, value: k.rollingStartIntervalNumber)
         }
+        if k.hasDaysSinceOnsetOfSymptoms, !(-14...14).contains(k.daysSinceOnsetOfSymptoms) {
+            throw KeyExportError.daysSinceOnset(list: list, index: index, value: k.daysSinceOnsetOfSymptoms)
+        }
+        // swift-protobuf keeps an enum value it does not know aside (proto2), as if absent:
+        // such a report_type is refused rather than read as "no report type".
+        if !k.hasReportType, !k.unknownFields.data.isEmpty, let v = Self.unknownReportType(bytes) {
+            throw KeyExportError.reportType(list: list, index: index, value: v)
+        }
         return k
+    }
+
+    /// The last report_type (field 5, varint) in an encoded key, if any.
+    static func unknownReportType(_ bytes: UnsafeRawBufferPointer) -> Int64? {
+        var walker = WireWalker(bytes, offset: 0)
+        var found: Int64?
+        while let f = try? walker.next() {
+            guard f.number == 5, f.wireType == 0 else { continue }
+            var v: UInt64 = 0, shift: UInt64 = 0
+            for i in (f.range.lowerBound + 1)..<f.range.upperBound where shift < 64 {
+                v |= UInt64(bytes[i] & 0x7f) << shift
+                shift += 7
+            }
+            found = Int64(Int32(truncatingIfNeeded: v))
+        }
+        return found
     }
 
     /// A validated key as a DiagnosisKey.
@@ -652,6 +683,7 @@ struct KeyRecord: Equatable, Sendable {
             }
         }
         guard hasKey, period >= 1, period <= 144, start >= 0 else { return nil }
+        if let onset, !(-14...14).contains(onset) { return nil } // swift-protobuf's path names the error
         return KeyRecord(tek: (t0, t1), rollingStartIntervalNumber: UInt32(start), rollingPeriod: UInt32(period),
                          transmissionRiskLevel: risk, reportType: type, daysSinceOnsetOfSymptoms: onset)
     }

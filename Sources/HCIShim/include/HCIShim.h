@@ -26,4 +26,5 @@ int gaend_serial_configure(int fd, unsigned baud, int rtscts);
 #include "gaend_clock.h"
 #include "gaend_thread.h"
 #include "gaend_rename.h"
+#include "gaend_malloc.h"
 #endif

@@ -35,7 +35,8 @@ public struct AttenuationPlot {
         let sample = tally.sample
         points = sample.points.map { (max($0.distance, floor), $0.attenuation) }
         pointPairs = sample.points.map(\.pair)
-        pairNames = tally.pairs.map(\.description)
+        // Which side received: the transmitter's signal heard by the receiver.
+        pairNames = tally.pairs.map { "\($0.transmitter) → \($0.receiver)" }
         jitter = analysis.wholeDecibels
         let pts = points
         let lo = sample.points.isEmpty ? 0.5 : max(sample.minDistance, floor)
@@ -156,6 +157,8 @@ public struct AttenuationPlot {
         var ly = Self.top + 10
         s += "<circle cx=\"\(n(lx + 8))\" cy=\"\(n(ly))\" r=\"3\" fill=\"#1f77b4\" fill-opacity=\"0.5\"/><text x=\"\(n(lx + 22))\" y=\"\(n(ly + 4))\">sightings\(points.count < analysis.observationCount ? " (sample)" : "")\(jitter ? ", jittered" : "")</text>\n"
         if pairNames.count > 1 {
+            ly += 16
+            s += "<text x=\"\(n(lx + 4))\" y=\"\(n(ly + 4))\" font-size=\"10\">pairs: transmitter → receiver</text>\n"
             for (k, name) in pairNames.prefix(8).enumerated() {
                 ly += 16
                 s += "<circle cx=\"\(n(lx + 8))\" cy=\"\(n(ly))\" r=\"3\" fill=\"\(Self.palette[k % Self.palette.count])\"/><text x=\"\(n(lx + 22))\" y=\"\(n(ly + 4))\" font-size=\"10\">\(Self.escape(String(name.prefix(22))))</text>\n"

@@ -23,7 +23,8 @@ public struct HeatmapPlot {
         binDb = hi - lo > 80 ? 2 : 1
         let floor = analysis.options.minimumDistance
         var cols = analysis.distances.map { d in
-            Column(label: d.distanceLow == d.distanceHigh ? Format.exact(d.distance) : "\(Format.fixed(d.distanceLow, 2))-\(Format.fixed(d.distanceHigh, 2))",
+            // A bin is labelled by its geometric centre, rounded for reading (its edges are in the tooltip).
+            Column(label: d.distanceLow == d.distanceHigh ? Format.readable(d.distance) : Format.readable((d.distanceLow * d.distanceHigh).squareRoot(), significant: 2),
                    distance: d.distance, counts: [:], total: 0, median: d.median)
         }
         let rows = analysis.distances
@@ -37,6 +38,21 @@ public struct HeatmapPlot {
         }
         columns = cols
         yLow = Int((lo / binDb).rounded(.down)); yHigh = max(Int((hi / binDb).rounded(.down)), yLow)
+    }
+
+    /// Columns with fewer readings than this are drawn faded and do not set the colour scale: one
+    /// reading alone is a 100 % share and would wash every other column out.
+    static let minimumColumnCount = 20
+
+    /// The share that maps to the darkest shade: the 98th percentile of the cell shares of the
+    /// columns with at least `minimumColumnCount` readings (of all columns when none has), so a
+    /// few sparse cells do not set the scale; darker cells are drawn at the darkest shade.
+    var scaleShare: Double {
+        let full = columns.filter { $0.total >= Self.minimumColumnCount }
+        let use = full.isEmpty ? columns.filter { $0.total > 0 } : full
+        let shares = use.flatMap { c in c.counts.values.map { Double($0) / Double(c.total) } }.sorted()
+        guard !shares.isEmpty else { return 1 }
+        return max(shares[min(shares.count - 1, Int((Double(shares.count - 1) * 0.98).rounded()))], 1e-9)
     }
 
     /// White to dark blue by share (0...1 of the column's largest share over the whole plot).
@@ -61,12 +77,15 @@ public struct HeatmapPlot {
         let rowsCount = yHigh - yLow + 1
         let rowH = plotH / Double(rowsCount)
         func y(_ att: Double) -> Double { Self.top + (Double(yHigh + 1) * binDb - att) / (Double(rowsCount) * binDb) * plotH }
-        let maxShare = columns.map { c in c.total > 0 ? Double(c.counts.values.max() ?? 0) / Double(c.total) : 0 }.max() ?? 1
+        let maxShare = scaleShare
+        let clipped = columns.contains { c in c.counts.values.contains { Double($0) / Double(max(c.total, 1)) > maxShare } }
+        let sparse = columns.filter { $0.total > 0 && $0.total < Self.minimumColumnCount }.count
         for (i, c) in columns.enumerated() where c.total > 0 {
+            let faded = c.total < Self.minimumColumnCount
             for (bin, count) in c.counts.sorted(by: { $0.key < $1.key }) {
                 let share = Double(count) / Double(c.total)
                 let top = Self.top + Double(yHigh - bin) * rowH
-                s += "<rect x=\"\(n(Self.left + Double(i) * colW))\" y=\"\(n(top))\" width=\"\(n(colW + 0.3))\" height=\"\(n(rowH + 0.3))\" fill=\"\(Self.shade(share / max(maxShare, 1e-9)))\"><title>\(c.label) m, \(Format.exact(Double(bin) * binDb))-\(Format.exact(Double(bin + 1) * binDb)) dB: \(count) (\(Format.fixed(share * 100, 1)) %)</title></rect>"
+                s += "<rect x=\"\(n(Self.left + Double(i) * colW))\" y=\"\(n(top))\" width=\"\(n(colW + 0.3))\" height=\"\(n(rowH + 0.3))\" fill=\"\(Self.shade(share / maxShare))\"\(faded ? " fill-opacity=\"0.35\"" : "")><title>\(c.label) m (\(c.total) readings), \(Format.exact(Double(bin) * binDb))-\(Format.exact(Double(bin + 1) * binDb)) dB: \(count) (\(Format.fixed(share * 100, 1)) %)</title></rect>"
             }
             s += "\n"
         }
@@ -77,10 +96,14 @@ public struct HeatmapPlot {
             s += "<line x1=\"\(n(Self.left - 5))\" y1=\"\(n(y(t)))\" x2=\"\(n(Self.left))\" y2=\"\(n(y(t)))\" stroke=\"#444\"/><text x=\"\(n(Self.left - 8))\" y=\"\(n(y(t) + 4))\" text-anchor=\"end\">\(Int(t))</text>\n"
             t += 10
         }
-        let every = max(1, columns.count / 14)
+        // Labels thinned so that none overlaps: a label is about 0.6 em per character wide, with a gap of 8 px.
+        let fontSize = columns.count > 10 ? 10.0 : 12.0
+        let widest = Double(columns.map(\.label.count).max() ?? 1) * fontSize * 0.6 + 8
+        let every = max(1, Int((widest / colW).rounded(.up)))
         for (i, c) in columns.enumerated() where i % every == 0 {
             let xv = Self.left + (Double(i) + 0.5) * colW
-            s += "<text x=\"\(n(xv))\" y=\"\(n(Self.top + plotH + 18))\" text-anchor=\"middle\" font-size=\"\(columns.count > 10 ? 9 : 12)\">\(c.label)</text>\n"
+            s += "<line x1=\"\(n(xv))\" y1=\"\(n(Self.top + plotH))\" x2=\"\(n(xv))\" y2=\"\(n(Self.top + plotH + 4))\" stroke=\"#444\"/>"
+            s += "<text x=\"\(n(xv))\" y=\"\(n(Self.top + plotH + 17))\" text-anchor=\"middle\" font-size=\"\(Int(fontSize))\">\(c.label)</text>\n"
         }
         s += "<text x=\"\(n(Self.left + plotW / 2))\" y=\"\(n(Self.height - 15))\" text-anchor=\"middle\">distance (m)</text>\n"
         s += "<text transform=\"translate(18 \(n(Self.top + plotH / 2))) rotate(-90)\" text-anchor=\"middle\">attenuation (dB)</text>\n"
@@ -100,9 +123,12 @@ public struct HeatmapPlot {
         for k in 0..<10 {
             s += "<rect x=\"\(n(lx))\" y=\"\(n(Self.top + Double(9 - k) * 14))\" width=\"14\" height=\"14\" fill=\"\(Self.shade(Double(k) / 9))\"/>"
         }
-        s += "\n<text x=\"\(n(lx + 20))\" y=\"\(n(Self.top + 10))\">\(Format.fixed(maxShare * 100, 0)) %</text>"
+        s += "\n<text x=\"\(n(lx + 20))\" y=\"\(n(Self.top + 10))\">\(clipped ? "≥ " : "")\(Format.readable(maxShare * 100, significant: 2)) %</text>"
         s += "<text x=\"\(n(lx + 20))\" y=\"\(n(Self.top + 140))\">0 %</text>\n"
         s += "<text x=\"\(n(lx))\" y=\"\(n(Self.top + 165))\" font-size=\"10\">share of the distance's</text><text x=\"\(n(lx))\" y=\"\(n(Self.top + 177))\" font-size=\"10\">readings per \(Format.exact(binDb)) dB</text>\n"
+        if sparse > 0 {
+            s += "<text x=\"\(n(lx))\" y=\"\(n(Self.top + 250))\" font-size=\"10\">faded: \(sparse) column\(sparse == 1 ? "" : "s") with</text><text x=\"\(n(lx))\" y=\"\(n(Self.top + 262))\" font-size=\"10\">fewer than \(Self.minimumColumnCount) readings</text>\n"
+        }
         s += "<circle cx=\"\(n(lx + 7))\" cy=\"\(n(Self.top + 200))\" r=\"3\" fill=\"#ff7f0e\" stroke=\"black\"/><text x=\"\(n(lx + 20))\" y=\"\(n(Self.top + 204))\">median</text>\n"
         if analysis.fit != nil {
             s += "<line x1=\"\(n(lx))\" y1=\"\(n(Self.top + 222))\" x2=\"\(n(lx + 14))\" y2=\"\(n(Self.top + 222))\" stroke=\"#d62728\" stroke-width=\"2\"/><text x=\"\(n(lx + 20))\" y=\"\(n(Self.top + 226))\">fit</text>\n"

@@ -14,11 +14,15 @@ public struct ReplayRule: Sendable {
     /// The rule as given (`NAME` or `NAME=CONFIG`), used as its name in the results.
     public let spec: String
     public let kind: Kind
-    let decide: @Sendable (Contact, Int) throws -> Bool
+    let judge: @Sendable (Contact) throws -> ReplayJudgement
+
+    init(spec: String, kind: Kind, judge: @escaping @Sendable (Contact) throws -> ReplayJudgement) {
+        self.spec = spec; self.kind = kind; self.judge = judge
+    }
 
     /// Parses `NAME[=CONFIG]`. Without CONFIG: the app's published configuration (the current
     /// one for cwa and nhs, mid-2020's for cwa-v1, SwissCovid's and Immuni's published values);
-    /// gaen-v1 has no app and needs one.
+    /// gaen-v1 has no app and needs one. CONFIG files may start with `#` comment lines.
     public static func parse(_ spec: String, read: (String) throws -> Data) throws -> ReplayRule {
         let parts = spec.split(separator: "=", maxSplits: 1).map(String.init)
         guard let kind = Kind(rawValue: parts[0]) else {
@@ -26,54 +30,145 @@ public struct ReplayRule: Sendable {
         }
         let file = parts.count == 2 ? parts[1] : nil
         func data(_ published: String?) throws -> (Data, String) {
-            if let file { return (try read(file), file) }
+            if let file { return (ReplayConfigText.strippingCommentLines(try read(file)), file) }
             guard let published else { throw ReplayError.badRule("'\(spec)': \(kind.rawValue) has no published configuration; give \(kind.rawValue)=CONFIG") }
             return (Data(published.utf8), "published \(kind.rawValue) configuration")
         }
         @Sendable func windows(_ c: Contact) throws -> [ExposureWindow] { try c.windows.map { try $0.exposureWindow() } }
         @Sendable func today(_ c: Contact) -> UTCDay { c.windows.map(\.day).max() ?? UTCDay(0) }
+        /// Windows without a transmission risk level: rules that weigh it cannot judge them as the app would.
+        /// The v1 score multiplies by the level's value; a window without a level (and no
+        /// defaultTransmissionRiskLevel) scores as level 0, a value of 1 (the framework's INVALID),
+        /// which is not what the app saw unless every level's value is 1.
+        @Sendable func unjudged(_ c: Contact, _ v1: GAENv1Configuration) -> String? {
+            guard v1.defaultTransmissionRiskLevel == nil, c.windows.contains(where: { $0.transmissionRiskLevel == nil }),
+                  !v1.transmissionRiskLevelValues.allSatisfy({ $0 == 1 }) else { return nil }
+            return "windows without a transmission risk level (scored as level 0, a value of 1)"
+        }
         switch kind {
         case .cwa:
             let (d, name) = try data(PublishedRiskConfigurations.cwa)
             let p = try CWAParameters.decode(from: d, file: name)
-            return ReplayRule(spec: spec, kind: kind) { c, _ in
-                try CWARiskCalculation.aggregate(windows(c), parameters: p, today: today(c)).totalRiskLevel == CWARiskCalculation.high
+            return ReplayRule(spec: spec, kind: kind) { c in
+                let e = try CWARiskCalculation.evaluate(windows(c), parameters: p, today: today(c))
+                let day = e.days.max { $0.normalizedTime < $1.normalizedTime }
+                return ReplayJudgement(notified: e.result.totalRiskLevel == CWARiskCalculation.high,
+                                       numbers: [("normalizedTimePerDay", day?.normalizedTime ?? 0), ("totalRiskLevel", Double(e.result.totalRiskLevel)),
+                                                 ("droppedWindows", Double(e.windows.filter { $0.dropped != nil }.count))])
             }
         case .cwaV1:
             let (d, name) = try data(PublishedRiskConfigurations.cwaV1)
-            let p = try RiskJSON.decodeParameters(CWAv1Configuration.self, from: d, file: name)
+            let p = try ReplayConfigText.cwaV1(d, file: name)
             try p.validate()
-            return ReplayRule(spec: spec, kind: kind) { c, _ in try CWAv1RiskCalculation.calculate(windows(c), configuration: p, today: today(c)).increasedRisk }
+            return ReplayRule(spec: spec, kind: kind) { c in
+                let r = try CWAv1RiskCalculation.calculate(windows(c), configuration: p, today: today(c))
+                return ReplayJudgement(notified: r.increasedRisk,
+                                       numbers: [("weightedMinutes", r.weightedMinutes), ("increasedRiskMinutes", p.increasedRiskMinutes),
+                                                 ("maximumRiskScore", Double(r.maximumRiskScore)), ("minimumRiskScore", Double(p.v1.minimumRiskScore)),
+                                                 ("riskEncounters", Double(r.riskEncounters))],
+                                       unjudged: unjudged(c, p.v1))
+            }
         case .nhs:
             let (d, name) = try data(PublishedRiskConfigurations.nhs)
             let p = try RiskJSON.decodeParameters(NHSExposureConfiguration.self, from: d, file: name)
             try p.validate()
-            return ReplayRule(spec: spec, kind: kind) { c, _ in try NHSRiskCalculation.calculate(c.windows, configuration: p).crossesThreshold }
+            return ReplayRule(spec: spec, kind: kind) { c in
+                let r = try NHSRiskCalculation.calculate(c.windows, configuration: p)
+                return ReplayJudgement(notified: r.crossesThreshold,
+                                       numbers: [("maximumRiskScore", r.maximumRiskScore), ("riskThreshold", r.riskThreshold)])
+            }
         case .gaenV1:
             let (d, name) = try data(nil)
             let p = try RiskJSON.decodeParameters(GAENv1Configuration.self, from: d, file: name)
             try p.validate()
-            return ReplayRule(spec: spec, kind: kind) { c, _ in
-                try windows(c).enumerated().contains { i, w in
-                    let e = try GAENv1.score(w, index: i, configuration: p, today: today(c))
-                    return e.counted && e.riskScore > 0
-                }
+            return ReplayRule(spec: spec, kind: kind) { c in
+                let scored = try windows(c).enumerated().map { i, w in try GAENv1.score(w, index: i, configuration: p, today: today(c)) }
+                let best = scored.max { $0.riskScore < $1.riskScore }
+                return ReplayJudgement(notified: scored.contains { $0.counted && $0.riskScore > 0 },
+                                       numbers: [("maximumRiskScore", Double(best?.riskScore ?? 0)), ("minimumRiskScore", Double(p.minimumRiskScore)),
+                                                 ("attenuationDb", Double(best?.attenuationDb ?? 0)), ("durationMinutes", best?.durationMinutes ?? 0)],
+                                       unjudged: unjudged(c, p))
             }
         case .swisscovid:
-            let p = try file.map { try RiskJSON.decodeParameters(SwissCovidConfiguration.self, from: read($0), file: $0) } ?? .published
+            let p = try file.map { try RiskJSON.decodeParameters(SwissCovidConfiguration.self, from: ReplayConfigText.strippingCommentLines(read($0)), file: $0) } ?? .published
             try p.validate()
-            return ReplayRule(spec: spec, kind: kind) { c, _ in try SwissCovidRisk.calculate(windows(c), configuration: p).exposed }
+            return ReplayRule(spec: spec, kind: kind) { c in
+                let r = try SwissCovidRisk.calculate(windows(c), configuration: p)
+                let day = r.days.max { $0.weightedMinutes < $1.weightedMinutes }
+                return ReplayJudgement(notified: r.exposed,
+                                       numbers: [("weightedMinutes", day?.weightedMinutes ?? 0), ("minDurationForExposure", p.minDurationForExposure),
+                                                 ("minutesLow", Double(day?.minutesLow ?? 0)), ("minutesMedium", Double(day?.minutesMedium ?? 0))])
+            }
         case .immuni:
-            let p = try file.map { try ImmuniConfiguration.decode(from: read($0), file: $0) } ?? .published
+            let p = try file.map { try ImmuniConfiguration.decode(from: ReplayConfigText.strippingCommentLines(read($0)), file: $0) } ?? .published
             try p.v1.validate()
-            return ReplayRule(spec: spec, kind: kind) { c, _ in try ImmuniRisk.calculate(windows(c), configuration: p, today: today(c)).notified }
+            return ReplayRule(spec: spec, kind: kind) { c in
+                let r = try ImmuniRisk.calculate(windows(c), configuration: p, today: today(c))
+                let best = r.exposures.max { $0.riskScore < $1.riskScore }
+                return ReplayJudgement(notified: r.notified,
+                                       numbers: [("maximumRiskScore", Double(best?.riskScore ?? 0)), ("minimumRiskScore", Double(p.minimumRiskScore)),
+                                                 ("attenuationDb", Double(best?.attenuationDb ?? 0)), ("bucketizedMinutes", best?.durationMinutes ?? 0)],
+                                       unjudged: unjudged(c, p.v1))
+            }
         }
     }
 
-    public func notifies(_ contact: Contact, index: Int) throws -> Bool {
-        do { return try decide(contact, index) } catch {
+    public func notifies(_ contact: Contact, index: Int) throws -> Bool { try judgement(contact, index: index).notified }
+
+    /// The verdict with the numbers the rule used.
+    public func judgement(_ contact: Contact, index: Int) throws -> ReplayJudgement {
+        do { return try judge(contact) } catch {
             throw ReplayError.contact(index: index, label: contact.label, rule: spec, reason: "\(error)")
         }
+    }
+}
+
+/// One rule's verdict on one contact: notified or not, the numbers it decided on (in the
+/// rule's own terms: the value and the threshold it was held against), and why the verdict may
+/// not be the app's when the input lacks something the rule weighs.
+public struct ReplayJudgement: Sendable, Equatable {
+    public var notified: Bool
+    public var numbers: [(name: String, value: Double)]
+    public var unjudged: String?
+
+    public init(notified: Bool, numbers: [(name: String, value: Double)], unjudged: String? = nil) {
+        self.notified = notified; self.numbers = numbers; self.unjudged = unjudged
+    }
+
+    public static func == (a: ReplayJudgement, b: ReplayJudgement) -> Bool {
+        a.notified == b.notified && a.unjudged == b.unjudged && a.numbers.map(\.name) == b.numbers.map(\.name)
+            && a.numbers.map(\.value) == b.numbers.map(\.value)
+    }
+}
+
+/// Configuration files as datasets ship them.
+public enum ReplayConfigText {
+    /// `#` comment lines (a line whose first non-blank character is `#`) blanked out, so JSON
+    /// parsers take files that start with a comment header; line numbers stay as they were.
+    public static func strippingCommentLines(_ data: Data) -> Data {
+        guard data.contains(UInt8(ascii: "#")) else { return data }
+        var out = [UInt8]()
+        out.reserveCapacity(data.count)
+        var atLineStart = true, inComment = false
+        for b in data {
+            if b == 0x0A { inComment = false; atLineStart = true; out.append(b); continue }
+            if inComment { continue }
+            if atLineStart {
+                if b == 0x20 || b == 0x09 || b == 0x0D { out.append(b); continue }
+                atLineStart = false
+                if b == UInt8(ascii: "#") { inComment = true; continue }
+            }
+            out.append(b)
+        }
+        return Data(out)
+    }
+
+    /// The CWA v1 configuration: JSON (framework v1 names plus the CWA ones) or the app
+    /// configuration in protobuf text format (CWAv1Configuration.decode(textFormat:)).
+    public static func cwaV1(_ data: Data, file: String) throws -> CWAv1Configuration {
+        let clean = strippingCommentLines(data)
+        if TextProto.looksLikeTextFormat(clean) { return try CWAv1Configuration.decode(textFormat: data, file: file) }
+        return try RiskJSON.decodeParameters(CWAv1Configuration.self, from: clean, file: file)
     }
 }
 
@@ -101,8 +196,12 @@ public struct ReplayResult: Sendable, Equatable, Encodable {
     public var precision: Double
     /// Per contact, in the file's order (not in --json's contract; the table prints it with --verbose).
     public var verdicts: [Bool]
+    /// Per contact, the verdict with the numbers the rule used (--per-contact).
+    public var judgements: [ReplayJudgement] = []
+    /// Inputs the rule cannot judge as the app would, each with the number of contacts.
+    public var warnings: [String] = []
 
-    enum CodingKeys: String, CodingKey { case rule, notified, close, far, truePositives, falsePositives, tpr, fpr, precision }
+    enum CodingKeys: String, CodingKey { case rule, notified, close, far, truePositives, falsePositives, tpr, fpr, precision, warnings }
 
     /// Rates with nothing to divide by are null.
     public func encode(to encoder: Encoder) throws {
@@ -116,6 +215,7 @@ public struct ReplayResult: Sendable, Equatable, Encodable {
         for (k, v) in [(CodingKeys.tpr, tpr), (.fpr, fpr), (.precision, precision)] {
             if v.isNaN { try c.encodeNil(forKey: k) } else { try c.encode(v, forKey: k) }
         }
+        try c.encode(warnings, forKey: .warnings)
     }
 }
 
@@ -124,13 +224,23 @@ public enum Replay {
         let isClose = contacts.map { $0.distance <= closeContact }
         let close = isClose.filter { $0 }.count, far = contacts.count - close
         return try rules.map { rule in
-            let verdicts = try contacts.enumerated().map { i, c in try rule.notifies(c, index: i) }
+            let judgements = try contacts.enumerated().map { i, c in try rule.judgement(c, index: i) }
+            let verdicts = judgements.map(\.notified)
             let tp = zip(verdicts, isClose).filter { $0 && $1 }.count
             let fp = zip(verdicts, isClose).filter { $0 && !$1 }.count
             let notified = tp + fp
             func ratio(_ a: Int, _ b: Int) -> Double { b == 0 ? .nan : Double(a) / Double(b) }
+            var warnings: [String] = []
+            var reasons: [String: Int] = [:]
+            for j in judgements { if let u = j.unjudged { reasons[u, default: 0] += 1 } }
+            for (reason, n) in reasons.sorted(by: { $0.key < $1.key }) {
+                warnings.append("\(n) of \(contacts.count) contacts have \(reason): the verdict may not be the app's (give the level, e.g. trial import --transmission-risk-level N)")
+            }
+            let silent = contacts.filter { $0.windows.isEmpty }.count
+            if silent > 0 { warnings.append("\(silent) of \(contacts.count) contacts have no windows (never heard): no rule can notify them") }
             return ReplayResult(rule: rule.spec, notified: notified, close: close, far: far, truePositives: tp, falsePositives: fp,
-                                tpr: ratio(tp, close), fpr: ratio(fp, far), precision: ratio(tp, notified), verdicts: verdicts)
+                                tpr: ratio(tp, close), fpr: ratio(fp, far), precision: ratio(tp, notified), verdicts: verdicts,
+                                judgements: judgements, warnings: warnings)
         }
     }
 }

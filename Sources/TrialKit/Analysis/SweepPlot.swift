@@ -41,7 +41,8 @@ public struct SweepPlot {
             s += "<path d=\"\(d)\" fill=\"none\" stroke=\"\(colour)\" stroke-width=\"2\"><title>\(name)</title></path>\n"
         }
         for th in analysis.options.thresholds where th >= lo && th <= hi {
-            s += "<line x1=\"\(n(x(th)))\" y1=\"\(n(Self.top))\" x2=\"\(n(x(th)))\" y2=\"\(n(plotBottom))\" stroke=\"#c60\" stroke-dasharray=\"2 4\"/>\n"
+            s += "<line x1=\"\(n(x(th)))\" y1=\"\(n(Self.top))\" x2=\"\(n(x(th)))\" y2=\"\(n(plotBottom))\" stroke=\"#c60\" stroke-dasharray=\"2 4\"/>"
+            s += "<text x=\"\(n(x(th) + 3))\" y=\"\(n(Self.top + 12))\" fill=\"#c60\" font-size=\"11\">\(Format.readable(th)) dB</text>\n"
         }
         var ly = Self.top + 10
         for (name, colour) in [("recall (TPR)", "#1f77b4"), ("precision", "#d62728"), ("false positive rate", "#7f7f7f")] {
@@ -49,6 +50,8 @@ public struct SweepPlot {
             s += "<text x=\"\(n(plotRight + 38))\" y=\"\(n(ly + 4))\">\(name)</text>\n"
             ly += 20
         }
+        s += "<line x1=\"\(n(plotRight + 12))\" y1=\"\(n(ly))\" x2=\"\(n(plotRight + 32))\" y2=\"\(n(ly))\" stroke=\"#c60\" stroke-dasharray=\"2 4\"/>"
+        s += "<text x=\"\(n(plotRight + 38))\" y=\"\(n(ly + 4))\">report thresholds</text>\n"
         return s + "</svg>\n"
     }
 }

@@ -32,6 +32,11 @@ public struct TrialReport: Sendable, Codable {
     public var detectionByDistance: [DetectionProbability]
     /// The Tobit fit over scans, heard and censored (TobitFit; nil without scans).
     public var tobitFit: TobitFit?
+    /// Why there is no detection probability, when there is none.
+    public var detectionProbabilityNote: String?
+    /// True when the input was attenuation rows (--attenuations), not matched sightings: there is
+    /// no matching step to count.
+    public var attenuationInput: Bool?
 
     public init(site: String?, counts: Counts, observations: [Observation], options: AnalysisOptions,
                 detectionByDistance: [DetectionProbability] = []) {
@@ -165,11 +170,30 @@ public enum TrialPipeline {
     /// The observations of an attenuation CSV handed to `body` one by one, in file order.
     public static func forEachObservation(attenuationCSV reader: CSVReader, groundTruth: GroundTruth,
                                           _ body: (Observation) throws -> Void) throws -> TrialReport.Counts {
+        try forEachObservation(attenuationCSV: reader, groundTruth: groundTruth, site: nil, firstSite: { _ in }, body)
+    }
+
+    /// With `site`, rows whose `site` column names another site are left out (a `trial import
+    /// dp3t` file holds several scenarios, one per site); `firstSite` is told the first site seen.
+    /// The TX power is the one the attenuation used: `calibration_tx` when the file has it
+    /// (a calibrated import), else `tx_power`.
+    public static func forEachObservation(attenuationCSV reader: CSVReader, groundTruth: GroundTruth, site: String?,
+                                          firstSite: (String) -> Void,
+                                          _ body: (Observation) throws -> Void) throws -> TrialReport.Counts {
         let cTime = try reader.requireColumn("time"), cAtt = try reader.requireColumn("attenuation")
         let cRx = reader.column("receiver"), cTx = reader.column("transmitter"), cDist = reader.column("distance")
-        let cRPI = reader.column("rpi"), cTxPower = reader.column("tx_power"), cRSSI = reader.column("rssi"), cCorr = reader.column("rssi_correction")
+        let cRPI = reader.column("rpi"), cRSSI = reader.column("rssi"), cCorr = reader.column("rssi_correction")
+        let cTxPower = reader.column("calibration_tx") ?? reader.column("tx_power")
+        let txPowerName = cTxPower.map { reader.header[$0] } ?? "tx_power"
+        let cSite = reader.column("site")
+        var seenSite = false
         var counts = TrialReport.Counts()
         try reader.forEachRow { row in
+            if let cSite, !row.isEmpty(cSite) {
+                let s = row.string(cSite)
+                if let site, s != site { return }
+                if !seenSite { seenSite = true; firstSite(s) }
+            }
             counts.rows += 1; counts.reports += 1; counts.matched += 1
             let t = try row.requireDouble(cTime, column: "time")
             let a = try row.requireDouble(cAtt, column: "attenuation")
@@ -188,7 +212,7 @@ public enum TrialPipeline {
             func int(_ c: Int?, _ name: String) throws -> Int? { try c.flatMap { try row.int($0, column: name) } }
             counts.withGroundTruth += 1
             try body(Observation(time: t, receiver: rx, transmitter: tx, distance: d, attenuation: a,
-                                 rpi: cRPI.map { row.string($0) }.flatMap { $0.isEmpty ? nil : $0 }, txPower: try int(cTxPower, "tx_power"),
+                                 rpi: cRPI.map { row.string($0) }.flatMap { $0.isEmpty ? nil : $0 }, txPower: try int(cTxPower, txPowerName),
                                  rssi: try int(cRSSI, "rssi"), rssiCorrection: try int(cCorr, "rssi_correction")))
         }
         return counts
@@ -230,6 +254,8 @@ public enum TrialReportWriter {
         for r in report.detectionByDistance {
             dp.appendRow([Format.exact(r.distanceLow), Format.exact(r.distanceHigh), String(r.scans), String(r.heard), Format.fixed(r.probability, 4)])
         }
+        // Empty, the file says why (a comment line; pandas reads it with comment="#").
+        if report.detectionByDistance.isEmpty { dp.appendRaw("# not computed: " + (report.detectionProbabilityNote ?? "no scans with a transmitter present")) }
         try dp.write(to: dir.appendingPathComponent("detection_probability.csv"))
         try OutputFile.write(Data(SweepPlot(analysis: report.analysis, site: report.site).svg().utf8), to: dir.appendingPathComponent("sweep.svg"))
         try OutputFile.write(Data(HeatmapPlot(analysis: report.analysis, tally: tally, site: report.site).svg().utf8), to: dir.appendingPathComponent("heatmap.svg"))
@@ -374,11 +400,17 @@ public enum TrialReportWriter {
         func f(_ v: Double, _ d: Int = 1) -> String { v.isNaN ? "n/a" : Format.fixed(v, d) }
         func pct(_ v: Double) -> String { v.isNaN ? "n/a" : Format.fixed(v * 100, 1) + " %" }
         var s = "# Trial report\(r.site.map { ": \($0)" } ?? "")\n\n"
+        if let site = r.site { s += "Site (dataset): \(site).\n\n" }
         let c = r.counts
         s += "## Data\n\n"
-        s += "| rows | empty scans | reports | matched | implausible AEM | outside key validity | with ground truth | without |\n"
-        s += "|---:|---:|---:|---:|---:|---:|---:|---:|\n"
-        s += "| \(c.rows) | \(c.emptyScans) | \(c.reports) | \(c.matched) | \(c.implausibleMetadata) | \(c.outsideKeyValidity) | \(c.withGroundTruth) | \(c.withoutGroundTruth) |\n\n"
+        if r.attenuationInput == true {
+            s += "| attenuation rows | with ground truth | without |\n|---:|---:|---:|\n"
+            s += "| \(c.rows) | \(c.withGroundTruth) | \(c.withoutGroundTruth) |\n\n"
+        } else {
+            s += "| rows | empty scans | reports | matched | implausible AEM | outside key validity | with ground truth | without |\n"
+            s += "|---:|---:|---:|---:|---:|---:|---:|---:|\n"
+            s += "| \(c.rows) | \(c.emptyScans) | \(c.reports) | \(c.matched) | \(c.implausibleMetadata) | \(c.outsideKeyValidity) | \(c.withGroundTruth) | \(c.withoutGroundTruth) |\n\n"
+        }
         s += "\(r.pairs.count) receiver/transmitter pairs with ground truth.\n\n"
         s += "## Log-distance fit\n\n"
         if let fit = a.fit {
@@ -404,7 +436,7 @@ public enum TrialReportWriter {
             }
             s += "\n## Per pair\n\n| receiver | transmitter | count | distances (m) | median dB | mean dB | slope dB/decade |\n|---|---|---:|---|---:|---:|---:|\n"
             for g in a.pairs.prefix(200) {
-                let range = g.minDistance == g.maxDistance ? Format.exact(g.minDistance) : "\(Format.exact(g.minDistance))-\(Format.exact(g.maxDistance))"
+                let range = g.minDistance == g.maxDistance ? Format.readable(g.minDistance) : "\(Format.readable(g.minDistance))-\(Format.readable(g.maxDistance))"
                 s += "| \(g.receiver) | \(g.transmitter ?? "") | \(g.count) | \(range) | \(f(g.medianAttenuation)) | \(f(g.meanAttenuation)) | \(g.slopePerDecade.map { f($0, 2) } ?? "n/a") |\n"
             }
             if a.pairs.count > 200 { s += "\n(\(a.pairs.count - 200) more pairs in pairs.csv.)\n" }
@@ -413,15 +445,18 @@ public enum TrialReportWriter {
         s += "## Attenuation by distance\n\n| distance m | count | q1 | median | q3 | mean | model |\n|---:|---:|---:|---:|---:|---:|---:|\n"
         for d in a.distances {
             let model = a.fit.map { f($0.meanAttenuation(at: max(d.distance, a.options.minimumDistance))) } ?? "n/a"
-            s += "| \(f(d.distance, 2)) | \(d.count) | \(f(d.q1)) | \(f(d.median)) | \(f(d.q3)) | \(f(d.mean)) | \(model) |\n"
+            let label = d.distanceLow == d.distanceHigh ? Format.readable(d.distance) : "\(Format.readable(d.distanceLow))-\(Format.readable(d.distanceHigh))"
+            s += "| \(label) | \(d.count) | \(f(d.q1)) | \(f(d.median)) | \(f(d.q3)) | \(f(d.mean)) | \(model) |\n"
         }
         if !r.detectionByDistance.isEmpty {
             s += "\n## Detection probability by distance (share of scans in which a present transmitter was heard)\n\n"
             s += "| distance m | scans | heard | probability |\n|---:|---:|---:|---:|\n"
             for d in r.detectionByDistance {
-                let label = d.distanceLow == d.distanceHigh ? Format.exact(d.distanceLow) : "\(f(d.distanceLow, 2))-\(f(d.distanceHigh, 2))"
+                let label = d.distanceLow == d.distanceHigh ? Format.readable(d.distanceLow) : "\(Format.readable(d.distanceLow))-\(Format.readable(d.distanceHigh))"
                 s += "| \(label) | \(d.scans) | \(d.heard) | \(pct(d.probability)) |\n"
             }
+        } else {
+            s += "\nDetection probability by distance: not computed: \(r.detectionProbabilityNote ?? "no scans with a transmitter present").\n"
         }
         s += "\n## Detection (close contact: distance <= \(f(a.options.closeContactDistance, 2)) m; per sighting)\n\n"
         s += "Observed rates beside the rates the fitted model expects (normal CDF\(a.wholeDecibels ? ", 0.5 dB continuity correction for whole-dB readings" : "")).\n\n"

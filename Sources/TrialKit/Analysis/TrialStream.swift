@@ -92,9 +92,13 @@ public final class TrialStream {
 
     /// An attenuation file: CSV (TrialPipeline.forEachObservation's format) or JSON lines
     /// (attenuation.jsonl, told apart by a first character `{`).
+    /// Whether attenuation rows (not sightings) were read.
+    public private(set) var attenuationInput = false
+
     public func addAttenuations(fileAt url: URL) throws {
-        let data = try Data(contentsOf: url)
+        let data = Data(try Gzip.contents(of: url))
         if data.first(where: { !($0 == 0x20 || $0 == 0x0a || $0 == 0x0d || $0 == 0x09) }) == UInt8(ascii: "{") {
+            attenuationInput = true
             let c = try TrialPipeline.forEachObservation(attenuationJSONLines: data, file: url.path, groundTruth: groundTruth) { try add($0) }
             counts.rows += c.rows; counts.reports += c.reports; counts.matched += c.matched
             counts.withoutGroundTruth += c.withoutGroundTruth
@@ -105,7 +109,10 @@ public final class TrialStream {
 
     /// Attenuation rows (TrialPipeline.forEachObservation's format).
     public func addAttenuations(_ reader: CSVReader) throws {
-        let c = try TrialPipeline.forEachObservation(attenuationCSV: reader, groundTruth: groundTruth) { try add($0) }
+        attenuationInput = true
+        // The first row's site labels the report and the rows written after it.
+        let c = try TrialPipeline.forEachObservation(attenuationCSV: reader, groundTruth: groundTruth, site: siteFilter,
+                                                     firstSite: { [self] s in if site == nil { site = s } }) { try add($0) }
         counts.rows += c.rows; counts.reports += c.reports; counts.matched += c.matched
         counts.withoutGroundTruth += c.withoutGroundTruth
     }
@@ -162,6 +169,13 @@ public final class TrialStream {
     public func report(options: AnalysisOptions) -> TrialReport {
         var r = TrialReport(site: site, counts: counts, tally: tally, options: options, detectionByDistance: detection())
         r.tobitFit = tobitFit(minimumDistance: options.minimumDistance)
+        if attenuationInput { r.attenuationInput = true }
+        if r.detectionByDistance.isEmpty {
+            r.detectionProbabilityNote = scans.isEmpty
+                ? (attenuationInput ? "the input is attenuation rows, which carry no scans (it needs sightings exports with their empty scans, scan_start)"
+                                    : "the sightings have no scans (no scan_start column)")
+                : "no transmitter had a ground-truth distance at the start of any scan (no markers for these pairs and times)"
+        }
         return r
     }
 }

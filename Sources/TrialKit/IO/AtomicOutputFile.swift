@@ -23,10 +23,12 @@ public final class AtomicOutputFile: @unchecked Sendable {
     }
 
     /// - Parameters:
-    ///   - mode: the new file's permission bits (exports of raw sightings are 0600).
+    ///   - mode: the new file's permission bits, set with fchmod so the umask does not widen
+    ///     them. 0600 unless a caller asks otherwise: what gaenctl writes holds keys, sightings
+    ///     or what was computed from them.
     ///   - durable: fsync before the rename (a key file, an export handed to someone); files
     ///     of a freshly written directory (reports, simulations) skip it.
-    public init(path: String, mode: mode_t = 0o644, durable: Bool = true) throws {
+    public init(path: String, mode: mode_t = 0o600, durable: Bool = true) throws {
         self.path = path
         self.durable = durable
         let url = URL(fileURLWithPath: path)
@@ -94,14 +96,28 @@ public final class AtomicOutputFile: @unchecked Sendable {
     deinit { discard() }
 
     /// Writes `data` to `path` atomically.
-    public static func write(_ data: some DataProtocol, to path: String, mode: mode_t = 0o644, durable: Bool = true) throws {
+    public static func write(_ data: some DataProtocol, to path: String, mode: mode_t = 0o600, durable: Bool = true) throws {
         let file = try AtomicOutputFile(path: path, mode: mode, durable: durable)
         do { try file.write(data) } catch { file.discard(); throw error }
         try file.commit()
     }
 
-    /// Runs `body` with the temporary file, committing only if it returns.
+    /// Runs `body` with the temporary file, committing only if it returns (synchronous callers).
     public static func with<T>(path: String, mode: mode_t = 0o644, durable: Bool = true,
+                               _ body: (AtomicOutputFile) throws -> T) throws -> T {
+        let file = try AtomicOutputFile(path: path, mode: mode, durable: durable)
+        do {
+            let result = try body(file)
+            try file.commit()
+            return result
+        } catch {
+            file.discard()
+            throw error
+        }
+    }
+
+    /// Runs `body` with the temporary file, committing only if it returns.
+    public static func with<T>(path: String, mode: mode_t = 0o600, durable: Bool = true,
                                _ body: (AtomicOutputFile) async throws -> T) async throws -> T {
         let file = try AtomicOutputFile(path: path, mode: mode, durable: durable)
         do {

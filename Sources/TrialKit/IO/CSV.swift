@@ -43,8 +43,9 @@ public struct CSVReader {
         for (i, name) in headerFields.enumerated() where columnIndex[name] == nil { columnIndex[name] = i }
     }
 
+    /// The file's rows; a gzip file (`.csv.gz`) is inflated first.
     public init(contentsOf url: URL) throws {
-        try self.init(bytes: [UInt8](try Data(contentsOf: url)), file: url.path)
+        try self.init(bytes: try Gzip.contents(of: url), file: url.path)
     }
 
     public func column(_ name: String) -> Int? { columnIndex[name] }
@@ -138,6 +139,12 @@ public struct CSVRow {
     public var count: Int { starts.count }
 
     public func isEmpty(_ i: Int) -> Bool { i >= count || starts[i] >= ends[i] }
+
+    /// The field's raw bytes (quotes removed, doubled quotes not undone), without a String.
+    public func withBytes<R>(_ i: Int, _ body: (UnsafeBufferPointer<UInt8>) throws -> R) rethrows -> R {
+        guard i < count else { return try body(UnsafeBufferPointer(start: nil, count: 0)) }
+        return try body(UnsafeBufferPointer(rebasing: buffer[starts[i]..<ends[i]]))
+    }
 
     public func string(_ i: Int) -> String {
         guard i < count else { return "" }
@@ -297,6 +304,21 @@ public enum Format {
         guard v.isFinite else { return v.isNaN ? "" : (v > 0 ? "inf" : "-inf") }
         if v == v.rounded(), abs(v) < 1e15 { return String(Int64(v)) }
         return "\(v)"
+    }
+
+    /// A number for people to read: `significant` significant digits (at least the units),
+    /// trailing zeros dropped: 0.5500000000000007 is "0.55", 6.365728552176884 is "6.37", 12.5 is "12.5".
+    public static func readable(_ v: Double, significant: Int = 3) -> String {
+        guard v.isFinite else { return v.isNaN ? "n/a" : (v > 0 ? "inf" : "-inf") }
+        guard v != 0 else { return "0" }
+        let magnitude = Int(log10(abs(v)).rounded(.down))
+        let decimals = max(0, min(12, significant - 1 - magnitude))
+        var s = fixed(v, decimals)
+        if s.contains(".") {
+            while s.hasSuffix("0") { s.removeLast() }
+            if s.hasSuffix(".") { s.removeLast() }
+        }
+        return s == "-0" ? "0" : s
     }
 
     /// Unix seconds with millisecond precision, trailing zeros dropped ("1700000000.25").

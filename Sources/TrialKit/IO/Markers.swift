@@ -45,7 +45,10 @@ public struct NodePair: Hashable, Sendable, Comparable, CustomStringConvertible 
     public var receiver: String
     public var transmitter: String
     public init(receiver: String, transmitter: String) { self.receiver = receiver; self.transmitter = transmitter }
-    public static func < (a: Self, b: Self) -> Bool { (a.receiver, a.transmitter) < (b.receiver, b.transmitter) }
+    /// Receivers, then transmitters, in natural order: board-2 before board-10.
+    public static func < (a: Self, b: Self) -> Bool {
+        a.receiver != b.receiver ? NaturalOrder.less(a.receiver, b.receiver) : NaturalOrder.less(a.transmitter, b.transmitter)
+    }
     public var description: String { "\(receiver)/\(transmitter)" }
 }
 

@@ -1,19 +1,35 @@
 import Foundation
 
-/// Google's Exposure Notifications calibration table (the CSV Google published for the
-/// framework: one row per device with its manufacturer, model, RSSI correction and TX power;
-/// header names vary between releases, so columns are found by name: a model column
-/// (`model`/`device`), `rssi correction`, `tx`, and optionally `oem`/`manufacturer`), looked up
-/// by normalised model name.
+/// Google's Exposure Notifications calibration table: the CSV Google published for the
+/// framework, one row per device. As published its header is long, e.g.
+/// `manufacturer,device,model,rssi correction (android rssi + rssi correction = iphone rssi),
+/// tx (as iphone would report for same power),has direct measurement(yes/no)`, and the wording
+/// varies between releases, so columns are found by the start of their name (case, spaces and
+/// punctuation ignored): the model (`model`, else `device`), `rssi correction...`, `tx...`, and
+/// optionally `oem`/`manufacturer`, `calibration confidence`, `has direct measurement...`.
+/// Rows without a direct measurement carry generic values (of the manufacturer or of all
+/// devices): `Entry.measured` tells them apart, and the importers report how many rows used them.
 public struct CalibrationTable: Sendable {
     public struct Entry: Sendable, Equatable {
         public var oem: String
         public var model: String
         public var rssiCorrection: Double
         public var tx: Double
+        /// `has direct measurement`: true (yes), false (no: generic values), nil (the table has no such column).
+        public var measured: Bool?
+
+        public init(oem: String, model: String, rssiCorrection: Double, tx: Double, measured: Bool? = nil) {
+            self.oem = oem; self.model = model; self.rssiCorrection = rssiCorrection; self.tx = tx; self.measured = measured
+        }
     }
 
     public private(set) var byModel: [String: Entry] = [:]
+    /// Where the table came from (its file) and the date it was published, when known (from the
+    /// file name: `...2020-06-13...`, `...20200613...` or `...2020-06...`).
+    public var source: String = ""
+    public var date: String?
+    /// Whether the table says which rows were measured.
+    public private(set) var hasMeasuredColumn = false
 
     /// A model name as trial tables and the calibration table spell it, made comparable: case,
     /// spaces and a trailing dual-SIM `/DS` (or ` DS`, `_DS`) ignored.
@@ -24,30 +40,148 @@ public struct CalibrationTable: Sendable {
     }
 
     static func key(_ header: String) -> String {
-        header.lowercased().filter { $0.isLetter || $0.isNumber }
+        header.lowercased().filter { ($0.isLetter || $0.isNumber) && $0.isASCII }
+    }
+
+    /// The date in a calibration file's name, YYYY-MM-DD (a month alone gives its first day).
+    public static func date(inFileName name: String) -> String? {
+        let chars = Array(name)
+        func num(_ i: Int, _ n: Int) -> Int? {
+            guard i >= 0, i + n <= chars.count, chars[i..<(i + n)].allSatisfy({ $0.isASCII && $0.isNumber }) else { return nil }
+            return Int(String(chars[i..<(i + n)]))
+        }
+        var i = 0
+        while i + 4 <= chars.count {
+            if let y = num(i, 4), (2019...2099).contains(y), num(i - 1, 1) == nil {
+                let sep = i + 4 < chars.count && (chars[i + 4] == "-" || chars[i + 4] == "_") ? 1 : 0
+                if let m = num(i + 4 + sep, 2), (1...12).contains(m) {
+                    let dayAt = i + 6 + 2 * sep
+                    let d = (sep == 0 || (dayAt - 1 < chars.count && (chars[dayAt - 1] == "-" || chars[dayAt - 1] == "_"))) ? num(dayAt, 2) : nil
+                    let day = d.flatMap { (1...31).contains($0) && num(dayAt + 2, 1) == nil ? $0 : nil }
+                    if sep == 0 && day == nil { i += 1; continue }
+                    func two(_ v: Int) -> String { v < 10 ? "0\(v)" : "\(v)" }
+                    return "\(y)-\(two(m))-\(two(day ?? 1))"
+                }
+            }
+            i += 1
+        }
+        return nil
     }
 
     public init(_ reader: CSVReader) throws {
         let keys = reader.header.map(Self.key)
-        func find(_ names: [String], _ label: String) throws -> Int {
-            for n in names { if let i = keys.firstIndex(of: n) { return i } }
-            throw CSVError.missingColumn(file: reader.file, column: label, header: reader.header)
+        func find(_ prefixes: [String]) -> Int? {
+            for p in prefixes { if let i = keys.firstIndex(where: { $0 == p }) { return i } }
+            for p in prefixes { if let i = keys.firstIndex(where: { $0.hasPrefix(p) }) { return i } }
+            return nil
         }
-        let cModel = try find(["model", "device", "androidosbuildmodel", "devicemodel"], "model")
-        let cCorr = try find(["rssicorrection", "rssi_correction"], "rssi correction")
-        let cTx = try find(["tx", "txpower", "txpowerlevel"], "tx")
-        let cOem = ["oem", "manufacturer", "brand"].compactMap { keys.firstIndex(of: $0) }.first
+        func require(_ prefixes: [String], _ label: String) throws -> Int {
+            guard let i = find(prefixes) else { throw CSVError.missingColumn(file: reader.file, column: label, header: reader.header) }
+            return i
+        }
+        let cModel = try require(["model", "androidosbuildmodel", "devicemodel", "device"], "model")
+        let cCorr = try require(["rssicorrection"], "rssi correction")
+        let cTx = try require(["tx"], "tx")
+        let cOem = find(["oem", "manufacturer", "brand"])
+        let cMeasured = find(["hasdirectmeasurement", "directmeasurement", "measured"])
+        hasMeasuredColumn = cMeasured != nil
+        source = reader.file
+        date = Self.date(inFileName: URL(fileURLWithPath: reader.file).lastPathComponent)
         try reader.forEachRow { row in
             let model = Self.normalise(row.string(cModel))
-            guard !model.isEmpty, let corr = try row.double(cCorr, column: "rssi correction"), let tx = try row.double(cTx, column: "tx") else { return }
+            guard !model.isEmpty, let corr = try row.double(cCorr, column: reader.header[cCorr]),
+                  let tx = try row.double(cTx, column: reader.header[cTx]) else { return }
+            var measured: Bool?
+            if let cMeasured {
+                switch row.string(cMeasured).trimmingCharacters(in: .whitespaces).lowercased() {
+                case "yes", "y", "true", "1": measured = true
+                case "no", "n", "false", "0", "": measured = false
+                case let other:
+                    throw CSVError.badValue(file: reader.file, line: row.line, column: reader.header[cMeasured], expected: "yes or no", actual: other)
+                }
+            }
             // The first entry of a model wins (the table lists a model once per manufacturer at most).
             if byModel[model] == nil {
-                byModel[model] = Entry(oem: cOem.map { row.string($0) } ?? "", model: row.string(cModel), rssiCorrection: corr, tx: tx)
+                byModel[model] = Entry(oem: cOem.map { row.string($0) } ?? "", model: row.string(cModel), rssiCorrection: corr, tx: tx, measured: measured)
             }
         }
     }
 
     public func entry(_ model: String) -> Entry? { byModel[Self.normalise(model)] }
+
+    public enum SelectionError: Error, CustomStringConvertible {
+        case undated(file: String)
+        case needDate(dates: [String])
+        case noneBefore(date: String, dates: [String])
+        case badDate(String)
+
+        public var description: String {
+            switch self {
+            case .undated(let f): return "\(f): no date in the file name (YYYY-MM-DD); with several tables each needs one to be chosen by --calibration-date"
+            case .needDate(let d): return "several calibration tables (\(d.joined(separator: ", "))): pick one with --calibration-date YYYY-MM-DD (the table in force that day)"
+            case .noneBefore(let date, let d): return "no calibration table dated on or before \(date) (tables: \(d.joined(separator: ", ")))"
+            case .badDate(let s): return "--calibration-date: expected YYYY-MM-DD, got '\(s)'"
+            }
+        }
+    }
+
+    /// The table in force on `date` (the newest dated on or before it); with one table and no
+    /// date, that table.
+    public static func select(_ tables: [CalibrationTable], date: String?) throws -> CalibrationTable {
+        if let date {
+            guard date.count == 10, (try? TimeInput.parse(date)) != nil else { throw SelectionError.badDate(date) }
+        }
+        if tables.count == 1, date == nil { return tables[0] }
+        for t in tables where t.date == nil { throw SelectionError.undated(file: t.source) }
+        let dated = tables.sorted { $0.date! < $1.date! }
+        guard let date else { throw SelectionError.needDate(dates: dated.map { $0.date! }) }
+        guard let pick = dated.last(where: { $0.date! <= date }) else { throw SelectionError.noneBefore(date: date, dates: dated.map { $0.date! }) }
+        return pick
+    }
+}
+
+/// Which calibration rows an import used: per model, measured or generic, and how many output
+/// rows leaned on it (as receiver or as transmitter).
+public struct CalibrationUse: Sendable, Equatable {
+    public struct Model: Sendable, Equatable {
+        public var model: String
+        public var measured: Bool?
+        public var asReceiver = 0
+        public var asTransmitter = 0
+    }
+
+    public private(set) var models: [String: Model] = [:]
+    /// Output rows with at least one generic (not measured) value.
+    public private(set) var rowsWithGeneric = 0
+    public private(set) var rows = 0
+
+    public init() {}
+
+    mutating func add(receiver: CalibrationTable.Entry, transmitter: CalibrationTable.Entry) {
+        let rk = CalibrationTable.normalise(receiver.model), tk = CalibrationTable.normalise(transmitter.model)
+        models[rk, default: Model(model: receiver.model, measured: receiver.measured)].asReceiver += 1
+        models[tk, default: Model(model: transmitter.model, measured: transmitter.measured)].asTransmitter += 1
+        rows += 1
+        if receiver.measured == false || transmitter.measured == false { rowsWithGeneric += 1 }
+    }
+
+    /// "calibration 2020-12-01 (file): 3 models used, 2 measured (A, B), 1 generic (C); 40 of 120 rows use a generic value".
+    public func summary(_ table: CalibrationTable) -> String {
+        let name = (table.date.map { "table of \($0)" } ?? "table") + " (\(table.source))"
+        guard table.hasMeasuredColumn else {
+            return "calibration \(name): \(models.count) models used; the table does not say which rows were measured"
+        }
+        func list(_ m: [Model]) -> String {
+            m.sorted { $0.model < $1.model }.map { "\($0.model): \($0.asReceiver) rx, \($0.asTransmitter) tx" }.joined(separator: "; ")
+        }
+        let measured = models.values.filter { $0.measured == true }, generic = models.values.filter { $0.measured != true }
+        var s = "calibration \(name): \(models.count) models used, \(measured.count) measured"
+        if !measured.isEmpty { s += " (\(list(measured)))" }
+        s += ", \(generic.count) generic"
+        if !generic.isEmpty { s += " (\(list(generic)))" }
+        s += "; \(rowsWithGeneric) of \(rows) rows use a generic value"
+        return s
+    }
 }
 
 /// DP-3T bt-measurements result tables to the attenuation CSV `trial report --attenuations`
@@ -70,62 +204,92 @@ public enum DP3TImport {
         public var rssi: Double?
         public var txPower: Double?
         public var distance: Double?
+        /// The experiment the row belongs to: its file (and table, when a SQLite file holds several).
+        public var scenario: String
 
         public init(receiverID: String, receiverModel: String, transmitterID: String, transmitterModel: String, timestamp: String,
-                    rssi: Double?, txPower: Double?, distance: Double?) {
+                    rssi: Double?, txPower: Double?, distance: Double?, scenario: String = "") {
             self.receiverID = receiverID; self.receiverModel = receiverModel; self.transmitterID = transmitterID
             self.transmitterModel = transmitterModel; self.timestamp = timestamp; self.rssi = rssi; self.txPower = txPower
-            self.distance = distance
+            self.distance = distance; self.scenario = scenario
         }
     }
 
     public static let columns = ["receiver_id", "receiver_model", "transmitter_id", "transmitter_model", "timestamp", "rssi", "tx_power",
                                  "ground_truth_distance"]
+    /// `site` carries the scenario too, so `trial report --attenuations --site SCENARIO` takes one experiment.
+    /// `tx_power` is the TX power the attenuation used (the calibration table's, as `calibration_tx`),
+    /// `reported_tx_power` the row's own (what the Android API reported), so a row can be recomputed.
     public static let outputHeader = ["time", "receiver", "transmitter", "distance", "attenuation", "rssi", "tx_power",
-                                      "receiver_model", "transmitter_model", "rssi_correction", "calibration_tx"]
+                                      "receiver_model", "transmitter_model", "rssi_correction", "calibration_tx", "reported_tx_power",
+                                      "calibration_measured", "scenario", "site"]
 
-    /// Rows of a CSV export (columns by name).
+    /// A scenario's name from its file: the name without directories and extensions
+    /// (`.csv`, `.csv.gz`, `.sqlite`, `.db`).
+    public static func scenario(ofFile path: String) -> String {
+        var name = URL(fileURLWithPath: path).lastPathComponent
+        for ext in [".gz", ".csv", ".sqlite3", ".sqlite", ".db"] where name.lowercased().hasSuffix(ext) { name.removeLast(ext.count) }
+        return name
+    }
+
+    /// Rows of a CSV export (columns by name); the scenario is the file's.
     public static func rows(_ reader: CSVReader) throws -> [Row] {
+        let scenario = scenario(ofFile: reader.file)
         let c = try columns.map { try reader.requireColumn($0) }
         var out: [Row] = []
         try reader.forEachRow { r in
             out.append(Row(receiverID: r.string(c[0]), receiverModel: r.string(c[1]), transmitterID: r.string(c[2]),
                            transmitterModel: r.string(c[3]), timestamp: r.string(c[4]),
                            rssi: try r.double(c[5], column: "rssi"), txPower: try r.double(c[6], column: "tx_power"),
-                           distance: try r.double(c[7], column: "ground_truth_distance")))
+                           distance: try r.double(c[7], column: "ground_truth_distance"), scenario: scenario))
         }
         return out
     }
 
     /// A timestamp as Unix seconds: ISO 8601 or Unix seconds, or milliseconds when above 1e11
     /// (year 5138 in seconds; the Android tables log milliseconds).
-    static func seconds(_ text: String) -> Double? {
-        guard let v = try? TimeInput.parse(text) else { return nil }
-        return v > 1e11 && Double(text) != nil ? v / 1000 : v
+    static func seconds(_ text: String, zone: TimeZone? = nil) throws -> Double {
+        let v = try TimeInput.parse(text, zone: zone)
+        return v > 1e11 && Double(text.trimmingCharacters(in: .whitespaces)) != nil ? v / 1000 : v
     }
 
     public static func convert(_ rows: [Row], calibration: CalibrationTable) -> (CSVWriter, ImportCounts) {
+        var use = CalibrationUse()
+        return convert(rows, calibration: calibration, use: &use)
+    }
+
+    /// `convert`, telling which calibration rows (measured or generic) the output used.
+    /// Timestamps without a zone are read in `zone`; without one they are left out and counted.
+    public static func convert(_ rows: [Row], calibration: CalibrationTable, zone: TimeZone? = nil, use: inout CalibrationUse) -> (CSVWriter, ImportCounts) {
         var counts = ImportCounts()
         // Each id's model where it was the receiver: the reliable column.
         var modelOf: [String: String] = [:]
-        for r in rows where !r.receiverModel.isEmpty { modelOf[r.receiverID] = modelOf[r.receiverID] ?? r.receiverModel }
+        // Ids are per experiment: the same id in two scenarios may be two phones.
+        for r in rows where !r.receiverModel.isEmpty { modelOf[r.scenario + "\u{1}" + r.receiverID] = modelOf[r.scenario + "\u{1}" + r.receiverID] ?? r.receiverModel }
         var w = CSVWriter(header: outputHeader)
         for r in rows {
             counts.read += 1
             guard let d = r.distance, d >= 0 else { counts.drop("without ground truth distance"); continue }
             guard let rssi = r.rssi, rssi != 127, rssi != -127 else { counts.drop("without an RSSI (empty or the 127 sentinel)"); continue }
-            guard let t = seconds(r.timestamp) else { counts.drop("with an unreadable timestamp"); continue }
+            let t: Double
+            do { t = try seconds(r.timestamp, zone: zone) } catch let e as TimeInput.Invalid where e.zoneless {
+                counts.drop("with a timestamp without a time zone (give --timezone)"); continue
+            } catch { counts.drop("with an unreadable timestamp"); continue }
             var txModel = r.transmitterModel
             if CalibrationTable.normalise(txModel) == CalibrationTable.normalise(r.receiverModel), r.transmitterID != r.receiverID,
-               let known = modelOf[r.transmitterID], CalibrationTable.normalise(known) != CalibrationTable.normalise(txModel) {
+               let known = modelOf[r.scenario + "\u{1}" + r.transmitterID], CalibrationTable.normalise(known) != CalibrationTable.normalise(txModel) {
                 txModel = known
                 counts.note("transmitter models corrected (the row repeated the receiver's)")
             }
             guard let rx = calibration.entry(r.receiverModel) else { counts.drop("receiver model not in the calibration table"); continue }
             guard let tx = calibration.entry(txModel) else { counts.drop("transmitter model not in the calibration table"); continue }
             let attenuation = tx.tx - (rssi + rx.rssiCorrection)
+            use.add(receiver: rx, transmitter: tx)
+            // Measured: both rows measured; no: either generic; empty: the table does not say.
+            let measured = rx.measured == false || tx.measured == false ? "no" : (rx.measured == true && tx.measured == true ? "yes" : "")
             w.appendRow([Format.exact(t), r.receiverID, r.transmitterID, Format.exact(d), Format.exact(attenuation), Format.exact(rssi),
-                         r.txPower.map(Format.exact) ?? "", r.receiverModel, txModel, Format.exact(rx.rssiCorrection), Format.exact(tx.tx)])
+                         Format.exact(tx.tx), r.receiverModel, txModel, Format.exact(rx.rssiCorrection), Format.exact(tx.tx),
+                         r.txPower.map(Format.exact) ?? "", measured, r.scenario, r.scenario])
             counts.written += 1
         }
         return (w, counts)
@@ -135,29 +299,48 @@ public enum DP3TImport {
 /// Raw RSSI tables (MIT Lincoln Laboratory's range experiments and the like: one RSSI reading
 /// per row with the range it was taken at) to the attenuation CSV (`gaenctl trial import rssi`).
 /// Columns found by name: the distance (`--distance-column`, default `range` or `distance`),
-/// the RSSI (`--rssi-column`, default `rssi`), optionally `time`/`timestamp`, `receiver`,
-/// `transmitter`. attenuation = `--tx-power` (a constant: such tables carry no AEM) - RSSI. RSSI
-/// 127 (and -127) is the "not available" value and is left out and counted, as are rows
-/// without range or RSSI. Rows without a time are numbered 0, 1, 2...
+/// the RSSI (`--rssi-column`, default `rssi`), optionally the time (`--time-column`, default
+/// `time`/`timestamp`), the receiver and transmitter (`--receiver-column`,
+/// `--transmitter-column`, default `receiver`, `transmitter`). attenuation = `--tx-power` (a
+/// constant: such tables carry no AEM) - RSSI. RSSI 127 (and -127) is the "not available" value
+/// and is left out and counted, as are rows without range or RSSI. Rows without a time are
+/// numbered 0, 1, 2... A time without a zone (`2020-05-11 12:40:06.223`) is read in
+/// `timeZone`, and refused, naming the row, without one.
 public enum RSSITableImport {
     public struct Options: Sendable {
         public var txPower: Double
         public var distanceColumn: String?
         public var rssiColumn: String = "rssi"
+        public var timeColumn: String?
+        public var receiverColumn: String?
+        public var transmitterColumn: String?
         public var distanceScale: Double = 1
         public var receiver: String = ""
         public var transmitter: String = ""
+        public var timeZone: TimeZone?
         public init(txPower: Double) { self.txPower = txPower }
     }
 
+    public static let outputHeader = ["time", "receiver", "transmitter", "distance", "attenuation", "rssi", "tx_power"]
+
     public static func convert(_ reader: CSVReader, options o: Options) throws -> (CSVWriter, ImportCounts) {
+        var w = CSVWriter(header: outputHeader)
+        let counts = try convert(reader, options: o) { w.appendRaw($0) }
+        return (w, counts)
+    }
+
+    /// Streams the output lines (without the header) to `line`.
+    public static func convert(_ reader: CSVReader, options o: Options, line: (String) throws -> Void) throws -> ImportCounts {
         let cDist = try o.distanceColumn.map { try reader.requireColumn($0) }
             ?? reader.column("range") ?? reader.column("distance") ?? reader.requireColumn("range")
         let cRSSI = try reader.requireColumn(o.rssiColumn)
-        let cTime = reader.column("time") ?? reader.column("timestamp")
-        let cRx = reader.column("receiver"), cTx = reader.column("transmitter")
+        let cTime = try o.timeColumn.map { try reader.requireColumn($0) } ?? reader.column("time") ?? reader.column("timestamp")
+        let cRx = try o.receiverColumn.map { try reader.requireColumn($0) } ?? reader.column("receiver")
+        let cTx = try o.transmitterColumn.map { try reader.requireColumn($0) } ?? reader.column("transmitter")
         var counts = ImportCounts()
-        var w = CSVWriter(header: ["time", "receiver", "transmitter", "distance", "attenuation", "rssi"])
+        var zone = TimeInput.ZoneCache(o.timeZone)
+        let txPower = Format.exact(o.txPower)
+        let fixedRx = CSVWriter.escape(o.receiver), fixedTx = CSVWriter.escape(o.transmitter)
         var n = 0
         try reader.forEachRow { row in
             counts.read += 1
@@ -167,15 +350,28 @@ public enum RSSITableImport {
             guard rssi != 127, rssi != -127 else { counts.drop("with RSSI 127 (not available)"); return }
             var t = Double(n)
             if let cTime, !row.isEmpty(cTime) {
-                guard let parsed = DP3TImport.seconds(row.string(cTime)) else {
-                    throw CSVError.badValue(file: reader.file, line: row.line, column: reader.header[cTime], expected: "Unix seconds or ISO 8601", actual: row.string(cTime))
+                do {
+                    t = try row.withBytes(cTime) { b in
+                        let v = try TimeInput.parse(b, zone: &zone, text: row.string(cTime))
+                        // Milliseconds when above 1e11 (year 5138 in seconds), as Android logs them.
+                        return v > 1e11 && !b.contains(UInt8(ascii: "-")) ? v / 1000 : v
+                    }
+                } catch let e as TimeInput.Invalid {
+                    throw CSVError.badValue(file: reader.file, line: row.line, column: reader.header[cTime],
+                                            expected: e.zoneless ? "a time with a zone (or give --timezone ZONE)" : "Unix seconds or ISO 8601",
+                                            actual: row.string(cTime))
                 }
-                t = parsed
             }
-            w.appendRow([Format.exact(t), cRx.map { row.string($0) } ?? o.receiver, cTx.map { row.string($0) } ?? o.transmitter,
-                         Format.exact(d * o.distanceScale), Format.exact(o.txPower - rssi), Format.exact(rssi)])
+            var out = Format.exact(t)
+            out += ","; out += cRx.map { CSVWriter.escape(row.string($0)) } ?? fixedRx
+            out += ","; out += cTx.map { CSVWriter.escape(row.string($0)) } ?? fixedTx
+            out += ","; out += Format.exact(d * o.distanceScale)
+            out += ","; out += Format.exact(o.txPower - rssi)
+            out += ","; out += Format.exact(rssi)
+            out += ","; out += txPower
+            try line(out)
             counts.written += 1
         }
-        return (w, counts)
+        return counts
     }
 }

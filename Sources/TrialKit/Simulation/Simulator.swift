@@ -172,7 +172,12 @@ public struct Simulator {
         return out
     }
 
-    public func run() throws -> SimulationResult {
+    public func run() throws -> SimulationResult { try run(output: nil) }
+
+    /// With `output`, every sightings row and ground-truth distance row goes to it as it is made
+    /// and none is kept: memory stays flat in boards x days (the result then holds no sightings
+    /// files and no distances; the streamed files are the output's).
+    public func run(output: SimulationOutput?) throws -> SimulationResult {
         let timelines = try nodes.map { try timeline(for: $0) }
         var rng = SeededRandom(seed: seed ^ 0xC4A7_7E1F)
         let site = scenario.site
@@ -185,6 +190,9 @@ public struct Simulator {
         let total = Double(max(nodes.count - 1, 1))
         for (ri, rx) in nodes.enumerated() where rx.scans {
             var writer = SightingsExport.Writer()
+            func emit(_ line: String, _ time: Double) throws {
+                if let output { try output.sighting(node: rx.name, line: line, time: time) } else { writer.appendRawLine(line) }
+            }
             let tail = "," + String(rx.rssiCorrection) + "," + rx.name + "," + CSVWriter.escape(site ?? "")
             var events: [(t: Double, tx: Int, slot: Int, rssi: Int)] = []
             for scan in timelines[ri].scans where rx.isPresent(at: scan.start) {
@@ -204,8 +212,9 @@ public struct Simulator {
                         if rx.blocks(from: ptx, at: mid) { mean += bodyBlockingDb }
                         if tx.blocks(from: prx, at: mid) { mean += bodyBlockingDb }
                     }
-                    distanceRows.appendRaw(Format.time(startUnix + scan.start) + "," + rx.name + "," + tx.name + ","
-                                           + Format.fixed(d, 2) + "," + Format.fixed(mean, 2) + siteField)
+                    let distanceLine = Format.time(startUnix + scan.start) + "," + rx.name + "," + tx.name + ","
+                        + Format.fixed(d, 2) + "," + Format.fixed(mean, 2) + siteField
+                    if let output { try output.distance(distanceLine) } else { distanceRows.appendRaw(distanceLine) }
                     let interval = Self.uniform(&rng) * (advertisingInterval.upperBound - advertisingInterval.lowerBound) + advertisingInterval.lowerBound
                     var t = scan.start + Self.uniform(&rng) * interval
                     while t < scan.end {
@@ -222,20 +231,20 @@ public struct Simulator {
                     }
                 }
                 if events.isEmpty {
-                    writer.appendRawLine(Format.time(startUnix + scan.start) + ",,," + scanText + tail + ",")
+                    try emit(Format.time(startUnix + scan.start) + ",,," + scanText + tail + ",", startUnix + scan.start)
                     result.emptyScans += 1
                     continue
                 }
                 events.sort { $0.t < $1.t }
                 for e in events {
                     let slot = timelines[e.tx].slots[e.slot]
-                    writer.appendRawLine(Format.time(startUnix + e.t) + "," + slot.rpiHex + "," + slot.aemHex + ","
-                                         + String(e.rssi) + scanText + tail + "," + slot.address)
+                    try emit(Format.time(startUnix + e.t) + "," + slot.rpiHex + "," + slot.aemHex + ","
+                             + String(e.rssi) + scanText + tail + "," + slot.address, startUnix + e.t)
                 }
                 result.sightings += events.count
             }
             result.scans += timelines[ri].scans.count
-            result.sightingsFiles.append((rx.name, writer))
+            if output == nil { result.sightingsFiles.append((rx.name, writer)) } else { result.streamedReceivers.append(rx.name) }
         }
         for tx in advertisers { result.keyLists.append((tx.name, timelines[tx.index].keys)) }
         result.distances = distanceRows
@@ -410,6 +419,8 @@ public struct SimulationResult {
     public var scans = 0
     public var emptyScans = 0
     public var sightings = 0
+    /// Receivers whose sightings went to a SimulationOutput (not held here).
+    public var streamedReceivers: [String] = []
 
     init(seed: UInt64, startUnix: Double, channel: ChannelModel) {
         self.seed = seed; self.startUnix = startUnix; self.channel = channel
@@ -431,7 +442,7 @@ public struct SimulationResult {
 
     public var summary: Summary {
         Summary(name: name, site: site, seed: String(seed), start: startUnix, channel: channel, scans: scans, emptyScans: emptyScans, sightings: sightings,
-                markers: markers.count, receivers: sightingsFiles.map(\.node), transmitters: keyLists.map(\.node))
+                markers: markers.count, receivers: sightingsFiles.map(\.node) + streamedReceivers, transmitters: keyLists.map(\.node))
     }
 
     /// Writes `dir/`: sightings/<node>.csv (the research export format), keys/<node>.json (the
@@ -459,7 +470,9 @@ public struct SimulationResult {
                 return (line + "\n", t)
             }
         }
-        if daily {
+        if !streamedReceivers.isEmpty {
+            // The sightings and distances were streamed (StreamingSimulationOutput) and are in place.
+        } else if daily {
             let files = DailyFiles(root: dir.appendingPathComponent("sightings"), fileName: "sightings.\(ext)",
                                    header: jsonLines ? "" : SightingsExport.header.joined(separator: ",") + "\n")
             for (node, w) in sightingsFiles {
@@ -480,10 +493,88 @@ public struct SimulationResult {
         var perPair: [String: [Marker]] = [:]
         for m in markers { if let p = m.pair { perPair["\(p.receiver)__\(p.transmitter)", default: []].append(m) } }
         for (name, ms) in perPair { try MarkersFile.csv(ms, site: site).write(to: dir.appendingPathComponent("groundtruth/pairs/\(name).csv")) }
-        try distances.write(to: dir.appendingPathComponent("groundtruth/distances.csv"))
+        if streamedReceivers.isEmpty { try distances.write(to: dir.appendingPathComponent("groundtruth/distances.csv")) }
         try nodes.write(to: dir.appendingPathComponent("groundtruth/nodes.csv"))
         let enc = JSONEncoder()
         enc.outputFormatting = [.prettyPrinted, .sortedKeys]
         try OutputFile.write(enc.encode(summary), to: dir.appendingPathComponent("summary.json"))
     }
+}
+
+/// Where a streaming simulation puts its rows (Simulator.run(output:)).
+public protocol SimulationOutput: AnyObject {
+    /// One sightings row of `node` (CSV, the export's columns, without its newline) at `time`.
+    func sighting(node: String, line: String, time: Double) throws
+    /// One row of groundtruth/distances.csv (without its newline).
+    func distance(_ line: String) throws
+}
+
+/// Writes a streaming simulation's rows into the output directory as they come, in the layout
+/// SimulationResult.write uses: sightings/<node>.csv, or the daily layout; and
+/// groundtruth/distances.csv. CSV only (JSON lines are converted from the held rows). Each file
+/// is written through a 1 MB buffer and renamed into place by `commit`; `discard` drops them.
+public final class StreamingSimulationOutput: SimulationOutput {
+    let dir: URL
+    let daily: DailyFiles?
+    var perNode: [String: (file: AtomicOutputFile, buffer: String)] = [:]
+    var distances: (file: AtomicOutputFile, buffer: String)?
+
+    public init(dir: URL, daily: Bool) throws {
+        self.dir = dir
+        for sub in ["sightings", "groundtruth"] {
+            try FileManager.default.createDirectory(at: dir.appendingPathComponent(sub), withIntermediateDirectories: true)
+        }
+        self.daily = daily ? DailyFiles(root: dir.appendingPathComponent("sightings"), fileName: "sightings.csv",
+                                        header: SightingsExport.header.joined(separator: ",") + "\n") : nil
+        let d = try AtomicOutputFile(path: dir.appendingPathComponent("groundtruth/distances.csv").path, durable: false)
+        distances = (d, "scan_start,receiver,transmitter,distance,expected_attenuation,site\n")
+    }
+
+    public func sighting(node: String, line: String, time: Double) throws {
+        if let daily { try daily.append(line + "\n", board: node, time: time); return }
+        if perNode[node] == nil {
+            let f = try AtomicOutputFile(path: dir.appendingPathComponent("sightings/\(node).csv").path, durable: false)
+            perNode[node] = (f, SightingsExport.header.joined(separator: ",") + "\n")
+        }
+        perNode[node]!.buffer += line
+        perNode[node]!.buffer += "\n"
+        if perNode[node]!.buffer.utf8.count >= 1 << 20 {
+            try perNode[node]!.file.write(Data(perNode[node]!.buffer.utf8))
+            perNode[node]!.buffer.removeAll(keepingCapacity: true)
+        }
+    }
+
+    public func distance(_ line: String) throws {
+        distances!.buffer += line
+        distances!.buffer += "\n"
+        if distances!.buffer.utf8.count >= 1 << 20 {
+            try distances!.file.write(Data(distances!.buffer.utf8))
+            distances!.buffer.removeAll(keepingCapacity: true)
+        }
+    }
+
+    public func commit() throws {
+        try daily?.commit()
+        for node in perNode.keys.sorted() {
+            let o = perNode[node]!
+            if !o.buffer.isEmpty { try o.file.write(Data(o.buffer.utf8)) }
+            try o.file.commit()
+        }
+        perNode = [:]
+        if let d = distances {
+            if !d.buffer.isEmpty { try d.file.write(Data(d.buffer.utf8)) }
+            try d.file.commit()
+            distances = nil
+        }
+    }
+
+    public func discard() {
+        daily?.discard()
+        for o in perNode.values { o.file.discard() }
+        perNode = [:]
+        distances?.file.discard()
+        distances = nil
+    }
+
+    deinit { discard() }
 }

@@ -11,7 +11,7 @@ import subprocess
 import time
 from pathlib import Path
 
-from common import BIN, PEER, PY, TEK, WORK, VRadio, lines, log, main, record, run, spawn, wait_for
+from common import LONG, BIN, PEER, PY, TEK, WORK, VRadio, lines, log, main, record, run, spawn, wait_for
 
 PREFIX = "02011a03036ffd17166ffd"  # flags, 16-bit UUID list {0xFD6F}, service data 0xFD6F
 GAENCTL = BIN / "gaenctl"
@@ -29,12 +29,12 @@ def scenario() -> None:
     # The kernel's own view of hci0 (what a technician reads before gaend takes it).
     kernel_view = {}
     for name, args in (("hciconfig", ["hciconfig", "hci0"]), ("btmgmt", ["btmgmt", "--index", "0", "info"])):
-        p = run(args, timeout=30)
+        p = run(args, timeout=LONG)
         kernel_view[name] = {"rc": p.returncode, "stdout": p.stdout, "stderr": p.stderr[-1000:]}
     record("kernel_view", kernel_view)
 
     # Probe through the user channel.
-    p = run([GAENCTL, "radio", "probe", "--controller", "hci0"], timeout=60)
+    p = run([GAENCTL, "radio", "probe", "--controller", "hci0"], timeout=LONG)
     record("probe", {"rc": p.returncode, "stdout": p.stdout, "stderr": p.stderr})
 
     # Advertise, heard by an independent scanner; the whole HCI dialogue captured.
@@ -43,8 +43,8 @@ def scenario() -> None:
     # advertise only once the scanner is scanning.
     record("adv_scanner_ready", wait_for(lambda: vr.state("peer")["scanning"], 90, 0.5))
     p = run([GAENCTL, "radio", "advertise", "--controller", "hci0", "--tek", TEK, "--tx-power", "-30",
-             "--duration", "12", "--capture", WORK / "advertise.btsnoop"], timeout=120)
-    scan.wait(60)
+             "--duration", "12", "--capture", WORK / "advertise.btsnoop"], timeout=LONG)
+    scan.wait(LONG)
     rotations = [json.loads(l) for l in p.stdout.splitlines() if l.startswith("{")]
     record("advertise", {"rc": p.returncode, "stderr": p.stderr[-2000:], "rotations": rotations,
                          "heard": gaen_reports("adv-peer-scan")[:50]})
@@ -53,10 +53,12 @@ def scenario() -> None:
     enin = 2642976
     adv = spawn([PY, PEER, "advertise-gaen", "--transport", vr.bumble("peer"), "--tek", TEK, "--tx-power", "-20",
                  "--enin", str(enin), "--duration", "40"], "scan-peer-adv")
-    time.sleep(4)
-    p = run([GAENCTL, "radio", "scan", "--controller", "hci0", "--duration", "8"], timeout=120)
+    # Scan only once the advertiser is on air (asked through vradio's control channel): under
+    # load Bumble's start took longer than any fixed pause.
+    record("scan_advertiser_ready", wait_for(lambda: vr.state("peer")["advertising"], LONG, 0.5))
+    p = run([GAENCTL, "radio", "scan", "--controller", "hci0", "--duration", "8"], timeout=LONG)
     adv.terminate()
-    adv.wait(10)
+    adv.wait(LONG)
     record("scan", {"rc": p.returncode, "stderr": p.stderr[-2000:],
                     "seen": [json.loads(l) for l in p.stdout.splitlines() if l.startswith("{")][:50], "enin": enin})
 
@@ -68,18 +70,18 @@ def scenario() -> None:
         f.write(os.urandom(32).hex() + "\n")
     gaend = spawn([BIN / "gaend", "--controller", "hci0", "--state-dir", "/var/lib/gaend-tb", "--store-key-file", key,
                    "--bus", bus, "--trial", "--ignore-clock-sync", "--capture", WORK / "gaend.btsnoop"], "gaend")
-    status = lambda: run([GAENCTL, "--bus", bus, "status", "--json"], timeout=60)
-    ok = wait_for(lambda: status().returncode == 0, 90, 2)
+    status = lambda: run([GAENCTL, "--bus", bus, "status", "--json"], timeout=LONG)
+    ok = wait_for(lambda: status().returncode == 0, LONG, 2)
     first = status()
     record("gaend_status", {"up": ok, "rc": first.returncode, "stdout": first.stdout, "stderr": first.stderr})
     wait_for(lambda: '"advertisingAddress":"' in status().stdout, 60, 2)
     on_air = status()
     heard = spawn([PY, PEER, "scan", "--transport", vr.bumble("peer"), "--duration", "10"], "gaend-peer-scan")
-    heard.wait(60)
+    heard.wait(LONG)
     record("gaend_field_check", {"before": on_air.stdout, "after": status().stdout,
                                  "heard": sorted({(r["address"], r["data"][len(PREFIX):len(PREFIX) + 32])
                                                   for r in gaen_reports("gaend-peer-scan")})})
-    busy = run([GAENCTL, "radio", "probe", "--controller", "hci0"], timeout=60)
+    busy = run([GAENCTL, "radio", "probe", "--controller", "hci0"], timeout=LONG)
     record("busy", {"rc": busy.returncode, "stderr": busy.stderr})
     record("gaend_heard", len(gaen_reports("gaend-peer-scan")))
 
@@ -89,7 +91,7 @@ def scenario() -> None:
     record("plug_again", vr.plug("node"))
     time.sleep(15)
     again = spawn([PY, PEER, "scan", "--transport", vr.bumble("peer"), "--duration", "10"], "replug-peer-scan")
-    again.wait(60)
+    again.wait(LONG)
     back = status()
     record("replug", {"while_unplugged": gone.stdout, "after": back.stdout, "after_rc": back.returncode,
                       "heard": len(gaen_reports("replug-peer-scan")), "alive": gaend.poll() is None})
@@ -102,16 +104,16 @@ def scenario() -> None:
     switches = [d for d in Path("/sys/class/rfkill").iterdir() if (d / "type").read_text().strip() == "bluetooth"]
     for d in switches:
         (d / "soft").write_text("1")
-    p = run([GAENCTL, "radio", "probe", "--controller", "hci0"], timeout=60)
+    p = run([GAENCTL, "radio", "probe", "--controller", "hci0"], timeout=LONG)
     record("rfkill", {"rc": p.returncode, "stderr": p.stderr, "switches": len(switches)})
     for d in switches:
         (d / "soft").write_text("0")
 
     # Capabilities: none at all is refused with the hint; CAP_NET_ADMIN alone is enough.
     nobody = ["setpriv", "--reuid=65534", "--regid=65534", "--clear-groups"]
-    p = run(nobody + ["--inh-caps=-all", GAENCTL, "radio", "probe", "--controller", "hci0"], timeout=60)
+    p = run(nobody + ["--inh-caps=-all", GAENCTL, "radio", "probe", "--controller", "hci0"], timeout=LONG)
     record("no_capability", {"rc": p.returncode, "stderr": p.stderr})
-    p = run(nobody + ["--inh-caps=+net_admin", "--ambient-caps=+net_admin", GAENCTL, "radio", "probe", "--controller", "hci0"], timeout=60)
+    p = run(nobody + ["--inh-caps=+net_admin", "--ambient-caps=+net_admin", GAENCTL, "radio", "probe", "--controller", "hci0"], timeout=LONG)
     record("net_admin_only", {"rc": p.returncode, "stdout": p.stdout, "stderr": p.stderr})
     vr.stop()
 

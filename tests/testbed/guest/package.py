@@ -8,14 +8,14 @@ import subprocess
 import time
 from pathlib import Path
 
-from common import WORK, VRadio, log, main, mark_clock_synchronised, record, run, spawn, systemctl, unit_state, wait_for
+from common import LONG, WORK, VRadio, log, main, mark_clock_synchronised, record, run, spawn, systemctl, unit_state, wait_for
 
 FD6F = "0000fd6f-0000-1000-8000-00805f9b34fb"
 
 
 def bluez_devices() -> list[dict]:
     p = subprocess.run(["busctl", "--json=short", "call", "org.bluez", "/", "org.freedesktop.DBus.ObjectManager", "GetManagedObjects"],
-                       capture_output=True, text=True, timeout=60)
+                       capture_output=True, text=True, timeout=LONG)
     if p.returncode != 0:
         return []
     objects = json.loads(p.stdout)["data"][0]
@@ -70,7 +70,7 @@ def scenario() -> None:
     ok = wait_for(found, 90, 3)
     scan.terminate()
     record("bluez_discovery", {"found": ok, "devices": seen[:5], "all": bluez_devices()[:5]})
-    status = run(["/usr/bin/gaenctl", "--name", "hci0", "status", "--json"], timeout=60)
+    status = run(["/usr/bin/gaenctl", "--name", "hci0", "status", "--json"], timeout=LONG)
     record("gaend_status", {"rc": status.returncode, "stdout": status.stdout, "stderr": status.stderr})
     record("hci0_owner", run(["journalctl", "--no-pager", "-b", "-u", "gaend@hci0", "-o", "cat"]).stdout[-2000:])
     vr.stop()

@@ -1,0 +1,81 @@
+import ENProtocol
+import PlatformSupport
+
+/// The bounds on ProvideDiagnosisKeys, so that no caller (nor all of them together) can make
+/// the node spend more memory on key files than these figures, whatever the files say:
+/// - a call's files: at most `maxCallBytes` read from the descriptors and, declared by each
+///   ZIP before anything is inflated, at most `maxCallBytes` of export.bin;
+/// - all calls together: `budget` (bytes read or inflated and not yet released) admits a
+///   call's bytes before they are read or inflated; a call that does not fit is refused at
+///   once with LimitExceeded instead of waiting;
+/// - one call is parsed at a time (the others get Busy), and the framework's per-file and
+///   per-day key limits and the clock checks apply to each (`KeyAcceptanceLimits`).
+/// Peak memory is then about `budget` plus the stored files' parsed copies (the store's
+/// key-file budget, `StoreConfiguration.keyFileBytes`).
+public struct ProvideLimits: Sendable {
+    public var keys: KeyAcceptanceLimits
+    /// Bytes one call's files may take, read and inflated each. Equal to the store's key-file
+    /// budget, so that an accepted call always fits there.
+    public var maxCallBytes: Int
+    /// Bytes of key files in flight (read or inflated) over all calls.
+    public var totalBytes: Int
+
+    public init(keys: KeyAcceptanceLimits = .default, maxCallBytes: Int = 64 << 20, totalBytes: Int = 96 << 20) {
+        self.keys = keys
+        self.maxCallBytes = maxCallBytes
+        self.totalBytes = totalBytes
+    }
+
+    public static let `default` = ProvideLimits()
+}
+
+/// Bytes in flight against a fixed total: claimed before they are read or inflated, released
+/// when the call ends. Claims never wait: one that does not fit fails.
+public final class ByteBudget: @unchecked Sendable {
+    public let total: Int
+    private let lock = Lock()
+    private var used = 0
+
+    public init(total: Int) { self.total = total }
+
+    /// Claims `bytes`; false when they do not fit now.
+    public func claim(_ bytes: Int) -> Bool {
+        lock.withLock {
+            guard bytes >= 0, used + bytes <= total else { return false }
+            used += bytes
+            return true
+        }
+    }
+
+    public func release(_ bytes: Int) { lock.withLock { used = max(0, used - bytes) } }
+
+    public var inUse: Int { lock.withLock { used } }
+}
+
+/// One call's claims on a `ByteBudget`, released together (`release()`, or when dropped).
+public final class BudgetClaim: @unchecked Sendable {
+    let budget: ByteBudget
+    private let lock = Lock()
+    private var held = 0
+
+    public init(_ budget: ByteBudget) { self.budget = budget }
+
+    /// Claims `bytes` more for this call; false when they do not fit.
+    public func claim(_ bytes: Int) -> Bool {
+        guard budget.claim(bytes) else { return false }
+        lock.withLock { held += bytes }
+        return true
+    }
+
+    public var bytes: Int { lock.withLock { held } }
+
+    public func release() {
+        let n = lock.withLock { () -> Int in
+            defer { held = 0 }
+            return held
+        }
+        budget.release(n)
+    }
+
+    deinit { budget.release(held) }
+}

@@ -1,0 +1,52 @@
+import Foundation
+
+/// A change to high risk, told three ways: a journal entry with a stable MESSAGE_ID (so
+/// `journalctl MESSAGE_ID=...` finds every one on every board), a D-Bus signal (sent by the
+/// caller, which holds the bus), and an optional hook command.
+public enum HighRiskAnnouncement {
+    /// journalctl MESSAGE_ID=3f0c8a4e5b7d4c2a9e1f6b0d8c7a5e42
+    public static let messageID = "3f0c8a4e5b7d4c2a9e1f6b0d8c7a5e42"
+
+    /// Sends one entry over journald's native protocol (a datagram of KEY=value lines) when
+    /// the socket is there; false when it is not (the caller then says it on stderr, which
+    /// journald keeps for a service without the MESSAGE_ID).
+    @discardableResult
+    public static func journal(_ message: String, fields: [String: String], socket: String = "/run/systemd/journal/socket") -> Bool {
+        guard FileManager.default.fileExists(atPath: socket) else { return false }
+        var text = "MESSAGE_ID=\(messageID)\nPRIORITY=4\nSYSLOG_IDENTIFIER=gaenctl-app\nMESSAGE=\(message.replacingOccurrences(of: "\n", with: " "))\n"
+        for (k, v) in fields.sorted(by: { $0.key < $1.key }) where k.allSatisfy({ $0.isUppercase || $0.isNumber || $0 == "_" }) {
+            text += "\(k)=\(v.replacingOccurrences(of: "\n", with: " "))\n"
+        }
+        let fd = Glibc.socket(AF_UNIX, Int32(SOCK_DGRAM.rawValue) | Int32(SOCK_CLOEXEC.rawValue), 0)
+        guard fd >= 0 else { return false }
+        defer { close(fd) }
+        var addr = sockaddr_un()
+        addr.sun_family = sa_family_t(AF_UNIX)
+        let path = Array(socket.utf8)
+        guard path.count < MemoryLayout.size(ofValue: addr.sun_path) else { return false }
+        withUnsafeMutableBytes(of: &addr.sun_path) { raw in
+            for (i, b) in path.enumerated() { raw[i] = b }
+        }
+        let data = Array(text.utf8)
+        let sent = withUnsafePointer(to: &addr) { p in
+            p.withMemoryRebound(to: sockaddr.self, capacity: 1) { sa in
+                sendto(fd, data, data.count, 0, sa, socklen_t(MemoryLayout<sockaddr_un>.size))
+            }
+        }
+        return sent == data.count
+    }
+
+    /// Runs `command` through /bin/sh with the result in its environment (GAEN_RISK_LEVEL,
+    /// GAEN_RISK_ENGINE, GAEN_RISK_SINCE, GAEN_NODE); waits at most `timeout` seconds.
+    public static func hook(_ command: String, environment: [String: String], timeout: Double = 30) -> String? {
+        let p = Process()
+        p.executableURL = URL(fileURLWithPath: "/bin/sh")
+        p.arguments = ["-c", command]
+        p.environment = ProcessInfo.processInfo.environment.merging(environment) { _, new in new }
+        do { try p.run() } catch { return "cannot start: \(error.localizedDescription)" }
+        let deadline = Date().addingTimeInterval(timeout)
+        while p.isRunning && Date() < deadline { usleep(50_000) }
+        if p.isRunning { p.terminate(); return "still running after \(Int(timeout)) s; stopped" }
+        return p.terminationStatus == 0 ? nil : "exit status \(p.terminationStatus)"
+    }
+}

@@ -1,0 +1,176 @@
+import Foundation
+
+/// A package the app holds: where it came from, what it was, whether gaend has it.
+public struct CachedPackage: Codable, Sendable, Equatable {
+    public enum Kind: String, Codable, Sendable { case day, hour, file }
+    /// The layout's coordinates: `cwa/DE/2026-11-20`, `cwa/DE/2026-11-20/13` or `google/R/START-END-BATCH.zip`.
+    public var id: String
+    public var url: String
+    public var kind: Kind
+    /// The UTC day of the package (CWA), for replacing hours by the day and for retention.
+    public var day: String?
+    public var hour: Int?
+    public var sha256: String
+    public var etag: String?
+    public var bytes: Int
+    public var keys: Int
+    /// Unix seconds.
+    public var fetchedAt: Int64
+    /// The cached file, relative to the cache directory.
+    public var file: String
+    public var providedAt: Int64?
+    /// Its keys were all in packages already provided (a day after its hours): no call needed.
+    public var coveredByProvided: Bool = false
+    public var provided: Bool { providedAt != nil || coveredByProvided }
+}
+
+/// One run's outcome.
+public struct SyncRecord: Codable, Sendable, Equatable {
+    public var startedAt: Int64
+    public var finishedAt: Int64
+    public var server: String
+    public var newPackages: Int
+    public var provided: Int
+    public var refused: Int
+    /// Files left for the next run (server errors, timeouts, the rate limit).
+    public var pending: Int
+    public var bytes: Int
+    /// Empty when the run completed.
+    public var error: String
+
+    public init(startedAt: Int64, finishedAt: Int64, server: String, newPackages: Int, provided: Int, refused: Int,
+                pending: Int, bytes: Int, error: String) {
+        self.startedAt = startedAt
+        self.finishedAt = finishedAt
+        self.server = server
+        self.newPackages = newPackages
+        self.provided = provided
+        self.refused = refused
+        self.pending = pending
+        self.bytes = bytes
+        self.error = error
+    }
+}
+
+/// A risk computation's outcome.
+public struct RiskRecord: Codable, Sendable, Equatable {
+    public var computedAt: Int64
+    public var engine: String
+    /// "low", "high" or "unknown" (no configuration, or the engine failed).
+    public var level: String
+    public var windows: Int
+    /// The engine's own result, as `gaenctl risk ENGINE` prints it.
+    public var detail: String
+}
+
+/// The app's state, one JSON file in its state directory (not gaend's store: the app runs
+/// as its own service and never reads gaend's files). Readers other than the app itself
+/// (`gaenctl status`, a metrics exporter) read `status.json` beside it (`AppStatus`).
+public struct AppState: Codable, Sendable, Equatable {
+    public static let version = 1
+    public var formatVersion = AppState.version
+    public var packages: [String: CachedPackage] = [:]
+    /// Conditional GET of indexes and the configuration: URL -> ETag, body in the cache.
+    public var indexETags: [String: String] = [:]
+    /// ProvideDiagnosisKeys calls made, Unix seconds (the app's own count of gaend's daily limit).
+    public var provideCalls: [Int64] = []
+    public var lastSync: SyncRecord?
+    public var risk: RiskRecord?
+    /// Risk changes, oldest first, at most `historyLimit`.
+    public var history: [RiskRecord] = []
+    public static let historyLimit = 200
+    /// When the level last turned high (nil while it is not high).
+    public var highRiskSince: Int64?
+
+    public init() {}
+}
+
+/// The part of the state others read: written after every run as `status.json`, documented
+/// in docs/key-server.md ("What the status fields mean").
+public struct AppStatus: Codable, Sendable, Equatable {
+    public var formatVersion = 1
+    public var lastSync: SyncRecord?
+    public var packagesHeld: Int
+    public var packagesProvided: Int
+    public var packagesWaiting: Int
+    public var risk: RiskRecord?
+    public var highRiskSince: Int64?
+
+    public static let fileName = "status.json"
+
+    public static func read(directory: String) throws -> AppStatus? {
+        let path = directory + "/" + fileName
+        guard FileManager.default.fileExists(atPath: path) else { return nil }
+        let data = try Data(contentsOf: URL(fileURLWithPath: path))
+        guard data.count <= 1 << 20 else { throw AppError.state("\(path): larger than 1 MiB") }
+        return try JSONDecoder().decode(AppStatus.self, from: data)
+    }
+}
+
+public enum AppError: Error, CustomStringConvertible {
+    case state(String)
+    case clock(String)
+    case server(String)
+    case space(String)
+    case configuration(String)
+
+    public var description: String {
+        switch self {
+        case .state(let s), .clock(let s), .server(let s), .space(let s), .configuration(let s): return s
+        }
+    }
+}
+
+/// The state directory: state.json, status.json, cache/. Writes are atomic (temp file,
+/// fsync, rename), so a power cut leaves the old state or the new one.
+public struct AppStateStore: Sendable {
+    public let directory: String
+    public var cacheDirectory: String { directory + "/cache" }
+
+    public init(directory: String) throws {
+        self.directory = directory
+        do {
+            try FileManager.default.createDirectory(atPath: directory + "/cache", withIntermediateDirectories: true,
+                                                    attributes: [.posixPermissions: 0o700])
+        } catch { throw AppError.state("\(directory): cannot create the state directory: \(error.localizedDescription)") }
+    }
+
+    public func load() throws -> AppState {
+        let path = directory + "/state.json"
+        guard FileManager.default.fileExists(atPath: path) else { return AppState() }
+        do {
+            let data = try Data(contentsOf: URL(fileURLWithPath: path))
+            let state = try JSONDecoder().decode(AppState.self, from: data)
+            guard state.formatVersion == AppState.version else { throw AppError.state("format version \(state.formatVersion)") }
+            return state
+        } catch {
+            throw AppError.state("\(path): cannot read the app's state (\(error)); move it away to start afresh")
+        }
+    }
+
+    public func save(_ state: AppState) throws {
+        let encoder = JSONEncoder()
+        encoder.outputFormatting = [.sortedKeys]
+        try write(try encoder.encode(state), to: "state.json")
+        let status = AppStatus(lastSync: state.lastSync, packagesHeld: state.packages.count,
+                               packagesProvided: state.packages.values.filter(\.provided).count,
+                               packagesWaiting: state.packages.values.filter { !$0.provided }.count,
+                               risk: state.risk,
+                               highRiskSince: state.highRiskSince)
+        encoder.outputFormatting = [.sortedKeys, .prettyPrinted]
+        try write(try encoder.encode(status), to: AppStatus.fileName)
+    }
+
+    public func write(_ data: Data, to name: String) throws {
+        let path = directory + "/" + name
+        let temp = path + ".tmp"
+        guard FileManager.default.createFile(atPath: temp, contents: data, attributes: [.posixPermissions: 0o644]) else {
+            throw AppError.state("\(temp): cannot write")
+        }
+        let fd = open(temp, O_RDONLY | O_CLOEXEC)
+        if fd >= 0 { fsync(fd); close(fd) }
+        guard rename(temp, path) == 0 else { throw AppError.state("\(path): cannot replace: \(String(cString: strerror(errno)))") }
+    }
+
+    public func cachePath(_ file: String) -> String { cacheDirectory + "/" + file }
+}

@@ -1,0 +1,57 @@
+"""Figures: a 14-day catch-up of a trial of 50 boards (run time, bytes, peak memory of the app).
+Not a test (not collected): run `python3 -m pytest -q -s tests/e2e/bench_key_server.py`."""
+
+from __future__ import annotations
+
+import json
+import random
+import resource
+import subprocess
+import time
+
+from keyserver import new_signing_key, set_mtime
+from test_node_e2e import TX_POWER, nodes  # noqa: F401
+from trialserver import TrialServer
+
+DAY = 86_400
+
+
+def test_catch_up_14_days_50_boards(radio, nodes, bin_dir, tmp_path):
+    rng = random.Random(50)
+    now = int(time.time())
+    today = now // DAY
+    inbox = tmp_path / "srv" / "inbox"
+    for b in range(50):
+        d = inbox / f"board-{b:02}"
+        d.mkdir(parents=True)
+        for age in range(1, 16):
+            f = d / f"keys-{age}.json"
+            f.write_text(json.dumps([{"keyData": rng.randbytes(16).hex(), "rollingStartIntervalNumber": (today - age) * 144}]))
+            set_mtime(f, (today - age + 1) * DAY + 60 * b + 30)
+    _, pem, pub = new_signing_key(tmp_path, "k")
+    server = TrialServer(tmp_path, {})
+    config = tmp_path / "config.json"
+    config.write_text(json.dumps({"riskEngine": "swisscovid", "parameters": {
+        "attenuationThresholdLow": 55, "attenuationThresholdMedium": 63, "attenuationFactorLow": 1.0,
+        "attenuationFactorMedium": 0.5, "minDurationForExposure": 15}}))
+    t0 = time.monotonic()
+    pub_out = subprocess.run([str(bin_dir / "gaenctl"), "keys", "publish", "--inbox", str(inbox), "-o", str(server.tree),
+                              "--signing-key", str(pem), "--key-id", "K", "--min-keys", "1", "--app-config", str(config)],
+                             capture_output=True, text=True, check=True)
+    publish_s = time.monotonic() - t0
+    r = radio([{"name": "n", "transport": "tcp-server:127.0.0.1:0", "tx_power": TX_POWER}])
+    node = nodes("n", r.ready["devices"]["n"]["connect"])
+    node.start()
+    before = resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss
+    t0 = time.monotonic()
+    out = subprocess.run(["/usr/bin/time", "-f", "TIME %e s %M KiB", str(bin_dir / "gaenctl"), "--bus", node.bus.address, "app", "sync", "--server", server.keys_url,
+                          "--country", "DE", "--trust", f"K:1={pub}", "--state-dir", str(tmp_path / "app")],
+                         capture_output=True, text=True)
+    sync_s = time.monotonic() - t0
+    rss = resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss
+    status = json.loads((tmp_path / "app/status.json").read_text())
+    print("\npublish:", pub_out.stdout.strip(), f"({publish_s:.2f} s)")
+    print("sync:", out.stdout.strip(), f"({sync_s:.2f} s, exit {out.returncode})")
+    print("bytes downloaded:", status["lastSync"]["bytes"], "packages:", status["packagesHeld"])
+    print("app:", [l for l in out.stderr.splitlines() if l.startswith("TIME")])
+    server.stop()
