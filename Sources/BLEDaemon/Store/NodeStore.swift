@@ -107,6 +107,9 @@ public final class NodeStore: @unchecked Sendable {
     private var reportedRotten: Set<String> = []
     /// Rows in `quarantine`, kept in memory so status never queries for it.
     private var quarantinedCount = 0
+    /// What status reads (`losses()`, `isFull`), published after each store operation.
+    private let statusLock = Lock()
+    private var published = (losses: StoreLosses(), full: false)
 
     static let keyCheckPlaintext = Data("gaend store key check v1".utf8)
     static let keyCheckAAD = Data("gaend/v1/store_meta/key_check".utf8)
@@ -288,7 +291,7 @@ public final class NodeStore: @unchecked Sendable {
     /// the store holds and the ledger lacks (a store older than its ledger) are added to it.
     private func reconcileWithLedger(now: Double) throws {
         var contents = ledger.contents
-        let result = try lock.withLock {
+        let result = try locked {
             try write { db -> (lost: [String: Int64], restored: [Int32]) in
                 var lost: [String: Int64] = [:]
                 if let setAside {
@@ -346,7 +349,7 @@ public final class NodeStore: @unchecked Sendable {
             logger.warning("keys missing from the store were restored from the ledger (no day gets a second key)",
                            metadata: ["store.days": "\(result.restored.map(String.init).joined(separator: ","))"])
         }
-        lock.withLock { writeLedger(contents) }
+        locked { writeLedger(contents) }
     }
 
     /// Writes the ledger; a failure is logged (once until it works again), never thrown: the
@@ -565,7 +568,7 @@ public final class NodeStore: @unchecked Sendable {
     /// database does not close cleanly (the caller exits with an error).
     @discardableResult
     public func close() throws -> (droppedScans: Int, droppedSightings: Int) {
-        let dropped = lock.withLock { () -> (Int, Int) in
+        let dropped = locked { () -> (Int, Int) in
             if !pending.isEmpty { _ = try? flushLocked() }
             guard !pending.isEmpty else { return (0, 0) }
             let scans = pending.count, sightings = pending.reduce(0) { $0 + $1.count }
@@ -606,7 +609,7 @@ public final class NodeStore: @unchecked Sendable {
     /// skipped by the read that found it and found again by the next read.
     private func quarantine(_ table: String, _ rotten: [(id: Int64, reason: String)], now: Double = Date().timeIntervalSince1970) {
         guard !rotten.isEmpty else { return }
-        lock.withLock {
+        locked {
             do {
                 try write { db in
                     for r in rotten {
@@ -656,11 +659,25 @@ public final class NodeStore: @unchecked Sendable {
     }
 
     /// Drops and quarantine counts, for status and metrics.
+    /// Read without waiting for a write in progress (a large scan's write and checkpoint can
+    /// take seconds on a busy disk): the counts as the last store operation left them.
     public func losses() -> StoreLosses {
-        lock.withLock {
-            StoreLosses(droppedScans: droppedScans, droppedSightings: droppedSightings, pendingScans: pending.count,
-                        pendingBytes: pendingBytes, quarantined: quarantinedCount)
+        statusLock.withLock { published.losses }
+    }
+
+    /// Runs `body` holding `lock`, then publishes the counts status reads.
+    private func locked<T>(_ body: () throws -> T) rethrows -> T {
+        try lock.withLock {
+            defer { publishLocked() }
+            return try body()
         }
+    }
+
+    private func publishLocked() {
+        let losses = StoreLosses(droppedScans: droppedScans, droppedSightings: droppedSightings, pendingScans: pending.count,
+                                 pendingBytes: pendingBytes, quarantined: quarantinedCount)
+        let isFull = full
+        statusLock.withLock { published = (losses, isFull) }
     }
 
     /// Associated data: a domain label, the table and the row's identifying clear columns.
@@ -726,7 +743,7 @@ public final class NodeStore: @unchecked Sendable {
     /// nothing unstored is ever advertised.
     public func key(for day: UTCDay, now: Double = Date().timeIntervalSince1970) throws -> TemporaryExposureKey {
         do {
-            return try lock.withLock {
+            return try locked {
                 do {
                     return try keyLocked(for: day, now: now)
                 } catch StoreError.diskFull {
@@ -791,7 +808,7 @@ public final class NodeStore: @unchecked Sendable {
     /// Raises the high-water mark to `time` (never lowers it).
     public func raiseHighWaterMark(to time: Double) throws {
         guard time.isFinite else { return }
-        try lock.withLock {
+        try locked {
             try write { db in
                 try db.execute("""
                     INSERT INTO clock_mark (id, high_water) VALUES (1, ?)
@@ -815,7 +832,10 @@ public final class NodeStore: @unchecked Sendable {
         guard scan.sightings.allSatisfy({ $0.time.isFinite }) else {
             throw StoreError.invalidRecord(reason: "a sighting time is not finite")
         }
-        return try lock.withLock {
+        // A scan's transient buffers (its blob, the sealed copy, SQLite's) are megabytes in a
+        // crowd: handed back to the system after each write, not left in the allocator's arenas.
+        defer { if scan.sightings.count >= 1_000 { Allocator.trim() } }
+        return try locked {
             let waiting = PendingScan(scan)
             pending.append(waiting)
             pendingBytes += waiting.bytes
@@ -844,7 +864,7 @@ public final class NodeStore: @unchecked Sendable {
     /// Writes the scans waiting for disk space. Returns how many were written.
     @discardableResult
     public func flushPending() throws -> Int {
-        try lock.withLock {
+        try locked {
             let before = pending.count
             _ = try flushLocked()
             return before - pending.count
@@ -852,7 +872,7 @@ public final class NodeStore: @unchecked Sendable {
     }
 
     /// Scans waiting in memory for disk space.
-    public var pendingScanCount: Int { lock.withLock { pending.count } }
+    public var pendingScanCount: Int { statusLock.withLock { published.losses.pendingScans } }
 
     /// A scan waiting for disk space: its clear columns and its encoded reports (the blob
     /// that is sealed when it is written).
@@ -902,7 +922,7 @@ public final class NodeStore: @unchecked Sendable {
     }
 
     /// Whether the last write found the disk full (status: "storage error").
-    public var isFull: Bool { lock.withLock { full } }
+    public var isFull: Bool { statusLock.withLock { published.full } }
 
     private func insertScan(_ scan: PendingScan) throws -> Int64 {
         try write { db in
@@ -961,7 +981,7 @@ public final class NodeStore: @unchecked Sendable {
     /// corrupt key file) never gets here, so earlier results stay until new ones replace them.
     public func replaceExposureResults(kind: String, with payloads: [(day: UTCDay?, payload: Data)],
                                        now: Double = Date().timeIntervalSince1970) throws {
-        try lock.withLock {
+        try locked {
             try write { db in
                 try db.execute("DELETE FROM exposure_result WHERE kind = ?", [.text(kind)])
                 for p in payloads {
@@ -999,7 +1019,7 @@ public final class NodeStore: @unchecked Sendable {
     public func addKeyFiles(_ files: [(exportBin: Data, validUntil: Double)], replacing: [Int64] = [],
                             now: Double = Date().timeIntervalSince1970) throws -> [Int64] {
         let budget = configuration.keyFileBytes
-        return try lock.withLock {
+        return try locked {
             let ids = try write { db in
                 for id in replacing { try db.execute("DELETE FROM key_file WHERE id = ?", [.integer(id)]) }
                 // Room within the key files' own budget: the oldest files go first.
@@ -1059,7 +1079,7 @@ public final class NodeStore: @unchecked Sendable {
     public func addMarker(_ marker: Marker) throws -> Int64 {
         guard marker.time.isFinite else { throw StoreError.invalidRecord(reason: "marker time is not finite") }
         let payload = try JSONEncoder().encode(marker)
-        return try lock.withLock {
+        return try locked {
             let id = try write { db in
                 let id = try Self.nextID(db, table: "marker")
                 try db.execute("INSERT INTO marker (id, time, sealed) VALUES (?, ?, ?)",
@@ -1098,7 +1118,7 @@ public final class NodeStore: @unchecked Sendable {
     public func applyRetention(now: Double) throws -> RetentionResult {
         let cutoff = now - Double(configuration.retentionDays) * 86_400
         let cutoffDay = UTCDay(unixSeconds: cutoff)
-        return try lock.withLock {
+        return try locked {
             let result = try write { db in
                 var r = RetentionResult()
                 try db.execute("DELETE FROM scan WHERE end_time < ?", [.real(cutoff)]); r.scans = db.changes
