@@ -21,7 +21,10 @@ SWIFT ?= swift
 LINKFLAGS ?= -Xswiftc -use-ld=lld -Xswiftc -Xfrontend -Xswiftc -function-sections -Xlinker --no-export-dynamic -Xlinker -z -Xlinker pack-relative-relocs \
     -Xlinker --symbol-ordering-file=$(CURDIR)/tools/link-order/gaend.order -Xlinker --no-warn-symbol-ordering \
     -Xlinker -T -Xlinker $(CURDIR)/tools/link-order/local-functions.ld
-SWIFTFLAGS ?= -c release --static-swift-stdlib $(LINKFLAGS)
+# SCRATCH: SwiftPM's build folder; the test command builds the release into its own
+# (.build-release) so that it runs beside the debug build's tests (SwiftPM locks a build folder).
+SCRATCH ?= .build
+SWIFTFLAGS ?= -c release --static-swift-stdlib --scratch-path $(SCRATCH) $(LINKFLAGS)
 BINDIR = $(PREFIX)/bin
 UNITDIR ?= $(PREFIX)/lib/systemd/system
 UDEVDIR ?= $(PREFIX)/lib/udev/rules.d
@@ -40,9 +43,9 @@ DBUSIFACEDIR ?= $(DATADIR)/dbus-1/interfaces
 BASHCOMPDIR ?= $(DATADIR)/bash-completion/completions
 ZSHCOMPDIR ?= $(DATADIR)/zsh/vendor-completions
 FISHCOMPDIR ?= $(DATADIR)/fish/vendor_completions.d
-# The release binaries (.build/release is SwiftPM's link to the host triple's directory, on
+# The release binaries ($(SCRATCH)/release is SwiftPM's link to the host triple's directory, on
 # x86_64 and aarch64 alike).
-BUILT = .build/release
+BUILT = $(SCRATCH)/release
 
 .PHONY: all build bench test install activate uninstall man deb
 

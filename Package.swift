@@ -22,7 +22,8 @@ let package = Package(
     ],
     dependencies: [
         .package(url: "https://github.com/apple/swift-argument-parser", from: "1.5.0"),
-        .package(url: "https://github.com/apple/swift-log", from: "1.6.0"),
+        // 1.16: LogEvent, which JournalLogHandler implements (the older entry point is deprecated).
+        .package(url: "https://github.com/apple/swift-log", from: "1.16.0"),
         // No traits: the default BinaryDelimitedStreams imports full Foundation (InputStream),
         // whose autolinked -lFoundation let the linker take Foundation, CoreFoundation and ICU
         // into gaend (issue 12; scripts/check-gaend-foundation.sh). We use neither trait.

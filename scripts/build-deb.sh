@@ -9,9 +9,10 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 out=$(realpath "${1:-.}")
-built=.build/release
+# SCRATCH: the build folder `make build` used (the Makefile's SCRATCH, default .build).
+built=${SCRATCH:-.build}/release
 [ -x "$built/gaend" ] && [ -x "$built/gaenctl" ] || { echo "build-deb: build first: make" >&2; exit 1; }
-base=$(sed -n 's/.*static let version = "\([0-9.]*\)".*/\1/p' Sources/BLEDaemon/Node/NodeBus.swift)
+base=$(sed -n 's/.*static let string = "\([0-9.]*\)".*/\1/p' Sources/GaendAPI/GaendVersion.swift)
 version="$base-1~git$(git rev-list --count HEAD 2>/dev/null || echo 0)"
 arch=$(dpkg --print-architecture)
 stage=$(mktemp -d)

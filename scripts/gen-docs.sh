@@ -23,6 +23,9 @@ mkdir -p "$out/man" "$out/completions"
 swift build --product generate-manual >/dev/null
 gen="$(swift build --show-bin-path)/generate-manual"
 "$gen" "$bin/gaend" --section 8 --date "$date" --authors "the gaend authors" -o "$out/man"
+# gaend has no subcommands, but argument-parser gives every root command a `help` subcommand,
+# and generate-manual then writes `subcommand` into the synopsis and a `help` entry: both go.
+sed -i -e '/^\.Ar subcommand$/d' -e '/^\.It Em help$/,/^\.El$/d' "$out/man/gaend.8"
 "$gen" "$bin/gaenctl" --section 1 --date "$date" --authors "the gaend authors" -o "$out/man"
 # gaend.conf(5): the page's prose, then every setting as the commented example shows it.
 {

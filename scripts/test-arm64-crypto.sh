@@ -36,6 +36,9 @@ command -v "$CC" >/dev/null || { echo "arm64-crypto: $CC not found (the Swift to
 cache="${GAEN_ARM64_CACHE:-/var/cache/gaend-arm64}"
 mkdir -p "$cache" 2>/dev/null && [ -w "$cache" ] || cache="${XDG_CACHE_HOME:-$HOME/.cache}/gaend-arm64"
 ssl="$cache/root"
+# One fetch at a time: two test runs on one machine share this cache.
+exec 9>"$cache/.lock"
+flock 9
 if [ ! -f "$ssl/usr/lib/aarch64-linux-gnu/libcrypto.a" ]; then
     echo "arm64-crypto: fetching libssl-dev:arm64 into $cache" >&2
     mkdir -p "$cache/lists/partial" "$cache/apt-cache/archives/partial" "$cache/debs"
@@ -47,6 +50,7 @@ if [ ! -f "$ssl/usr/lib/aarch64-linux-gnu/libcrypto.a" ]; then
     dpkg-deb -x "$cache"/debs/libssl-dev_*_arm64.deb "$ssl"
     rm -rf "$cache/lists" "$cache/apt-cache"
 fi
+flock -u 9
 
 # --- GAEN's published vectors as name/value lines for the checker ---
 fixture=Tests/ENProtocolTests/Fixtures/gaen-crypto-vectors.json

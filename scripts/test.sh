@@ -1,41 +1,95 @@
 #!/usr/bin/env bash
 # Runs every test: the virtual radio's own tests, Swift unit tests, then the end-to-end tests
-# that drive the built programs against virtual controllers and independent Bumble peers.
+# that drive the built programs against virtual controllers and independent Bumble peers, and
+# the board's release build in Debian's kernel under qemu.
+#
+# Everything a run writes outside .build stays in its own folder (GAEND_TEST_RUN_DIR, default a
+# new one under $TMPDIR), so two runs on one machine never share a file. The release build runs
+# beside the unit and end-to-end tests, which spend most of their time waiting on the virtual
+# radio's scaled clock.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 ./scripts/setup.sh
+run_dir=${GAEND_TEST_RUN_DIR:-$(mktemp -d "${TMPDIR:-/tmp}/gaend-test.XXXXXX")}
+mkdir -p "$run_dir"
+export GAEND_TEST_RUN_DIR=$run_dir
+echo "test run folder: $run_dir"
 status=0
+declare -A seconds
+phase() { # phase NAME COMMAND...: runs it, records its time, a failure fails the run
+    local name=$1 start=$SECONDS
+    shift
+    "$@" || { echo "FAILED: $name" >&2; status=1; }
+    seconds[$name]=$((SECONDS - start))
+}
+# -rs: every skipped test says why.
+pytest=(python3 -m pytest -q -rs -p no:cacheprovider)
+
+# The board: the release build (static Swift runtime) as `make` builds it, the daemon's
+# Foundation-free link, its install layout and toolchain-free binaries. It runs beside the unit
+# and end-to-end tests (a build does not mind their waiting; they bear its load); Debian's
+# kernel under qemu (tests/testbed) runs after them, alone, since an emulated guest slows down
+# many times over on a busy machine.
+export SCRATCH=.build-release GAEND_RELEASE_DIR=$PWD/.build-release/release
+release() {
+    local start=$SECONDS
+    # Its own build folder: SwiftPM locks a build folder, and the debug one is in use meanwhile.
+    if ! make build >"$run_dir/release-build.log" 2>&1; then
+        echo "release build failed (see $run_dir/release-build.log)" >&2
+        return 1
+    fi
+    echo "release build: $((SECONDS - start)) s"
+    local s=0
+    ./scripts/check-gaend-foundation.sh "$GAEND_RELEASE_DIR" || s=1
+    "${pytest[@]}" tests/install || s=1
+    return $s
+}
+
 # CGaenCrypto's arm64 paths (AES, lockstep HKDF, dispatch) under qemu-aarch64 with and without
-# the crypto extensions, and the native ones, against published vectors and OpenSSL EVP
-# (issue 12). C only, independent of the Swift build; about 20 s.
-./scripts/test-arm64-crypto.sh || status=1
-python3 -m pytest -q tools/virtual-radio/tests || status=1
+# the crypto extensions, and the native ones, against published vectors and OpenSSL EVP.
+# C only, independent of the Swift build; about 20 s.
+phase arm64-crypto ./scripts/test-arm64-crypto.sh
+phase virtual-radio "${pytest[@]}" tools/virtual-radio/tests
 # The shipped Prometheus alert rules against their promtool tests (docs/fleet.md).
-python3 -m pytest -q tests/fleet || status=1
-swift build --build-tests
-swift test --skip-build || status=1
-# Every fuzz target replays its committed corpus (seeds and past findings) as a regression test.
+phase alert-rules "${pytest[@]}" tests/fleet
+phase debug-build swift build --build-tests
 bin="$(swift build --show-bin-path)"
-for corpus in tools/fuzz/corpus/*/; do
-    target=$(basename "$corpus")
-    "$bin/$target" "$corpus" || { echo "fuzz corpus replay failed: $target" >&2; status=1; }
+
+release >"$run_dir/release.log" 2>&1 &
+release_pid=$!
+
+phase unit swift test --skip-build
+# Every fuzz target replays its committed corpus (seeds and past findings) as a regression test.
+fuzz_replays() {
+    local s=0
+    for corpus in tools/fuzz/corpus/*/; do
+        target=$(basename "$corpus")
+        "$bin/$target" "$corpus" || { echo "fuzz corpus replay failed: $target" >&2; s=1; }
+    done
+    return $s
+}
+phase fuzz-replays fuzz_replays
+phase e2e env GAEND_BIN_DIR="$bin" "${pytest[@]}" tests/e2e
+# The committed man pages and completions are what the binaries' help gives.
+phase gen-docs ./scripts/gen-docs.sh --check "$bin"
+
+start=$SECONDS
+wait $release_pid || { echo "FAILED: release (build, Foundation check, install)" >&2; status=1; }
+seconds[release-wait]=$((SECONDS - start))
+cat "$run_dir/release.log"
+testbed() {
+    # The guest runs `make install` in the tree as the README says, which reads the default
+    # build folder's release: point it at this run's release build.
+    [ -e .build/release ] || ln -s ../.build-release/release .build/release
+    # Guest logs, captures and timings in this run's folder; Debian's kernel is cached per machine.
+    GAEND_TESTBED_OUT="$run_dir/testbed" GAEND_BIN_DIR="$bin" "${pytest[@]}" tests/testbed || return 1
+}
+[ -x "$GAEND_RELEASE_DIR/gaend" ] && phase testbed testbed
+[ -f "$run_dir/testbed/timings.json" ] && echo "test bed scenario seconds: $(cat "$run_dir/testbed/timings.json") (logs: $run_dir/testbed)"
+
+echo "phase seconds:"
+for name in arm64-crypto virtual-radio alert-rules debug-build unit fuzz-replays e2e gen-docs release-wait testbed; do
+    printf '  %-14s %s\n' "$name" "${seconds[$name]:-}"
 done
-GAEND_BIN_DIR="$bin" python3 -m pytest -q tests/e2e || status=1
-# The committed man pages and completions are what the binaries' help gives (issue 10).
-./scripts/gen-docs.sh --check "$bin" || status=1
-# The board: the release build (static Swift runtime) as `make` builds it, its install layout
-# and toolchain-free binaries, then Debian's kernel under qemu (tests/testbed): the kernel,
-# system and package scenarios. Their run times are printed at the end.
-if make build >/tmp/gaend-release-build.log 2>&1; then
-    # The daemon links FoundationEssentials only: no Foundation, ICU or CoreFoundation (issue 12).
-    ./scripts/check-gaend-foundation.sh || status=1
-    python3 -m pytest -q tests/install || status=1
-    # This run's own folder (guest logs, captures, timings); Debian's kernel is cached per machine.
-    testbed_out="$PWD/.build/testbed/run-$(date -u +%Y%m%dT%H%M%S)-$$"
-    GAEND_TESTBED_OUT="$testbed_out" GAEND_BIN_DIR="$bin" python3 -m pytest -q tests/testbed || status=1
-    [ -f "$testbed_out/timings.json" ] && echo "test bed scenario seconds: $(cat "$testbed_out/timings.json") (logs: $testbed_out)"
-else
-    echo "release build failed (see /tmp/gaend-release-build.log)" >&2
-    status=1
-fi
+echo "total: $SECONDS s"
 exit $status

@@ -79,7 +79,7 @@ enum ScheduleIdleBench {
                     FileHandle.standardError.write(Data("schedule-idle: \(error)\n".utf8))
                 }
             })
-        let driver = ScheduleDriver(schedule: NodeSchedule(), clock: clock, sync: FixedClockSync(.waived), effects: effects, logger: quiet)
+        let driver = ScheduleDriver(schedule: NodeSchedule(), clock: clock, sync: FixedClockSync(.waived(by: "the benchmark")), effects: effects, logger: quiet)
 
         let rss0 = residentKiB()
         let cpu0 = IngestBench.cpuSeconds()

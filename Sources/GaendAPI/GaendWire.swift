@@ -435,10 +435,13 @@ public struct GaendController: Sendable, Equatable, Codable {
     public var hciSubversion: UInt16?
     public var lmpVersion: UInt8?
     public var lmpSubversion: UInt16?
+    /// Why the controller is not answering (the last bring-up failure or loss), while it is not.
+    public var problem: String?
 
     public init(name: String, address: String? = nil, manufacturer: UInt16? = nil, manufacturerName: String? = nil,
-                hciVersion: UInt8? = nil, hciSubversion: UInt16? = nil, lmpVersion: UInt8? = nil, lmpSubversion: UInt16? = nil) {
-        self.name = name; self.address = address
+                hciVersion: UInt8? = nil, hciSubversion: UInt16? = nil, lmpVersion: UInt8? = nil, lmpSubversion: UInt16? = nil,
+                problem: String? = nil) {
+        self.name = name; self.address = address; self.problem = problem
         self.manufacturer = manufacturer; self.manufacturerName = manufacturerName
         self.hciVersion = hciVersion; self.hciSubversion = hciSubversion
         self.lmpVersion = lmpVersion; self.lmpSubversion = lmpSubversion
@@ -455,6 +458,7 @@ public struct GaendController: Sendable, Equatable, Codable {
         if let hciSubversion { d["hci_subversion"] = .uint16(hciSubversion) }
         if let lmpVersion { d["lmp_version"] = .byte(lmpVersion) }
         if let lmpSubversion { d["lmp_subversion"] = .uint16(lmpSubversion) }
+        if let problem { d["problem"] = .string(problem) }
         return .vardict(d)
     }
 
@@ -480,5 +484,6 @@ public struct GaendController: Sendable, Equatable, Codable {
         hciSubversion = try field("hci_subversion", "q") { if case .uint16(let n) = $0 { n } else { nil } }
         lmpVersion = try field("lmp_version", "y") { if case .byte(let n) = $0 { n } else { nil } }
         lmpSubversion = try field("lmp_subversion", "q") { if case .uint16(let n) = $0 { n } else { nil } }
+        problem = try field("problem", "s", \.stringValue)
     }
 }

@@ -134,7 +134,7 @@ struct Calibrate: AsyncParsableCommand {
             try await calibrate(client)
         } catch let e as ExitCode { throw e } catch let e as ValidationError { throw e } catch {
             var message = String(describing: error)
-            if let e = error as? CocoaError { message = "\(e.filePath ?? "file"): \(e.localizedDescription)" }
+            if let e = error as? CocoaError { message = "\(e.filePath ?? "file"): \(fileErrorReason(e))" }
             printError("gaenctl calibrate: \(message.replacingOccurrences(of: "\n", with: " "))")
             throw ExitCode(1)
         }

@@ -1,4 +1,5 @@
 import ArgumentParser
+import GaendAPI
 
 /// gaenctl: the command-line client of gaend and the researcher's offline toolbox.
 /// Each subcommand lives in its own file; add it to `subcommands` here.
@@ -7,6 +8,7 @@ struct GaenCtl: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "gaenctl",
         abstract: "Client of gaend and offline GAEN protocol toolbox.",
+        version: GaendVersion.string,
         subcommands: [
             Derive.self,
             Keys.self,

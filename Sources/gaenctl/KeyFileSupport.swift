@@ -9,6 +9,25 @@ struct CommandFailure: Error, CustomStringConvertible {
     init(_ description: String) { self.description = description }
 }
 
+/// Why a file could not be read or written, in the C library's words ("No such file or
+/// directory"), the same in every command; Foundation's own text ("The file doesn't exist.")
+/// only where no system error is underneath.
+func fileErrorReason(_ error: any Error) -> String {
+    let ns = error as NSError
+    if let posix = ns.userInfo[NSUnderlyingErrorKey] as? NSError, posix.domain == NSPOSIXErrorDomain {
+        return String(cString: strerror(Int32(posix.code)))
+    }
+    if ns.domain == NSPOSIXErrorDomain { return String(cString: strerror(Int32(ns.code))) }
+    if let e = error as? CocoaError {
+        switch e.code {
+        case .fileReadNoSuchFile, .fileNoSuchFile: return String(cString: strerror(ENOENT))
+        case .fileReadNoPermission, .fileWriteNoPermission: return String(cString: strerror(EACCES))
+        default: break
+        }
+    }
+    return ns.localizedDescription
+}
+
 /// Prints `message` as one line on stderr.
 func printError(_ message: String) {
     let line = message.replacingOccurrences(of: "\n", with: " ") + "\n"
@@ -53,7 +72,7 @@ struct TrustOptions: ParsableArguments {
             guard !id.isEmpty else { throw CommandFailure("--trust '\(spec)': the key id is empty") }
             let pem: String
             do { pem = try String(contentsOfFile: path, encoding: .utf8) } catch {
-                throw CommandFailure("--trust: cannot read \(path): \(error.localizedDescription)")
+                throw CommandFailure("--trust: cannot read \(path): \(fileErrorReason(error))")
             }
             do { set.add(keyId: id, version: version, key: try P256PublicKey(pem: pem)) } catch {
                 throw CommandFailure("--trust: \(path): \(error)")
@@ -76,7 +95,7 @@ enum KeyFileLoader {
 
     /// Reads at most `limit + 1` bytes, so an oversized file is refused without being read whole.
     static func readBounded(_ path: String, limit: Int) throws -> Data {
-        guard let handle = FileHandle(forReadingAtPath: path) else { throw CommandFailure("\(path): cannot open") }
+        guard let handle = FileHandle(forReadingAtPath: path) else { throw CommandFailure("\(path): cannot read: \(String(cString: strerror(errno)))") }
         defer { try? handle.close() }
         let data = try handle.read(upToCount: limit + 1) ?? Data()
         guard data.count <= limit else { throw CommandFailure("\(path): \(KeyExportError.fileTooLarge(size: data.count, limit: limit)) (or more)") }

@@ -153,7 +153,7 @@ struct KeysCreate: ParsableCommand {
             let header = KeyExportHeader(startTimestamp: start * 600, endTimestamp: end * 600, region: region)
             let zip = try KeyExportWriter.signedArchive(header: header, keys: keys, signingKey: signer, keyId: keyId, keyVersion: keyVersion)
             do { try AtomicOutputFile.write(zip, to: output, mode: 0o600) } catch {
-                throw CommandFailure("cannot write \(output): \(error.localizedDescription)")
+                throw CommandFailure("cannot write \(output): \(fileErrorReason(error))")
             }
             printError("gaenctl: wrote \(output): \(keys.count) keys, signed as \(keyId):\(keyVersion)")
         }

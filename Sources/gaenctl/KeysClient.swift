@@ -50,7 +50,7 @@ struct KeysHistory: AsyncParsableCommand {
             if let output, let signingKey, let keyId {
                 let pem: String
                 do { pem = try String(contentsOfFile: signingKey, encoding: .utf8) } catch {
-                    throw CommandFailure("--signing-key \(signingKey): cannot read: \(error.localizedDescription)")
+                    throw CommandFailure("--signing-key \(signingKey): cannot read: \(fileErrorReason(error))")
                 }
                 let signer: P256PrivateKey
                 do { signer = try P256PrivateKey(pem: pem) } catch { throw CommandFailure("--signing-key \(signingKey): \(error)") }
@@ -59,7 +59,7 @@ struct KeysHistory: AsyncParsableCommand {
                 let header = KeyExportHeader(startTimestamp: start * 600, endTimestamp: end * 600, region: region)
                 let zip = try KeyExportWriter.signedArchive(header: header, keys: keys, signingKey: signer, keyId: keyId, keyVersion: keyVersion)
                 do { try AtomicOutputFile.write(zip, to: output, mode: 0o600) } catch {
-                    throw CommandFailure("cannot write \(output): \(error.localizedDescription)")
+                    throw CommandFailure("cannot write \(output): \(fileErrorReason(error))")
                 }
                 printError("gaenctl keys history: wrote \(output): \(keys.count) keys, signed as \(keyId):\(keyVersion)")
                 return

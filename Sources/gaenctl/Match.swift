@@ -21,6 +21,14 @@ struct MatchCommand: ParsableCommand {
 
     @OptionGroup var options: SightingsAndKeysOptions
 
+    // Both inputs are required here (`windows` alone may ask gaend instead): a usage error,
+    // exit 64 like every other command's.
+    func validate() throws {
+        guard options.sightings != nil, !options.keys.isEmpty else {
+            throw ValidationError("give the sightings export with --sightings FILE and key files with --keys FILE...")
+        }
+    }
+
     func run() throws {
         try runReportingFailures("match") {
             let result = try MatchRun.run(options, requirement: .matching)

@@ -12,15 +12,19 @@ struct SightingsAndKeysOptions: ParsableArguments {
 
     @OptionGroup var trust: TrustOptions
 
+    // Optional so that the help shows one default, the one said in words (the core count
+    // differs between the machine that generated the man page and the one reading it).
     @Option(help: "Threads to match on (default: every core).")
-    var workers: Int = ProcessInfo.processInfo.activeProcessorCount
+    var workers: Int?
+
+    var threads: Int { workers ?? ProcessInfo.processInfo.activeProcessorCount }
 
     func validate() throws {
         // `windows` without --sightings and --keys asks gaend instead (WindowsCommand).
         guard sightings != nil || !keys.isEmpty else { return }
         guard sightings != nil else { throw ValidationError("give the sightings export with --sightings FILE") }
         guard !keys.isEmpty else { throw ValidationError("give at least one key file with --keys FILE...") }
-        guard workers >= 1 else { throw ValidationError("--workers must be at least 1") }
+        if let workers, workers < 1 { throw ValidationError("--workers must be at least 1, got \(workers)") }
     }
 }
 
@@ -41,13 +45,13 @@ enum MatchRun {
         guard let sightings = o.sightings else { throw CommandFailure("give the sightings export with --sightings FILE and key files with --keys FILE...") }
         let data: Data
         do { data = try Data(contentsOf: URL(fileURLWithPath: sightings)) } catch {
-            throw CommandFailure("\(sightings): cannot read: \(error.localizedDescription)")
+            throw CommandFailure("\(sightings): cannot read: \(fileErrorReason(error))")
         }
         let log: SightingsLog
         do { log = try SightingsFile.parse(data, requiring: requirement) } catch { throw CommandFailure("\(sightings): \(error)") }
         let trust = try o.trust.trustSet()
         let files = try o.keys.map { try KeyFileLoader.load($0, trust: trust).file }
-        let computation = try ExposureComputation(log: log, mapping: mapping, workers: o.workers)
+        let computation = try ExposureComputation(log: log, mapping: mapping, workers: o.threads)
         return Result(log: log, computation: computation, outcome: try computation.match(files))
     }
 

@@ -37,6 +37,10 @@ func withDaemon(_ command: String, _ bus: BusOptions, _ body: (GaendClient) asyn
         // No single gaend on the bus, or discovery's own calls to the bus failed (a policy, a broken bus).
         printError("gaenctl \(command): \(error)")
         throw ExitCode(1)
+    } catch let e as DBusBindingError {
+        // Its own words already say which bus could not be reached.
+        printError("gaenctl \(command): \(e)")
+        throw ExitCode(1)
     } catch {
         printError("gaenctl \(command): cannot connect to the bus \(bus.bus): \(error)")
         throw ExitCode(1)

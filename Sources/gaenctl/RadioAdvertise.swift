@@ -77,7 +77,7 @@ struct RadioAdvertise: AsyncParsableCommand {
 /// in progress finishes, advertising stops) and the radio.
 func runSchedule(_ schedule: NodeSchedule, clock: any NodeClock, effects: RadioScheduleEffects, radio: RadioOwner,
                  duration: Double?, logger: Logger) async throws {
-    let driver = ScheduleDriver(schedule: schedule, clock: clock, sync: FixedClockSync(.waived), effects: effects,
+    let driver = ScheduleDriver(schedule: schedule, clock: clock, sync: FixedClockSync(.waived(by: "gaenctl radio advertise")), effects: effects,
                                 syncCheckInterval: nil, logger: logger)
     let running = Task { try await driver.run() }
     if let duration {

@@ -231,7 +231,7 @@ struct SightingsExport: AsyncParsableCommand {
     func exportDaily(_ client: GaendClient, into dir: String) async throws -> Int {
         let root = URL(fileURLWithPath: dir)
         do { try FileManager.default.createDirectory(at: root, withIntermediateDirectories: true) } catch {
-            throw CommandFailure("cannot create \(dir): \(error.localizedDescription)")
+            throw CommandFailure("cannot create \(dir): \(fileErrorReason(error))")
         }
         var board = try await client.labels().node
         if board.isEmpty { board = ProcessInfo.processInfo.hostName }

@@ -103,6 +103,7 @@ struct Status: AsyncParsableCommand {
         if let v = c.hciSubversion { o["hciSubversion"] = .int(Int64(v)) }
         if let v = c.lmpVersion { o["lmpVersion"] = .int(Int64(v)); o["lmpVersionName"] = .string(CoreVersion.name(v)) }
         if let v = c.lmpSubversion { o["lmpSubversion"] = .int(Int64(v)) }
+        if let p = c.problem { o["problem"] = .string(p) }
         return .object(o)
     }
 
@@ -112,7 +113,7 @@ struct Status: AsyncParsableCommand {
         var lines: [String] = []
         if let c = s.controller {
             var text = c.name
-            if let a = c.address { text += ", address \(a)" } else { text += " (not answering: no facts yet)" }
+            if let a = c.address { text += ", address \(a)" } else { text += " (not answering: \(c.problem ?? "no answer yet"))" }
             if let id = c.manufacturer {
                 text += ", \(c.manufacturerName ?? "unknown") (company 0x\(String(format: "%04X", id)))"
             }

@@ -2,6 +2,7 @@ import ArgumentParser
 import ENProtocol
 import GaendClient
 import Foundation
+import TrialKit
 
 /// `gaenctl windows`: the ExposureWindows the framework would give an app for these sightings.
 struct WindowsCommand: AsyncParsableCommand {
@@ -38,7 +39,7 @@ struct WindowsCommand: AsyncParsableCommand {
             if let mapping {
                 let data: Data
                 do { data = try Data(contentsOf: URL(fileURLWithPath: mapping)) } catch {
-                    throw CommandFailure("\(mapping): cannot read: \(error.localizedDescription)")
+                    throw CommandFailure("\(mapping): cannot read: \(fileErrorReason(error))")
                 }
                 do { dataMapping = try DiagnosisKeysDataMapping(json: data) } catch { throw CommandFailure("\(mapping): \(error)") }
             }
@@ -72,12 +73,30 @@ extension WindowsCommand {
             for w in windows {
                 let day = Date(timeIntervalSince1970: Double(w.dateMillisSinceEpoch) / 1000).formatted(.iso8601.year().month().day())
                 let seconds = w.scanInstances.reduce(0) { $0 + Int($1.secondsSinceLastScan) }
-                print("\(day)  report type \(w.reportType)  infectiousness \(w.infectiousness)  calibration confidence \(w.calibrationConfidence)  "
-                      + "\(w.scanInstances.count) scans, \(seconds) s")
+                // The framework's constant names (the JSON keeps the numbers), and the confidence
+                // by the name status and the config use.
+                let report = ReportType(rawValue: Int(w.reportType)).map(Self.name) ?? "\(w.reportType)"
+                let infectiousness = Infectiousness(rawValue: Int(w.infectiousness)).map { "\($0)".uppercased() } ?? "\(w.infectiousness)"
+                print("\(day)  report type \(report)  infectiousness \(infectiousness)  calibration confidence \(Calibrate.name(w.calibrationConfidence))  "
+                      + "\(w.scanInstances.count) scans, \(seconds) s (\(Format.fixed(Double(seconds) / 60, 1) + " min"))")
                 for s in w.scanInstances {
                     print("    typical attenuation \(s.typicalAttenuationDb) dB, minimum \(s.minAttenuationDb) dB, \(s.secondsSinceLastScan) s since last scan")
                 }
             }
+        }
+    }
+}
+
+extension WindowsCommand {
+    /// ReportType as the framework's constants are spelled (CONFIRMED_TEST, SELF_REPORT, ...).
+    static func name(_ t: ReportType) -> String {
+        switch t {
+        case .unknown: "UNKNOWN"
+        case .confirmedTest: "CONFIRMED_TEST"
+        case .confirmedClinicalDiagnosis: "CONFIRMED_CLINICAL_DIAGNOSIS"
+        case .selfReport: "SELF_REPORT"
+        case .recursive: "RECURSIVE"
+        case .revoked: "REVOKED"
         }
     }
 }

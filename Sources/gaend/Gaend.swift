@@ -21,7 +21,8 @@ import UnixSignals
 struct Gaend: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "gaend",
-        abstract: "The GAEN node: advertises rotating RPIs, scans, stores sightings encrypted, serves D-Bus.")
+        abstract: "The GAEN node: advertises rotating RPIs, scans, stores sightings encrypted, serves D-Bus.",
+        version: GaendVersion.string)
 
     @Option(help: ArgumentHelp("YAML config file (gaend.conf(5)); without it /etc/gaend/gaend.conf if present, else built-in defaults.", valueName: "FILE"))
     var config: String?

@@ -104,7 +104,8 @@ struct ClockTests {
 
     @Test("clock sync: waived, the systemd-timesyncd flag file, and a reason when unsynchronised")
     func clockSync() throws {
-        #expect(LinuxClockSync(waived: true).status() == .waived)
+        #expect(LinuxClockSync(waived: true).status() == .waived(by: "configuration"))
+        #expect(LinuxClockSync(waived: true).status().description == "not checked (waived by configuration)")
         let flag = FileManager.default.temporaryDirectory.appendingPathComponent("gaend-sync-\(UUID().uuidString)")
         #expect(FileManager.default.createFile(atPath: flag.path, contents: nil))
         defer { try? FileManager.default.removeItem(at: flag) }
@@ -208,7 +209,7 @@ struct SettingsBridgeTests {
         #expect(try s.makeClock() is SystemClock)
         var fast = s
         fast.timeScale = 60
-        #expect(fast.makeClockSync().status() == .waived)
+        #expect(fast.makeClockSync().status() == .waived(by: "--time-scale 60"))
         fast.scanning.mode = .fixed
         fast.scanning.fixedPeriodSeconds = 60
         #expect(try NodeSchedule(settings: fast).scan.cadence == .fixedPeriod(60))

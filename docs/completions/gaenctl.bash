@@ -163,7 +163,7 @@ _gaenctl() {
     local -a unparsed_words=("${COMP_WORDS[@]:1:${COMP_CWORD}}")
 
     local -a repeating_flags=()
-    local -a non_repeating_flags=(-h --help)
+    local -a non_repeating_flags=(--version -h --help)
     local -a repeating_options=()
     local -a non_repeating_options=(--bus --name --timeout)
     __gaenctl_offer_flags_options 0
@@ -199,7 +199,7 @@ _gaenctl() {
 
 _gaenctl_derive() {
     repeating_flags=()
-    non_repeating_flags=(-h --help)
+    non_repeating_flags=(--version -h --help)
     repeating_options=()
     non_repeating_options=(--tek --interval --time --count --metadata)
     __gaenctl_offer_flags_options 0
@@ -226,7 +226,7 @@ _gaenctl_derive() {
 
 _gaenctl_keys() {
     repeating_flags=()
-    non_repeating_flags=(-h --help)
+    non_repeating_flags=(--version -h --help)
     repeating_options=()
     non_repeating_options=()
     __gaenctl_offer_flags_options 0
@@ -249,7 +249,7 @@ _gaenctl_keys() {
 
 _gaenctl_keys_inspect() {
     repeating_flags=()
-    non_repeating_flags=(--require-signature -h --help)
+    non_repeating_flags=(--require-signature --version -h --help)
     repeating_options=(--trust)
     non_repeating_options=()
     __gaenctl_offer_flags_options 1
@@ -264,7 +264,7 @@ _gaenctl_keys_inspect() {
 
 _gaenctl_keys_create() {
     repeating_flags=()
-    non_repeating_flags=(-h --help)
+    non_repeating_flags=(--version -h --help)
     repeating_options=()
     non_repeating_options=(--keys --signing-key --key-id --key-version --region -o)
     __gaenctl_offer_flags_options 0
@@ -294,7 +294,7 @@ _gaenctl_keys_create() {
 
 _gaenctl_keys_history() {
     repeating_flags=()
-    non_repeating_flags=(--json -h --help)
+    non_repeating_flags=(--json --version -h --help)
     repeating_options=()
     non_repeating_options=(--bus --name --timeout -o --signing-key --key-id --key-version --region)
     __gaenctl_offer_flags_options 0
@@ -330,7 +330,7 @@ _gaenctl_keys_history() {
 
 _gaenctl_keys_provide() {
     repeating_flags=()
-    non_repeating_flags=(--json -h --help)
+    non_repeating_flags=(--json --version -h --help)
     repeating_options=()
     non_repeating_options=(--bus --name --timeout --wait)
     __gaenctl_offer_flags_options -1
@@ -354,7 +354,7 @@ _gaenctl_keys_provide() {
 
 _gaenctl_keys_publish() {
     repeating_flags=()
-    non_repeating_flags=(-h --help)
+    non_repeating_flags=(--version -h --help)
     repeating_options=(--signing-key --key-id --key-version)
     non_repeating_options=(--inbox -o --country --region --now --embargo-hours --min-keys --hour-days --retention-days --max-keys-per-file --app-config)
     __gaenctl_offer_flags_options 0
@@ -408,7 +408,7 @@ _gaenctl_keys_publish() {
 
 _gaenctl_app() {
     repeating_flags=()
-    non_repeating_flags=(-h --help)
+    non_repeating_flags=(--version -h --help)
     repeating_options=()
     non_repeating_options=()
     __gaenctl_offer_flags_options 0
@@ -431,7 +431,7 @@ _gaenctl_app() {
 
 _gaenctl_app_sync() {
     repeating_flags=()
-    non_repeating_flags=(-h --help)
+    non_repeating_flags=(--version -h --help)
     repeating_options=(--trust)
     non_repeating_options=(--bus --name --timeout --server --country --region --state-dir --hook --max-provide-calls --run-timeout --file-timeout --max-package-bytes --attempts --backoff --max-clock-skew --match-wait --journal-socket)
     __gaenctl_offer_flags_options 0
@@ -497,7 +497,7 @@ _gaenctl_app_sync() {
 
 _gaenctl_app_submit() {
     repeating_flags=()
-    non_repeating_flags=(-h --help)
+    non_repeating_flags=(--version -h --help)
     repeating_options=()
     non_repeating_options=(--bus --name --timeout --server --user --password-file --consent --state-dir --upload-timeout)
     __gaenctl_offer_flags_options 0
@@ -536,7 +536,7 @@ _gaenctl_app_submit() {
 
 _gaenctl_app_status() {
     repeating_flags=()
-    non_repeating_flags=(--json -h --help)
+    non_repeating_flags=(--json --version -h --help)
     repeating_options=()
     non_repeating_options=(--state-dir --name)
     __gaenctl_offer_flags_options 0
@@ -554,7 +554,7 @@ _gaenctl_app_status() {
 
 _gaenctl_match() {
     repeating_flags=()
-    non_repeating_flags=(-h --help)
+    non_repeating_flags=(--version -h --help)
     repeating_options=(--keys --trust)
     non_repeating_options=(--sightings --workers)
     __gaenctl_offer_flags_options 0
@@ -578,7 +578,7 @@ _gaenctl_match() {
 
 _gaenctl_windows() {
     repeating_flags=()
-    non_repeating_flags=(--json -h --help)
+    non_repeating_flags=(--json --version -h --help)
     repeating_options=(--keys --trust)
     non_repeating_options=(--sightings --workers --mapping --bus --name --timeout)
     __gaenctl_offer_flags_options 0
@@ -614,7 +614,7 @@ _gaenctl_windows() {
 
 _gaenctl_radio() {
     repeating_flags=()
-    non_repeating_flags=(-h --help)
+    non_repeating_flags=(--version -h --help)
     repeating_options=()
     non_repeating_options=()
     __gaenctl_offer_flags_options 0
@@ -637,7 +637,7 @@ _gaenctl_radio() {
 
 _gaenctl_radio_probe() {
     repeating_flags=()
-    non_repeating_flags=(--verbose -h --help)
+    non_repeating_flags=(--verbose --version -h --help)
     repeating_options=()
     non_repeating_options=(--controller --command-timeout --capture --capture-max-mb)
     __gaenctl_offer_flags_options 0
@@ -661,7 +661,7 @@ _gaenctl_radio_probe() {
 
 _gaenctl_radio_advertise() {
     repeating_flags=()
-    non_repeating_flags=(--verbose -h --help)
+    non_repeating_flags=(--verbose --version -h --help)
     repeating_options=()
     non_repeating_options=(--controller --command-timeout --capture --capture-max-mb --tek --duration --watchdog-interval --tx-power --time-scale)
     __gaenctl_offer_flags_options 0
@@ -700,7 +700,7 @@ _gaenctl_radio_advertise() {
 
 _gaenctl_radio_scan() {
     repeating_flags=()
-    non_repeating_flags=(--verbose -h --help)
+    non_repeating_flags=(--verbose --version -h --help)
     repeating_options=()
     non_repeating_options=(--controller --command-timeout --capture --capture-max-mb --duration --watchdog-interval --scan-stall-seconds)
     __gaenctl_offer_flags_options 0
@@ -733,7 +733,7 @@ _gaenctl_radio_scan() {
 
 _gaenctl_status() {
     repeating_flags=()
-    non_repeating_flags=(--json -h --help)
+    non_repeating_flags=(--json --version -h --help)
     repeating_options=()
     non_repeating_options=(--bus --name --timeout --app-state)
     __gaenctl_offer_flags_options 0
@@ -826,7 +826,7 @@ _gaenctl_collect() {
 
 _gaenctl_start() {
     repeating_flags=()
-    non_repeating_flags=(-h --help)
+    non_repeating_flags=(--version -h --help)
     repeating_options=()
     non_repeating_options=(--bus --name --timeout)
     __gaenctl_offer_flags_options 0
@@ -847,7 +847,7 @@ _gaenctl_start() {
 
 _gaenctl_stop() {
     repeating_flags=()
-    non_repeating_flags=(-h --help)
+    non_repeating_flags=(--version -h --help)
     repeating_options=()
     non_repeating_options=(--bus --name --timeout)
     __gaenctl_offer_flags_options 0
@@ -868,7 +868,7 @@ _gaenctl_stop() {
 
 _gaenctl_sightings() {
     repeating_flags=()
-    non_repeating_flags=(-h --help)
+    non_repeating_flags=(--version -h --help)
     repeating_options=()
     non_repeating_options=()
     __gaenctl_offer_flags_options 0
@@ -891,7 +891,7 @@ _gaenctl_sightings() {
 
 _gaenctl_sightings_watch() {
     repeating_flags=()
-    non_repeating_flags=(--json --summary -h --help)
+    non_repeating_flags=(--json --summary --version -h --help)
     repeating_options=()
     non_repeating_options=(--bus --name --timeout --count --tx-power --forget-after)
     __gaenctl_offer_flags_options 0
@@ -921,7 +921,7 @@ _gaenctl_sightings_watch() {
 
 _gaenctl_sightings_export() {
     repeating_flags=()
-    non_repeating_flags=(-h --help)
+    non_repeating_flags=(--version -h --help)
     repeating_options=()
     non_repeating_options=(--bus --name --timeout --format -o --from --to --split --dir)
     __gaenctl_offer_flags_options 0
@@ -960,7 +960,7 @@ _gaenctl_sightings_export() {
 
 _gaenctl_mark() {
     repeating_flags=()
-    non_repeating_flags=(--json -h --help)
+    non_repeating_flags=(--json --version -h --help)
     repeating_options=()
     non_repeating_options=(--bus --name --timeout --label --distance --note --time)
     __gaenctl_offer_flags_options 0
@@ -993,7 +993,7 @@ _gaenctl_mark() {
 
 _gaenctl_markers() {
     repeating_flags=()
-    non_repeating_flags=(-h --help)
+    non_repeating_flags=(--version -h --help)
     repeating_options=()
     non_repeating_options=()
     __gaenctl_offer_flags_options 0
@@ -1016,7 +1016,7 @@ _gaenctl_markers() {
 
 _gaenctl_markers_export() {
     repeating_flags=()
-    non_repeating_flags=(-h --help)
+    non_repeating_flags=(--version -h --help)
     repeating_options=()
     non_repeating_options=(--bus --name --timeout -o --from --to --config --node --site)
     __gaenctl_offer_flags_options 0
@@ -1055,7 +1055,7 @@ _gaenctl_markers_export() {
 
 _gaenctl_risk() {
     repeating_flags=()
-    non_repeating_flags=(-h --help)
+    non_repeating_flags=(--version -h --help)
     repeating_options=()
     non_repeating_options=()
     __gaenctl_offer_flags_options 0
@@ -1078,7 +1078,7 @@ _gaenctl_risk() {
 
 _gaenctl_risk_cwa() {
     repeating_flags=()
-    non_repeating_flags=(--per-window -h --help)
+    non_repeating_flags=(--per-window --version -h --help)
     repeating_options=()
     non_repeating_options=(--parameters --app-version --windows --test-case --today)
     __gaenctl_offer_flags_options 0
@@ -1105,7 +1105,7 @@ _gaenctl_risk_cwa() {
 
 _gaenctl_risk_nhs() {
     repeating_flags=()
-    non_repeating_flags=(--per-window -h --help)
+    non_repeating_flags=(--per-window --version -h --help)
     repeating_options=()
     non_repeating_options=(--configuration --windows --test-case --method)
     __gaenctl_offer_flags_options 0
@@ -1129,7 +1129,7 @@ _gaenctl_risk_nhs() {
 
 _gaenctl_risk_gaen-v1() {
     repeating_flags=()
-    non_repeating_flags=(--per-window -h --help)
+    non_repeating_flags=(--per-window --version -h --help)
     repeating_options=()
     non_repeating_options=(--configuration --windows --test-case --today)
     __gaenctl_offer_flags_options 0
@@ -1153,7 +1153,7 @@ _gaenctl_risk_gaen-v1() {
 
 _gaenctl_risk_cwa-v1() {
     repeating_flags=()
-    non_repeating_flags=(--per-window -h --help)
+    non_repeating_flags=(--per-window --version -h --help)
     repeating_options=()
     non_repeating_options=(--configuration --windows --test-case --today)
     __gaenctl_offer_flags_options 0
@@ -1177,7 +1177,7 @@ _gaenctl_risk_cwa-v1() {
 
 _gaenctl_risk_swisscovid() {
     repeating_flags=()
-    non_repeating_flags=(--per-window -h --help)
+    non_repeating_flags=(--per-window --version -h --help)
     repeating_options=()
     non_repeating_options=(--configuration --windows --test-case)
     __gaenctl_offer_flags_options 0
@@ -1198,7 +1198,7 @@ _gaenctl_risk_swisscovid() {
 
 _gaenctl_risk_immuni() {
     repeating_flags=()
-    non_repeating_flags=(--per-window -h --help)
+    non_repeating_flags=(--per-window --version -h --help)
     repeating_options=()
     non_repeating_options=(--configuration --windows --test-case --today)
     __gaenctl_offer_flags_options 0
@@ -1222,7 +1222,7 @@ _gaenctl_risk_immuni() {
 
 _gaenctl_summaries() {
     repeating_flags=()
-    non_repeating_flags=(--json -h --help)
+    non_repeating_flags=(--json --version -h --help)
     repeating_options=()
     non_repeating_options=(--windows --bus --name --timeout --config --today)
     __gaenctl_offer_flags_options 0
@@ -1252,7 +1252,7 @@ _gaenctl_summaries() {
 
 _gaenctl_trial() {
     repeating_flags=()
-    non_repeating_flags=(-h --help)
+    non_repeating_flags=(--version -h --help)
     repeating_options=()
     non_repeating_options=()
     __gaenctl_offer_flags_options 0
@@ -1275,7 +1275,7 @@ _gaenctl_trial() {
 
 _gaenctl_trial_report() {
     repeating_flags=()
-    non_repeating_flags=(-h --help)
+    non_repeating_flags=(--version -h --help)
     repeating_options=(--sightings --keys --markers --attenuations)
     non_repeating_options=(-o --output --site --close-contact --thresholds --split --attenuation-format)
     __gaenctl_offer_flags_options 0
@@ -1317,7 +1317,7 @@ _gaenctl_trial_report() {
 
 _gaenctl_trial_import() {
     repeating_flags=()
-    non_repeating_flags=(-h --help)
+    non_repeating_flags=(--version -h --help)
     repeating_options=()
     non_repeating_options=()
     __gaenctl_offer_flags_options 0
@@ -1340,7 +1340,7 @@ _gaenctl_trial_import() {
 
 _gaenctl_trial_import_dp3t() {
     repeating_flags=()
-    non_repeating_flags=(-h --help)
+    non_repeating_flags=(--version -h --help)
     repeating_options=(--calibration)
     non_repeating_options=(--calibration-date --timezone -o --output)
     __gaenctl_offer_flags_options -1
@@ -1364,7 +1364,7 @@ _gaenctl_trial_import_dp3t() {
 
 _gaenctl_trial_import_leith() {
     repeating_flags=()
-    non_repeating_flags=(-h --help)
+    non_repeating_flags=(--version -h --help)
     repeating_options=()
     non_repeating_options=(--at --transmission-risk-level --ranges -o --output)
     __gaenctl_offer_flags_options 1
@@ -1388,7 +1388,7 @@ _gaenctl_trial_import_leith() {
 
 _gaenctl_trial_import_histogram() {
     repeating_flags=()
-    non_repeating_flags=(-h --help)
+    non_repeating_flags=(--version -h --help)
     repeating_options=()
     non_repeating_options=(--at --transmission-risk-level -o --output)
     __gaenctl_offer_flags_options -1
@@ -1409,7 +1409,7 @@ _gaenctl_trial_import_histogram() {
 
 _gaenctl_trial_import_rssi() {
     repeating_flags=()
-    non_repeating_flags=(-h --help)
+    non_repeating_flags=(--version -h --help)
     repeating_options=()
     non_repeating_options=(--tx-power --distance-column --rssi-column --time-column --receiver-column --transmitter-column --timezone --distance-scale --receiver --transmitter -o --output)
     __gaenctl_offer_flags_options -1
@@ -1454,7 +1454,7 @@ _gaenctl_trial_import_rssi() {
 
 _gaenctl_trial_replay() {
     repeating_flags=()
-    non_repeating_flags=(--per-contact --json -h --help)
+    non_repeating_flags=(--per-contact --json --version -h --help)
     repeating_options=(--rule)
     non_repeating_options=(--contacts --close-contact)
     __gaenctl_offer_flags_options 0
@@ -1483,7 +1483,7 @@ _gaenctl_trial_verify() {
 
 _gaenctl_simulate() {
     repeating_flags=()
-    non_repeating_flags=(--random-keys --report -h --help)
+    non_repeating_flags=(--random-keys --report --version -h --help)
     repeating_options=()
     non_repeating_options=(--scenario -o --output --seed --split --format)
     __gaenctl_offer_flags_options 0
@@ -1510,7 +1510,7 @@ _gaenctl_simulate() {
 
 _gaenctl_calibrate() {
     repeating_flags=()
-    non_repeating_flags=(--live --any-device --apply --non-interactive --dry-run -h --help)
+    non_repeating_flags=(--live --any-device --apply --non-interactive --dry-run --version -h --help)
     repeating_options=()
     non_repeating_options=(--bus --name --timeout --sightings --markers --reference-keys --expected-rssi --reference-attenuation --reference-tx-power --orientations --min-samples --seconds-per-orientation --tx-power --calibration-confidence --config)
     __gaenctl_offer_flags_options 0
@@ -1566,7 +1566,11 @@ _gaenctl_calibrate() {
 }
 
 _gaenctl_help() {
-    :
+    repeating_flags=()
+    non_repeating_flags=(--version)
+    repeating_options=()
+    non_repeating_options=()
+    __gaenctl_offer_flags_options -1
 }
 
 complete -o filenames -F _gaenctl gaenctl

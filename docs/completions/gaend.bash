@@ -163,7 +163,7 @@ _gaend() {
     local -a unparsed_words=("${COMP_WORDS[@]:1:${COMP_CWORD}}")
 
     local -a repeating_flags=()
-    local -a non_repeating_flags=(--check-controller --trial --ignore-clock-sync -h --help)
+    local -a non_repeating_flags=(--check-controller --trial --ignore-clock-sync --version -h --help)
     local -a repeating_options=(--trust)
     local -a non_repeating_options=(--config --controller --state-dir --store-key-file --bus --bus-name --time-scale --capture --log-level)
     __gaend_offer_flags_options 0
@@ -219,7 +219,11 @@ _gaend() {
 }
 
 _gaend_help() {
-    :
+    repeating_flags=()
+    non_repeating_flags=(--version)
+    repeating_options=()
+    non_repeating_options=()
+    __gaend_offer_flags_options -1
 }
 
 complete -o filenames -F _gaend gaend

@@ -20,10 +20,10 @@ function __gaend_parse_tokens -S
     set -l unparsed_tokens (__gaend_tokens -pc)
     switch $unparsed_tokens[1]
     case 'gaend'
-        __gaend_parse_subcommand 0 'config=' 'check-controller' 'controller=' 'state-dir=' 'store-key-file=' 'bus=' 'bus-name=' 'trust=+' 'trial' 'time-scale=' 'ignore-clock-sync' 'capture=' 'log-level=' 'h/help'
+        __gaend_parse_subcommand 0 'config=' 'check-controller' 'controller=' 'state-dir=' 'store-key-file=' 'bus=' 'bus-name=' 'trust=+' 'trial' 'time-scale=' 'ignore-clock-sync' 'capture=' 'log-level=' 'version' 'h/help'
         switch $unparsed_tokens[1]
         case 'help'
-            __gaend_parse_subcommand -r 1 
+            __gaend_parse_subcommand -r 1 'version'
         end
     end
 end
@@ -90,5 +90,7 @@ complete -c 'gaend' -n '__gaend_should_offer_completions_for_flags_or_options "g
 complete -c 'gaend' -n '__gaend_should_offer_completions_for_flags_or_options "gaend" ignore-clock-sync' -l 'ignore-clock-sync' -d 'Advertise and scan without a synchronised system clock.'
 complete -c 'gaend' -n '__gaend_should_offer_completions_for_flags_or_options "gaend" capture' -l 'capture' -d 'Write every HCI packet, both directions, to FILE as btsnoop (btmon -r, Wireshark); rotated to FILE.1 at 16 MiB.' -rfka ''
 complete -c 'gaend' -n '__gaend_should_offer_completions_for_flags_or_options "gaend" log-level' -l 'log-level' -d 'Log level: trace, debug, info, notice, warning, error, critical.' -rfka ''
+complete -c 'gaend' -n '__gaend_should_offer_completions_for_flags_or_options "gaend" version' -l 'version' -d 'Show the version.'
 complete -c 'gaend' -n '__gaend_should_offer_completions_for_flags_or_options "gaend" h help' -s 'h' -l 'help' -d 'Show help information.'
 complete -c 'gaend' -n '__gaend_should_offer_completions_for_positional "gaend" -eq 1' -fa 'help' -d 'Show subcommand help information.'
+complete -c 'gaend' -n '__gaend_should_offer_completions_for_flags_or_options "gaend help" version' -l 'version' -d 'Show the version.'

@@ -471,8 +471,15 @@ def test_missing_controller_is_a_status_and_retried(radio, nodes, tmp_path):
     n = nodes("n", f"tcp:{host}:{port}")
     n.start()
     assert "controller-missing" in n.status()["status"]
+    # Status says why, as the journal does: the bring-up's own error, not a placeholder.
+    text = n.ctl("status", check=True).stdout
+    line = next(l for l in text.splitlines() if l.startswith("controller:"))
+    assert f"tcp:{host}:{port}" in line and "not answering: " in line and "no answer yet" not in line, text
+    assert "refused" in line.lower(), line
     assert wait_for(lambda: "active" in n.status()["status"], 20, 0.5), n.status()
     n.wait_scans(1, timeout=30)
+    line = next(l for l in n.ctl("status", check=True).stdout.splitlines() if l.startswith("controller:"))
+    assert "address" in line and "not answering" not in line, line
 
 
 @pytest.mark.skipif(os.geteuid() != 0, reason="needs root to mount a small tmpfs")

@@ -13,7 +13,8 @@ from pathlib import Path
 import pytest
 
 REPO = Path(__file__).resolve().parents[2]
-RELEASE = REPO / ".build/release"
+# The release build under test (scripts/test.sh builds it into .build-release).
+RELEASE = Path(os.environ.get("GAEND_RELEASE_DIR", REPO / ".build/release"))
 
 
 @pytest.fixture(scope="module")

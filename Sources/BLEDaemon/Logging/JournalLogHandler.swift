@@ -71,14 +71,14 @@ public struct JournalLogHandler: LogHandler {
         return text.replacing(scalar: "\n", with: "\\n") + "\n"
     }
 
-    public func log(level: Logger.Level, message: Logger.Message, metadata explicit: Logger.Metadata?, source: String,
-                    file: String, function: String, line: UInt) {
+    public func log(event: LogEvent) {
         var all = metadata
         if let provided = metadataProvider?.get() { all.merge(provided) { _, new in new } }
-        if let explicit { all.merge(explicit) { _, new in new } }
+        if let explicit = event.metadata { all.merge(explicit) { _, new in new } }
+        let level = event.level, message = event.message
         if let socket {
             let entry = Self.entry(level: level, label: label, identifier: identifier, message: message, metadata: all,
-                                   file: file, function: function, line: line)
+                                   file: event.file, function: event.function, line: event.line)
             if socket.send(entry) { return }
         }
         let text = Self.line(level: level, label: label, message: message, metadata: all)

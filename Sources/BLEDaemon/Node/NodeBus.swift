@@ -23,7 +23,7 @@ public final class NodeBus: NodeObserver, Sendable {
     let slots: CallerSlots
     /// Transfers on callers' descriptors in flight (ended at shutdown by the research service).
     public let transfers = CallerTransfers()
-    static let version = "0.1.0"
+    static let version = GaendVersion.string
 
     public init(service: BusService, node: GaenNode, trust: KeyExportTrustSet, logger: Logger) {
         self.service = service
@@ -154,7 +154,7 @@ public final class NodeBus: NodeObserver, Sendable {
 
     /// The Controller property: the configured name, and the facts of its bring-up once there.
     static func controller(_ s: NodeStatusSnapshot) -> GaendController {
-        guard let info = s.radio.controllerInfo else { return GaendController(name: s.controller) }
+        guard let info = s.radio.controllerInfo else { return GaendController(name: s.controller, problem: s.radio.controllerProblem) }
         let v = info.version
         return GaendController(name: s.controller, address: info.address.description, manufacturer: v.companyIdentifier,
                                manufacturerName: CompanyIdentifier.name(v.companyIdentifier),

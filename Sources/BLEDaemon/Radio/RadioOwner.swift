@@ -51,6 +51,9 @@ public actor RadioOwner {
         /// What the connected controller reported at bring-up (version, manufacturer, public
         /// address); nil while there is no session.
         public var controllerInfo: ControllerInfo?
+        /// Why there is no working session: the last bring-up failure or loss; nil once the
+        /// controller answers.
+        public var controllerProblem: String?
         public var advertisingWanted = false
         /// The controller confirmed advertising enabled with the wanted beacon.
         public var advertisingOnAir = false
@@ -190,6 +193,7 @@ public actor RadioOwner {
                     logger.error("controller not available; retrying", metadata: ["controller": "\(connector.description)", "error": "\(error)"])
                     reported = true
                 }
+                status.controllerProblem = "\(error)"
                 setController(.missing)
                 await notify()
                 try? await Task.sleep(for: retry)
@@ -219,6 +223,7 @@ public actor RadioOwner {
         session = s
         sessionDropsAtAttach = await s.reportsDropped
         status.controllerInfo = await s.controllerInfo
+        status.controllerProblem = nil
         setController(.active)
         forgetControllerState()
         let reports = s.advertisingReports
@@ -277,6 +282,7 @@ public actor RadioOwner {
             await lock()
             forgetControllerState()
             unlock()
+            status.controllerProblem = nil
             setController(.active)
             await reconcileOrRetry()
         case .transportLost, .hardwareError, .reconnecting, .reconnectFailed:
@@ -286,6 +292,7 @@ public actor RadioOwner {
             setController(.error)
         case .gaveUp(let reason):
             logger.error("controller lost", metadata: ["reason": "\(reason)"])
+            status.controllerProblem = "lost: \(reason)"
             forgetControllerState()
         default: return
         }

@@ -42,7 +42,9 @@ extension GaendSettings {
     /// The clock-sync check; `clock.requireSync: false` (`--ignore-clock-sync`) waives it. A
     /// scaled clock is never the system time, so it waives the check too.
     public func makeClockSync() -> any ClockSyncSource {
-        LinuxClockSync(waived: !clock.requireSync || timeScale != 1, timedated: TimedatedClockSync())
+        let by = timeScale != 1 ? "--time-scale \(CFormat.string("%g", timeScale))"
+            : "configuration: clock.require_sync false or --ignore-clock-sync"
+        return LinuxClockSync(waived: !clock.requireSync || timeScale != 1, waivedBy: by, timedated: TimedatedClockSync())
     }
 }
 

@@ -15,8 +15,9 @@ public enum ClockSyncStatus: Equatable, Sendable, CustomStringConvertible {
     case synchronized(source: String)
     /// Nothing says the clock is synchronised.
     case unsynchronized(reason: String)
-    /// The configuration waives the check (`--ignore-clock-sync`, a trial without network).
-    case waived
+    /// The check is waived (`--ignore-clock-sync`, a trial without network, or a scaled clock,
+    /// which is never the system time); `by` says which, as the user would recognise it.
+    case waived(by: String)
 
     public var isUsable: Bool {
         switch self {
@@ -29,7 +30,7 @@ public enum ClockSyncStatus: Equatable, Sendable, CustomStringConvertible {
         switch self {
         case .synchronized(let s): return "synchronized (\(s))"
         case .unsynchronized(let r): return "unsynchronized: \(r)"
-        case .waived: return "not checked (waived by configuration)"
+        case .waived(let by): return "not checked (waived by \(by))"
         }
     }
 }
@@ -56,15 +57,18 @@ extension ClockSyncSource {
 /// 3. the flag file systemd-timesyncd touches once it has synchronised.
 public struct LinuxClockSync: ClockSyncSource {
     public var waived: Bool
+    /// What waived the check, for status and the journal.
+    public var waivedBy: String
     public var timesyncFlagPath: String
     /// Asked only when adjtimex() is refused; nil: not asked.
     public var timedated: TimedatedClockSync?
     /// The kernel reading (1 synchronised, 0 not, -errno): injectable for tests.
     var kernelState: @Sendable () -> Int32
 
-    public init(waived: Bool = false, timesyncFlagPath: String = "/run/systemd/timesync/synchronized",
+    public init(waived: Bool = false, waivedBy: String = "configuration", timesyncFlagPath: String = "/run/systemd/timesync/synchronized",
                 timedated: TimedatedClockSync? = nil) {
         self.waived = waived
+        self.waivedBy = waivedBy
         self.timesyncFlagPath = timesyncFlagPath
         self.timedated = timedated
         kernelState = { gaend_clock_kernel_synchronized() }
@@ -72,6 +76,7 @@ public struct LinuxClockSync: ClockSyncSource {
 
     init(kernelState: @escaping @Sendable () -> Int32, timedated: TimedatedClockSync?, timesyncFlagPath: String) {
         waived = false
+        waivedBy = "configuration"
         self.timesyncFlagPath = timesyncFlagPath
         self.timedated = timedated
         self.kernelState = kernelState
@@ -86,7 +91,7 @@ public struct LinuxClockSync: ClockSyncSource {
     }
 
     public func status() -> ClockSyncStatus {
-        if waived { return .waived }
+        if waived { return .waived(by: waivedBy) }
         let kernel = kernelState()
         if kernel == 1 { return .synchronized(source: "kernel NTP state") }
         var reasons = [kernel == 0 ? "the kernel reports the clock unsynchronized (STA_UNSYNC)" : "adjtimex() failed with errno \(-kernel)"]
