@@ -114,6 +114,8 @@ struct GaendMethodsTests {
         p.reportsIgnored = 5; p.reportsDropped = 0; p.controller = GaendController(name: "hci0", address: "00:1A:7D:DA:71:13", manufacturer: 2)
         p.advertisingAddress = "5A:01:02:03:04:05"; p.currentRPI = Data(repeating: 9, count: 16)
         p.txPower = -30; p.rssiCorrection = 5; p.calibrationConfidence = 2; p.node = "board-3"; p.site = "bus 7"; p.matching = false
+        p.rotationCount = 8; p.failedRotations = 1; p.secondsOnAir = 3_600; p.secondsOffAir = 12; p.watchdogFeeds = 240
+        p.matchingRuns = 2; p.matchingTime = 830; p.keyFiles = 3; p.exposureWindows = 4; p.storeBytes = 1 << 20
         let table = GaendInterfaces.exposureNotification.properties
         #expect(table.map(\.name) == GaendExposureProperties.names)
         #expect(Set(p.values.keys) == Set(table.map(\.name)))

@@ -757,7 +757,7 @@ _gaenctl_status() {
 
 _gaenctl_metrics() {
     repeating_flags=()
-    non_repeating_flags=(-h --help)
+    non_repeating_flags=(--version -h --help)
     repeating_options=()
     non_repeating_options=(--bus --name --timeout --output -o --app-state)
     __gaenctl_offer_flags_options 0
@@ -784,7 +784,7 @@ _gaenctl_metrics() {
 
 _gaenctl_collect() {
     repeating_flags=()
-    non_repeating_flags=(-h --help)
+    non_repeating_flags=(--version -h --help)
     repeating_options=(--resend)
     non_repeating_options=(--bus --name --timeout --server --user --password-file --spool --days --limit-rate)
     __gaenctl_offer_flags_options 0
@@ -1475,7 +1475,7 @@ _gaenctl_trial_replay() {
 
 _gaenctl_trial_verify() {
     repeating_flags=()
-    non_repeating_flags=(--strict --json -h --help)
+    non_repeating_flags=(--strict --json --version -h --help)
     repeating_options=()
     non_repeating_options=()
     __gaenctl_offer_flags_options 1
