@@ -5,8 +5,8 @@
 #
 # Everything a run writes outside .build stays in its own folder (GAEND_TEST_RUN_DIR, default a
 # new one under $TMPDIR), so two runs on one machine never share a file. The release build runs
-# beside the unit and end-to-end tests, which spend most of their time waiting on the virtual
-# radio's scaled clock.
+# beside the end-to-end tests, which spend most of their time waiting on the virtual radio's
+# scaled clock.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 ./scripts/setup.sh
@@ -26,8 +26,8 @@ phase() { # phase NAME COMMAND...: runs it, records its time, a failure fails th
 pytest=(python3 -m pytest -q -rs -p no:cacheprovider)
 
 # The board: the release build (static Swift runtime) as `make` builds it, the daemon's
-# Foundation-free link, its install layout and toolchain-free binaries. It runs beside the unit
-# and end-to-end tests (a build does not mind their waiting; they bear its load); Debian's
+# Foundation-free link, its install layout and toolchain-free binaries. It runs beside the
+# end-to-end tests (a build does not mind their waiting; they bear its load); Debian's
 # kernel under qemu (tests/testbed) runs after them, alone, since an emulated guest slows down
 # many times over on a busy machine.
 export SCRATCH=.build-release GAEND_RELEASE_DIR=$PWD/.build-release/release
@@ -55,10 +55,10 @@ phase alert-rules "${pytest[@]}" tests/fleet
 phase debug-build swift build --build-tests
 bin="$(swift build --show-bin-path)"
 
+# The unit tests run in parallel on every core; the release build starts after them.
+phase unit swift test --skip-build
 release >"$run_dir/release.log" 2>&1 &
 release_pid=$!
-
-phase unit swift test --skip-build
 # Every fuzz target replays its committed corpus (seeds and past findings) as a regression test.
 fuzz_replays() {
     local s=0

@@ -8,6 +8,7 @@ import os
 import shutil
 import socket
 import subprocess
+import tempfile
 import time
 import urllib.error
 import urllib.request
@@ -27,9 +28,25 @@ def free_port() -> int:
         return s.getsockname()[1]
 
 
+_MONOTONIC_TIMERS: Path | None = None
+
+
+def monotonic_timers() -> Path:
+    """faketime/monotonic_timers.c, built once per test run: preloaded before libfaketime so that
+    monotonic timers stay real (libfaketime alone moves every absolute timerfd deadline by its
+    offset, and Swift's sleeps then wait far too long or never wake)."""
+    global _MONOTONIC_TIMERS
+    if _MONOTONIC_TIMERS is None:
+        out = Path(tempfile.mkdtemp(prefix="gaend-faketime-")) / "monotonic_timers.so"
+        subprocess.run(["cc", "-O1", "-shared", "-fPIC", "-o", str(out),
+                        str(Path(__file__).parent / "faketime" / "monotonic_timers.c"), "-ldl"], check=True)
+        _MONOTONIC_TIMERS = out
+    return _MONOTONIC_TIMERS
+
+
 def faketime_env(offset_file: Path) -> dict:
     """An environment whose wall clock is offset by the seconds in `offset_file` (libfaketime)."""
-    return {**os.environ, "LD_PRELOAD": str(FAKETIME), "FAKETIME_TIMESTAMP_FILE": str(offset_file),
+    return {**os.environ, "LD_PRELOAD": f"{monotonic_timers()} {FAKETIME}", "FAKETIME_TIMESTAMP_FILE": str(offset_file),
             "FAKETIME_NO_CACHE": "1", "FAKETIME_DONT_FAKE_MONOTONIC": "1"}
 
 
