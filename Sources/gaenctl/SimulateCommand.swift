@@ -65,11 +65,19 @@ struct Simulate: ParsableCommand {
             try result.write(to: url, daily: split == "daily", jsonLines: format == "jsonl")
             print("simulated \(sim.scenario.nodes.count) nodes for \(Format.fixed(sim.scenario.durationSeconds / 3600, 2)) h (seed \(result.seed)): "
                   + "\(result.scans) scans, \(result.sightings) sightings, \(result.markers.count) markers in \(output) "
-                  + "[\(clock.now - began)]")
+                  + "in \(Format.fixed((clock.now - began).secondsValue, 1)) s")
             if report {
                 let r = try TrialInputs.reportSimulation(url)
                 print(TrialReportCommand.summary(r, output: url.appendingPathComponent("report").path))
             }
         }
+    }
+}
+
+extension Duration {
+    /// The duration in seconds, for a line a person reads (Duration prints itself as "[0.39 seconds]").
+    var secondsValue: Double {
+        let (s, atto) = components
+        return Double(s) + Double(atto) * 1e-18
     }
 }
