@@ -200,22 +200,12 @@ struct AppSync: AsyncParsableCommand {
             guard fd >= 0 else { throw CommandFailure("\(path): cannot open: \(String(cString: strerror(errno)))") }
             fds.append(DBusUnixFD(owning: fd))
         }
-        let token = "gaenctl-app-\(getpid())-\(UInt64(Date().timeIntervalSince1970 * 1000))"
+        // Unguessable, as `keys provide`'s: another connection cannot forge this call's result.
+        var random = SecureRandom()
+        let token = "gaenctl-app-" + (try random.bytes(16)).hexString
         let updates = try await client.exposureStateUpdates()
         _ = try await client.provideDiagnosisKeys(files: fds, token: token)
-        let result: GaendExposureStateUpdate? = await withTaskGroup(of: GaendExposureStateUpdate?.self) { group in
-            group.addTask {
-                for await u in updates where u.token == token { return u }
-                return nil
-            }
-            group.addTask {
-                try? await Task.sleep(for: .milliseconds(Int64(wait * 1000)))
-                return nil
-            }
-            let first = await group.next() ?? nil
-            group.cancelAll()
-            return first
-        }
+        let result = await firstStateUpdate(updates, token: token, within: wait)
         // Accepted is what counts for "provided": gaend keeps the files; a slow match only delays the windows.
         if let result, !result.error.isEmpty { printError("gaenctl app sync: matching failed: \(result.error)") }
         if let result, result.error.isEmpty {

@@ -193,19 +193,7 @@ struct KeysProvide: AsyncParsableCommand {
             do { count = try await client.provideDiagnosisKeys(files: fds, token: token) } catch where !keyLists.isEmpty && "\(error)".contains("UntrustedKeyFile") {
                 throw CommandFailure("\(error) (\(keyLists.joined(separator: ", ")): a JSON key list carries no signature, and this gaend requires one; give the signed export, e.g. from gaenctl keys history -o or keys create --signing-key)")
             }
-            let result: GaendExposureStateUpdate? = await withTaskGroup(of: GaendExposureStateUpdate?.self) { group in
-                group.addTask {
-                    for await u in updates where u.token == token { return u }
-                    return nil
-                }
-                group.addTask {
-                    try? await Task.sleep(for: .milliseconds(Int64(wait * 1000)))
-                    return nil
-                }
-                let first = await group.next() ?? nil
-                group.cancelAll()
-                return first
-            }
+            let result = await firstStateUpdate(updates, token: token, within: wait)
             guard let result else { throw CommandFailure("\(count) keys accepted, but no matching result within \(wait) s") }
             guard result.error.isEmpty else { throw CommandFailure("\(count) keys accepted; matching failed: \(result.error)") }
             if json {
@@ -215,5 +203,23 @@ struct KeysProvide: AsyncParsableCommand {
                 print("\(count) keys accepted; \(result.matchedKeys) matched; \(result.windows) exposure windows")
             }
         }
+    }
+}
+
+/// The ExposureStateUpdated signal of one ProvideDiagnosisKeys call (its token), or nil after
+/// `seconds`: `keys provide` and `app sync` wait for it the same way.
+func firstStateUpdate(_ updates: AsyncStream<GaendExposureStateUpdate>, token: String, within seconds: Double) async -> GaendExposureStateUpdate? {
+    await withTaskGroup(of: GaendExposureStateUpdate?.self) { group in
+        group.addTask {
+            for await u in updates where u.token == token { return u }
+            return nil
+        }
+        group.addTask {
+            try? await Task.sleep(for: .milliseconds(Int64(seconds * 1000)))
+            return nil
+        }
+        let first = await group.next() ?? nil
+        group.cancelAll()
+        return first
     }
 }
