@@ -6,7 +6,7 @@ import PackageDescription
 // The modules gaend links import FoundationEssentials only (issue 12: full Foundation brings
 // CoreFoundation, ICU and FoundationInternationalization, ~1.5 MiB of the idle daemon's pages).
 // With member import visibility a Foundation-only member (String(format:), trimmingCharacters...)
-// is a compile error in them even when a dependency imports Foundation (tests/install checks the
+// is a compile error in them even when a dependency imports Foundation (Tests/install checks the
 // linked binary).
 let daemonModule: [SwiftSetting] = [.enableUpcomingFeature("MemberImportVisibility")]
 

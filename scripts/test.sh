@@ -28,7 +28,7 @@ pytest=(python3 -m pytest -q -rs -p no:cacheprovider)
 # The board: the release build (static Swift runtime) as `make` builds it, the daemon's
 # Foundation-free link, its install layout and toolchain-free binaries. It runs beside the
 # end-to-end tests (a build does not mind their waiting; they bear its load); Debian's
-# kernel under qemu (tests/testbed) runs after them, alone, since an emulated guest slows down
+# kernel under qemu (Tests/testbed) runs after them, alone, since an emulated guest slows down
 # many times over on a busy machine.
 export SCRATCH=.build-release GAEND_RELEASE_DIR=$PWD/.build-release/release
 release() {
@@ -41,7 +41,7 @@ release() {
     echo "release build: $((SECONDS - start)) s"
     local s=0
     ./scripts/check-gaend-foundation.sh "$GAEND_RELEASE_DIR" || s=1
-    "${pytest[@]}" tests/install || s=1
+    "${pytest[@]}" Tests/install || s=1
     return $s
 }
 
@@ -51,7 +51,7 @@ release() {
 phase arm64-crypto ./scripts/test-arm64-crypto.sh
 phase virtual-radio "${pytest[@]}" tools/virtual-radio/tests
 # The shipped Prometheus alert rules against their promtool tests (docs/fleet.md).
-phase alert-rules "${pytest[@]}" tests/fleet
+phase alert-rules "${pytest[@]}" Tests/fleet
 phase debug-build swift build --build-tests
 bin="$(swift build --show-bin-path)"
 
@@ -69,7 +69,7 @@ fuzz_replays() {
     return $s
 }
 phase fuzz-replays fuzz_replays
-phase e2e env GAEND_BIN_DIR="$bin" "${pytest[@]}" tests/e2e
+phase e2e env GAEND_BIN_DIR="$bin" "${pytest[@]}" Tests/e2e
 # The committed man pages and completions are what the binaries' help gives.
 phase gen-docs ./scripts/gen-docs.sh --check "$bin"
 
@@ -82,7 +82,7 @@ testbed() {
     # build folder's release: point it at this run's release build.
     [ -e .build/release ] || ln -s ../.build-release/release .build/release
     # Guest logs, captures and timings in this run's folder; Debian's kernel is cached per machine.
-    GAEND_TESTBED_OUT="$run_dir/testbed" GAEND_BIN_DIR="$bin" "${pytest[@]}" tests/testbed || return 1
+    GAEND_TESTBED_OUT="$run_dir/testbed" GAEND_BIN_DIR="$bin" "${pytest[@]}" Tests/testbed || return 1
 }
 [ -x "$GAEND_RELEASE_DIR/gaend" ] && phase testbed testbed
 [ -f "$run_dir/testbed/timings.json" ] && echo "test bed scenario seconds: $(cat "$run_dir/testbed/timings.json") (logs: $run_dir/testbed)"

@@ -25,7 +25,7 @@ from pathlib import Path
 
 REPO = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(REPO / "tools" / "virtual-radio" / "tests"))
-sys.path.insert(0, str(REPO / "tests" / "e2e"))
+sys.path.insert(0, str(REPO / "Tests" / "e2e"))
 
 from helpers import Radio  # noqa: E402
 from test_node_e2e import Node  # noqa: E402
