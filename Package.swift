@@ -155,6 +155,7 @@ let package = Package(
             name: "gaenctl",
             dependencies: [
                 "ENProtocol", "RiskEngines", "BLEDaemon", "HCIProtocol", "GaendClient", "GaendAPI", "TrialKit", "KeyDistribution", "GaenApp",
+                "PlatformSupport",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
                 // `collect` uploads a board's closed days over HTTP.
                 "CCurl",

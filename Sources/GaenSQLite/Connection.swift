@@ -85,6 +85,12 @@ public final class Connection {
         guard rc == SQLITE_OK else { throw SQLiteError(connection: handle, code: rc) }
     }
 
+    /// Frees the connection's unused cached pages (SQLite's `sqlite3_db_release_memory`):
+    /// the next statement reads them again from the file (or the OS page cache).
+    public func releaseMemory() {
+        if let handle { _ = sqlite3_db_release_memory(handle) }
+    }
+
     /// `wal_checkpoint(TRUNCATE)` with no busy wait (the timeout is set back to
     /// `restoringBusyTimeout` after): true when every frame was copied and the log truncated,
     /// false when a reader or writer held frames back (SQLITE_BUSY).

@@ -211,22 +211,15 @@ struct Gaend: AsyncParsableCommand {
     /// A small text file (a PEM key), with the system's reason when it cannot be read
     /// ("cannot read: No such file or directory"), not Foundation's error domain dump.
     static func readSmallText(_ path: String) throws -> String {
-        let fd = open(path, O_RDONLY | O_CLOEXEC)
-        guard fd >= 0 else { throw ReadFailure(description: "cannot read: \(String(cString: strerror(errno)))") }
-        defer { close(fd) }
-        var out = [UInt8]()
-        var buffer = [UInt8](repeating: 0, count: 4096)
-        while true {
-            let n = buffer.withUnsafeMutableBytes { read(fd, $0.baseAddress, $0.count) }
-            if n < 0 {
-                if errno == EINTR { continue }
-                throw ReadFailure(description: "cannot read: \(String(cString: strerror(errno)))")
+        let bytes: [UInt8]
+        do { bytes = try SmallFile.read(path, limit: 1 << 16) } catch {
+            switch error {
+            case .cannotOpen(let reason), .cannotRead(let reason): throw ReadFailure(description: "cannot read: \(reason)")
+            case .notARegularFile: throw ReadFailure(description: "\(error)")
+            case .tooLarge: throw ReadFailure(description: "larger than 64 KiB: not a PEM public key")
             }
-            if n == 0 { break }
-            out += buffer[0..<n]
-            guard out.count <= 1 << 16 else { throw ReadFailure(description: "larger than 64 KiB: not a PEM public key") }
         }
-        guard let text = String(bytes: out, encoding: .utf8) else { throw ReadFailure(description: "not UTF-8 text: not a PEM public key") }
+        guard let text = String(bytes: bytes, encoding: .utf8) else { throw ReadFailure(description: "not UTF-8 text: not a PEM public key") }
         return text
     }
 }
