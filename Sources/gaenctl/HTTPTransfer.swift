@@ -100,7 +100,7 @@ final class HTTPTransfer {
         }
         if sink.overflow { throw Failure(description: "\(Self.redacted(url)): response larger than \(bodyLimit) bytes") }
         guard code == CURLE_OK else {
-            let detail = String(cString: errorBuffer)
+            let detail = String(decoding: errorBuffer.prefix { $0 != 0 }.map { UInt8(bitPattern: $0) }, as: UTF8.self)
             throw Failure(description: "\(Self.redacted(url)): \(detail.isEmpty ? String(cString: curl_easy_strerror(code)) : detail)")
         }
         var status = 0
