@@ -220,7 +220,8 @@ def test_system_scenario(kernel, tmp_path):
     assert "no trusted key set" in j["p_warning"] and "gaend started" not in j["p_warning"], j["p_warning"]
     # The guest's clock is synchronised (timedated says so) before gaend starts: no warning that
     # it is not, which the sandbox's refused adjtimex() used to cause before timedated's first answer.
-    assert not [w for w in j["warnings"] if "clock not synchronized" in (w or "")], j["warnings"]
+    # Nor, on a loaded host where timedated answers late, a warning that its state stayed unknown.
+    assert not [w for w in j["warnings"] if "clock not synchronized" in (w or "") or "clock synchronization" in (w or "")], j["warnings"]
     # journald's native protocol: the metadata as fields, attributed to the unit.
     v = r["journal_verbose"]
     assert "GAEND_CONTROLLER=hci0" in v and f"_SYSTEMD_UNIT=gaend@hci0.service" in v and "SYSLOG_IDENTIFIER=gaend" in v, v
