@@ -86,7 +86,7 @@ struct StoreRotTests {
     @Test("an empty store file is an error unless the state directory is new; stores are created whole")
     func emptyFile() throws {
         let dir = try TempStoreDir()
-        FileManager.default.createFile(atPath: dir.storePath, contents: Data())
+        _ = FileManager.default.createFile(atPath: dir.storePath, contents: Data())
         try Data("{}".utf8).write(to: dir.url.appendingPathComponent("node-state.json"))
         #expect(throws: StoreError.emptyStoreFile(path: dir.storePath)) { try dir.open() }
         #expect(try Data(contentsOf: URL(fileURLWithPath: dir.storePath)).isEmpty)

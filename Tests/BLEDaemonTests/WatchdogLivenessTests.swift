@@ -167,8 +167,8 @@ struct WatchdogLivenessTests {
             get { metadata[key] }
             set { metadata[key] = newValue }
         }
-        func log(level: Logger.Level, message: Logger.Message, metadata: Logger.Metadata?, source: String, file: String, function: String, line: UInt) {
-            lines.withLock { $0.append((level, "\(message) \(metadata ?? [:])")) }
+        func log(event: LogEvent) {
+            lines.withLock { $0.append((event.level, "\(event.message) \(event.metadata ?? [:])")) }
         }
         var all: [(Logger.Level, String)] { lines.withLock { $0 } }
     }

@@ -103,7 +103,7 @@ struct ClockSyncBusTests {
         guard case .unsynchronized(let reason) = s else { Issue.record("expected unsynchronised, got \(s)"); return }
         #expect(reason.contains("adjtimex() failed with errno \(EPERM)"))
         #expect(reason.contains("org.freedesktop.timedate1") || reason.contains("ServiceUnknown") || reason.contains("NameHasNoOwner"))
-        FileManager.default.createFile(atPath: flag, contents: Data())
+        _ = FileManager.default.createFile(atPath: flag, contents: Data())
         #expect(sync.status() == .synchronized(source: flag))
         try? FileManager.default.removeItem(atPath: flag)
         // The kernel's own answer wins when adjtimex works: timedated is not even asked.

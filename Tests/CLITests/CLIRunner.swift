@@ -25,7 +25,7 @@ enum CLI {
         defer { try? FileManager.default.removeItem(at: tmp) }
         let paths = ["in", "out", "err"].map { tmp.appendingPathComponent($0) }
         try stdin.write(to: paths[0])
-        for p in paths.dropFirst() { FileManager.default.createFile(atPath: p.path, contents: nil) }
+        for p in paths.dropFirst() { _ = FileManager.default.createFile(atPath: p.path, contents: nil) }
         let process = Process()
         process.executableURL = productsDirectory.appendingPathComponent(program)
         process.arguments = arguments

@@ -26,8 +26,8 @@ struct AtomicOutputFileTests {
         let target = dir.appendingPathComponent("day.csv")
         let earlier = Data((0..<11_741).map { "row \($0)\n" }.joined().utf8)
         try earlier.write(to: target)
-        await #expect(throws: Boom.self) {
-            try await AtomicOutputFile.with(path: target.path) { out in
+        #expect(throws: Boom.self) {
+            try AtomicOutputFile.with(path: target.path) { out in
                 try out.write(Data("half a new file".utf8))
                 throw Boom()
             }
@@ -42,7 +42,7 @@ struct AtomicOutputFileTests {
         defer { try? FileManager.default.removeItem(at: dir) }
         let target = dir.appendingPathComponent("export.csv")
         try Data("old\n".utf8).write(to: target)
-        let rows = try await AtomicOutputFile.with(path: target.path, mode: 0o600) { out in
+        let rows = try AtomicOutputFile.with(path: target.path, mode: 0o600) { out in
             try out.write(Data("new 1\n".utf8))
             try out.write(Data("new 2\n".utf8))
             return 2
