@@ -129,11 +129,22 @@ let package = Package(
         .testTarget(name: "GaenAppTests", dependencies: ["GaenApp", "KeyDistribution", "ENProtocol"]),
         // Pure HCI wire types and the H4 framer: no I/O, no clock.
         .target(name: "HCIProtocol", swiftSettings: daemonModule),
-        // The node: HCI host, radio, store, D-Bus.
+        // The HCI host: transports, the controller session, the capture, the radio owner (the one
+        // sender of LE commands) and the records of a scan. gaend, `gaenctl radio` and GaenBench
+        // share it; it links no store and no D-Bus, so a tool that drives a controller needs neither.
+        .target(
+            name: "HCIHost",
+            dependencies: [
+                "ENProtocol", "HCIProtocol", "HCIShim", "PlatformSupport",
+                .product(name: "Logging", package: "swift-log"),
+            ],
+            swiftSettings: daemonModule
+        ),
+        // The node: schedule, store, exposure, research, D-Bus edge, services (on HCIHost).
         .target(
             name: "BLEDaemon",
             dependencies: [
-                "ENProtocol", "HCIProtocol", "HCIShim", "DBusCore", "GaendAPI", "PlatformSupport", "GaenSQLite",
+                "HCIHost", "ENProtocol", "HCIProtocol", "HCIShim", "DBusCore", "GaendAPI", "PlatformSupport", "GaenSQLite",
                 .product(name: "Logging", package: "swift-log"),
                 "YAMLReader",
                 .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
@@ -143,7 +154,7 @@ let package = Package(
         .executableTarget(
             name: "gaend",
             dependencies: [
-                "BLEDaemon", "DBusCore", "GaendAPI", "ENProtocol", "PlatformSupport",
+                "BLEDaemon", "HCIHost", "DBusCore", "GaendAPI", "ENProtocol", "PlatformSupport",
                 .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
                 .product(name: "UnixSignals", package: "swift-service-lifecycle"),
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
@@ -154,7 +165,7 @@ let package = Package(
         .executableTarget(
             name: "gaenctl",
             dependencies: [
-                "ENProtocol", "RiskEngines", "BLEDaemon", "HCIProtocol", "GaendClient", "GaendAPI", "TrialKit", "KeyDistribution", "GaenApp",
+                "ENProtocol", "RiskEngines", "BLEDaemon", "HCIHost", "HCIProtocol", "GaendClient", "GaendAPI", "TrialKit", "KeyDistribution", "GaenApp",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
                 // `collect` uploads a board's closed days over HTTP.
                 "CCurl",
@@ -172,7 +183,7 @@ let package = Package(
         // The entry point shared by the fuzz targets (libFuzzer driver or corpus replay).
         .target(name: "FuzzSupport"),
         // Benchmarks print figures; they are not tests (run: scripts/bench.sh).
-        .executableTarget(name: "GaenBench", dependencies: ["ENProtocol", "HCIProtocol", "BLEDaemon", "COpenSSL", "CGaenCrypto", "TrialKit"]),
+        .executableTarget(name: "GaenBench", dependencies: ["ENProtocol", "HCIProtocol", "HCIHost", "BLEDaemon", "COpenSSL", "CGaenCrypto", "TrialKit"]),
         // Fuzz target for the key-file reader (tools/fuzz/run.sh FuzzKeyFile SECONDS).
         .executableTarget(name: "FuzzKeyFile", dependencies: ["ENProtocol", "FuzzSupport"]),
         // Fuzz target for the sightings-file reader (tools/fuzz/run.sh FuzzSightingsFile SECONDS).
@@ -188,13 +199,13 @@ let package = Package(
         .testTarget(name: "PlatformSupportTests", dependencies: ["PlatformSupport"]),
         .testTarget(
             name: "BLEDaemonTests",
-            dependencies: ["BLEDaemon", "HCIProtocol", "DBusCore", "GaendAPI", "GaenSQLite", .product(name: "Logging", package: "swift-log")],
+            dependencies: ["BLEDaemon", "HCIHost", "HCIProtocol", "DBusCore", "GaendAPI", "GaenSQLite", .product(name: "Logging", package: "swift-log")],
             resources: [.copy("Fixtures")]
         ),
         // Test helper: writes a store in a loop until killed (the kill -9 test runs it).
-        .executableTarget(name: "StoreStress", dependencies: ["BLEDaemon", "ENProtocol"]),
+        .executableTarget(name: "StoreStress", dependencies: ["BLEDaemon", "HCIHost", "ENProtocol"]),
         // D-Bus binding and API contract against private dbus-daemons and real clients.
-        .testTarget(name: "BusTests", dependencies: ["DBusCore", "GaendAPI", "GaendClient", "BLEDaemon", "gaenctl", "gaend"]),
+        .testTarget(name: "BusTests", dependencies: ["DBusCore", "GaendAPI", "GaendClient", "BLEDaemon", "HCIHost", "gaenctl", "gaend"]),
         // Runs the built executables end to end (they are built by `swift build --build-tests`).
         .testTarget(name: "CLITests", dependencies: ["gaenctl", "ENProtocol"]),
     ]

@@ -1,5 +1,5 @@
 /// BLEDaemon: the node (HCI host, radio, store, D-Bus boundary).
-public enum BLEDaemon {}
+package enum BLEDaemon {}
 
 #if canImport(FoundationEssentials)
 import FoundationEssentials

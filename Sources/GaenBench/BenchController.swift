@@ -1,4 +1,4 @@
-import BLEDaemon
+import HCIHost
 import ENProtocol
 import Foundation
 import HCIProtocol

@@ -1,6 +1,7 @@
 import ArgumentParser
-import BLEDaemon
+import HCIHost
 import Foundation
+import HCIHost
 import Logging
 
 /// `gaenctl radio ...`: drive a Bluetooth controller directly through HCI, without the daemon

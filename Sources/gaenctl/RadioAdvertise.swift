@@ -1,7 +1,8 @@
 import ArgumentParser
-import BLEDaemon
+import HCIHost
 import ENProtocol
 import Foundation
+import HCIHost
 import HCIProtocol
 import Logging
 

@@ -1,6 +1,7 @@
 import ArgumentParser
-import BLEDaemon
+import HCIHost
 import Foundation
+import HCIHost
 
 /// `gaenctl radio probe --controller ADDR`: brings the controller up and prints its facts as
 /// one JSON object.

@@ -11,6 +11,7 @@ import Foundation
 #if canImport(Glibc)
 import Glibc
 #endif
+import HCIHost
 import Logging
 import PlatformSupport
 import ServiceLifecycle

@@ -2,6 +2,7 @@ import DBusCore
 @testable import ENProtocol
 import Foundation
 import Logging
+import PlatformSupport
 import Testing
 @testable import BLEDaemon
 #if canImport(Glibc)

@@ -2,6 +2,7 @@ import DBusCore
 import GaendAPI
 import ENProtocol
 import Foundation
+@testable import HCIHost
 import Logging
 import Testing
 @testable import BLEDaemon

@@ -1,7 +1,9 @@
 import ENProtocol
 import Foundation
+@testable import HCIHost
 import HCIProtocol
 import Logging
+import PlatformSupport
 import ServiceLifecycle
 import Synchronization
 import Testing

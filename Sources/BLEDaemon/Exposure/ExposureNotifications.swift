@@ -7,14 +7,16 @@ import Foundation
 #if canImport(Glibc)
 import Glibc
 #endif
+import HCIHost
 import Logging
+import PlatformSupport
 
 /// The exposure service's state and work (ExposureNotification1's domain side): the node's
 /// key history, provided key files (accepted, stored in their own table, parsed once), the
 /// matching run with its busy state (one at a time, on a thread of its own using every core,
 /// beside the radio's path; cancelled and awaited at shutdown), the stored windows and their
 /// summaries, the diagnosis-keys data mapping and the framework's rate limits.
-public actor ExposureNotifications {
+package actor ExposureNotifications {
     /// Store result kinds. (Provided key files have their own table, key_file: windows are
     /// computed from every file provided and still within retention.)
     static let windowsKind = "windows"
@@ -28,16 +30,16 @@ public actor ExposureNotifications {
     let counters: NodeCounters
     let logger: Logger
     /// Provided key files, parsed once (matching does not parse them again).
-    public nonisolated let keyFiles = KeyFileCache()
+    package nonisolated let keyFiles = KeyFileCache()
     /// The bounds on ProvideDiagnosisKeys (docs/dbus.md, "Limits").
-    public nonisolated let provideLimits: ProvideLimits
+    package nonisolated let provideLimits: ProvideLimits
     /// Bytes of key files in flight over all calls (`ProvideLimits.totalBytes`).
-    public nonisolated let provideBudget: ByteBudget
+    package nonisolated let provideBudget: ByteBudget
     /// A call's files are being parsed: one at a time.
     private var accepting = false
 
     /// Busy: from an accepted ProvideDiagnosisKeys to the end of its matching.
-    public private(set) var matching = false
+    package private(set) var matching = false
     /// How many of the stored key files the call being matched provided (they come last).
     private var callFiles = 0
     /// The matching run in progress (`beginMatching`).
@@ -61,7 +63,7 @@ public actor ExposureNotifications {
 
     /// The node's TEKs of the retention period, oldest first. Today's key (and any key still
     /// on air) only in trial mode / when the config allows it, then with rolling period 144.
-    public func keyHistory() throws -> [DiagnosisKey] {
+    package func keyHistory() throws -> [DiagnosisKey] {
         let now = clock.wallTime()
         let today = UTCDay(unixSeconds: now)
         let first = UTCDay(today.rawValue - Int32(settings.store.retentionDays) + 1)
@@ -74,7 +76,7 @@ public actor ExposureNotifications {
 
     /// Who may read the TEK history: root, and the daemon's own uid (whoever runs as the
     /// daemon's user can read its store key anyway).
-    public nonisolated func mayReadKeys(uid: UInt32) -> Bool { uid == 0 || uid == getuid() }
+    package nonisolated func mayReadKeys(uid: UInt32) -> Bool { uid == 0 || uid == getuid() }
 
     // MARK: Provide diagnosis keys
 
@@ -131,7 +133,7 @@ public actor ExposureNotifications {
     }
 
     /// ProvideDiagnosisKeys calls left today (the framework's rate limit; off in trial mode).
-    public nonisolated var provideRemaining: UInt32 {
+    package nonisolated var provideRemaining: UInt32 {
         guard settings.rateLimits.enabled else { return UInt32.max }
         let today = UTCDay(unixSeconds: clock.wallTime()).rawValue
         let state = stateFile.current
@@ -142,7 +144,7 @@ public actor ExposureNotifications {
     /// Parses and verifies every file before anything changes; one bad file rejects the call.
     /// Returns the number of keys accepted; matching runs afterwards (`beginMatching`, or
     /// `runMatching`). Parsing (up to 16 files of 16 MiB) runs on a thread of its own.
-    public func acceptKeyFiles(_ files: [Data], trust: KeyExportTrustSet, claim: BudgetClaim? = nil) async throws -> Int {
+    package func acceptKeyFiles(_ files: [Data], trust: KeyExportTrustSet, claim: BudgetClaim? = nil) async throws -> Int {
         guard !files.isEmpty else { throw NodeError.invalidArgs("files: give 1 to 16 key files") }
         guard files.count <= 16 else { throw NodeError.limitExceeded("\(files.count) files in one call; at most 16") }
         try checkProvideAllowed()
@@ -205,7 +207,7 @@ public actor ExposureNotifications {
 
     /// Starts matching the files just accepted, in a task the exposure service awaits at
     /// shutdown, and reports the run's end.
-    public func beginMatching(report: @escaping @Sendable (Result<(matchedKeys: Int, windows: Int), Error>) async -> Void) async {
+    package func beginMatching(report: @escaping @Sendable (Result<(matchedKeys: Int, windows: Int), Error>) async -> Void) async {
         run = Task {
             do { await report(.success(try await self.runMatching())) } catch { await report(.failure(error)) }
             // `matching` is false again (runMatching's end): the Matching property says so.
@@ -215,14 +217,14 @@ public actor ExposureNotifications {
     }
 
     /// Releases the matching slot of files accepted while gaend stops (no run is started).
-    public func abandonMatching() {
+    package func abandonMatching() {
         matching = false
         callFiles = 0
     }
 
     /// The exposure service's stop: cancels the run in progress (it stops between batches)
     /// and waits for its end, before the store it reads and writes closes.
-    public func stopMatching() async {
+    package func stopMatching() async {
         guard let run else { return }
         run.cancel()
         await run.value
@@ -232,7 +234,7 @@ public actor ExposureNotifications {
     /// Matches every provided key against the sightings of the retention period and replaces
     /// the stored windows. Returns the matched keys and windows of the last call's own files
     /// (ExposureStateUpdated reports those, not the union). On failure earlier results stay.
-    public func runMatching() async throws -> (matchedKeys: Int, windows: Int) {
+    package func runMatching() async throws -> (matchedKeys: Int, windows: Int) {
         defer { matching = false }
         logger.info("matching started", metadata: ["files.call": "\(callFiles)"])
         let now = clock.wallTime()
@@ -303,30 +305,30 @@ public actor ExposureNotifications {
 
     // MARK: Windows and summaries
 
-    public nonisolated func exposureWindows() throws -> [ExposureWindow] {
+    package nonisolated func exposureWindows() throws -> [ExposureWindow] {
         let decoder = JSONDecoder()
         do {
             return try store.exposureResults(kind: Self.windowsKind).map { try decoder.decode(ExposureWindow.self, from: $0.payload) }
         } catch { throw NodeError.storage("\(error)") }
     }
 
-    public nonisolated func dailySummaries(config: DailySummariesConfig) throws -> [DailySummary] {
+    package nonisolated func dailySummaries(config: DailySummariesConfig) throws -> [DailySummary] {
         try DailySummaries.compute(exposureWindows(), config: config, today: UTCDay(unixSeconds: clock.wallTime()))
     }
 
     /// The v1 summary and the summation of the counted exposures' risk scores.
-    public nonisolated func exposureSummary(config: GAENv1Configuration) throws -> (summary: ExposureSummaryV1, summation: Int) {
+    package nonisolated func exposureSummary(config: GAENv1Configuration) throws -> (summary: ExposureSummaryV1, summation: Int) {
         let r = try ExposureSummaryV1.compute(exposureWindows(), configuration: config, today: UTCDay(unixSeconds: clock.wallTime()))
         return (r.summary, r.exposures.filter(\.counted).reduce(0) { $0 + $1.riskScore })
     }
 
     // MARK: Data mapping
 
-    public nonisolated func dataMapping() throws -> DiagnosisKeysDataMapping {
+    package nonisolated func dataMapping() throws -> DiagnosisKeysDataMapping {
         try stateFile.current.mapping?.mapping() ?? .default
     }
 
-    public func setDataMapping(_ mapping: DiagnosisKeysDataMapping) async throws {
+    package func setDataMapping(_ mapping: DiagnosisKeysDataMapping) async throws {
         let now = clock.wallTime(), limited = settings.rateLimits.enabled
         let perWeek = Double(max(1, settings.rateLimits.dataMappingChangesPerWeek))
         try await stateFile.change { state in

@@ -1,5 +1,6 @@
 import DBusCore
 import GaendAPI
+import HCIHost
 import HCIProtocol
 import ENProtocol
 #if canImport(FoundationEssentials)
@@ -11,8 +12,8 @@ import Logging
 
 /// Binds the node to gaend's D-Bus tables (GaendInterfaces): handlers, properties and the
 /// signals ExposureStateUpdated, ScanFinished and PropertiesChanged.
-public final class NodeBus: NodeObserver, Sendable {
-    public let service: BusService
+package final class NodeBus: NodeObserver, Sendable {
+    package let service: BusService
     let node: GaenNode
     /// The exposure service's side of the node (ProvideDiagnosisKeys starts its matching).
     let exposure: ExposureNotifications
@@ -22,10 +23,10 @@ public final class NodeBus: NodeObserver, Sendable {
     /// Calls passing descriptors in flight per caller uid (settings.callers.callsInFlight).
     let slots: CallerSlots
     /// Transfers on callers' descriptors in flight (ended at shutdown by the research service).
-    public let transfers = CallerTransfers()
+    package let transfers = CallerTransfers()
     static let version = GaendVersion.string
 
-    public init(service: BusService, node: GaenNode, trust: KeyExportTrustSet, logger: Logger) {
+    package init(service: BusService, node: GaenNode, trust: KeyExportTrustSet, logger: Logger) {
         self.service = service
         self.node = node
         self.exposure = node.exposure
@@ -36,7 +37,7 @@ public final class NodeBus: NodeObserver, Sendable {
     }
 
     /// Exports the interfaces at /org/gaend (Research1 only when research is enabled).
-    public func export() throws {
+    package func export() throws {
         var list = [try exposureNotification()]
         if research { list.append(try researchInterface()) }
         try service.export(path: GaendBus.objectPath, list)
@@ -260,13 +261,13 @@ public final class NodeBus: NodeObserver, Sendable {
 
     // MARK: NodeObserver
 
-    public func statusChanged() async {
+    package func statusChanged() async {
         // Every property that emits changes (the table's rule, from the typed value).
         try? await service.emitPropertiesChanged(path: GaendBus.objectPath, interface: GaendBus.exposureNotificationInterface,
                                                  GaendExposureProperties.changing)
     }
 
-    public func scanFinished(_ scan: RecordedScan) async {
+    package func scanFinished(_ scan: RecordedScan) async {
         guard research else { return }
         let signal = GaendScanFinished(start: Self.ms(scan.start), end: Self.ms(scan.end), sightings: scan.sightings.map {
             GaendSighting(time: Self.ms($0.time), rpi: $0.rpi.bytes, aem: $0.aem.bytes, rssi: Int16($0.rssi), address: $0.address?.description)
@@ -280,7 +281,7 @@ public final class NodeBus: NodeObserver, Sendable {
         } catch { logger.debug("ScanFinished not sent", metadata: ["error": "\(error)"]) }
     }
 
-    public func exposureStateUpdated(token: String, matchedKeys: Int, windows: Int, error: String) async {
+    package func exposureStateUpdated(token: String, matchedKeys: Int, windows: Int, error: String) async {
         let update = GaendExposureStateUpdate(token: token, matchedKeys: UInt32(clamping: matchedKeys), windows: UInt32(clamping: windows), error: error)
         do {
             try await service.emit(path: GaendBus.objectPath, interface: GaendExposureStateUpdate.interface,

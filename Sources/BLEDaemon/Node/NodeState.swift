@@ -4,6 +4,7 @@ import FoundationEssentials
 #else
 import Foundation
 #endif
+import PlatformSupport
 import Synchronization
 
 /// The node's small persistent settings that D-Bus calls change: enabled, calibration, the

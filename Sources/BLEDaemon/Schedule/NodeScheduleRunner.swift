@@ -4,6 +4,7 @@ import FoundationEssentials
 #else
 import Foundation
 #endif
+import HCIHost
 import Logging
 import PlatformSupport
 
@@ -13,7 +14,7 @@ import PlatformSupport
 /// every synchronised reading, and keeps the status board's counters and the watchdog's
 /// heartbeat. Store writes run on a thread of their own; matching, exports and caller I/O
 /// never run here.
-public actor NodeScheduleRunner: ScheduleEffects {
+package actor NodeScheduleRunner: ScheduleEffects {
     let settings: GaendSettings
     let clock: any NodeClock
     let sync: any ClockSyncSource
@@ -23,7 +24,7 @@ public actor NodeScheduleRunner: ScheduleEffects {
     let clockMark: ClockMark
     let board: NodeStatusBoard
     /// Whether the schedule runs and acts, read by the watchdog without awaiting anyone.
-    public nonisolated let heartbeat: ScheduleHeartbeat
+    package nonisolated let heartbeat: ScheduleHeartbeat
     let events: NodeEvents
     let logger: Logger
     private var driverTask: Task<Void, Never>?
@@ -79,7 +80,7 @@ public actor NodeScheduleRunner: ScheduleEffects {
 
     // MARK: Effects
 
-    public func perform(_ actions: [ScheduleAction], at reading: ClockReading) async {
+    package func perform(_ actions: [ScheduleAction], at reading: ClockReading) async {
         // How long after the schedule read the clock the node got to act (node seconds): work
         // that held the node up (it must not: matching, exports and caller I/O run beside it)
         // shows here. A second late is a fault worth a warning; every delay is at debug level.
@@ -101,7 +102,7 @@ public actor NodeScheduleRunner: ScheduleEffects {
         await events.statusChanged()
     }
 
-    public func perform(_ action: ScheduleAction, at reading: ClockReading) async {
+    package func perform(_ action: ScheduleAction, at reading: ClockReading) async {
         await perform([action], at: reading)
     }
 

@@ -3,6 +3,7 @@ import FoundationEssentials
 #else
 import Foundation
 #endif
+import HCIHost
 import Logging
 import ServiceLifecycle
 
@@ -11,8 +12,8 @@ import ServiceLifecycle
 /// session (in the background: a missing controller is a status, retried), then the node's
 /// schedule when the node is enabled; at stop, in reverse: the schedule (the scan in progress
 /// recorded, advertising off), the controller session, the capture file.
-public struct RadioService: Service {
-    public let radio: RadioOwner
+package struct RadioService: Service {
+    package let radio: RadioOwner
     let node: GaenNode
     let connector: any HCITransportConnector
     /// The HCI capture (`--capture`), shared by every reconnect.
@@ -20,13 +21,13 @@ public struct RadioService: Service {
 
     /// The radio owner of a node: on the node's clock, with the settings' advertising timing,
     /// stall limits and probe period.
-    public static func makeRadio(settings: GaendSettings, clock: any NodeClock, logger: Logger) -> RadioOwner {
+    package static func makeRadio(settings: GaendSettings, clock: any NodeClock, logger: Logger) -> RadioOwner {
         RadioOwner(clock: clock, configuration: RadioOwner.Configuration(settings: settings.effective), logger: logger)
     }
 
     /// Fails (before anything runs) when the controller's name is invalid or the capture file
     /// cannot be opened.
-    public init(settings: GaendSettings, radio: RadioOwner, node: GaenNode) throws {
+    package init(settings: GaendSettings, radio: RadioOwner, node: GaenNode) throws {
         let s = settings.effective
         self.radio = radio
         self.node = node
@@ -39,7 +40,7 @@ public struct RadioService: Service {
         connector = capture.map { CapturingConnector(plain, writer: $0) } ?? plain
     }
 
-    public func run() async throws {
+    package func run() async throws {
         await radio.onChange { [weak node] in await node?.radioChanged() }
         var configuration = HCISessionConfiguration()
         configuration.reconnectAttemptLimit = 20

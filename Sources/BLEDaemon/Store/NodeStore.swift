@@ -5,6 +5,7 @@ import FoundationEssentials
 import Foundation
 #endif
 import GaenSQLite
+import HCIHost
 import Logging
 import PlatformSupport
 #if canImport(Glibc)
@@ -130,7 +131,7 @@ public final class NodeStore: @unchecked Sendable {
     /// fresh store takes its place, with the keys of recent days from the ledger. Commits the
     /// ledger records but the store lacks (a damaged or removed WAL after a crash) are counted
     /// as quarantined records and logged.
-    public init(configuration: StoreConfiguration, key: StoreKey, logger: Logger = Logger(label: "gaend.store"),
+    package init(configuration: StoreConfiguration, key: StoreKey, logger: Logger = Logger(label: "gaend.store"),
                 now: Double = Date().timeIntervalSince1970) throws {
         self.configuration = configuration
         self.key = key
@@ -825,7 +826,7 @@ public final class NodeStore: @unchecked Sendable {
     /// and `StoreError.diskFull` is thrown; the caller keeps running (advertising goes on) and
     /// a later call or `flushPending()` writes it once space returns.
     @discardableResult
-    public func recordScan(_ scan: RecordedScan) throws -> Int64 {
+    package func recordScan(_ scan: RecordedScan) throws -> Int64 {
         guard scan.start.isFinite, scan.end.isFinite, scan.end >= scan.start else {
             throw StoreError.invalidRecord(reason: "scan times must be finite with end >= start, got \(scan.start)...\(scan.end)")
         }
@@ -938,7 +939,7 @@ public final class NodeStore: @unchecked Sendable {
     /// Scans that started in [from, to), oldest first, decrypted (matching and export). A scan
     /// that fails authentication or does not decode is quarantined and left out: one rotten
     /// record costs that record only.
-    public func scans(from: Double, to: Double) throws -> [StoredScan] {
+    package func scans(from: Double, to: Double) throws -> [StoredScan] {
         try readSkippingRotten("scan", sql: """
             SELECT id, start_time, end_time, report_count, sealed FROM scan
             WHERE start_time >= ? AND start_time < ? AND \(Self.notQuarantined("scan")) ORDER BY start_time, id
@@ -994,7 +995,7 @@ public final class NodeStore: @unchecked Sendable {
         }
     }
 
-    public func exposureResults(kind: String) throws -> [StoredExposureResult] {
+    package func exposureResults(kind: String) throws -> [StoredExposureResult] {
         try readSkippingRotten("exposure_result",
                                sql: "SELECT id, created_at, day, sealed FROM exposure_result WHERE kind = ? AND \(Self.notQuarantined("exposure_result")) ORDER BY id",
                                arguments: [.text(kind)]) { row in
@@ -1053,7 +1054,7 @@ public final class NodeStore: @unchecked Sendable {
     }
 
     /// The stored key files, in the order provided (rotten ones quarantined and skipped).
-    public func keyFiles(ids: [Int64]? = nil) throws -> [StoredKeyFile] {
+    package func keyFiles(ids: [Int64]? = nil) throws -> [StoredKeyFile] {
         let only = ids.map { " AND id IN (" + $0.map(String.init).joined(separator: ",") + ")" } ?? ""
         return try readSkippingRotten("key_file",
                                       sql: "SELECT id, provided_at, valid_until, sealed FROM key_file WHERE \(Self.notQuarantined("key_file"))\(only) ORDER BY id") { row in
@@ -1076,7 +1077,7 @@ public final class NodeStore: @unchecked Sendable {
     // MARK: Markers
 
     @discardableResult
-    public func addMarker(_ marker: Marker) throws -> Int64 {
+    package func addMarker(_ marker: Marker) throws -> Int64 {
         guard marker.time.isFinite else { throw StoreError.invalidRecord(reason: "marker time is not finite") }
         let payload = try JSONEncoder().encode(marker)
         return try locked {
@@ -1091,12 +1092,12 @@ public final class NodeStore: @unchecked Sendable {
         }
     }
 
-    public func markers(from: Double, to: Double) throws -> [Marker] {
+    package func markers(from: Double, to: Double) throws -> [Marker] {
         try markerRecords(from: from, to: to).map(\.marker)
     }
 
     /// The markers with their ids (what `addMarker` returned), for Research1.GetMarkers.
-    public func markerRecords(from: Double, to: Double) throws -> [(id: Int64, marker: Marker)] {
+    package func markerRecords(from: Double, to: Double) throws -> [(id: Int64, marker: Marker)] {
         try readSkippingRotten("marker",
                                sql: "SELECT id, time, sealed FROM marker WHERE time >= ? AND time < ? AND \(Self.notQuarantined("marker")) ORDER BY time, id",
                                arguments: [.real(from), .real(to)]) { row in

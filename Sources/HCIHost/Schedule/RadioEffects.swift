@@ -9,23 +9,23 @@ import Foundation
 /// `gaenctl radio advertise|scan` and the `schedule-idle` benchmark run. What to advertise
 /// and what to do with a finished scan come from the caller (gaend: the day's key from the
 /// store, scans into the store).
-public struct RadioScheduleEffects: ScheduleEffects {
-    public struct Roles: OptionSet, Sendable {
-        public let rawValue: Int
-        public init(rawValue: Int) { self.rawValue = rawValue }
-        public static let advertising = Roles(rawValue: 1)
-        public static let scanning = Roles(rawValue: 2)
-        public static let all: Roles = [.advertising, .scanning]
+package struct RadioScheduleEffects: ScheduleEffects {
+    package struct Roles: OptionSet, Sendable {
+        package let rawValue: Int
+        package init(rawValue: Int) { self.rawValue = rawValue }
+        package static let advertising = Roles(rawValue: 1)
+        package static let scanning = Roles(rawValue: 2)
+        package static let all: Roles = [.advertising, .scanning]
     }
 
-    public let radio: RadioOwner
-    public let roles: Roles
+    package let radio: RadioOwner
+    package let roles: Roles
     /// The beacon of a slot; nil (or a throw, logged by the caller) keeps what is on air.
     let beacon: @Sendable (AdvertisingSlot, ClockReading) async -> GAENBeacon?
     let rotated: @Sendable (GAENBeacon, ClockReading) async -> Void
     let scanned: @Sendable (RecordedScan) async -> Void
 
-    public init(radio: RadioOwner, roles: Roles = .all,
+    package init(radio: RadioOwner, roles: Roles = .all,
                 beacon: @escaping @Sendable (AdvertisingSlot, ClockReading) async -> GAENBeacon?,
                 rotated: @escaping @Sendable (GAENBeacon, ClockReading) async -> Void = { _, _ in },
                 scanned: @escaping @Sendable (RecordedScan) async -> Void = { _ in }) {
@@ -36,7 +36,7 @@ public struct RadioScheduleEffects: ScheduleEffects {
         self.scanned = scanned
     }
 
-    public func perform(_ actions: [ScheduleAction], at reading: ClockReading) async {
+    package func perform(_ actions: [ScheduleAction], at reading: ClockReading) async {
         var consumed = Set<Int>()
         for (i, action) in actions.enumerated() where !consumed.contains(i) {
             // A scan that ends as the next one starts (continuous mode, possibly with a rotation
@@ -53,7 +53,7 @@ public struct RadioScheduleEffects: ScheduleEffects {
         }
     }
 
-    public func perform(_ action: ScheduleAction, at reading: ClockReading) async {
+    package func perform(_ action: ScheduleAction, at reading: ClockReading) async {
         switch action {
         case .rotate(let slot):
             guard roles.contains(.advertising), let b = await beacon(slot, reading) else { return }
