@@ -1,5 +1,4 @@
 import ArgumentParser
-import HCIHost
 import Foundation
 import HCIHost
 import Logging

@@ -1,5 +1,4 @@
 import ArgumentParser
-import HCIHost
 import ENProtocol
 import Foundation
 import HCIHost

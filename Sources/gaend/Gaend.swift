@@ -61,7 +61,9 @@ struct Gaend: AsyncParsableCommand {
         } else if FileManager.default.fileExists(atPath: Self.defaultConfigPath) {
             s = try ConfigLoader.load(path: Self.defaultConfigPath)
         }
-        if let controller { s.controller = controller }
+        if let controller {
+            do { s.controller = try ControllerAddress(parsing: controller) } catch { throw NodeError.invalidArgs("controller: \(error)") }
+        }
         if let stateDir { s.stateDirectory = stateDir }
         if let storeKeyFile { s.storeKeyFile = storeKeyFile }
         if let bus { s.bus = bus }

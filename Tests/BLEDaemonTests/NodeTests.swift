@@ -15,7 +15,7 @@ struct NodeTests {
     func makeNode(_ dir: TempStoreDir, trial: Bool = false, configure: (inout GaendSettings) -> Void = { _ in })
         throws -> (GaenNode, ManualClock) {
         var s = GaendSettings()
-        s.controller = "unix:" + dir.url.appendingPathComponent("no-controller").path
+        s.controller = .unix(path: dir.url.appendingPathComponent("no-controller").path)
         s.stateDirectory = dir.url.path
         s.storeKeyFile = dir.keyPath
         s.trial = trial

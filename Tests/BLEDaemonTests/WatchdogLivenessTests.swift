@@ -63,7 +63,7 @@ struct WatchdogLivenessTests {
     func radioPathFeedsTheWatchdog() async throws {
         let dir = try TempStoreDir()
         var s = GaendSettings()
-        s.controller = "unix:" + dir.url.appendingPathComponent("scripted").path
+        s.controller = .unix(path: dir.url.appendingPathComponent("scripted").path)
         s.stateDirectory = dir.url.path
         s.storeKeyFile = dir.keyPath
         s.trial = true
@@ -193,7 +193,7 @@ struct WatchdogLivenessTests {
 
         let dir = try TempStoreDir()
         var s = GaendSettings()
-        s.controller = "unix:" + dir.url.appendingPathComponent("scripted").path
+        s.controller = .unix(path: dir.url.appendingPathComponent("scripted").path)
         s.stateDirectory = dir.url.path
         s.storeKeyFile = dir.keyPath
         s.trial = true

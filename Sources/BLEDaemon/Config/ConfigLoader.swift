@@ -142,9 +142,8 @@ package enum ConfigLoader {
             for (key, keyNode, v) in try mapping(root, "config") {
                 switch key {
                 case "controller":
-                    s.controller = try string(v, key)
-                    // The one controller address parser (HCI/ControllerAddress.swift), as the CLI uses.
-                    do { _ = try ControllerAddress(parsing: s.controller) } catch let e as ControllerAddressError {
+                    // The one controller address parser (HCIHost's ControllerAddress), as the CLI uses.
+                    do { s.controller = try ControllerAddress(parsing: try string(v, key)) } catch let e as ControllerAddressError {
                         throw ConfigError.wrongType(path: path, line: line(v), setting: key,
                                                     expected: "a controller address (hciN, hci:N, serial:/dev/ttyX[:baud], tcp:HOST:PORT or unix:PATH); \(e.reason)")
                     }
@@ -281,12 +280,13 @@ package enum ConfigLoader {
                         throw ConfigError.wrongType(path: path, line: line(v), setting: key, expected: "all, or a list of controllers such as [hci0]")
                     }
                     let names = try seq.items.map { try string($0, "controllers[]") }
-                    for n in names {
-                        guard case .hci? = try? ControllerAddress(parsing: n) else {
+                    let addresses = try names.map { n in
+                        guard let a = try? ControllerAddress(parsing: n), case .hci = a else {
                             throw ConfigError.wrongType(path: path, line: line(v), setting: key, expected: "kernel controller names such as hci0, not '\(n)'")
                         }
+                        return a
                     }
-                    s.controllers = .only(names)
+                    s.controllers = .only(addresses)
                 case "capture":
                     if v.isNull { s.capture = nil; break }
                     var c = CaptureSettings(path: "")

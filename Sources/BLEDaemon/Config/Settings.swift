@@ -7,8 +7,9 @@ import HCIHost
 /// Every setting of gaend, with the framework's behaviour as the default. Loaded from the YAML
 /// config file (see config/gaend.conf.example, gaend.conf(5)); command-line flags override.
 package struct GaendSettings: Sendable, Equatable {
-    /// Controller address: hci0, hci:N, serial:/dev/ttyX[:baud], tcp:HOST:PORT, unix:PATH.
-    package var controller: String = "hci0"
+    /// Controller address: hci0, hci:N, serial:/dev/ttyX[:baud], tcp:HOST:PORT, unix:PATH,
+    /// parsed once where it is read (config, command line).
+    package var controller: ControllerAddress = .hci(index: 0)
     /// Directory of the store; must be private to the daemon's user.
     package var stateDirectory: String = "/var/lib/gaend"
     /// The store's 32-byte data key file; nil = the systemd credential `store-key`.
@@ -56,15 +57,14 @@ package struct GaendSettings: Sendable, Equatable {
 /// Which kernel controllers (hciN) gaend takes when udev offers them.
 package enum ControllerSelection: Sendable, Equatable {
     case all
-    case only([String])
+    /// Kernel controllers only (`.hci`), as the config lists them.
+    case only([ControllerAddress])
 
     /// Whether the controller (as the unit names it, `hci1`) is gaend's.
-    package func includes(_ controller: String) -> Bool {
+    package func includes(_ controller: ControllerAddress) -> Bool {
         switch self {
         case .all: return true
-        case .only(let names):
-            guard let wanted = try? ControllerAddress(parsing: controller) else { return false }
-            return names.contains { (try? ControllerAddress(parsing: $0)) == wanted }
+        case .only(let wanted): return wanted.contains(controller)
         }
     }
 }

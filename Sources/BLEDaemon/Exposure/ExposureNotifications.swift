@@ -283,22 +283,18 @@ package actor ExposureNotifications {
         return (outcome.matchedKeys(fromFile: first), own.count, files.count, windows.count)
     }
 
-    /// The stored scans as the one exposure computation reads them, exactly as the sightings
-    /// export writes them (docs/sightings-format.md), so that `gaenctl windows` on an export
-    /// gives the daemon's windows: times in whole milliseconds, every scan (empty ones too),
-    /// each scan's RSSI correction (scans stored before it was recorded take the current one).
+    /// The stored scans as the one exposure computation reads them: the export's own rows
+    /// (`SightingRows`), so that `gaenctl windows` on an export gives the daemon's windows.
     static func sightingsLog(_ scans: [StoredScan], currentCorrection: Int) -> SightingsLog {
-        func ms(_ t: Double) -> Double { (t * 1000).rounded() / 1000 }
         var sightings: [ENProtocol.Sighting] = []
         var list: [Scan] = []
-        for s in scans {
-            let index = list.count
-            list.append(Scan(start: ms(s.record.start), end: ms(s.record.end)))
-            let correction = s.record.rssiCorrection ?? currentCorrection
-            for r in s.record.sightings {
-                sightings.append(ENProtocol.Sighting(time: ms(r.time), rpi: r.rpi, aem: r.aem, rssi: Int(r.rssi),
-                                                     rssiCorrection: correction, scanIndex: index))
-            }
+        list.reserveCapacity(scans.count)
+        SightingRows.forEach(scans, currentCorrection: currentCorrection, addresses: false) { index, row in
+            // Every scan yields a row (an empty one, one without a sighting), in order.
+            if index == list.count, let start = row.scanStart, let end = row.scanEnd { list.append(Scan(start: start, end: end)) }
+            guard let rpi = row.rpi, let aem = row.aem, let rssi = row.rssi else { return }
+            sightings.append(ENProtocol.Sighting(time: row.time, rpi: rpi, aem: aem, rssi: rssi,
+                                                 rssiCorrection: row.rssiCorrection, scanIndex: index))
         }
         return SightingsLog(sightings: sightings, scans: list, hasScanColumns: true)
     }

@@ -33,7 +33,6 @@ package final class GaenNode: Sendable {
     package let store: NodeStore
     let logger: Logger
     let stateFile: NodeStateFile
-    private let controllerAddress: ControllerAddress
     /// Where the parts say something changed (the D-Bus edge listens).
     package let events = NodeEvents()
     /// The one owner of the controller's LE state, owned and started by `RadioService`.
@@ -60,9 +59,6 @@ package final class GaenNode: Sendable {
         let clock = try clock ?? s.makeClock(), sync = sync ?? s.makeClockSync()
         self.clock = clock
         self.sync = sync
-        do { controllerAddress = try ControllerAddress(parsing: s.controller) } catch {
-            throw NodeError.invalidArgs("controller: \(error)")
-        }
         try Self.makeStateDirectory(s.stateDirectory)
         let statePath = s.stateDirectory.appendingPathComponent("node-state.json")
         var loaded = try NodeState.load(path: statePath)
@@ -91,6 +87,9 @@ package final class GaenNode: Sendable {
                                          events: events, counters: counters, logger: logger)
         research = ResearchRecords(store: store, calibration: calibration, clock: clock, sync: sync,
                                    node: s.research.node, site: s.research.site)
+        // The one route of the radio's changes: radio owner -> node (status board) -> events ->
+        // D-Bus edge. Set before the owner starts, so no change is missed.
+        radio.onChange { [weak self] in await self?.radioChanged() }
     }
 
     package func setObserver(_ observer: any NodeObserver) { events.setObserver(observer) }
@@ -101,7 +100,7 @@ package final class GaenNode: Sendable {
         if stateFile.current.enabled { await schedule.start() }
     }
 
-    /// The radio owner's state changed (RadioService wires this).
+    /// The radio owner's state changed: the one writer of the board's radio state.
     func radioChanged() async {
         let status = await radio.snapshot
         board.update { $0.radio = status }
@@ -157,7 +156,7 @@ package final class GaenNode: Sendable {
             return NodeStatusSnapshot(enabled: state.enabled, status: conditions(f, enabled: state.enabled), advertisements: f.advertisements,
                                       scans: f.scans, sightings: f.sightings, lastScanEnd: f.lastScanEnd, radio: f.radio,
                                       storeLosses: store.losses(), clockSync: sync.status().description,
-                                      controller: controllerAddress.description, trialRPI: trialRPI(f), matching: matching,
+                                      controller: settings.controller.description, trialRPI: trialRPI(f), matching: matching,
                                       provideRemaining: exposure.provideRemaining, calibration: calibration.current,
                                       secondsOnAir: air.onAir, secondsOffAir: air.offAir, counters: counters.current,
                                       storeBytes: store.fileBytes())

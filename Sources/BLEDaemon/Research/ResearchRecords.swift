@@ -41,9 +41,6 @@ package struct ResearchRecords: Sendable {
         guard format == "csv" || format == "jsonl" else { throw NodeError.invalidArgs("format '\(format)': expected csv or jsonl") }
         let scans: [StoredScan]
         do { scans = try context.store.scans(from: from, to: to) } catch { throw NodeError.storage("\(error)") }
-        // Scans stored before the correction was recorded per scan take the current one.
-        let currentCorrection = context.currentCorrection
-        let node = context.node, site = context.site
         var rows = 0
         var buffer = ""
         func flush() throws {
@@ -54,26 +51,16 @@ package struct ResearchRecords: Sendable {
         // The format's one writer (ENProtocol SightingsFileWriter), as every producer uses.
         let writer = SightingsFileWriter(format: format == "csv" ? .csv : .jsonl)
         buffer += writer.header
-        for s in scans {
-            let correction = s.record.rssiCorrection ?? currentCorrection
-            let items: [RecordedSighting?] = s.record.sightings.isEmpty ? [nil] : s.record.sightings.map { $0 }
-            for item in items {
-                let t = item?.time ?? s.record.start
-                guard t >= from, t < to else { continue }
-                buffer += writer.row(SightingsRecord(time: t, rpi: item?.rpi, aem: item?.aem, rssi: item.map { Int($0.rssi) },
-                                                     scanStart: s.record.start, scanEnd: s.record.end, rssiCorrection: correction,
-                                                     node: node, site: site, address: Self.exportAddress(item)))
-                rows += 1
-                if buffer.utf8.count > 1 << 16 { try flush() }
-            }
+        // The rows matching reads too (`SightingRows`): one conversion, so the two agree.
+        try SightingRows.forEach(scans, currentCorrection: context.currentCorrection, from: from, to: to,
+                                 node: context.node, site: context.site) { _, row in
+            buffer += writer.row(row)
+            rows += 1
+            if buffer.utf8.count > 1 << 16 { try flush() }
         }
         try flush()
         return rows
     }
-
-    /// The advertiser's address of a sighting for the export, `AA:BB:CC:DD:EE:FF`; empty for
-    /// scans stored before the record kept it.
-    static func exportAddress(_ item: RecordedSighting?) -> String? { item?.address?.description }
 
     /// Marker times accepted (Unix seconds, 2000-01-01 to 2200-01-01).
     static let markerTimes: ClosedRange<Double> = 946_684_800...7_258_118_400

@@ -125,9 +125,11 @@ package actor NodeScheduleRunner: ScheduleEffects {
     /// The radio effects gaend runs (the same as `gaenctl radio` and the benchmark): beacons
     /// from the day's key in the store, finished scans into the store.
     private nonisolated var radioEffects: RadioScheduleEffects {
-        RadioScheduleEffects(radio: radio,
-                             beacon: { [weak self] slot, reading in await self?.beacon(for: slot, now: reading.wall) },
-                             scanned: { [weak self] scan in await self?.record(scan) })
+        let calibration = self.calibration
+        return RadioScheduleEffects(radio: radio,
+                                    beacon: { [weak self] slot, reading in await self?.beacon(for: slot, now: reading.wall) },
+                                    rssiCorrection: { calibration.current.rssiCorrection },
+                                    scanned: { [weak self] scan in await self?.record(scan) })
     }
 
     /// Store writes (each a transaction with a FULL fsync) run on a thread of their own, never
@@ -184,13 +186,12 @@ package actor NodeScheduleRunner: ScheduleEffects {
         }
     }
 
-    private func record(_ scan: RecordedScan) async {
-        let record = RecordedScan(start: scan.start, end: scan.end, sightings: scan.sightings,
-                                  rssiCorrection: calibration.current.rssiCorrection)
+    /// Keeps a finished scan (already carrying the RSSI correction in use) in the store.
+    private func record(_ record: RecordedScan) async {
         board.update { f in
             f.scans += 1
             f.sightings += UInt64(record.sightings.count)
-            f.lastScanEnd = scan.end
+            f.lastScanEnd = record.end
         }
         do {
             let store = self.store
@@ -208,7 +209,5 @@ package actor NodeScheduleRunner: ScheduleEffects {
             if first { logger.error("cannot store the scan", metadata: ["error": "\(error)"]) }
         }
         await events.scanFinished(record)
-        let status = await radio.snapshot
-        board.update { $0.radio = status }
     }
 }

@@ -11,7 +11,9 @@ import ServiceLifecycle
 /// session, advertising, scanning, random address, stall detectors). At start the controller
 /// session (in the background: a missing controller is a status, retried), then the node's
 /// schedule when the node is enabled; at stop, in reverse: the schedule (the scan in progress
-/// recorded, advertising off), the controller session, the capture file.
+/// recorded, advertising off), the controller session, the capture file. It holds the node
+/// only for that order (a service group does not wait for one service to have started before
+/// it runs the next); the radio's changes reach the node through the node's own subscription.
 package struct RadioService: Service {
     package let radio: RadioOwner
     let node: GaenNode
@@ -25,23 +27,19 @@ package struct RadioService: Service {
         RadioOwner(clock: clock, configuration: RadioOwner.Configuration(settings: settings.effective), logger: logger)
     }
 
-    /// Fails (before anything runs) when the controller's name is invalid or the capture file
-    /// cannot be opened.
+    /// Fails (before anything runs) when the capture file cannot be opened.
     package init(settings: GaendSettings, radio: RadioOwner, node: GaenNode) throws {
         let s = settings.effective
         self.radio = radio
         self.node = node
-        let address: ControllerAddress
-        do { address = try ControllerAddress(parsing: s.controller) } catch { throw NodeError.invalidArgs("controller: \(error)") }
         do { capture = try s.capture.map { try BTSnoopWriter(settings: $0) } } catch {
             throw NodeError.invalidArgs("capture \(s.capture?.path ?? ""): \(error)")
         }
-        let plain = SystemTransportConnector(address: address)
+        let plain = SystemTransportConnector(address: s.controller)
         connector = capture.map { CapturingConnector(plain, writer: $0) } ?? plain
     }
 
     package func run() async throws {
-        await radio.onChange { [weak node] in await node?.radioChanged() }
         var configuration = HCISessionConfiguration()
         configuration.reconnectAttemptLimit = 20
         await radio.start(connector: connector, configuration: configuration)

@@ -6,6 +6,7 @@ import Foundation
 #endif
 import HCIProtocol
 import Logging
+import Synchronization
 
 /// The one owner of the controller's LE state (in the spirit of Bumble's `Device`): it holds
 /// what should be on air (`desired`) and what the controller has confirmed (`air`) for
@@ -130,7 +131,9 @@ package actor RadioOwner {
     private var stallTask: Task<Void, Never>?
     private var retryTask: Task<Void, Never>?
     private var controllerTask: Task<Void, Never>?
-    private var changeHandler: (@Sendable () async -> Void)?
+    /// Set once by whoever follows the owner (the node), before the owner starts: a lock, so
+    /// it can be set while the node is built, without awaiting the actor.
+    private let changeHandler = Mutex<(@Sendable () async -> Void)?>(nil)
     /// When the controller last answered (a probe, a report, the bring-up), in real time:
     /// the controller answers in real time whatever the node clock's scale.
     private var lastControllerAnswer: ContinuousClock.Instant?
@@ -147,8 +150,8 @@ package actor RadioOwner {
         stall = ScanStallDetector(minimumStall: configuration.scanStallSeconds)
     }
 
-    /// Called after every change of `status` worth publishing.
-    package func onChange(_ handler: @escaping @Sendable () async -> Void) { changeHandler = handler }
+    /// Called after every change of `status` worth publishing (a finished scan among them).
+    package nonisolated func onChange(_ handler: @escaping @Sendable () async -> Void) { changeHandler.withLock { $0 = handler } }
 
     package var snapshot: Status {
         get async {
@@ -348,7 +351,10 @@ package actor RadioOwner {
     /// when scanning never reached the air during it (no controller: nothing was observed).
     /// Scanning goes off, unless `next` starts at once (continuous mode): then the
     /// controller keeps scanning and the reports from now on belong to `next`.
-    package func finishScan(_ done: CompletedScan, continuingWith next: ScanWindow? = nil) async -> RecordedScan? {
+    /// `rssiCorrection` is the receiver's correction in use as the scan ends (nil where none
+    /// is known, as in `gaenctl radio scan`); the record is made once, with it.
+    package func finishScan(_ done: CompletedScan, continuingWith next: ScanWindow? = nil,
+                            rssiCorrection: Int? = nil) async -> RecordedScan? {
         let collected = scan
         if let next {
             scan = ScanCollector(window: next, onAir: status.scanningOnAir)
@@ -360,13 +366,15 @@ package actor RadioOwner {
         await reconcileOrRetry()
         guard let collected, collected.wasOnAir || status.scanningOnAir else { return nil }
         let record = RecordedScan(start: done.startWall, end: done.endWall,
-                                sightings: collected.sightings.map { var s = $0; s.time = min(max(s.time, done.startWall), done.endWall); return s })
+                                sightings: collected.sightings.map { var s = $0; s.time = min(max(s.time, done.startWall), done.endWall); return s },
+                                rssiCorrection: rssiCorrection)
         status.scansCompleted += 1
         if emptyScans.record(reports: collected.reports), let session {
             logger.error("scans keep coming back empty where they used to see advertisers; restarting the controller")
             status.stallRecoveries += 1
             await session.restart(reason: "scans empty")
         }
+        await notify()
         // Handed to the caller only: nothing here keeps a finished scan (a buffer of the
         // newest 64 that nobody read held every sighting of a flood, hundreds of MB).
         return record
@@ -584,7 +592,7 @@ package actor RadioOwner {
 
     private func notify() async {
         accountAirTime()
-        await changeHandler?()
+        await changeHandler.withLock { $0 }?()
     }
 
     /// Credits the time since the last change to the advertising state then recorded.

@@ -32,8 +32,9 @@ package struct RecordedSighting: Hashable, Sendable {
 }
 
 /// One scan: its start and end (UTC Unix seconds) and every report it kept, possibly none
-/// (exposure windows need every scan for secondsSinceLastScan). The radio owner makes it (no
-/// correction yet), the node adds the RSSI correction in use and the store keeps it.
+/// (exposure windows need every scan for secondsSinceLastScan). The radio owner makes it once,
+/// with the RSSI correction in use when it ended (`RadioScheduleEffects` asks for it), and the
+/// store keeps it as it is.
 package struct RecordedScan: Hashable, Sendable {
     package var start: Double
     package var end: Double

@@ -24,15 +24,19 @@ package struct RadioScheduleEffects: ScheduleEffects {
     let beacon: @Sendable (AdvertisingSlot, ClockReading) async -> GAENBeacon?
     let rotated: @Sendable (GAENBeacon, ClockReading) async -> Void
     let scanned: @Sendable (RecordedScan) async -> Void
+    /// The receiver's RSSI correction in use, read as each scan ends (nil: none known).
+    let rssiCorrection: @Sendable () -> Int?
 
     package init(radio: RadioOwner, roles: Roles = .all,
                 beacon: @escaping @Sendable (AdvertisingSlot, ClockReading) async -> GAENBeacon?,
                 rotated: @escaping @Sendable (GAENBeacon, ClockReading) async -> Void = { _, _ in },
+                rssiCorrection: @escaping @Sendable () -> Int? = { nil },
                 scanned: @escaping @Sendable (RecordedScan) async -> Void = { _ in }) {
         self.radio = radio
         self.roles = roles
         self.beacon = beacon
         self.rotated = rotated
+        self.rssiCorrection = rssiCorrection
         self.scanned = scanned
     }
 
@@ -46,7 +50,7 @@ package struct RadioScheduleEffects: ScheduleEffects {
                let j = actions.indices.first(where: { $0 > i && actions[$0].isScanStart }),
                case .startScan(let next) = actions[j] {
                 consumed.insert(j)
-                if let record = await radio.finishScan(done, continuingWith: next) { await scanned(record) }
+                if let record = await radio.finishScan(done, continuingWith: next, rssiCorrection: rssiCorrection()) { await scanned(record) }
                 continue
             }
             await perform(action, at: reading)
@@ -67,7 +71,7 @@ package struct RadioScheduleEffects: ScheduleEffects {
             await radio.startScan(window)
         case .finishScan(let done):
             // nil: scanning never reached the air (no controller), nothing was observed.
-            if let record = await radio.finishScan(done) { await scanned(record) }
+            if let record = await radio.finishScan(done, rssiCorrection: rssiCorrection()) { await scanned(record) }
         }
     }
 }
