@@ -193,7 +193,7 @@ struct Gaend: AsyncParsableCommand {
         logger.info("gaend stopped")
     }
 
-    /// Writes `text` to stderr whole (FileHandle is full Foundation's; issue 12).
+    /// Writes `text` to stderr whole (FileHandle is full Foundation's, which gaend does not link).
     static func writeStandardError(_ text: String) {
         var bytes = Array(text.utf8)[...]
         while !bytes.isEmpty {
@@ -228,7 +228,7 @@ struct Gaend: AsyncParsableCommand {
 /// parks the main thread, instead of Swift's async main. An async main ends the main thread in
 /// dispatch_main(), whose pthread_exit unwinds that thread's stack (a forced unwind), reading
 /// ~0.7 MiB of unwind tables (.eh_frame, .eh_frame_hdr) that then stay resident in the idle
-/// daemon (issue 12, scripts/measure-idle.sh). Nothing in gaend runs on the main actor, so the
+/// daemon (scripts/measure-idle.sh). Nothing in gaend runs on the main actor, so the
 /// main queue needs no draining. Exit codes are the command's: ArgumentParser exits with the
 /// error's code, and a run that returns ends the process with 0 as an async main does.
 @main
