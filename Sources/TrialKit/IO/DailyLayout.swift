@@ -1,3 +1,4 @@
+import ENProtocol
 import Foundation
 #if canImport(Glibc)
 import Glibc
@@ -11,18 +12,9 @@ import Glibc
 public enum DailyLayout {
     /// `YYYY-MM-DD` of a Unix time, UTC (days from the civil calendar, proleptic Gregorian).
     public static func day(_ unixSeconds: Double) -> String {
-        let days = Int((unixSeconds / 86_400).rounded(.down))
-        // Howard Hinnant's civil_from_days: exact for every day of the Gregorian calendar.
-        let z = days + 719_468
-        let era = (z >= 0 ? z : z - 146_096) / 146_097
-        let doe = z - era * 146_097
-        let yoe = (doe - doe / 1460 + doe / 36_524 - doe / 146_096) / 365
-        let doy = doe - (365 * yoe + yoe / 4 - yoe / 100)
-        let mp = (5 * doy + 2) / 153
-        let d = doy - (153 * mp + 2) / 5 + 1
-        let m = mp < 10 ? mp + 3 : mp - 9
-        let y = yoe + era * 400 + (m <= 2 ? 1 : 0)
-        func two(_ v: Int) -> String { v < 10 ? "0\(v)" : String(v) }
+        let date = CivilDate(unixSeconds: unixSeconds)
+        let (y, m, d) = (date.year, date.month, date.day)
+        func two(_ v: Int64) -> String { v < 10 ? "0\(v)" : String(v) }
         return "\(y)-\(two(m))-\(two(d))"
     }
 
