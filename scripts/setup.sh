@@ -10,7 +10,7 @@ APT_PACKAGES=(libbluetooth-dev libdbus-1-dev libssl-dev libsqlite3-dev zlib1g-de
               prometheus prometheus-node-exporter)
 # libyaml-dev: the config's YAML reader (Sources/YAMLReader on libyaml; the package then
 # depends on libyaml-0-2). gdbus, busctl, setpriv: real D-Bus clients in tests; openssl: demo keys; faketime: clock-step
-# faults. The kernel test bed (tests/testbed): qemu, busybox for its initramfs, kmod (depmod),
+# faults. The kernel test bed (Tests/testbed): qemu, busybox for its initramfs, kmod (depmod),
 # udev and bluez (the guest's udev and bluetoothd come from the host's root); btmon (bluez) and
 # tshark decode captures. The fleet (docs/fleet.md): prometheus (promtool checks the metrics
 # and tests the alert rules; the fleet e2e runs its own Prometheus and node_exporter on
@@ -35,7 +35,7 @@ if [ "$(id -u)" -eq 0 ] && command -v systemd-sysusers >/dev/null \
     systemd-sysusers "$PWD/systemd/gaend.sysusers"
 fi
 # Four app users in group gaend (as a deployment adds a national app's user to it), for the
-# hostile-caller tests (tests/e2e/test_hostile_e2e.py): dbus-daemon looks a caller's groups up
+# hostile-caller tests (Tests/e2e/test_hostile_e2e.py): dbus-daemon looks a caller's groups up
 # by user, so the callers need accounts.
 if [ "$(id -u)" -eq 0 ] && getent group gaend >/dev/null; then
     for n in 1 2 3 4; do
@@ -45,7 +45,7 @@ if [ "$(id -u)" -eq 0 ] && getent group gaend >/dev/null; then
 fi
 
 # Python packages for the virtual radio (tools/virtual-radio) and its tests.
-if ! python3 -c 'import sys; import bumble, pytest, jeepney, duckdb' >/dev/null 2>&1 \
+if ! python3 -c 'import sys; import bumble, pytest, xdist, jeepney, duckdb' >/dev/null 2>&1 \
    || ! python3 - <<'PY' >/dev/null 2>&1
 import importlib.metadata as m, sys
 sys.exit(0 if m.version("bumble") == "0.0.236" else 1)

@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # CGaenCrypto's arm64 paths, run the way a board runs them: the C sources built for aarch64
-# with a checker (tests/arm64/crypto_check.c) and OpenSSL's arm64 libcrypto, run under
+# with a checker (Tests/arm64/crypto_check.c) and OpenSSL's arm64 libcrypto, run under
 # qemu-aarch64 on CPU models with and without the crypto extensions, against FIPS-197 / SP
 # 800-38A AES vectors, Google's GAEN vectors and OpenSSL EVP on thousands of random keys. The
 # same checker also runs natively first (x86-64 paths). Independent of the Swift build; part
@@ -64,7 +64,7 @@ for a in v["advertised"]:
 PY
 
 # --- build ---
-sources=(tests/arm64/crypto_check.c Sources/CGaenCrypto/*.c)
+sources=(Tests/arm64/crypto_check.c Sources/CGaenCrypto/*.c)
 flags=(-Wall -Wextra -Werror -ISources/CGaenCrypto/include -ISources/CGaenCrypto)
 build() { # build NAME LOG ARGS...: the log is shown only when the build fails
     local name=$1 log=$2; shift 2

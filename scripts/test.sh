@@ -28,7 +28,7 @@ pytest=(python3 -m pytest -q -rs -p no:cacheprovider)
 # The board: the release build (static Swift runtime) as `make` builds it, the daemon's
 # Foundation-free link, its install layout and toolchain-free binaries. It runs beside the
 # end-to-end tests (a build does not mind their waiting; they bear its load); Debian's
-# kernel under qemu (tests/testbed) runs after them, alone, since an emulated guest slows down
+# kernel under qemu (Tests/testbed) runs after them, alone, since an emulated guest slows down
 # many times over on a busy machine.
 export SCRATCH=.build-release GAEND_RELEASE_DIR=$PWD/.build-release/release
 release() {
@@ -41,19 +41,39 @@ release() {
     echo "release build: $((SECONDS - start)) s"
     local s=0
     ./scripts/check-gaend-foundation.sh "$GAEND_RELEASE_DIR" || s=1
-    "${pytest[@]}" tests/install || s=1
+    "${pytest[@]}" Tests/install || s=1
     return $s
 }
 
+# Checks that need no Swift build run beside the debug build (they wait on qemu-user, Bumble's
+# virtual controllers and promtool more than they compute); each has its log in the run folder,
+# printed when it is collected.
+declare -A bg_pid bg_start
+background() { # background NAME COMMAND...
+    local name=$1
+    shift
+    bg_start[$name]=$SECONDS
+    "$@" >"$run_dir/$name.log" 2>&1 &
+    bg_pid[$name]=$!
+}
+collect() { # collect NAME: waits for it, prints its log, records its time and result
+    local name=$1 rc=0
+    wait "${bg_pid[$name]}" || rc=$?
+    seconds[$name]=$((SECONDS - bg_start[$name]))
+    echo "--- $name (${seconds[$name]} s, log $run_dir/$name.log)"
+    tail -n 40 "$run_dir/$name.log"
+    [ $rc -eq 0 ] || { echo "FAILED: $name" >&2; status=1; }
+}
 # CGaenCrypto's arm64 paths (AES, lockstep HKDF, dispatch) under qemu-aarch64 with and without
 # the crypto extensions, and the native ones, against published vectors and OpenSSL EVP.
-# C only, independent of the Swift build; about 20 s.
-phase arm64-crypto ./scripts/test-arm64-crypto.sh
-phase virtual-radio "${pytest[@]}" tools/virtual-radio/tests
+# C only, independent of the Swift build.
+background arm64-crypto ./scripts/test-arm64-crypto.sh
+background virtual-radio "${pytest[@]}" tools/virtual-radio/tests
 # The shipped Prometheus alert rules against their promtool tests (docs/fleet.md).
-phase alert-rules "${pytest[@]}" tests/fleet
+background alert-rules "${pytest[@]}" Tests/fleet
 phase debug-build swift build --build-tests
 bin="$(swift build --show-bin-path)"
+for name in arm64-crypto virtual-radio alert-rules; do collect "$name"; done
 
 # The unit tests run in parallel on every core; the release build starts after them.
 phase unit swift test --skip-build
@@ -69,7 +89,9 @@ fuzz_replays() {
     return $s
 }
 phase fuzz-replays fuzz_replays
-phase e2e env GAEND_BIN_DIR="$bin" "${pytest[@]}" tests/e2e
+# On several workers (pytest-xdist): the tests spend most of their time waiting on scaled
+# clocks, and each has its own buses, ports and folders. The longest start first (conftest.py).
+phase e2e env GAEND_BIN_DIR="$bin" "${pytest[@]}" -n "${GAEND_E2E_WORKERS:-4}" Tests/e2e
 # The committed man pages and completions are what the binaries' help gives.
 phase gen-docs ./scripts/gen-docs.sh --check "$bin"
 
@@ -82,7 +104,7 @@ testbed() {
     # build folder's release: point it at this run's release build.
     [ -e .build/release ] || ln -s ../.build-release/release .build/release
     # Guest logs, captures and timings in this run's folder; Debian's kernel is cached per machine.
-    GAEND_TESTBED_OUT="$run_dir/testbed" GAEND_BIN_DIR="$bin" "${pytest[@]}" tests/testbed || return 1
+    GAEND_TESTBED_OUT="$run_dir/testbed" GAEND_BIN_DIR="$bin" "${pytest[@]}" Tests/testbed || return 1
 }
 [ -x "$GAEND_RELEASE_DIR/gaend" ] && phase testbed testbed
 [ -f "$run_dir/testbed/timings.json" ] && echo "test bed scenario seconds: $(cat "$run_dir/testbed/timings.json") (logs: $run_dir/testbed)"

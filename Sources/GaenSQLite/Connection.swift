@@ -1,9 +1,9 @@
-// Why gaend has its own SQLite layer instead of a well-kept library (GRDB.swift, used until
-// session 5): the daemon must import FoundationEssentials only (issue 12, "Daemon footprint":
+// Why gaend has its own SQLite layer instead of a well-kept library (GRDB.swift, which older
+// gaend versions used): the daemon must import FoundationEssentials only (its footprint goal:
 // idle RSS <= 20 MB, measured by scripts/measure-idle.sh). GRDB imports full Foundation (58 of
 // its files), which pulls Foundation, CoreFoundation, FoundationInternationalization and ICU
 // into gaend (measured: about 2.5 MiB of the idle daemon's resident pages before the link
-// reordering, GRDB's own code 2.1 MiB more; notes/perf-s4.md). The store needs a small part
+// reordering, GRDB's own code 2.1 MiB more). The store needs a small part
 // of SQLite: connections, prepared statements, transactions, result codes. This layer is that
 // part, on the system libsqlite3, importing no Foundation at all.
 import CSQLite3
@@ -83,6 +83,12 @@ public final class Connection {
         var flag: Int32 = on ? 1 : 0
         let rc = sqlite3_file_control(try open(), "main", SQLITE_FCNTL_PERSIST_WAL, &flag)
         guard rc == SQLITE_OK else { throw SQLiteError(connection: handle, code: rc) }
+    }
+
+    /// Frees the connection's unused cached pages (SQLite's `sqlite3_db_release_memory`):
+    /// the next statement reads them again from the file (or the OS page cache).
+    public func releaseMemory() {
+        if let handle { _ = sqlite3_db_release_memory(handle) }
     }
 
     /// `wal_checkpoint(TRUNCATE)` with no busy wait (the timeout is set back to

@@ -18,6 +18,9 @@ public final class ConnectionPool: @unchecked Sendable {
         public var busyTimeoutMilliseconds: Int32 = 5_000
         /// Reader connections kept open between reads (more are opened while reads overlap).
         public var maximumIdleReaders = 2
+        /// Frees a reader's cached pages when it goes back idle: a long-running process
+        /// otherwise keeps each connection's page cache (2 MB by default) at its peak for good.
+        public var releaseReaderMemory = false
 
         public init(path: String) { self.path = path }
     }
@@ -114,7 +117,14 @@ public final class ConnectionPool: @unchecked Sendable {
             idleReaders.append(reader)
             return true
         }
-        if !keep { try? reader.close() }
+        if !keep { try? reader.close() } else if configuration.releaseReaderMemory { reader.releaseMemory() }
+    }
+
+    /// Frees the writer's cached pages (between writes): its next transaction reads what it
+    /// needs from the file, so the cache holds no memory while idle, and a page damaged on
+    /// disk is seen by the next write instead of hidden behind a cached copy.
+    public func releaseWriterMemory() {
+        writerLock.withLock { writer.releaseMemory() }
     }
 
     /// Closes the readers, then the writer: the last connection checkpoints the WAL into the

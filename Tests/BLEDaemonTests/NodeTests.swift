@@ -8,7 +8,7 @@ import Testing
 @testable import BLEDaemon
 
 /// The node without a radio: key schedule, key history, provided key files, matching, rate
-/// limits and the D-Bus argument conversions. The radio paths run in tests/e2e.
+/// limits and the D-Bus argument conversions. The radio paths run in Tests/e2e.
 @Suite("Node core (no radio)", .serialized)
 struct NodeTests {
     /// A node on a manual clock whose controller never answers (nothing listens there).

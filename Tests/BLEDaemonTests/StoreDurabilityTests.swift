@@ -3,6 +3,9 @@ import Foundation
 import GaenSQLite
 import Testing
 @testable import BLEDaemon
+#if canImport(Glibc)
+import Glibc
+#endif
 
 /// Faults of the store's files, injected into real files: a rotten or removed write-ahead log
 /// after a crash, structural damage of the main file, a stop with scans waiting on a full disk.
@@ -259,5 +262,105 @@ struct StoreDurabilityTests {
         #expect(dropped.droppedScans == waiting && dropped.droppedSightings == sightings)
         #expect(store.losses().droppedScans == waiting && store.losses().droppedSightings == sightings)
         #expect(store.losses().pendingScans == 0)
+    }
+}
+
+// MARK: Damage while running
+
+extension StoreDurabilityTests {
+    /// Damage done to the store file in place, under an open store (what a failing card or a
+    /// stray write does while gaend runs): the store keeps its descriptor on the same file.
+    enum RuntimeDamage: CustomStringConvertible, CaseIterable {
+        case headerMagic, flip100, truncate4096, pagesAfterTheFirstOverwritten
+        /// The first page's b-tree header (the schema's table): a write does not read it (the
+        /// schema is cached), the daily quick check does.
+        var foundByTheWrite: Bool { self != .flip100 }
+        var description: String {
+            switch self {
+            case .headerMagic: "the header's magic overwritten"
+            case .flip100: "flip at 100"
+            case .truncate4096: "truncated to 4096 B"
+            case .pagesAfterTheFirstOverwritten: "every page after the first overwritten"
+            }
+        }
+
+        func apply(_ path: String) throws {
+            let fd = Glibc.open(path, O_RDWR)
+            guard fd >= 0 else { throw CocoaError(.fileNoSuchFile) }
+            defer { Glibc.close(fd) }
+            var st = stat()
+            fstat(fd, &st)
+            func put(_ bytes: [UInt8], at offset: Int) { _ = bytes.withUnsafeBytes { pwrite(fd, $0.baseAddress, $0.count, off_t(offset)) } }
+            switch self {
+            case .headerMagic: put(Array("not an SQLite f\0".utf8), at: 0)
+            case .flip100:
+                var b: UInt8 = 0
+                _ = pread(fd, &b, 1, 100)
+                put([b ^ 0x01], at: 100)
+            case .truncate4096: _ = ftruncate(fd, 4096)
+            case .pagesAfterTheFirstOverwritten: put([UInt8](repeating: 0xA5, count: Int(st.st_size) - 4096), at: 4096)
+            }
+            fsync(fd)
+        }
+    }
+
+    @Test("a store damaged while the node runs is set aside at the next write: the scan lands in a fresh store, the day's key stays",
+          arguments: RuntimeDamage.allCases)
+    func damagedWhileRunning(_ damage: RuntimeDamage) throws {
+        let dir = try TempStoreDir()
+        // Opened at the records' time: the daily quick check counts from the open.
+        let store = try NodeStore(configuration: StoreConfiguration(path: dir.storePath, durability: .normal), key: dir.key,
+                                  now: StressRecords.baseTime)
+        let tek = try store.key(for: Self.day, now: StressRecords.baseTime)
+        for n in 1...40 { try store.recordScan(StressRecords.scan(number: n, reports: 20)) }
+        #expect(store.setAside == nil)
+        try damage.apply(dir.storePath)
+        let damagedBytes = try Data(contentsOf: URL(fileURLWithPath: dir.storePath))
+        if !damage.foundByTheWrite {
+            // Before the day is over, retention runs no quick check: nothing is found yet.
+            try store.applyRetention(now: StressRecords.baseTime + 3_600)
+            #expect(store.setAside == nil)
+            try store.applyRetention(now: StressRecords.baseTime + 86_400 + 60)
+        }
+        let next = StressRecords.scan(number: 41, reports: 20)
+        try store.recordScan(next)
+        let aside = try #require(store.setAside, "\(damage): damage not detected")
+        #expect(aside.path.hasPrefix(dir.storePath + ".damaged-"))
+        #expect(aside.reason.contains("found while running"))
+        // Kept for recovery as it was found.
+        #expect(try Data(contentsOf: URL(fileURLWithPath: aside.path)) == damagedBytes)
+        #expect(try store.quarantinedRecords().map(\.table) == ["store"])
+        #expect(store.losses().quarantined == 1)
+        #expect(store.losses().pendingScans == 0 && store.losses().droppedScans == 0)
+        // The scan that met the damage is in the fresh store, and recording goes on.
+        #expect(try store.scans(from: 0, to: .infinity).map(\.record) == [next])
+        try store.recordScan(StressRecords.scan(number: 42, reports: 20))
+        #expect(try store.counts().scans == 2)
+        #expect(try store.key(for: Self.day, now: StressRecords.baseTime + 600) == tek)
+        try store.close()
+        let again = try dir.open()
+        #expect(again.setAside == nil)
+        #expect(try again.key(for: Self.day, now: StressRecords.baseTime + 900) == tek)
+        #expect(try again.counts().scans == 2)
+        try again.close()
+    }
+
+    @Test("a read that finds the store damaged while running sets it aside too, and the read answers from the fresh store")
+    func damagedWhileRunningFoundByARead() throws {
+        let dir = try TempStoreDir()
+        let store = try dir.open()
+        let tek = try store.key(for: Self.day, now: StressRecords.baseTime)
+        for n in 1...10 { try store.recordScan(StressRecords.scan(number: n, reports: 20)) }
+        // A read through a reader connection (it has read the file before).
+        #expect(try store.scans(from: 0, to: .infinity).count == 10)
+        try RuntimeDamage.headerMagic.apply(dir.storePath)
+        #expect(try store.scans(from: 0, to: .infinity).isEmpty)
+        let aside = try #require(store.setAside)
+        #expect(FileManager.default.fileExists(atPath: aside.path))
+        #expect(store.losses().quarantined == 1)
+        #expect(try store.key(for: Self.day, now: StressRecords.baseTime + 600) == tek)
+        try store.recordScan(StressRecords.scan(number: 11))
+        #expect(try store.counts().scans == 1)
+        try store.close()
     }
 }

@@ -80,6 +80,6 @@ struct AtomicOutputFileTests {
             #expect("\(error)".hasPrefix("cannot write \(missing): No such file or directory"), "\(error)")
         }
     }
-    // A write that fails midway (a full disk) is in tests/e2e/test_outputs_e2e.py: RLIMIT_FSIZE
+    // A write that fails midway (a full disk) is in Tests/e2e/test_outputs_e2e.py: RLIMIT_FSIZE
     // is per process, and tests here run in parallel in one process.
 }

@@ -91,7 +91,11 @@ public struct QuarantinedRecord: Equatable, Sendable {
 public final class NodeStore: @unchecked Sendable {
     public let configuration: StoreConfiguration
     private let key: StoreKey
-    private let pool: ConnectionPool
+    /// Replaced (under `lock`, published under `poolLock`) when the store is found damaged
+    /// while running: see `replaceDamagedStore`.
+    private var pool: ConnectionPool
+    private let poolLock = Lock()
+    private let poolConfiguration: ConnectionPool.Configuration
     private let logger: Logger
     private let lock = Lock()
     /// Scans waiting for disk space, already encoded: their memory is their bytes, so the
@@ -110,7 +114,7 @@ public final class NodeStore: @unchecked Sendable {
     private var quarantinedCount = 0
     /// What status reads (`losses()`, `isFull`), published after each store operation.
     private let statusLock = Lock()
-    private var published = (losses: StoreLosses(), full: false)
+    private var published = (losses: StoreLosses(), full: false, setAside: nil as (path: String, reason: String)?)
 
     static let keyCheckPlaintext = Data("gaend store key check v1".utf8)
     static let keyCheckAAD = Data("gaend/v1/store_meta/key_check".utf8)
@@ -121,8 +125,10 @@ public final class NodeStore: @unchecked Sendable {
     private var ledgerFailing = false
     /// The last checkpoint failed (logged once until one works).
     private var checkpointFailing = false
-    /// A damaged store this one replaced at open: where it was set aside, and why.
-    public let setAside: (path: String, reason: String)?
+    /// The last damaged store this one replaced (at open or while running): where it was set
+    /// aside, and why. Guarded by `lock`; `setAside` reads the published copy.
+    private var setAsideLocked: (path: String, reason: String)?
+    public var setAside: (path: String, reason: String)? { statusLock.withLock { published.setAside } }
 
     /// Opens (or creates) the store. An existing store is first checked read-only against
     /// `key`, so a wrong key throws `StoreError.wrongKey` without writing a byte. A store that
@@ -188,6 +194,7 @@ public final class NodeStore: @unchecked Sendable {
             try Self.createAtomically(path: path, key: key)
         }
         var config = ConnectionPool.Configuration(path: path)
+        config.releaseReaderMemory = true
         let durability = configuration.durability
         let pageLimit = configuration.pageLimit
         config.prepareWriter = { db in
@@ -218,14 +225,75 @@ public final class NodeStore: @unchecked Sendable {
         } catch {
             throw Self.mapped(error, pending: 0)
         }
-        setAside = aside
+        poolConfiguration = config
+        setAsideLocked = aside
+        lastQuickCheck = now
         self.ledger = ledger
         do {
-            try reconcileWithLedger(now: now)
+            try locked { try reconcileLocked(now: now, whileRunning: false) }
         } catch {
             try? pool.close()
             throw Self.mapped(error, pending: 0)
         }
+    }
+
+    /// The pool in use (reads take it without `lock`, so a write in progress never holds them up).
+    private var currentPool: ConnectionPool { poolLock.withLock { pool } }
+
+    /// Bumped (under `poolLock`) each time a damaged store is replaced while running: an
+    /// operation that failed on the old store retries once on the new one, and two that
+    /// failed together replace it once.
+    private var poolGenerationStorage = 0
+
+    /// When SQLite's quick check last ran (at open, then daily with retention; guarded by
+    /// `lock`): damage in pages no write touches (the schema, an old scan) is found within a
+    /// day rather than at the next start.
+    private var lastQuickCheck: Double
+    static let quickCheckInterval: Double = 86_400
+
+    /// Runs the quick check on a reader (writes go on beside it) and replaces the store if it
+    /// finds damage. Called with `lock` held.
+    private func quickCheckLocked(now: Double) throws {
+        let generation = poolGeneration
+        let found: String
+        do {
+            found = try readOnce { db in try db.fetchText("PRAGMA quick_check(1)") } ?? ""
+        } catch let e where Self.isDamage(e) {
+            try replaceDamagedStore(after: e, failedOn: generation, now: now)
+            return
+        }
+        lastQuickCheck = now
+        if found != "ok" {
+            try replaceDamagedStore(after: StoreDamage(reason: "SQLite's quick check: \(found)"), failedOn: generation, now: now)
+        }
+    }
+    private var poolGeneration: Int { poolLock.withLock { poolGenerationStorage } }
+
+    /// Sets a store found damaged while running aside and opens a fresh one in its place,
+    /// exactly as at open: the damaged files are kept for recovery, a quarantine row and a
+    /// critical journal line say where and why, the keys of recent days come back from the
+    /// ledger (the day's key stays the same) and recording goes on. Called with `lock` held,
+    /// after an operation on generation `failedOn` found `error`. Throws when the fresh store
+    /// cannot be made (the caller's operation then fails as before and its scan stays queued).
+    private func replaceDamagedStore(after error: any Error, failedOn generation: Int,
+                                     now: Double = Date().timeIntervalSince1970) throws {
+        guard generation == poolGeneration else { return } // another operation replaced it already
+        let path = configuration.path
+        let old = currentPool
+        try? old.close()
+        let aside = (path: try Self.setAside(path, now: now), reason: "found while running: " + Self.damageText(error))
+        try Self.createAtomically(path: path, key: key)
+        let fresh: ConnectionPool
+        do { fresh = try Self.openChecked(config: poolConfiguration, key: key, path: path) } catch {
+            throw Self.mapped(error, pending: pending.count)
+        }
+        poolLock.withLock {
+            pool = fresh
+            poolGenerationStorage += 1
+        }
+        setAsideLocked = aside
+        reportedRotten = []
+        try reconcileLocked(now: now, whileRunning: true)
     }
 
     /// Opens the pool, refuses a newer schema, migrates, and runs SQLite's quick check: a
@@ -290,10 +358,11 @@ public final class NodeStore: @unchecked Sendable {
     /// sequence moves past them, so they are never reused). Keys of days the ledger holds and
     /// the store never had (lost with a WAL, or with the store set aside) are put back; keys
     /// the store holds and the ledger lacks (a store older than its ledger) are added to it.
-    private func reconcileWithLedger(now: Double) throws {
+    private func reconcileLocked(now: Double, whileRunning: Bool) throws {
         var contents = ledger.contents
-        let result = try locked {
-            try write { db -> (lost: [String: Int64], restored: [Int32]) in
+        let setAside = setAsideLocked
+        let result = try {
+            try writeOnce { db -> (lost: [String: Int64], restored: [Int32]) in
                 var lost: [String: Int64] = [:]
                 if let setAside {
                     try db.execute("INSERT OR IGNORE INTO quarantine (tbl, row_id, reason, detected_at) VALUES ('store', ?, ?, ?)",
@@ -337,8 +406,11 @@ public final class NodeStore: @unchecked Sendable {
                 quarantinedCount = try db.fetchInt("SELECT count(*) FROM quarantine") ?? 0
                 return (lost, restored)
             }
-        }
-        if let setAside {
+        }()
+        if let setAside, whileRunning {
+            logger.critical("the store became damaged while gaend runs: set aside (kept for recovery) and replaced by a fresh store; the day's key comes from the ledger, recording goes on",
+                            metadata: ["store.setAside": "\(setAside.path)", "store.reason": "\(setAside.reason)"])
+        } else if let setAside {
             logger.critical("the store is damaged: set aside (kept for recovery) and replaced by a fresh store; the day's key comes from the ledger",
                             metadata: ["store.setAside": "\(setAside.path)", "store.reason": "\(setAside.reason)"])
         }
@@ -350,7 +422,7 @@ public final class NodeStore: @unchecked Sendable {
             logger.warning("keys missing from the store were restored from the ledger (no day gets a second key)",
                            metadata: ["store.days": "\(result.restored.map(String.init).joined(separator: ","))"])
         }
-        locked { writeLedger(contents) }
+        writeLedger(contents)
     }
 
     /// Writes the ledger; a failure is logged (once until it works again), never thrown: the
@@ -582,7 +654,7 @@ public final class NodeStore: @unchecked Sendable {
                                     "store.droppedScansTotal": "\(droppedScans)"])
             return (scans, sightings)
         }
-        do { try pool.close() } catch { throw Self.mapped(error, pending: 0) }
+        do { try currentPool.close() } catch { throw Self.mapped(error, pending: 0) }
         return dropped
     }
 
@@ -677,8 +749,8 @@ public final class NodeStore: @unchecked Sendable {
     private func publishLocked() {
         let losses = StoreLosses(droppedScans: droppedScans, droppedSightings: droppedSightings, pendingScans: pending.count,
                                  pendingBytes: pendingBytes, quarantined: quarantinedCount)
-        let isFull = full
-        statusLock.withLock { published = (losses, isFull) }
+        let isFull = full, aside = setAsideLocked
+        statusLock.withLock { published = (losses, isFull, aside) }
     }
 
     /// Associated data: a domain label, the table and the row's identifying clear columns.
@@ -706,11 +778,25 @@ public final class NodeStore: @unchecked Sendable {
         return StoreError.database(code: e.code, message: e.message)
     }
 
-    /// Always called with `lock` held (it reads the pending queue's size).
+    /// Always called with `lock` held (it reads the pending queue's size). A store found
+    /// structurally damaged is replaced by a fresh one and `body` runs again there once (its
+    /// transaction was rolled back), so the record it writes lands in the fresh store.
     private func write<T>(_ body: (Connection) throws -> T) throws -> T {
+        let generation = poolGeneration
+        do {
+            return try writeOnce(body)
+        } catch let e where Self.isDamage(e) {
+            try replaceDamagedStore(after: e, failedOn: generation)
+            return try writeOnce(body)
+        }
+    }
+
+    private func writeOnce<T>(_ body: (Connection) throws -> T) throws -> T {
+        let pool = currentPool
         let result: T
         do { result = try pool.write(body) } catch let e as StoreError { throw e } catch { throw Self.mapped(error, pending: pending.count) }
         checkpointAfterCommit()
+        pool.releaseWriterMemory()
         return result
     }
 
@@ -720,7 +806,7 @@ public final class NodeStore: @unchecked Sendable {
     /// a crash leaves at most the commit in flight in it. A reader holding frames back keeps
     /// them until the next commit (the ledger detects a loss in that window).
     private func checkpointAfterCommit() {
-        if case .failure(let e) = pool.checkpointTruncating(), !checkpointFailing {
+        if case .failure(let e) = currentPool.checkpointTruncating(), !checkpointFailing {
             checkpointFailing = true
             logger.warning("cannot checkpoint the store after a commit; the commit is in the write-ahead log",
                            metadata: ["store.error": "\(e)"])
@@ -729,8 +815,20 @@ public final class NodeStore: @unchecked Sendable {
         }
     }
 
+    /// A read that finds the store structurally damaged replaces it (as a write does) and
+    /// runs again on the fresh store.
     private func read<T>(_ body: (Connection) throws -> T) throws -> T {
-        do { return try pool.read(body) } catch let e as StoreError { throw e } catch { throw Self.mapped(error, pending: 0) }
+        let generation = poolGeneration
+        do {
+            return try readOnce(body)
+        } catch let e where Self.isDamage(e) {
+            try locked { try replaceDamagedStore(after: e, failedOn: generation) }
+            return try readOnce(body)
+        }
+    }
+
+    private func readOnce<T>(_ body: (Connection) throws -> T) throws -> T {
+        do { return try currentPool.read(body) } catch let e as StoreError { throw e } catch { throw Self.mapped(error, pending: 0) }
     }
 
     // MARK: Temporary exposure keys
@@ -1120,6 +1218,7 @@ public final class NodeStore: @unchecked Sendable {
         let cutoff = now - Double(configuration.retentionDays) * 86_400
         let cutoffDay = UTCDay(unixSeconds: cutoff)
         return try locked {
+            if abs(now - lastQuickCheck) >= Self.quickCheckInterval { try quickCheckLocked(now: now) }
             let result = try write { db in
                 var r = RetentionResult()
                 try db.execute("DELETE FROM scan WHERE end_time < ?", [.real(cutoff)]); r.scans = db.changes
@@ -1204,11 +1303,11 @@ public final class NodeStore: @unchecked Sendable {
 
     /// Changes SQLite's page limit on the writer (simulates the disk filling or freeing).
     func setPageLimitForTesting(_ pages: Int) throws {
-        try pool.writeWithoutTransaction { db in _ = try db.fetchInt64("PRAGMA max_page_count = \(pages)") }
+        try currentPool.writeWithoutTransaction { db in _ = try db.fetchInt64("PRAGMA max_page_count = \(pages)") }
     }
 
     func withWriterForTesting<T>(_ body: (Connection) throws -> T) throws -> T {
-        try pool.writeWithoutTransaction(body)
+        try currentPool.writeWithoutTransaction(body)
     }
 }
 

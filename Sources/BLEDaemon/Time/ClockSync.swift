@@ -56,18 +56,24 @@ package struct LinuxClockSync: ClockSyncSource {
         let kernel = kernelState()
         if kernel == 1 { return .synchronized(source: "kernel NTP state") }
         var reasons = [kernel == 0 ? "the kernel reports the clock unsynchronized (STA_UNSYNC)" : "adjtimex() failed with errno \(-kernel)"]
+        var timedatedSilent = false
         if kernel < 0, let timedated {
             switch timedated.answer() {
             case .synchronized: return .synchronized(source: "systemd-timedated (NTPSynchronized)")
             case .unsynchronized: reasons.append("systemd-timedated reports NTPSynchronized=false")
             case .unknown(let why): reasons.append("systemd-timedated: \(why)")
+            case .pending(let why):
+                reasons.append("systemd-timedated: \(why)")
+                timedatedSilent = true
             }
         }
         if FileManager.default.fileExists(atPath: timesyncFlagPath) {
             return .synchronized(source: timesyncFlagPath)
         }
         reasons.append("\(timesyncFlagPath) does not exist")
-        return .unsynchronized(reason: reasons.joined(separator: "; "))
+        // Without adjtimex timedated is the one source that knows; the flag file exists only
+        // where timesyncd (not chrony or ntpd) keeps the clock.
+        return timedatedSilent ? .unknown(reason: reasons.joined(separator: "; ")) : .unsynchronized(reason: reasons.joined(separator: "; "))
     }
 }
 
@@ -77,20 +83,27 @@ package struct LinuxClockSync: ClockSyncSource {
 package final class TimedatedClockSync: @unchecked Sendable {
     package enum Answer: Equatable, Sendable {
         case synchronized, unsynchronized
+        /// timedated cannot be asked (not on the bus, a refused or malformed answer).
         case unknown(String)
+        /// Not asked yet, or the call timed out (bus activation under load): an answer may come.
+        case pending(String)
     }
 
     private let bus: BusAddress
     private let interval: Duration
     private let lock = Lock()
     static let notAsked = "not asked yet"
-    private var cached = Answer.unknown(TimedatedClockSync.notAsked)
+    private var cached = Answer.pending(TimedatedClockSync.notAsked)
     private var task: Task<Void, Never>?
 
-    /// `bus` is where timedated lives (the system bus); asked every `interval`.
-    package init(bus: BusAddress = .system, interval: Duration = .seconds(10)) {
+    private let callTimeout: Duration
+
+    /// `bus` is where timedated lives (the system bus); asked every `interval`, each call
+    /// given up after `callTimeout`.
+    package init(bus: BusAddress = .system, interval: Duration = .seconds(10), callTimeout: Duration = .seconds(5)) {
         self.bus = bus
         self.interval = interval
+        self.callTimeout = callTimeout
     }
 
     deinit { task?.cancel() }
@@ -108,7 +121,7 @@ package final class TimedatedClockSync: @unchecked Sendable {
     /// Starts asking (if not yet) and returns once there is an answer, or after `timeout`.
     package func firstAnswer(timeout: Duration) async {
         let deadline = ContinuousClock.now + timeout
-        while answer() == .unknown(Self.notAsked), ContinuousClock.now < deadline {
+        while answer() == .pending(Self.notAsked), ContinuousClock.now < deadline {
             try? await Task.sleep(for: .milliseconds(10))
         }
     }
@@ -125,16 +138,21 @@ package final class TimedatedClockSync: @unchecked Sendable {
                 let reply = try await connection!.call(.methodCall(
                     destination: "org.freedesktop.timedate1", path: "/org/freedesktop/timedate1",
                     interface: "org.freedesktop.DBus.Properties", member: "Get",
-                    body: [.string("org.freedesktop.timedate1"), .string("NTPSynchronized")]), timeout: .seconds(5))
+                    body: [.string("org.freedesktop.timedate1"), .string("NTPSynchronized")]), timeout: callTimeout)
                 if case .variant(.boolean(let b))? = reply.body.first {
                     set(b ? .synchronized : .unsynchronized)
                 } else {
                     set(.unknown("NTPSynchronized has signature \(reply.signature), expected v(b)"))
                 }
             } catch {
-                set(.unknown("\(error)"))
+                let timedOut = (error as? DBusNamedError).map { ["org.freedesktop.DBus.Error.NoReply", "org.freedesktop.DBus.Error.TimedOut"].contains($0.name) } ?? false
+                set(timedOut ? .pending("\(error)") : .unknown("\(error)"))
                 connection?.close()
                 connection = nil
+                // Bus activation of timedated can take seconds on a loaded board: ask again
+                // soon rather than keep the node silent for a whole interval.
+                try? await Task.sleep(for: min(interval, .seconds(1)))
+                continue
             }
             try? await Task.sleep(for: interval)
         }

@@ -4,8 +4,11 @@
 package enum ClockSyncStatus: Equatable, Sendable, CustomStringConvertible {
     /// The kernel or systemd-timesyncd says the clock is synchronised (the source says which).
     case synchronized(source: String)
-    /// Nothing says the clock is synchronised.
+    /// Something says the clock is not synchronised, or nothing could say it is.
     case unsynchronized(reason: String)
+    /// The only source that could tell (systemd-timedated, when the service's sandbox refuses
+    /// adjtimex) has not answered yet: a slow bus activation on a loaded board, not a bad clock.
+    case unknown(reason: String)
     /// The check is waived (`--ignore-clock-sync`, a trial without network, or a scaled clock,
     /// which is never the system time); `by` says which, as the user would recognise it.
     case waived(by: String)
@@ -13,7 +16,7 @@ package enum ClockSyncStatus: Equatable, Sendable, CustomStringConvertible {
     package var isUsable: Bool {
         switch self {
         case .synchronized, .waived: return true
-        case .unsynchronized: return false
+        case .unsynchronized, .unknown: return false
         }
     }
 
@@ -21,6 +24,7 @@ package enum ClockSyncStatus: Equatable, Sendable, CustomStringConvertible {
         switch self {
         case .synchronized(let s): return "synchronized (\(s))"
         case .unsynchronized(let r): return "unsynchronized: \(r)"
+        case .unknown(let r): return "not known yet: \(r)"
         case .waived(let by): return "not checked (waived by \(by))"
         }
     }

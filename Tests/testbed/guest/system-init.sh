@@ -22,7 +22,7 @@ After=basic.target dbus.service systemd-udevd.service
 Type=oneshot
 EnvironmentFile=/etc/testbed.env
 Environment=HOME=/root LANG=C.UTF-8
-ExecStart=/bin/sh -c 'ip link set lo up; "\$tb_python" "\$tb_repo/tests/testbed/guest/\$tb_scenario" > /testbed/scenario.log 2>&1; echo \$? > /testbed/rc; sync; systemctl poweroff --force --force; echo o > /proc/sysrq-trigger'
+ExecStart=/bin/sh -c 'ip link set lo up; "\$tb_python" "\$tb_repo/Tests/testbed/guest/\$tb_scenario" > /testbed/scenario.log 2>&1; echo \$? > /testbed/rc; sync; systemctl poweroff --force --force; echo o > /proc/sysrq-trigger'
 TimeoutStartSec=infinity
 SuccessAction=poweroff-force
 FailureAction=poweroff-force

@@ -1,7 +1,7 @@
 """The kernel test bed's scenarios, run by ./scripts/test.sh.
 
-Each scenario boots Debian's kernel under qemu TCG (tests/testbed/testbed.py) with a guest
-script from tests/testbed/guest and checks what it recorded in results.json. The binaries are
+Each scenario boots Debian's kernel under qemu TCG (Tests/testbed/testbed.py) with a guest
+script from Tests/testbed/guest and checks what it recorded in results.json. The binaries are
 copied into the scenario's work directory first, so a rebuild on the host cannot change them
 under a running guest. Set GAEND_TESTBED=0 to skip (e.g. on a machine without qemu).
 
@@ -71,7 +71,7 @@ def run_scenario(kernel, tmp_path: Path, scenario: str, timeout: float, init: st
     for name in ("gaend", "gaenctl"):
         shutil.copy2(bin_dir() / name, staged / name)
     k, initramfs = kernel
-    guest = testbed.GUEST_REPO + "/tests/testbed/guest/"
+    guest = testbed.GUEST_REPO + "/Tests/testbed/guest/"
     run = testbed.boot(k, initramfs, work, guest + (init or "run-scenario.sh"), timeout, extra_env={
         "tb_scenario": scenario, "tb_repo": testbed.GUEST_REPO, "tb_bin": "/testbed/bin", "tb_python": sys.executable})
     timings = json.loads(TIMINGS.read_text()) if TIMINGS.exists() else {}

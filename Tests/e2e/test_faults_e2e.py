@@ -1,4 +1,4 @@
-"""Fault suite (issue 13): rotten bits and kill -9 loops against the real gaend on the virtual
+"""Fault suite: rotten bits and kill -9 loops against the real gaend on the virtual
 radio (clock steps: test_clock_steps_e2e.py; stalled callers: test_callers_e2e.py). Each test
 asserts that the node keeps serving and what it keeps."""
 
@@ -155,6 +155,58 @@ def test_damaged_store_is_set_aside_and_the_node_goes_on(radio, nodes):
     # Recording goes on into the fresh store.
     b.wait_scans(status["scanCount"] + 2)
     assert len(stored_scans(b)) >= 2
+    assert b.terminate() == 0, b.stderr
+    b.start()
+    assert b.proc.poll() is None, b.stderr
+    assert len([p for p in b.state.glob("store.sqlite.damaged-*") if not p.name.endswith(("-wal", "-shm"))]) == 1
+    assert key_days(b).get(today) == keys_before[today]
+
+
+def test_store_damaged_while_running_is_set_aside_and_recording_goes_on(radio, nodes):
+    """The store file damaged in place under a running gaend (its header overwritten, as a
+    failing card or a stray write does): the next scan's write finds it. gaend sets it aside
+    at once (kept, in the journal and status), opens a fresh store with the day's key from
+    the ledger, writes that scan there and goes on recording; no restart is needed."""
+    r = two_radios(radio)
+    a = nodes("a", r.ready["devices"]["a"]["connect"])
+    b = nodes("b", r.ready["devices"]["b"]["connect"],
+              config="scanning:\n  mode: continuous\n  duration_seconds: 2\n")
+    a.start()
+    b.start()
+    b.wait_scans(3)
+    keys_before = key_days(b)
+    today = max(keys_before)
+    pid = b.proc.pid
+    message = "the store became damaged while gaend runs: set aside"
+
+    def damage() -> None:
+        with open(b.store, "r+b") as f:
+            f.write(b"not an SQLite f\0")
+            f.flush()
+            os.fsync(f.fileno())
+
+    # A checkpoint in flight may rewrite the first page just after the damage: damage again
+    # until the node reports it (each try is one scan's wait).
+    for _ in range(5):
+        damage()
+        if wait_for(lambda: message in b.stderr, 15, 0.2):
+            break
+    assert message in b.stderr, b.stderr
+    assert b.proc.poll() is None and b.proc.pid == pid, b.stderr
+    aside = [p for p in b.state.glob("store.sqlite.damaged-*") if not p.name.endswith(("-wal", "-shm"))]
+    assert len(aside) == 1, list(b.state.iterdir())
+    assert aside[0].read_bytes().startswith(b"not an SQLite f\0")
+    assert str(aside[0]) in b.stderr and "found while running" in b.stderr, b.stderr
+    status = b.status()
+    assert status["quarantinedRecords"] >= 1, status
+    assert "storage-error" not in status["status"], status
+    # The fresh store holds the scan that met the damage and those after it.
+    b.wait_scans(status["scanCount"] + 2)
+    assert len(stored_scans(b)) >= 2
+    assert "storage-error" not in b.status()["status"]
+    assert "cannot store the scan" not in b.stderr, b.stderr
+    # No second key for the day.
+    assert key_days(b).get(today) == keys_before[today], (keys_before, key_days(b))
     assert b.terminate() == 0, b.stderr
     b.start()
     assert b.proc.poll() is None, b.stderr

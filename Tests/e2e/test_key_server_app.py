@@ -1,5 +1,5 @@
 """`gaenctl app sync` against trees it did not publish: built here by hand in the published
-layouts (tests/e2e/keyserver.py writes them with Python's zipfile and `cryptography`), served by
+layouts (Tests/e2e/keyserver.py writes them with Python's zipfile and `cryptography`), served by
 real nginx with the repository's configuration, and the faults a naive client gets wrong:
 an unknown signer, a truncated zip, a revoked package, a huge file, a missing hour, the server
 down then back, a board off for two days, the clock 3 h off, 500 and 429 with Retry-After,

@@ -2,7 +2,7 @@
 
 The virtual radio's `node` controller is bridged to /dev/vhci (the kernel registers hci0 and
 runs its own LE init on it); `peer` is an independent Bumble host on the same simulated link.
-Results go to /testbed/results.json, which tests/testbed/test_testbed.py checks.
+Results go to /testbed/results.json, which Tests/testbed/test_testbed.py checks.
 """
 import json
 import os

@@ -1,4 +1,4 @@
-"""`gaenctl keys publish` read back by an independent reader (tests/e2e/keyserver.py: Python's
+"""`gaenctl keys publish` read back by an independent reader (Tests/e2e/keyserver.py: Python's
 zipfile, a protobuf decoder by hand and `cryptography`): every signature verifies, every
 publishable key appears once per layout, nothing still valid or of the current hour or day is
 published, and a second run over the same inbox leaves every byte as it was."""

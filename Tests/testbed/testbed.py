@@ -2,7 +2,7 @@
 
 Debian's kernel package is downloaded with `apt-get download` and unpacked (never installed),
 a busybox initramfs loads virtio/9p/overlay, mounts the host's `/` read-only over 9p with a
-tmpfs overlay on top and hands over to a guest init: a scenario script (tests/testbed/guest)
+tmpfs overlay on top and hands over to a guest init: a scenario script (Tests/testbed/guest)
 or systemd. So the guest has the built binaries, Python and Bumble exactly where the host has
 them, and a real kernel Bluetooth stack (bluetooth.ko, hci_vhci.ko) that gaend reaches through
 the HCI user channel. A second 9p share (read-write) is the scenario's work directory: results
@@ -205,7 +205,7 @@ def boot(kernel: Kernel, initramfs: Path, work: Path, init: str, timeout: float,
 
 
 if __name__ == "__main__":
-    # Manual use: python3 tests/testbed/testbed.py GUEST-INIT WORKDIR [TIMEOUT]
+    # Manual use: python3 Tests/testbed/testbed.py GUEST-INIT WORKDIR [TIMEOUT]
     k = prepare_kernel()
     w = Path(sys.argv[2]).resolve()
     w.mkdir(parents=True, exist_ok=True)

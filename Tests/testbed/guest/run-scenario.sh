@@ -12,7 +12,7 @@ mount -t tmpfs -o mode=1777 tmpfs /tmp
 mount -t tmpfs -o mode=1777 tmpfs /dev/shm
 ip link set lo up 2>/dev/null || busybox ip link set lo up
 cd /testbed
-"$tb_python" "$tb_repo/tests/testbed/guest/$tb_scenario" >/testbed/scenario.log 2>&1
+"$tb_python" "$tb_repo/Tests/testbed/guest/$tb_scenario" >/testbed/scenario.log 2>&1
 echo $? > /testbed/rc
 sync
 echo o > /proc/sysrq-trigger

@@ -1,5 +1,5 @@
 """Figures: a 14-day catch-up of a trial of 50 boards (run time, bytes, peak memory of the app).
-Not a test (not collected): run `python3 -m pytest -q -s tests/e2e/bench_key_server.py`."""
+Not a test (not collected): run `python3 -m pytest -q -s Tests/e2e/bench_key_server.py`."""
 
 from __future__ import annotations
 

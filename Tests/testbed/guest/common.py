@@ -1,4 +1,4 @@
-"""Helpers for scenarios that run inside the test bed's guest (tests/testbed/guest)."""
+"""Helpers for scenarios that run inside the test bed's guest (Tests/testbed/guest)."""
 from __future__ import annotations
 
 import json
@@ -15,7 +15,7 @@ PY = os.environ["tb_python"]
 WORK = Path("/testbed")
 VRADIO = REPO / "tools/virtual-radio/vradio.py"
 PEER = REPO / "tools/virtual-radio/peer.py"
-BRIDGE = REPO / "tests/testbed/guest/vhci_bridge.py"
+BRIDGE = REPO / "Tests/testbed/guest/vhci_bridge.py"
 TEK = "75c734c6dd1a782de7a965da5eb93125"
 RESULTS: dict = {}
 T0 = time.monotonic()
