@@ -1,5 +1,6 @@
 import ENProtocol
 import Foundation
+import PlatformSupport
 #if canImport(Glibc)
 import Glibc
 #endif
@@ -146,8 +147,10 @@ public enum SightingsDailySplit {
             try files.append(text + "\n", board: board, time: t)
         }
         while true {
-            let n = buffer.withUnsafeMutableBytes { pread(descriptor, $0.baseAddress, $0.count, offset) }
-            if n < 0 { if errno == EINTR { continue }; throw Failure(reason: "cannot read the export: \(String(cString: strerror(errno)))") }
+            let n: Int
+            do throws(SystemCallError) { n = try systemCall("pread") { buffer.withUnsafeMutableBytes { pread(descriptor, $0.baseAddress, $0.count, offset) } } } catch {
+                throw Failure(reason: "cannot read the export: \(error.reason)")
+            }
             if n == 0 { break }
             offset += off_t(n)
             var start = 0
