@@ -96,7 +96,8 @@ public final class DailyFiles {
         rows[path, default: 0] += count
         if open[path]!.buffer.count >= 1 << 16 {
             try open[path]!.file.write(open[path]!.buffer)
-            open[path]!.buffer.removeAll(keepingCapacity: true)
+            // Not keeping the capacity: hundreds of files may be open at once (50 boards x 14 days).
+            open[path]!.buffer = []
         }
     }
 
