@@ -3,7 +3,7 @@
 // Layers (one direction of dependency): executables -> BLEDaemon -> HCIProtocol, ENProtocol -> COpenSSL, CGaenCrypto, CGaenZlib.
 import PackageDescription
 
-// The modules gaend links import FoundationEssentials only (issue 12: full Foundation brings
+// The modules gaend links import FoundationEssentials only (its idle footprint: full Foundation brings
 // CoreFoundation, ICU and FoundationInternationalization, ~1.5 MiB of the idle daemon's pages).
 // With member import visibility a Foundation-only member (String(format:), trimmingCharacters...)
 // is a compile error in them even when a dependency imports Foundation (Tests/install checks the
@@ -26,7 +26,7 @@ let package = Package(
         .package(url: "https://github.com/apple/swift-log", from: "1.16.0"),
         // No traits: the default BinaryDelimitedStreams imports full Foundation (InputStream),
         // whose autolinked -lFoundation let the linker take Foundation, CoreFoundation and ICU
-        // into gaend (issue 12; scripts/check-gaend-foundation.sh). We use neither trait.
+        // into gaend (scripts/check-gaend-foundation.sh). We use neither trait.
         .package(url: "https://github.com/apple/swift-protobuf", from: "1.28.0", traits: []),
         .package(url: "https://github.com/swift-server/swift-service-lifecycle", from: "2.6.0"),
     ],
@@ -65,7 +65,7 @@ let package = Package(
             providers: [.apt(["libdbus-1-dev"])]
         ),
         // System library: libyaml, under our own small YAML reader (YAMLReader: why not Yams, see
-        // Sources/YAMLReader/YAML.swift: Yams imports full Foundation; issue 12).
+        // Sources/YAMLReader/YAML.swift: Yams imports full Foundation).
         .systemLibrary(
             name: "CLibYAML",
             path: "Sources/CLibYAML",
@@ -80,7 +80,7 @@ let package = Package(
         .target(name: "DBusCore", dependencies: ["CDBus", "PlatformSupport", .product(name: "Logging", package: "swift-log")],
                 swiftSettings: daemonModule),
         // NSLock, Thread and String(format:) on the C library, for the modules gaend links, which
-        // import FoundationEssentials only (issue 12: full Foundation brings CoreFoundation and ICU).
+        // import FoundationEssentials only (full Foundation brings CoreFoundation and ICU).
         .target(name: "PlatformSupport", dependencies: ["HCIShim"], swiftSettings: daemonModule),
         // gaend's D-Bus API: names, interface tables, typed values and requests with one
         // encoder and decoder each, shared by the daemon and the client (the API edge).
@@ -155,6 +155,7 @@ let package = Package(
             name: "gaenctl",
             dependencies: [
                 "ENProtocol", "RiskEngines", "BLEDaemon", "HCIProtocol", "GaendClient", "GaendAPI", "TrialKit", "KeyDistribution", "GaenApp",
+                "PlatformSupport",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
                 // `collect` uploads a board's closed days over HTTP.
                 "CCurl",

@@ -45,15 +45,35 @@ release() {
     return $s
 }
 
+# Checks that need no Swift build run beside the debug build (they wait on qemu-user, Bumble's
+# virtual controllers and promtool more than they compute); each has its log in the run folder,
+# printed when it is collected.
+declare -A bg_pid bg_start
+background() { # background NAME COMMAND...
+    local name=$1
+    shift
+    bg_start[$name]=$SECONDS
+    "$@" >"$run_dir/$name.log" 2>&1 &
+    bg_pid[$name]=$!
+}
+collect() { # collect NAME: waits for it, prints its log, records its time and result
+    local name=$1 rc=0
+    wait "${bg_pid[$name]}" || rc=$?
+    seconds[$name]=$((SECONDS - bg_start[$name]))
+    echo "--- $name (${seconds[$name]} s, log $run_dir/$name.log)"
+    tail -n 40 "$run_dir/$name.log"
+    [ $rc -eq 0 ] || { echo "FAILED: $name" >&2; status=1; }
+}
 # CGaenCrypto's arm64 paths (AES, lockstep HKDF, dispatch) under qemu-aarch64 with and without
 # the crypto extensions, and the native ones, against published vectors and OpenSSL EVP.
-# C only, independent of the Swift build; about 20 s.
-phase arm64-crypto ./scripts/test-arm64-crypto.sh
-phase virtual-radio "${pytest[@]}" tools/virtual-radio/tests
+# C only, independent of the Swift build.
+background arm64-crypto ./scripts/test-arm64-crypto.sh
+background virtual-radio "${pytest[@]}" tools/virtual-radio/tests
 # The shipped Prometheus alert rules against their promtool tests (docs/fleet.md).
-phase alert-rules "${pytest[@]}" Tests/fleet
+background alert-rules "${pytest[@]}" Tests/fleet
 phase debug-build swift build --build-tests
 bin="$(swift build --show-bin-path)"
+for name in arm64-crypto virtual-radio alert-rules; do collect "$name"; done
 
 # The unit tests run in parallel on every core; the release build starts after them.
 phase unit swift test --skip-build
@@ -69,7 +89,9 @@ fuzz_replays() {
     return $s
 }
 phase fuzz-replays fuzz_replays
-phase e2e env GAEND_BIN_DIR="$bin" "${pytest[@]}" Tests/e2e
+# On several workers (pytest-xdist): the tests spend most of their time waiting on scaled
+# clocks, and each has its own buses, ports and folders. The longest start first (conftest.py).
+phase e2e env GAEND_BIN_DIR="$bin" "${pytest[@]}" -n "${GAEND_E2E_WORKERS:-4}" Tests/e2e
 # The committed man pages and completions are what the binaries' help gives.
 phase gen-docs ./scripts/gen-docs.sh --check "$bin"
 

@@ -146,7 +146,7 @@ public enum WindowsFile {
         case let .string(s): "the string \"\(s.prefix(40))\""
         case .array: "an array"
         case .object: "an object"
-        case .number, .bool: format(v.number!)
+        case .int, .double, .bool: format(v.number!)
         }
     }
 

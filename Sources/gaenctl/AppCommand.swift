@@ -294,9 +294,7 @@ struct AppSubmit: AsyncParsableCommand {
                              rollingPeriod: $0.rollingPeriod)
             }.filter { $0.rollingStartIntervalNumber.utcDay < today && !done.contains($0.rollingStartIntervalNumber.utcDay.isoDate) }
             guard let newest = keys.map(\.rollingStartIntervalNumber.utcDay).max() else { print("0 keys uploaded (none new)"); return }
-            let start = keys.map { UInt64($0.rollingStartIntervalNumber.rawValue) }.min()! * 600
-            let end = keys.map { UInt64($0.validityEnd.rawValue) }.max()! * 600
-            let bin = try KeyExportWriter.exportBin(header: KeyExportHeader(startTimestamp: start, endTimestamp: end, region: ""), keys: keys)
+            let bin = try KeyExportWriter.exportBin(header: KeyExportHeader(covering: keys, region: ""), keys: keys)
             let zip = try KeyExportWriter.signedZip(exportBin: bin, signers: [])
             var base = server
             while base.hasSuffix("/") { base.removeLast() }

@@ -202,13 +202,7 @@ final class CollectSpool {
         let parts = s.split(separator: "-", omittingEmptySubsequences: false)
         guard s.count == 10, parts.count == 3, let y = Int(parts[0]), let m = Int(parts[1]), let d = Int(parts[2]),
               parts[0].count == 4, parts[1].count == 2, parts[2].count == 2, (1...12).contains(m), (1...31).contains(d) else { return nil }
-        // days_from_civil (Howard Hinnant), the inverse of DailyLayout.day.
-        let yy = m <= 2 ? y - 1 : y
-        let era = (yy >= 0 ? yy : yy - 399) / 400
-        let yoe = yy - era * 400
-        let doy = (153 * (m > 2 ? m - 3 : m + 9) + 2) / 5 + d - 1
-        let doe = yoe * 365 + yoe / 4 - yoe / 100 + doy
-        let start = Double(era * 146_097 + doe - 719_468) * 86_400
+        let start = Double(CivilDate(year: Int64(y), month: Int64(m), day: Int64(d)).daysSinceEpoch) * 86_400
         return DailyLayout.day(start) == s ? start : nil
     }
 

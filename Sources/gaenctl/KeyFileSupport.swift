@@ -88,9 +88,25 @@ enum KeyFileLoader {
     static func unsignedExport(fromKeyList data: Data, path: String) throws -> Data {
         let keys: [DiagnosisKey]
         do { keys = try KeyListFile.decode(data, file: path) } catch { throw CommandFailure("\(error)") }
-        let start = keys.map { UInt64($0.rollingStartIntervalNumber.rawValue) }.min() ?? 0
-        let end = keys.map { UInt64($0.rollingStartIntervalNumber.rawValue) + UInt64($0.rollingPeriod) }.max() ?? 0
-        return try KeyExportWriter.exportBin(header: KeyExportHeader(startTimestamp: start * 600, endTimestamp: end * 600, region: ""), keys: keys)
+        return try KeyExportWriter.exportBin(header: KeyExportHeader(covering: keys, region: ""), keys: keys)
+    }
+
+    /// Writes `keys` as a key export file signed by the PEM private key at `signingKey` as
+    /// `keyId`:`keyVersion` (`keys create`, `keys history -o`): the header spans the keys, the
+    /// output is replaced whole or left as it was, mode 0600.
+    static func writeSigned(_ keys: [DiagnosisKey], region: String, signingKey: String, keyId: String, keyVersion: String,
+                            to output: String) throws {
+        let pem: Data
+        do { pem = try readBounded(signingKey, limit: 64 << 10) } catch { throw CommandFailure("--signing-key \(error)") }
+        let signer: P256PrivateKey
+        do { signer = try P256PrivateKey(pem: String(decoding: pem, as: UTF8.self)) } catch {
+            throw CommandFailure("--signing-key \(signingKey): \(error)")
+        }
+        let header = KeyExportHeader(covering: keys, region: region)
+        let zip = try KeyExportWriter.signedArchive(header: header, keys: keys, signingKey: signer, keyId: keyId, keyVersion: keyVersion)
+        do { try AtomicOutputFile.write(zip, to: output, mode: 0o600) } catch {
+            throw CommandFailure("cannot write \(output): \(fileErrorReason(error))")
+        }
     }
 
     /// Reads at most `limit + 1` bytes, so an oversized file is refused without being read whole.

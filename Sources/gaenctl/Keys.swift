@@ -3,7 +3,8 @@ import ENProtocol
 import Foundation
 import TrialKit
 
-/// `gaenctl keys`: key export files (inspect, create). Issue 4 adds `history` and `provide`.
+/// `gaenctl keys`: key export files (inspect, create) and a running node's keys (`history`,
+/// `provide`: KeysClient.swift).
 struct Keys: ParsableCommand {
     static let configuration = CommandConfiguration(
         abstract: "Read, check and write GAEN key export files.",
@@ -143,18 +144,7 @@ struct KeysCreate: ParsableCommand {
             let json = try KeyFileLoader.readBounded(keysPath, limit: 512 << 20)
             let keys = try KeyListFile.decode(json, file: keysPath)
 
-            let pem = try KeyFileLoader.readBounded(signingKey, limit: 64 << 10)
-            let signer: P256PrivateKey
-            do { signer = try P256PrivateKey(pem: String(decoding: pem, as: UTF8.self)) } catch {
-                throw CommandFailure("--signing-key \(signingKey): \(error)")
-            }
-            let start = keys.map { UInt64($0.rollingStartIntervalNumber.rawValue) }.min() ?? 0
-            let end = keys.map { UInt64($0.rollingStartIntervalNumber.rawValue) + UInt64($0.rollingPeriod) }.max() ?? 0
-            let header = KeyExportHeader(startTimestamp: start * 600, endTimestamp: end * 600, region: region)
-            let zip = try KeyExportWriter.signedArchive(header: header, keys: keys, signingKey: signer, keyId: keyId, keyVersion: keyVersion)
-            do { try AtomicOutputFile.write(zip, to: output, mode: 0o600) } catch {
-                throw CommandFailure("cannot write \(output): \(fileErrorReason(error))")
-            }
+            try KeyFileLoader.writeSigned(keys, region: region, signingKey: signingKey, keyId: keyId, keyVersion: keyVersion, to: output)
             printError("gaenctl: wrote \(output): \(keys.count) keys, signed as \(keyId):\(keyVersion)")
         }
     }

@@ -3,6 +3,7 @@ import DBusCore
 import GaendAPI
 import ENProtocol
 import Foundation
+import PlatformSupport
 import TrialKit
 import GaendClient
 
@@ -48,19 +49,7 @@ struct KeysHistory: AsyncParsableCommand {
                              rollingPeriod: $0.rollingPeriod)
             }
             if let output, let signingKey, let keyId {
-                let pem: String
-                do { pem = try String(contentsOfFile: signingKey, encoding: .utf8) } catch {
-                    throw CommandFailure("--signing-key \(signingKey): cannot read: \(fileErrorReason(error))")
-                }
-                let signer: P256PrivateKey
-                do { signer = try P256PrivateKey(pem: pem) } catch { throw CommandFailure("--signing-key \(signingKey): \(error)") }
-                let start = keys.map { UInt64($0.rollingStartIntervalNumber.rawValue) }.min() ?? 0
-                let end = keys.map { UInt64($0.rollingStartIntervalNumber.rawValue) + UInt64($0.rollingPeriod) }.max() ?? 0
-                let header = KeyExportHeader(startTimestamp: start * 600, endTimestamp: end * 600, region: region)
-                let zip = try KeyExportWriter.signedArchive(header: header, keys: keys, signingKey: signer, keyId: keyId, keyVersion: keyVersion)
-                do { try AtomicOutputFile.write(zip, to: output, mode: 0o600) } catch {
-                    throw CommandFailure("cannot write \(output): \(fileErrorReason(error))")
-                }
+                try KeyFileLoader.writeSigned(keys, region: region, signingKey: signingKey, keyId: keyId, keyVersion: keyVersion, to: output)
                 printError("gaenctl keys history: wrote \(output): \(keys.count) keys, signed as \(keyId):\(keyVersion)")
                 return
             }
@@ -110,18 +99,6 @@ struct KeysProvide: AsyncParsableCommand {
         try NumericOption.check(wait, "--wait", 0.001...NumericOption.day)
     }
 
-    /// What a file of this mode is, when it is not a regular file.
-    static func notAFile(_ mode: mode_t) -> String? {
-        switch mode & S_IFMT {
-        case S_IFREG: return nil
-        case S_IFIFO: return "a FIFO (named pipe)"
-        case S_IFDIR: return "a directory"
-        case S_IFCHR: return "a character device"
-        case S_IFBLK: return "a block device"
-        case S_IFSOCK: return "a socket"
-        default: return "not a regular file"
-        }
-    }
 
     /// When the regular file at `fd` is a JSON key list (starts with `[` or `{`): its unsigned export (KeyFileLoader) in
     /// an anonymous temporary file (created, unlinked, rewound), to pass instead. nil for key
@@ -174,7 +151,7 @@ struct KeysProvide: AsyncParsableCommand {
                 let handle = DBusUnixFD(owning: fd)
                 var st = stat()
                 guard fstat(fd, &st) == 0 else { throw CommandFailure("\(path): cannot stat: \(String(cString: strerror(errno)))") }
-                if let kind = Self.notAFile(st.st_mode) {
+                if let kind = SmallFile.kind(of: st.st_mode) {
                     throw CommandFailure("\(path): is \(kind), not a key file: give a ZIP, an export.bin or a JSON key list")
                 }
                 if let converted = try Self.keyListAsExport(fd: fd, path: path) {

@@ -36,34 +36,3 @@ extension TimeArgument {
         if let problem { throw ValidationError("\(option): \(problem)") }
     }
 }
-
-/// A small input file read whole: opened without waiting (O_NONBLOCK: a FIFO with no writer
-/// must not hang the command), required to be a regular file, and bounded.
-enum SmallInputFile {
-    struct Failure: Error, CustomStringConvertible {
-        var reason: String
-        var description: String { reason }
-    }
-
-    static func read(_ path: String, limit: Int) throws -> Data {
-        let fd = open(path, O_RDONLY | O_NONBLOCK | O_CLOEXEC)
-        guard fd >= 0 else { throw Failure(reason: "cannot be opened: \(String(cString: strerror(errno)))") }
-        defer { close(fd) }
-        var st = stat()
-        guard fstat(fd, &st) == 0 else { throw Failure(reason: "cannot be read: \(String(cString: strerror(errno)))") }
-        if let kind = KeysProvide.notAFile(st.st_mode) { throw Failure(reason: "is \(kind), not a regular file") }
-        guard Int(st.st_size) <= limit else { throw Failure(reason: "is \(st.st_size) bytes, more than the limit of \(limit)") }
-        var out = Data()
-        var buffer = [UInt8](repeating: 0, count: 65_536)
-        while true {
-            let n = buffer.withUnsafeMutableBytes { Glibc.read(fd, $0.baseAddress, $0.count) }
-            if n < 0 {
-                if errno == EINTR { continue }
-                throw Failure(reason: "cannot be read: \(String(cString: strerror(errno)))")
-            }
-            if n == 0 { return out }
-            out.append(contentsOf: buffer[0..<n])
-            guard out.count <= limit else { throw Failure(reason: "is more than \(limit) bytes") }
-        }
-    }
-}

@@ -2,6 +2,7 @@ import ArgumentParser
 import ENProtocol
 import RiskEngines
 import Foundation
+import PlatformSupport
 import TrialKit
 
 /// `gaenctl risk`: the apps' risk engines over exposure windows, offline. Parameters are JSON files
@@ -283,8 +284,8 @@ enum RiskCLI {
     /// refused at once with what it is, instead of being read until memory runs out), with its
     /// `#` comment lines blanked (configuration files as datasets ship them).
     static func read(_ path: String, what: String) throws -> Data {
-        do { return ReplayConfigText.strippingCommentLines(try SmallInputFile.read(path, limit: 16 << 20)) } catch let e as SmallInputFile.Failure {
-            throw ValidationError("\(what): '\(path)' \(e.reason)")
+        do { return ReplayConfigText.strippingCommentLines(Data(try SmallFile.read(path, limit: 16 << 20))) } catch {
+            throw ValidationError("\(what): '\(path)' \(error)")
         }
     }
 

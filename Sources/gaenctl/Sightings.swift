@@ -1,5 +1,6 @@
 import ArgumentParser
 import DBusCore
+import ENProtocol
 import Foundation
 import TrialKit
 import GaendClient

@@ -1,5 +1,6 @@
 import ArgumentParser
 import DBusCore
+import ENProtocol
 import GaendAPI
 import Foundation
 import GaenApp

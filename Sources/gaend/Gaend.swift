@@ -193,7 +193,7 @@ struct Gaend: AsyncParsableCommand {
         logger.info("gaend stopped")
     }
 
-    /// Writes `text` to stderr whole (FileHandle is full Foundation's; issue 12).
+    /// Writes `text` to stderr whole (FileHandle is full Foundation's, which gaend does not link).
     static func writeStandardError(_ text: String) {
         var bytes = Array(text.utf8)[...]
         while !bytes.isEmpty {
@@ -211,22 +211,15 @@ struct Gaend: AsyncParsableCommand {
     /// A small text file (a PEM key), with the system's reason when it cannot be read
     /// ("cannot read: No such file or directory"), not Foundation's error domain dump.
     static func readSmallText(_ path: String) throws -> String {
-        let fd = open(path, O_RDONLY | O_CLOEXEC)
-        guard fd >= 0 else { throw ReadFailure(description: "cannot read: \(String(cString: strerror(errno)))") }
-        defer { close(fd) }
-        var out = [UInt8]()
-        var buffer = [UInt8](repeating: 0, count: 4096)
-        while true {
-            let n = buffer.withUnsafeMutableBytes { read(fd, $0.baseAddress, $0.count) }
-            if n < 0 {
-                if errno == EINTR { continue }
-                throw ReadFailure(description: "cannot read: \(String(cString: strerror(errno)))")
+        let bytes: [UInt8]
+        do { bytes = try SmallFile.read(path, limit: 1 << 16) } catch {
+            switch error {
+            case .cannotOpen(let reason), .cannotRead(let reason): throw ReadFailure(description: "cannot read: \(reason)")
+            case .notARegularFile: throw ReadFailure(description: "\(error)")
+            case .tooLarge: throw ReadFailure(description: "larger than 64 KiB: not a PEM public key")
             }
-            if n == 0 { break }
-            out += buffer[0..<n]
-            guard out.count <= 1 << 16 else { throw ReadFailure(description: "larger than 64 KiB: not a PEM public key") }
         }
-        guard let text = String(bytes: out, encoding: .utf8) else { throw ReadFailure(description: "not UTF-8 text: not a PEM public key") }
+        guard let text = String(bytes: bytes, encoding: .utf8) else { throw ReadFailure(description: "not UTF-8 text: not a PEM public key") }
         return text
     }
 }
@@ -235,7 +228,7 @@ struct Gaend: AsyncParsableCommand {
 /// parks the main thread, instead of Swift's async main. An async main ends the main thread in
 /// dispatch_main(), whose pthread_exit unwinds that thread's stack (a forced unwind), reading
 /// ~0.7 MiB of unwind tables (.eh_frame, .eh_frame_hdr) that then stay resident in the idle
-/// daemon (issue 12, scripts/measure-idle.sh). Nothing in gaend runs on the main actor, so the
+/// daemon (scripts/measure-idle.sh). Nothing in gaend runs on the main actor, so the
 /// main queue needs no draining. Exit codes are the command's: ArgumentParser exits with the
 /// error's code, and a run that returns ends the process with 0 as an async main does.
 @main

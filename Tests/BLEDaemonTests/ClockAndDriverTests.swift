@@ -1,6 +1,7 @@
 import ENProtocol
 import Foundation
 import Testing
+import Logging
 @testable import BLEDaemon
 
 /// Waits (in real time) until `count` tasks sleep on the manual clock.
@@ -116,6 +117,7 @@ struct ClockTests {
         case .synchronized(let source): #expect(source == "kernel NTP state")
         case .unsynchronized(let reason): #expect(reason.contains("STA_UNSYNC") || reason.contains("adjtimex"))
         case .waived: Issue.record("not waived")
+        case .unknown(let reason): Issue.record("no timedated was given, so nothing can be pending: \(reason)")
         }
     }
 }
@@ -259,6 +261,76 @@ struct DriverSyncTests {
         try await run(for: 3600)
         #expect(await effects.rotations.count == rotations)
         #expect(try store.counts().scans <= scans + 1)
+        task.cancel()
+        try await task.value
+    }
+}
+
+/// Keeps every record logged through it, for tests that check what the node says and at
+/// which level.
+final class CapturedLog: @unchecked Sendable {
+    private let lock = NSLock()
+    private var records: [(Logger.Level, String)] = []
+    func append(_ level: Logger.Level, _ message: String) { lock.withLock { records.append((level, message)) } }
+    var all: [(Logger.Level, String)] { lock.withLock { records } }
+    var logger: Logger {
+        Logger(label: "test") { _ in CapturingHandler(log: self) }
+    }
+
+    struct CapturingHandler: LogHandler {
+        let log: CapturedLog
+        var metadata: Logger.Metadata = [:]
+        var logLevel: Logger.Level = .trace
+        subscript(metadataKey key: String) -> Logger.Metadata.Value? {
+            get { metadata[key] }
+            set { metadata[key] = newValue }
+        }
+        func log(event: LogEvent) { log.append(event.level, "\(event.message)") }
+    }
+}
+
+/// A sync source whose answer is not known until a test gives it one.
+final class PendingSync: ClockSyncSource, @unchecked Sendable {
+    private let lock = NSLock()
+    private var known = false
+    func answer() { lock.withLock { known = true } }
+    func status() -> ClockSyncStatus {
+        lock.withLock { known ? .synchronized(source: "test") : .unknown(reason: "systemd-timedated: not asked yet") }
+    }
+}
+
+@Suite("Schedule driver while the clock-sync state is not known")
+struct DriverUnknownSyncTests {
+    @Test("an unknown sync state is a notice at once, a warning only after the grace, and its answer starts the node within a second")
+    func unknownIsNotAWarningAtFirst() async throws {
+        let dir = try TempStoreDir()
+        let store = try dir.open()
+        let clock = ManualClock(wall: 1_795_734_000)
+        let sync = PendingSync()
+        let effects = RecordingEffects(store: store)
+        let log = CapturedLog()
+        let driver = ScheduleDriver(schedule: NodeSchedule(), clock: clock, sync: sync, effects: effects,
+                                    random: SeededRandom(seed: 1), syncCheckInterval: 30, logger: log.logger)
+        let task = Task { try await driver.run() }
+        func run(for seconds: Double) async throws {
+            let end = clock.monotonicTime().seconds + seconds
+            while clock.monotonicTime().seconds < end {
+                try await waitForSleepers(clock)
+                clock.advance(to: min(clock.nextDeadline!, MonotonicInstant(seconds: end)))
+            }
+            try await waitForSleepers(clock)
+        }
+        try await run(for: 30)
+        #expect(log.all.filter { $0.0 >= .warning }.isEmpty, "\(log.all)")
+        #expect(log.all.contains { $0.0 == .notice && $0.1.contains("not known yet") })
+        #expect(await effects.rotations.isEmpty)
+        try await run(for: 40)
+        let warnings = log.all.filter { $0.0 >= .warning }.map(\.1)
+        #expect(warnings.count == 1 && warnings[0].contains("still not known after 60 s"), "\(warnings)")
+        sync.answer()
+        try await run(for: 1.5)
+        #expect(await effects.rotations.count == 1)
+        #expect(log.all.contains { $0.1 == "clock usable" })
         task.cancel()
         try await task.value
     }

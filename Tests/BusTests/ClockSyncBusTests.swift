@@ -8,15 +8,21 @@ final class FakeTimedated: @unchecked Sendable {
     let connection: BusConnection
     private let lock = NSLock()
     private var value = false
+    private var mute = false
     var synced: Bool {
         get { lock.withLock { value } }
         set { lock.withLock { value = newValue } }
+    }
+    /// Calls get no reply at all while set (a bus activation that has not finished).
+    var silent: Bool {
+        get { lock.withLock { mute } }
+        set { lock.withLock { mute = newValue } }
     }
 
     init(address: String) async throws {
         connection = try BusConnection.connect(.address(address))
         connection.setMethodCallHandler { [weak self] call in
-            guard let self else { return }
+            guard let self, !self.silent else { return }
             let reply: BusMessage
             if call.interface == "org.freedesktop.DBus.Properties", call.member == "Get",
                call.body == [.string("org.freedesktop.timedate1"), .string("NTPSynchronized")] {
@@ -56,6 +62,32 @@ struct ClockSyncBusTests {
         fake.synced = false
         s = try await waitFor(sync) { !$0.isUsable }
         #expect(!s.isUsable)
+        timedated.stop()
+        fake.connection.close()
+        bus.stop()
+    }
+
+    @Test("timedated that has not answered yet: the state is unknown (not unsynchronised) until it does, and its answer is taken within a second or two")
+    func slowTimedatedIsUnknownNotUnsynchronised() async throws {
+        let bus = try PrivateBus()
+        let fake = try await FakeTimedated(address: bus.address)
+        fake.synced = true
+        fake.silent = true
+        let timedated = TimedatedClockSync(bus: .address(bus.address), interval: .seconds(10), callTimeout: .milliseconds(300))
+        let sync = LinuxClockSync(kernelState: { -EPERM }, timedated: timedated, timesyncFlagPath: "/nonexistent/flag")
+        await sync.prepare()
+        // The first call timed out: still not known, and said so as such.
+        let s = try await waitFor(sync) { if case .unknown(let r) = $0 { r.contains("NoReply") } else { false } }
+        guard case .unknown(let reason) = s else { Issue.record("expected unknown, got \(s)"); return }
+        #expect(!s.isUsable)
+        #expect(s.description.hasPrefix("not known yet: "), "\(s)")
+        #expect(reason.contains("adjtimex() failed with errno \(EPERM)"))
+        // Once timedated answers, it is asked again soon (not after the 10 s interval).
+        fake.silent = false
+        let started = ContinuousClock.now
+        let answered = try await waitFor(sync) { $0.isUsable }
+        #expect(answered == .synchronized(source: "systemd-timedated (NTPSynchronized)"))
+        #expect(ContinuousClock.now - started < .seconds(5))
         timedated.stop()
         fake.connection.close()
         bus.stop()

@@ -18,6 +18,21 @@ sys.path.insert(0, str(REPO / "tools" / "virtual-radio" / "tests"))
 from helpers import PEER, Radio  # noqa: E402
 
 
+# The tests that take minutes whatever the load (two hours of node time, floods, forty-day clock
+# steps). Run first, so that on several workers (scripts/test.sh uses pytest-xdist) they do not
+# start last and leave the other workers idle. A scheduling hint only: order does not matter
+# to any test's result.
+# Longest first.
+LONG_FIRST = ("test_long_run_", "test_disk_full_flood_", "test_daily_layout_report_and_duckdb", "test_forty_days_",
+              "test_memory_stays_flat", "test_disk_full_under_", "test_genuine_forty_day_", "test_large_key_file_beside")
+
+
+def pytest_collection_modifyitems(session, config, items):
+    def rank(item) -> int:
+        return next((i for i, prefix in enumerate(LONG_FIRST) if item.name.startswith(prefix)), len(LONG_FIRST))
+    items.sort(key=rank)
+
+
 def _bin_dir() -> Path:
     explicit = os.environ.get("GAEND_BIN_DIR")
     if explicit:

@@ -9,7 +9,7 @@ import Glibc
 #endif
 
 /// Descriptors a D-Bus caller passes (key files in, research exports out): the one place of
-/// the rules of issue 13. Every transfer runs on a thread of its own (never on the Swift
+/// the rules that keep a slow or hostile caller from stalling the node. Every transfer runs on a thread of its own (never on the Swift
 /// cooperative pool, whose few threads run the radio's path), moves bytes without blocking
 /// (poll with a deadline, then a read or write that cannot wait), is bounded in size, and ends
 /// with `CallerIOError.timeout` when the caller stops moving bytes. So a stalled caller costs

@@ -3,7 +3,7 @@ import Glibc
 #endif
 
 /// Reading and naming config files with POSIX calls: the config code imports no Foundation
-/// (issue 12: the daemon imports FoundationEssentials only, and this needs none of it).
+/// (the daemon imports FoundationEssentials only, for its idle footprint, and this needs none of it).
 enum ConfigFile {
     enum ReadFailure: Error, Equatable {
         /// open/read failed: strerror's text.

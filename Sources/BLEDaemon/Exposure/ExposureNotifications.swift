@@ -144,8 +144,9 @@ public actor ExposureNotifications {
     /// Returns the number of keys accepted; matching runs afterwards (`beginMatching`, or
     /// `runMatching`). Parsing (up to 16 files of 16 MiB) runs on the blocking pool.
     public func acceptKeyFiles(_ files: [Data], trust: KeyExportTrustSet, claim: BudgetClaim? = nil) async throws -> Int {
-        guard !files.isEmpty else { throw NodeError.invalidArgs("files: give 1 to 16 key files") }
-        guard files.count <= 16 else { throw NodeError.limitExceeded("\(files.count) files in one call; at most 16") }
+        let maxFiles = ProvideLimits.maxFiles
+        guard !files.isEmpty else { throw NodeError.invalidArgs("files: give 1 to \(maxFiles) key files") }
+        guard files.count <= maxFiles else { throw NodeError.limitExceeded("\(files.count) files in one call; at most \(maxFiles)") }
         try checkProvideAllowed()
         // One call parsed at a time: parsing is where a call's memory is spent.
         guard !accepting else { throw NodeError.busy("another ProvideDiagnosisKeys is being parsed") }

@@ -13,6 +13,10 @@ import PlatformSupport
 /// Peak memory is then about `budget` plus the stored files' parsed copies (the store's
 /// key-file budget, `StoreConfiguration.keyFileBytes`).
 public struct ProvideLimits: Sendable {
+    /// Key files in one call: as many descriptors as a dbus-daemon passes in one message (the
+    /// D-Bus binding refuses a message with more before the node sees it).
+    public static let maxFiles = 16
+
     public var keys: KeyAcceptanceLimits
     /// Bytes one call's files may take, read and inflated each. Equal to the store's key-file
     /// budget, so that an accepted call always fits there.

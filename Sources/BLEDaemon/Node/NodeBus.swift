@@ -69,7 +69,6 @@ public final class NodeBus: NodeObserver, Sendable {
         on.on(EN.ProvideDiagnosisKeys.self) { [self] request, call in
             let token = request.token, fds = request.files
             guard token.utf8.count <= 256 else { throw NodeError.invalidArgs("token: at most 256 bytes") }
-            guard fds.count <= 16 else { throw NodeError.limitExceeded("\(fds.count) files; at most 16 per call") }
             var descriptors: [CallerDescriptor] = []
             for (n, v) in fds.enumerated() {
                 guard let fd = v.take() else { throw NodeError.invalidArgs("files[\(n)] was already taken") }

@@ -48,6 +48,10 @@ public actor ScheduleDriver {
         self.logger = logger
     }
 
+    /// How long the clock-sync state may stay unknown (timedated has not answered) before it is
+    /// a warning; a cold bus activation on a loaded board takes seconds, not minutes.
+    static let unknownSyncGrace: Double = 60
+
     /// The schedule's state, for status properties and tests.
     public var state: NodeSchedule { schedule }
 
@@ -55,10 +59,23 @@ public actor ScheduleDriver {
     /// advertising).
     public func run() async throws {
         var lastSync: ClockSyncStatus?
+        var warnedUnknown = false
         await sync.prepare()
+        let started = clock.reading(synchronized: false).monotonic
         while !Task.isCancelled {
             let status = sync.status()
-            if status != lastSync {
+            let waited = clock.reading(synchronized: false).monotonic - started
+            if case .unknown = status {
+                // Not known is not wrong: said at once, a warning only if it lasts.
+                if status != lastSync, !warnedUnknown {
+                    logger.notice("clock synchronization not known yet: not advertising or scanning until it is", metadata: ["clock.sync": "\(status)"])
+                }
+                if !warnedUnknown, waited >= Self.unknownSyncGrace {
+                    logger.warning("clock synchronization still not known after \(Int(Self.unknownSyncGrace)) s: not advertising or scanning", metadata: ["clock.sync": "\(status)"])
+                    warnedUnknown = true
+                }
+                lastSync = status
+            } else if status != lastSync {
                 if status.isUsable { logger.info("clock usable", metadata: ["clock.sync": "\(status)"]) }
                 else { logger.warning("clock not synchronized: not advertising or scanning", metadata: ["clock.sync": "\(status)"]) }
                 lastSync = status
@@ -68,6 +85,8 @@ public actor ScheduleDriver {
             if !actions.isEmpty { await effects.perform(actions, at: reading) }
             var deadline = schedule.nextDeadline
             if let cap = syncCheckInterval { deadline = min(deadline, reading.monotonic + cap) }
+            // An unknown state turns into an answer in the background: look again soon.
+            if case .unknown = status { deadline = min(deadline, reading.monotonic + 1) }
             do { try await clock.sleep(until: MonotonicInstant(seconds: deadline)) } catch is CancellationError { break }
         }
         let reading = clock.reading(synchronized: sync.status().isUsable)

@@ -1,4 +1,5 @@
 import ENProtocol
+import PlatformSupport
 #if canImport(FoundationEssentials)
 import FoundationEssentials
 #else
@@ -122,37 +123,16 @@ func accessFacts(_ path: String) -> String {
     return "gaend runs as \(who) gid \(getegid()); the file: \(describe(path)); its directory \(directory): \(describe(directory))"
 }
 
-/// The bytes of a key file (a key file is 32 or 65 bytes; at most 4 KiB are read). Opened
-/// without waiting (O_NONBLOCK: a FIFO with no writer would block open and read for ever,
-/// before any signal handler runs) and required to be a regular file of at most 4 KiB, each
-/// refusal naming what the path is.
+/// The bytes of a key file (a key file is 32 or 65 bytes; at most 4 KiB are read): a regular
+/// file, opened without waiting (`SmallFile`), each refusal naming what the path is.
 private func readSmallFile(_ path: String) throws -> Data {
-    let fd = open(path, O_RDONLY | O_NONBLOCK | O_CLOEXEC)
-    guard fd >= 0 else { throw StoreError.keyFileUnreadable(path: path, reason: String(cString: strerror(errno))) }
-    defer { close(fd) }
-    var st = stat()
-    guard fstat(fd, &st) == 0 else { throw StoreError.keyFileUnreadable(path: path, reason: String(cString: strerror(errno))) }
-    switch st.st_mode & S_IFMT {
-    case S_IFREG: break
-    case S_IFIFO: throw StoreError.keyFileMalformed(path: path, reason: "it is a FIFO (named pipe), not a regular file")
-    case S_IFDIR: throw StoreError.keyFileMalformed(path: path, reason: "it is a directory, not a regular file")
-    case S_IFCHR, S_IFBLK: throw StoreError.keyFileMalformed(path: path, reason: "it is a device, not a regular file")
-    case S_IFSOCK: throw StoreError.keyFileMalformed(path: path, reason: "it is a socket, not a regular file")
-    default: throw StoreError.keyFileMalformed(path: path, reason: "it is not a regular file")
+    do { return Data(try SmallFile.read(path, limit: 4096)) } catch {
+        switch error {
+        case .cannotOpen(let reason), .cannotRead(let reason): throw StoreError.keyFileUnreadable(path: path, reason: reason)
+        case .notARegularFile: throw StoreError.keyFileMalformed(path: path, reason: "it \(error)")
+        case .tooLarge: throw StoreError.keyFileMalformed(path: path, reason: "it \(error); a store key file is 32 raw bytes or 64 hex digits")
+        }
     }
-    guard st.st_size <= 4096 else {
-        throw StoreError.keyFileMalformed(path: path, reason: "it is \(st.st_size) bytes; a store key file is 32 raw bytes or 64 hex digits")
-    }
-    var bytes = [UInt8](repeating: 0, count: 4096)
-    var count = 0
-    while count < bytes.count {
-        let n = bytes.withUnsafeMutableBytes { read(fd, $0.baseAddress! + count, $0.count - count) }
-        if n < 0 && errno == EINTR { continue }
-        guard n >= 0 else { throw StoreError.keyFileUnreadable(path: path, reason: String(cString: strerror(errno))) }
-        if n == 0 { break }
-        count += n
-    }
-    return Data(bytes[..<count])
 }
 
 extension String {

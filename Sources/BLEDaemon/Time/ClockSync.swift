@@ -13,8 +13,11 @@ import HCIShim
 public enum ClockSyncStatus: Equatable, Sendable, CustomStringConvertible {
     /// The kernel or systemd-timesyncd says the clock is synchronised (the source says which).
     case synchronized(source: String)
-    /// Nothing says the clock is synchronised.
+    /// Something says the clock is not synchronised, or nothing could say it is.
     case unsynchronized(reason: String)
+    /// The only source that could tell (systemd-timedated, when the service's sandbox refuses
+    /// adjtimex) has not answered yet: a slow bus activation on a loaded board, not a bad clock.
+    case unknown(reason: String)
     /// The check is waived (`--ignore-clock-sync`, a trial without network, or a scaled clock,
     /// which is never the system time); `by` says which, as the user would recognise it.
     case waived(by: String)
@@ -22,7 +25,7 @@ public enum ClockSyncStatus: Equatable, Sendable, CustomStringConvertible {
     public var isUsable: Bool {
         switch self {
         case .synchronized, .waived: return true
-        case .unsynchronized: return false
+        case .unsynchronized, .unknown: return false
         }
     }
 
@@ -30,6 +33,7 @@ public enum ClockSyncStatus: Equatable, Sendable, CustomStringConvertible {
         switch self {
         case .synchronized(let s): return "synchronized (\(s))"
         case .unsynchronized(let r): return "unsynchronized: \(r)"
+        case .unknown(let r): return "not known yet: \(r)"
         case .waived(let by): return "not checked (waived by \(by))"
         }
     }
@@ -95,18 +99,24 @@ public struct LinuxClockSync: ClockSyncSource {
         let kernel = kernelState()
         if kernel == 1 { return .synchronized(source: "kernel NTP state") }
         var reasons = [kernel == 0 ? "the kernel reports the clock unsynchronized (STA_UNSYNC)" : "adjtimex() failed with errno \(-kernel)"]
+        var timedatedSilent = false
         if kernel < 0, let timedated {
             switch timedated.answer() {
             case .synchronized: return .synchronized(source: "systemd-timedated (NTPSynchronized)")
             case .unsynchronized: reasons.append("systemd-timedated reports NTPSynchronized=false")
             case .unknown(let why): reasons.append("systemd-timedated: \(why)")
+            case .pending(let why):
+                reasons.append("systemd-timedated: \(why)")
+                timedatedSilent = true
             }
         }
         if FileManager.default.fileExists(atPath: timesyncFlagPath) {
             return .synchronized(source: timesyncFlagPath)
         }
         reasons.append("\(timesyncFlagPath) does not exist")
-        return .unsynchronized(reason: reasons.joined(separator: "; "))
+        // Without adjtimex timedated is the one source that knows; the flag file exists only
+        // where timesyncd (not chrony or ntpd) keeps the clock.
+        return timedatedSilent ? .unknown(reason: reasons.joined(separator: "; ")) : .unsynchronized(reason: reasons.joined(separator: "; "))
     }
 }
 
@@ -116,20 +126,27 @@ public struct LinuxClockSync: ClockSyncSource {
 public final class TimedatedClockSync: @unchecked Sendable {
     public enum Answer: Equatable, Sendable {
         case synchronized, unsynchronized
+        /// timedated cannot be asked (not on the bus, a refused or malformed answer).
         case unknown(String)
+        /// Not asked yet, or the call timed out (bus activation under load): an answer may come.
+        case pending(String)
     }
 
     private let bus: BusAddress
     private let interval: Duration
     private let lock = Lock()
     static let notAsked = "not asked yet"
-    private var cached = Answer.unknown(TimedatedClockSync.notAsked)
+    private var cached = Answer.pending(TimedatedClockSync.notAsked)
     private var task: Task<Void, Never>?
 
-    /// `bus` is where timedated lives (the system bus); asked every `interval`.
-    public init(bus: BusAddress = .system, interval: Duration = .seconds(10)) {
+    private let callTimeout: Duration
+
+    /// `bus` is where timedated lives (the system bus); asked every `interval`, each call
+    /// given up after `callTimeout`.
+    public init(bus: BusAddress = .system, interval: Duration = .seconds(10), callTimeout: Duration = .seconds(5)) {
         self.bus = bus
         self.interval = interval
+        self.callTimeout = callTimeout
     }
 
     deinit { task?.cancel() }
@@ -147,7 +164,7 @@ public final class TimedatedClockSync: @unchecked Sendable {
     /// Starts asking (if not yet) and returns once there is an answer, or after `timeout`.
     public func firstAnswer(timeout: Duration) async {
         let deadline = ContinuousClock.now + timeout
-        while answer() == .unknown(Self.notAsked), ContinuousClock.now < deadline {
+        while answer() == .pending(Self.notAsked), ContinuousClock.now < deadline {
             try? await Task.sleep(for: .milliseconds(10))
         }
     }
@@ -164,16 +181,21 @@ public final class TimedatedClockSync: @unchecked Sendable {
                 let reply = try await connection!.call(.methodCall(
                     destination: "org.freedesktop.timedate1", path: "/org/freedesktop/timedate1",
                     interface: "org.freedesktop.DBus.Properties", member: "Get",
-                    body: [.string("org.freedesktop.timedate1"), .string("NTPSynchronized")]), timeout: .seconds(5))
+                    body: [.string("org.freedesktop.timedate1"), .string("NTPSynchronized")]), timeout: callTimeout)
                 if case .variant(.boolean(let b))? = reply.body.first {
                     set(b ? .synchronized : .unsynchronized)
                 } else {
                     set(.unknown("NTPSynchronized has signature \(reply.signature), expected v(b)"))
                 }
             } catch {
-                set(.unknown("\(error)"))
+                let timedOut = (error as? DBusNamedError).map { ["org.freedesktop.DBus.Error.NoReply", "org.freedesktop.DBus.Error.TimedOut"].contains($0.name) } ?? false
+                set(timedOut ? .pending("\(error)") : .unknown("\(error)"))
                 connection?.close()
                 connection = nil
+                // Bus activation of timedated can take seconds on a loaded board: ask again
+                // soon rather than keep the node silent for a whole interval.
+                try? await Task.sleep(for: min(interval, .seconds(1)))
+                continue
             }
             try? await Task.sleep(for: interval)
         }

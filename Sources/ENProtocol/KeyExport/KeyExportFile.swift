@@ -142,6 +142,14 @@ public struct KeyExportHeader: Sendable, Hashable {
         self.batchSize = batchSize
         self.signatureInfos = signatureInfos
     }
+
+    /// A header for one batch whose time range spans `keys`: from the earliest key's first
+    /// interval to the end of the latest key's validity (0...0 without keys).
+    public init(covering keys: [DiagnosisKey], region: String) {
+        let start = keys.map { UInt64($0.rollingStartIntervalNumber.rawValue) }.min() ?? 0
+        let end = keys.map { UInt64($0.rollingStartIntervalNumber.rawValue) + UInt64($0.rollingPeriod) }.max() ?? 0
+        self.init(startTimestamp: start * 600, endTimestamp: end * 600, region: region)
+    }
 }
 
 /// Public keys a receiver trusts, by verification_key_id and optionally version. A key

@@ -377,7 +377,7 @@ public struct SightingsFileWriter: Sendable {
                     r.scanEnd.map(Self.time) ?? "", String(r.rssiCorrection), Self.csvField(r.node ?? ""), Self.csvField(r.site ?? ""),
                     r.address ?? ""].joined(separator: ",") + "\n"
         case .jsonl:
-            func str(_ s: String?) -> String { s.map(Self.jsonString) ?? "null" }
+            func str(_ s: String?) -> String { s.map(JSONValue.quoted) ?? "null" }
             return "{\"time\":\(Self.time(r.time)),\"rpi\":\(str(rpi)),\"aem\":\(str(aem)),\"rssi\":\(r.rssi.map(String.init) ?? "null"),"
                 + "\"scanStart\":\(r.scanStart.map(Self.time) ?? "null"),\"scanEnd\":\(r.scanEnd.map(Self.time) ?? "null"),"
                 + "\"rssiCorrection\":\(r.rssiCorrection),\"node\":\(str(r.node ?? "")),\"site\":\(str(r.site ?? "")),\"address\":\(str(r.address))}\n"
@@ -399,22 +399,5 @@ public struct SightingsFileWriter: Sendable {
 
     public static func csvField(_ s: String) -> String {
         s.contains(where: { $0 == "," || $0 == "\"" || $0 == "\n" || $0 == "\r" }) ? "\"" + s.replacing(scalar: "\"", with: "\"\"") + "\"" : s
-    }
-
-    /// A JSON string literal (quotes included), as the JSON-lines formats write strings.
-    public static func jsonString(_ s: String) -> String {
-        var out = "\""
-        for u in s.unicodeScalars {
-            switch u {
-            case "\"": out += "\\\""
-            case "\\": out += "\\\\"
-            case "\n": out += "\\n"
-            case "\r": out += "\\r"
-            case "\t": out += "\\t"
-            default:
-                if u.value < 0x20 { out += CFormat.string("\\u%04x", u.value) } else { out.unicodeScalars.append(u) }
-            }
-        }
-        return out + "\""
     }
 }

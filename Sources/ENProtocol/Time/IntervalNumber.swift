@@ -63,7 +63,8 @@ public struct UTCDay: RawRepresentable, Hashable, Comparable, Sendable, CustomSt
 
     /// ISO 8601 calendar date, e.g. 2020-04-02 (proleptic Gregorian, civil-from-days).
     public var isoDate: String {
-        let (y, m, d) = Self.civil(fromDays: Int64(rawValue))
+        let date = CivilDate(daysSinceEpoch: Int64(rawValue))
+        let (y, m, d) = (date.year, date.month, date.day)
         func pad(_ v: Int64, _ w: Int) -> String { let s = String(v); return String(repeating: "0", count: max(0, w - s.count)) + s }
         return "\(pad(y, 4))-\(pad(m, 2))-\(pad(d, 2))"
     }
@@ -74,35 +75,13 @@ public struct UTCDay: RawRepresentable, Hashable, Comparable, Sendable, CustomSt
         guard parts.count == 3, parts[0].count == 4, parts[1].count == 2, parts[2].count == 2,
               let y = Int64(parts[0]), let m = Int64(parts[1]), let d = Int64(parts[2]),
               (1...12).contains(m), (1...31).contains(d) else { return nil }
-        let days = Self.days(fromCivil: y, m, d)
+        let date = CivilDate(year: y, month: m, day: d)
         // Reject dates such as 2021-02-30 that normalise to another day.
-        guard Self.civil(fromDays: days) == (y, m, d) else { return nil }
-        self.rawValue = Int32(days)
+        guard date.isValid else { return nil }
+        self.rawValue = Int32(date.daysSinceEpoch)
     }
 
     public func advanced(by n: Int) -> UTCDay { UTCDay(rawValue + Int32(n)) }
     public static func < (a: Self, b: Self) -> Bool { a.rawValue < b.rawValue }
     public var description: String { isoDate }
-
-    // Howard Hinnant's days/civil conversions (public domain algorithms).
-    static func days(fromCivil y0: Int64, _ m: Int64, _ d: Int64) -> Int64 {
-        let y = m <= 2 ? y0 - 1 : y0
-        let era = (y >= 0 ? y : y - 399) / 400
-        let yoe = y - era * 400
-        let doy = (153 * (m > 2 ? m - 3 : m + 9) + 2) / 5 + d - 1
-        let doe = yoe * 365 + yoe / 4 - yoe / 100 + doy
-        return era * 146_097 + doe - 719_468
-    }
-
-    static func civil(fromDays z0: Int64) -> (Int64, Int64, Int64) {
-        let z = z0 + 719_468
-        let era = (z >= 0 ? z : z - 146_096) / 146_097
-        let doe = z - era * 146_097
-        let yoe = (doe - doe / 1460 + doe / 36_524 - doe / 146_096) / 365
-        let doy = doe - (365 * yoe + yoe / 4 - yoe / 100)
-        let mp = (5 * doy + 2) / 153
-        let d = doy - (153 * mp + 2) / 5 + 1
-        let m = mp < 10 ? mp + 3 : mp - 9
-        return (m <= 2 ? yoe + era * 400 + 1 : yoe + era * 400, m, d)
-    }
 }

@@ -328,7 +328,7 @@ public enum TrialReportWriter {
     /// One row as JSON lines (without the newline): the attenuation.csv columns with the
     /// camelCase names of the sightings format (`txPower`, `rssiCorrection`), null for absent ones.
     public static func attenuationJSONLine(_ o: Observation, site: String?) -> String {
-        let jsonString = SightingsFileWriter.jsonString  // one JSON string writer: the sightings format's
+        let jsonString = JSONValue.quoted
         func str(_ v: String?) -> String { v.map(jsonString) ?? "null" }
         func int(_ v: Int?) -> String { v.map(String.init) ?? "null" }
         return "{\"time\":\(Format.time(o.time)),\"receiver\":\(jsonString(o.receiver)),\"transmitter\":\(jsonString(o.transmitter)),"

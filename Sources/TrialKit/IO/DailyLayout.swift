@@ -1,3 +1,4 @@
+import ENProtocol
 import Foundation
 #if canImport(Glibc)
 import Glibc
@@ -11,18 +12,9 @@ import Glibc
 public enum DailyLayout {
     /// `YYYY-MM-DD` of a Unix time, UTC (days from the civil calendar, proleptic Gregorian).
     public static func day(_ unixSeconds: Double) -> String {
-        let days = Int((unixSeconds / 86_400).rounded(.down))
-        // Howard Hinnant's civil_from_days: exact for every day of the Gregorian calendar.
-        let z = days + 719_468
-        let era = (z >= 0 ? z : z - 146_096) / 146_097
-        let doe = z - era * 146_097
-        let yoe = (doe - doe / 1460 + doe / 36_524 - doe / 146_096) / 365
-        let doy = doe - (365 * yoe + yoe / 4 - yoe / 100)
-        let mp = (5 * doy + 2) / 153
-        let d = doy - (153 * mp + 2) / 5 + 1
-        let m = mp < 10 ? mp + 3 : mp - 9
-        let y = yoe + era * 400 + (m <= 2 ? 1 : 0)
-        func two(_ v: Int) -> String { v < 10 ? "0\(v)" : String(v) }
+        let date = CivilDate(unixSeconds: unixSeconds)
+        let (y, m, d) = (date.year, date.month, date.day)
+        func two(_ v: Int64) -> String { v < 10 ? "0\(v)" : String(v) }
         return "\(y)-\(two(m))-\(two(d))"
     }
 
@@ -71,7 +63,7 @@ public final class DailyFiles {
     let header: String
     let mode: mode_t
     let durable: Bool
-    struct Open { var file: AtomicOutputFile; var buffer: String }
+    struct Open { var file: AtomicOutputFile; var buffer: [UInt8] }
     var open: [String: Open] = [:]
     /// The files written, relative to the root, with their row counts (after commit).
     public private(set) var written: [(path: String, rows: Int)] = []
@@ -90,16 +82,21 @@ public final class DailyFiles {
     }
 
     func append(_ line: String, relativePath path: String) throws {
+        try append(bytes: line.utf8, rows: 1, relativePath: path)
+    }
+
+    /// `rows` whole lines (each with its newline) to the file at `path`.
+    func append(bytes: some Collection<UInt8>, rows count: Int, relativePath path: String) throws {
         if open[path] == nil {
             let url = root.appendingPathComponent(path)
             try FileManager.default.createDirectory(at: url.deletingLastPathComponent(), withIntermediateDirectories: true)
-            open[path] = Open(file: try AtomicOutputFile(path: url.path, mode: mode, durable: durable), buffer: header)
+            open[path] = Open(file: try AtomicOutputFile(path: url.path, mode: mode, durable: durable), buffer: Array(header.utf8))
         }
-        open[path]!.buffer += line
-        rows[path, default: 0] += 1
-        if open[path]!.buffer.utf8.count >= 1 << 16 {
-            try open[path]!.file.write(Data(open[path]!.buffer.utf8))
-            open[path]!.buffer = ""
+        open[path]!.buffer += bytes
+        rows[path, default: 0] += count
+        if open[path]!.buffer.count >= 1 << 16 {
+            try open[path]!.file.write(open[path]!.buffer)
+            open[path]!.buffer.removeAll(keepingCapacity: true)
         }
     }
 
@@ -107,7 +104,7 @@ public final class DailyFiles {
     public func commit() throws {
         for path in open.keys.sorted() {
             let o = open[path]!
-            if !o.buffer.isEmpty { try o.file.write(Data(o.buffer.utf8)) }
+            if !o.buffer.isEmpty { try o.file.write(o.buffer) }
             try o.file.commit()
             written.append((path, rows[path] ?? 0))
         }
