@@ -189,7 +189,7 @@ let package = Package(
         .testTarget(name: "PlatformSupportTests", dependencies: ["PlatformSupport"]),
         .testTarget(
             name: "BLEDaemonTests",
-            dependencies: ["BLEDaemon", "HCIProtocol", "DBusCore", "GaendAPI", "GaenSQLite", .product(name: "Logging", package: "swift-log")],
+            dependencies: ["BLEDaemon", "HCIProtocol", "DBusCore", "GaendAPI", "GaenSQLite", "PlatformSupport", .product(name: "Logging", package: "swift-log")],
             resources: [.copy("Fixtures")]
         ),
         // Test helper: writes a store in a loop until killed (the kill -9 test runs it).

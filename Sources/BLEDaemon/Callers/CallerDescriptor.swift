@@ -41,28 +41,13 @@ public enum CallerIOError: Error, Equatable, CustomStringConvertible {
     static func seconds(_ s: Double) -> String { s == s.rounded() ? String(Int(s)) : CFormat.fixed(s, decimals: 1) }
 }
 
-/// A flag a task's cancellation sets and a transfer thread polls.
-public final class CancelFlag: @unchecked Sendable {
-    private let lock = Lock()
-    private var set = false
-    public init() {}
-    public func cancel() { lock.withLock { set = true } }
-    public var isCancelled: Bool { lock.withLock { set } }
-}
-
-/// Runs blocking work on a thread of its own and awaits it; the task's cancellation sets the
-/// flag the work polls. Used for everything that may wait on a caller or take long (key file
-/// reads, exports, matching), so that no cooperative thread ever waits.
+/// Blocking work that may wait on a caller or take long, awaited without holding a
+/// cooperative thread: it runs on the daemon's bounded pool (`BlockingPool`), the task's
+/// cancellation sets the flag the work polls. `name` says what the work is (kept for readers
+/// of the call site; the pool's threads are all named gaend.blocking).
 public enum OwnThread {
     public static func run<T: Sendable>(_ name: String, _ body: @escaping @Sendable (CancelFlag) throws -> T) async throws -> T {
-        let flag = CancelFlag()
-        return try await withTaskCancellationHandler {
-            try await withCheckedThrowingContinuation { (c: CheckedContinuation<T, Error>) in
-                NamedThread.start(name) {
-                    do { c.resume(returning: try body(flag)) } catch { c.resume(throwing: error) }
-                }
-            }
-        } onCancel: { flag.cancel() }
+        try await BlockingPool.run(body)
     }
 }
 
@@ -174,18 +159,22 @@ public final class CallerDescriptor: @unchecked Sendable {
     }
 }
 
-/// Transfers on callers' descriptors in flight: each on a thread of its own (`OwnThread`);
+/// Transfers on callers' descriptors in flight, on a pool of their own (long-lived threads,
+/// as many as D-Bus calls gaend serves at once, so a transfer never waits for a thread while
+/// stalled callers hold the others, and other blocking work never waits for a caller);
 /// at shutdown the research service ends them (their flags) and waits until they have.
 public final class CallerTransfers: @unchecked Sendable {
     private let lock = Lock()
     private var flags: [UInt64: CancelFlag] = [:]
     private var next: UInt64 = 0
     private var stopping = false
+    private let threads: WorkThreads
 
-    public init() {}
+    /// `threads`: at most as many transfers at once (gaend: its D-Bus concurrent call limit).
+    public init(threads: Int = 16) { self.threads = WorkThreads(name: "gaend.transfer", threads: threads) }
 
     public func run<T: Sendable>(_ name: String, _ body: @escaping @Sendable (CancelFlag) throws -> T) async throws -> T {
-        try await OwnThread.run(name) { flag in
+        try await threads.run { flag in
             let id: UInt64? = self.lock.withLock {
                 if self.stopping { return nil }
                 self.next += 1

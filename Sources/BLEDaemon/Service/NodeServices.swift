@@ -1,3 +1,4 @@
+import PlatformSupport
 import DBusCore
 import GaendAPI
 #if canImport(FoundationEssentials)
@@ -31,7 +32,7 @@ public struct StoreService: Service {
     let node: GaenNode
     public func run() async throws {
         try? await gracefulShutdown()
-        try node.closeStore()
+        try await node.closeStore()
     }
 }
 
