@@ -108,7 +108,7 @@ let package = Package(
         .target(name: "RiskEngines", dependencies: ["ENProtocol"]),
         .testTarget(name: "RiskEnginesTests", dependencies: ["RiskEngines", "ENProtocol"], resources: [.copy("Fixtures")]),
         // Field-trial toolkit: channel analysis, trial reports, simulation, calibration.
-        .target(name: "TrialKit", dependencies: ["ENProtocol", "RiskEngines", "CGaenZlib", "COpenSSL"]),
+        .target(name: "TrialKit", dependencies: ["ENProtocol", "RiskEngines", "CGaenZlib", "COpenSSL", "PlatformSupport"]),
         .testTarget(name: "TrialKitTests", dependencies: ["TrialKit", "ENProtocol"]),
         // The key server's published layouts (CWA distribution layout, Google key server layout):
         // the publisher's plan and tree writer and the app's readers side by side, the signed
@@ -200,7 +200,7 @@ let package = Package(
         .testTarget(name: "PlatformSupportTests", dependencies: ["PlatformSupport"]),
         .testTarget(
             name: "BLEDaemonTests",
-            dependencies: ["BLEDaemon", "HCIHost", "HCIProtocol", "DBusCore", "GaendAPI", "GaenSQLite", .product(name: "Logging", package: "swift-log")],
+            dependencies: ["BLEDaemon", "HCIHost", "HCIProtocol", "DBusCore", "GaendAPI", "GaenSQLite", "PlatformSupport", .product(name: "Logging", package: "swift-log")],
             resources: [.copy("Fixtures")]
         ),
         // Test helper: writes a store in a loop until killed (the kill -9 test runs it).

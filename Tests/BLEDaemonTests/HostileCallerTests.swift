@@ -1,3 +1,4 @@
+import PlatformSupport
 import DBusCore
 @testable import ENProtocol
 import Foundation

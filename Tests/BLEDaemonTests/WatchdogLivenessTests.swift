@@ -1,3 +1,4 @@
+import PlatformSupport
 import ENProtocol
 import Foundation
 @testable import HCIHost

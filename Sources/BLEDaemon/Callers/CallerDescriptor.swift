@@ -41,6 +41,16 @@ package enum CallerIOError: Error, Equatable, CustomStringConvertible {
     static func seconds(_ s: Double) -> String { s == s.rounded() ? String(Int(s)) : CFormat.fixed(s, decimals: 1) }
 }
 
+/// Blocking work that may wait on a caller or take long, awaited without holding a
+/// cooperative thread: it runs on the daemon's bounded pool (`BlockingPool`), the task's
+/// cancellation sets the flag the work polls. `name` says what the work is (kept for readers
+/// of the call site; the pool's threads are all named gaend.blocking).
+package enum OwnThread {
+    package static func run<T: Sendable>(_ name: String, _ body: @escaping @Sendable (CancelFlag) throws -> T) async throws -> T {
+        try await BlockingPool.run(body)
+    }
+}
+
 /// One descriptor a caller passed, owned (closed when done).
 package final class CallerDescriptor: @unchecked Sendable {
     package let what: String
@@ -149,18 +159,22 @@ package final class CallerDescriptor: @unchecked Sendable {
     }
 }
 
-/// Transfers on callers' descriptors in flight: each on a thread of its own (`OwnThread`);
+/// Transfers on callers' descriptors in flight, on a pool of their own (long-lived threads,
+/// as many as D-Bus calls gaend serves at once, so a transfer never waits for a thread while
+/// stalled callers hold the others, and other blocking work never waits for a caller);
 /// at shutdown the research service ends them (their flags) and waits until they have.
 package final class CallerTransfers: @unchecked Sendable {
     private let lock = Lock()
     private var flags: [UInt64: CancelFlag] = [:]
     private var next: UInt64 = 0
     private var stopping = false
+    private let threads: WorkThreads
 
-    package init() {}
+    /// `threads`: at most as many transfers at once (gaend: its D-Bus concurrent call limit).
+    package init(threads: Int = 16) { self.threads = WorkThreads(name: "gaend.transfer", threads: threads) }
 
     package func run<T: Sendable>(_ name: String, _ body: @escaping @Sendable (CancelFlag) throws -> T) async throws -> T {
-        try await OwnThread.run(name) { flag in
+        try await threads.run { flag in
             let id: UInt64? = self.lock.withLock {
                 if self.stopping { return nil }
                 self.next += 1

@@ -1,3 +1,4 @@
+import PlatformSupport
 import ENProtocol
 #if canImport(FoundationEssentials)
 import FoundationEssentials
@@ -63,12 +64,12 @@ package actor ExposureNotifications {
 
     /// The node's TEKs of the retention period, oldest first. Today's key (and any key still
     /// on air) only in trial mode / when the config allows it, then with rolling period 144.
-    package func keyHistory() throws -> [DiagnosisKey] {
+    package func keyHistory() async throws -> [DiagnosisKey] {
         let now = clock.wallTime()
         let today = UTCDay(unixSeconds: now)
         let first = UTCDay(today.rawValue - Int32(settings.store.retentionDays) + 1)
         let keys: [(day: UTCDay, key: TemporaryExposureKey)]
-        do { keys = try store.keys(in: first...today) } catch { throw NodeError.storage("\(error)") }
+        do { keys = try await store.keyStore.keys(in: first...today) } catch { throw NodeError.storage("\(error)") }
         return keys.filter { $0.day != today || settings.research.allowCurrentKeyExport }.map {
             DiagnosisKey(key: $0.key, rollingStartIntervalNumber: $0.day.firstInterval, rollingPeriod: 144)
         }
@@ -143,7 +144,7 @@ package actor ExposureNotifications {
 
     /// Parses and verifies every file before anything changes; one bad file rejects the call.
     /// Returns the number of keys accepted; matching runs afterwards (`beginMatching`, or
-    /// `runMatching`). Parsing (up to 16 files of 16 MiB) runs on a thread of its own.
+    /// `runMatching`). Parsing (up to 16 files of 16 MiB) runs on the blocking pool.
     package func acceptKeyFiles(_ files: [Data], trust: KeyExportTrustSet, claim: BudgetClaim? = nil) async throws -> Int {
         let maxFiles = ProvideLimits.maxFiles
         guard !files.isEmpty else { throw NodeError.invalidArgs("files: give 1 to \(maxFiles) key files") }
@@ -154,7 +155,7 @@ package actor ExposureNotifications {
         accepting = true
         defer { accepting = false }
         let limits = provideLimits, now = clock.wallTime(), claim = claim ?? BudgetClaim(provideBudget)
-        let parsed = try await OwnThread.run("gaend.keyfiles") { flag in
+        let parsed = try await BlockingPool.run { flag in
             try Self.parseKeyFiles(files, trust: trust, limits: limits, now: now, claim: claim, cancel: flag)
         }
         // Checked again: another call may have started matching while these were parsed. From
@@ -182,12 +183,11 @@ package actor ExposureNotifications {
         var unique: [(file: KeyExportFile, digest: Data, validUntil: Double)] = []
         for f in parsed where !unique.contains(where: { $0.digest == f.digest }) { unique.append(f) }
         do {
-            let cache = keyFiles, store = self.store
-            let stored = try await OwnThread.run("gaend.keyfiles") { _ in try cache.current(store) }
+            let stored = try await keyFiles.current(store)
             let replacing = stored.filter { old in unique.contains { $0.digest == old.digest } }.map(\.id)
-            // Up to 16 files of 16 MiB sealed and written with a FULL fsync: a thread of its own.
-            let files = unique.map { ($0.file.exportBin, $0.validUntil) }, now = clock.wallTime()
-            let ids = try await OwnThread.run("gaend.store") { _ in try store.addKeyFiles(files, replacing: replacing, now: now) }
+            // Up to 16 files of 16 MiB sealed and written with a FULL fsync, on the store's thread.
+            let files = unique.map { KeyFileStore.KeyFileInput(exportBin: $0.file.exportBin, validUntil: $0.validUntil) }
+            let ids = try await store.keyFileStore.add(files, replacing: replacing, now: clock.wallTime())
             for (id, f) in zip(ids, unique) { keyFiles.insert(id: id, file: f.file, digest: f.digest) }
         } catch let e as NodeError { throw e } catch { throw NodeError.storage("\(error)") }
         callFiles = unique.count
@@ -242,11 +242,11 @@ package actor ExposureNotifications {
         let inputs = MatchingInputs(store: store, from: now - Double(settings.store.retentionDays) * 86_400, to: now + 86_400, now: now,
                                     correction: calibration.current.rssiCorrection, mapping: try dataMapping(), callFiles: callFiles,
                                     keyFiles: keyFiles)
-        // Matching is CPU-bound (every core) and reads the store: a thread of its own, so
-        // rotations and scans go on meanwhile. Cancelled at shutdown.
+        // The store is read and written on its thread; the computation (CPU-bound, every core)
+        // runs on the blocking pool, so rotations and scans go on meanwhile. Cancelled at shutdown.
         let started = clock.monotonicTime()
         do {
-            let r = try await OwnThread.run("gaend.matching") { flag in try Self.match(inputs, cancel: flag) }
+            let r = try await Self.match(inputs)
             counters.matchingEnded(seconds: clock.monotonicTime().duration(since: started), keyFiles: r.keyFiles, windows: r.storedWindows)
             return (r.matchedKeys, r.windows)
         } catch {
@@ -265,23 +265,29 @@ package actor ExposureNotifications {
     }
 
     /// The call's own matched keys and windows, and the totals stored: key files, windows.
-    static func match(_ i: MatchingInputs, cancel: CancelFlag) throws -> (matchedKeys: Int, windows: Int, keyFiles: Int, storedWindows: Int) {
-        let log: SightingsLog
+    static func match(_ i: MatchingInputs) async throws -> (matchedKeys: Int, windows: Int, keyFiles: Int, storedWindows: Int) {
+        let scans: [StoredScan]
         let files: [KeyExportFile]
         do {
-            log = sightingsLog(try i.store.scans(from: i.from, to: i.to), currentCorrection: i.correction)
-            files = try i.keyFiles.current(i.store).map(\.file)
+            scans = try await i.store.scanStore.scans(from: i.from, to: i.to)
+            files = try await i.keyFiles.current(i.store).map(\.file)
         } catch { throw NodeError.storage("\(error)") }
-        let computation = try ExposureComputation(log: log, mapping: i.mapping, workers: ProcessInfo.processInfo.activeProcessorCount)
-        let (outcome, windows, _) = try computation.run(files, isCancelled: { cancel.isCancelled })
-        let first = files.count - min(i.callFiles, files.count)
-        let own = try computation.windows(outcome.matches(fromFile: first)).windows
-        if cancel.isCancelled { throw CancellationError() }
-        let encoder = JSONEncoder()
+        let computed = try await BlockingPool.run { cancel in
+            let log = sightingsLog(scans, currentCorrection: i.correction)
+            let computation = try ExposureComputation(log: log, mapping: i.mapping, workers: ProcessInfo.processInfo.activeProcessorCount)
+            let (outcome, windows, _) = try computation.run(files, isCancelled: { cancel.isCancelled })
+            let first = files.count - min(i.callFiles, files.count)
+            let own = try computation.windows(outcome.matches(fromFile: first)).windows
+            if cancel.isCancelled { throw CancellationError() }
+            let encoder = JSONEncoder()
+            let payloads = try windows.map { KeyFileStore.ResultInput(day: $0.day, payload: try encoder.encode($0)) }
+            return (matchedKeys: outcome.matchedKeys(fromFile: first), own: own.count, windows: payloads)
+        }
+        if Task.isCancelled { throw CancellationError() }
         do {
-            try i.store.replaceExposureResults(kind: windowsKind, with: try windows.map { (day: $0.day, payload: try encoder.encode($0)) }, now: i.now)
+            try await i.store.keyFileStore.replaceResults(kind: windowsKind, with: computed.windows, now: i.now)
         } catch { throw NodeError.storage("\(error)") }
-        return (outcome.matchedKeys(fromFile: first), own.count, files.count, windows.count)
+        return (computed.matchedKeys, computed.own, files.count, computed.windows.count)
     }
 
     /// The stored scans as the one exposure computation reads them: the export's own rows
@@ -302,20 +308,20 @@ package actor ExposureNotifications {
 
     // MARK: Windows and summaries
 
-    package nonisolated func exposureWindows() throws -> [ExposureWindow] {
+    package nonisolated func exposureWindows() async throws -> [ExposureWindow] {
         let decoder = JSONDecoder()
         do {
-            return try store.exposureResults(kind: Self.windowsKind).map { try decoder.decode(ExposureWindow.self, from: $0.payload) }
+            return try await store.keyFileStore.results(kind: Self.windowsKind).map { try decoder.decode(ExposureWindow.self, from: $0.payload) }
         } catch { throw NodeError.storage("\(error)") }
     }
 
-    package nonisolated func dailySummaries(config: DailySummariesConfig) throws -> [DailySummary] {
-        try DailySummaries.compute(exposureWindows(), config: config, today: UTCDay(unixSeconds: clock.wallTime()))
+    package nonisolated func dailySummaries(config: DailySummariesConfig) async throws -> [DailySummary] {
+        try DailySummaries.compute(await exposureWindows(), config: config, today: UTCDay(unixSeconds: clock.wallTime()))
     }
 
     /// The v1 summary and the summation of the counted exposures' risk scores.
-    package nonisolated func exposureSummary(config: GAENv1Configuration) throws -> (summary: ExposureSummaryV1, summation: Int) {
-        let r = try ExposureSummaryV1.compute(exposureWindows(), configuration: config, today: UTCDay(unixSeconds: clock.wallTime()))
+    package nonisolated func exposureSummary(config: GAENv1Configuration) async throws -> (summary: ExposureSummaryV1, summation: Int) {
+        let r = try ExposureSummaryV1.compute(await exposureWindows(), configuration: config, today: UTCDay(unixSeconds: clock.wallTime()))
         return (r.summary, r.exposures.filter(\.counted).reduce(0) { $0 + $1.riskScore })
     }
 

@@ -4,6 +4,7 @@ import FoundationEssentials
 #else
 import Foundation
 #endif
+import PlatformSupport
 import Synchronization
 
 /// Provided key files as parsed once: matching uses the parsed file of each stored row instead
@@ -34,17 +35,19 @@ package final class KeyFileCache: Sendable {
     }
 
     /// Every stored key file, in the order provided, parsing only those not seen yet, and
-    /// forgetting files no longer stored (retention).
-    package func current(_ store: NodeStore) throws -> [Entry] {
-        let ids = try store.keyFileIDs()
+    /// forgetting files no longer stored (retention). The store is read on its thread, the
+    /// files parsed on the blocking pool.
+    package func current(_ store: NodeStore) async throws -> [Entry] {
+        let ids = try await store.keyFileStore.ids()
         let missing = parsed.withLock { p in ids.filter { p.entries[$0] == nil } }
         if !missing.isEmpty {
-            for stored in try store.keyFiles(ids: missing) {
-                let file = try KeyExportFile(parsing: stored.exportBin)
-                parsed.withLock { p in
-                    p.entries[stored.id] = Entry(id: stored.id, digest: SHA256.hash(stored.exportBin), file: file)
-                    p.parseCount += 1
-                }
+            let stored = try await store.keyFileStore.files(ids: missing)
+            let entries = try await BlockingPool.run { _ in
+                try stored.map { Entry(id: $0.id, digest: SHA256.hash($0.exportBin), file: try KeyExportFile(parsing: $0.exportBin)) }
+            }
+            parsed.withLock { p in
+                for e in entries { p.entries[e.id] = e }
+                p.parseCount += entries.count
             }
         }
         return parsed.withLock { p in

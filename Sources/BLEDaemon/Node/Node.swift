@@ -111,15 +111,15 @@ package final class GaenNode: Sendable {
     /// its services run; matching runs belong to the exposure service).
     package func shutdown() async {
         await stopSchedule()
-        try? closeStore()
+        try? await closeStore()
     }
 
     /// The store's stop, last: what is pending is flushed (or, on a disk still full, counted
     /// as dropped and logged), then the database closes. A failed close is thrown: gaend then
     /// exits with an error.
-    package func closeStore() throws {
+    package func closeStore() async throws {
         do {
-            try store.close()
+            try await store.closing()
         } catch {
             logger.error("closing the store failed", metadata: ["error": "\(error)"])
             throw error

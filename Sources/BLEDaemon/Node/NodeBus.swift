@@ -111,12 +111,12 @@ package final class NodeBus: NodeObserver, Sendable {
             return .init(keys: UInt32(clamping: count))
         }
         on.on(EN.GetExposureWindows.self) { _, _ in
-            .init(windows: try exposure.exposureWindows().map(Self.wire))
+            .init(windows: try await exposure.exposureWindows().map(Self.wire))
         }
         on.on(EN.GetDailySummaries.self) { request, _ in
             let config = try Self.domain(request.config)
             let summaries: [DailySummary]
-            do { summaries = try exposure.dailySummaries(config: config) } catch let e as NodeError { throw e } catch {
+            do { summaries = try await exposure.dailySummaries(config: config) } catch let e as NodeError { throw e } catch {
                 throw NodeError.invalidArgs("config: \(error)")
             }
             return .init(summaries: summaries.map(Self.wire))
@@ -131,7 +131,7 @@ package final class NodeBus: NodeObserver, Sendable {
         on.on(EN.GetExposureSummary.self) { request, _ in
             let config = try Self.domain(request.config)
             let s: ExposureSummaryV1, summation: Int
-            do { (s, summation) = try exposure.exposureSummary(config: config) } catch let e as NodeError { throw e } catch {
+            do { (s, summation) = try await exposure.exposureSummary(config: config) } catch let e as NodeError { throw e } catch {
                 throw NodeError.invalidArgs("config: \(error)")
             }
             return .init(summary: GaendExposureSummaryV1(
@@ -222,8 +222,9 @@ package final class NodeBus: NodeObserver, Sendable {
             guard from <= to else { throw NodeError.invalidArgs("from \(from) is after to \(to)") }
             let context = node.research.exportContext
             let rows = try await self.withCallerSlot(call) { [timeout = self.ioTimeout] in
-                // Store reads, formatting and the writes into the caller's descriptor run on
-                // a thread of their own: a reader that stops reading stalls only this call.
+                // Formatting and the writes into the caller's descriptor run on the transfer
+                // pool (the store read on the store's thread): a reader that stops reading
+                // stalls only this call.
                 try await transfers.run("gaend.export") { flag in
                     try ResearchRecords.writeSightings(context, from: Double(from) / 1000, to: Double(to) / 1000, format: format) { data in
                         do { try out.write(data, idleTimeout: timeout, cancel: flag) } catch let e as CallerIOError { throw Self.exportError(e) }
@@ -237,10 +238,11 @@ package final class NodeBus: NodeObserver, Sendable {
             return .init(id: UInt64(id))
         }
         on.on(R.GetMarkers.self) { r, _ in
-            let markers = try node.research.markers(from: Double(r.from) / 1000, to: Double(r.to) / 1000)
+            let markers = try await node.research.markers(from: Double(r.from) / 1000, to: Double(r.to) / 1000)
             guard markers.count <= 65_536 else { throw NodeError.limitExceeded("\(markers.count) markers; narrow the range") }
-            return .init(markers: markers.map { id, m in
-                GaendMarker(id: UInt64(id), time: Self.ms(m.time), label: m.label, distance: m.distanceMeters ?? -1, note: m.note)
+            return .init(markers: markers.map { r in
+                let m = r.marker
+                return GaendMarker(id: UInt64(r.id), time: Self.ms(m.time), label: m.label, distance: m.distanceMeters ?? -1, note: m.note)
             })
         }
         on.on(R.SetCalibration.self) { r, _ in

@@ -136,7 +136,7 @@ final class NodeStateFile: Sendable {
         }
         let path = self.path
         do {
-            try await OwnThread.run("gaend.state") { [self] _ in
+            try await BlockingPool.run { [self] _ in
                 try written.withLock { written in
                     guard ticket > written else { return }
                     try state.save(path: path)

@@ -82,12 +82,12 @@ package struct ResearchRecords: Sendable {
             t = time
         }
         let store = self.store, marker = Marker(time: t, label: label, distanceMeters: distance < 0 ? nil : distance, note: note)
-        do { return try await OwnThread.run("gaend.store") { _ in try store.addMarker(marker) } } catch {
+        do { return try await store.markerStore.add(marker) } catch {
             throw NodeError.storage("\(error)")
         }
     }
 
-    package func markers(from: Double, to: Double) throws -> [(id: Int64, marker: Marker)] {
-        do { return try store.markerRecords(from: from, to: to) } catch { throw NodeError.storage("\(error)") }
+    package func markers(from: Double, to: Double) async throws -> [MarkerRecord] {
+        do { return try await store.markerStore.records(from: from, to: to) } catch { throw NodeError.storage("\(error)") }
     }
 }

@@ -75,7 +75,7 @@ package actor NodeScheduleRunner: ScheduleEffects {
             driverTask = nil
         }
         let clockMark = self.clockMark
-        _ = try? await Self.onStoreThread { try clockMark.save() }
+        _ = try? await clockMark.save()
     }
 
     // MARK: Effects
@@ -132,27 +132,20 @@ package actor NodeScheduleRunner: ScheduleEffects {
                                     scanned: { [weak self] scan in await self?.record(scan) })
     }
 
-    /// Store writes (each a transaction with a FULL fsync) run on a thread of their own, never
-    /// on a cooperative thread: the runner awaits them, the pool's few threads go on.
-    static func onStoreThread<T: Sendable>(_ body: @escaping @Sendable () throws -> T) async throws -> T {
-        try await OwnThread.run("gaend.store") { _ in try body() }
-    }
-
     /// The beacon of `slot`: the day's key from the store (created on first need), the RPI of
     /// the slot's interval, a fresh address. Nil keeps what is on air (or, for a day whose
     /// key is retired, takes it off air).
     private func beacon(for slot: AdvertisingSlot, now: Double) async -> GAENBeacon? {
-        // On the store thread like every store write: a FULL fsync can take seconds on a busy
-        // disk, and on a cooperative thread it held the pool (the watchdog's question too).
-        let clockMark = self.clockMark
-        do { try await Self.onStoreThread { try clockMark.save() } } catch {
+        // Every store call is awaited: it runs on the store's thread (a FULL fsync can take
+        // seconds on a busy disk), never on a cooperative one.
+        do { try await clockMark.save() } catch {
             logger.warning("cannot store the clock mark", metadata: ["error": "\(error)"])
         }
         let store = self.store, trusted = clockMark.trustedNow(wall: now)
-        _ = try? await Self.onStoreThread { try store.applyRetention(now: trusted) }
+        _ = try? await store.retain(now: trusted)
         let tek: TemporaryExposureKey
         do {
-            tek = try await Self.onStoreThread { try store.key(for: slot.day, now: now) }
+            tek = try await store.keyStore.key(for: slot.day, now: now)
             board.update { $0.retiredDay = nil }
         } catch StoreError.keyDayRetired(let day) {
             // The clock went back into a day whose key is gone: advertising another day's RPI
@@ -194,8 +187,7 @@ package actor NodeScheduleRunner: ScheduleEffects {
             f.lastScanEnd = record.end
         }
         do {
-            let store = self.store
-            _ = try await Self.onStoreThread { try store.recordScan(record) }
+            try await store.scanStore.record(record)
             let resumed = board.update { f in
                 defer { f.storageProblem = nil }
                 return f.storageProblem != nil

@@ -1,3 +1,4 @@
+import PlatformSupport
 import DBusCore
 import GaendAPI
 #if canImport(FoundationEssentials)
@@ -32,7 +33,7 @@ package struct StoreService: Service {
     let node: GaenNode
     package func run() async throws {
         try? await gracefulShutdown()
-        try node.closeStore()
+        try await node.closeStore()
     }
 }
 

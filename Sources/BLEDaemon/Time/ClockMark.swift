@@ -34,7 +34,7 @@ package final class ClockMark: Sendable {
     func trustedNow(wall: Double) -> Double { held.withLock { $0.trustedNow(wall: wall) } }
 
     /// Writes the mark to the store (it only ever rises there).
-    func save() throws {
-        if let mark = highWater { try store.raiseHighWaterMark(to: mark) }
+    func save() async throws {
+        if let mark = highWater { try await store.clockMarkStore.raise(to: mark) }
     }
 }

@@ -218,7 +218,7 @@ package struct SystemTransportConnector: HCITransportConnector {
     /// radio owner went unanswered behind it.
     package func connect() async throws -> any HCITransport {
         let address = self.address
-        return try await OwnThread.run("gaend.hci-open") { _ in try Self.openTransport(address) }
+        return try await BlockingPool.run { _ in try Self.openTransport(address) }
     }
 
     static func openTransport(_ address: ControllerAddress) throws -> any HCITransport {
