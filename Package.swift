@@ -108,7 +108,7 @@ let package = Package(
         .target(name: "RiskEngines", dependencies: ["ENProtocol"]),
         .testTarget(name: "RiskEnginesTests", dependencies: ["RiskEngines", "ENProtocol"], resources: [.copy("Fixtures")]),
         // Field-trial toolkit: channel analysis, trial reports, simulation, calibration.
-        .target(name: "TrialKit", dependencies: ["ENProtocol", "RiskEngines", "CGaenZlib", "COpenSSL"]),
+        .target(name: "TrialKit", dependencies: ["ENProtocol", "RiskEngines", "CGaenZlib", "COpenSSL", "PlatformSupport"]),
         .testTarget(name: "TrialKitTests", dependencies: ["TrialKit", "ENProtocol"]),
         // The key server's published layouts (CWA distribution layout, Google key server layout):
         // the publisher's plan and tree writer and the app's readers side by side, the signed

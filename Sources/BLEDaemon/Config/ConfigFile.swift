@@ -1,3 +1,4 @@
+import PlatformSupport
 #if canImport(Glibc)
 import Glibc
 #endif
@@ -25,10 +26,9 @@ enum ConfigFile {
         var bytes = [UInt8](repeating: 0, count: limit + 1)
         var count = 0
         while count < bytes.count {
-            let n = bytes.withUnsafeMutableBytes { Glibc.read(fd, $0.baseAddress! + count, $0.count - count) }
-            if n < 0 {
-                if errno == EINTR { continue }
-                return .failure(.system(errorText()))
+            let n: Int
+            do throws(PlatformSupport.SystemCallError) { n = try PlatformSupport.systemCall("read") { bytes.withUnsafeMutableBytes { Glibc.read(fd, $0.baseAddress! + count, $0.count - count) } } } catch {
+                return .failure(.system(error.reason))
             }
             if n == 0 { break }
             count += n

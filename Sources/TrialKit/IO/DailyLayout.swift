@@ -1,5 +1,6 @@
 import ENProtocol
 import Foundation
+import PlatformSupport
 #if canImport(Glibc)
 import Glibc
 #endif
@@ -96,7 +97,8 @@ public final class DailyFiles {
         rows[path, default: 0] += count
         if open[path]!.buffer.count >= 1 << 16 {
             try open[path]!.file.write(open[path]!.buffer)
-            open[path]!.buffer.removeAll(keepingCapacity: true)
+            // Not keeping the capacity: hundreds of files may be open at once (50 boards x 14 days).
+            open[path]!.buffer = []
         }
     }
 
@@ -151,8 +153,10 @@ public enum SightingsDailySplit {
             try files.append(text + "\n", board: board, time: t)
         }
         while true {
-            let n = buffer.withUnsafeMutableBytes { pread(descriptor, $0.baseAddress, $0.count, offset) }
-            if n < 0 { if errno == EINTR { continue }; throw Failure(reason: "cannot read the export: \(String(cString: strerror(errno)))") }
+            let n: Int
+            do throws(SystemCallError) { n = try systemCall("pread") { buffer.withUnsafeMutableBytes { pread(descriptor, $0.baseAddress, $0.count, offset) } } } catch {
+                throw Failure(reason: "cannot read the export: \(error.reason)")
+            }
             if n == 0 { break }
             offset += off_t(n)
             var start = 0
