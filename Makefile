@@ -6,7 +6,7 @@ PREFIX ?= /usr/local
 DESTDIR ?=
 SYSCONFDIR ?= /etc
 SWIFT ?= swift
-# How the shipped binaries are linked (issue 12, the idle daemon's footprint, measured by
+# How the shipped binaries are linked (for the idle daemon's footprint, measured by
 # scripts/measure-idle.sh): with lld, so that
 # - the functions gaend runs while it starts and idles sit together at the front of the code
 #   (each function in its own section, -function-sections, so that the linker can move it)

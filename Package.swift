@@ -3,7 +3,7 @@
 // Layers (one direction of dependency): executables -> BLEDaemon -> HCIProtocol, ENProtocol -> COpenSSL, CGaenCrypto, CGaenZlib.
 import PackageDescription
 
-// The modules gaend links import FoundationEssentials only (issue 12: full Foundation brings
+// The modules gaend links import FoundationEssentials only (its idle footprint: full Foundation brings
 // CoreFoundation, ICU and FoundationInternationalization, ~1.5 MiB of the idle daemon's pages).
 // With member import visibility a Foundation-only member (String(format:), trimmingCharacters...)
 // is a compile error in them even when a dependency imports Foundation (Tests/install checks the
@@ -26,7 +26,7 @@ let package = Package(
         .package(url: "https://github.com/apple/swift-log", from: "1.16.0"),
         // No traits: the default BinaryDelimitedStreams imports full Foundation (InputStream),
         // whose autolinked -lFoundation let the linker take Foundation, CoreFoundation and ICU
-        // into gaend (issue 12; scripts/check-gaend-foundation.sh). We use neither trait.
+        // into gaend (scripts/check-gaend-foundation.sh). We use neither trait.
         .package(url: "https://github.com/apple/swift-protobuf", from: "1.28.0", traits: []),
         .package(url: "https://github.com/swift-server/swift-service-lifecycle", from: "2.6.0"),
     ],
@@ -65,7 +65,7 @@ let package = Package(
             providers: [.apt(["libdbus-1-dev"])]
         ),
         // System library: libyaml, under our own small YAML reader (YAMLReader: why not Yams, see
-        // Sources/YAMLReader/YAML.swift: Yams imports full Foundation; issue 12).
+        // Sources/YAMLReader/YAML.swift: Yams imports full Foundation).
         .systemLibrary(
             name: "CLibYAML",
             path: "Sources/CLibYAML",
@@ -80,7 +80,7 @@ let package = Package(
         .target(name: "DBusCore", dependencies: ["CDBus", "PlatformSupport", .product(name: "Logging", package: "swift-log")],
                 swiftSettings: daemonModule),
         // NSLock, Thread and String(format:) on the C library, for the modules gaend links, which
-        // import FoundationEssentials only (issue 12: full Foundation brings CoreFoundation and ICU).
+        // import FoundationEssentials only (full Foundation brings CoreFoundation and ICU).
         .target(name: "PlatformSupport", dependencies: ["HCIShim"], swiftSettings: daemonModule),
         // gaend's D-Bus API: names, interface tables, typed values and requests with one
         // encoder and decoder each, shared by the daemon and the client (the API edge).
@@ -108,7 +108,7 @@ let package = Package(
         .target(name: "RiskEngines", dependencies: ["ENProtocol"]),
         .testTarget(name: "RiskEnginesTests", dependencies: ["RiskEngines", "ENProtocol"], resources: [.copy("Fixtures")]),
         // Field-trial toolkit: channel analysis, trial reports, simulation, calibration.
-        .target(name: "TrialKit", dependencies: ["ENProtocol", "RiskEngines", "CGaenZlib", "COpenSSL"]),
+        .target(name: "TrialKit", dependencies: ["ENProtocol", "RiskEngines", "CGaenZlib", "COpenSSL", "PlatformSupport"]),
         .testTarget(name: "TrialKitTests", dependencies: ["TrialKit", "ENProtocol"]),
         // The key server's published layouts (CWA distribution layout, Google key server layout):
         // the publisher's plan and tree writer and the app's readers side by side, the signed
@@ -129,11 +129,22 @@ let package = Package(
         .testTarget(name: "GaenAppTests", dependencies: ["GaenApp", "KeyDistribution", "ENProtocol"]),
         // Pure HCI wire types and the H4 framer: no I/O, no clock.
         .target(name: "HCIProtocol", swiftSettings: daemonModule),
-        // The node: HCI host, radio, store, D-Bus.
+        // The HCI host: transports, the controller session, the capture, the radio owner (the one
+        // sender of LE commands) and the records of a scan. gaend, `gaenctl radio` and GaenBench
+        // share it; it links no store and no D-Bus, so a tool that drives a controller needs neither.
+        .target(
+            name: "HCIHost",
+            dependencies: [
+                "ENProtocol", "HCIProtocol", "HCIShim", "PlatformSupport",
+                .product(name: "Logging", package: "swift-log"),
+            ],
+            swiftSettings: daemonModule
+        ),
+        // The node: schedule, store, exposure, research, D-Bus edge, services (on HCIHost).
         .target(
             name: "BLEDaemon",
             dependencies: [
-                "ENProtocol", "HCIProtocol", "HCIShim", "DBusCore", "GaendAPI", "PlatformSupport", "GaenSQLite",
+                "HCIHost", "ENProtocol", "HCIProtocol", "HCIShim", "DBusCore", "GaendAPI", "PlatformSupport", "GaenSQLite",
                 .product(name: "Logging", package: "swift-log"),
                 "YAMLReader",
                 .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
@@ -143,7 +154,7 @@ let package = Package(
         .executableTarget(
             name: "gaend",
             dependencies: [
-                "BLEDaemon", "DBusCore", "GaendAPI", "ENProtocol", "PlatformSupport",
+                "BLEDaemon", "HCIHost", "DBusCore", "GaendAPI", "ENProtocol", "PlatformSupport",
                 .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
                 .product(name: "UnixSignals", package: "swift-service-lifecycle"),
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
@@ -154,7 +165,7 @@ let package = Package(
         .executableTarget(
             name: "gaenctl",
             dependencies: [
-                "ENProtocol", "RiskEngines", "BLEDaemon", "HCIProtocol", "GaendClient", "GaendAPI", "TrialKit", "KeyDistribution", "GaenApp",
+                "ENProtocol", "RiskEngines", "BLEDaemon", "HCIHost", "HCIProtocol", "GaendClient", "GaendAPI", "TrialKit", "KeyDistribution", "GaenApp",
                 "PlatformSupport",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
                 // `collect` uploads a board's closed days over HTTP.
@@ -173,7 +184,7 @@ let package = Package(
         // The entry point shared by the fuzz targets (libFuzzer driver or corpus replay).
         .target(name: "FuzzSupport"),
         // Benchmarks print figures; they are not tests (run: scripts/bench.sh).
-        .executableTarget(name: "GaenBench", dependencies: ["ENProtocol", "HCIProtocol", "BLEDaemon", "COpenSSL", "CGaenCrypto", "TrialKit"]),
+        .executableTarget(name: "GaenBench", dependencies: ["ENProtocol", "HCIProtocol", "HCIHost", "BLEDaemon", "COpenSSL", "CGaenCrypto", "TrialKit"]),
         // Fuzz target for the key-file reader (tools/fuzz/run.sh FuzzKeyFile SECONDS).
         .executableTarget(name: "FuzzKeyFile", dependencies: ["ENProtocol", "FuzzSupport"]),
         // Fuzz target for the sightings-file reader (tools/fuzz/run.sh FuzzSightingsFile SECONDS).
@@ -189,13 +200,13 @@ let package = Package(
         .testTarget(name: "PlatformSupportTests", dependencies: ["PlatformSupport"]),
         .testTarget(
             name: "BLEDaemonTests",
-            dependencies: ["BLEDaemon", "HCIProtocol", "DBusCore", "GaendAPI", "GaenSQLite", .product(name: "Logging", package: "swift-log")],
+            dependencies: ["BLEDaemon", "HCIHost", "HCIProtocol", "DBusCore", "GaendAPI", "GaenSQLite", "PlatformSupport", .product(name: "Logging", package: "swift-log")],
             resources: [.copy("Fixtures")]
         ),
         // Test helper: writes a store in a loop until killed (the kill -9 test runs it).
-        .executableTarget(name: "StoreStress", dependencies: ["BLEDaemon", "ENProtocol"]),
+        .executableTarget(name: "StoreStress", dependencies: ["BLEDaemon", "HCIHost", "ENProtocol"]),
         // D-Bus binding and API contract against private dbus-daemons and real clients.
-        .testTarget(name: "BusTests", dependencies: ["DBusCore", "GaendAPI", "GaendClient", "BLEDaemon", "gaenctl", "gaend"]),
+        .testTarget(name: "BusTests", dependencies: ["DBusCore", "GaendAPI", "GaendClient", "BLEDaemon", "HCIHost", "gaenctl", "gaend"]),
         // Runs the built executables end to end (they are built by `swift build --build-tests`).
         .testTarget(name: "CLITests", dependencies: ["gaenctl", "ENProtocol"]),
     ]

@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Checks that the release gaend (`make build`) links none of full Foundation, Foundation's
 # internationalization, its ICU or CoreFoundation: the daemon is on FoundationEssentials only
-# (issue 12: those libraries were ~1.5 MiB of the idle daemon's resident pages;
+# (those libraries were ~1.5 MiB of the idle daemon's resident pages;
 # scripts/measure-idle.sh measures it). Run by scripts/test.sh after `make build`.
 #
 # How: each forbidden static library's own symbols (strong definitions: none of them is defined

@@ -1,5 +1,5 @@
 /// BLEDaemon: the node (HCI host, radio, store, D-Bus boundary).
-public enum BLEDaemon {}
+package enum BLEDaemon {}
 
 #if canImport(FoundationEssentials)
 import FoundationEssentials
@@ -13,7 +13,7 @@ import Glibc
 extension BLEDaemon {
     /// A file error as "path: reason" (the system's words for the errno). Full Foundation's
     /// localizedDescription said only "The operation could not be completed. The file doesn't
-    /// exist." and needs its localized tables; FoundationEssentials has none (issue 12).
+    /// exist." and needs its localized tables, which FoundationEssentials (all gaend links) has not.
     static func fileErrorText(_ error: any Error) -> String {
         guard let e = error as? CocoaError else { return "\(error)" }
         let reason: String

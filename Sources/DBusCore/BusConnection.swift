@@ -5,6 +5,7 @@ import FoundationEssentials
 import Foundation
 #endif
 import PlatformSupport
+import Synchronization
 #if canImport(Glibc)
 import Glibc
 #endif
@@ -195,21 +196,12 @@ public final class BusConnection: @unchecked Sendable {
 
 /// One call's cancellation flag (set from any thread) and serial (loop thread only).
 final class CallState: @unchecked Sendable {
-    private let lock = Lock()
-    private var cancelled = false
+    private let cancelled = Mutex(false)
     var serial: UInt32?
 
-    func cancel() {
-        lock.lock()
-        cancelled = true
-        lock.unlock()
-    }
+    func cancel() { cancelled.withLock { $0 = true } }
 
-    var isCancelled: Bool {
-        lock.lock()
-        defer { lock.unlock() }
-        return cancelled
-    }
+    var isCancelled: Bool { cancelled.withLock { $0 } }
 }
 
 /// The loop thread and the state it alone touches. See `BusConnection` for the model.
@@ -224,12 +216,14 @@ final class BusLoop: @unchecked Sendable {
         let member: String
     }
 
-    // Shared between threads, guarded by `lock`.
-    private let lock = Lock()
-    private var jobs: [Job] = []
-    private var stopRequested = false
-    private var finished = false
-    private var observerCounter = 0
+    // Shared between threads.
+    private struct Shared {
+        var jobs: [Job] = []
+        var stopRequested = false
+        var finished = false
+        var observerCounter = 0
+    }
+    private let shared = Mutex(Shared())
     // A pipe wakes the loop: the loop polls `wakeRead`, other threads write to `wakeWrite`.
     private let wakeRead: Int32
     private let wakeWrite: Int32
@@ -261,17 +255,13 @@ final class BusLoop: @unchecked Sendable {
         wakeWrite = fds[1]
     }
 
-    var isRunning: Bool {
-        lock.lock()
-        defer { lock.unlock() }
-        return !finished && !stopRequested
-    }
+    var isRunning: Bool { shared.withLock { !$0.finished && !$0.stopRequested } }
 
     func nextObserverID() -> Int {
-        lock.lock()
-        defer { lock.unlock() }
-        observerCounter += 1
-        return observerCounter
+        shared.withLock {
+            $0.observerCounter += 1
+            return $0.observerCounter
+        }
     }
 
     func start() {
@@ -314,22 +304,19 @@ final class BusLoop: @unchecked Sendable {
 
     /// Runs `job` on the loop thread, or at once with nil once the loop has finished.
     func perform(_ job: @escaping Job) {
-        lock.lock()
-        if finished {
-            lock.unlock()
-            job(nil)
-            return
+        let queued = shared.withLock { s -> Bool in
+            guard !s.finished else { return false }
+            s.jobs.append(job)
+            return true
         }
-        jobs.append(job)
-        lock.unlock()
-        wake()
+        if queued { wake() } else { job(nil) }
     }
 
     func stop() {
-        lock.lock()
-        stopRequested = true
-        let done = finished
-        lock.unlock()
+        let done = shared.withLock { s -> Bool in
+            s.stopRequested = true
+            return s.finished
+        }
         if !done { wake() }
     }
 
@@ -355,9 +342,7 @@ final class BusLoop: @unchecked Sendable {
             while dbus_connection_get_dispatch_status(raw) == DBUS_DISPATCH_DATA_REMAINS {
                 dbus_connection_dispatch(raw)
             }
-            lock.lock()
-            let stop = stopRequested
-            lock.unlock()
+            let stop = shared.withLock { $0.stopRequested }
             if stop || disconnected || dbus_connection_get_is_connected(raw) == 0 { break }
             pollOnce()
         }
@@ -365,10 +350,10 @@ final class BusLoop: @unchecked Sendable {
     }
 
     private func runJobs() {
-        lock.lock()
-        let batch = jobs
-        jobs.removeAll()
-        lock.unlock()
+        let batch = shared.withLock { s -> [Job] in
+            defer { s.jobs.removeAll() }
+            return s.jobs
+        }
         for job in batch { job(self) }
     }
 
@@ -434,11 +419,11 @@ final class BusLoop: @unchecked Sendable {
         for o in signalObservers.values { o(nil) }
         signalObservers.removeAll()
         methodHandler = nil
-        lock.lock()
-        finished = true
-        let late = jobs
-        jobs.removeAll()
-        lock.unlock()
+        let late = shared.withLock { s -> [Job] in
+            s.finished = true
+            defer { s.jobs.removeAll() }
+            return s.jobs
+        }
         for job in late { job(nil) }
         dbus_connection_unref(raw)
         close(wakeRead)

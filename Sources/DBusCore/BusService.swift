@@ -4,6 +4,7 @@ import FoundationEssentials
 import Foundation
 #endif
 import PlatformSupport
+import Synchronization
 import Logging
 
 /// A method call as a handler sees it.
@@ -129,9 +130,9 @@ public final class BusService: Sendable {
     public let admission: CallAdmission
     private let logger: Logger
     /// Method calls whose caller's uid is being asked from the bus (bounded too).
-    private let lookups = BusLocked(0)
-    private let stopping = BusLocked(false)
-    private let objects = BusLocked<[String: [DBusInterfaceImplementation]]>([:])
+    private let lookups = Mutex(0)
+    private let stopping = Mutex(false)
+    private let objects = Mutex<[String: [DBusInterfaceImplementation]]>([:])
     private let incoming: AsyncStream<BusMessage>
 
     public init(connection: BusConnection, fallbackErrorName: String = "org.freedesktop.DBus.Error.Failed",
@@ -459,17 +460,5 @@ public final class BusService: Sendable {
         default:
             throw DBusNamedError.unknownMethod("no method \(m.member ?? "") in org.freedesktop.DBus.Properties")
         }
-    }
-}
-
-/// A value guarded by a lock, for the few pieces of state shared with the loop thread.
-final class BusLocked<Value>: @unchecked Sendable {
-    private let lock = Lock()
-    private var value: Value
-    init(_ value: Value) { self.value = value }
-    func withLock<R>(_ body: (inout Value) throws -> R) rethrows -> R {
-        lock.lock()
-        defer { lock.unlock() }
-        return try body(&value)
     }
 }

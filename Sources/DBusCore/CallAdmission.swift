@@ -1,4 +1,4 @@
-import PlatformSupport
+import Synchronization
 
 /// How many calls `BusService` serves at once, and for whom. Calls are admitted or refused
 /// when they arrive, never queued behind calls in progress: a caller whose calls wait on
@@ -29,53 +29,55 @@ public struct DBusCallLimits: Sendable, Equatable {
 
 /// The bookkeeping behind `DBusCallLimits` (thread-safe; the service's loop claims, each
 /// call's task releases).
-public final class CallAdmission: @unchecked Sendable {
+public final class CallAdmission: Sendable {
     public let limits: DBusCallLimits
-    private let lock = Lock()
-    private var calls = 0
-    private var reads = 0
-    private var perUID: [UInt32: Int] = [:]
+    private struct Counts {
+        var calls = 0
+        var reads = 0
+        var perUID: [UInt32: Int] = [:]
+    }
+    private let counts = Mutex(Counts())
 
     public init(limits: DBusCallLimits) { self.limits = limits }
 
     /// Claims a read slot; nil when granted, else why not.
     public func claimRead() -> String? {
-        lock.withLock {
-            guard reads < limits.maxConcurrentReads else { return "\(reads) property reads in progress (at most \(limits.maxConcurrentReads))" }
-            reads += 1
+        counts.withLock { c in
+            guard c.reads < limits.maxConcurrentReads else { return "\(c.reads) property reads in progress (at most \(limits.maxConcurrentReads))" }
+            c.reads += 1
             return nil
         }
     }
 
-    public func releaseRead() { lock.withLock { reads = max(0, reads - 1) } }
+    public func releaseRead() { counts.withLock { $0.reads = max(0, $0.reads - 1) } }
 
     /// Claims a method-call slot for `uid`; nil when granted, else why not (the refusal's message).
     public func claimCall(uid: UInt32) -> String? {
-        lock.withLock {
-            let own = perUID[uid, default: 0]
+        counts.withLock { c in
+            let own = c.perUID[uid, default: 0]
             guard own < limits.maxCallsPerUID else {
                 return "uid \(uid) has \(own) calls in progress (at most \(limits.maxCallsPerUID) per uid); retry when one returns"
             }
             let ceiling = own == 0 ? limits.maxConcurrentCalls : limits.maxConcurrentCalls - limits.reservedForOtherCallers
-            guard calls < ceiling else {
+            guard c.calls < ceiling else {
                 return own == 0
-                    ? "\(calls) calls in progress (at most \(limits.maxConcurrentCalls)); retry when one returns"
-                    : "\(calls) calls in progress; the last \(limits.reservedForOtherCallers) of \(limits.maxConcurrentCalls) are kept for other callers, and uid \(uid) has \(own)"
+                    ? "\(c.calls) calls in progress (at most \(limits.maxConcurrentCalls)); retry when one returns"
+                    : "\(c.calls) calls in progress; the last \(limits.reservedForOtherCallers) of \(limits.maxConcurrentCalls) are kept for other callers, and uid \(uid) has \(own)"
             }
-            calls += 1
-            perUID[uid] = own + 1
+            c.calls += 1
+            c.perUID[uid] = own + 1
             return nil
         }
     }
 
     public func releaseCall(uid: UInt32) {
-        lock.withLock {
-            calls = max(0, calls - 1)
-            let n = perUID[uid, default: 1] - 1
-            perUID[uid] = n > 0 ? n : nil
+        counts.withLock { c in
+            c.calls = max(0, c.calls - 1)
+            let n = c.perUID[uid, default: 1] - 1
+            c.perUID[uid] = n > 0 ? n : nil
         }
     }
 
     /// Calls in progress (all uids) and reads in progress.
-    public var inProgress: (calls: Int, reads: Int) { lock.withLock { (calls, reads) } }
+    public var inProgress: (calls: Int, reads: Int) { counts.withLock { ($0.calls, $0.reads) } }
 }

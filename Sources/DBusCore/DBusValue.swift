@@ -7,6 +7,7 @@ import Foundation
 import Glibc
 #endif
 import PlatformSupport
+import Synchronization
 
 /// A D-Bus value. `ay` is always `.bytes` when decoded (compact: one byte per element, where
 /// `.array(.byte, ...)` would cost an enum per byte); `.array(.byte, ...)` is accepted when encoding.
@@ -126,37 +127,31 @@ public struct DBusDictEntry: Sendable, Hashable {
 /// A Unix file descriptor carried in a message (`h`). The object owns the descriptor and closes
 /// it when released, unless `take()` transferred ownership to the caller.
 public final class DBusUnixFD: @unchecked Sendable, Hashable, CustomStringConvertible {
-    // The lock guards `fd`: `take()` and `deinit` may race only in misuse, but stay safe.
-    private let lock = Lock()
-    private var fd: Int32
+    // Guarded: `take()` and `deinit` may race only in misuse, but stay safe.
+    private let fd: Mutex<Int32>
 
     /// Takes ownership of `fd`.
     public init(owning fd: Int32) {
-        self.fd = fd
+        self.fd = Mutex(fd)
     }
 
     /// Duplicates `fd` (close-on-exec); the caller keeps its own descriptor.
     public init(duplicating fd: Int32) throws(DBusUnixFDError) {
         let copy = fcntl(fd, F_DUPFD_CLOEXEC, 0)
         guard copy >= 0 else { throw .dupFailed(fd: fd, errno: errno) }
-        self.fd = copy
+        self.fd = Mutex(copy)
     }
 
     /// The descriptor while still owned, else nil. Do not close it: the object will.
-    public var descriptor: Int32? {
-        lock.lock()
-        defer { lock.unlock() }
-        return fd >= 0 ? fd : nil
-    }
+    public var descriptor: Int32? { fd.withLock { $0 >= 0 ? $0 : nil } }
 
     /// Hands the descriptor over to the caller, who must close it. Nil if already taken.
     public func take() -> Int32? {
-        lock.lock()
-        defer { lock.unlock() }
-        guard fd >= 0 else { return nil }
-        let out = fd
-        fd = -1
-        return out
+        fd.withLock { fd in
+            guard fd >= 0 else { return nil }
+            defer { fd = -1 }
+            return fd
+        }
     }
 
     /// Closes the descriptor now.
@@ -165,7 +160,7 @@ public final class DBusUnixFD: @unchecked Sendable, Hashable, CustomStringConver
     }
 
     deinit {
-        if fd >= 0 { _ = Glibc.close(fd) }
+        if let fd = take() { _ = Glibc.close(fd) }
     }
 
     public static func == (a: DBusUnixFD, b: DBusUnixFD) -> Bool { a === b }

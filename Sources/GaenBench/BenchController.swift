@@ -1,6 +1,6 @@
-import BLEDaemon
 import ENProtocol
 import Foundation
+import HCIHost
 import HCIProtocol
 
 /// An in-process controller for `schedule-idle`: it answers every command as a healthy

@@ -1,6 +1,7 @@
 import BLEDaemon
 import ENProtocol
 import Foundation
+import HCIHost
 #if canImport(Glibc)
 import Glibc
 #endif

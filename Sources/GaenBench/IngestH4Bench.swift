@@ -1,6 +1,7 @@
 import BLEDaemon
 import ENProtocol
 import Foundation
+import HCIHost
 import HCIProtocol
 
 /// The whole sighting path on one core, fed from a recorded H4 stream: the H4 framer, the HCI

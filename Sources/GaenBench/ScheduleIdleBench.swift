@@ -1,6 +1,7 @@
 import BLEDaemon
 import ENProtocol
 import Foundation
+import HCIHost
 import Logging
 #if canImport(Glibc)
 import Glibc

@@ -1,9 +1,9 @@
-// Why gaend has its own SQLite layer instead of a well-kept library (GRDB.swift, used until
-// session 5): the daemon must import FoundationEssentials only (issue 12, "Daemon footprint":
+// Why gaend has its own SQLite layer instead of a well-kept library (GRDB.swift, which older
+// gaend versions used): the daemon must import FoundationEssentials only (its footprint goal:
 // idle RSS <= 20 MB, measured by scripts/measure-idle.sh). GRDB imports full Foundation (58 of
 // its files), which pulls Foundation, CoreFoundation, FoundationInternationalization and ICU
 // into gaend (measured: about 2.5 MiB of the idle daemon's resident pages before the link
-// reordering, GRDB's own code 2.1 MiB more; notes/perf-s4.md). The store needs a small part
+// reordering, GRDB's own code 2.1 MiB more). The store needs a small part
 // of SQLite: connections, prepared statements, transactions, result codes. This layer is that
 // part, on the system libsqlite3, importing no Foundation at all.
 import CSQLite3

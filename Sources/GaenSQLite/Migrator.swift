@@ -1,6 +1,6 @@
 /// Schema versions as a list of named migrations, each applied once, in order, in its own
-/// write transaction that also records its name. The record is GRDB's (gaend's store ran on
-/// GRDB's DatabaseMigrator until session 5): a table `grdb_migrations (identifier TEXT NOT NULL
+/// write transaction that also records its name. The record is GRDB's (older gaend versions'
+/// stores were migrated by GRDB's DatabaseMigrator): a table `grdb_migrations (identifier TEXT NOT NULL
 /// PRIMARY KEY)`, one row per applied migration, so stores written then open unchanged and
 /// their history goes on. Add migrations; never edit or rename one that has shipped.
 public struct Migrator {

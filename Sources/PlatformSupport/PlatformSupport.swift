@@ -1,5 +1,5 @@
 // The few things the daemon's modules took from full Foundation (NSLock, Thread,
-// String(format:)), on the C library. Issue 12's footprint goal: gaend links
+// String(format:)), on the C library. The footprint goal: gaend links
 // FoundationEssentials only, because full Foundation brings CoreFoundation, ICU and
 // FoundationInternationalization with it (~1.5 MiB resident in the idle daemon, measured
 // by scripts/measure-idle.sh).

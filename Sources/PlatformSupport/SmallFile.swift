@@ -47,10 +47,9 @@ public enum SmallFile {
         out.reserveCapacity(Int(st.st_size))
         var buffer = [UInt8](repeating: 0, count: min(65_536, limit + 1))
         while true {
-            let n = buffer.withUnsafeMutableBytes { systemRead(fd, $0.baseAddress, $0.count) }
-            if n < 0 {
-                if errno == EINTR { continue }
-                throw .cannotRead(String(cString: strerror(errno)))
+            let n: Int
+            do throws(SystemCallError) { n = try systemCall("read") { buffer.withUnsafeMutableBytes { systemRead(fd, $0.baseAddress, $0.count) } } } catch {
+                throw .cannotRead(error.reason)
             }
             if n == 0 { return out }
             out.append(contentsOf: buffer[0..<n])

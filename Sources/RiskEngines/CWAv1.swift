@@ -5,7 +5,7 @@ import Foundation
 #endif
 import ENProtocol
 
-/// The Corona-Warn-App's original risk method (before CWA 1.5), as issue 5 describes it: each
+/// The Corona-Warn-App's original risk method (before CWA 1.5): each
 /// window is one exposure (one key, one day) with the framework's v1 risk score; exposures of
 /// under 10 minutes or of average attenuation above 73 dB are discarded; exposures reaching the
 /// minimum risk score are risk encounters; over the risk encounters of the last 14 days, minutes

@@ -12,8 +12,8 @@ import ENProtocol
 ///   as protobuf JSON; the same as Tests/RiskEnginesTests/Fixtures/risk/cwa/default-app-config-risk-parameters.json.
 /// - cwa-v1 (mid-2020): the CWA v1 exposure configuration (minimumRiskScore 11, attenuation
 ///   level values 0,1,1,1,1,1,1,1, days 5 x 8, duration 0,0,0,1,1,1,1,1, TRL 1...8, thresholds
-///   55/63, bucket weights 1, 0.5, 0, normalization divisor 25, 15 minutes), as issue 5 and
-///   Tests/RiskEnginesTests/Fixtures/risk/cwa-v1/configuration.json give it.
+///   55/63, bucket weights 1, 0.5, 0, normalization divisor 25, 15 minutes), as
+///   Tests/RiskEnginesTests/Fixtures/risk/cwa-v1/configuration.json gives it.
 /// - nhs (current): ukhsa-collaboration/covid-19-app-ios-ag-public ExposureConfigurationHandler
 ///   at 8d7a64bc5e10c0dc89889bad3558bcf648f97378 (Tests/RiskEnginesTests/Fixtures/risk/nhs/exposure-configuration.json).
 /// - swisscovid, immuni: SwissCovidConfiguration.published, ImmuniConfiguration.published.

@@ -3,8 +3,8 @@ import CLibYAML
 // Why a reader of our own on libyaml rather than Yams (the brief asks for the well-kept library
 // unless there is a reason): Yams imports full Foundation (its resolver is built on
 // NSRegularExpression, its scalars construct Date, Data, NSNull...), so a daemon whose config is
-// read with it links Foundation, FoundationInternationalization and ICU. Issue 12 asks for a
-// daemon that imports FoundationEssentials only and idles in <= 20 MB (scripts/measure-idle.sh:
+// read with it links Foundation, FoundationInternationalization and ICU. gaend's footprint goal
+// is a daemon that imports FoundationEssentials only and idles in <= 20 MB (scripts/measure-idle.sh:
 // those libraries' pages were ~1.5 MiB of the resident figure after the link reordering, ~2.5
 // MiB before). libyaml is the C library Yams itself wraps, so the scanning and parsing are the
 // same code; what is ours is small: events -> a node tree with marks, scalar type resolution

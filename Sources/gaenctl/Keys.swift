@@ -3,7 +3,8 @@ import ENProtocol
 import Foundation
 import TrialKit
 
-/// `gaenctl keys`: key export files (inspect, create). Issue 4 adds `history` and `provide`.
+/// `gaenctl keys`: key export files (inspect, create) and a running node's keys (`history`,
+/// `provide`: KeysClient.swift).
 struct Keys: ParsableCommand {
     static let configuration = CommandConfiguration(
         abstract: "Read, check and write GAEN key export files.",

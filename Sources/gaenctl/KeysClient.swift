@@ -109,8 +109,10 @@ struct KeysProvide: AsyncParsableCommand {
         var buffer = [UInt8](repeating: 0, count: 1 << 16)
         var offset: off_t = 0
         while data.count <= limit {
-            let n = buffer.withUnsafeMutableBytes { pread(fd, $0.baseAddress, $0.count, offset) }
-            if n < 0 { if errno == EINTR { continue }; throw CommandFailure("\(path): cannot read: \(String(cString: strerror(errno)))") }
+            let n: Int
+            do throws(SystemCallError) { n = try systemCall("pread") { buffer.withUnsafeMutableBytes { pread(fd, $0.baseAddress, $0.count, offset) } } } catch {
+                throw CommandFailure("\(path): cannot read: \(error.reason)")
+            }
             if n == 0 { break }
             data.append(contentsOf: buffer[..<n])
             offset += off_t(n)
@@ -130,8 +132,10 @@ struct KeysProvide: AsyncParsableCommand {
         try bin.withUnsafeBytes { raw in
             var written = 0
             while written < raw.count {
-                let n = write(tmp, raw.baseAddress! + written, raw.count - written)
-                if n < 0 { if errno == EINTR { continue }; throw CommandFailure("cannot write a temporary file: \(String(cString: strerror(errno)))") }
+                let n: Int
+                do throws(SystemCallError) { n = try systemCall("write") { write(tmp, raw.baseAddress! + written, raw.count - written) } } catch {
+                    throw CommandFailure("cannot write a temporary file: \(error.reason)")
+                }
                 written += n
             }
         }

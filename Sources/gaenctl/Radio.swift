@@ -1,6 +1,6 @@
 import ArgumentParser
-import BLEDaemon
 import Foundation
+import HCIHost
 import Logging
 
 /// `gaenctl radio ...`: drive a Bluetooth controller directly through HCI, without the daemon

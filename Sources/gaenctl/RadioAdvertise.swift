@@ -1,7 +1,7 @@
 import ArgumentParser
-import BLEDaemon
 import ENProtocol
 import Foundation
+import HCIHost
 import HCIProtocol
 import Logging
 

@@ -1,6 +1,6 @@
 import ArgumentParser
-import BLEDaemon
 import Foundation
+import HCIHost
 
 /// `gaenctl radio probe --controller ADDR`: brings the controller up and prints its facts as
 /// one JSON object.

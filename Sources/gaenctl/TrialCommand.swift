@@ -124,7 +124,8 @@ struct TrialReportCommand: ParsableCommand {
                         try TrialKit.SightingsExport.forEachPiece(URL(fileURLWithPath: path)) { try stream.addSightings($0, receiver: receiver) }
                     }
                 } else {
-                    for a in attenuations { try stream.addAttenuations(fileAt: URL(fileURLWithPath: a)) }
+                    // Read in pieces on every core; the rows go to `rows` directly.
+                    try stream.addAttenuationFiles(attenuations.map { URL(fileURLWithPath: $0) }, rows: rows)
                 }
                 try rows.commit()
             } catch { rows.discard(); throw error }

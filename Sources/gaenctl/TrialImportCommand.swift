@@ -296,7 +296,7 @@ struct TrialReplayCommand: ParsableCommand {
             "unjudged"}]}].
             """)
 
-    @Option(help: ArgumentHelp("Contacts JSON (trial import histogram writes it).", valueName: "FILE"))
+    @Option(help: ArgumentHelp("Contacts JSON (trial import histogram writes it; may start with # comment lines).", valueName: "FILE"))
     var contacts: String
     @Option(help: ArgumentHelp("A rule to replay, NAME[=CONFIG]; repeatable.", valueName: "NAME[=CONFIG]"))
     var rule: [String] = []

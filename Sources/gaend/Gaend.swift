@@ -11,6 +11,7 @@ import Foundation
 #if canImport(Glibc)
 import Glibc
 #endif
+import HCIHost
 import Logging
 import PlatformSupport
 import ServiceLifecycle
@@ -60,7 +61,9 @@ struct Gaend: AsyncParsableCommand {
         } else if FileManager.default.fileExists(atPath: Self.defaultConfigPath) {
             s = try ConfigLoader.load(path: Self.defaultConfigPath)
         }
-        if let controller { s.controller = controller }
+        if let controller {
+            do { s.controller = try ControllerAddress(parsing: controller) } catch { throw NodeError.invalidArgs("controller: \(error)") }
+        }
         if let stateDir { s.stateDirectory = stateDir }
         if let storeKeyFile { s.storeKeyFile = storeKeyFile }
         if let bus { s.bus = bus }
@@ -193,7 +196,7 @@ struct Gaend: AsyncParsableCommand {
         logger.info("gaend stopped")
     }
 
-    /// Writes `text` to stderr whole (FileHandle is full Foundation's; issue 12).
+    /// Writes `text` to stderr whole (FileHandle is full Foundation's, which gaend does not link).
     static func writeStandardError(_ text: String) {
         var bytes = Array(text.utf8)[...]
         while !bytes.isEmpty {
@@ -228,7 +231,7 @@ struct Gaend: AsyncParsableCommand {
 /// parks the main thread, instead of Swift's async main. An async main ends the main thread in
 /// dispatch_main(), whose pthread_exit unwinds that thread's stack (a forced unwind), reading
 /// ~0.7 MiB of unwind tables (.eh_frame, .eh_frame_hdr) that then stay resident in the idle
-/// daemon (issue 12, scripts/measure-idle.sh). Nothing in gaend runs on the main actor, so the
+/// daemon (scripts/measure-idle.sh). Nothing in gaend runs on the main actor, so the
 /// main queue needs no draining. Exit codes are the command's: ArgumentParser exits with the
 /// error's code, and a run that returns ends the process with 0 as an async main does.
 @main

@@ -1,4 +1,5 @@
 import Foundation
+@testable import HCIHost
 import HCIProtocol
 import Logging
 import Testing

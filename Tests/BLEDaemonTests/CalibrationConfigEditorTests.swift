@@ -50,7 +50,7 @@ import Testing
             """)
         let s = try settings(out)
         #expect(s.calibration.txPower == -18 && s.calibration.rssiCorrection == -5 && s.calibration.calibrationConfidence == .high)
-        #expect(s.research.site == "bus-7" && s.controller == "tcp:127.0.0.1:9")
+        #expect(s.research.site == "bus-7" && s.controller == .tcp(host: "127.0.0.1", port: 9))
     }
 
     @Test func missingKeysAreAddedInsideTheBlockWithItsIndentation() throws {

@@ -1,4 +1,5 @@
 import Foundation
+@testable import HCIHost
 import HCIProtocol
 import Testing
 @testable import BLEDaemon
@@ -96,14 +97,14 @@ struct CaptureTests {
 struct ControllerSelectionTests {
     @Test func defaultTakesEveryController() throws {
         #expect(try ConfigLoader.parse("trial: false").controllers == .all)
-        #expect(try ConfigLoader.parse("controllers: all").controllers.includes("hci7"))
+        #expect(try ConfigLoader.parse("controllers: all").controllers.includes(.hci(index: 7)))
     }
 
     @Test func listTakesOnlyThose() throws {
         let s = try ConfigLoader.parse("controllers: [hci0, \"hci:2\"]")
-        #expect(s.controllers.includes("hci0") && s.controllers.includes("hci2"))
-        #expect(!s.controllers.includes("hci1"))
-        #expect(!s.controllers.includes("tcp:127.0.0.1:9"))
+        #expect(s.controllers.includes(.hci(index: 0)) && s.controllers.includes(.hci(index: 2)))
+        #expect(!s.controllers.includes(.hci(index: 1)))
+        #expect(!s.controllers.includes(.tcp(host: "127.0.0.1", port: 9)))
     }
 
     @Test func badEntriesAreErrors() {

@@ -22,7 +22,7 @@ import Testing
             trust:
               - {id: "310", version: v1, public_key_file: /k.pem}
             """)
-        #expect(s.controller == "tcp:127.0.0.1:9001")
+        #expect(s.controller == .tcp(host: "127.0.0.1", port: 9001))
         #expect(s.scanning.mode == .continuous && s.scanning.durationSeconds == 2.5)
         #expect(s.store.retentionDays == 21)
         #expect(s.calibration.metadata.bytes.hexString == "5ce70000")

@@ -1,7 +1,9 @@
+import PlatformSupport
 import DBusCore
 @testable import ENProtocol
 import Foundation
 import Logging
+import PlatformSupport
 import Testing
 @testable import BLEDaemon
 #if canImport(Glibc)

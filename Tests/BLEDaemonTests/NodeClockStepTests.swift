@@ -2,6 +2,7 @@ import DBusCore
 import GaendAPI
 import ENProtocol
 import Foundation
+@testable import HCIHost
 import Logging
 import Testing
 @testable import BLEDaemon
@@ -16,7 +17,7 @@ struct NodeClockStepTests {
 
     func makeNode(_ dir: TempStoreDir) throws -> GaenNode {
         var s = GaendSettings()
-        s.controller = "unix:" + dir.url.appendingPathComponent("no-controller").path
+        s.controller = .unix(path: dir.url.appendingPathComponent("no-controller").path)
         s.stateDirectory = dir.url.path
         s.storeKeyFile = dir.keyPath
         s.clock.stepConfirmationMinutes = 60

@@ -2,6 +2,7 @@ import DBusCore
 import GaendAPI
 import ENProtocol
 import Foundation
+@testable import HCIHost
 import Logging
 import Testing
 @testable import BLEDaemon
@@ -14,7 +15,7 @@ struct NodeTests {
     func makeNode(_ dir: TempStoreDir, trial: Bool = false, configure: (inout GaendSettings) -> Void = { _ in })
         throws -> (GaenNode, ManualClock) {
         var s = GaendSettings()
-        s.controller = "unix:" + dir.url.appendingPathComponent("no-controller").path
+        s.controller = .unix(path: dir.url.appendingPathComponent("no-controller").path)
         s.stateDirectory = dir.url.path
         s.storeKeyFile = dir.keyPath
         s.trial = trial
@@ -155,7 +156,7 @@ struct NodeTests {
         #expect(try await node.exposure.acceptKeyFiles([keyFile([key])], trust: KeyExportTrustSet()) == 1)
         let (matched, count) = try await node.exposure.runMatching()
         #expect(matched == 1 && count == 1)
-        let windows = try node.exposure.exposureWindows()
+        let windows = try await node.exposure.exposureWindows()
         #expect(windows.count == 1)
         #expect(windows.first?.scanInstances.map(\.typicalAttenuationDb) == [44, 44, 44])
 
@@ -311,7 +312,7 @@ struct NodeTests {
         let (node, clock) = try makeNode(dir, trial: true)
         let first = try await node.research.addMarker(time: 0, label: "seated", distance: 1.5, note: "")
         let second = try await node.research.addMarker(time: clock.wallTime() + 10, label: "standing", distance: -1, note: "n")
-        let got = try node.research.markers(from: 0, to: clock.wallTime() + 60)
+        let got = try await node.research.markers(from: 0, to: clock.wallTime() + 60)
         #expect(got.map(\.id) == [first, second])
         #expect(got.map(\.marker.label) == ["seated", "standing"])
         #expect(got[0].marker.distanceMeters == 1.5 && got[1].marker.distanceMeters == nil)

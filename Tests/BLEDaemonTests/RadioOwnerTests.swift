@@ -1,5 +1,6 @@
 import ENProtocol
 import Foundation
+@testable import HCIHost
 import HCIProtocol
 import Logging
 import Testing

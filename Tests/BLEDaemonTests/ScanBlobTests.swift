@@ -1,5 +1,6 @@
 import ENProtocol
 import Foundation
+@testable import HCIHost
 import Testing
 @testable import BLEDaemon
 import HCIProtocol

@@ -1,6 +1,7 @@
 import ENProtocol
 import Foundation
 import GaenSQLite
+@testable import HCIHost
 import Testing
 @testable import BLEDaemon
 

@@ -1,4 +1,5 @@
 import Foundation
+@testable import HCIHost
 import HCIProtocol
 import Testing
 @testable import BLEDaemon
@@ -26,7 +27,7 @@ struct TransportTests {
     }
 
     @Test func configUsesTheSameParser() throws {
-        #expect(try ConfigLoader.parse("controller: serial:/dev/ttyAMA0:1000000").controller == "serial:/dev/ttyAMA0:1000000")
+        #expect(try ConfigLoader.parse("controller: serial:/dev/ttyAMA0:1000000").controller == .serial(path: "/dev/ttyAMA0", baud: 1_000_000))
         let e = try #require(throws: ConfigError.self) { try ConfigLoader.parse("controller: bt0") }
         #expect(e.description.contains("a controller address"))
         #expect(e.description.contains("unknown transport"))

@@ -1,7 +1,10 @@
+import PlatformSupport
 import ENProtocol
 import Foundation
+@testable import HCIHost
 import HCIProtocol
 import Logging
+import PlatformSupport
 import ServiceLifecycle
 import Synchronization
 import Testing
@@ -61,7 +64,7 @@ struct WatchdogLivenessTests {
     func radioPathFeedsTheWatchdog() async throws {
         let dir = try TempStoreDir()
         var s = GaendSettings()
-        s.controller = "unix:" + dir.url.appendingPathComponent("scripted").path
+        s.controller = .unix(path: dir.url.appendingPathComponent("scripted").path)
         s.stateDirectory = dir.url.path
         s.storeKeyFile = dir.keyPath
         s.trial = true
@@ -191,7 +194,7 @@ struct WatchdogLivenessTests {
 
         let dir = try TempStoreDir()
         var s = GaendSettings()
-        s.controller = "unix:" + dir.url.appendingPathComponent("scripted").path
+        s.controller = .unix(path: dir.url.appendingPathComponent("scripted").path)
         s.stateDirectory = dir.url.path
         s.storeKeyFile = dir.keyPath
         s.trial = true

@@ -1,7 +1,8 @@
 import DBusCore
 import Foundation
-import Testing
 @testable import BLEDaemon
+@testable import HCIHost
+import Testing
 
 /// A stand-in for systemd-timedated: answers Properties.Get of NTPSynchronized with `synced`.
 final class FakeTimedated: @unchecked Sendable {

@@ -3,7 +3,7 @@ import Foundation
 import Testing
 
 /// Every command that takes key files takes export ZIPs, bare export.bin files and JSON key lists
-/// (issue 11: `match` and `windows` refused JSON key lists and described them as hex).
+/// (`match` and `windows` once refused JSON key lists and described them as hex).
 @Suite struct KeyInputCommandTests {
     @Test func matchAndWindowsTakeEveryKeyInput() throws {
         let s = try MatchCommandTests().setup()

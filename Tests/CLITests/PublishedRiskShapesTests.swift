@@ -53,6 +53,23 @@ import Testing
                 "\(table.stdout)")
     }
 
+    /// A contacts file as a dataset ships it, with `#` comment lines above the JSON (indented
+    /// ones too): read as the same file without them.
+    @Test func contactsFileWithCommentLines() throws {
+        let dir = try TrialImportReplayTests.tempDir()
+        defer { try? FileManager.default.removeItem(at: dir) }
+        let plain = try contacts(dir, ["--transmission-risk-level", "8"])
+        let commented = dir.appendingPathComponent("commented.json")
+        let text = try String(contentsOfFile: plain, encoding: .utf8)
+        try ("# Office trial contacts, exported with trial import histogram\n  # distances in metres\n" + text)
+            .write(to: commented, atomically: true, encoding: .utf8)
+        let args = ["--rule", "cwa-v1", "--rule", "immuni", "--close-contact", "2", "--per-contact", "--json"]
+        let a = try CLI.run("gaenctl", ["trial", "replay", "--contacts", plain] + args)
+        let b = try CLI.run("gaenctl", ["trial", "replay", "--contacts", commented.path] + args)
+        #expect(a.status == 0 && b.status == 0, "\(b.stderr)")
+        #expect(!a.stdout.isEmpty && b.stdout == a.stdout)
+    }
+
     @Test func cwaV1InProtobufTextFormatAndCommentedJSON() throws {
         let dir = try TrialImportReplayTests.tempDir()
         defer { try? FileManager.default.removeItem(at: dir) }

@@ -1,7 +1,7 @@
 import Foundation
 import Testing
 
-/// Issue 11's must-show for the risk engines, through `gaenctl risk` as a user runs it: every
+/// The risk engines through `gaenctl risk` as a user runs it: every
 /// case of the three published CWA test files with the matching --app-version, and the NHS
 /// scorer's published example and scenarios with their decimal inputs.
 @Suite struct RiskGenerationsCommandTests {

@@ -5,7 +5,7 @@ import Testing
 import Glibc
 #endif
 
-/// The daemon's replacements for full Foundation's helpers (issue 12) give what Foundation gave.
+/// The daemon's replacements for full Foundation's helpers give what Foundation gave.
 @Suite struct PlatformSupportTests {
     @Test func formatsNumbersAsStringFormatDid() {
         let values: [Double] = [0, -0.0, 0.05, 0.15, 0.25, 1.0005, 2.5, -2.5, 1e21, 123456.789, -0.0004, .infinity, -.infinity, .nan, 1.0 / 3]

@@ -3,7 +3,7 @@ import Testing
 @testable import ENProtocol
 @testable import RiskEngines
 
-/// The original Corona-Warn-App method and issue 5's worked example (Betty, Anton and Aisha),
+/// The original Corona-Warn-App method and its worked example (Betty, Anton and Aisha),
 /// on both days. Fixtures/risk/cwa-v1 holds the configuration and the two windows files.
 @Suite struct CWAv1RiskTests {
     static func configuration() throws -> CWAv1Configuration {

@@ -3,7 +3,7 @@ import Foundation
 import Testing
 @testable import TrialKit
 
-/// Issue 11's bugs, each with the input that showed it.
+/// Bugs of the trial toolkit, each with the input that showed it.
 @Suite struct TrialBugFixTests {
     static func observations(_ csv: String, truth: [Marker] = []) throws -> [Observation] {
         try TrialPipeline.observations(attenuationCSV: CSVReader(bytes: Array(csv.utf8), file: "a.csv"),

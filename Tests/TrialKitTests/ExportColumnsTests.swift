@@ -3,7 +3,7 @@ import Foundation
 import Testing
 @testable import TrialKit
 
-/// Issue 11's export fields: markers with explicit receiver/transmitter columns (the `pair:`
+/// The export fields: markers with explicit receiver/transmitter columns (the `pair:`
 /// label still read), and attenuation.csv rows that carry rpi, TX power and RSSI for an exact join.
 @Suite struct ExportColumnsTests {
     @Test func markersTakeReceiverAndTransmitterColumnsAndStillReadPairLabels() throws {

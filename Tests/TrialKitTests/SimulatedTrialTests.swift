@@ -3,7 +3,7 @@ import Foundation
 import Testing
 @testable import TrialKit
 
-/// The Must-show of issue 5: a simulated trial whose report recovers the channel it was given,
+/// A simulated trial whose report recovers the channel it was given,
 /// and whose detection table matches the analytic expectation of the model. Everything goes
 /// through files, exactly as `gaenctl simulate` and `gaenctl trial report` run.
 @Suite struct SimulatedTrialTests {

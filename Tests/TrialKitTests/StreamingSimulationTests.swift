@@ -34,4 +34,22 @@ import Testing
         #expect(x.keys.contains { $0.hasPrefix(daily ? "/sightings/board=rx/day=2026-11-21/" : "/sightings/rx.csv") }, "\(x.keys.sorted())")
         for (k, v) in x { #expect(y[k] == v, "\(k) differs") }
     }
+
+    /// A receiver never present (it enters after the trial ends) has a sightings file with the
+    /// header alone, streamed or held; in the daily layout it has none either way.
+    @Test(arguments: [false, true]) func aReceiverNeverPresentGetsTheSameFiles(daily: Bool) throws {
+        var scenario = SimulatedTrialTests.lineScenario(seed: 5, hours: 0.5)
+        scenario.nodes.append(Scenario.NodeSpec(name: "late", role: "scanner", position: [1, 0], enter: 3600))
+        let held = try SimulatedTrialTests.temporaryDirectory(), streamed = try SimulatedTrialTests.temporaryDirectory()
+        defer { try? FileManager.default.removeItem(at: held); try? FileManager.default.removeItem(at: streamed) }
+        try Simulator(scenario: scenario).run().write(to: held, daily: daily)
+        let out = try StreamingSimulationOutput(dir: streamed, daily: daily)
+        let b = try Simulator(scenario: scenario).run(output: out)
+        try out.commit()
+        try b.write(to: streamed, daily: daily)
+        let x = try files(held), y = try files(streamed)
+        #expect(x == y, "\(x.keys.sorted()) vs \(y.keys.sorted())")
+        let header = SightingsExport.header.joined(separator: ",") + "\n"
+        #expect(daily ? !x.keys.contains { $0.hasPrefix("/sightings/board=late") } : x["/sightings/late.csv"] == Data(header.utf8))
+    }
 }

@@ -1,4 +1,4 @@
-"""Stalled and hostile D-Bus callers (issues 9 and 13): descriptors a caller passes never hold
+"""Stalled and hostile D-Bus callers: descriptors a caller passes never hold
 the node up. Calls are made with jeepney (a D-Bus client that passes descriptors), each on
 its own connection, passing pipes the test holds open and never serves, as a misbehaving app
 would."""

@@ -1,4 +1,4 @@
-"""Fault suite (issue 13): rotten bits and kill -9 loops against the real gaend on the virtual
+"""Fault suite: rotten bits and kill -9 loops against the real gaend on the virtual
 radio (clock steps: test_clock_steps_e2e.py; stalled callers: test_callers_e2e.py). Each test
 asserts that the node keeps serving and what it keeps."""
 

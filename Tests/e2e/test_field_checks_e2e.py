@@ -1,4 +1,4 @@
-"""Field checks as a technician makes them (issue 10): `gaenctl status` names the controller and
+"""Field checks as a technician makes them: `gaenctl status` names the controller and
 the address on air, an independent Bumble scanner hears exactly that address (and, in trial
 mode, the RPI status shows), and the controller facts are the ones the controller reports."""
 

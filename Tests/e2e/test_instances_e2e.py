@@ -1,4 +1,4 @@
-"""One gaend per controller on one bus (issue 4): each instance owns its own name
+"""One gaend per controller on one bus: each instance owns its own name
 (org.gaend.hci0, org.gaend.hci1, as systemd/gaend@.service passes), gaenctl --name reaches the
 right one, gaenctl without --name refuses to guess, and a third gaend asking for a name already
 owned stops with a clear line."""

@@ -1,4 +1,4 @@
-"""Issue 9: a node that scans while it rotates is never off air.
+"""A node that scans while it rotates is never off air.
 
 gaend runs two hours of node time (its one node clock at --time-scale 60, so the run takes two
 real minutes) on a virtual controller that enforces Core Vol 4 Part E 7.8.4 (LE Set Random

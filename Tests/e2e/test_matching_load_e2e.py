@@ -1,4 +1,4 @@
-"""A large key file while the node runs (issue 9): 500,000 keys are matched on every core beside
+"""A large key file while the node runs: 500,000 keys are matched on every core beside
 the radio's path, no scheduled rotation or scan waits for them, and SIGTERM during matching stops
 gaend within the unit's TimeoutStopSec with the store intact."""
 

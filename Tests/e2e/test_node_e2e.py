@@ -1,4 +1,4 @@
-"""gaend end to end (issue 4): two nodes on the virtual radio, the D-Bus API through real
+"""gaend end to end: two nodes on the virtual radio, the D-Bus API through real
 clients (gaenctl, busctl, gdbus, dbus-send), the bus policy, restarts, kill -9, a wrong store
 key, a corrupt key file, and the store file holding no known secret in clear."""
 

@@ -1,4 +1,4 @@
-"""Output files (issue 10): a failed command never truncates or replaces an existing file.
+"""Output files: a failed command never truncates or replaces an existing file.
 
 Every file gaenctl writes goes to a temporary file beside the target and is renamed over it
 only when the command succeeded (TrialKit's AtomicOutputFile)."""

@@ -1,6 +1,6 @@
 """gaenctl radio advertise/scan against virtual controllers and an independent Bumble peer.
 
-Issue 3's end-to-end requirements: what goes on air is exactly a GAEN phone's advertisement,
+The radio end to end: what goes on air is exactly a GAEN phone's advertisement,
 rotation keeps address, RPI and AEM together, the scanner decodes a real peer's beacons, and
 the host survives controller faults."""
 

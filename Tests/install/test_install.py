@@ -1,4 +1,4 @@
-"""`make install` (issue 10): the layout a board needs, and binaries that run without Swift.
+"""`make install`: the layout a board needs, and binaries that run without Swift.
 
 The release build (`make`, Swift standard library linked in statically) is installed into a
 staging directory; the binaries must run with the toolchain hidden (an empty directory mounted

@@ -562,7 +562,7 @@ complete -c 'gaenctl' -n '__gaenctl_should_offer_completions_for_flags_or_option
 complete -c 'gaenctl' -n '__gaenctl_should_offer_completions_for_flags_or_options "gaenctl trial import rssi" o output' -s 'o' -l 'output' -d 'Attenuation CSV to write.' -rfka ''
 complete -c 'gaenctl' -n '__gaenctl_should_offer_completions_for_flags_or_options "gaenctl trial import rssi" version' -l 'version' -d 'Show the version.'
 complete -c 'gaenctl' -n '__gaenctl_should_offer_completions_for_flags_or_options "gaenctl trial import rssi" h help' -s 'h' -l 'help' -d 'Show help information.'
-complete -c 'gaenctl' -n '__gaenctl_should_offer_completions_for_flags_or_options "gaenctl trial replay" contacts' -l 'contacts' -d 'Contacts JSON (trial import histogram writes it).' -rfka ''
+complete -c 'gaenctl' -n '__gaenctl_should_offer_completions_for_flags_or_options "gaenctl trial replay" contacts' -l 'contacts' -d 'Contacts JSON (trial import histogram writes it; may start with # comment lines).' -rfka ''
 complete -c 'gaenctl' -n '__gaenctl_should_offer_completions_for_flags_or_options "gaenctl trial replay"' -l 'rule' -d 'A rule to replay, NAME[=CONFIG]; repeatable.' -rfka ''
 complete -c 'gaenctl' -n '__gaenctl_should_offer_completions_for_flags_or_options "gaenctl trial replay" close-contact' -l 'close-contact' -d 'Ground truth close contact: distance at most this many metres.' -rfka ''
 complete -c 'gaenctl' -n '__gaenctl_should_offer_completions_for_flags_or_options "gaenctl trial replay" per-contact' -l 'per-contact' -d 'Also print each contact\'s verdict per rule and the numbers the rule used.'

@@ -1,4 +1,4 @@
-"""Report-flood benchmark (issue 13's figures; not a test): how many GAEN reports a second a
+"""Report-flood benchmark (not a test): how many GAEN reports a second a
 node ingests with zero loss, and its resident memory under a report flood on a full disk.
 
     scripts/flood-bench.sh [--rates 500,1000,2000,3000,5000] [--seconds 20] [--disk-full-minutes 5]

@@ -9,14 +9,14 @@ import Glibc
 #endif
 
 /// Descriptors a D-Bus caller passes (key files in, research exports out): the one place of
-/// the rules of issue 13. Every transfer runs on a thread of its own (never on the Swift
+/// the rules that keep a slow or hostile caller from stalling the node. Every transfer runs on a thread of its own (never on the Swift
 /// cooperative pool, whose few threads run the radio's path), moves bytes without blocking
 /// (poll with a deadline, then a read or write that cannot wait), is bounded in size, and ends
 /// with `CallerIOError.timeout` when the caller stops moving bytes. So a stalled caller costs
 /// one parked thread until its deadline, never the node.
 
 /// Why a transfer on a caller's descriptor failed.
-public enum CallerIOError: Error, Equatable, CustomStringConvertible {
+package enum CallerIOError: Error, Equatable, CustomStringConvertible {
     /// No byte moved for `seconds` (or a key file was not read whole within them).
     case timeout(what: String, seconds: Double)
     case tooLarge(what: String, limit: Int)
@@ -27,7 +27,7 @@ public enum CallerIOError: Error, Equatable, CustomStringConvertible {
     /// The bytes would not fit in what the node admits in flight (`ByteBudget`).
     case overBudget(what: String, reason: String)
 
-    public var description: String {
+    package var description: String {
         switch self {
         case .timeout(let w, let s): return "\(w): the caller moved no data for \(Self.seconds(s)) s (timeout)"
         case .tooLarge(let w, let l): return "\(w) is larger than \(l) bytes"
@@ -41,44 +41,29 @@ public enum CallerIOError: Error, Equatable, CustomStringConvertible {
     static func seconds(_ s: Double) -> String { s == s.rounded() ? String(Int(s)) : CFormat.fixed(s, decimals: 1) }
 }
 
-/// A flag a task's cancellation sets and a transfer thread polls.
-public final class CancelFlag: @unchecked Sendable {
-    private let lock = Lock()
-    private var set = false
-    public init() {}
-    public func cancel() { lock.withLock { set = true } }
-    public var isCancelled: Bool { lock.withLock { set } }
-}
-
-/// Runs blocking work on a thread of its own and awaits it; the task's cancellation sets the
-/// flag the work polls. Used for everything that may wait on a caller or take long (key file
-/// reads, exports, matching), so that no cooperative thread ever waits.
-public enum OwnThread {
-    public static func run<T: Sendable>(_ name: String, _ body: @escaping @Sendable (CancelFlag) throws -> T) async throws -> T {
-        let flag = CancelFlag()
-        return try await withTaskCancellationHandler {
-            try await withCheckedThrowingContinuation { (c: CheckedContinuation<T, Error>) in
-                NamedThread.start(name) {
-                    do { c.resume(returning: try body(flag)) } catch { c.resume(throwing: error) }
-                }
-            }
-        } onCancel: { flag.cancel() }
+/// Blocking work that may wait on a caller or take long, awaited without holding a
+/// cooperative thread: it runs on the daemon's bounded pool (`BlockingPool`), the task's
+/// cancellation sets the flag the work polls. `name` says what the work is (kept for readers
+/// of the call site; the pool's threads are all named gaend.blocking).
+package enum OwnThread {
+    package static func run<T: Sendable>(_ name: String, _ body: @escaping @Sendable (CancelFlag) throws -> T) async throws -> T {
+        try await BlockingPool.run(body)
     }
 }
 
 /// One descriptor a caller passed, owned (closed when done).
-public final class CallerDescriptor: @unchecked Sendable {
-    public let what: String
+package final class CallerDescriptor: @unchecked Sendable {
+    package let what: String
     private var fd: Int32
     private let isSocket: Bool
     private let isRegular: Bool
     /// A regular file's size when it was passed (a caller may still change it).
-    public let regularFileSize: Int?
+    package let regularFileSize: Int?
 
     /// Takes ownership of `fd`. A socket is used with MSG_DONTWAIT (its flags are shared with
     /// the caller, who may rely on them); any other non-regular file (pipe, FIFO, device) is
     /// switched to O_NONBLOCK. Regular files never wait on a caller.
-    public init(taking fd: Int32, what: String) throws {
+    package init(taking fd: Int32, what: String) throws {
         self.fd = fd
         self.what = what
         var st = stat()
@@ -127,7 +112,7 @@ public final class CallerDescriptor: @unchecked Sendable {
 
     /// Reads to the end of file: at most `limit` bytes, all within `timeout` seconds; with a
     /// `claim`, each chunk is claimed from its budget before it is kept.
-    public func readAll(limit: Int, timeout: Double, cancel: CancelFlag, claim: BudgetClaim? = nil) throws -> Data {
+    package func readAll(limit: Int, timeout: Double, cancel: CancelFlag, claim: BudgetClaim? = nil) throws -> Data {
         if let size = regularFileSize, size > limit { throw CallerIOError.tooLarge(what: what, limit: limit) }
         let deadline = ContinuousClock.now + .milliseconds(Int64(timeout * 1000))
         var out = Data()
@@ -153,7 +138,7 @@ public final class CallerDescriptor: @unchecked Sendable {
     }
 
     /// Writes all of `data`; fails when the reader takes no byte for `idleTimeout` seconds.
-    public func write(_ data: Data, idleTimeout: Double, cancel: CancelFlag) throws {
+    package func write(_ data: Data, idleTimeout: Double, cancel: CancelFlag) throws {
         try data.withUnsafeBytes { raw in
             var offset = 0
             var deadline = ContinuousClock.now + .milliseconds(Int64(idleTimeout * 1000))
@@ -174,18 +159,22 @@ public final class CallerDescriptor: @unchecked Sendable {
     }
 }
 
-/// Transfers on callers' descriptors in flight: each on a thread of its own (`OwnThread`);
+/// Transfers on callers' descriptors in flight, on a pool of their own (long-lived threads,
+/// as many as D-Bus calls gaend serves at once, so a transfer never waits for a thread while
+/// stalled callers hold the others, and other blocking work never waits for a caller);
 /// at shutdown the research service ends them (their flags) and waits until they have.
-public final class CallerTransfers: @unchecked Sendable {
+package final class CallerTransfers: @unchecked Sendable {
     private let lock = Lock()
     private var flags: [UInt64: CancelFlag] = [:]
     private var next: UInt64 = 0
     private var stopping = false
+    private let threads: WorkThreads
 
-    public init() {}
+    /// `threads`: at most as many transfers at once (gaend: its D-Bus concurrent call limit).
+    package init(threads: Int = 16) { self.threads = WorkThreads(name: "gaend.transfer", threads: threads) }
 
-    public func run<T: Sendable>(_ name: String, _ body: @escaping @Sendable (CancelFlag) throws -> T) async throws -> T {
-        try await OwnThread.run(name) { flag in
+    package func run<T: Sendable>(_ name: String, _ body: @escaping @Sendable (CancelFlag) throws -> T) async throws -> T {
+        try await threads.run { flag in
             let id: UInt64? = self.lock.withLock {
                 if self.stopping { return nil }
                 self.next += 1
@@ -198,10 +187,10 @@ public final class CallerTransfers: @unchecked Sendable {
         }
     }
 
-    public var inFlight: Int { lock.withLock { flags.count } }
+    package var inFlight: Int { lock.withLock { flags.count } }
 
     /// Ends every transfer in flight (each notices within 200 ms) and refuses new ones.
-    public func cancelAllAndWait() async {
+    package func cancelAllAndWait() async {
         lock.withLock {
             stopping = true
             for f in flags.values { f.cancel() }
@@ -212,15 +201,15 @@ public final class CallerTransfers: @unchecked Sendable {
 
 /// Calls passing descriptors in flight, per caller uid: a caller past its limit gets
 /// LimitExceeded at once instead of parking one more thread.
-public final class CallerSlots: @unchecked Sendable {
+package final class CallerSlots: @unchecked Sendable {
     private let lock = Lock()
     private var inFlight: [UInt32: Int] = [:]
-    public let limit: Int
+    package let limit: Int
 
-    public init(limit: Int) { self.limit = max(1, limit) }
+    package init(limit: Int) { self.limit = max(1, limit) }
 
     /// Claims a slot for `uid`, or returns false when it has `limit` calls in flight.
-    public func claim(_ uid: UInt32) -> Bool {
+    package func claim(_ uid: UInt32) -> Bool {
         lock.withLock {
             guard inFlight[uid, default: 0] < limit else { return false }
             inFlight[uid, default: 0] += 1
@@ -228,7 +217,7 @@ public final class CallerSlots: @unchecked Sendable {
         }
     }
 
-    public func release(_ uid: UInt32) {
+    package func release(_ uid: UInt32) {
         lock.withLock {
             let n = inFlight[uid, default: 1] - 1
             inFlight[uid] = n > 0 ? n : nil

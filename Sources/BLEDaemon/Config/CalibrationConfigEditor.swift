@@ -6,18 +6,18 @@ import YAMLReader
 
 /// The calibration `gaenctl calibrate` saves: what goes into the AEM (`txPower`, nil keeps the
 /// config's) and what corrects received RSSI (whole dB, as gaend applies it).
-public struct CalibrationUpdate: Sendable, Equatable {
-    public var rssiCorrection: Int
-    public var calibrationConfidence: CalibrationConfidence
-    public var txPower: Int?
+package struct CalibrationUpdate: Sendable, Equatable {
+    package var rssiCorrection: Int
+    package var calibrationConfidence: CalibrationConfidence
+    package var txPower: Int?
 
-    public init(rssiCorrection: Int, calibrationConfidence: CalibrationConfidence, txPower: Int? = nil) {
+    package init(rssiCorrection: Int, calibrationConfidence: CalibrationConfidence, txPower: Int? = nil) {
         self.rssiCorrection = rssiCorrection; self.calibrationConfidence = calibrationConfidence; self.txPower = txPower
     }
 }
 
 /// Why a config was not edited. The file is then left exactly as it was.
-public enum CalibrationConfigEditError: Error, Equatable, CustomStringConvertible {
+package enum CalibrationConfigEditError: Error, Equatable, CustomStringConvertible {
     /// The config does not load in gaend now; editing it could only hide that.
     case configDoesNotLoad(path: String, reason: String)
     /// A layout the line-level edit does not handle (flow mapping, block scalar, tags...).
@@ -27,7 +27,7 @@ public enum CalibrationConfigEditError: Error, Equatable, CustomStringConvertibl
     case readFailed(path: String, reason: String)
     case writeFailed(path: String, reason: String)
 
-    public var description: String {
+    package var description: String {
         switch self {
         case .configDoesNotLoad(let p, let r): return "\(p) does not load in gaend, fix it first: \(r)"
         case .unsupportedLayout(let p, let l, let r):
@@ -49,7 +49,7 @@ public enum CalibrationConfigEditError: Error, Equatable, CustomStringConvertibl
 /// with the new calibration, otherwise nothing is written. Layouts the edit cannot do safely (a
 /// flow mapping, a block or tagged scalar, a value on a line of its own or over several lines,
 /// a top level that is not a block mapping) are refused.
-public enum CalibrationConfigEditor {
+package enum CalibrationConfigEditor {
     /// The settings `text` loads as, with `update` applied.
     static func expected(_ base: GaendSettings, _ update: CalibrationUpdate) -> GaendSettings {
         var s = base
@@ -60,7 +60,7 @@ public enum CalibrationConfigEditor {
     }
 
     /// The new text of the config (`text` nil: the file does not exist yet). Pure.
-    public static func edit(_ text: String?, path: String, update: CalibrationUpdate) throws -> String {
+    package static func edit(_ text: String?, path: String, update: CalibrationUpdate) throws -> String {
         let original = text ?? ""
         let before: GaendSettings
         do { before = try ConfigLoader.parse(original, path: path) } catch {
@@ -155,7 +155,7 @@ public enum CalibrationConfigEditor {
 
     /// Checks, before a long measurement, that the config at `path` can take a calibration
     /// (it loads, and its layout is one the edit handles). Writes nothing.
-    public static func check(fileAt path: String, txPower: Int?) throws {
+    package static func check(fileAt path: String, txPower: Int?) throws {
         let current = try read(path)
         _ = try edit(current.text, path: path, update: CalibrationUpdate(rssiCorrection: 0, calibrationConfidence: .lowest, txPower: txPower))
     }
@@ -166,7 +166,7 @@ public enum CalibrationConfigEditor {
     /// it points to is replaced and the link stays. On any failure the file is unchanged.
     /// Returns the settings the file now loads as.
     @discardableResult
-    public static func apply(_ update: CalibrationUpdate, toFileAt path: String) throws -> GaendSettings {
+    package static func apply(_ update: CalibrationUpdate, toFileAt path: String) throws -> GaendSettings {
         let current = try read(path)
         let edited = try edit(current.text, path: path, update: update)
         if edited != current.text {

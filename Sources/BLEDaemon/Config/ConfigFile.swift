@@ -1,9 +1,10 @@
+import PlatformSupport
 #if canImport(Glibc)
 import Glibc
 #endif
 
 /// Reading and naming config files with POSIX calls: the config code imports no Foundation
-/// (issue 12: the daemon imports FoundationEssentials only, and this needs none of it).
+/// (the daemon imports FoundationEssentials only, for its idle footprint, and this needs none of it).
 enum ConfigFile {
     enum ReadFailure: Error, Equatable {
         /// open/read failed: strerror's text.
@@ -25,10 +26,9 @@ enum ConfigFile {
         var bytes = [UInt8](repeating: 0, count: limit + 1)
         var count = 0
         while count < bytes.count {
-            let n = bytes.withUnsafeMutableBytes { Glibc.read(fd, $0.baseAddress! + count, $0.count - count) }
-            if n < 0 {
-                if errno == EINTR { continue }
-                return .failure(.system(errorText()))
+            let n: Int
+            do throws(PlatformSupport.SystemCallError) { n = try PlatformSupport.systemCall("read") { bytes.withUnsafeMutableBytes { Glibc.read(fd, $0.baseAddress! + count, $0.count - count) } } } catch {
+                return .failure(.system(error.reason))
             }
             if n == 0 { break }
             count += n

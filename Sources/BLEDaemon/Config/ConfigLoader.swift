@@ -1,9 +1,10 @@
 import DBusCore
 import ENProtocol
+import HCIHost
 import YAMLReader
 
 /// A bad config file or flag: names the file, line and setting, and says what is wrong.
-public enum ConfigError: Error, Equatable, CustomStringConvertible {
+package enum ConfigError: Error, Equatable, CustomStringConvertible {
     case unreadable(path: String, reason: String)
     case tooLarge(path: String, bytes: Int, limit: Int)
     case syntax(path: String, reason: String)
@@ -12,7 +13,7 @@ public enum ConfigError: Error, Equatable, CustomStringConvertible {
     case outOfRange(path: String, line: Int?, setting: String, value: String, allowed: String)
     case invalid(setting: String, reason: String)
 
-    public var description: String {
+    package var description: String {
         func at(_ path: String, _ line: Int?) -> String { line.map { "\(path):\($0)" } ?? path }
         switch self {
         case .unreadable(let p, let r): return "\(p): cannot read config: \(r)"
@@ -30,12 +31,12 @@ public enum ConfigError: Error, Equatable, CustomStringConvertible {
 /// Reads gaend's YAML config into `GaendSettings`. Every key is known: a typo is an error with a
 /// suggestion, not a silently ignored setting (a trial losing a day of data to `scaning:` is the
 /// failure this prevents).
-public enum ConfigLoader {
-    public static let maximumFileSize = 1 << 20
+package enum ConfigLoader {
+    package static let maximumFileSize = 1 << 20
 
     /// Reads and parses the file at `path`: at most `maximumFileSize` bytes are read, whatever
     /// the file is (a larger regular file is refused by its size, unread).
-    public static func load(path: String, into base: GaendSettings = GaendSettings()) throws -> GaendSettings {
+    package static func load(path: String, into base: GaendSettings = GaendSettings()) throws -> GaendSettings {
         let bytes: [UInt8]
         switch ConfigFile.read(path, limit: maximumFileSize) {
         case .success(let b): bytes = b
@@ -68,7 +69,7 @@ public enum ConfigLoader {
 
     /// Parses config text (YAMLReader: aliases, unknown tags, repeated keys and a second
     /// document are YAML errors with their line and column).
-    public static func parse(_ text: String, path: String = "<config>", into base: GaendSettings = GaendSettings()) throws -> GaendSettings {
+    package static func parse(_ text: String, path: String = "<config>", into base: GaendSettings = GaendSettings()) throws -> GaendSettings {
         let root: YAMLNode?
         do { root = try YAML.compose(text) } catch { throw ConfigError.syntax(path: path, reason: "\(error)") }
         var settings = base
@@ -141,9 +142,8 @@ public enum ConfigLoader {
             for (key, keyNode, v) in try mapping(root, "config") {
                 switch key {
                 case "controller":
-                    s.controller = try string(v, key)
-                    // The one controller address parser (HCI/ControllerAddress.swift), as the CLI uses.
-                    do { _ = try ControllerAddress(parsing: s.controller) } catch let e as ControllerAddressError {
+                    // The one controller address parser (HCIHost's ControllerAddress), as the CLI uses.
+                    do { s.controller = try ControllerAddress(parsing: try string(v, key)) } catch let e as ControllerAddressError {
                         throw ConfigError.wrongType(path: path, line: line(v), setting: key,
                                                     expected: "a controller address (hciN, hci:N, serial:/dev/ttyX[:baud], tcp:HOST:PORT or unix:PATH); \(e.reason)")
                     }
@@ -280,12 +280,13 @@ public enum ConfigLoader {
                         throw ConfigError.wrongType(path: path, line: line(v), setting: key, expected: "all, or a list of controllers such as [hci0]")
                     }
                     let names = try seq.items.map { try string($0, "controllers[]") }
-                    for n in names {
-                        guard case .hci? = try? ControllerAddress(parsing: n) else {
+                    let addresses = try names.map { n in
+                        guard let a = try? ControllerAddress(parsing: n), case .hci = a else {
                             throw ConfigError.wrongType(path: path, line: line(v), setting: key, expected: "kernel controller names such as hci0, not '\(n)'")
                         }
+                        return a
                     }
-                    s.controllers = .only(names)
+                    s.controllers = .only(addresses)
                 case "capture":
                     if v.isNull { s.capture = nil; break }
                     var c = CaptureSettings(path: "")

@@ -1,3 +1,4 @@
+import PlatformSupport
 import ENProtocol
 #if canImport(FoundationEssentials)
 import FoundationEssentials
@@ -7,14 +8,16 @@ import Foundation
 #if canImport(Glibc)
 import Glibc
 #endif
+import HCIHost
 import Logging
+import PlatformSupport
 
 /// The exposure service's state and work (ExposureNotification1's domain side): the node's
 /// key history, provided key files (accepted, stored in their own table, parsed once), the
 /// matching run with its busy state (one at a time, on a thread of its own using every core,
 /// beside the radio's path; cancelled and awaited at shutdown), the stored windows and their
 /// summaries, the diagnosis-keys data mapping and the framework's rate limits.
-public actor ExposureNotifications {
+package actor ExposureNotifications {
     /// Store result kinds. (Provided key files have their own table, key_file: windows are
     /// computed from every file provided and still within retention.)
     static let windowsKind = "windows"
@@ -28,16 +31,16 @@ public actor ExposureNotifications {
     let counters: NodeCounters
     let logger: Logger
     /// Provided key files, parsed once (matching does not parse them again).
-    public nonisolated let keyFiles = KeyFileCache()
+    package nonisolated let keyFiles = KeyFileCache()
     /// The bounds on ProvideDiagnosisKeys (docs/dbus.md, "Limits").
-    public nonisolated let provideLimits: ProvideLimits
+    package nonisolated let provideLimits: ProvideLimits
     /// Bytes of key files in flight over all calls (`ProvideLimits.totalBytes`).
-    public nonisolated let provideBudget: ByteBudget
+    package nonisolated let provideBudget: ByteBudget
     /// A call's files are being parsed: one at a time.
     private var accepting = false
 
     /// Busy: from an accepted ProvideDiagnosisKeys to the end of its matching.
-    public private(set) var matching = false
+    package private(set) var matching = false
     /// How many of the stored key files the call being matched provided (they come last).
     private var callFiles = 0
     /// The matching run in progress (`beginMatching`).
@@ -61,12 +64,12 @@ public actor ExposureNotifications {
 
     /// The node's TEKs of the retention period, oldest first. Today's key (and any key still
     /// on air) only in trial mode / when the config allows it, then with rolling period 144.
-    public func keyHistory() throws -> [DiagnosisKey] {
+    package func keyHistory() async throws -> [DiagnosisKey] {
         let now = clock.wallTime()
         let today = UTCDay(unixSeconds: now)
         let first = UTCDay(today.rawValue - Int32(settings.store.retentionDays) + 1)
         let keys: [(day: UTCDay, key: TemporaryExposureKey)]
-        do { keys = try store.keys(in: first...today) } catch { throw NodeError.storage("\(error)") }
+        do { keys = try await store.keyStore.keys(in: first...today) } catch { throw NodeError.storage("\(error)") }
         return keys.filter { $0.day != today || settings.research.allowCurrentKeyExport }.map {
             DiagnosisKey(key: $0.key, rollingStartIntervalNumber: $0.day.firstInterval, rollingPeriod: 144)
         }
@@ -74,7 +77,7 @@ public actor ExposureNotifications {
 
     /// Who may read the TEK history: root, and the daemon's own uid (whoever runs as the
     /// daemon's user can read its store key anyway).
-    public nonisolated func mayReadKeys(uid: UInt32) -> Bool { uid == 0 || uid == getuid() }
+    package nonisolated func mayReadKeys(uid: UInt32) -> Bool { uid == 0 || uid == getuid() }
 
     // MARK: Provide diagnosis keys
 
@@ -131,7 +134,7 @@ public actor ExposureNotifications {
     }
 
     /// ProvideDiagnosisKeys calls left today (the framework's rate limit; off in trial mode).
-    public nonisolated var provideRemaining: UInt32 {
+    package nonisolated var provideRemaining: UInt32 {
         guard settings.rateLimits.enabled else { return UInt32.max }
         let today = UTCDay(unixSeconds: clock.wallTime()).rawValue
         let state = stateFile.current
@@ -141,8 +144,8 @@ public actor ExposureNotifications {
 
     /// Parses and verifies every file before anything changes; one bad file rejects the call.
     /// Returns the number of keys accepted; matching runs afterwards (`beginMatching`, or
-    /// `runMatching`). Parsing (up to 16 files of 16 MiB) runs on a thread of its own.
-    public func acceptKeyFiles(_ files: [Data], trust: KeyExportTrustSet, claim: BudgetClaim? = nil) async throws -> Int {
+    /// `runMatching`). Parsing (up to 16 files of 16 MiB) runs on the blocking pool.
+    package func acceptKeyFiles(_ files: [Data], trust: KeyExportTrustSet, claim: BudgetClaim? = nil) async throws -> Int {
         let maxFiles = ProvideLimits.maxFiles
         guard !files.isEmpty else { throw NodeError.invalidArgs("files: give 1 to \(maxFiles) key files") }
         guard files.count <= maxFiles else { throw NodeError.limitExceeded("\(files.count) files in one call; at most \(maxFiles)") }
@@ -152,7 +155,7 @@ public actor ExposureNotifications {
         accepting = true
         defer { accepting = false }
         let limits = provideLimits, now = clock.wallTime(), claim = claim ?? BudgetClaim(provideBudget)
-        let parsed = try await OwnThread.run("gaend.keyfiles") { flag in
+        let parsed = try await BlockingPool.run { flag in
             try Self.parseKeyFiles(files, trust: trust, limits: limits, now: now, claim: claim, cancel: flag)
         }
         // Checked again: another call may have started matching while these were parsed. From
@@ -180,12 +183,11 @@ public actor ExposureNotifications {
         var unique: [(file: KeyExportFile, digest: Data, validUntil: Double)] = []
         for f in parsed where !unique.contains(where: { $0.digest == f.digest }) { unique.append(f) }
         do {
-            let cache = keyFiles, store = self.store
-            let stored = try await OwnThread.run("gaend.keyfiles") { _ in try cache.current(store) }
+            let stored = try await keyFiles.current(store)
             let replacing = stored.filter { old in unique.contains { $0.digest == old.digest } }.map(\.id)
-            // Up to 16 files of 16 MiB sealed and written with a FULL fsync: a thread of its own.
-            let files = unique.map { ($0.file.exportBin, $0.validUntil) }, now = clock.wallTime()
-            let ids = try await OwnThread.run("gaend.store") { _ in try store.addKeyFiles(files, replacing: replacing, now: now) }
+            // Up to 16 files of 16 MiB sealed and written with a FULL fsync, on the store's thread.
+            let files = unique.map { KeyFileStore.KeyFileInput(exportBin: $0.file.exportBin, validUntil: $0.validUntil) }
+            let ids = try await store.keyFileStore.add(files, replacing: replacing, now: clock.wallTime())
             for (id, f) in zip(ids, unique) { keyFiles.insert(id: id, file: f.file, digest: f.digest) }
         } catch let e as NodeError { throw e } catch { throw NodeError.storage("\(error)") }
         callFiles = unique.count
@@ -206,7 +208,7 @@ public actor ExposureNotifications {
 
     /// Starts matching the files just accepted, in a task the exposure service awaits at
     /// shutdown, and reports the run's end.
-    public func beginMatching(report: @escaping @Sendable (Result<(matchedKeys: Int, windows: Int), Error>) async -> Void) async {
+    package func beginMatching(report: @escaping @Sendable (Result<(matchedKeys: Int, windows: Int), Error>) async -> Void) async {
         run = Task {
             do { await report(.success(try await self.runMatching())) } catch { await report(.failure(error)) }
             // `matching` is false again (runMatching's end): the Matching property says so.
@@ -216,14 +218,14 @@ public actor ExposureNotifications {
     }
 
     /// Releases the matching slot of files accepted while gaend stops (no run is started).
-    public func abandonMatching() {
+    package func abandonMatching() {
         matching = false
         callFiles = 0
     }
 
     /// The exposure service's stop: cancels the run in progress (it stops between batches)
     /// and waits for its end, before the store it reads and writes closes.
-    public func stopMatching() async {
+    package func stopMatching() async {
         guard let run else { return }
         run.cancel()
         await run.value
@@ -233,18 +235,18 @@ public actor ExposureNotifications {
     /// Matches every provided key against the sightings of the retention period and replaces
     /// the stored windows. Returns the matched keys and windows of the last call's own files
     /// (ExposureStateUpdated reports those, not the union). On failure earlier results stay.
-    public func runMatching() async throws -> (matchedKeys: Int, windows: Int) {
+    package func runMatching() async throws -> (matchedKeys: Int, windows: Int) {
         defer { matching = false }
         logger.info("matching started", metadata: ["files.call": "\(callFiles)"])
         let now = clock.wallTime()
         let inputs = MatchingInputs(store: store, from: now - Double(settings.store.retentionDays) * 86_400, to: now + 86_400, now: now,
                                     correction: calibration.current.rssiCorrection, mapping: try dataMapping(), callFiles: callFiles,
                                     keyFiles: keyFiles)
-        // Matching is CPU-bound (every core) and reads the store: a thread of its own, so
-        // rotations and scans go on meanwhile. Cancelled at shutdown.
+        // The store is read and written on its thread; the computation (CPU-bound, every core)
+        // runs on the blocking pool, so rotations and scans go on meanwhile. Cancelled at shutdown.
         let started = clock.monotonicTime()
         do {
-            let r = try await OwnThread.run("gaend.matching") { flag in try Self.match(inputs, cancel: flag) }
+            let r = try await Self.match(inputs)
             counters.matchingEnded(seconds: clock.monotonicTime().duration(since: started), keyFiles: r.keyFiles, windows: r.storedWindows)
             return (r.matchedKeys, r.windows)
         } catch {
@@ -263,71 +265,73 @@ public actor ExposureNotifications {
     }
 
     /// The call's own matched keys and windows, and the totals stored: key files, windows.
-    static func match(_ i: MatchingInputs, cancel: CancelFlag) throws -> (matchedKeys: Int, windows: Int, keyFiles: Int, storedWindows: Int) {
-        let log: SightingsLog
+    static func match(_ i: MatchingInputs) async throws -> (matchedKeys: Int, windows: Int, keyFiles: Int, storedWindows: Int) {
+        let scans: [StoredScan]
         let files: [KeyExportFile]
         do {
-            log = sightingsLog(try i.store.scans(from: i.from, to: i.to), currentCorrection: i.correction)
-            files = try i.keyFiles.current(i.store).map(\.file)
+            scans = try await i.store.scanStore.scans(from: i.from, to: i.to)
+            files = try await i.keyFiles.current(i.store).map(\.file)
         } catch { throw NodeError.storage("\(error)") }
-        let computation = try ExposureComputation(log: log, mapping: i.mapping, workers: ProcessInfo.processInfo.activeProcessorCount)
-        let (outcome, windows, _) = try computation.run(files, isCancelled: { cancel.isCancelled })
-        let first = files.count - min(i.callFiles, files.count)
-        let own = try computation.windows(outcome.matches(fromFile: first)).windows
-        if cancel.isCancelled { throw CancellationError() }
-        let encoder = JSONEncoder()
+        let computed = try await BlockingPool.run { cancel in
+            let log = sightingsLog(scans, currentCorrection: i.correction)
+            let computation = try ExposureComputation(log: log, mapping: i.mapping, workers: ProcessInfo.processInfo.activeProcessorCount)
+            let (outcome, windows, _) = try computation.run(files, isCancelled: { cancel.isCancelled })
+            let first = files.count - min(i.callFiles, files.count)
+            let own = try computation.windows(outcome.matches(fromFile: first)).windows
+            if cancel.isCancelled { throw CancellationError() }
+            let encoder = JSONEncoder()
+            let payloads = try windows.map { KeyFileStore.ResultInput(day: $0.day, payload: try encoder.encode($0)) }
+            return (matchedKeys: outcome.matchedKeys(fromFile: first), own: own.count, windows: payloads)
+        }
+        if Task.isCancelled { throw CancellationError() }
         do {
-            try i.store.replaceExposureResults(kind: windowsKind, with: try windows.map { (day: $0.day, payload: try encoder.encode($0)) }, now: i.now)
+            try await i.store.keyFileStore.replaceResults(kind: windowsKind, with: computed.windows, now: i.now)
         } catch { throw NodeError.storage("\(error)") }
-        return (outcome.matchedKeys(fromFile: first), own.count, files.count, windows.count)
+        return (computed.matchedKeys, computed.own, files.count, computed.windows.count)
     }
 
-    /// The stored scans as the one exposure computation reads them, exactly as the sightings
-    /// export writes them (docs/sightings-format.md), so that `gaenctl windows` on an export
-    /// gives the daemon's windows: times in whole milliseconds, every scan (empty ones too),
-    /// each scan's RSSI correction (scans stored before it was recorded take the current one).
+    /// The stored scans as the one exposure computation reads them: the export's own rows
+    /// (`SightingRows`), so that `gaenctl windows` on an export gives the daemon's windows.
     static func sightingsLog(_ scans: [StoredScan], currentCorrection: Int) -> SightingsLog {
-        func ms(_ t: Double) -> Double { (t * 1000).rounded() / 1000 }
         var sightings: [ENProtocol.Sighting] = []
         var list: [Scan] = []
-        for s in scans {
-            let index = list.count
-            list.append(Scan(start: ms(s.record.start), end: ms(s.record.end)))
-            let correction = s.record.rssiCorrection ?? currentCorrection
-            for r in s.record.sightings {
-                sightings.append(ENProtocol.Sighting(time: ms(r.time), rpi: r.rpi, aem: r.aem, rssi: Int(r.rssi),
-                                                     rssiCorrection: correction, scanIndex: index))
-            }
+        list.reserveCapacity(scans.count)
+        SightingRows.forEach(scans, currentCorrection: currentCorrection, addresses: false) { index, row in
+            // Every scan yields a row (an empty one, one without a sighting), in order.
+            if index == list.count, let start = row.scanStart, let end = row.scanEnd { list.append(Scan(start: start, end: end)) }
+            guard let rpi = row.rpi, let aem = row.aem, let rssi = row.rssi else { return }
+            sightings.append(ENProtocol.Sighting(time: row.time, rpi: rpi, aem: aem, rssi: rssi,
+                                                 rssiCorrection: row.rssiCorrection, scanIndex: index))
         }
         return SightingsLog(sightings: sightings, scans: list, hasScanColumns: true)
     }
 
     // MARK: Windows and summaries
 
-    public nonisolated func exposureWindows() throws -> [ExposureWindow] {
+    package nonisolated func exposureWindows() async throws -> [ExposureWindow] {
         let decoder = JSONDecoder()
         do {
-            return try store.exposureResults(kind: Self.windowsKind).map { try decoder.decode(ExposureWindow.self, from: $0.payload) }
+            return try await store.keyFileStore.results(kind: Self.windowsKind).map { try decoder.decode(ExposureWindow.self, from: $0.payload) }
         } catch { throw NodeError.storage("\(error)") }
     }
 
-    public nonisolated func dailySummaries(config: DailySummariesConfig) throws -> [DailySummary] {
-        try DailySummaries.compute(exposureWindows(), config: config, today: UTCDay(unixSeconds: clock.wallTime()))
+    package nonisolated func dailySummaries(config: DailySummariesConfig) async throws -> [DailySummary] {
+        try DailySummaries.compute(await exposureWindows(), config: config, today: UTCDay(unixSeconds: clock.wallTime()))
     }
 
     /// The v1 summary and the summation of the counted exposures' risk scores.
-    public nonisolated func exposureSummary(config: GAENv1Configuration) throws -> (summary: ExposureSummaryV1, summation: Int) {
-        let r = try ExposureSummaryV1.compute(exposureWindows(), configuration: config, today: UTCDay(unixSeconds: clock.wallTime()))
+    package nonisolated func exposureSummary(config: GAENv1Configuration) async throws -> (summary: ExposureSummaryV1, summation: Int) {
+        let r = try ExposureSummaryV1.compute(await exposureWindows(), configuration: config, today: UTCDay(unixSeconds: clock.wallTime()))
         return (r.summary, r.exposures.filter(\.counted).reduce(0) { $0 + $1.riskScore })
     }
 
     // MARK: Data mapping
 
-    public nonisolated func dataMapping() throws -> DiagnosisKeysDataMapping {
+    package nonisolated func dataMapping() throws -> DiagnosisKeysDataMapping {
         try stateFile.current.mapping?.mapping() ?? .default
     }
 
-    public func setDataMapping(_ mapping: DiagnosisKeysDataMapping) async throws {
+    package func setDataMapping(_ mapping: DiagnosisKeysDataMapping) async throws {
         let now = clock.wallTime(), limited = settings.rateLimits.enabled
         let perWeek = Double(max(1, settings.rateLimits.dataMappingChangesPerWeek))
         try await stateFile.change { state in

@@ -4,17 +4,18 @@ import FoundationEssentials
 #else
 import Foundation
 #endif
+import PlatformSupport
 import Synchronization
 
 /// Provided key files as parsed once: matching uses the parsed file of each stored row instead
 /// of decrypting and parsing (validating every key of) it again. After a restart each stored
 /// file is parsed once, at the first use. Shared between the exposure service and its matching thread.
-public final class KeyFileCache: Sendable {
-    public struct Entry: Sendable {
-        public var id: Int64
+package final class KeyFileCache: Sendable {
+    package struct Entry: Sendable {
+        package var id: Int64
         /// SHA-256 of export.bin: the same file provided again is recognised by it.
-        public var digest: Data
-        public var file: KeyExportFile
+        package var digest: Data
+        package var file: KeyExportFile
     }
 
     private struct Parsed {
@@ -23,28 +24,30 @@ public final class KeyFileCache: Sendable {
     }
     private let parsed = Mutex(Parsed())
 
-    public init() {}
+    package init() {}
 
     /// Stored files parsed by the cache itself (tests: matching again parses nothing).
-    public var parses: Int { parsed.withLock { $0.parseCount } }
+    package var parses: Int { parsed.withLock { $0.parseCount } }
 
     /// A file just stored under `id` (parsed by whoever accepted it).
-    public func insert(id: Int64, file: KeyExportFile, digest: Data) {
+    package func insert(id: Int64, file: KeyExportFile, digest: Data) {
         parsed.withLock { $0.entries[id] = Entry(id: id, digest: digest, file: file) }
     }
 
     /// Every stored key file, in the order provided, parsing only those not seen yet, and
-    /// forgetting files no longer stored (retention).
-    public func current(_ store: NodeStore) throws -> [Entry] {
-        let ids = try store.keyFileIDs()
+    /// forgetting files no longer stored (retention). The store is read on its thread, the
+    /// files parsed on the blocking pool.
+    package func current(_ store: NodeStore) async throws -> [Entry] {
+        let ids = try await store.keyFileStore.ids()
         let missing = parsed.withLock { p in ids.filter { p.entries[$0] == nil } }
         if !missing.isEmpty {
-            for stored in try store.keyFiles(ids: missing) {
-                let file = try KeyExportFile(parsing: stored.exportBin)
-                parsed.withLock { p in
-                    p.entries[stored.id] = Entry(id: stored.id, digest: SHA256.hash(stored.exportBin), file: file)
-                    p.parseCount += 1
-                }
+            let stored = try await store.keyFileStore.files(ids: missing)
+            let entries = try await BlockingPool.run { _ in
+                try stored.map { Entry(id: $0.id, digest: SHA256.hash($0.exportBin), file: try KeyExportFile(parsing: $0.exportBin)) }
+            }
+            parsed.withLock { p in
+                for e in entries { p.entries[e.id] = e }
+                p.parseCount += entries.count
             }
         }
         return parsed.withLock { p in

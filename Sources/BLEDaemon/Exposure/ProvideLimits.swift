@@ -12,38 +12,38 @@ import PlatformSupport
 ///   per-day key limits and the clock checks apply to each (`KeyAcceptanceLimits`).
 /// Peak memory is then about `budget` plus the stored files' parsed copies (the store's
 /// key-file budget, `StoreConfiguration.keyFileBytes`).
-public struct ProvideLimits: Sendable {
+package struct ProvideLimits: Sendable {
     /// Key files in one call: as many descriptors as a dbus-daemon passes in one message (the
     /// D-Bus binding refuses a message with more before the node sees it).
-    public static let maxFiles = 16
+    package static let maxFiles = 16
 
-    public var keys: KeyAcceptanceLimits
+    package var keys: KeyAcceptanceLimits
     /// Bytes one call's files may take, read and inflated each. Equal to the store's key-file
     /// budget, so that an accepted call always fits there.
-    public var maxCallBytes: Int
+    package var maxCallBytes: Int
     /// Bytes of key files in flight (read or inflated) over all calls.
-    public var totalBytes: Int
+    package var totalBytes: Int
 
-    public init(keys: KeyAcceptanceLimits = .default, maxCallBytes: Int = 64 << 20, totalBytes: Int = 96 << 20) {
+    package init(keys: KeyAcceptanceLimits = .default, maxCallBytes: Int = 64 << 20, totalBytes: Int = 96 << 20) {
         self.keys = keys
         self.maxCallBytes = maxCallBytes
         self.totalBytes = totalBytes
     }
 
-    public static let `default` = ProvideLimits()
+    package static let `default` = ProvideLimits()
 }
 
 /// Bytes in flight against a fixed total: claimed before they are read or inflated, released
 /// when the call ends. Claims never wait: one that does not fit fails.
-public final class ByteBudget: @unchecked Sendable {
-    public let total: Int
+package final class ByteBudget: @unchecked Sendable {
+    package let total: Int
     private let lock = Lock()
     private var used = 0
 
-    public init(total: Int) { self.total = total }
+    package init(total: Int) { self.total = total }
 
     /// Claims `bytes`; false when they do not fit now.
-    public func claim(_ bytes: Int) -> Bool {
+    package func claim(_ bytes: Int) -> Bool {
         lock.withLock {
             guard bytes >= 0, used + bytes <= total else { return false }
             used += bytes
@@ -51,29 +51,29 @@ public final class ByteBudget: @unchecked Sendable {
         }
     }
 
-    public func release(_ bytes: Int) { lock.withLock { used = max(0, used - bytes) } }
+    package func release(_ bytes: Int) { lock.withLock { used = max(0, used - bytes) } }
 
-    public var inUse: Int { lock.withLock { used } }
+    package var inUse: Int { lock.withLock { used } }
 }
 
 /// One call's claims on a `ByteBudget`, released together (`release()`, or when dropped).
-public final class BudgetClaim: @unchecked Sendable {
+package final class BudgetClaim: @unchecked Sendable {
     let budget: ByteBudget
     private let lock = Lock()
     private var held = 0
 
-    public init(_ budget: ByteBudget) { self.budget = budget }
+    package init(_ budget: ByteBudget) { self.budget = budget }
 
     /// Claims `bytes` more for this call; false when they do not fit.
-    public func claim(_ bytes: Int) -> Bool {
+    package func claim(_ bytes: Int) -> Bool {
         guard budget.claim(bytes) else { return false }
         lock.withLock { held += bytes }
         return true
     }
 
-    public var bytes: Int { lock.withLock { held } }
+    package var bytes: Int { lock.withLock { held } }
 
-    public func release() {
+    package func release() {
         let n = lock.withLock { () -> Int in
             defer { held = 0 }
             return held

@@ -21,27 +21,27 @@ import Glibc
 /// (`radio.address` -> GAEND_RADIO_ADDRESS), so `journalctl GAEND_CONTROLLER=hci0` and
 /// `journalctl -o json` see them. An entry the socket refuses (no journald there, too large for
 /// a datagram, its queue still full after a moment) is written to the stream as a line instead.
-public struct JournalLogHandler: LogHandler {
-    public var logLevel: Logger.Level = .info
-    public var metadata: Logger.Metadata = [:]
-    public var metadataProvider: Logger.MetadataProvider?
+package struct JournalLogHandler: LogHandler {
+    package var logLevel: Logger.Level = .info
+    package var metadata: Logger.Metadata = [:]
+    package var metadataProvider: Logger.MetadataProvider?
     private let label: String
     private let socket: JournalSocket?
     private let identifier: String
 
-    public init(label: String, socket: JournalSocket? = nil, identifier: String = "gaend") {
+    package init(label: String, socket: JournalSocket? = nil, identifier: String = "gaend") {
         self.label = label
         self.socket = socket
         self.identifier = identifier
     }
 
-    public subscript(metadataKey key: String) -> Logger.Metadata.Value? {
+    package subscript(metadataKey key: String) -> Logger.Metadata.Value? {
         get { metadata[key] }
         set { metadata[key] = newValue }
     }
 
     /// sd-daemon's priorities (syslog levels) for swift-log's levels.
-    public static func priority(_ level: Logger.Level) -> Int {
+    package static func priority(_ level: Logger.Level) -> Int {
         switch level {
         case .trace, .debug: return 7
         case .info: return 6
@@ -53,7 +53,7 @@ public struct JournalLogHandler: LogHandler {
     }
 
     /// Whether standard error is the stream journald handed this process.
-    public static func standardErrorIsJournal(environment: [String: String] = ProcessInfo.processInfo.environment) -> Bool {
+    package static func standardErrorIsJournal(environment: [String: String] = ProcessInfo.processInfo.environment) -> Bool {
         guard let value = environment["JOURNAL_STREAM"] else { return false }
         let parts = value.split(separator: ":")
         guard parts.count == 2, let dev = UInt64(parts[0]), let ino = UInt64(parts[1]) else { return false }
@@ -62,7 +62,7 @@ public struct JournalLogHandler: LogHandler {
         return UInt64(st.st_dev) == dev && UInt64(st.st_ino) == ino
     }
 
-    public static func line(level: Logger.Level, label: String, message: Logger.Message, metadata: Logger.Metadata) -> String {
+    package static func line(level: Logger.Level, label: String, message: Logger.Message, metadata: Logger.Metadata) -> String {
         var text = "<\(priority(level))>\(label): \(message)"
         for key in metadata.keys.sorted() {
             text += " \(key)=\(metadata[key]!)"
@@ -71,7 +71,7 @@ public struct JournalLogHandler: LogHandler {
         return text.replacing(scalar: "\n", with: "\\n") + "\n"
     }
 
-    public func log(event: LogEvent) {
+    package func log(event: LogEvent) {
         var all = metadata
         if let provided = metadataProvider?.get() { all.merge(provided) { _, new in new } }
         if let explicit = event.metadata { all.merge(explicit) { _, new in new } }
@@ -88,7 +88,7 @@ public struct JournalLogHandler: LogHandler {
 
     /// A journal field name for a metadata key: GAEND_ and the key in upper case, every
     /// character other than A-Z, 0-9 and _ as _ (journald accepts no others), at most 64 bytes.
-    public static func fieldName(_ key: String) -> String {
+    package static func fieldName(_ key: String) -> String {
         let mapped = key.uppercased().unicodeScalars.map { c -> Character in
             (c >= "A" && c <= "Z") || (c >= "0" && c <= "9") || c == "_" ? Character(c) : "_"
         }
@@ -97,7 +97,7 @@ public struct JournalLogHandler: LogHandler {
 
     /// One native-protocol entry (systemd's "Native Journal Protocol"): `NAME=value\n`, or for a
     /// value with a newline `NAME\n`, its length as 64-bit little endian, the value, `\n`.
-    public static func entry(level: Logger.Level, label: String, identifier: String, message: Logger.Message,
+    package static func entry(level: Logger.Level, label: String, identifier: String, message: Logger.Message,
                              metadata: Logger.Metadata, file: String, function: String, line: UInt) -> [UInt8] {
         var text = "\(label): \(message)"
         for key in metadata.keys.sorted() { text += " \(key)=\(metadata[key]!)" }
@@ -127,13 +127,13 @@ public struct JournalLogHandler: LogHandler {
 /// journald's native socket (`/run/systemd/journal/socket`), a datagram socket shared by
 /// every logger. A send waits at most `sendTimeout` for room in journald's queue (a burst at
 /// start-up can fill it for a moment); past that the entry is refused (logged to the stream).
-public final class JournalSocket: Sendable {
-    public static let defaultPath = "/run/systemd/journal/socket"
+package final class JournalSocket: Sendable {
+    package static let defaultPath = "/run/systemd/journal/socket"
     private let descriptor: Int32
     private let address: sockaddr_un
 
     /// Nil when the socket cannot be made or the path does not fit.
-    public init?(path: String = JournalSocket.defaultPath, sendTimeout: Duration = .milliseconds(250)) {
+    package init?(path: String = JournalSocket.defaultPath, sendTimeout: Duration = .milliseconds(250)) {
         var a = sockaddr_un()
         a.sun_family = sa_family_t(AF_UNIX)
         let bytes = Array(path.utf8)
@@ -153,7 +153,7 @@ public final class JournalSocket: Sendable {
     deinit { _ = close(descriptor) }
 
     /// Whether journald took the entry.
-    public func send(_ entry: [UInt8]) -> Bool {
+    package func send(_ entry: [UInt8]) -> Bool {
         var a = address
         let n = entry.withUnsafeBytes { buf in
             withUnsafePointer(to: &a) {

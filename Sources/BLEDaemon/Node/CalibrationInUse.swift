@@ -2,12 +2,12 @@ import ENProtocol
 
 /// A calibration: TX power in the AEM (dBm), the RSSI correction applied to sightings (dB),
 /// and the confidence in both.
-public struct NodeCalibration: Sendable, Equatable {
-    public var txPower: Int
-    public var rssiCorrection: Int
-    public var confidence: CalibrationConfidence
+package struct NodeCalibration: Sendable, Equatable {
+    package var txPower: Int
+    package var rssiCorrection: Int
+    package var confidence: CalibrationConfidence
 
-    public init(txPower: Int, rssiCorrection: Int, confidence: CalibrationConfidence) {
+    package init(txPower: Int, rssiCorrection: Int, confidence: CalibrationConfidence) {
         self.txPower = txPower
         self.rssiCorrection = rssiCorrection
         self.confidence = confidence
@@ -17,7 +17,7 @@ public struct NodeCalibration: Sendable, Equatable {
 /// The calibration in use: SetCalibration's values (kept in the node state) while the config's
 /// calibration is the one they were set over, else the config's (NodeState.reconcileCalibration).
 /// Read without awaiting anyone by the beacons, the scans' records, matching and exports.
-public final class CalibrationInUse: Sendable {
+package final class CalibrationInUse: Sendable {
     let config: CalibrationSettings
     let stateFile: NodeStateFile
     let events: NodeEvents
@@ -28,7 +28,7 @@ public final class CalibrationInUse: Sendable {
         self.events = events
     }
 
-    public var current: NodeCalibration {
+    package var current: NodeCalibration {
         let state = stateFile.current
         return NodeCalibration(txPower: state.txPower ?? config.txPower, rssiCorrection: state.rssiCorrection ?? config.rssiCorrection,
                                confidence: state.calibrationConfidence.flatMap(CalibrationConfidence.init(rawValue:)) ?? config.calibrationConfidence)
@@ -43,7 +43,7 @@ public final class CalibrationInUse: Sendable {
     }
 
     /// SetCalibration: overrides the config's calibration until the config's changes.
-    public func set(txPower: Int, rssiCorrection: Int, confidence: Int) async throws {
+    package func set(txPower: Int, rssiCorrection: Int, confidence: Int) async throws {
         guard (-127...127).contains(txPower) else { throw NodeError.invalidArgs("tx_power \(txPower) is outside -127...127 dBm") }
         guard (-127...127).contains(rssiCorrection) else { throw NodeError.invalidArgs("rssi_correction \(rssiCorrection) is outside -127...127 dB") }
         guard CalibrationConfidence(rawValue: confidence) != nil else { throw NodeError.invalidArgs("confidence \(confidence) is outside 0...3") }

@@ -4,6 +4,7 @@ import FoundationEssentials
 #else
 import Foundation
 #endif
+import HCIHost
 import HCIProtocol
 #if canImport(Glibc)
 import Glibc
@@ -25,33 +26,32 @@ import Logging
 /// - `research`: sightings exports and markers;
 /// - `radio`: the radio owner (owned and started by `RadioService`).
 /// The node itself only puts them together: Start/Stop, and the status snapshot.
-public final class GaenNode: Sendable {
-    public let settings: GaendSettings
-    public let clock: any NodeClock
-    public let sync: any ClockSyncSource
-    public let store: NodeStore
+package final class GaenNode: Sendable {
+    package let settings: GaendSettings
+    package let clock: any NodeClock
+    package let sync: any ClockSyncSource
+    package let store: NodeStore
     let logger: Logger
     let stateFile: NodeStateFile
-    private let controllerAddress: ControllerAddress
     /// Where the parts say something changed (the D-Bus edge listens).
-    public let events = NodeEvents()
+    package let events = NodeEvents()
     /// The one owner of the controller's LE state, owned and started by `RadioService`.
-    public let radio: RadioOwner
-    public let calibration: CalibrationInUse
-    public let clockMark: ClockMark
-    public let board: NodeStatusBoard
-    public let schedule: NodeScheduleRunner
-    public let exposure: ExposureNotifications
-    public let research: ResearchRecords
+    package let radio: RadioOwner
+    package let calibration: CalibrationInUse
+    package let clockMark: ClockMark
+    package let board: NodeStatusBoard
+    package let schedule: NodeScheduleRunner
+    package let exposure: ExposureNotifications
+    package let research: ResearchRecords
     /// The watchdog's feeds and the matching runs, for the status.
-    public let counters = NodeCounters()
+    package let counters = NodeCounters()
 
     /// Whether the schedule runs and acts, read by the watchdog without awaiting anyone.
-    public var heartbeat: ScheduleHeartbeat { schedule.heartbeat }
+    package var heartbeat: ScheduleHeartbeat { schedule.heartbeat }
 
     /// `clock` and `sync` default to what the settings say (tests pass a manual clock); `radio`
     /// must run on the same clock (`RadioService.makeRadio`).
-    public init(settings: GaendSettings, logger: Logger, clock: (any NodeClock)? = nil, sync: (any ClockSyncSource)? = nil,
+    package init(settings: GaendSettings, logger: Logger, clock: (any NodeClock)? = nil, sync: (any ClockSyncSource)? = nil,
                 radio: RadioOwner) throws {
         let s = settings.effective
         self.settings = s
@@ -59,9 +59,6 @@ public final class GaenNode: Sendable {
         let clock = try clock ?? s.makeClock(), sync = sync ?? s.makeClockSync()
         self.clock = clock
         self.sync = sync
-        do { controllerAddress = try ControllerAddress(parsing: s.controller) } catch {
-            throw NodeError.invalidArgs("controller: \(error)")
-        }
         try Self.makeStateDirectory(s.stateDirectory)
         let statePath = s.stateDirectory.appendingPathComponent("node-state.json")
         var loaded = try NodeState.load(path: statePath)
@@ -90,17 +87,20 @@ public final class GaenNode: Sendable {
                                          events: events, counters: counters, logger: logger)
         research = ResearchRecords(store: store, calibration: calibration, clock: clock, sync: sync,
                                    node: s.research.node, site: s.research.site)
+        // The one route of the radio's changes: radio owner -> node (status board) -> events ->
+        // D-Bus edge. Set before the owner starts, so no change is missed.
+        radio.onChange { [weak self] in await self?.radioChanged() }
     }
 
-    public func setObserver(_ observer: any NodeObserver) { events.setObserver(observer) }
+    package func setObserver(_ observer: any NodeObserver) { events.setObserver(observer) }
 
     /// The radio service's start, once the radio owner runs: the schedule, when the node is
     /// enabled (Start/Stop start and stop it later).
-    public func startScheduleIfEnabled() async {
+    package func startScheduleIfEnabled() async {
         if stateFile.current.enabled { await schedule.start() }
     }
 
-    /// The radio owner's state changed (RadioService wires this).
+    /// The radio owner's state changed: the one writer of the board's radio state.
     func radioChanged() async {
         let status = await radio.snapshot
         board.update { $0.radio = status }
@@ -109,17 +109,17 @@ public final class GaenNode: Sendable {
 
     /// What the radio and store services stop, in reverse start order (tests, and gaend before
     /// its services run; matching runs belong to the exposure service).
-    public func shutdown() async {
+    package func shutdown() async {
         await stopSchedule()
-        try? closeStore()
+        try? await closeStore()
     }
 
     /// The store's stop, last: what is pending is flushed (or, on a disk still full, counted
     /// as dropped and logged), then the database closes. A failed close is thrown: gaend then
     /// exits with an error.
-    public func closeStore() throws {
+    package func closeStore() async throws {
         do {
-            try store.close()
+            try await store.closing()
         } catch {
             logger.error("closing the store failed", metadata: ["error": "\(error)"])
             throw error
@@ -127,18 +127,18 @@ public final class GaenNode: Sendable {
     }
 
     /// Stops the schedule (the scan in progress recorded, advertising off, the clock mark kept).
-    public func stopSchedule() async { await schedule.stop() }
+    package func stopSchedule() async { await schedule.stop() }
 
     // MARK: Start / Stop
 
-    public func enable() async throws {
+    package func enable() async throws {
         schedule.heartbeat.wanted(true)
         if !stateFile.current.enabled { try await stateFile.change { $0.enabled = true } }
         await schedule.start()
         await events.statusChanged()
     }
 
-    public func disable() async throws {
+    package func disable() async throws {
         schedule.heartbeat.wanted(false)
         if stateFile.current.enabled { try await stateFile.change { $0.enabled = false } }
         await schedule.stop()
@@ -148,7 +148,7 @@ public final class GaenNode: Sendable {
     // MARK: Status
 
     /// One reading of every part, for `Status` and the properties.
-    public var snapshot: NodeStatusSnapshot {
+    package var snapshot: NodeStatusSnapshot {
         get async {
             let matching = await exposure.matching
             let f = board.current, state = stateFile.current
@@ -156,7 +156,7 @@ public final class GaenNode: Sendable {
             return NodeStatusSnapshot(enabled: state.enabled, status: conditions(f, enabled: state.enabled), advertisements: f.advertisements,
                                       scans: f.scans, sightings: f.sightings, lastScanEnd: f.lastScanEnd, radio: f.radio,
                                       storeLosses: store.losses(), clockSync: sync.status().description,
-                                      controller: controllerAddress.description, trialRPI: trialRPI(f), matching: matching,
+                                      controller: settings.controller.description, trialRPI: trialRPI(f), matching: matching,
                                       provideRemaining: exposure.provideRemaining, calibration: calibration.current,
                                       secondsOnAir: air.onAir, secondsOffAir: air.offAir, counters: counters.current,
                                       storeBytes: store.fileBytes())

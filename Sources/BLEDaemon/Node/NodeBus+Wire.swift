@@ -1,6 +1,7 @@
 import DBusCore
 import ENProtocol
 import GaendAPI
+import HCIHost
 import HCIProtocol
 
 /// The edge's conversions between the node's domain values and gaend's wire types

@@ -1,5 +1,6 @@
 import DBusCore
 import GaendAPI
+import HCIHost
 import HCIProtocol
 import ENProtocol
 #if canImport(FoundationEssentials)
@@ -11,8 +12,8 @@ import Logging
 
 /// Binds the node to gaend's D-Bus tables (GaendInterfaces): handlers, properties and the
 /// signals ExposureStateUpdated, ScanFinished and PropertiesChanged.
-public final class NodeBus: NodeObserver, Sendable {
-    public let service: BusService
+package final class NodeBus: NodeObserver, Sendable {
+    package let service: BusService
     let node: GaenNode
     /// The exposure service's side of the node (ProvideDiagnosisKeys starts its matching).
     let exposure: ExposureNotifications
@@ -22,10 +23,10 @@ public final class NodeBus: NodeObserver, Sendable {
     /// Calls passing descriptors in flight per caller uid (settings.callers.callsInFlight).
     let slots: CallerSlots
     /// Transfers on callers' descriptors in flight (ended at shutdown by the research service).
-    public let transfers = CallerTransfers()
+    package let transfers = CallerTransfers()
     static let version = GaendVersion.string
 
-    public init(service: BusService, node: GaenNode, trust: KeyExportTrustSet, logger: Logger) {
+    package init(service: BusService, node: GaenNode, trust: KeyExportTrustSet, logger: Logger) {
         self.service = service
         self.node = node
         self.exposure = node.exposure
@@ -36,7 +37,7 @@ public final class NodeBus: NodeObserver, Sendable {
     }
 
     /// Exports the interfaces at /org/gaend (Research1 only when research is enabled).
-    public func export() throws {
+    package func export() throws {
         var list = [try exposureNotification()]
         if research { list.append(try researchInterface()) }
         try service.export(path: GaendBus.objectPath, list)
@@ -110,12 +111,12 @@ public final class NodeBus: NodeObserver, Sendable {
             return .init(keys: UInt32(clamping: count))
         }
         on.on(EN.GetExposureWindows.self) { _, _ in
-            .init(windows: try exposure.exposureWindows().map(Self.wire))
+            .init(windows: try await exposure.exposureWindows().map(Self.wire))
         }
         on.on(EN.GetDailySummaries.self) { request, _ in
             let config = try Self.domain(request.config)
             let summaries: [DailySummary]
-            do { summaries = try exposure.dailySummaries(config: config) } catch let e as NodeError { throw e } catch {
+            do { summaries = try await exposure.dailySummaries(config: config) } catch let e as NodeError { throw e } catch {
                 throw NodeError.invalidArgs("config: \(error)")
             }
             return .init(summaries: summaries.map(Self.wire))
@@ -130,7 +131,7 @@ public final class NodeBus: NodeObserver, Sendable {
         on.on(EN.GetExposureSummary.self) { request, _ in
             let config = try Self.domain(request.config)
             let s: ExposureSummaryV1, summation: Int
-            do { (s, summation) = try exposure.exposureSummary(config: config) } catch let e as NodeError { throw e } catch {
+            do { (s, summation) = try await exposure.exposureSummary(config: config) } catch let e as NodeError { throw e } catch {
                 throw NodeError.invalidArgs("config: \(error)")
             }
             return .init(summary: GaendExposureSummaryV1(
@@ -221,8 +222,9 @@ public final class NodeBus: NodeObserver, Sendable {
             guard from <= to else { throw NodeError.invalidArgs("from \(from) is after to \(to)") }
             let context = node.research.exportContext
             let rows = try await self.withCallerSlot(call) { [timeout = self.ioTimeout] in
-                // Store reads, formatting and the writes into the caller's descriptor run on
-                // a thread of their own: a reader that stops reading stalls only this call.
+                // Formatting and the writes into the caller's descriptor run on the transfer
+                // pool (the store read on the store's thread): a reader that stops reading
+                // stalls only this call.
                 try await transfers.run("gaend.export") { flag in
                     try ResearchRecords.writeSightings(context, from: Double(from) / 1000, to: Double(to) / 1000, format: format) { data in
                         do { try out.write(data, idleTimeout: timeout, cancel: flag) } catch let e as CallerIOError { throw Self.exportError(e) }
@@ -236,10 +238,11 @@ public final class NodeBus: NodeObserver, Sendable {
             return .init(id: UInt64(id))
         }
         on.on(R.GetMarkers.self) { r, _ in
-            let markers = try node.research.markers(from: Double(r.from) / 1000, to: Double(r.to) / 1000)
+            let markers = try await node.research.markers(from: Double(r.from) / 1000, to: Double(r.to) / 1000)
             guard markers.count <= 65_536 else { throw NodeError.limitExceeded("\(markers.count) markers; narrow the range") }
-            return .init(markers: markers.map { id, m in
-                GaendMarker(id: UInt64(id), time: Self.ms(m.time), label: m.label, distance: m.distanceMeters ?? -1, note: m.note)
+            return .init(markers: markers.map { r in
+                let m = r.marker
+                return GaendMarker(id: UInt64(r.id), time: Self.ms(m.time), label: m.label, distance: m.distanceMeters ?? -1, note: m.note)
             })
         }
         on.on(R.SetCalibration.self) { r, _ in
@@ -259,13 +262,13 @@ public final class NodeBus: NodeObserver, Sendable {
 
     // MARK: NodeObserver
 
-    public func statusChanged() async {
+    package func statusChanged() async {
         // Every property that emits changes (the table's rule, from the typed value).
         try? await service.emitPropertiesChanged(path: GaendBus.objectPath, interface: GaendBus.exposureNotificationInterface,
                                                  GaendExposureProperties.changing)
     }
 
-    public func scanFinished(_ scan: RecordedScan) async {
+    package func scanFinished(_ scan: RecordedScan) async {
         guard research else { return }
         let signal = GaendScanFinished(start: Self.ms(scan.start), end: Self.ms(scan.end), sightings: scan.sightings.map {
             GaendSighting(time: Self.ms($0.time), rpi: $0.rpi.bytes, aem: $0.aem.bytes, rssi: Int16($0.rssi), address: $0.address?.description)
@@ -279,7 +282,7 @@ public final class NodeBus: NodeObserver, Sendable {
         } catch { logger.debug("ScanFinished not sent", metadata: ["error": "\(error)"]) }
     }
 
-    public func exposureStateUpdated(token: String, matchedKeys: Int, windows: Int, error: String) async {
+    package func exposureStateUpdated(token: String, matchedKeys: Int, windows: Int, error: String) async {
         let update = GaendExposureStateUpdate(token: token, matchedKeys: UInt32(clamping: matchedKeys), windows: UInt32(clamping: windows), error: error)
         do {
             try await service.emit(path: GaendBus.objectPath, interface: GaendExposureStateUpdate.interface,

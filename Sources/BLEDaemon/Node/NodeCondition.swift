@@ -1,6 +1,6 @@
 /// One fact of the node's state (domain), in the order they are listed. The D-Bus edge
 /// writes each as its `Status` string (`GaendStatus`); the node knows no wire strings.
-public enum NodeCondition: Sendable, Equatable, CaseIterable {
+package enum NodeCondition: Sendable, Equatable, CaseIterable {
     /// On air as configured: none of the others holds.
     case active
     /// Stopped by the operator (Stop).

@@ -3,25 +3,25 @@ import Synchronization
 /// Counters of the node's services that no other part keeps: watchdog feeds, matching runs and
 /// their time, the last run's windows and key files. Written by their one writer each (the
 /// watchdog service, the exposure service), read by the status snapshot without awaiting anyone.
-public final class NodeCounters: Sendable {
-    public struct Values: Sendable, Equatable {
+package final class NodeCounters: Sendable {
+    package struct Values: Sendable, Equatable {
         /// Watchdog notifications sent to systemd.
-        public var watchdogFeeds: UInt64 = 0
+        package var watchdogFeeds: UInt64 = 0
         /// Matching runs ended (finished, failed or cancelled), and their total time in seconds
         /// on the node's monotonic clock.
-        public var matchingRuns: UInt64 = 0
-        public var matchingSeconds: Double = 0
+        package var matchingRuns: UInt64 = 0
+        package var matchingSeconds: Double = 0
         /// What the last finished run matched: the provided key files, the windows stored.
-        public var keyFiles: Int?
-        public var windows: Int?
-        public init() {}
+        package var keyFiles: Int?
+        package var windows: Int?
+        package init() {}
     }
 
     private let values = Mutex(Values())
 
-    public init() {}
+    package init() {}
 
-    public var current: Values { values.withLock { $0 } }
+    package var current: Values { values.withLock { $0 } }
 
     func watchdogFed() { values.withLock { $0.watchdogFeeds += 1 } }
 

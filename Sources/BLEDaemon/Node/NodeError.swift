@@ -1,6 +1,6 @@
 /// Failures of node operations (domain errors). The D-Bus edge (`NodeBus.wireError`) maps
 /// each to its error name (docs/dbus.md); the node itself knows no wire names.
-public enum NodeError: Error, CustomStringConvertible, Equatable {
+package enum NodeError: Error, CustomStringConvertible, Equatable {
     case notAuthorized(String)
     case rateLimited(String)
     case invalidKeyFile(String)
@@ -16,7 +16,7 @@ public enum NodeError: Error, CustomStringConvertible, Equatable {
     case invalidArgs(String)
     case internalFailure(String)
 
-    public var message: String {
+    package var message: String {
         switch self {
         case .notAuthorized(let m), .rateLimited(let m), .invalidKeyFile(let m), .untrustedKeyFile(let m), .limitExceeded(let m),
              .busy(let m), .controllerMissing(let m), .clockUnsynchronised(let m), .storage(let m), .writeFailed(let m),
@@ -25,5 +25,5 @@ public enum NodeError: Error, CustomStringConvertible, Equatable {
         }
     }
 
-    public var description: String { message }
+    package var description: String { message }
 }

@@ -1,7 +1,8 @@
+import HCIHost
 import Synchronization
 
 /// Callbacks from the node to whoever publishes its state (the D-Bus edge).
-public protocol NodeObserver: Sendable {
+package protocol NodeObserver: Sendable {
     func statusChanged() async
     func scanFinished(_ scan: RecordedScan) async
     func exposureStateUpdated(token: String, matchedKeys: Int, windows: Int, error: String) async
@@ -9,12 +10,12 @@ public protocol NodeObserver: Sendable {
 
 /// Where the node's parts say that something changed: to the observer once the D-Bus edge has
 /// set one (nothing before).
-public final class NodeEvents: Sendable {
+package final class NodeEvents: Sendable {
     private let observer = Mutex<(any NodeObserver)?>(nil)
 
-    public init() {}
+    package init() {}
 
-    public func setObserver(_ o: any NodeObserver) { observer.withLock { $0 = o } }
+    package func setObserver(_ o: any NodeObserver) { observer.withLock { $0 = o } }
 
     func statusChanged() async { await observer.withLock { $0 }?.statusChanged() }
     func scanFinished(_ scan: RecordedScan) async { await observer.withLock { $0 }?.scanFinished(scan) }

@@ -4,6 +4,7 @@ import FoundationEssentials
 #else
 import Foundation
 #endif
+import PlatformSupport
 import Synchronization
 
 /// The node's small persistent settings that D-Bus calls change: enabled, calibration, the
@@ -135,7 +136,7 @@ final class NodeStateFile: Sendable {
         }
         let path = self.path
         do {
-            try await OwnThread.run("gaend.state") { [self] _ in
+            try await BlockingPool.run { [self] _ in
                 try written.withLock { written in
                     guard ticket > written else { return }
                     try state.save(path: path)

@@ -1,4 +1,5 @@
 import ENProtocol
+import HCIHost
 import Synchronization
 
 /// The counters and facts the node's status reports that the schedule's effects produce:
@@ -7,7 +8,7 @@ import Synchronization
 /// the beacon last made, and the radio owner's last published state. Written by their one
 /// writer (`NodeScheduleRunner`, and the radio service's change callback for `radio`), read by
 /// the status snapshot without awaiting anyone (a lock).
-public final class NodeStatusBoard: Sendable {
+package final class NodeStatusBoard: Sendable {
     struct Facts {
         var advertisements: UInt64 = 0
         var scans: UInt64 = 0

@@ -4,27 +4,28 @@ import FoundationEssentials
 #else
 import Foundation
 #endif
+import HCIHost
 import HCIProtocol
 import PlatformSupport
 
 /// The research service's records (Research1's domain side): the sightings export and the
 /// ground-truth markers. Holds no state of its own: exports read the store and the calibration
 /// in use on the caller's transfer thread; markers are written on the store thread.
-public struct ResearchRecords: Sendable {
+package struct ResearchRecords: Sendable {
     let store: NodeStore
     let calibration: CalibrationInUse
     let clock: any NodeClock
     let sync: any ClockSyncSource
     /// The labels every export carries (`research.node`, `research.site`).
-    public let node: String
-    public let site: String
+    package let node: String
+    package let site: String
 
     /// What an export needs; the export itself runs on a thread of its own.
-    public var exportContext: ExportContext {
+    package var exportContext: ExportContext {
         ExportContext(store: store, currentCorrection: calibration.current.rssiCorrection, node: node, site: site)
     }
 
-    public struct ExportContext: Sendable {
+    package struct ExportContext: Sendable {
         var store: NodeStore
         var currentCorrection: Int
         var node: String, site: String
@@ -32,17 +33,14 @@ public struct ResearchRecords: Sendable {
 
     /// Rows of the sightings export (docs/sightings-format.md): one per sighting and one per
     /// empty scan, oldest first (tests; the D-Bus export runs `writeSightings` on its own thread).
-    public func exportSightings(from: Double, to: Double, format: String, write: (Data) throws -> Void) throws -> Int {
+    package func exportSightings(from: Double, to: Double, format: String, write: (Data) throws -> Void) throws -> Int {
         try Self.writeSightings(exportContext, from: from, to: to, format: format, write: write)
     }
 
-    public static func writeSightings(_ context: ExportContext, from: Double, to: Double, format: String, write: (Data) throws -> Void) throws -> Int {
+    package static func writeSightings(_ context: ExportContext, from: Double, to: Double, format: String, write: (Data) throws -> Void) throws -> Int {
         guard format == "csv" || format == "jsonl" else { throw NodeError.invalidArgs("format '\(format)': expected csv or jsonl") }
         let scans: [StoredScan]
         do { scans = try context.store.scans(from: from, to: to) } catch { throw NodeError.storage("\(error)") }
-        // Scans stored before the correction was recorded per scan take the current one.
-        let currentCorrection = context.currentCorrection
-        let node = context.node, site = context.site
         var rows = 0
         var buffer = ""
         func flush() throws {
@@ -53,31 +51,21 @@ public struct ResearchRecords: Sendable {
         // The format's one writer (ENProtocol SightingsFileWriter), as every producer uses.
         let writer = SightingsFileWriter(format: format == "csv" ? .csv : .jsonl)
         buffer += writer.header
-        for s in scans {
-            let correction = s.record.rssiCorrection ?? currentCorrection
-            let items: [RecordedSighting?] = s.record.sightings.isEmpty ? [nil] : s.record.sightings.map { $0 }
-            for item in items {
-                let t = item?.time ?? s.record.start
-                guard t >= from, t < to else { continue }
-                buffer += writer.row(SightingsRecord(time: t, rpi: item?.rpi, aem: item?.aem, rssi: item.map { Int($0.rssi) },
-                                                     scanStart: s.record.start, scanEnd: s.record.end, rssiCorrection: correction,
-                                                     node: node, site: site, address: Self.exportAddress(item)))
-                rows += 1
-                if buffer.utf8.count > 1 << 16 { try flush() }
-            }
+        // The rows matching reads too (`SightingRows`): one conversion, so the two agree.
+        try SightingRows.forEach(scans, currentCorrection: context.currentCorrection, from: from, to: to,
+                                 node: context.node, site: context.site) { _, row in
+            buffer += writer.row(row)
+            rows += 1
+            if buffer.utf8.count > 1 << 16 { try flush() }
         }
         try flush()
         return rows
     }
 
-    /// The advertiser's address of a sighting for the export, `AA:BB:CC:DD:EE:FF`; empty for
-    /// scans stored before the record kept it.
-    static func exportAddress(_ item: RecordedSighting?) -> String? { item?.address?.description }
-
     /// Marker times accepted (Unix seconds, 2000-01-01 to 2200-01-01).
     static let markerTimes: ClosedRange<Double> = 946_684_800...7_258_118_400
 
-    public func addMarker(time: Double, label: String, distance: Double, note: String) async throws -> Int64 {
+    package func addMarker(time: Double, label: String, distance: Double, note: String) async throws -> Int64 {
         guard !label.isEmpty, label.utf8.count <= 256 else { throw NodeError.invalidArgs("label: 1 to 256 bytes") }
         guard note.utf8.count <= 4096 else { throw NodeError.invalidArgs("note: at most 4096 bytes") }
         guard distance.isFinite else { throw NodeError.invalidArgs("distance must be a finite number") }
@@ -94,12 +82,12 @@ public struct ResearchRecords: Sendable {
             t = time
         }
         let store = self.store, marker = Marker(time: t, label: label, distanceMeters: distance < 0 ? nil : distance, note: note)
-        do { return try await OwnThread.run("gaend.store") { _ in try store.addMarker(marker) } } catch {
+        do { return try await store.markerStore.add(marker) } catch {
             throw NodeError.storage("\(error)")
         }
     }
 
-    public func markers(from: Double, to: Double) throws -> [(id: Int64, marker: Marker)] {
-        do { return try store.markerRecords(from: from, to: to) } catch { throw NodeError.storage("\(error)") }
+    package func markers(from: Double, to: Double) async throws -> [MarkerRecord] {
+        do { return try await store.markerStore.records(from: from, to: to) } catch { throw NodeError.storage("\(error)") }
     }
 }

@@ -4,6 +4,7 @@ import FoundationEssentials
 #else
 import Foundation
 #endif
+import HCIHost
 import Logging
 import PlatformSupport
 
@@ -13,7 +14,7 @@ import PlatformSupport
 /// every synchronised reading, and keeps the status board's counters and the watchdog's
 /// heartbeat. Store writes run on a thread of their own; matching, exports and caller I/O
 /// never run here.
-public actor NodeScheduleRunner: ScheduleEffects {
+package actor NodeScheduleRunner: ScheduleEffects {
     let settings: GaendSettings
     let clock: any NodeClock
     let sync: any ClockSyncSource
@@ -23,7 +24,7 @@ public actor NodeScheduleRunner: ScheduleEffects {
     let clockMark: ClockMark
     let board: NodeStatusBoard
     /// Whether the schedule runs and acts, read by the watchdog without awaiting anyone.
-    public nonisolated let heartbeat: ScheduleHeartbeat
+    package nonisolated let heartbeat: ScheduleHeartbeat
     let events: NodeEvents
     let logger: Logger
     private var driverTask: Task<Void, Never>?
@@ -74,12 +75,12 @@ public actor NodeScheduleRunner: ScheduleEffects {
             driverTask = nil
         }
         let clockMark = self.clockMark
-        _ = try? await Self.onStoreThread { try clockMark.save() }
+        _ = try? await clockMark.save()
     }
 
     // MARK: Effects
 
-    public func perform(_ actions: [ScheduleAction], at reading: ClockReading) async {
+    package func perform(_ actions: [ScheduleAction], at reading: ClockReading) async {
         // How long after the schedule read the clock the node got to act (node seconds): work
         // that held the node up (it must not: matching, exports and caller I/O run beside it)
         // shows here. A second late is a fault worth a warning; every delay is at debug level.
@@ -101,7 +102,7 @@ public actor NodeScheduleRunner: ScheduleEffects {
         await events.statusChanged()
     }
 
-    public func perform(_ action: ScheduleAction, at reading: ClockReading) async {
+    package func perform(_ action: ScheduleAction, at reading: ClockReading) async {
         await perform([action], at: reading)
     }
 
@@ -124,32 +125,27 @@ public actor NodeScheduleRunner: ScheduleEffects {
     /// The radio effects gaend runs (the same as `gaenctl radio` and the benchmark): beacons
     /// from the day's key in the store, finished scans into the store.
     private nonisolated var radioEffects: RadioScheduleEffects {
-        RadioScheduleEffects(radio: radio,
-                             beacon: { [weak self] slot, reading in await self?.beacon(for: slot, now: reading.wall) },
-                             scanned: { [weak self] scan in await self?.record(scan) })
-    }
-
-    /// Store writes (each a transaction with a FULL fsync) run on a thread of their own, never
-    /// on a cooperative thread: the runner awaits them, the pool's few threads go on.
-    static func onStoreThread<T: Sendable>(_ body: @escaping @Sendable () throws -> T) async throws -> T {
-        try await OwnThread.run("gaend.store") { _ in try body() }
+        let calibration = self.calibration
+        return RadioScheduleEffects(radio: radio,
+                                    beacon: { [weak self] slot, reading in await self?.beacon(for: slot, now: reading.wall) },
+                                    rssiCorrection: { calibration.current.rssiCorrection },
+                                    scanned: { [weak self] scan in await self?.record(scan) })
     }
 
     /// The beacon of `slot`: the day's key from the store (created on first need), the RPI of
     /// the slot's interval, a fresh address. Nil keeps what is on air (or, for a day whose
     /// key is retired, takes it off air).
     private func beacon(for slot: AdvertisingSlot, now: Double) async -> GAENBeacon? {
-        // On the store thread like every store write: a FULL fsync can take seconds on a busy
-        // disk, and on a cooperative thread it held the pool (the watchdog's question too).
-        let clockMark = self.clockMark
-        do { try await Self.onStoreThread { try clockMark.save() } } catch {
+        // Every store call is awaited: it runs on the store's thread (a FULL fsync can take
+        // seconds on a busy disk), never on a cooperative one.
+        do { try await clockMark.save() } catch {
             logger.warning("cannot store the clock mark", metadata: ["error": "\(error)"])
         }
         let store = self.store, trusted = clockMark.trustedNow(wall: now)
-        _ = try? await Self.onStoreThread { try store.applyRetention(now: trusted) }
+        _ = try? await store.retain(now: trusted)
         let tek: TemporaryExposureKey
         do {
-            tek = try await Self.onStoreThread { try store.key(for: slot.day, now: now) }
+            tek = try await store.keyStore.key(for: slot.day, now: now)
             board.update { $0.retiredDay = nil }
         } catch StoreError.keyDayRetired(let day) {
             // The clock went back into a day whose key is gone: advertising another day's RPI
@@ -183,17 +179,15 @@ public actor NodeScheduleRunner: ScheduleEffects {
         }
     }
 
-    private func record(_ scan: RecordedScan) async {
-        let record = RecordedScan(start: scan.start, end: scan.end, sightings: scan.sightings,
-                                  rssiCorrection: calibration.current.rssiCorrection)
+    /// Keeps a finished scan (already carrying the RSSI correction in use) in the store.
+    private func record(_ record: RecordedScan) async {
         board.update { f in
             f.scans += 1
             f.sightings += UInt64(record.sightings.count)
-            f.lastScanEnd = scan.end
+            f.lastScanEnd = record.end
         }
         do {
-            let store = self.store
-            _ = try await Self.onStoreThread { try store.recordScan(record) }
+            try await store.scanStore.record(record)
             let resumed = board.update { f in
                 defer { f.storageProblem = nil }
                 return f.storageProblem != nil
@@ -207,7 +201,5 @@ public actor NodeScheduleRunner: ScheduleEffects {
             if first { logger.error("cannot store the scan", metadata: ["error": "\(error)"]) }
         }
         await events.scanFinished(record)
-        let status = await radio.snapshot
-        board.update { $0.radio = status }
     }
 }

@@ -1,9 +1,10 @@
+import HCIHost
 import Synchronization
 
 /// Whether the node's schedule runs and acts, for the watchdog's radio-path check. Written by
 /// whoever runs the schedule, read without awaiting anything (a lock, no actor), so the
 /// watchdog never waits behind the node or its long work.
-public final class ScheduleHeartbeat: Sendable {
+package final class ScheduleHeartbeat: Sendable {
     struct State {
         /// The operator wants the node on air (Start; Stop clears it).
         var wanted = false
@@ -19,7 +20,7 @@ public final class ScheduleHeartbeat: Sendable {
     /// come at most `rotationMaxMinutes` apart and scans more often, so twice that.
     let silenceLimit: Double
 
-    public init(rotationMaxMinutes: Double) { silenceLimit = 2 * rotationMaxMinutes * 60 + 60 }
+    package init(rotationMaxMinutes: Double) { silenceLimit = 2 * rotationMaxMinutes * 60 + 60 }
 
     func wanted(_ on: Bool) { state.withLock { $0.wanted = on } }
     func driverStarted() { state.withLock { $0.running = true } }
@@ -30,7 +31,7 @@ public final class ScheduleHeartbeat: Sendable {
 
     /// Live unless the schedule should run and its driver has stopped, or has performed
     /// nothing for longer than `silenceLimit` (node seconds, at `now` on the node clock).
-    public func liveness(now: Double) -> RadioPathLiveness {
+    package func liveness(now: Double) -> RadioPathLiveness {
         let s = state.withLock { $0 }
         guard s.wanted else { return RadioPathLiveness(live: true, reason: "stopped by the operator") }
         guard s.running else { return RadioPathLiveness(live: false, reason: "the schedule driver is not running") }

@@ -4,12 +4,13 @@ import FoundationEssentials
 #else
 import Foundation
 #endif
+import HCIHost
 import PlatformSupport
 
 /// From the configuration (GaendSettings) to the node core's policies: one place where
 /// settings become the schedule, the store configuration, the clock and the sync check.
 extension NodeSchedule {
-    public init(settings: GaendSettings) throws {
+    package init(settings: GaendSettings) throws {
         let a = settings.advertising
         let rotation = try RotationPolicy(minimumSeconds: a.rotationMinMinutes * 60, maximumSeconds: a.rotationMaxMinutes * 60)
         let s = settings.scanning
@@ -25,7 +26,7 @@ extension NodeSchedule {
 
 extension StoreConfiguration {
     /// The store file is `store.sqlite` in the state directory.
-    public init(settings: GaendSettings) {
+    package init(settings: GaendSettings) {
         self.init(path: settings.stateDirectory.appendingPathComponent("store.sqlite"),
                   retentionDays: settings.store.retentionDays,
                   maximumBytes: settings.store.maxSizeMB > 0 ? Int64(settings.store.maxSizeMB) << 20 : nil,
@@ -35,13 +36,13 @@ extension StoreConfiguration {
 
 extension GaendSettings {
     /// The clock the whole node runs on: the system clock, or `--time-scale N` times faster.
-    public func makeClock() throws -> any NodeClock {
+    package func makeClock() throws -> any NodeClock {
         timeScale == 1 ? SystemClock() : try ScaledClock(factor: timeScale)
     }
 
     /// The clock-sync check; `clock.requireSync: false` (`--ignore-clock-sync`) waives it. A
     /// scaled clock is never the system time, so it waives the check too.
-    public func makeClockSync() -> any ClockSyncSource {
+    package func makeClockSync() -> any ClockSyncSource {
         let by = timeScale != 1 ? "--time-scale \(CFormat.string("%g", timeScale))"
             : "configuration: clock.require_sync false or --ignore-clock-sync"
         return LinuxClockSync(waived: !clock.requireSync || timeScale != 1, waivedBy: by, timedated: TimedatedClockSync())
@@ -52,7 +53,7 @@ extension RadioOwner.Configuration {
     /// Advertising interval, the scan stall limit and the controller probe period from the
     /// configuration (a controller silent for `controller_silence_seconds` is restarted: it is
     /// probed three times in that span).
-    public init(settings: GaendSettings) {
+    package init(settings: GaendSettings) {
         self.init()
         advertising = AdvertisingTiming(intervalMinMs: settings.advertising.intervalMinMs, intervalMaxMs: settings.advertising.intervalMaxMs)
         scanStallSeconds = settings.watchdog.scanStallSeconds

@@ -1,3 +1,4 @@
+import PlatformSupport
 import DBusCore
 import GaendAPI
 #if canImport(FoundationEssentials)
@@ -6,6 +7,7 @@ import FoundationEssentials
 import Foundation
 #endif
 import Logging
+import PlatformSupport
 import ServiceLifecycle
 
 /// gaend's long-running parts as services (swift-service-lifecycle): a `ServiceGroup` starts
@@ -13,9 +15,9 @@ import ServiceLifecycle
 /// the bus first (no new calls), then transfers on callers' descriptors, matching, the radio
 /// (the scan in progress recorded, advertising off) and the store last (flushed, closed).
 /// docs/architecture.md draws the same picture.
-public enum NodeServices {
+package enum NodeServices {
     /// The services in start order.
-    public static func all(node: GaenNode, radio: RadioService, bus: NodeBus, connection: BusConnection,
+    package static func all(node: GaenNode, radio: RadioService, bus: NodeBus, connection: BusConnection,
                            notifier: SystemdNotifier, logger: Logger) -> [any Service] {
         [StoreService(node: node), radio, ExposureService(exposure: node.exposure),
          ResearchService(transfers: bus.transfers),
@@ -27,11 +29,11 @@ public enum NodeServices {
 
 /// The encrypted store. Opened with the node (a wrong key stops gaend before anything runs);
 /// flushed and closed last.
-public struct StoreService: Service {
+package struct StoreService: Service {
     let node: GaenNode
-    public func run() async throws {
+    package func run() async throws {
         try? await gracefulShutdown()
-        try node.closeStore()
+        try await node.closeStore()
     }
 }
 
@@ -40,9 +42,9 @@ public struct StoreService: Service {
 /// Matching of provided key files (`ExposureNotifications`): each run on a thread of its own
 /// using every core, beside the radio's path; at shutdown the run in progress is cancelled and
 /// awaited, before the store it reads and writes closes.
-public struct ExposureService: Service {
+package struct ExposureService: Service {
     let exposure: ExposureNotifications
-    public func run() async throws {
+    package func run() async throws {
         try? await gracefulShutdown()
         await exposure.stopMatching()
     }
@@ -50,16 +52,16 @@ public struct ExposureService: Service {
 
 /// Research exports and key-file reads on callers' descriptors (each on a thread of its own,
 /// non-blocking, with a deadline): at shutdown those in flight are ended and awaited.
-public struct ResearchService: Service {
+package struct ResearchService: Service {
     let transfers: CallerTransfers
-    public func run() async throws {
+    package func run() async throws {
         try? await gracefulShutdown()
         await transfers.cancelAllAndWait()
     }
 }
 
 /// The D-Bus edge: serves gaend's interfaces until shutdown, then stops first.
-public struct BusEdgeService: Service {
+package struct BusEdgeService: Service {
     /// How long calls in progress have to answer once gaend stops (the unit's TimeoutStopSec
     /// is 15 s, the services after this one need a few).
     static let replyGrace: Duration = .seconds(4)
@@ -70,7 +72,7 @@ public struct BusEdgeService: Service {
     let notifier: SystemdNotifier
     let logger: Logger
 
-    public func run() async throws {
+    package func run() async throws {
         try bus.export()
         node.setObserver(bus)
         let serving = Task { await bus.service.run() }

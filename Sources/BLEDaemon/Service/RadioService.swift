@@ -3,6 +3,7 @@ import FoundationEssentials
 #else
 import Foundation
 #endif
+import HCIHost
 import Logging
 import ServiceLifecycle
 
@@ -10,9 +11,11 @@ import ServiceLifecycle
 /// session, advertising, scanning, random address, stall detectors). At start the controller
 /// session (in the background: a missing controller is a status, retried), then the node's
 /// schedule when the node is enabled; at stop, in reverse: the schedule (the scan in progress
-/// recorded, advertising off), the controller session, the capture file.
-public struct RadioService: Service {
-    public let radio: RadioOwner
+/// recorded, advertising off), the controller session, the capture file. It holds the node
+/// only for that order (a service group does not wait for one service to have started before
+/// it runs the next); the radio's changes reach the node through the node's own subscription.
+package struct RadioService: Service {
+    package let radio: RadioOwner
     let node: GaenNode
     let connector: any HCITransportConnector
     /// The HCI capture (`--capture`), shared by every reconnect.
@@ -20,27 +23,23 @@ public struct RadioService: Service {
 
     /// The radio owner of a node: on the node's clock, with the settings' advertising timing,
     /// stall limits and probe period.
-    public static func makeRadio(settings: GaendSettings, clock: any NodeClock, logger: Logger) -> RadioOwner {
+    package static func makeRadio(settings: GaendSettings, clock: any NodeClock, logger: Logger) -> RadioOwner {
         RadioOwner(clock: clock, configuration: RadioOwner.Configuration(settings: settings.effective), logger: logger)
     }
 
-    /// Fails (before anything runs) when the controller's name is invalid or the capture file
-    /// cannot be opened.
-    public init(settings: GaendSettings, radio: RadioOwner, node: GaenNode) throws {
+    /// Fails (before anything runs) when the capture file cannot be opened.
+    package init(settings: GaendSettings, radio: RadioOwner, node: GaenNode) throws {
         let s = settings.effective
         self.radio = radio
         self.node = node
-        let address: ControllerAddress
-        do { address = try ControllerAddress(parsing: s.controller) } catch { throw NodeError.invalidArgs("controller: \(error)") }
         do { capture = try s.capture.map { try BTSnoopWriter(settings: $0) } } catch {
             throw NodeError.invalidArgs("capture \(s.capture?.path ?? ""): \(error)")
         }
-        let plain = SystemTransportConnector(address: address)
+        let plain = SystemTransportConnector(address: s.controller)
         connector = capture.map { CapturingConnector(plain, writer: $0) } ?? plain
     }
 
-    public func run() async throws {
-        await radio.onChange { [weak node] in await node?.radioChanged() }
+    package func run() async throws {
         var configuration = HCISessionConfiguration()
         configuration.reconnectAttemptLimit = 20
         await radio.start(connector: connector, configuration: configuration)

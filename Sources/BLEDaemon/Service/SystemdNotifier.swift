@@ -10,14 +10,14 @@ import Glibc
 /// The systemd notify protocol (sd_notify(3)) spoken directly: one datagram per message to the
 /// AF_UNIX socket named by $NOTIFY_SOCKET. Written here rather than linking libsystemd because
 /// the protocol is a few lines and the daemon's dependencies stay what the design card lists.
-public struct SystemdNotifier: Sendable {
+package struct SystemdNotifier: Sendable {
     /// The socket path; nil when not started by systemd with Type=notify (all calls are no-ops).
-    public let socketPath: String?
+    package let socketPath: String?
     /// How often to send WATCHDOG=1 (half of WatchdogSec, as sd_watchdog_enabled advises);
     /// nil when the watchdog is off or meant for another process.
-    public let watchdogInterval: Duration?
+    package let watchdogInterval: Duration?
 
-    public init(environment: [String: String] = ProcessInfo.processInfo.environment) {
+    package init(environment: [String: String] = ProcessInfo.processInfo.environment) {
         let path = environment["NOTIFY_SOCKET"].flatMap { $0.isEmpty ? nil : $0 }
         socketPath = path
         if let usec = environment["WATCHDOG_USEC"].flatMap(UInt64.init), usec > 0,
@@ -28,10 +28,10 @@ public struct SystemdNotifier: Sendable {
         }
     }
 
-    public enum NotifyError: Error, CustomStringConvertible {
+    package enum NotifyError: Error, CustomStringConvertible {
         case pathTooLong(String)
         case system(function: String, errno: Int32)
-        public var description: String {
+        package var description: String {
             switch self {
             case .pathTooLong(let p): return "NOTIFY_SOCKET path too long: \(p)"
             case .system(let f, let e): return "\(f) failed: \(String(cString: strerror(e)))"
@@ -40,7 +40,7 @@ public struct SystemdNotifier: Sendable {
     }
 
     /// Sends newline-separated assignments, e.g. "READY=1\nSTATUS=advertising".
-    public func notify(_ state: String) throws {
+    package func notify(_ state: String) throws {
         guard let socketPath else { return }
         let fd = socket(AF_UNIX, Int32(SOCK_DGRAM.rawValue) | Int32(SOCK_CLOEXEC.rawValue), 0)
         guard fd >= 0 else { throw NotifyError.system(function: "socket", errno: errno) }
@@ -65,8 +65,8 @@ public struct SystemdNotifier: Sendable {
         guard sent == message.count else { throw NotifyError.system(function: "sendto", errno: errno) }
     }
 
-    public func ready(status: String) throws { try notify("READY=1\nSTATUS=\(status)") }
-    public func status(_ status: String) throws { try notify("STATUS=\(status)") }
-    public func stopping() throws { try notify("STOPPING=1") }
-    public func watchdog() throws { try notify("WATCHDOG=1") }
+    package func ready(status: String) throws { try notify("READY=1\nSTATUS=\(status)") }
+    package func status(_ status: String) throws { try notify("STATUS=\(status)") }
+    package func stopping() throws { try notify("STOPPING=1") }
+    package func watchdog() throws { try notify("WATCHDOG=1") }
 }

@@ -1,20 +1,7 @@
+import HCIHost
 import Logging
 import ServiceLifecycle
 import Synchronization
-
-/// One answer of the radio path's liveness check.
-public struct RadioPathLiveness: Sendable, Equatable {
-    public var live: Bool
-    public var reason: String
-    /// Not live because the radio owner gave no answer in time (not because it said so).
-    public var unanswered = false
-
-    public init(live: Bool, reason: String, unanswered: Bool = false) {
-        self.live = live
-        self.reason = reason
-        self.unanswered = unanswered
-    }
-}
 
 /// The systemd watchdog's question: is the radio path live? It asks the schedule's heartbeat
 /// (a lock, no await) and the radio owner (`RadioOwner.liveness`, which asks the controller
@@ -22,7 +9,7 @@ public struct RadioPathLiveness: Sendable, Equatable {
 /// exports, caller I/O). The owner's answer is awaited in a task of its own for at most a
 /// deadline; a question still unanswered is not asked again, so a wedged radio path is
 /// reported as such at every check until it answers.
-public final class RadioPathCheck: Sendable {
+package final class RadioPathCheck: Sendable {
     let radio: RadioOwner
     let schedule: ScheduleHeartbeat
     let clock: any NodeClock
@@ -30,15 +17,15 @@ public final class RadioPathCheck: Sendable {
     private let asking = Mutex<Bool>(false)
     /// The radio owner has answered at least once since start.
     private let answeredOnce = Mutex<Bool>(false)
-    public var radioHasAnswered: Bool { answeredOnce.withLock { $0 } }
+    package var radioHasAnswered: Bool { answeredOnce.withLock { $0 } }
 
-    public init(radio: RadioOwner, schedule: ScheduleHeartbeat, clock: any NodeClock) {
+    package init(radio: RadioOwner, schedule: ScheduleHeartbeat, clock: any NodeClock) {
         self.radio = radio
         self.schedule = schedule
         self.clock = clock
     }
 
-    public func check(within deadline: Duration) async -> RadioPathLiveness {
+    package func check(within deadline: Duration) async -> RadioPathLiveness {
         let s = schedule.liveness(now: clock.monotonicTime().seconds)
         guard s.live else { return s }
         guard let answer = await askRadio(within: deadline) else {
@@ -89,21 +76,21 @@ public final class RadioPathCheck: Sendable {
 /// that never answers is still caught: after the grace it is not fed, and systemd restarts
 /// gaend at most two watchdog timeouts after it started. Once the owner has answered, every
 /// late answer counts.
-public struct WatchdogService: Service {
+package struct WatchdogService: Service {
     let check: RadioPathCheck
     let notifier: SystemdNotifier
     let logger: Logger
     /// Where each feed is counted (the node's status reports it).
     let counters: NodeCounters?
 
-    public init(check: RadioPathCheck, notifier: SystemdNotifier, logger: Logger, counters: NodeCounters? = nil) {
+    package init(check: RadioPathCheck, notifier: SystemdNotifier, logger: Logger, counters: NodeCounters? = nil) {
         self.check = check
         self.notifier = notifier
         self.logger = logger
         self.counters = counters
     }
 
-    public func run() async throws {
+    package func run() async throws {
         guard let interval = notifier.watchdogInterval else {
             try? await gracefulShutdown()
             return

@@ -5,6 +5,7 @@ import FoundationEssentials
 import Foundation
 #endif
 import GaenSQLite
+import HCIHost
 import Logging
 import PlatformSupport
 #if canImport(Glibc)
@@ -12,33 +13,33 @@ import Glibc
 #endif
 
 /// Settings of the store (config file / command line).
-public struct StoreConfiguration: Sendable {
+package struct StoreConfiguration: Sendable {
     /// How much a commit must survive. `.full` (default) survives power loss: a board is
     /// often unplugged. `.normal` survives a crashed or killed process only.
-    public enum Durability: String, Sendable { case full, normal }
+    package enum Durability: String, Sendable { case full, normal }
 
-    public var path: String
+    package var path: String
     /// Scans, results, markers and keys older than this many days are deleted (GAEN: 14).
-    public var retentionDays: Int
+    package var retentionDays: Int
     /// Bytes of live data the store may hold; beyond it the oldest scans are evicted with a
     /// warning. nil: no bound other than the disk.
-    public var maximumBytes: Int64?
-    public var durability: Durability
+    package var maximumBytes: Int64?
+    package var durability: Durability
     /// Scan records kept in memory while the disk is full, oldest dropped beyond it
     /// (2016 = a week of the nominal schedule).
-    public var maximumPendingScans: Int
+    package var maximumPendingScans: Int
     /// Bytes those waiting records may take (estimated from their report counts), oldest
     /// dropped beyond it: in continuous scanning a crowd makes big records, and a full disk
     /// must not turn into unbounded memory.
-    public var maximumPendingBytes: Int
+    package var maximumPendingBytes: Int
     /// Testing hook: SQLite's `max_page_count`, to make the store "full" without a full disk.
     var pageLimit: Int?
     /// Bytes provided key files may take (sealed export.bin), a budget of their own beside
     /// `maximumBytes`: a new file evicts the oldest key files, never a scan, and
     /// `maximumBytes` bounds everything else. 64 MiB: one call's files at most (ProvideLimits).
-    public var keyFileBytes: Int64 = 64 << 20
+    package var keyFileBytes: Int64 = 64 << 20
 
-    public init(path: String, retentionDays: Int = 14, maximumBytes: Int64? = 256 << 20,
+    package init(path: String, retentionDays: Int = 14, maximumBytes: Int64? = 256 << 20,
                 durability: Durability = .full, maximumPendingScans: Int = 2016, maximumPendingBytes: Int = 16 << 20) {
         self.path = path
         self.retentionDays = retentionDays
@@ -50,27 +51,27 @@ public struct StoreConfiguration: Sendable {
 }
 
 /// What retention removed.
-public struct RetentionResult: Equatable, Sendable {
-    public var scans = 0, keys = 0, results = 0, markers = 0, keyFiles = 0
+package struct RetentionResult: Equatable, Sendable {
+    package var scans = 0, keys = 0, results = 0, markers = 0, keyFiles = 0
 }
 
 /// What was lost or set aside instead of stored: scans dropped from the full-disk queue and
 /// records quarantined because they failed authentication. Counts since the store was opened,
 /// except `quarantined`, which counts the quarantined records still in the store.
-public struct StoreLosses: Equatable, Sendable {
-    public var droppedScans = 0
-    public var droppedSightings = 0
-    public var pendingScans = 0
-    public var pendingBytes = 0
-    public var quarantined = 0
+package struct StoreLosses: Equatable, Sendable {
+    package var droppedScans = 0
+    package var droppedSightings = 0
+    package var pendingScans = 0
+    package var pendingBytes = 0
+    package var quarantined = 0
 }
 
 /// A record that failed authentication or did not decode, set aside (see `NodeStore`).
-public struct QuarantinedRecord: Equatable, Sendable {
-    public var table: String
-    public var id: Int64
-    public var reason: String
-    public var detectedAt: Double
+package struct QuarantinedRecord: Equatable, Sendable {
+    package var table: String
+    package var id: Int64
+    package var reason: String
+    package var detectedAt: Double
 }
 
 /// The node's encrypted store: TEKs (one per UTC day), scan records (one per scan, every
@@ -83,51 +84,57 @@ public struct QuarantinedRecord: Equatable, Sendable {
 /// another row or a clear column edited fails authentication. Only times, counts and schema
 /// data are in the clear. See docs/store.md.
 ///
-/// A class rather than an actor so the daemon, the benchmark and tests call it synchronously.
-/// The pool has one writer connection and reader connections (WAL): reads (an export, a
-/// matching run) run beside the writer and never hold up a scan's write. `lock` guards the
-/// pending-scan queue and serialises writers so that queue order is write order.
-public final class NodeStore: @unchecked Sendable {
-    public let configuration: StoreConfiguration
-    private let key: StoreKey
+/// The connection owner: it holds the pool, the ledger, the quarantine and the full-disk
+/// queue, and runs every statement on one thread of its own (`executor`, a serial executor),
+/// so statements never run beside each other or on Swift's cooperative pool, and queue order
+/// is write order. The areas of the store are small stores over it, each in its own file:
+/// `KeyStore`, `ScanStore`, `KeyFileStore` (key files and results), `MarkerStore`,
+/// `ClockMarkStore`; daemon code awaits them (`store.scanStore.record(...)`). The synchronous
+/// methods hop to the same thread and wait: for benchmarks, tools and tests.
+package final class NodeStore: @unchecked Sendable {
+    package let configuration: StoreConfiguration
+    let key: StoreKey
     /// Replaced (under `lock`, published under `poolLock`) when the store is found damaged
     /// while running: see `replaceDamagedStore`.
-    private var pool: ConnectionPool
-    private let poolLock = Lock()
-    private let poolConfiguration: ConnectionPool.Configuration
-    private let logger: Logger
-    private let lock = Lock()
+    var pool: ConnectionPool
+    let poolLock = Lock()
+    let poolConfiguration: ConnectionPool.Configuration
+    let logger: Logger
+    /// The store's own thread: every statement runs there, in order (`locked`, `read`), so no
+    /// caller can run one on Swift's cooperative pool or beside another. Async callers reach it
+    /// through `perform` (the small stores: `keys`, `scans`, ...), which never blocks their thread.
+    let executor: SerialThreadExecutor
     /// Scans waiting for disk space, already encoded: their memory is their bytes, so the
     /// queue's bound is a bound on memory (a report as a Swift value takes several heap
     /// allocations, about 200 bytes; encoded it is 35).
-    private var pending: [PendingScan] = []
-    private var pendingBytes = 0
-    private var droppedWhileFull = 0
-    private var droppedScans = 0
-    private var droppedSightings = 0
-    private var full = false
+    var pending: [PendingScan] = []
+    var pendingBytes = 0
+    var droppedWhileFull = 0
+    var droppedScans = 0
+    var droppedSightings = 0
+    var full = false
     /// Rotten records already logged (once each), also when the quarantine table could not be
     /// written (a full disk): reads skip them either way.
-    private var reportedRotten: Set<String> = []
+    var reportedRotten: Set<String> = []
     /// Rows in `quarantine`, kept in memory so status never queries for it.
-    private var quarantinedCount = 0
+    var quarantinedCount = 0
     /// What status reads (`losses()`, `isFull`), published after each store operation.
-    private let statusLock = Lock()
-    private var published = (losses: StoreLosses(), full: false, setAside: nil as (path: String, reason: String)?)
+    let statusLock = Lock()
+    var published = (losses: StoreLosses(), full: false, setAside: nil as (path: String, reason: String)?)
 
     static let keyCheckPlaintext = Data("gaend store key check v1".utf8)
     static let keyCheckAAD = Data("gaend/v1/store_meta/key_check".utf8)
 
     /// The store's ledger (keys of recent days, highest committed ids); guarded by `lock`.
-    private var ledger: StoreLedger
+    var ledger: StoreLedger
     /// The ledger write failed (logged once until it works again).
-    private var ledgerFailing = false
+    var ledgerFailing = false
     /// The last checkpoint failed (logged once until one works).
-    private var checkpointFailing = false
+    var checkpointFailing = false
     /// The last damaged store this one replaced (at open or while running): where it was set
     /// aside, and why. Guarded by `lock`; `setAside` reads the published copy.
-    private var setAsideLocked: (path: String, reason: String)?
-    public var setAside: (path: String, reason: String)? { statusLock.withLock { published.setAside } }
+    var setAsideLocked: (path: String, reason: String)?
+    package var setAside: (path: String, reason: String)? { statusLock.withLock { published.setAside } }
 
     /// Opens (or creates) the store. An existing store is first checked read-only against
     /// `key`, so a wrong key throws `StoreError.wrongKey` without writing a byte. A store that
@@ -136,11 +143,46 @@ public final class NodeStore: @unchecked Sendable {
     /// fresh store takes its place, with the keys of recent days from the ledger. Commits the
     /// ledger records but the store lacks (a damaged or removed WAL after a crash) are counted
     /// as quarantined records and logged.
-    public init(configuration: StoreConfiguration, key: StoreKey, logger: Logger = Logger(label: "gaend.store"),
+    package init(configuration: StoreConfiguration, key: StoreKey, logger: Logger = Logger(label: "gaend.store"),
                 now: Double = Date().timeIntervalSince1970) throws {
         self.configuration = configuration
         self.key = key
         self.logger = logger
+        // Opening runs on the store's thread too: every statement of this store runs there.
+        let executor = SerialThreadExecutor(name: "gaend.store")
+        self.executor = executor
+        let opened: Opened
+        do {
+            opened = try executor.sync { try Self.openFiles(configuration: configuration, key: key, logger: logger, now: now) }
+        } catch {
+            executor.stop()
+            throw error
+        }
+        pool = opened.pool
+        poolConfiguration = opened.config
+        setAsideLocked = opened.aside
+        lastQuickCheck = now
+        ledger = opened.ledger
+        do {
+            try locked { try reconcileLocked(now: now, whileRunning: false) }
+        } catch {
+            try? executor.sync { try pool.close() }
+            executor.stop()
+            throw Self.mapped(error, pending: 0)
+        }
+    }
+
+    /// What `openFiles` found and opened.
+    struct Opened {
+        var pool: ConnectionPool
+        var config: ConnectionPool.Configuration
+        var aside: (path: String, reason: String)?
+        var ledger: StoreLedger
+    }
+
+    /// The files' part of opening: the ledger, the key check, damage found at open (set aside),
+    /// a new store created whole, the pool opened and checked.
+    static func openFiles(configuration: StoreConfiguration, key: StoreKey, logger: Logger, now: Double) throws -> Opened {
         let path = configuration.path
         var ledger = StoreLedger(storePath: path, key: key, sync: configuration.durability == .full)
         let ledgerRead = ledger.read()
@@ -213,46 +255,38 @@ public final class NodeStore: @unchecked Sendable {
         }
         do {
             do {
-                pool = try Self.openChecked(config: config, key: key, path: path)
+                let pool = try Self.openChecked(config: config, key: key, path: path)
+                return Opened(pool: pool, config: config, aside: aside, ledger: ledger)
             } catch let e where aside == nil && Self.isDamage(e) {
                 aside = (try Self.setAside(path, now: now), Self.damageText(e))
                 try Self.createAtomically(path: path, key: key)
-                pool = try Self.openChecked(config: config, key: key, path: path)
+                let pool = try Self.openChecked(config: config, key: key, path: path)
+                return Opened(pool: pool, config: config, aside: aside, ledger: ledger)
             }
         } catch let e as StoreError {
             throw e
         } catch {
             throw Self.mapped(error, pending: 0)
         }
-        poolConfiguration = config
-        setAsideLocked = aside
-        lastQuickCheck = now
-        self.ledger = ledger
-        do {
-            try locked { try reconcileLocked(now: now, whileRunning: false) }
-        } catch {
-            try? pool.close()
-            throw Self.mapped(error, pending: 0)
-        }
     }
 
     /// The pool in use (reads take it without `lock`, so a write in progress never holds them up).
-    private var currentPool: ConnectionPool { poolLock.withLock { pool } }
+    var currentPool: ConnectionPool { poolLock.withLock { pool } }
 
     /// Bumped (under `poolLock`) each time a damaged store is replaced while running: an
     /// operation that failed on the old store retries once on the new one, and two that
     /// failed together replace it once.
-    private var poolGenerationStorage = 0
+    var poolGenerationStorage = 0
 
     /// When SQLite's quick check last ran (at open, then daily with retention; guarded by
     /// `lock`): damage in pages no write touches (the schema, an old scan) is found within a
     /// day rather than at the next start.
-    private var lastQuickCheck: Double
+    var lastQuickCheck: Double
     static let quickCheckInterval: Double = 86_400
 
     /// Runs the quick check on a reader (writes go on beside it) and replaces the store if it
     /// finds damage. Called with `lock` held.
-    private func quickCheckLocked(now: Double) throws {
+    func quickCheckLocked(now: Double) throws {
         let generation = poolGeneration
         let found: String
         do {
@@ -266,7 +300,7 @@ public final class NodeStore: @unchecked Sendable {
             try replaceDamagedStore(after: StoreDamage(reason: "SQLite's quick check: \(found)"), failedOn: generation, now: now)
         }
     }
-    private var poolGeneration: Int { poolLock.withLock { poolGenerationStorage } }
+    var poolGeneration: Int { poolLock.withLock { poolGenerationStorage } }
 
     /// Sets a store found damaged while running aside and opens a fresh one in its place,
     /// exactly as at open: the damaged files are kept for recovery, a quarantine row and a
@@ -274,7 +308,7 @@ public final class NodeStore: @unchecked Sendable {
     /// ledger (the day's key stays the same) and recording goes on. Called with `lock` held,
     /// after an operation on generation `failedOn` found `error`. Throws when the fresh store
     /// cannot be made (the caller's operation then fails as before and its scan stays queued).
-    private func replaceDamagedStore(after error: any Error, failedOn generation: Int,
+    func replaceDamagedStore(after error: any Error, failedOn generation: Int,
                                      now: Double = Date().timeIntervalSince1970) throws {
         guard generation == poolGeneration else { return } // another operation replaced it already
         let path = configuration.path
@@ -297,7 +331,7 @@ public final class NodeStore: @unchecked Sendable {
 
     /// Opens the pool, refuses a newer schema, migrates, and runs SQLite's quick check: a
     /// structural fault found now sets the store aside instead of failing every write later.
-    private static func openChecked(config: ConnectionPool.Configuration, key: StoreKey, path: String) throws -> ConnectionPool {
+    static func openChecked(config: ConnectionPool.Configuration, key: StoreKey, path: String) throws -> ConnectionPool {
         let pool = try ConnectionPool(configuration: config)
         do {
             let migrator = Self.migrator(key: key)
@@ -357,7 +391,7 @@ public final class NodeStore: @unchecked Sendable {
     /// sequence moves past them, so they are never reused). Keys of days the ledger holds and
     /// the store never had (lost with a WAL, or with the store set aside) are put back; keys
     /// the store holds and the ledger lacks (a store older than its ledger) are added to it.
-    private func reconcileLocked(now: Double, whileRunning: Bool) throws {
+    func reconcileLocked(now: Double, whileRunning: Bool) throws {
         var contents = ledger.contents
         let setAside = setAsideLocked
         let result = try {
@@ -426,7 +460,7 @@ public final class NodeStore: @unchecked Sendable {
 
     /// Writes the ledger; a failure is logged (once until it works again), never thrown: the
     /// store itself holds the data, the ledger only guards it.
-    private func writeLedger(_ contents: StoreLedger.Contents) {
+    func writeLedger(_ contents: StoreLedger.Contents) {
         guard contents != ledger.contents || ledger.generation == 0 else { return }
         do {
             try ledger.write(contents)
@@ -444,7 +478,7 @@ public final class NodeStore: @unchecked Sendable {
     }
 
     /// Records in the ledger that `table` committed up to `id` (called with `lock` held).
-    private func ledgerCommitted(_ table: String, upTo id: Int64) {
+    func ledgerCommitted(_ table: String, upTo id: Int64) {
         var c = ledger.contents
         guard id > c.sequences[table] ?? 0 else { return }
         c.sequences[table] = id
@@ -639,7 +673,7 @@ public final class NodeStore: @unchecked Sendable {
     /// is still full) are counted as dropped and logged, never lost uncounted. Throws when the
     /// database does not close cleanly (the caller exits with an error).
     @discardableResult
-    public func close() throws -> (droppedScans: Int, droppedSightings: Int) {
+    package func close() throws -> (droppedScans: Int, droppedSightings: Int) {
         let dropped = locked { () -> (Int, Int) in
             if !pending.isEmpty { _ = try? flushLocked() }
             guard !pending.isEmpty else { return (0, 0) }
@@ -653,17 +687,18 @@ public final class NodeStore: @unchecked Sendable {
                                     "store.droppedScansTotal": "\(droppedScans)"])
             return (scans, sightings)
         }
-        do { try currentPool.close() } catch { throw Self.mapped(error, pending: 0) }
+        defer { executor.stop() }
+        do { try executor.sync { try currentPool.close() } } catch { throw Self.mapped(error, pending: 0) }
         return dropped
     }
 
     // MARK: Sealing
 
-    private func seal(_ plaintext: Data, aad: Data) throws -> Data {
+    func seal(_ plaintext: Data, aad: Data) throws -> Data {
         try AES256GCM.seal(plaintext, key: key.bytes, associatedData: aad, random: SecureRandom())
     }
 
-    private func open(_ sealed: Data, aad: Data, table: String, id: Int64) throws -> Data {
+    func open(_ sealed: Data, aad: Data, table: String, id: Int64) throws -> Data {
         do { return try AES256GCM.open(sealed, key: key.bytes, associatedData: aad) } catch {
             throw StoreError.corruptRecord(table: table, id: id, reason: "authentication failed")
         }
@@ -672,14 +707,14 @@ public final class NodeStore: @unchecked Sendable {
     // MARK: Quarantine
 
     /// SQL excluding quarantined rows of `table` (its id column is `column`).
-    private static func notQuarantined(_ table: String, column: String = "id") -> String {
+    static func notQuarantined(_ table: String, column: String = "id") -> String {
         "\(column) NOT IN (SELECT row_id FROM quarantine WHERE tbl = '\(table)')"
     }
 
     /// Sets rotten records aside: one row each in `quarantine` (reads skip them from then on),
     /// logged once. Never throws: a record that cannot even be quarantined (full disk) is
     /// skipped by the read that found it and found again by the next read.
-    private func quarantine(_ table: String, _ rotten: [(id: Int64, reason: String)], now: Double = Date().timeIntervalSince1970) {
+    func quarantine(_ table: String, _ rotten: [(id: Int64, reason: String)], now: Double = Date().timeIntervalSince1970) {
         guard !rotten.isEmpty else { return }
         locked {
             do {
@@ -703,7 +738,7 @@ public final class NodeStore: @unchecked Sendable {
     /// Reads the rows `sql` selects from `table` (the SQL leaves out quarantined rows), decoding
     /// each: a row that fails is quarantined and left out, so one rotten record costs that
     /// record only.
-    private func readSkippingRotten<T>(_ table: String, idColumn: String = "id", sql: String,
+    func readSkippingRotten<T>(_ table: String, idColumn: String = "id", sql: String,
                                        arguments: [SQLValue] = [],
                                        decode: (Row) throws -> T) throws -> [T] {
         var rotten: [(id: Int64, reason: String)] = []
@@ -722,7 +757,7 @@ public final class NodeStore: @unchecked Sendable {
     }
 
     /// The quarantined records still in the store, oldest detection first.
-    public func quarantinedRecords() throws -> [QuarantinedRecord] {
+    package func quarantinedRecords() throws -> [QuarantinedRecord] {
         try read { db in
             try db.fetchAll("SELECT tbl, row_id, reason, detected_at FROM quarantine ORDER BY detected_at, tbl, row_id") {
                 QuarantinedRecord(table: $0.text(0), id: $0.int64(1), reason: $0.text(2), detectedAt: $0.double(3))
@@ -733,19 +768,47 @@ public final class NodeStore: @unchecked Sendable {
     /// Drops and quarantine counts, for status and metrics.
     /// Read without waiting for a write in progress (a large scan's write and checkpoint can
     /// take seconds on a busy disk): the counts as the last store operation left them.
-    public func losses() -> StoreLosses {
+    package func losses() -> StoreLosses {
         statusLock.withLock { published.losses }
     }
 
-    /// Runs `body` holding `lock`, then publishes the counts status reads.
-    private func locked<T>(_ body: () throws -> T) rethrows -> T {
-        try lock.withLock {
+    /// `close()`, awaited: the flush of waiting scans and the final checkpoint run on the
+    /// store's thread.
+    @discardableResult
+    package func closing() async throws -> StoreLosses {
+        try await perform { try $0.close() }
+        return losses()
+    }
+
+    /// Retention (see `applyRetention(now:)`), awaited.
+    @discardableResult
+    package func retain(now: Double) async throws -> RetentionResult { try await perform { try $0.applyRetention(now: now) } }
+
+    /// Runs `body` on the store's thread and awaits it: the caller's thread (a cooperative
+    /// one) goes on with other tasks meanwhile, however long the disk takes. The small stores
+    /// below are made of these; the synchronous methods are for callers on threads of their
+    /// own (benchmarks, tools, tests), which they block.
+    package func perform<T: Sendable>(_ body: @escaping @Sendable (NodeStore) throws -> T) async throws -> T {
+        try await executor.run { [self] in try body(self) }
+    }
+
+    /// The store's parts, each awaited from async code without blocking a thread.
+    package var keyStore: KeyStore { KeyStore(store: self) }
+    package var scanStore: ScanStore { ScanStore(store: self) }
+    package var keyFileStore: KeyFileStore { KeyFileStore(store: self) }
+    package var markerStore: MarkerStore { MarkerStore(store: self) }
+    package var clockMarkStore: ClockMarkStore { ClockMarkStore(store: self) }
+
+    /// Runs `body` on the store's thread (at once when already there), then publishes the
+    /// counts status reads. Every statement of the store runs inside one of these or `read`.
+    func locked<T>(_ body: () throws -> T) rethrows -> T {
+        try executor.sync {
             defer { publishLocked() }
             return try body()
         }
     }
 
-    private func publishLocked() {
+    func publishLocked() {
         let losses = StoreLosses(droppedScans: droppedScans, droppedSightings: droppedSightings, pendingScans: pending.count,
                                  pendingBytes: pendingBytes, quarantined: quarantinedCount)
         let isFull = full, aside = setAsideLocked
@@ -780,7 +843,7 @@ public final class NodeStore: @unchecked Sendable {
     /// Always called with `lock` held (it reads the pending queue's size). A store found
     /// structurally damaged is replaced by a fresh one and `body` runs again there once (its
     /// transaction was rolled back), so the record it writes lands in the fresh store.
-    private func write<T>(_ body: (Connection) throws -> T) throws -> T {
+    func write<T>(_ body: (Connection) throws -> T) throws -> T {
         let generation = poolGeneration
         do {
             return try writeOnce(body)
@@ -790,7 +853,7 @@ public final class NodeStore: @unchecked Sendable {
         }
     }
 
-    private func writeOnce<T>(_ body: (Connection) throws -> T) throws -> T {
+    func writeOnce<T>(_ body: (Connection) throws -> T) throws -> T {
         let pool = currentPool
         let result: T
         do { result = try pool.write(body) } catch let e as StoreError { throw e } catch { throw Self.mapped(error, pending: pending.count) }
@@ -804,7 +867,7 @@ public final class NodeStore: @unchecked Sendable {
     /// frame replayed over a checkpointed page undoes it; with the log empty between writes,
     /// a crash leaves at most the commit in flight in it. A reader holding frames back keeps
     /// them until the next commit (the ledger detects a loss in that window).
-    private func checkpointAfterCommit() {
+    func checkpointAfterCommit() {
         if case .failure(let e) = currentPool.checkpointTruncating(), !checkpointFailing {
             checkpointFailing = true
             logger.warning("cannot checkpoint the store after a commit; the commit is in the write-ahead log",
@@ -816,394 +879,20 @@ public final class NodeStore: @unchecked Sendable {
 
     /// A read that finds the store structurally damaged replaces it (as a write does) and
     /// runs again on the fresh store.
-    private func read<T>(_ body: (Connection) throws -> T) throws -> T {
-        let generation = poolGeneration
-        do {
-            return try readOnce(body)
-        } catch let e where Self.isDamage(e) {
-            try locked { try replaceDamagedStore(after: e, failedOn: generation) }
-            return try readOnce(body)
-        }
-    }
-
-    private func readOnce<T>(_ body: (Connection) throws -> T) throws -> T {
-        do { return try currentPool.read(body) } catch let e as StoreError { throw e } catch { throw Self.mapped(error, pending: 0) }
-    }
-
-    // MARK: Temporary exposure keys
-
-    /// The TEK of `day`: the stored one, or a new one created and stored atomically. Never a
-    /// second key for a day: the check and the insert are one transaction, `day` is the
-    /// primary key, and a day whose key is gone (deleted by retention, or quarantined) is
-    /// refused with `keyDayRetired`, because `key_day` remembers every day that had a key. If
-    /// the disk is full, the oldest scans are evicted once to make room (a lost key is worse
-    /// than a lost scan); if that fails too, `diskFull` is thrown and no key is handed out, so
-    /// nothing unstored is ever advertised.
-    public func key(for day: UTCDay, now: Double = Date().timeIntervalSince1970) throws -> TemporaryExposureKey {
-        do {
-            return try locked {
-                do {
-                    return try keyLocked(for: day, now: now)
-                } catch StoreError.diskFull {
-                    logger.warning("disk full while storing the key of a new day; evicting the oldest scans", metadata: ["store.day": "\(day)"])
-                    _ = try? write { db in try db.execute("DELETE FROM scan WHERE id IN (SELECT id FROM scan ORDER BY start_time LIMIT 32)") }
-                    return try keyLocked(for: day, now: now)
-                }
-            }
-        } catch StoreError.corruptRecord(let table, let id, let reason) {
-            quarantine(table, [(id, reason)])
-            throw StoreError.corruptRecord(table: table, id: id, reason: reason)
-        }
-    }
-
-    private func keyLocked(for day: UTCDay, now: Double) throws -> TemporaryExposureKey {
-        try write { db in
-            let aad = Self.aad("tek", [Int64(day.rawValue)])
-            if let sealed = try db.fetchOne("SELECT sealed FROM tek WHERE day = ?", [.int(day.rawValue)], { $0.data(0) }) {
-                return try TemporaryExposureKey(bytes: open(sealed, aad: aad, table: "tek", id: Int64(day.rawValue)))
-            }
-            if try db.fetchInt64("SELECT 1 FROM key_day WHERE day = ?", [.int(day.rawValue)]) != nil {
-                throw StoreError.keyDayRetired(day: day.rawValue)
-            }
-            // The ledger first: a key it holds is the day's key even if this commit is lost
-            // (a damaged WAL, a full disk), so a later call hands out the same key.
-            let tek: TemporaryExposureKey
-            if let kept = ledger.contents.keys[day.rawValue] {
-                tek = try TemporaryExposureKey(bytes: kept)
-            } else {
-                var random = SecureRandom()
-                tek = try TemporaryExposureKey.generate(using: &random)
-                var c = ledger.contents
-                c.keys[day.rawValue] = tek.bytes
-                writeLedger(c)
-            }
-            try db.execute("INSERT INTO tek (day, created_at, sealed) VALUES (?, ?, ?)",
-                           [.int(day.rawValue), .real(now), .bytes(seal(tek.bytes, aad: aad))])
-            try db.execute("INSERT INTO key_day (day, created_at) VALUES (?, ?)", [.int(day.rawValue), .real(now)])
-            return tek
-        }
-    }
-
-    /// The stored keys of days in `range`, oldest first (no key is created). A key that fails
-    /// authentication is quarantined and left out.
-    public func keys(in range: ClosedRange<UTCDay>) throws -> [(day: UTCDay, key: TemporaryExposureKey)] {
-        try readSkippingRotten("tek", idColumn: "day",
-                               sql: "SELECT day, sealed FROM tek WHERE day BETWEEN ? AND ? AND \(Self.notQuarantined("tek", column: "day")) ORDER BY day",
-                               arguments: [.int(range.lowerBound.rawValue), .int(range.upperBound.rawValue)]) { row in
-            let day = UTCDay(Int32(truncatingIfNeeded: row.int64(0)))
-            let bytes = try open(row.data(1), aad: Self.aad("tek", [Int64(day.rawValue)]), table: "tek", id: Int64(day.rawValue))
-            return (day, try TemporaryExposureKey(bytes: bytes))
-        }
-    }
-
-    // MARK: Clock high-water mark
-
-    /// The latest wall time that has held (nil in a new store).
-    public func highWaterMark() throws -> Double? {
-        try read { db in try db.fetchDouble("SELECT high_water FROM clock_mark WHERE id = 1") }
-    }
-
-    /// Raises the high-water mark to `time` (never lowers it).
-    public func raiseHighWaterMark(to time: Double) throws {
-        guard time.isFinite else { return }
-        try locked {
-            try write { db in
-                try db.execute("""
-                    INSERT INTO clock_mark (id, high_water) VALUES (1, ?)
-                    ON CONFLICT(id) DO UPDATE SET high_water = max(high_water, excluded.high_water)
-                    """, [.real(time)])
-            }
-        }
-    }
-
-    // MARK: Scans
-
-    /// Records one scan (also an empty one). Scans that could not be written earlier because
-    /// the disk was full are written first, in order. On a full disk the scan waits in memory
-    /// and `StoreError.diskFull` is thrown; the caller keeps running (advertising goes on) and
-    /// a later call or `flushPending()` writes it once space returns.
-    @discardableResult
-    public func recordScan(_ scan: RecordedScan) throws -> Int64 {
-        guard scan.start.isFinite, scan.end.isFinite, scan.end >= scan.start else {
-            throw StoreError.invalidRecord(reason: "scan times must be finite with end >= start, got \(scan.start)...\(scan.end)")
-        }
-        guard scan.sightings.allSatisfy({ $0.time.isFinite }) else {
-            throw StoreError.invalidRecord(reason: "a sighting time is not finite")
-        }
-        // A scan's transient buffers (its blob, the sealed copy, SQLite's) are megabytes in a
-        // crowd: handed back to the system after each write, not left in the allocator's arenas.
-        defer { if scan.sightings.count >= 1_000 { Allocator.trim() } }
-        return try locked {
-            let waiting = PendingScan(scan)
-            pending.append(waiting)
-            pendingBytes += waiting.bytes
-            // Oldest first, but never the scan just added: the newest record is the one worth
-            // keeping when the disk has been full for long.
-            while pending.count > 1 && (pending.count > configuration.maximumPendingScans || pendingBytes > configuration.maximumPendingBytes) {
-                let dropped = pending.removeFirst()
-                pendingBytes -= dropped.bytes
-                droppedWhileFull += 1
-                droppedScans += 1
-                droppedSightings += dropped.count
-                if droppedWhileFull == 1 || droppedWhileFull.nonzeroBitCount == 1 {
-                    // Logged at the first drop and then at powers of two, so a long outage does not flood the log.
-                    logger.warning("disk full: dropped the oldest scan waiting in memory",
-                                   metadata: ["store.droppedScans": "\(droppedScans)", "store.droppedSightings": "\(droppedSightings)",
-                                              "store.pendingBytes": "\(pendingBytes)"])
-                }
-            }
-            guard let id = try flushLocked() else {
-                throw StoreError.invalidRecord(reason: "scan was queued but not written") // unreachable: the queue held it
-            }
-            return id
-        }
-    }
-
-    /// Writes the scans waiting for disk space. Returns how many were written.
-    @discardableResult
-    public func flushPending() throws -> Int {
-        try locked {
-            let before = pending.count
-            _ = try flushLocked()
-            return before - pending.count
-        }
-    }
-
-    /// Scans waiting in memory for disk space.
-    public var pendingScanCount: Int { statusLock.withLock { published.losses.pendingScans } }
-
-    /// A scan waiting for disk space: its clear columns and its encoded reports (the blob
-    /// that is sealed when it is written).
-    struct PendingScan {
-        var start: Double
-        var end: Double
-        var count: Int
-        var blob: Data
-
-        init(_ scan: RecordedScan) {
-            start = scan.start
-            end = scan.end
-            count = scan.sightings.count
-            blob = ScanBlob.encode(scan.sightings, rssiCorrection: scan.rssiCorrection)
-        }
-
-        /// Memory it takes: the blob and the fields around it.
-        var bytes: Int { 96 + blob.count }
-    }
-
-    private func flushLocked() throws -> Int64? {
-        var lastID: Int64?
-        var written = 0
-        defer { if let lastID { ledgerCommitted("scan", upTo: lastID) } }
-        while let next = pending.first {
+    func read<T>(_ body: (Connection) throws -> T) throws -> T {
+        try executor.sync {
+            let generation = poolGeneration
             do {
-                lastID = try insertScan(next)
-            } catch StoreError.diskFull {
-                if !full {
-                    full = true
-                    logger.error("disk full: scan records wait in memory until space returns; advertising continues",
-                                 metadata: ["store.pendingScans": "\(pending.count)"])
-                }
-                if written > 0 { enforceSizeBound() }
-                throw StoreError.diskFull(pendingScans: pending.count)
-            }
-            pendingBytes -= pending.removeFirst().bytes
-            written += 1
-        }
-        if full {
-            full = false
-            logger.notice("store writable again", metadata: ["store.flushedScans": "\(written)", "store.droppedScans": "\(droppedWhileFull)"])
-            droppedWhileFull = 0
-        }
-        if written > 0 { enforceSizeBound() }
-        return lastID
-    }
-
-    /// Whether the last write found the disk full (status: "storage error").
-    public var isFull: Bool { statusLock.withLock { published.full } }
-
-    private func insertScan(_ scan: PendingScan) throws -> Int64 {
-        try write { db in
-            let id = try Self.nextID(db, table: "scan")
-            let count = Int64(scan.count)
-            let aad = Self.aad("scan", [id, Self.bits(scan.start), Self.bits(scan.end), count])
-            try db.execute("INSERT INTO scan (id, start_time, end_time, report_count, sealed) VALUES (?, ?, ?, ?, ?)",
-                           [.integer(id), .real(scan.start), .real(scan.end), .integer(count), .bytes(seal(scan.blob, aad: aad))])
-            return id
-        }
-    }
-
-    /// Scans that started in [from, to), oldest first, decrypted (matching and export). A scan
-    /// that fails authentication or does not decode is quarantined and left out: one rotten
-    /// record costs that record only.
-    public func scans(from: Double, to: Double) throws -> [StoredScan] {
-        try readSkippingRotten("scan", sql: """
-            SELECT id, start_time, end_time, report_count, sealed FROM scan
-            WHERE start_time >= ? AND start_time < ? AND \(Self.notQuarantined("scan")) ORDER BY start_time, id
-            """, arguments: [.real(from), .real(to)], decode: decodeScan)
-    }
-
-    private func decodeScan(_ row: Row) throws -> StoredScan {
-        let id = row.int64(0), start = row.double(1), end = row.double(2)
-        let count = row.int64(3), sealed = row.data(4)
-        let plain = try open(sealed, aad: Self.aad("scan", [id, Self.bits(start), Self.bits(end), count]), table: "scan", id: id)
-        let sightings: [RecordedSighting], correction: Int?
-        do { (sightings, correction) = try ScanBlob.decode(plain) } catch let r as ScanBlob.Reason {
-            throw StoreError.corruptRecord(table: "scan", id: id, reason: r.text)
-        }
-        guard sightings.count == count else {
-            throw StoreError.corruptRecord(table: "scan", id: id, reason: "\(sightings.count) reports, \(count) in the clear count")
-        }
-        return StoredScan(id: id, record: RecordedScan(start: start, end: end, sightings: sightings, rssiCorrection: correction))
-    }
-
-    /// The reason a record is rotten, without the "store record ... is corrupt" framing.
-    private static func reason(_ error: any Error) -> String {
-        if case StoreError.corruptRecord(_, _, let r) = error { return r }
-        return "\(error)"
-    }
-
-    /// Counts from the clear columns (no decryption): for status properties.
-    public func counts() throws -> (scans: Int, sightings: Int, keys: Int) {
-        try read { db in
-            let scans = try db.fetchInt("SELECT count(*) FROM scan") ?? 0
-            let sightings = try db.fetchInt("SELECT coalesce(sum(report_count), 0) FROM scan") ?? 0
-            let keys = try db.fetchInt("SELECT count(*) FROM tek") ?? 0
-            return (scans, sightings, keys)
-        }
-    }
-
-    // MARK: Exposure results
-
-    /// Replaces every result of `kind` in one transaction: a failed computation (say, a
-    /// corrupt key file) never gets here, so earlier results stay until new ones replace them.
-    public func replaceExposureResults(kind: String, with payloads: [(day: UTCDay?, payload: Data)],
-                                       now: Double = Date().timeIntervalSince1970) throws {
-        try locked {
-            try write { db in
-                try db.execute("DELETE FROM exposure_result WHERE kind = ?", [.text(kind)])
-                for p in payloads {
-                    let id = try Self.nextID(db, table: "exposure_result")
-                    let aad = Self.resultAAD(id: id, kind: kind, createdAt: now, day: p.day)
-                    try db.execute("INSERT INTO exposure_result (id, kind, created_at, day, sealed) VALUES (?, ?, ?, ?, ?)",
-                                   [.integer(id), .text(kind), .real(now), .optional(p.day.map { Int64($0.rawValue) }), .bytes(seal(p.payload, aad: aad))])
-                }
+                return try readOnce(body)
+            } catch let e where Self.isDamage(e) {
+                try locked { try replaceDamagedStore(after: e, failedOn: generation) }
+                return try readOnce(body)
             }
         }
     }
 
-    public func exposureResults(kind: String) throws -> [StoredExposureResult] {
-        try readSkippingRotten("exposure_result",
-                               sql: "SELECT id, created_at, day, sealed FROM exposure_result WHERE kind = ? AND \(Self.notQuarantined("exposure_result")) ORDER BY id",
-                               arguments: [.text(kind)]) { row in
-            let id = row.int64(0), createdAt = row.double(1)
-            let day = row.isNull(2) ? nil : UTCDay(Int32(truncatingIfNeeded: row.int64(2)))
-            let payload = try open(row.data(3), aad: Self.resultAAD(id: id, kind: kind, createdAt: createdAt, day: day), table: "exposure_result", id: id)
-            return StoredExposureResult(id: id, kind: kind, createdAt: createdAt, day: day, payload: payload)
-        }
-    }
-
-    static func resultAAD(id: Int64, kind: String, createdAt: Double, day: UTCDay?) -> Data {
-        var d = aad("exposure_result", [id, bits(createdAt), day.map { Int64($0.rawValue) } ?? Int64.min])
-        d.append(Data(kind.utf8))
-        return d
-    }
-
-    // MARK: Key files
-
-    /// Adds provided key files (export.bin) after the stored ones, removing the stored files
-    /// `replacing` (the same files provided again) in the same transaction. Returns the new ids.
-    @discardableResult
-    public func addKeyFiles(_ files: [(exportBin: Data, validUntil: Double)], replacing: [Int64] = [],
-                            now: Double = Date().timeIntervalSince1970) throws -> [Int64] {
-        let budget = configuration.keyFileBytes
-        return try locked {
-            let ids = try write { db in
-                for id in replacing { try db.execute("DELETE FROM key_file WHERE id = ?", [.integer(id)]) }
-                // Room within the key files' own budget: the oldest files go first.
-                let incoming = files.reduce(Int64(0)) { $0 + Int64($1.exportBin.count) }
-                var stored = try Self.keyFileBytes(db), evicted = 0
-                while stored + incoming > budget, let oldest = try db.fetchInt64("SELECT id FROM key_file ORDER BY id LIMIT 1") {
-                    try db.execute("DELETE FROM key_file WHERE id = ?", [.integer(oldest)])
-                    evicted += 1
-                    stored = try Self.keyFileBytes(db)
-                }
-                if evicted > 0 {
-                    logger.warning("key files above their budget: removed the oldest provided files",
-                                   metadata: ["store.evictedKeyFiles": "\(evicted)", "store.keyFileBytes": "\(budget)"])
-                }
-                return try files.map { f in
-                    let id = try Self.nextID(db, table: "key_file")
-                    try db.execute("INSERT INTO key_file (id, provided_at, valid_until, sealed) VALUES (?, ?, ?, ?)",
-                                   [.integer(id), .real(now), .real(f.validUntil),
-                                    .bytes(seal(f.exportBin, aad: Self.keyFileAAD(id: id, providedAt: now, validUntil: f.validUntil)))])
-                    return id
-                }
-            }
-            if let last = ids.max() { ledgerCommitted("key_file", upTo: last) }
-            return ids
-        }
-    }
-
-    /// The ids of the stored key files, in the order provided (no decryption).
-    public func keyFileIDs() throws -> [Int64] {
-        try read { db in try db.fetchAll("SELECT id FROM key_file WHERE \(Self.notQuarantined("key_file")) ORDER BY id") { $0.int64(0) } }
-    }
-
-    /// The stored key files, in the order provided (rotten ones quarantined and skipped).
-    public func keyFiles(ids: [Int64]? = nil) throws -> [StoredKeyFile] {
-        let only = ids.map { " AND id IN (" + $0.map(String.init).joined(separator: ",") + ")" } ?? ""
-        return try readSkippingRotten("key_file",
-                                      sql: "SELECT id, provided_at, valid_until, sealed FROM key_file WHERE \(Self.notQuarantined("key_file"))\(only) ORDER BY id") { row in
-            let id = row.int64(0), providedAt = row.double(1), validUntil = row.double(2)
-            let payload = try open(row.data(3), aad: Self.keyFileAAD(id: id, providedAt: providedAt, validUntil: validUntil),
-                                   table: "key_file", id: id)
-            return StoredKeyFile(id: id, providedAt: providedAt, validUntil: validUntil, exportBin: payload)
-        }
-    }
-
-    /// Bytes the stored key files take (their sealed payloads).
-    static func keyFileBytes(_ db: Connection) throws -> Int64 {
-        try db.fetchInt64("SELECT coalesce(sum(length(sealed)), 0) FROM key_file") ?? 0
-    }
-
-    static func keyFileAAD(id: Int64, providedAt: Double, validUntil: Double) -> Data {
-        aad("key_file", [id, bits(providedAt), bits(validUntil)])
-    }
-
-    // MARK: Markers
-
-    @discardableResult
-    public func addMarker(_ marker: Marker) throws -> Int64 {
-        guard marker.time.isFinite else { throw StoreError.invalidRecord(reason: "marker time is not finite") }
-        let payload = try JSONEncoder().encode(marker)
-        return try locked {
-            let id = try write { db in
-                let id = try Self.nextID(db, table: "marker")
-                try db.execute("INSERT INTO marker (id, time, sealed) VALUES (?, ?, ?)",
-                               [.integer(id), .real(marker.time), .bytes(seal(payload, aad: Self.aad("marker", [id, Self.bits(marker.time)])))])
-                return id
-            }
-            ledgerCommitted("marker", upTo: id)
-            return id
-        }
-    }
-
-    public func markers(from: Double, to: Double) throws -> [Marker] {
-        try markerRecords(from: from, to: to).map(\.marker)
-    }
-
-    /// The markers with their ids (what `addMarker` returned), for Research1.GetMarkers.
-    public func markerRecords(from: Double, to: Double) throws -> [(id: Int64, marker: Marker)] {
-        try readSkippingRotten("marker",
-                               sql: "SELECT id, time, sealed FROM marker WHERE time >= ? AND time < ? AND \(Self.notQuarantined("marker")) ORDER BY time, id",
-                               arguments: [.real(from), .real(to)]) { row in
-            let id = row.int64(0), time = row.double(1)
-            let plain = try open(row.data(2), aad: Self.aad("marker", [id, Self.bits(time)]), table: "marker", id: id)
-            do { return (id, try JSONDecoder().decode(Marker.self, from: plain)) } catch {
-                throw StoreError.corruptRecord(table: "marker", id: id, reason: "payload does not decode")
-            }
-        }
+    func readOnce<T>(_ body: (Connection) throws -> T) throws -> T {
+        do { return try currentPool.read(body) } catch let e as StoreError { throw e } catch { throw Self.mapped(error, pending: 0) }
     }
 
     // MARK: Retention and size
@@ -1213,7 +902,7 @@ public final class NodeStore: @unchecked Sendable {
     /// never a raw clock reading: a clock stepped weeks ahead must not wipe the store. Days
     /// whose keys it deletes stay in `key_day`, so no second key is ever made for them.
     @discardableResult
-    public func applyRetention(now: Double) throws -> RetentionResult {
+    package func applyRetention(now: Double) throws -> RetentionResult {
         let cutoff = now - Double(configuration.retentionDays) * 86_400
         let cutoffDay = UTCDay(unixSeconds: cutoff)
         return try locked {
@@ -1251,7 +940,7 @@ public final class NodeStore: @unchecked Sendable {
 
     /// Bytes the store's files take on disk (database and write-ahead log), by stat alone:
     /// the status reads it without waiting for the store.
-    public func fileBytes() -> Int64 {
+    package func fileBytes() -> Int64 {
         var total: Int64 = 0
         for path in [configuration.path, configuration.path + "-wal"] {
             var st = stat()
@@ -1261,7 +950,7 @@ public final class NodeStore: @unchecked Sendable {
     }
 
     /// Bytes of live data: pages in use (not on the free list) times the page size.
-    public func usedBytes() throws -> Int64 {
+    package func usedBytes() throws -> Int64 {
         try read { db in try Self.usedBytes(db) }
     }
 
@@ -1273,7 +962,7 @@ public final class NodeStore: @unchecked Sendable {
     }
 
     /// Oldest-first eviction of scans while the live data exceeds `maximumBytes`.
-    private func enforceSizeBound() {
+    func enforceSizeBound() {
         guard let bound = configuration.maximumBytes else { return }
         do {
             let evicted: Int = try write { db in
@@ -1302,11 +991,11 @@ public final class NodeStore: @unchecked Sendable {
 
     /// Changes SQLite's page limit on the writer (simulates the disk filling or freeing).
     func setPageLimitForTesting(_ pages: Int) throws {
-        try currentPool.writeWithoutTransaction { db in _ = try db.fetchInt64("PRAGMA max_page_count = \(pages)") }
+        try executor.sync { try currentPool.writeWithoutTransaction { db in _ = try db.fetchInt64("PRAGMA max_page_count = \(pages)") } }
     }
 
     func withWriterForTesting<T>(_ body: (Connection) throws -> T) throws -> T {
-        try currentPool.writeWithoutTransaction(body)
+        try executor.sync { try currentPool.writeWithoutTransaction(body) }
     }
 }
 

@@ -4,67 +4,23 @@ import FoundationEssentials
 #else
 import Foundation
 #endif
+import HCIHost
 import HCIProtocol
 
-/// A received GAEN advertisement (an advertising report with 0xFD6F service data): the one
-/// sighting type of the radio (RadioOwner keeps them per scan), the store (scan records) and
-/// the research signal. ENProtocol's `Sighting` is the matching index's compact record, built
-/// from these when a sightings log is read for matching.
-public struct RecordedSighting: Hashable, Sendable {
-    /// UTC Unix seconds of the report (derived from the scan's start and monotonic time).
-    public var time: Double
-    public var rpi: RollingProximityIdentifier
-    public var aem: AssociatedEncryptedMetadata
-    /// RSSI in dBm as the controller reported it, before any correction.
-    public var rssi: Int8
-    /// The advertiser's address; nil in scans stored before it was kept (blob versions 1-2).
-    /// It tells apart two senders that happen to share an RPI-less moment and lets a trial
-    /// check that address and RPI changed together.
-    public var address: BDAddress?
-
-    public init(time: Double, rpi: RollingProximityIdentifier, aem: AssociatedEncryptedMetadata, rssi: Int8, address: BDAddress? = nil) {
-        self.time = time
-        self.rpi = rpi
-        self.aem = aem
-        self.rssi = rssi
-        self.address = address
-    }
-}
-
-/// One scan: its start and end (UTC Unix seconds) and every report it kept, possibly none
-/// (exposure windows need every scan for secondsSinceLastScan). The radio owner makes it (no
-/// correction yet), the node adds the RSSI correction in use and the store keeps it.
-public struct RecordedScan: Hashable, Sendable {
-    public var start: Double
-    public var end: Double
-    public var sightings: [RecordedSighting]
-    /// The node's RSSI correction (dB) when the scan ran; nil in scans stored before it was
-    /// recorded (blob version 1). Kept per scan so that a calibration changed mid-trial does
-    /// not rewrite the attenuation of earlier sightings.
-    public var rssiCorrection: Int?
-
-    public init(start: Double, end: Double, sightings: [RecordedSighting], rssiCorrection: Int? = nil) {
-        self.start = start
-        self.end = end
-        self.sightings = sightings
-        self.rssiCorrection = rssiCorrection
-    }
-}
-
 /// A scan as read back, with its row id.
-public struct StoredScan: Hashable, Sendable {
-    public var id: Int64
-    public var record: RecordedScan
+package struct StoredScan: Hashable, Sendable {
+    package var id: Int64
+    package var record: RecordedScan
 }
 
 /// A ground-truth marker (time, label, distance, note): holds until the next marker.
-public struct Marker: Hashable, Sendable, Codable {
-    public var time: Double
-    public var label: String
-    public var distanceMeters: Double?
-    public var note: String
+package struct Marker: Hashable, Sendable, Codable {
+    package var time: Double
+    package var label: String
+    package var distanceMeters: Double?
+    package var note: String
 
-    public init(time: Double, label: String, distanceMeters: Double? = nil, note: String = "") {
+    package init(time: Double, label: String, distanceMeters: Double? = nil, note: String = "") {
         self.time = time
         self.label = label
         self.distanceMeters = distanceMeters
@@ -73,21 +29,21 @@ public struct Marker: Hashable, Sendable, Codable {
 }
 
 /// An exposure result (windows, summaries...) as an opaque payload the matching layer encodes.
-public struct StoredExposureResult: Hashable, Sendable {
-    public var id: Int64
-    public var kind: String
-    public var createdAt: Double
-    public var day: UTCDay?
-    public var payload: Data
+package struct StoredExposureResult: Hashable, Sendable {
+    package var id: Int64
+    package var kind: String
+    package var createdAt: Double
+    package var day: UTCDay?
+    package var payload: Data
 }
 
 /// A provided key file as stored: its export.bin (the signature was checked when it was
 /// provided), when, and the end of its newest key's validity (Unix seconds).
-public struct StoredKeyFile: Hashable, Sendable {
-    public var id: Int64
-    public var providedAt: Double
-    public var validUntil: Double
-    public var exportBin: Data
+package struct StoredKeyFile: Hashable, Sendable {
+    package var id: Int64
+    package var providedAt: Double
+    package var validUntil: Double
+    package var exportBin: Data
 }
 
 /// The plaintext layout of a scan's sealed blob. A hand-written fixed layout rather than
@@ -179,27 +135,5 @@ enum ScanBlob {
 
     static func readLE32(_ b: [UInt8], _ o: Int) -> UInt32 {
         UInt32(b[o]) | UInt32(b[o + 1]) << 8 | UInt32(b[o + 2]) << 16 | UInt32(b[o + 3]) << 24
-    }
-}
-
-extension RecordedSighting {
-    /// The sighting in `report` (what the radio owner keeps of it), or nil for a report
-    /// without GAEN service data or RSSI.
-    public init?(report: LEAdvertisingReport, time: Double) {
-        guard let rssi = report.rssi, Self.mayCarryGAEN(report.data),
-              let ad = try? ExposureNotificationAdvertisement(advertisingData: Data(report.data)) else { return nil }
-        self.init(time: time, rpi: ad.rpi, aem: ad.aem, rssi: rssi, address: report.address)
-    }
-
-    /// A cheap look for the 0xFD6F service-data header (AD type 0x16, UUID 6F FD) before the
-    /// full parse: in a crowd most reports are not GAEN and are dismissed here.
-    static func mayCarryGAEN(_ data: [UInt8]) -> Bool {
-        var i = 0
-        while i + 3 < data.count {
-            let length = Int(data[i])
-            if length >= 3, data[i + 1] == 0x16, data[i + 2] == 0x6F, data[i + 3] == 0xFD { return true }
-            i += 1 + length
-        }
-        return false
     }
 }

@@ -6,7 +6,7 @@ import Foundation
 
 /// Everything the store reports. Names are stable: the D-Bus layer maps them to named errors
 /// and the status property ("storage error"). No case ever carries key material.
-public enum StoreError: Error, Equatable, CustomStringConvertible {
+package enum StoreError: Error, Equatable, CustomStringConvertible {
     /// Neither a key file nor a systemd credential was given.
     case noKeySource(credentialPath: String?)
     case keyFileUnreadable(path: String, reason: String)
@@ -36,7 +36,7 @@ public enum StoreError: Error, Equatable, CustomStringConvertible {
     /// Any other SQLite failure, with SQLite's code and message.
     case database(code: Int32, message: String)
 
-    public var description: String {
+    package var description: String {
         switch self {
         case .noKeySource(let cred):
             return "no store key: pass a key file (--store-key-file) or run under systemd with the credential "
@@ -64,7 +64,7 @@ public enum StoreError: Error, Equatable, CustomStringConvertible {
     }
 
     /// The stable error name the D-Bus layer exposes (org.gaend.Error.<name>).
-    public var name: String {
+    package var name: String {
         switch self {
         case .noKeySource: return "NoStoreKey"
         case .keyFileUnreadable, .keyFileTooOpen, .keyFileWrongOwner, .keyFileMalformed, .keyFileExists: return "StoreKeyFile"

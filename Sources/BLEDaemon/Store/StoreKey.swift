@@ -10,30 +10,30 @@ import Glibc
 #endif
 
 /// The store's 32-byte data key (AES-256-GCM). Redacted in descriptions; never logged.
-public struct StoreKey: Sendable, CustomStringConvertible, CustomDebugStringConvertible {
-    public static let length = 32
+package struct StoreKey: Sendable, CustomStringConvertible, CustomDebugStringConvertible {
+    package static let length = 32
     let bytes: Data
 
-    public init(bytes: Data) throws {
+    package init(bytes: Data) throws {
         guard bytes.count == Self.length else {
             throw KeyMaterialError.wrongLength(what: "store key", expected: Self.length, actual: bytes.count)
         }
         self.bytes = Data(bytes)
     }
 
-    public static func random(using random: inout some RandomBytesGenerator) throws -> StoreKey {
+    package static func random(using random: inout some RandomBytesGenerator) throws -> StoreKey {
         try StoreKey(bytes: random.bytes(length))
     }
 
-    public var description: String { "StoreKey(<redacted>)" }
-    public var debugDescription: String { description }
+    package var description: String { "StoreKey(<redacted>)" }
+    package var debugDescription: String { description }
 
     /// The credential name under $CREDENTIALS_DIRECTORY (systemd `LoadCredential=store-key:...`).
-    public static let credentialName = "store-key"
+    package static let credentialName = "store-key"
 
     /// Finds the key: an explicit key file wins (flags override the environment), else the
     /// systemd credential, else a clear error naming both.
-    public static func load(keyFile: String?, environment: [String: String] = ProcessInfo.processInfo.environment) throws -> StoreKey {
+    package static func load(keyFile: String?, environment: [String: String] = ProcessInfo.processInfo.environment) throws -> StoreKey {
         if let keyFile { return try load(file: keyFile, requirePrivate: true) }
         if let dir = environment["CREDENTIALS_DIRECTORY"], !dir.isEmpty {
             let path = dir.hasSuffix("/") ? dir + credentialName : dir + "/" + credentialName
@@ -57,7 +57,7 @@ public struct StoreKey: Sendable, CustomStringConvertible, CustomDebugStringConv
     /// Reads a key file: 32 raw bytes, or 64 hex digits with an optional trailing newline (what
     /// `openssl rand -hex 32` writes). With `requirePrivate`, refuses a file that group or others
     /// can read, or that another user owns.
-    public static func load(file path: String, requirePrivate: Bool = true) throws -> StoreKey {
+    package static func load(file path: String, requirePrivate: Bool = true) throws -> StoreKey {
         var st = stat()
         guard stat(path, &st) == 0 else {
             let e = errno
@@ -87,7 +87,7 @@ public struct StoreKey: Sendable, CustomStringConvertible, CustomDebugStringConv
     /// Creates a new key file with mode 0600 (fails if it exists): 64 hex digits and a newline.
     /// For setup scripts, demos and tests; production keys come from `systemd-creds`.
     @discardableResult
-    public static func createFile(at path: String, using random: inout some RandomBytesGenerator) throws -> StoreKey {
+    package static func createFile(at path: String, using random: inout some RandomBytesGenerator) throws -> StoreKey {
         let key = try StoreKey.random(using: &random)
         let fd = open(path, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0o600)
         guard fd >= 0 else {

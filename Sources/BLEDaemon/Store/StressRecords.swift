@@ -4,15 +4,16 @@ import FoundationEssentials
 #else
 import Foundation
 #endif
+import HCIHost
 import HCIProtocol
 
 /// Deterministic scan records numbered 1, 2, ... so a test can check, after a crash, that
 /// every committed record reads back exactly (used by StoreStress, the tests and the bench).
-public enum StressRecords {
-    public static let baseTime: Double = 1_795_000_000
+package enum StressRecords {
+    package static let baseTime: Double = 1_795_000_000
 
     /// Scan `number`: `number % 7` reports (some scans are empty), content derived from it.
-    public static func scan(number n: Int, reports: Int? = nil) -> RecordedScan {
+    package static func scan(number n: Int, reports: Int? = nil) -> RecordedScan {
         let start = baseTime + Double(n) * 240
         let count = reports ?? n % 7
         var rng = SeededRandom(seed: UInt64(n))
@@ -30,19 +31,19 @@ public enum StressRecords {
 /// store written by the last GRDB-based gaend, which every later gaend must open unchanged
 /// (scripts/gen-store-fixture.sh regenerates it from that release with `StoreStress --fixture`).
 /// The TEKs are random; the generator writes them beside the store (teks.txt).
-public enum StoreFixture {
+package enum StoreFixture {
     /// The fixture's data key (a test key, published with the fixture).
-    public static let keyHex = "6761656e642073746f726520666978747572652074657374206b65792030312e"
-    public static let firstDay = UTCDay(unixSeconds: StressRecords.baseTime)
+    package static let keyHex = "6761656e642073746f726520666978747572652074657374206b65792030312e"
+    package static let firstDay = UTCDay(unixSeconds: StressRecords.baseTime)
     /// A day whose key retention deleted: `key_day` remembers it, so no second key is made.
-    public static let retiredDay = firstDay.advanced(by: -20)
-    public static let keyDays = [firstDay, firstDay.advanced(by: 1), firstDay.advanced(by: 2)]
+    package static let retiredDay = firstDay.advanced(by: -20)
+    package static let keyDays = [firstDay, firstDay.advanced(by: 1), firstDay.advanced(by: 2)]
     /// Scan 5's end time is edited behind the store's back (it fails authentication) and the
     /// store quarantines it when read.
-    public static let tamperedScan: Int64 = 5
-    public static let highWater = StressRecords.baseTime + 3 * 86_400
+    package static let tamperedScan: Int64 = 5
+    package static let highWater = StressRecords.baseTime + 3 * 86_400
 
-    public static var scans: [RecordedScan] {
+    package static var scans: [RecordedScan] {
         var scans = (1...24).map { StressRecords.scan(number: $0) }
         // One scan with advertiser addresses and an RSSI correction (blob version 3's fields).
         var last = StressRecords.scan(number: 25, reports: 3)
@@ -54,25 +55,25 @@ public enum StoreFixture {
         return scans
     }
 
-    public static var markers: [Marker] {
+    package static var markers: [Marker] {
         [Marker(time: StressRecords.baseTime + 100, label: "bus seat 3", distanceMeters: 1.5, note: "facing"),
          Marker(time: StressRecords.baseTime + 900, label: "away")]
     }
 
-    public static let resultsTime = StressRecords.baseTime + 2_000
-    public static var results: [(kind: String, day: UTCDay?, payload: Data)] {
+    package static let resultsTime = StressRecords.baseTime + 2_000
+    package static var results: [(kind: String, day: UTCDay?, payload: Data)] {
         [("windows", firstDay, Data("window payload 1".utf8)), ("windows", nil, Data("window payload 2".utf8)),
          ("summaries", firstDay.advanced(by: 1), Data([0, 1, 2, 3, 255]))]
     }
 
-    public static let keyFilesTime = StressRecords.baseTime + 3_000
-    public static var keyFiles: [(exportBin: Data, validUntil: Double)] {
+    package static let keyFilesTime = StressRecords.baseTime + 3_000
+    package static var keyFiles: [(exportBin: Data, validUntil: Double)] {
         [(Data("EK Export v1    first file".utf8), StressRecords.baseTime + 86_400),
          (Data((0..<300).map { UInt8($0 & 0xff) }), StressRecords.baseTime + 2 * 86_400)]
     }
 
     /// Writes the fixture's contents into `store` (a new store) and returns its TEKs.
-    public static func write(to store: NodeStore) throws -> [(day: UTCDay, key: TemporaryExposureKey)] {
+    package static func write(to store: NodeStore) throws -> [(day: UTCDay, key: TemporaryExposureKey)] {
         _ = try store.key(for: retiredDay, now: StressRecords.baseTime - 20 * 86_400)
         _ = try store.applyRetention(now: StressRecords.baseTime)
         let keys = try keyDays.map { ($0, try store.key(for: $0, now: StressRecords.baseTime)) }

@@ -5,7 +5,7 @@ import Synchronization
 /// high-water mark: the schedule's readings move it, retention reads the trusted time from it,
 /// and it is written back to the store at each rotation and when the schedule stops. Read and
 /// written without awaiting anyone (a lock).
-public final class ClockMark: Sendable {
+package final class ClockMark: Sendable {
     private let held: Mutex<HeldTime>
     let store: NodeStore
 
@@ -34,7 +34,7 @@ public final class ClockMark: Sendable {
     func trustedNow(wall: Double) -> Double { held.withLock { $0.trustedNow(wall: wall) } }
 
     /// Writes the mark to the store (it only ever rises there).
-    func save() throws {
-        if let mark = highWater { try store.raiseHighWaterMark(to: mark) }
+    func save() async throws {
+        if let mark = highWater { try await store.clockMarkStore.raise(to: mark) }
     }
 }

@@ -4,52 +4,9 @@ import FoundationEssentials
 #else
 import Foundation
 #endif
+import HCIHost
 import PlatformSupport
 import HCIShim
-
-/// Whether the system clock can be trusted for protocol time. Until it can, a board without
-/// a real-time clock may believe it is 1970 or last week, and every RPI or sighting time it
-/// produced would be useless or harmful, so the node neither advertises nor scans.
-public enum ClockSyncStatus: Equatable, Sendable, CustomStringConvertible {
-    /// The kernel or systemd-timesyncd says the clock is synchronised (the source says which).
-    case synchronized(source: String)
-    /// Something says the clock is not synchronised, or nothing could say it is.
-    case unsynchronized(reason: String)
-    /// The only source that could tell (systemd-timedated, when the service's sandbox refuses
-    /// adjtimex) has not answered yet: a slow bus activation on a loaded board, not a bad clock.
-    case unknown(reason: String)
-    /// The check is waived (`--ignore-clock-sync`, a trial without network, or a scaled clock,
-    /// which is never the system time); `by` says which, as the user would recognise it.
-    case waived(by: String)
-
-    public var isUsable: Bool {
-        switch self {
-        case .synchronized, .waived: return true
-        case .unsynchronized, .unknown: return false
-        }
-    }
-
-    public var description: String {
-        switch self {
-        case .synchronized(let s): return "synchronized (\(s))"
-        case .unsynchronized(let r): return "unsynchronized: \(r)"
-        case .unknown(let r): return "not known yet: \(r)"
-        case .waived(let by): return "not checked (waived by \(by))"
-        }
-    }
-}
-
-/// Something that can tell whether the clock is synchronised; tests inject their own.
-public protocol ClockSyncSource: Sendable {
-    func status() -> ClockSyncStatus
-    /// Called once before the first `status()`: a source whose answer comes in the background
-    /// gets its first one, so the first check does not report a clock it has not asked about.
-    func prepare() async
-}
-
-extension ClockSyncSource {
-    public func prepare() async {}
-}
 
 /// Linux detection, the first that answers:
 /// 1. the kernel's NTP state (adjtimex(): TIME_ERROR / STA_UNSYNC, kept by any NTP client
@@ -59,17 +16,17 @@ extension ClockSyncSource {
 ///    system bus: timedated reads the same kernel state outside our sandbox, so chrony and
 ///    ntpd count as well as timesyncd;
 /// 3. the flag file systemd-timesyncd touches once it has synchronised.
-public struct LinuxClockSync: ClockSyncSource {
-    public var waived: Bool
+package struct LinuxClockSync: ClockSyncSource {
+    package var waived: Bool
     /// What waived the check, for status and the journal.
-    public var waivedBy: String
-    public var timesyncFlagPath: String
+    package var waivedBy: String
+    package var timesyncFlagPath: String
     /// Asked only when adjtimex() is refused; nil: not asked.
-    public var timedated: TimedatedClockSync?
+    package var timedated: TimedatedClockSync?
     /// The kernel reading (1 synchronised, 0 not, -errno): injectable for tests.
     var kernelState: @Sendable () -> Int32
 
-    public init(waived: Bool = false, waivedBy: String = "configuration", timesyncFlagPath: String = "/run/systemd/timesync/synchronized",
+    package init(waived: Bool = false, waivedBy: String = "configuration", timesyncFlagPath: String = "/run/systemd/timesync/synchronized",
                 timedated: TimedatedClockSync? = nil) {
         self.waived = waived
         self.waivedBy = waivedBy
@@ -89,12 +46,12 @@ public struct LinuxClockSync: ClockSyncSource {
     /// Under the shipped unit adjtimex() is refused (ProtectClock=yes): wait for timedated's
     /// first answer (a few milliseconds; at most `timeout`), else the first check would log
     /// "clock not synchronized" only because timedated had not been asked yet.
-    public func prepare() async {
+    package func prepare() async {
         guard !waived, kernelState() < 0, let timedated else { return }
         await timedated.firstAnswer(timeout: .seconds(5))
     }
 
-    public func status() -> ClockSyncStatus {
+    package func status() -> ClockSyncStatus {
         if waived { return .waived(by: waivedBy) }
         let kernel = kernelState()
         if kernel == 1 { return .synchronized(source: "kernel NTP state") }
@@ -123,8 +80,8 @@ public struct LinuxClockSync: ClockSyncSource {
 /// systemd-timedated's view of the clock (org.freedesktop.timedate1, property
 /// NTPSynchronized), asked in the background and cached, so `status()` never waits on the
 /// bus: the schedule calls it every few seconds on the radio's path.
-public final class TimedatedClockSync: @unchecked Sendable {
-    public enum Answer: Equatable, Sendable {
+package final class TimedatedClockSync: @unchecked Sendable {
+    package enum Answer: Equatable, Sendable {
         case synchronized, unsynchronized
         /// timedated cannot be asked (not on the bus, a refused or malformed answer).
         case unknown(String)
@@ -143,7 +100,7 @@ public final class TimedatedClockSync: @unchecked Sendable {
 
     /// `bus` is where timedated lives (the system bus); asked every `interval`, each call
     /// given up after `callTimeout`.
-    public init(bus: BusAddress = .system, interval: Duration = .seconds(10), callTimeout: Duration = .seconds(5)) {
+    package init(bus: BusAddress = .system, interval: Duration = .seconds(10), callTimeout: Duration = .seconds(5)) {
         self.bus = bus
         self.interval = interval
         self.callTimeout = callTimeout
@@ -152,17 +109,17 @@ public final class TimedatedClockSync: @unchecked Sendable {
     deinit { task?.cancel() }
 
     /// The latest answer; the first call starts the background asking.
-    public func answer() -> Answer {
+    package func answer() -> Answer {
         lock.withLock {
             if task == nil { task = Task.detached { [weak self] in await self?.run() } }
             return cached
         }
     }
 
-    public func stop() { lock.withLock { task?.cancel() } }
+    package func stop() { lock.withLock { task?.cancel() } }
 
     /// Starts asking (if not yet) and returns once there is an answer, or after `timeout`.
-    public func firstAnswer(timeout: Duration) async {
+    package func firstAnswer(timeout: Duration) async {
         let deadline = ContinuousClock.now + timeout
         while answer() == .pending(Self.notAsked), ContinuousClock.now < deadline {
             try? await Task.sleep(for: .milliseconds(10))
@@ -210,11 +167,4 @@ public final class TimedatedClockSync: @unchecked Sendable {
             }
         }
     }
-}
-
-/// A fixed answer, for tests and simulations.
-public struct FixedClockSync: ClockSyncSource {
-    public var value: ClockSyncStatus
-    public init(_ value: ClockSyncStatus) { self.value = value }
-    public func status() -> ClockSyncStatus { value }
 }

@@ -97,8 +97,8 @@ public enum KeyExportWriter {
     /// Zips named entries in memory (deflate), in the given order.
     ///
     /// Written on zlib here rather than with a ZIP library because the one we used
-    /// (ZIPFoundation) imports full Foundation, which gaend must not link (issue 12: the idle
-    /// daemon's footprint benchmark, scripts/measure-idle.sh). The archive is the plain form
+    /// (ZIPFoundation) imports full Foundation, which gaend must not link (the idle
+    /// daemon's footprint, scripts/measure-idle.sh). The archive is the plain form
     /// every reader takes (KeyExportContainer's strict check included): for each entry a local
     /// header with its sizes and CRC-32, the raw deflate stream, then the central directory and
     /// the end record; no data descriptors, no extra fields, no ZIP64 (an entry or archive of

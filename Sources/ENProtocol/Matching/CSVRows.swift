@@ -2,7 +2,7 @@
 /// field that starts with '"' runs to the next lone '"', and "" inside it is one '"'.
 ///
 /// Our own instead of CSV.swift because that library imports full Foundation, which gaend must
-/// not link (issue 12: the idle daemon's footprint benchmark, scripts/measure-idle.sh). It reads
+/// not link (the idle daemon's footprint, scripts/measure-idle.sh). It reads
 /// exactly what CSV.swift 2.5 (the reader used before, trimFields off) read, including its
 /// leniencies, so that files accepted before give the same rows: a quoted field's closing '"'
 /// followed by anything but a comma, a line end or '"' keeps the '"' and drops that character;

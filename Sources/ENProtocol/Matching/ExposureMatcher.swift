@@ -303,8 +303,7 @@ private final class RunState<R: Sendable>: @unchecked Sendable {
 
 /// Idle workers, kept across batches (each holds a key schedule and its scratch memory).
 fileprivate final class WorkerPool: @unchecked Sendable {
-    private let lock = Lock()
-    private var idle: [MatchWorker] = []
+    private let idle = Mutex<[MatchWorker]>([])
     private let index: SightingIndex
     private let crypto: MatchCrypto
 
@@ -314,21 +313,19 @@ fileprivate final class WorkerPool: @unchecked Sendable {
     }
 
     func take() throws -> MatchWorker {
-        lock.lock()
-        if let w = idle.popLast() { lock.unlock(); return w }
-        lock.unlock()
+        if let w = idle.withLock({ $0.popLast() }) { return w }
         return try MatchWorker(index: index, crypto: crypto)
     }
 
     func give(_ w: MatchWorker) {
-        lock.lock(); defer { lock.unlock() }
-        idle.append(w)
+        idle.withLock { $0.append(w) }
     }
 }
 
 /// The single-threaded matching loop over one part of a batch. A class, kept by the pool:
-/// its key schedule and scratch memory are made once, not per batch.
-final class MatchWorker {
+/// its key schedule and scratch memory are made once, not per batch. Unchecked Sendable: one
+/// thread at a time uses it, between taking it from the pool and giving it back.
+final class MatchWorker: @unchecked Sendable {
     let index: SightingIndex
     let crypto: MatchCrypto
     let schedule: GAENKeySchedule

@@ -34,9 +34,14 @@ public struct AttenuationPlot {
         let floor = analysis.options.minimumDistance
         let sample = tally.sample
         points = sample.points.map { (max($0.distance, floor), $0.attenuation) }
-        pointPairs = sample.points.map(\.pair)
+        // Pairs in natural order of receiver, then transmitter (as the report's tables), not in
+        // the order the rows came: the legend and colours are the same however the input is ordered.
+        let order = tally.pairs.indices.sorted { tally.pairs[$0] < tally.pairs[$1] }
+        var rank = [Int](repeating: 0, count: tally.pairs.count)
+        for (r, i) in order.enumerated() { rank[i] = r }
+        pointPairs = sample.points.map { rank[$0.pair] }
         // Which side received: the transmitter's signal heard by the receiver.
-        pairNames = tally.pairs.map { "\($0.transmitter) → \($0.receiver)" }
+        pairNames = order.map { "\(tally.pairs[$0].transmitter) → \(tally.pairs[$0].receiver)" }
         jitter = analysis.wholeDecibels
         let pts = points
         let lo = sample.points.isEmpty ? 0.5 : max(sample.minDistance, floor)

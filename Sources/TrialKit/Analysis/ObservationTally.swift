@@ -48,6 +48,39 @@ public struct ObservationTally: Sendable {
         sample.add(distance: o.distance, attenuation: o.attenuation, pair: Int(p))
     }
 
+    /// One piece of input counted on its own (pairs numbered in their order of first appearance
+    /// in the piece), so pieces can be counted on several threads and merged in input order:
+    /// the merged tally, sample included, is the one `add` would have built row by row.
+    struct Part: Sendable {
+        var pairs: [NodePair] = []
+        var cells: [Cell: Int] = [:]
+        var wholeDecibels = true
+        /// Every counted row in input order (the plot's sample is taken from them when merged).
+        var distances: [Double] = []
+        var attenuations: [Double] = []
+        var pairOfRow: [Int32] = []
+    }
+
+    mutating func merge(_ part: Part) {
+        var global: [Int32] = []
+        global.reserveCapacity(part.pairs.count)
+        for key in part.pairs {
+            if let i = pairIndex[key] { global.append(i); continue }
+            let p = Int32(pairs.count)
+            pairs.append(key)
+            pairIndex[key] = p
+            global.append(p)
+        }
+        for (c, n) in part.cells {
+            cells[Cell(pair: global[Int(c.pair)], distance: c.distance, attenuation: c.attenuation), default: 0] += n
+        }
+        count += part.distances.count
+        if !part.wholeDecibels { wholeDecibels = false }
+        for i in part.distances.indices {
+            sample.add(distance: part.distances[i], attenuation: part.attenuations[i], pair: Int(global[Int(part.pairOfRow[i])]))
+        }
+    }
+
     /// The cells in a fixed order (distance, attenuation, receiver, transmitter), so every sum
     /// is taken in the same order whatever order the rows came in: a report read back from its
     /// own attenuation.csv prints the same digits.

@@ -7,8 +7,8 @@ import Foundation
 /// the keys' RPIs (one piece's matching), the tally's distinct values, and one entry per scan
 /// (receiver, start, transmitters heard) for the detection probability.
 public final class TrialStream {
-    public private(set) var counts = TrialReport.Counts()
-    public private(set) var tally = ObservationTally()
+    public internal(set) var counts = TrialReport.Counts()
+    public internal(set) var tally = ObservationTally()
     /// The report's site label: the one asked for, else the first row's that has one (the
     /// caller may set it before streaming, from `SightingsExport.firstSite`, so that every
     /// attenuation row carries it).
@@ -93,7 +93,7 @@ public final class TrialStream {
     /// An attenuation file: CSV (TrialPipeline.forEachObservation's format) or JSON lines
     /// (attenuation.jsonl, told apart by a first character `{`).
     /// Whether attenuation rows (not sightings) were read.
-    public private(set) var attenuationInput = false
+    public internal(set) var attenuationInput = false
 
     public func addAttenuations(fileAt url: URL) throws {
         let data = Data(try Gzip.contents(of: url))
@@ -209,6 +209,12 @@ public final class AttenuationRowsWriter {
         if let daily { return try daily.append(line, board: o.receiver, time: o.time) }
         buffer += line
         if buffer.utf8.count >= 1 << 16 { try single!.write(Data(buffer.utf8)); buffer = "" }
+    }
+
+    /// Rows already rendered (AttenuationFiles), to the single file.
+    func append(bytes: [UInt8]) throws {
+        if !buffer.isEmpty { try single!.write(Data(buffer.utf8)); buffer = "" }
+        if !bytes.isEmpty { try single!.write(bytes) }
     }
 
     public func commit() throws {

@@ -1,4 +1,5 @@
 import Foundation
+import PlatformSupport
 #if canImport(Glibc)
 import Glibc
 #endif
@@ -48,10 +49,9 @@ public final class AtomicOutputFile: @unchecked Sendable {
             try region.withUnsafeBytes { raw in
                 var offset = 0
                 while offset < raw.count {
-                    let n = Glibc.write(descriptor, raw.baseAddress! + offset, raw.count - offset)
-                    if n < 0 {
-                        if errno == EINTR { continue }
-                        throw Failure(path: path, reason: String(cString: strerror(errno)))
+                    let n: Int
+                    do throws(SystemCallError) { n = try systemCall("write") { Glibc.write(descriptor, raw.baseAddress! + offset, raw.count - offset) } } catch {
+                        throw Failure(path: path, reason: error.reason)
                     }
                     offset += n
                 }

@@ -24,7 +24,7 @@ public enum CSVError: Error, Equatable, CustomStringConvertible {
 /// million rows and wants numbers parsed straight from the bytes, without a String per field.
 public struct CSVReader {
     public let file: String
-    private let bytes: [UInt8]
+    let bytes: [UInt8]
     public private(set) var header: [String] = []
     private var columnIndex: [String: Int] = [:]
 
@@ -66,7 +66,8 @@ public struct CSVReader {
     }
 
     /// The tokenizer: fields as byte ranges, unescaped only when a caller asks for a String.
-    private static func scan(_ bytes: [UInt8], file: String, _ body: (CSVRow) throws -> Bool) throws {
+    /// Lines are counted from 1 at the start of `bytes` (a piece of a file counts from its start).
+    static func scan(_ bytes: [UInt8], file: String, _ body: (CSVRow) throws -> Bool) throws {
         try bytes.withUnsafeBufferPointer { buf in
             var row = CSVRow(buffer: buf, file: file)
             var i = 0
@@ -144,6 +145,16 @@ public struct CSVRow {
     public func withBytes<R>(_ i: Int, _ body: (UnsafeBufferPointer<UInt8>) throws -> R) rethrows -> R {
         guard i < count else { return try body(UnsafeBufferPointer(start: nil, count: 0)) }
         return try body(UnsafeBufferPointer(rebasing: buffer[starts[i]..<ends[i]]))
+    }
+
+    /// Whether the field was quoted with doubled quotes inside (its bytes are not its text).
+    func isEscaped(_ i: Int) -> Bool { i < count && escaped[i] }
+
+    /// The field's text as bytes to `body`: the bytes themselves, or the unescaped text's.
+    func withText<R>(_ i: Int, _ body: (UnsafeBufferPointer<UInt8>) throws -> R) rethrows -> R {
+        guard isEscaped(i) else { return try withBytes(i, body) }
+        var s = string(i)
+        return try s.withUTF8(body)
     }
 
     public func string(_ i: Int) -> String {

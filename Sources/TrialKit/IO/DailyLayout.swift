@@ -1,5 +1,6 @@
 import ENProtocol
 import Foundation
+import PlatformSupport
 #if canImport(Glibc)
 import Glibc
 #endif
@@ -63,7 +64,7 @@ public final class DailyFiles {
     let header: String
     let mode: mode_t
     let durable: Bool
-    struct Open { var file: AtomicOutputFile; var buffer: String }
+    struct Open { var file: AtomicOutputFile; var buffer: [UInt8] }
     var open: [String: Open] = [:]
     /// The files written, relative to the root, with their row counts (after commit).
     public private(set) var written: [(path: String, rows: Int)] = []
@@ -82,16 +83,22 @@ public final class DailyFiles {
     }
 
     func append(_ line: String, relativePath path: String) throws {
+        try append(bytes: line.utf8, rows: 1, relativePath: path)
+    }
+
+    /// `rows` whole lines (each with its newline) to the file at `path`.
+    func append(bytes: some Collection<UInt8>, rows count: Int, relativePath path: String) throws {
         if open[path] == nil {
             let url = root.appendingPathComponent(path)
             try FileManager.default.createDirectory(at: url.deletingLastPathComponent(), withIntermediateDirectories: true)
-            open[path] = Open(file: try AtomicOutputFile(path: url.path, mode: mode, durable: durable), buffer: header)
+            open[path] = Open(file: try AtomicOutputFile(path: url.path, mode: mode, durable: durable), buffer: Array(header.utf8))
         }
-        open[path]!.buffer += line
-        rows[path, default: 0] += 1
-        if open[path]!.buffer.utf8.count >= 1 << 16 {
-            try open[path]!.file.write(Data(open[path]!.buffer.utf8))
-            open[path]!.buffer = ""
+        open[path]!.buffer += bytes
+        rows[path, default: 0] += count
+        if open[path]!.buffer.count >= 1 << 16 {
+            try open[path]!.file.write(open[path]!.buffer)
+            // Not keeping the capacity: hundreds of files may be open at once (50 boards x 14 days).
+            open[path]!.buffer = []
         }
     }
 
@@ -99,7 +106,7 @@ public final class DailyFiles {
     public func commit() throws {
         for path in open.keys.sorted() {
             let o = open[path]!
-            if !o.buffer.isEmpty { try o.file.write(Data(o.buffer.utf8)) }
+            if !o.buffer.isEmpty { try o.file.write(o.buffer) }
             try o.file.commit()
             written.append((path, rows[path] ?? 0))
         }
@@ -146,8 +153,10 @@ public enum SightingsDailySplit {
             try files.append(text + "\n", board: board, time: t)
         }
         while true {
-            let n = buffer.withUnsafeMutableBytes { pread(descriptor, $0.baseAddress, $0.count, offset) }
-            if n < 0 { if errno == EINTR { continue }; throw Failure(reason: "cannot read the export: \(String(cString: strerror(errno)))") }
+            let n: Int
+            do throws(SystemCallError) { n = try systemCall("pread") { buffer.withUnsafeMutableBytes { pread(descriptor, $0.baseAddress, $0.count, offset) } } } catch {
+                throw Failure(reason: "cannot read the export: \(error.reason)")
+            }
             if n == 0 { break }
             offset += off_t(n)
             var start = 0

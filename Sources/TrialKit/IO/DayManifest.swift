@@ -1,5 +1,6 @@
 import COpenSSL
 import Foundation
+import PlatformSupport
 #if canImport(Glibc)
 import Glibc
 #endif
@@ -33,10 +34,9 @@ public enum DayManifest {
         SHA256_Init(&ctx)
         var buffer = [UInt8](repeating: 0, count: 1 << 20)
         while true {
-            let n = buffer.withUnsafeMutableBytes { read(fd, $0.baseAddress, $0.count) }
-            if n < 0 {
-                if errno == EINTR { continue }
-                throw Failure("cannot read \(path): \(String(cString: strerror(errno)))")
+            let n: Int
+            do throws(SystemCallError) { n = try systemCall("read") { buffer.withUnsafeMutableBytes { read(fd, $0.baseAddress, $0.count) } } } catch {
+                throw Failure("cannot read \(path): \(error.reason)")
             }
             if n == 0 { break }
             buffer.withUnsafeBytes { _ = SHA256_Update(&ctx, $0.baseAddress, n) }

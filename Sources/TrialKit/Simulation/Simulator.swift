@@ -189,6 +189,7 @@ public struct Simulator {
         let advertisers = nodes.filter(\.advertises)
         let total = Double(max(nodes.count - 1, 1))
         for (ri, rx) in nodes.enumerated() where rx.scans {
+            try output?.receiver(rx.name)
             var writer = SightingsExport.Writer()
             func emit(_ line: String, _ time: Double) throws {
                 if let output { try output.sighting(node: rx.name, line: line, time: time) } else { writer.appendRawLine(line) }
@@ -503,6 +504,8 @@ public struct SimulationResult {
 
 /// Where a streaming simulation puts its rows (Simulator.run(output:)).
 public protocol SimulationOutput: AnyObject {
+    /// A receiver's rows begin (it may have none: a node never present).
+    func receiver(_ node: String) throws
     /// One sightings row of `node` (CSV, the export's columns, without its newline) at `time`.
     func sighting(node: String, line: String, time: Double) throws
     /// One row of groundtruth/distances.csv (without its newline).
@@ -530,12 +533,17 @@ public final class StreamingSimulationOutput: SimulationOutput {
         distances = (d, "scan_start,receiver,transmitter,distance,expected_attenuation,site\n")
     }
 
+    /// One file per receiver, even without rows (the header alone), as the held result writes
+    /// them; the daily layout has files only for days with rows.
+    public func receiver(_ node: String) throws {
+        guard daily == nil, perNode[node] == nil else { return }
+        let f = try AtomicOutputFile(path: dir.appendingPathComponent("sightings/\(node).csv").path, durable: false)
+        perNode[node] = (f, SightingsExport.header.joined(separator: ",") + "\n")
+    }
+
     public func sighting(node: String, line: String, time: Double) throws {
         if let daily { try daily.append(line + "\n", board: node, time: time); return }
-        if perNode[node] == nil {
-            let f = try AtomicOutputFile(path: dir.appendingPathComponent("sightings/\(node).csv").path, durable: false)
-            perNode[node] = (f, SightingsExport.header.joined(separator: ",") + "\n")
-        }
+        if perNode[node] == nil { try receiver(node) }
         perNode[node]!.buffer += line
         perNode[node]!.buffer += "\n"
         if perNode[node]!.buffer.utf8.count >= 1 << 20 {

@@ -7,21 +7,21 @@ import Foundation
 import HCIProtocol
 
 /// One GAEN beacon with what it was made from, for logs, counters and `gaenctl radio advertise`.
-public struct GAENBeacon: Equatable, Sendable {
-    public var beacon: Beacon
-    public var rpi: RollingProximityIdentifier
-    public var aem: AssociatedEncryptedMetadata
-    public var interval: ENIntervalNumber
+package struct GAENBeacon: Equatable, Sendable {
+    package var beacon: Beacon
+    package var rpi: RollingProximityIdentifier
+    package var aem: AssociatedEncryptedMetadata
+    package var interval: ENIntervalNumber
 }
 
 /// Makes GAEN beacons: a fresh non-resolvable private address, the RPI of the interval and its
 /// AEM, always together (GAEN Bluetooth spec: address, RPI and AEM change at the same time).
-public struct GAENBeaconFactory {
+package struct GAENBeaconFactory {
     private let schedule: GAENKeySchedule
 
-    public init() throws { schedule = try GAENKeySchedule() }
+    package init() throws { schedule = try GAENKeySchedule() }
 
-    public func beacon(tek: TemporaryExposureKey, interval: ENIntervalNumber, metadata: BluetoothMetadata,
+    package func beacon(tek: TemporaryExposureKey, interval: ENIntervalNumber, metadata: BluetoothMetadata,
                        random: inout some RandomBytesGenerator) throws -> GAENBeacon {
         let rpi = try schedule.rollingProximityIdentifier(for: tek, interval: interval)
         let aem = try GAENKeySchedule.associatedEncryptedMetadata(metadata, rpi: rpi, aemk: schedule.associatedEncryptedMetadataKey(for: tek))

@@ -12,7 +12,7 @@ import Glibc
 
 /// A byte link to a controller that delivers whole H4 packets. Transports know nothing about
 /// HCI semantics or GAEN; the session (`HCIControllerSession`) does.
-public protocol HCITransport: AnyObject, Sendable {
+package protocol HCITransport: AnyObject, Sendable {
     /// Whole packets from the controller, in order. Finishes at end of stream; throws on a
     /// read error or when the byte stream is out of step (unknown H4 indicator). One consumer.
     var packets: AsyncThrowingStream<H4Packet, any Error> { get }
@@ -23,12 +23,12 @@ public protocol HCITransport: AnyObject, Sendable {
 }
 
 /// Opens transports to one controller; the session calls it again to reconnect.
-public protocol HCITransportConnector: Sendable, CustomStringConvertible {
+package protocol HCITransportConnector: Sendable, CustomStringConvertible {
     func connect() async throws -> any HCITransport
 }
 
 /// Why a transport could not be opened or stopped working, with the cause named.
-public enum HCITransportError: Error, Equatable, Sendable, CustomStringConvertible {
+package enum HCITransportError: Error, Equatable, Sendable, CustomStringConvertible {
     /// socket(AF_BLUETOOTH) gave EAFNOSUPPORT: the kernel has no Bluetooth support.
     case bluetoothUnsupported(address: String)
     /// EPERM/EACCES: the HCI user channel needs CAP_NET_ADMIN (root), a device node needs access.
@@ -44,7 +44,7 @@ public enum HCITransportError: Error, Equatable, Sendable, CustomStringConvertib
     case closed
     case system(address: String, SystemCallError)
 
-    public var description: String {
+    package var description: String {
         switch self {
         case let .bluetoothUnsupported(a):
             return "\(a): this kernel has no Bluetooth support (socket(AF_BLUETOOTH) failed with EAFNOSUPPORT); use a kernel with CONFIG_BT, or a serial/tcp/unix controller"
@@ -205,10 +205,10 @@ final class FileDescriptorTransport: HCITransport, @unchecked Sendable {
 }
 
 /// Opens the transport that `ControllerAddress` names.
-public struct SystemTransportConnector: HCITransportConnector {
-    public let address: ControllerAddress
-    public init(address: ControllerAddress) { self.address = address }
-    public var description: String { address.description }
+package struct SystemTransportConnector: HCITransportConnector {
+    package let address: ControllerAddress
+    package init(address: ControllerAddress) { self.address = address }
+    package var description: String { address.description }
 
     /// Opening is blocking: HCIDEVDOWN waits for the kernel's own work on the controller (right
     /// after a hot-plug, its whole power-on sequence, seconds and more on a slow board), a
@@ -216,9 +216,9 @@ public struct SystemTransportConnector: HCITransportConnector {
     /// runs on a thread of its own: on a cooperative thread it held one of the pool's few
     /// threads (two on a two-core board) for that long, and the watchdog's question to the
     /// radio owner went unanswered behind it.
-    public func connect() async throws -> any HCITransport {
+    package func connect() async throws -> any HCITransport {
         let address = self.address
-        return try await OwnThread.run("gaend.hci-open") { _ in try Self.openTransport(address) }
+        return try await BlockingPool.run { _ in try Self.openTransport(address) }
     }
 
     static func openTransport(_ address: ControllerAddress) throws -> any HCITransport {

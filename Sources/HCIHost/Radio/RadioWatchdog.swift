@@ -10,23 +10,23 @@ import Logging
 /// delivering reports without any error; "silent" means no report for far longer than the
 /// recent report rhythm makes plausible. An empty environment never triggers it: without a
 /// history of reports there is no rhythm to miss.
-public struct ScanStallDetector: Sendable {
+package struct ScanStallDetector: Sendable {
     /// Never call a stall shorter than this (seconds).
-    public var minimumStall: Double
+    package var minimumStall: Double
     /// A stall is this many mean gaps without a report.
-    public var gapFactor: Double
+    package var gapFactor: Double
     /// Reports needed before the rhythm is trusted.
-    public var minimumHistory: Int
+    package var minimumHistory: Int
     private var gaps: [Double] = []
     private var lastReport: Double?
 
-    public init(minimumStall: Double = 5, gapFactor: Double = 10, minimumHistory: Int = 8) {
+    package init(minimumStall: Double = 5, gapFactor: Double = 10, minimumHistory: Int = 8) {
         self.minimumStall = minimumStall
         self.gapFactor = gapFactor
         self.minimumHistory = minimumHistory
     }
 
-    public mutating func report(at time: Double) {
+    package mutating func report(at time: Double) {
         if let last = lastReport, time >= last {
             gaps.append(time - last)
             if gaps.count > 32 { gaps.removeFirst(gaps.count - 32) }
@@ -35,38 +35,38 @@ public struct ScanStallDetector: Sendable {
     }
 
     /// The silence that counts as a stall now, or nil while the rhythm is unknown.
-    public var stallThreshold: Double? {
+    package var stallThreshold: Double? {
         guard gaps.count >= minimumHistory else { return nil }
         return max(minimumStall, gapFactor * gaps.reduce(0, +) / Double(gaps.count))
     }
 
-    public func isStalled(now: Double) -> Bool {
+    package func isStalled(now: Double) -> Bool {
         guard let threshold = stallThreshold, let last = lastReport else { return false }
         return now - last > threshold
     }
 
     /// Starts a new silence window at `time` (after scanning was re-enabled or the controller
     /// restarted), keeping the learned rhythm.
-    public mutating func restartWindow(at time: Double) { lastReport = time }
+    package mutating func restartWindow(at time: Double) { lastReport = time }
 }
 
 /// Notices periodic scans that keep coming back empty where scans used to see advertisers:
 /// after `emptyRun` empty scans in a row, when at least `busyNeeded` of the `history` scans
 /// before them saw something.
-public struct EmptyScanDetector: Sendable {
-    public var emptyRun: Int
-    public var history: Int
-    public var busyNeeded: Int
+package struct EmptyScanDetector: Sendable {
+    package var emptyRun: Int
+    package var history: Int
+    package var busyNeeded: Int
     private var counts: [Int] = []
 
-    public init(emptyRun: Int = 3, history: Int = 6, busyNeeded: Int = 4) {
+    package init(emptyRun: Int = 3, history: Int = 6, busyNeeded: Int = 4) {
         self.emptyRun = emptyRun
         self.history = history
         self.busyNeeded = busyNeeded
     }
 
     /// Records a finished scan's report count; true when the controller should be restarted.
-    public mutating func record(reports: Int) -> Bool {
+    package mutating func record(reports: Int) -> Bool {
         counts.append(reports)
         if counts.count > emptyRun + history { counts.removeFirst(counts.count - emptyRun - history) }
         guard counts.count == emptyRun + history else { return false }
@@ -80,13 +80,13 @@ public struct EmptyScanDetector: Sendable {
 /// Probes the controller with a harmless command at a fixed period; when it does not answer,
 /// restarts it (reconnect, Reset, bring-up), after which the owner restores advertising and
 /// scanning from the session's `.reconnected` event.
-public struct ControllerWatchdog: Sendable {
-    public var probeInterval: Duration
+package struct ControllerWatchdog: Sendable {
+    package var probeInterval: Duration
 
-    public init(probeInterval: Duration = .seconds(20)) { self.probeInterval = probeInterval }
+    package init(probeInterval: Duration = .seconds(20)) { self.probeInterval = probeInterval }
 
     /// Runs until cancelled; `answered` after each probe the controller answered.
-    public func run(session: HCIControllerSession, logger: Logger, answered: @Sendable () async -> Void = {}) async {
+    package func run(session: HCIControllerSession, logger: Logger, answered: @Sendable () async -> Void = {}) async {
         while !Task.isCancelled {
             do { try await Task.sleep(for: probeInterval) } catch { return }
             do {
@@ -99,5 +99,19 @@ public struct ControllerWatchdog: Sendable {
                 // Not running (recovering or stopped) or a transport loss the session handles.
             }
         }
+    }
+}
+
+/// One answer of the radio path's liveness check.
+package struct RadioPathLiveness: Sendable, Equatable {
+    package var live: Bool
+    package var reason: String
+    /// Not live because the radio owner gave no answer in time (not because it said so).
+    package var unanswered = false
+
+    package init(live: Bool, reason: String, unanswered: Bool = false) {
+        self.live = live
+        self.reason = reason
+        self.unanswered = unanswered
     }
 }

@@ -20,16 +20,16 @@ import Logging
 /// A garbled or truncated event is logged, reported as `.eventDiscarded` and skipped; the
 /// session goes on. Commands sent while recovering fail with `.notRunning`; after
 /// `.reconnected` the owner restores advertising and scanning (the controller was reset).
-public actor HCIControllerSession {
-    public enum State: String, Sendable {
+package actor HCIControllerSession {
+    package enum State: String, Sendable {
         case idle, starting, running, recovering, stopped
     }
 
     /// Advertising reports (legacy and extended) in arrival order. One consumer; the newest
     /// 8192 are kept if nobody reads.
-    public nonisolated let advertisingReports: AsyncStream<LEAdvertisingReport>
+    package nonisolated let advertisingReports: AsyncStream<LEAdvertisingReport>
     /// Connection changes and faults. One consumer.
-    public nonisolated let events: AsyncStream<HCISessionEvent>
+    package nonisolated let events: AsyncStream<HCISessionEvent>
 
     private let reportSink: AsyncStream<LEAdvertisingReport>.Continuation
     private let eventSink: AsyncStream<HCISessionEvent>.Continuation
@@ -40,12 +40,12 @@ public actor HCIControllerSession {
     private let clock: any Clock<Duration>
     private let logger: Logger
 
-    public private(set) var state: State = .idle
+    package private(set) var state: State = .idle
     /// The controller facts of the current connection.
-    public private(set) var controllerInfo: ControllerInfo?
+    package private(set) var controllerInfo: ControllerInfo?
     /// Advertising reports lost because the report stream's buffer was full (its reader fell
     /// 8192 reports behind).
-    public private(set) var reportsDropped: UInt64 = 0
+    package private(set) var reportsDropped: UInt64 = 0
 
     private var transport: (any HCITransport)?
     private var readerTask: Task<Void, Never>?
@@ -67,7 +67,7 @@ public actor HCIControllerSession {
     /// Commands waiting for a credit, in order.
     private var creditWaiters: [(id: Int, continuation: CheckedContinuation<Void, any Error>)] = []
 
-    public init(connector: any HCITransportConnector, configuration: HCISessionConfiguration = .init(),
+    package init(connector: any HCITransportConnector, configuration: HCISessionConfiguration = .init(),
                 clock: any Clock<Duration> = ContinuousClock(), logger: Logger) {
         self.connector = connector
         self.configuration = configuration
@@ -84,7 +84,7 @@ public actor HCIControllerSession {
     /// Connects and brings the controller up once (no retry: a wrong address or a kernel
     /// without Bluetooth is reported at once). Afterwards the session recovers by itself.
     @discardableResult
-    public func start() async throws -> ControllerInfo {
+    package func start() async throws -> ControllerInfo {
         guard state == .idle else { throw HCISessionError.notRunning(state: state.rawValue) }
         state = .starting
         do {
@@ -100,7 +100,7 @@ public actor HCIControllerSession {
     }
 
     /// Stops recovery, fails outstanding commands, closes the transport and ends both streams.
-    public func stop() {
+    package func stop() {
         guard state != .stopped else { return }
         state = .stopped
         recoveryTask?.cancel()
@@ -112,7 +112,7 @@ public actor HCIControllerSession {
     /// Drops the connection and recovers as after a transport loss: reconnect, Reset, bring-up,
     /// then `.reconnected` so the owner restores advertising and scanning. The radio watchdog
     /// calls this when the controller or its scanning has gone silent.
-    public func restart(reason: String) {
+    package func restart(reason: String) {
         guard state == .running else { return }
         logger.warning("restarting controller", metadata: ["hci.reason": "\(reason)"])
         lose(reason: reason, event: .transportLost(reason: "restart: \(reason)"))
@@ -129,7 +129,7 @@ public actor HCIControllerSession {
     /// a non-zero status, `commandTimedOut`, `connectionLost`, or `notRunning` while the
     /// session is not running.
     @discardableResult
-    public func send<C: HCICommand>(_ command: C) async throws -> C.ReturnParameters {
+    package func send<C: HCICommand>(_ command: C) async throws -> C.ReturnParameters {
         guard state == .running else { throw HCISessionError.notRunning(state: state.rawValue) }
         return try await run(command)
     }
@@ -137,7 +137,7 @@ public actor HCIControllerSession {
     /// LE Set Scan Enable, tolerating Command Disallowed when disabling a scan that is already
     /// off (BCM43455 controllers on Raspberry Pi answer so; GAEN-FACTS "Known controller
     /// behaviour").
-    public func setScanEnable(_ enabled: Bool, filterDuplicates: Bool = false) async throws {
+    package func setScanEnable(_ enabled: Bool, filterDuplicates: Bool = false) async throws {
         do {
             try await send(HCILESetScanEnable(enabled: enabled, filterDuplicates: filterDuplicates))
         } catch HCISessionError.commandFailed(_, .commandDisallowed) where !enabled {

@@ -5,14 +5,14 @@ import Darwin
 #endif
 
 /// A failed system call: the function, errno and the C library's text for it.
-public struct SystemCallError: Error, Equatable, Sendable, CustomStringConvertible {
-    public let function: String
-    public let errno: Int32
-    public init(function: String, errno: Int32) {
+package struct SystemCallError: Error, Equatable, Sendable, CustomStringConvertible {
+    package let function: String
+    package let errno: Int32
+    package init(function: String, errno: Int32) {
         self.function = function
         self.errno = errno
     }
-    public var description: String { "\(function) failed: \(String(cString: strerror(errno))) (errno \(errno))" }
+    package var description: String { "\(function) failed: \(String(cString: strerror(errno))) (errno \(errno))" }
 }
 
 /// Runs a system call, retrying on EINTR, and throws `SystemCallError` naming the function

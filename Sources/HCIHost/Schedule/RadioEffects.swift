@@ -9,34 +9,38 @@ import Foundation
 /// `gaenctl radio advertise|scan` and the `schedule-idle` benchmark run. What to advertise
 /// and what to do with a finished scan come from the caller (gaend: the day's key from the
 /// store, scans into the store).
-public struct RadioScheduleEffects: ScheduleEffects {
-    public struct Roles: OptionSet, Sendable {
-        public let rawValue: Int
-        public init(rawValue: Int) { self.rawValue = rawValue }
-        public static let advertising = Roles(rawValue: 1)
-        public static let scanning = Roles(rawValue: 2)
-        public static let all: Roles = [.advertising, .scanning]
+package struct RadioScheduleEffects: ScheduleEffects {
+    package struct Roles: OptionSet, Sendable {
+        package let rawValue: Int
+        package init(rawValue: Int) { self.rawValue = rawValue }
+        package static let advertising = Roles(rawValue: 1)
+        package static let scanning = Roles(rawValue: 2)
+        package static let all: Roles = [.advertising, .scanning]
     }
 
-    public let radio: RadioOwner
-    public let roles: Roles
+    package let radio: RadioOwner
+    package let roles: Roles
     /// The beacon of a slot; nil (or a throw, logged by the caller) keeps what is on air.
     let beacon: @Sendable (AdvertisingSlot, ClockReading) async -> GAENBeacon?
     let rotated: @Sendable (GAENBeacon, ClockReading) async -> Void
     let scanned: @Sendable (RecordedScan) async -> Void
+    /// The receiver's RSSI correction in use, read as each scan ends (nil: none known).
+    let rssiCorrection: @Sendable () -> Int?
 
-    public init(radio: RadioOwner, roles: Roles = .all,
+    package init(radio: RadioOwner, roles: Roles = .all,
                 beacon: @escaping @Sendable (AdvertisingSlot, ClockReading) async -> GAENBeacon?,
                 rotated: @escaping @Sendable (GAENBeacon, ClockReading) async -> Void = { _, _ in },
+                rssiCorrection: @escaping @Sendable () -> Int? = { nil },
                 scanned: @escaping @Sendable (RecordedScan) async -> Void = { _ in }) {
         self.radio = radio
         self.roles = roles
         self.beacon = beacon
         self.rotated = rotated
+        self.rssiCorrection = rssiCorrection
         self.scanned = scanned
     }
 
-    public func perform(_ actions: [ScheduleAction], at reading: ClockReading) async {
+    package func perform(_ actions: [ScheduleAction], at reading: ClockReading) async {
         var consumed = Set<Int>()
         for (i, action) in actions.enumerated() where !consumed.contains(i) {
             // A scan that ends as the next one starts (continuous mode, possibly with a rotation
@@ -46,14 +50,14 @@ public struct RadioScheduleEffects: ScheduleEffects {
                let j = actions.indices.first(where: { $0 > i && actions[$0].isScanStart }),
                case .startScan(let next) = actions[j] {
                 consumed.insert(j)
-                if let record = await radio.finishScan(done, continuingWith: next) { await scanned(record) }
+                if let record = await radio.finishScan(done, continuingWith: next, rssiCorrection: rssiCorrection()) { await scanned(record) }
                 continue
             }
             await perform(action, at: reading)
         }
     }
 
-    public func perform(_ action: ScheduleAction, at reading: ClockReading) async {
+    package func perform(_ action: ScheduleAction, at reading: ClockReading) async {
         switch action {
         case .rotate(let slot):
             guard roles.contains(.advertising), let b = await beacon(slot, reading) else { return }
@@ -67,7 +71,7 @@ public struct RadioScheduleEffects: ScheduleEffects {
             await radio.startScan(window)
         case .finishScan(let done):
             // nil: scanning never reached the air (no controller), nothing was observed.
-            if let record = await radio.finishScan(done) { await scanned(record) }
+            if let record = await radio.finishScan(done, rssiCorrection: rssiCorrection()) { await scanned(record) }
         }
     }
 }

@@ -6,6 +6,7 @@ import Foundation
 #endif
 import HCIProtocol
 import Logging
+import Synchronization
 
 /// The one owner of the controller's LE state (in the spirit of Bumble's `Device`): it holds
 /// what should be on air (`desired`) and what the controller has confirmed (`air`) for
@@ -29,15 +30,15 @@ import Logging
 /// Reports are filtered at the door: only those carrying 0xFD6F service data are kept (the
 /// rest are counted), each stamped from the node's monotonic clock mapped into its scan
 /// window, into a bounded buffer whose overflow is counted.
-public actor RadioOwner {
+package actor RadioOwner {
     /// What the owner is asked to keep on air.
-    public struct Desired: Sendable, Equatable {
-        public var beacon: Beacon?
-        public var scanning = false
+    package struct Desired: Sendable, Equatable {
+        package var beacon: Beacon?
+        package var scanning = false
     }
 
     /// The controller connection as the owner sees it.
-    public enum ControllerState: String, Sendable, Equatable {
+    package enum ControllerState: String, Sendable, Equatable {
         /// No session (not yet connected, or the controller is gone and being retried).
         case missing
         /// A session exists but is recovering (transport lost, hardware error).
@@ -46,58 +47,58 @@ public actor RadioOwner {
     }
 
     /// A snapshot for status: what is wanted, what is on air, and the counters.
-    public struct Status: Sendable, Equatable {
-        public var controller: ControllerState = .missing
+    package struct Status: Sendable, Equatable {
+        package var controller: ControllerState = .missing
         /// What the connected controller reported at bring-up (version, manufacturer, public
         /// address); nil while there is no session.
-        public var controllerInfo: ControllerInfo?
+        package var controllerInfo: ControllerInfo?
         /// Why there is no working session: the last bring-up failure or loss; nil once the
         /// controller answers.
-        public var controllerProblem: String?
-        public var advertisingWanted = false
+        package var controllerProblem: String?
+        package var advertisingWanted = false
         /// The controller confirmed advertising enabled with the wanted beacon.
-        public var advertisingOnAir = false
+        package var advertisingOnAir = false
         /// The random address currently advertised from, if any.
-        public var advertisingAddress: BDAddress?
-        public var scanningWanted = false
+        package var advertisingAddress: BDAddress?
+        package var scanningWanted = false
         /// The controller confirmed scanning enabled.
-        public var scanningOnAir = false
+        package var scanningOnAir = false
         /// Beacons put on air (a restore of the same beacon after a reset does not count).
-        public var rotations: UInt64 = 0
+        package var rotations: UInt64 = 0
         /// Reconciles that failed (each was retried).
-        public var failedOperations: UInt64 = 0
+        package var failedOperations: UInt64 = 0
         /// Of those, the ones that left the wanted beacon off air (a rotation or a restore).
-        public var failedRotations: UInt64 = 0
+        package var failedRotations: UInt64 = 0
         /// Seconds on air and wanted but off air, up to the last published change.
-        public var airTime = AirTimeLedger()
+        package var airTime = AirTimeLedger()
         /// A retry is pending: the controller does not match what is wanted.
-        public var retrying = false
+        package var retrying = false
         /// Advertising reports received, of which without 0xFD6F service data (not kept).
-        public var reportsReceived: UInt64 = 0
-        public var reportsIgnored: UInt64 = 0
+        package var reportsReceived: UInt64 = 0
+        package var reportsIgnored: UInt64 = 0
         /// Reports lost to full buffers: the session's stream, a scan's sighting buffer, the
         /// live stream of `gaenctl radio scan`.
-        public var reportsDropped: UInt64 = 0
-        public var scansCompleted: UInt64 = 0
+        package var reportsDropped: UInt64 = 0
+        package var scansCompleted: UInt64 = 0
         /// Times silent scanning was re-enabled or the controller restarted for it.
-        public var stallRecoveries: UInt64 = 0
-        public init() {}
+        package var stallRecoveries: UInt64 = 0
+        package init() {}
     }
 
-    public struct Configuration: Sendable {
-        public var advertising = AdvertisingTiming()
+    package struct Configuration: Sendable {
+        package var advertising = AdvertisingTiming()
         /// Scanning with no report for this long (node seconds), where the recent rhythm of
         /// reports makes that implausible, is re-enabled, then restarted with the controller.
-        public var scanStallSeconds: Double = 30
+        package var scanStallSeconds: Double = 30
         /// Real seconds between controller probes; an unanswered probe restarts it.
-        public var controllerProbeInterval: Duration = .seconds(20)
+        package var controllerProbeInterval: Duration = .seconds(20)
         /// Sightings kept per scan; more are counted as dropped (a 300 s continuous record in
         /// a crowd stays bounded: 100,000 x 29 bytes in the store).
-        public var maximumSightingsPerScan = 100_000
+        package var maximumSightingsPerScan = 100_000
         /// Retry backoff in node seconds: first delay, doubling to the maximum.
-        public var retryInitialSeconds: Double = 0.25
-        public var retryMaximumSeconds: Double = 4
-        public init() {}
+        package var retryInitialSeconds: Double = 0.25
+        package var retryMaximumSeconds: Double = 4
+        package init() {}
     }
 
     private let clock: any NodeClock
@@ -130,7 +131,9 @@ public actor RadioOwner {
     private var stallTask: Task<Void, Never>?
     private var retryTask: Task<Void, Never>?
     private var controllerTask: Task<Void, Never>?
-    private var changeHandler: (@Sendable () async -> Void)?
+    /// Set once by whoever follows the owner (the node), before the owner starts: a lock, so
+    /// it can be set while the node is built, without awaiting the actor.
+    private let changeHandler = Mutex<(@Sendable () async -> Void)?>(nil)
     /// When the controller last answered (a probe, a report, the bring-up), in real time:
     /// the controller answers in real time whatever the node clock's scale.
     private var lastControllerAnswer: ContinuousClock.Instant?
@@ -140,17 +143,17 @@ public actor RadioOwner {
     private var busy = false
     private var waiters: [CheckedContinuation<Void, Never>] = []
 
-    public init(clock: any NodeClock, configuration: Configuration = .init(), logger: Logger) {
+    package init(clock: any NodeClock, configuration: Configuration = .init(), logger: Logger) {
         self.clock = clock
         self.configuration = configuration
         self.logger = logger
         stall = ScanStallDetector(minimumStall: configuration.scanStallSeconds)
     }
 
-    /// Called after every change of `status` worth publishing.
-    public func onChange(_ handler: @escaping @Sendable () async -> Void) { changeHandler = handler }
+    /// Called after every change of `status` worth publishing (a finished scan among them).
+    package nonisolated func onChange(_ handler: @escaping @Sendable () async -> Void) { changeHandler.withLock { $0 = handler } }
 
-    public var snapshot: Status {
+    package var snapshot: Status {
         get async {
             accountAirTime()
             var s = plainSnapshot
@@ -170,13 +173,13 @@ public actor RadioOwner {
         return s
     }
 
-    public var wanted: Desired { desired }
+    package var wanted: Desired { desired }
 
     // MARK: Controller lifecycle
 
     /// Keeps a controller session up in the background: a controller that is missing, or
     /// whose session gave up recovering, is tried again every `retry`; status says so meanwhile.
-    public func start(connector: any HCITransportConnector, configuration: HCISessionConfiguration,
+    package func start(connector: any HCITransportConnector, configuration: HCISessionConfiguration,
                       retry: Duration = .seconds(3)) {
         guard controllerTask == nil else { return }
         controllerTask = Task { await self.controllerLoop(connector: connector, configuration: configuration, retry: retry) }
@@ -218,7 +221,7 @@ public actor RadioOwner {
 
     /// Takes over a started session: consumes its reports and events, starts the stall
     /// detectors and puts everything wanted on air.
-    public func attach(_ s: HCIControllerSession) async {
+    package func attach(_ s: HCIControllerSession) async {
         await detach()
         session = s
         sessionDropsAtAttach = await s.reportsDropped
@@ -244,7 +247,7 @@ public actor RadioOwner {
     }
 
     /// Lets go of the session (it is stopped); what is wanted stays, for the next attach.
-    public func detach() async {
+    package func detach() async {
         guard let s = session else { return }
         session = nil
         status.reportsDropped += await s.reportsDropped - sessionDropsAtAttach
@@ -259,7 +262,7 @@ public actor RadioOwner {
     }
 
     /// Everything off (advertising disabled, scanning stopped), the session stopped.
-    public func stop() async {
+    package func stop() async {
         controllerTask?.cancel()
         desired = Desired()
         retryTask?.cancel()
@@ -314,13 +317,13 @@ public actor RadioOwner {
 
     /// Puts `beacon` on air in place of the current one, as one operation (a rotation).
     /// Returns once it is on air, or once the failure was counted and a retry scheduled.
-    public func advertise(_ beacon: Beacon) async {
+    package func advertise(_ beacon: Beacon) async {
         desired.beacon = beacon
         await reconcileOrRetry()
         await notify()
     }
 
-    public func stopAdvertising() async {
+    package func stopAdvertising() async {
         desired.beacon = nil
         await reconcileOrRetry()
         await notify()
@@ -328,7 +331,7 @@ public actor RadioOwner {
 
     /// The controller's own advertising TX power (LE Read Advertising Physical Channel Tx
     /// Power), reported for calibration; it is not what goes into the AEM.
-    public func controllerTxPower() async throws -> Int8 {
+    package func controllerTxPower() async throws -> Int8 {
         guard let session else { throw HCISessionError.notRunning(state: "no controller") }
         return try await session.send(HCILEReadAdvertisingPhysicalChannelTxPower()).txPowerDBm
     }
@@ -337,7 +340,7 @@ public actor RadioOwner {
 
     /// Starts collecting a scan for `window` and turns scanning on (it stays on across
     /// back-to-back scans).
-    public func startScan(_ window: ScanWindow) async {
+    package func startScan(_ window: ScanWindow) async {
         scan = ScanCollector(window: window, onAir: status.scanningOnAir)
         desired.scanning = true
         await reconcileOrRetry()
@@ -348,7 +351,10 @@ public actor RadioOwner {
     /// when scanning never reached the air during it (no controller: nothing was observed).
     /// Scanning goes off, unless `next` starts at once (continuous mode): then the
     /// controller keeps scanning and the reports from now on belong to `next`.
-    public func finishScan(_ done: CompletedScan, continuingWith next: ScanWindow? = nil) async -> RecordedScan? {
+    /// `rssiCorrection` is the receiver's correction in use as the scan ends (nil where none
+    /// is known, as in `gaenctl radio scan`); the record is made once, with it.
+    package func finishScan(_ done: CompletedScan, continuingWith next: ScanWindow? = nil,
+                            rssiCorrection: Int? = nil) async -> RecordedScan? {
         let collected = scan
         if let next {
             scan = ScanCollector(window: next, onAir: status.scanningOnAir)
@@ -360,13 +366,15 @@ public actor RadioOwner {
         await reconcileOrRetry()
         guard let collected, collected.wasOnAir || status.scanningOnAir else { return nil }
         let record = RecordedScan(start: done.startWall, end: done.endWall,
-                                sightings: collected.sightings.map { var s = $0; s.time = min(max(s.time, done.startWall), done.endWall); return s })
+                                sightings: collected.sightings.map { var s = $0; s.time = min(max(s.time, done.startWall), done.endWall); return s },
+                                rssiCorrection: rssiCorrection)
         status.scansCompleted += 1
         if emptyScans.record(reports: collected.reports), let session {
             logger.error("scans keep coming back empty where they used to see advertisers; restarting the controller")
             status.stallRecoveries += 1
             await session.restart(reason: "scans empty")
         }
+        await notify()
         // Handed to the caller only: nothing here keeps a finished scan (a buffer of the
         // newest 64 that nobody read held every sighting of a flood, hundreds of MB).
         return record
@@ -374,7 +382,7 @@ public actor RadioOwner {
 
     /// Every kept sighting as it arrives (for `gaenctl radio scan`); the newest 8192 are
     /// buffered, the rest counted as dropped. One consumer.
-    public func liveSightings() -> AsyncStream<RecordedSighting> {
+    package func liveSightings() -> AsyncStream<RecordedSighting> {
         let (stream, continuation) = AsyncStream<RecordedSighting>.makeStream(bufferingPolicy: .bufferingNewest(8192))
         live?.finish()
         live = continuation
@@ -441,7 +449,7 @@ public actor RadioOwner {
     /// restarted is live (the owner is acting on it, and status says so); a running
     /// controller that has answered nothing (probe, report) for longer than two probe
     /// periods and two command timeouts is not: its own restart did not happen.
-    public func liveness() async -> RadioPathLiveness {
+    package func liveness() async -> RadioPathLiveness {
         guard let session else { return RadioPathLiveness(live: true, reason: "no controller session (\(status.controller.rawValue)); retried in the background") }
         let state = await session.state
         guard state == .running else { return RadioPathLiveness(live: true, reason: "controller session \(state.rawValue)") }
@@ -584,7 +592,7 @@ public actor RadioOwner {
 
     private func notify() async {
         accountAirTime()
-        await changeHandler?()
+        await changeHandler.withLock { $0 }?()
     }
 
     /// Credits the time since the last change to the advertising state then recorded.

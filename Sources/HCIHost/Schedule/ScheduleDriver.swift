@@ -8,7 +8,7 @@ import Logging
 
 /// What the node does when the schedule says so. The Node wires this to the radio (rotate,
 /// stop advertising, scan) and the store (record the finished scan).
-public protocol ScheduleEffects: Sendable {
+package protocol ScheduleEffects: Sendable {
     func perform(_ action: ScheduleAction, at reading: ClockReading) async
     /// The actions due at one reading, in order. The default performs them one by one; the
     /// radio effects look at them together (a scan that ends as the next starts keeps the
@@ -17,7 +17,7 @@ public protocol ScheduleEffects: Sendable {
 }
 
 extension ScheduleEffects {
-    public func perform(_ actions: [ScheduleAction], at reading: ClockReading) async {
+    package func perform(_ actions: [ScheduleAction], at reading: ClockReading) async {
         for action in actions { await perform(action, at: reading) }
     }
 }
@@ -25,7 +25,7 @@ extension ScheduleEffects {
 /// Runs the pure `NodeSchedule` on an injected clock: reads the clock and the sync state,
 /// performs the actions due, sleeps until the next deadline. The same policy runs in
 /// `gaenctl simulate` without this driver.
-public actor ScheduleDriver {
+package actor ScheduleDriver {
     private var schedule: NodeSchedule
     private var random: AnyRandomBytes
     private let clock: any NodeClock
@@ -36,7 +36,7 @@ public actor ScheduleDriver {
     /// noticed within this many (clock) seconds even when no timer is due.
     private let syncCheckInterval: Double?
 
-    public init(schedule: NodeSchedule, clock: any NodeClock, sync: any ClockSyncSource, effects: any ScheduleEffects,
+    package init(schedule: NodeSchedule, clock: any NodeClock, sync: any ClockSyncSource, effects: any ScheduleEffects,
                 random: any RandomBytesGenerator = SecureRandom(), syncCheckInterval: Double? = 30,
                 logger: Logger = Logger(label: "gaend.schedule")) {
         self.schedule = schedule
@@ -53,11 +53,11 @@ public actor ScheduleDriver {
     static let unknownSyncGrace: Double = 60
 
     /// The schedule's state, for status properties and tests.
-    public var state: NodeSchedule { schedule }
+    package var state: NodeSchedule { schedule }
 
     /// Runs until the task is cancelled, then stops (records the scan in progress, stops
     /// advertising).
-    public func run() async throws {
+    package func run() async throws {
         var lastSync: ClockSyncStatus?
         var warnedUnknown = false
         await sync.prepare()
@@ -91,26 +91,6 @@ public actor ScheduleDriver {
         }
         let reading = clock.reading(synchronized: sync.status().isUsable)
         await effects.perform(schedule.stop(at: reading), at: reading)
-    }
-}
-
-/// Makes the advertisement of a slot: the day's TEK from the store (created on first need,
-/// never a second one), the RPI of the slot's interval, the AEM of the node's metadata.
-public struct AdvertisementSource: Sendable {
-    public let store: NodeStore
-    public var metadata: BluetoothMetadata
-
-    public init(store: NodeStore, metadata: BluetoothMetadata) {
-        self.store = store
-        self.metadata = metadata
-    }
-
-    public func advertisement(for slot: AdvertisingSlot, now: Double) throws -> ExposureNotificationAdvertisement {
-        let tek = try store.key(for: slot.day, now: now)
-        let schedule = try GAENKeySchedule()
-        let rpi = try schedule.rollingProximityIdentifier(for: tek, interval: slot.interval)
-        let aem = try GAENKeySchedule.associatedEncryptedMetadata(metadata, rpi: rpi, aemk: schedule.associatedEncryptedMetadataKey(for: tek))
-        return ExposureNotificationAdvertisement(rpi: rpi, aem: aem)
     }
 }
 

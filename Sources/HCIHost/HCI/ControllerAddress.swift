@@ -6,16 +6,16 @@
 ///   115200 baud, RTS/CTS flow control).
 /// - `tcp:127.0.0.1:9000` or `tcp:[::1]:9000`: H4 over TCP (virtual controllers).
 /// - `unix:/run/ctrl.sock`: H4 over a Unix stream socket.
-public enum ControllerAddress: Hashable, Sendable, CustomStringConvertible {
+package enum ControllerAddress: Hashable, Sendable, CustomStringConvertible {
     case hci(index: Int)
     case serial(path: String, baud: Int)
     case tcp(host: String, port: Int)
     case unix(path: String)
 
-    public static let defaultBaudRate = 115_200
+    package static let defaultBaudRate = 115_200
 
     /// Parses the address syntax above; every error says what is wrong and shows the forms.
-    public init(parsing text: String) throws {
+    package init(parsing text: String) throws {
         func fail(_ why: String) -> ControllerAddressError { ControllerAddressError(input: text, reason: why) }
         if text.hasPrefix("hci:") || (text.hasPrefix("hci") && !text.contains(":")) {
             let digits = text.hasPrefix("hci:") ? text.dropFirst(4) : text.dropFirst(3)
@@ -55,7 +55,7 @@ public enum ControllerAddress: Hashable, Sendable, CustomStringConvertible {
     }
 
     /// The canonical spelling, which `init(parsing:)` reads back.
-    public var description: String {
+    package var description: String {
         switch self {
         case let .hci(index): return "hci\(index)"
         case let .serial(path, baud): return baud == Self.defaultBaudRate ? "serial:\(path)" : "serial:\(path):\(baud)"
@@ -66,10 +66,10 @@ public enum ControllerAddress: Hashable, Sendable, CustomStringConvertible {
 }
 
 /// A controller address that does not parse.
-public struct ControllerAddressError: Error, Equatable, Sendable, CustomStringConvertible {
-    public let input: String
-    public let reason: String
-    public var description: String {
+package struct ControllerAddressError: Error, Equatable, Sendable, CustomStringConvertible {
+    package let input: String
+    package let reason: String
+    package var description: String {
         "invalid controller address '\(input)': \(reason) (expected hciN, hci:N, serial:/dev/ttyX[:baud], tcp:HOST:PORT or unix:PATH)"
     }
 }

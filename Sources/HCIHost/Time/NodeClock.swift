@@ -12,17 +12,17 @@ import Glibc
 /// A point on a monotonic time line, in seconds since an arbitrary origin. Durations and
 /// timers use it because it never steps; protocol times use wall time instead. It is the
 /// `Instant` of every `NodeClock` as a standard `Clock`.
-public struct MonotonicInstant: InstantProtocol, CustomStringConvertible {
-    public var seconds: Double
-    public init(seconds: Double) { self.seconds = seconds }
-    public func advanced(by s: Double) -> MonotonicInstant { MonotonicInstant(seconds: seconds + s) }
-    public func duration(since earlier: MonotonicInstant) -> Double { seconds - earlier.seconds }
-    public static func < (a: Self, b: Self) -> Bool { a.seconds < b.seconds }
-    public var description: String { "mono+\(seconds)s" }
+package struct MonotonicInstant: InstantProtocol, CustomStringConvertible {
+    package var seconds: Double
+    package init(seconds: Double) { self.seconds = seconds }
+    package func advanced(by s: Double) -> MonotonicInstant { MonotonicInstant(seconds: seconds + s) }
+    package func duration(since earlier: MonotonicInstant) -> Double { seconds - earlier.seconds }
+    package static func < (a: Self, b: Self) -> Bool { a.seconds < b.seconds }
+    package var description: String { "mono+\(seconds)s" }
 
     // InstantProtocol, in Swift's Duration.
-    public func advanced(by d: Duration) -> MonotonicInstant { advanced(by: d.seconds) }
-    public func duration(to other: MonotonicInstant) -> Duration { .seconds(other.seconds - seconds) }
+    package func advanced(by d: Duration) -> MonotonicInstant { advanced(by: d.seconds) }
+    package func duration(to other: MonotonicInstant) -> Duration { .seconds(other.seconds - seconds) }
 }
 
 extension Duration {
@@ -46,7 +46,7 @@ extension Duration {
 /// node's), so the one node clock is the sleeper of whatever takes a `Clock`: `--time-scale`
 /// and tests' manual time reach it too. Wall time is the one thing `Clock` has no word for
 /// (its instants never step), hence `wallTime()` beside it.
-public protocol NodeClock: Clock where Instant == MonotonicInstant, Duration == Swift.Duration {
+package protocol NodeClock: Clock where Instant == MonotonicInstant, Duration == Swift.Duration {
     func wallTime() -> Double
     func monotonicTime() -> MonotonicInstant
     func sleep(until deadline: MonotonicInstant) async throws
@@ -54,30 +54,30 @@ public protocol NodeClock: Clock where Instant == MonotonicInstant, Duration == 
 
 extension NodeClock {
     // Clock.
-    public var now: MonotonicInstant { monotonicTime() }
-    public var minimumResolution: Duration { .nanoseconds(1) }
-    public func sleep(until deadline: MonotonicInstant, tolerance: Duration?) async throws {
+    package var now: MonotonicInstant { monotonicTime() }
+    package var minimumResolution: Duration { .nanoseconds(1) }
+    package func sleep(until deadline: MonotonicInstant, tolerance: Duration?) async throws {
         try await sleep(until: deadline)
     }
 
     /// Both readings at once, plus whether the wall clock can be trusted, for the schedule.
-    public func reading(synchronized: Bool) -> ClockReading {
+    package func reading(synchronized: Bool) -> ClockReading {
         ClockReading(wall: wallTime(), monotonic: monotonicTime().seconds, synchronized: synchronized)
     }
 
-    public func sleep(for seconds: Double) async throws {
+    package func sleep(for seconds: Double) async throws {
         try await sleep(until: monotonicTime().advanced(by: seconds))
     }
 }
 
 /// The system clocks: CLOCK_REALTIME for wall time, CLOCK_MONOTONIC for timers.
-public struct SystemClock: NodeClock {
-    public init() {}
+package struct SystemClock: NodeClock {
+    package init() {}
 
-    public func wallTime() -> Double { Self.read(CLOCK_REALTIME) }
-    public func monotonicTime() -> MonotonicInstant { MonotonicInstant(seconds: Self.read(CLOCK_MONOTONIC)) }
+    package func wallTime() -> Double { Self.read(CLOCK_REALTIME) }
+    package func monotonicTime() -> MonotonicInstant { MonotonicInstant(seconds: Self.read(CLOCK_MONOTONIC)) }
 
-    public func sleep(until deadline: MonotonicInstant) async throws {
+    package func sleep(until deadline: MonotonicInstant) async throws {
         let remaining = deadline.seconds - monotonicTime().seconds
         if remaining > 0 {
             try await Task.sleep(nanoseconds: UInt64((remaining * 1e9).rounded(.up)))
@@ -99,12 +99,12 @@ public struct SystemClock: NodeClock {
 /// A step of the real wall clock shows through as the same step (an NTP correction, or a
 /// fault test's faketime), so a scaled node meets clock steps as a real one does; timers run
 /// on the scaled monotonic time, which never steps.
-public struct ScaledClock: NodeClock {
-    public let factor: Double
+package struct ScaledClock: NodeClock {
+    package let factor: Double
     let base: any NodeClock
     let monotonicOrigin: MonotonicInstant
 
-    public init(factor: Double, base: any NodeClock = SystemClock()) throws {
+    package init(factor: Double, base: any NodeClock = SystemClock()) throws {
         guard factor.isFinite, factor > 0 else { throw ClockError.invalidTimeScale(factor) }
         self.factor = factor
         self.base = base
@@ -114,18 +114,18 @@ public struct ScaledClock: NodeClock {
     private func elapsedReal() -> Double { base.monotonicTime().duration(since: monotonicOrigin) }
 
     /// The real wall time plus the extra (factor - 1) seconds per real second elapsed.
-    public func wallTime() -> Double { base.wallTime() + elapsedReal() * (factor - 1) }
-    public func monotonicTime() -> MonotonicInstant { monotonicOrigin.advanced(by: elapsedReal() * factor) }
+    package func wallTime() -> Double { base.wallTime() + elapsedReal() * (factor - 1) }
+    package func monotonicTime() -> MonotonicInstant { monotonicOrigin.advanced(by: elapsedReal() * factor) }
 
-    public func sleep(until deadline: MonotonicInstant) async throws {
+    package func sleep(until deadline: MonotonicInstant) async throws {
         let realDeadline = monotonicOrigin.advanced(by: deadline.duration(since: monotonicOrigin) / factor)
         try await base.sleep(until: realDeadline)
     }
 }
 
-public enum ClockError: Error, Equatable, CustomStringConvertible {
+package enum ClockError: Error, Equatable, CustomStringConvertible {
     case invalidTimeScale(Double)
-    public var description: String {
+    package var description: String {
         switch self {
         case .invalidTimeScale(let f): return "time scale must be a finite number greater than 0, got \(f)"
         }
@@ -138,30 +138,30 @@ public enum ClockError: Error, Equatable, CustomStringConvertible {
 ///
 /// A class with a lock rather than an actor because `wallTime()` and `monotonicTime()` are
 /// synchronous requirements of `NodeClock`; every mutable field is touched only under `lock`.
-public final class ManualClock: NodeClock, @unchecked Sendable {
+package final class ManualClock: NodeClock, @unchecked Sendable {
     private let lock = Lock()
     private var wall: Double
     private var monotonic: Double
     private var sleepers: [UInt64: (deadline: Double, continuation: CheckedContinuation<Void, any Error>)] = [:]
     private var nextSleeper: UInt64 = 0
 
-    public init(wall: Double, monotonic: Double = 1_000) {
+    package init(wall: Double, monotonic: Double = 1_000) {
         self.wall = wall
         self.monotonic = monotonic
     }
 
-    public func wallTime() -> Double { lock.withLock { wall } }
-    public func monotonicTime() -> MonotonicInstant { lock.withLock { MonotonicInstant(seconds: monotonic) } }
+    package func wallTime() -> Double { lock.withLock { wall } }
+    package func monotonicTime() -> MonotonicInstant { lock.withLock { MonotonicInstant(seconds: monotonic) } }
 
     /// Number of tasks currently suspended in `sleep(until:)`.
-    public var sleeperCount: Int { lock.withLock { sleepers.count } }
+    package var sleeperCount: Int { lock.withLock { sleepers.count } }
 
     /// The earliest deadline among sleepers, if any.
-    public var nextDeadline: MonotonicInstant? {
+    package var nextDeadline: MonotonicInstant? {
         lock.withLock { sleepers.values.map(\.deadline).min().map { MonotonicInstant(seconds: $0) } }
     }
 
-    public func sleep(until deadline: MonotonicInstant) async throws {
+    package func sleep(until deadline: MonotonicInstant) async throws {
         let id: UInt64 = lock.withLock { nextSleeper += 1; return nextSleeper }
         try await withTaskCancellationHandler {
             try await withCheckedThrowingContinuation { (c: CheckedContinuation<Void, any Error>) in
@@ -179,7 +179,7 @@ public final class ManualClock: NodeClock, @unchecked Sendable {
     }
 
     /// Moves both clocks forward by `seconds` (>= 0) and wakes every sleeper that is due.
-    public func advance(by seconds: Double) {
+    package func advance(by seconds: Double) {
         precondition(seconds >= 0, "monotonic time cannot go backwards")
         let due: [CheckedContinuation<Void, any Error>] = lock.withLock {
             monotonic += seconds
@@ -192,13 +192,13 @@ public final class ManualClock: NodeClock, @unchecked Sendable {
     }
 
     /// Advances to `deadline` (if it is in the future) and wakes the sleepers due by then.
-    public func advance(to deadline: MonotonicInstant) {
+    package func advance(to deadline: MonotonicInstant) {
         let delta = lock.withLock { deadline.seconds - monotonic }
         advance(by: max(0, delta))
     }
 
     /// Steps the wall clock alone (negative = backward), leaving monotonic time and timers.
-    public func stepWall(by seconds: Double) {
+    package func stepWall(by seconds: Double) {
         lock.withLock { wall += seconds }
     }
 }

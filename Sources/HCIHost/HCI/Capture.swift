@@ -11,18 +11,18 @@ import Glibc
 #endif
 
 /// Where and how much to capture: every HCI packet, both directions, as btsnoop.
-public struct CaptureSettings: Sendable, Equatable {
+package struct CaptureSettings: Sendable, Equatable {
     /// The capture file; older parts are FILE.1, FILE.2, ... (newest first).
-    public var path: String
+    package var path: String
     /// A part is closed and rotated once it reaches this size.
-    public var maxBytes: Int
+    package var maxBytes: Int
     /// How many rotated parts are kept beside the current one.
-    public var keep: Int
+    package var keep: Int
 
-    public static let defaultMaxBytes = 16 << 20
-    public static let defaultKeep = 1
+    package static let defaultMaxBytes = 16 << 20
+    package static let defaultKeep = 1
 
-    public init(path: String, maxBytes: Int = CaptureSettings.defaultMaxBytes, keep: Int = CaptureSettings.defaultKeep) {
+    package init(path: String, maxBytes: Int = CaptureSettings.defaultMaxBytes, keep: Int = CaptureSettings.defaultKeep) {
         self.path = path
         self.maxBytes = maxBytes
         self.keep = keep
@@ -40,14 +40,14 @@ public struct CaptureSettings: Sendable, Equatable {
 /// `maxPendingBytes` wait there, beyond that packets are dropped and counted in the next
 /// record's drops field. The file is rotated at `maxBytes`, so a capture left on for weeks stays
 /// bounded (`keep + 1` parts).
-public final class BTSnoopWriter: @unchecked Sendable {
-    public enum Direction: Sendable { case sent, received }
+package final class BTSnoopWriter: @unchecked Sendable {
+    package enum Direction: Sendable { case sent, received }
 
     static let header: [UInt8] = Array("btsnoop".utf8) + [0, 0, 0, 0, 1, 0, 0, 0x03, 0xEA]
     static let unixEpochOffsetMicroseconds: Int64 = 0x00DC_DDB3_0F2F_8000
     static let maxPendingBytes = 4 << 20
 
-    public let settings: CaptureSettings
+    package let settings: CaptureSettings
     private let queue = DispatchQueue(label: "gaend.capture")
     private let lock = Lock()
     private var pendingBytes = 0  // guarded by lock
@@ -58,15 +58,15 @@ public final class BTSnoopWriter: @unchecked Sendable {
     private var size = 0
 
     /// Creates (or truncates) the capture file now, so that a bad path fails at start.
-    public init(settings: CaptureSettings) throws {
+    package init(settings: CaptureSettings) throws {
         self.settings = settings
         try openFresh()
     }
 
     /// The first write error, if any (the capture stops there; the radio does not).
-    public var error: String? { lock.withLock { failure } }
+    package var error: String? { lock.withLock { failure } }
 
-    public func record(_ packet: H4Packet, _ direction: Direction, at date: Date = Date()) {
+    package func record(_ packet: H4Packet, _ direction: Direction, at date: Date = Date()) {
         let bytes = packet.bytes
         let accepted: UInt32? = lock.withLock {
             guard failure == nil else { return nil }
@@ -94,14 +94,14 @@ public final class BTSnoopWriter: @unchecked Sendable {
     }
 
     /// Waits until everything recorded so far is on disk, then closes the file.
-    public func close() {
+    package func close() {
         queue.sync {
             if fd >= 0 { _ = fsync(fd); _ = Glibc.close(fd); fd = -1 }
         }
     }
 
     /// Waits until everything recorded so far has been written (tests, shutdown).
-    public func flush() { queue.sync {} }
+    package func flush() { queue.sync {} }
 
     private func openFresh() throws {
         let f = open(settings.path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0o600)
@@ -160,16 +160,16 @@ extension Array where Element == UInt8 {
 
 /// A connector whose transports record every packet in a btsnoop capture. One writer serves
 /// every reconnect, so a capture spans a controller's unplug and replug.
-public struct CapturingConnector: HCITransportConnector {
-    public let inner: any HCITransportConnector
-    public let writer: BTSnoopWriter
-    public init(_ inner: any HCITransportConnector, writer: BTSnoopWriter) {
+package struct CapturingConnector: HCITransportConnector {
+    package let inner: any HCITransportConnector
+    package let writer: BTSnoopWriter
+    package init(_ inner: any HCITransportConnector, writer: BTSnoopWriter) {
         self.inner = inner
         self.writer = writer
     }
-    public var description: String { inner.description }
+    package var description: String { inner.description }
 
-    public func connect() async throws -> any HCITransport {
+    package func connect() async throws -> any HCITransport {
         CapturingTransport(try await inner.connect(), writer: writer)
     }
 }

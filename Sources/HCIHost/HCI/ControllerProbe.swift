@@ -2,26 +2,26 @@ import HCIProtocol
 import Logging
 
 /// Facts a controller reports about itself; what `gaenctl radio probe` prints as JSON.
-public struct ControllerFacts: Codable, Equatable, Sendable {
-    public var controller: String
-    public var address: String
-    public var hciVersion: String
-    public var hciVersionNumber: Int
-    public var hciSubversion: Int
-    public var lmpVersion: String
-    public var lmpVersionNumber: Int
-    public var lmpSubversion: Int
-    public var manufacturer: String
-    public var manufacturerId: Int
+package struct ControllerFacts: Codable, Equatable, Sendable {
+    package var controller: String
+    package var address: String
+    package var hciVersion: String
+    package var hciVersionNumber: Int
+    package var hciSubversion: Int
+    package var lmpVersion: String
+    package var lmpVersionNumber: Int
+    package var lmpSubversion: Int
+    package var manufacturer: String
+    package var manufacturerId: Int
     /// Named LE feature bits (Vol 6 Part B, 4.6), lowest bit first.
-    public var leFeatures: [String]
+    package var leFeatures: [String]
     /// The LE feature bits as a hex number.
-    public var leFeaturesMask: String
-    public var supportedCommandCount: Int
+    package var leFeaturesMask: String
+    package var supportedCommandCount: Int
     /// LE Read Advertising Physical Channel Tx Power (dBm); nil when the controller did not answer.
-    public var advertisingTxPowerDbm: Int?
+    package var advertisingTxPowerDbm: Int?
 
-    public init(controller: String, info: ControllerInfo, advertisingTxPowerDbm: Int?) {
+    package init(controller: String, info: ControllerInfo, advertisingTxPowerDbm: Int?) {
         self.controller = controller
         address = info.address.description
         hciVersion = CoreVersion.name(info.version.hciVersion)
@@ -41,8 +41,8 @@ public struct ControllerFacts: Codable, Equatable, Sendable {
 
 /// One-shot bring-up of a controller to read its facts (for board bring-up before the
 /// daemon runs, and for tests). Never reconnects.
-public enum ControllerProbe {
-    public static func run(connector: any HCITransportConnector, commandTimeout: Duration = .seconds(2), logger: Logger) async throws -> ControllerFacts {
+package enum ControllerProbe {
+    package static func run(connector: any HCITransportConnector, commandTimeout: Duration = .seconds(2), logger: Logger) async throws -> ControllerFacts {
         var config = HCISessionConfiguration()
         config.commandTimeout = commandTimeout
         config.reconnect = false

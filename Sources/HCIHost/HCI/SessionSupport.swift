@@ -1,32 +1,32 @@
 import HCIProtocol
 
 /// Settings of an `HCIControllerSession`.
-public struct HCISessionConfiguration: Sendable {
+package struct HCISessionConfiguration: Sendable {
     /// How long a command may wait for its Command Complete/Status before it fails.
-    public var commandTimeout: Duration = .seconds(2)
+    package var commandTimeout: Duration = .seconds(2)
     /// First reconnect delay; doubled after each failed attempt up to `reconnectMaximumDelay`.
-    public var reconnectInitialDelay: Duration = .milliseconds(100)
-    public var reconnectMaximumDelay: Duration = .seconds(2)
+    package var reconnectInitialDelay: Duration = .milliseconds(100)
+    package var reconnectMaximumDelay: Duration = .seconds(2)
     /// Give up after this many failed reconnect attempts (nil: never give up).
-    public var reconnectAttemptLimit: Int? = nil
+    package var reconnectAttemptLimit: Int? = nil
     /// Whether to reconnect at all after EOF or Hardware Error.
-    public var reconnect = true
-    public init() {}
+    package var reconnect = true
+    package init() {}
 }
 
 /// What a controller said about itself during bring-up.
-public struct ControllerInfo: Equatable, Sendable {
-    public var version: HCIReadLocalVersionInformation.ReturnParameters
-    public var supportedCommands: SupportedCommands
-    public var lmpFeatures: LMPFeatures
-    public var leFeatures: LEFeatures
+package struct ControllerInfo: Equatable, Sendable {
+    package var version: HCIReadLocalVersionInformation.ReturnParameters
+    package var supportedCommands: SupportedCommands
+    package var lmpFeatures: LMPFeatures
+    package var leFeatures: LEFeatures
     /// The public address (all zero when the controller has none).
-    public var address: BDAddress
+    package var address: BDAddress
 }
 
 /// Things the session's owner must know about: connection state changes (so that
 /// advertising and scanning can be restored after `.reconnected`) and faults.
-public enum HCISessionEvent: Equatable, Sendable {
+package enum HCISessionEvent: Equatable, Sendable {
     /// The link closed (EOF, read error, stream out of step); recovery starts if enabled.
     case transportLost(reason: String)
     /// The controller sent HCI_Hardware_Error; the session reconnects and resets it.
@@ -49,7 +49,7 @@ public enum HCISessionEvent: Equatable, Sendable {
 }
 
 /// Errors from session commands.
-public enum HCISessionError: Error, Equatable, Sendable, CustomStringConvertible {
+package enum HCISessionError: Error, Equatable, Sendable, CustomStringConvertible {
     /// The controller answered with a non-zero status.
     case commandFailed(command: String, status: HCIStatusCode)
     /// No Command Complete/Status within the timeout.
@@ -63,7 +63,7 @@ public enum HCISessionError: Error, Equatable, Sendable, CustomStringConvertible
     /// Bring-up found a controller without LE.
     case controllerLacksLE
 
-    public var description: String {
+    package var description: String {
         switch self {
         case let .commandFailed(c, s): return "\(c) failed: \(s)"
         case let .commandTimedOut(c, t): return "\(c): no answer within \(t)"

@@ -1,0 +1,31 @@
+#if canImport(Glibc)
+import Glibc
+#elseif canImport(Darwin)
+import Darwin
+#endif
+
+/// A failed system call: the function, errno and the C library's text for it.
+public struct SystemCallError: Error, Equatable, Sendable, CustomStringConvertible {
+    public let function: String
+    public let errno: Int32
+    public init(function: String, errno: Int32) {
+        self.function = function
+        self.errno = errno
+    }
+    /// The C library's text for `errno` ("No such file or directory").
+    public var reason: String { String(cString: strerror(errno)) }
+    public var description: String { "\(function) failed: \(reason) (errno \(errno))" }
+}
+
+/// Runs a system call, retrying on EINTR, and throws `SystemCallError` naming the function
+/// on failure (swift-nio's syscall wrapper does the same): the one place that retries EINTR.
+@discardableResult
+public func systemCall<T: FixedWidthInteger>(_ function: String, _ body: () -> T) throws(SystemCallError) -> T {
+    while true {
+        let result = body()
+        if result >= 0 { return result }
+        let e = errno
+        if e == EINTR { continue }
+        throw SystemCallError(function: function, errno: e)
+    }
+}
