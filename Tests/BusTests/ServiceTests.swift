@@ -357,11 +357,17 @@ struct ServiceTests {
                 }
                 return total
             }
-            let before = try switches()
-            try await Task.sleep(for: .seconds(1))
-            let after = try switches()
-            #expect(before > 0, "no loop threads found")
-            #expect(after - before <= 2, "loop threads woke \(after - before) times in an idle second")
+            // The quietest of up to five seconds: other tests' connections share the thread name
+            // and are not all held off by QuietPeriod, and a loaded machine stretches them. A
+            // loop that polls wakes in every second, so it still fails.
+            var quietest = Int.max
+            for _ in 0..<5 where quietest > 2 {
+                let before = try switches()
+                #expect(before > 0, "no loop threads found")
+                try await Task.sleep(for: .seconds(1))
+                quietest = min(quietest, try switches() - before)
+            }
+            #expect(quietest <= 2, "loop threads woke \(quietest) times in the quietest of five idle seconds")
         }
     }
 
