@@ -4,8 +4,8 @@
 # the board's release build in Debian's kernel under qemu.
 #
 # Everything a run writes outside .build stays in its own folder (GAEND_TEST_RUN_DIR, default a
-# new one under $TMPDIR), so two runs on one machine never share a file. The release build runs
-# beside the end-to-end tests, which spend most of their time waiting on the virtual radio's
+# new one under $TMPDIR), so two runs on one machine never share a file. The end-to-end tests
+# run on several workers, since they spend most of their time waiting on the virtual radio's
 # scaled clock.
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -26,10 +26,11 @@ phase() { # phase NAME COMMAND...: runs it, records its time, a failure fails th
 pytest=(python3 -m pytest -q -rs -p no:cacheprovider)
 
 # The board: the release build (static Swift runtime) as `make` builds it, the daemon's
-# Foundation-free link, its install layout and toolchain-free binaries. It runs beside the
-# end-to-end tests (a build does not mind their waiting; they bear its load); Debian's
-# kernel under qemu (Tests/testbed) runs after them, alone, since an emulated guest slows down
-# many times over on a busy machine.
+# Foundation-free link, its install layout and toolchain-free binaries. It runs after the
+# end-to-end tests, beside the man-page check: on 4 workers they keep both cores busy, and a
+# build beside them stretched their radio timings past what the tests allow. Debian's kernel
+# under qemu (Tests/testbed) runs last, alone, since an emulated guest slows down many times
+# over on a busy machine.
 export SCRATCH=.build-release GAEND_RELEASE_DIR=$PWD/.build-release/release
 release() {
     local start=$SECONDS
@@ -75,7 +76,7 @@ phase debug-build swift build --build-tests
 bin="$(swift build --show-bin-path)"
 for name in arm64-crypto virtual-radio alert-rules; do collect "$name"; done
 
-# The unit tests run in parallel on every core; the release build starts after them.
+# The unit tests run in parallel on every core.
 # The store-executor suite stalls a store's thread on purpose and saturates the pool; it runs
 # in a process of its own, so that if it fails, its 20 s stall cannot starve other suites.
 unit() {
@@ -85,8 +86,6 @@ unit() {
     return $s
 }
 phase unit unit
-release >"$run_dir/release.log" 2>&1 &
-release_pid=$!
 # Every fuzz target replays its committed corpus (seeds and past findings) as a regression test.
 fuzz_replays() {
     local s=0
@@ -100,6 +99,8 @@ phase fuzz-replays fuzz_replays
 # On several workers (pytest-xdist): the tests spend most of their time waiting on scaled
 # clocks, and each has its own buses, ports and folders. The longest start first (conftest.py).
 phase e2e env GAEND_BIN_DIR="$bin" "${pytest[@]}" -n "${GAEND_E2E_WORKERS:-4}" Tests/e2e
+release >"$run_dir/release.log" 2>&1 &
+release_pid=$!
 # The committed man pages and completions are what the binaries' help gives.
 phase gen-docs ./scripts/gen-docs.sh --check "$bin"
 
