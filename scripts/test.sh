@@ -77,12 +77,16 @@ bin="$(swift build --show-bin-path)"
 for name in arm64-crypto virtual-radio alert-rules; do collect "$name"; done
 
 # The unit tests run in parallel on every core.
-# The store-executor suite stalls a store's thread on purpose and saturates the pool; it runs
-# in a process of its own, so that if it fails, its 20 s stall cannot starve other suites.
+# Two suites run in a process of their own, after the rest. The store-executor suite stalls a
+# store's thread on purpose and saturates the pool; if it fails, its 20 s stall would starve
+# other suites. The watchdog-liveness suite measures the node's feeding under load it makes
+# itself (a matching run, a CPU hog); the other 580 tests' load in the same process misses a
+# feed for one whole period in about half the full runs, which is an open problem, not a pass.
+separate="StoreExecutorTests|WatchdogLivenessTests"
 unit() {
     local s=0
-    swift test --skip-build --skip StoreExecutorTests || s=1
-    swift test --skip-build --filter StoreExecutorTests || s=1
+    swift test --skip-build --skip "$separate" || s=1
+    swift test --skip-build --filter "$separate" || s=1
     return $s
 }
 phase unit unit
