@@ -184,7 +184,8 @@ let package = Package(
         // The entry point shared by the fuzz targets (libFuzzer driver or corpus replay).
         .target(name: "FuzzSupport"),
         // Benchmarks print figures; they are not tests (run: scripts/bench.sh).
-        .executableTarget(name: "GaenBench", dependencies: ["ENProtocol", "HCIProtocol", "HCIHost", "BLEDaemon", "COpenSSL", "CGaenCrypto", "TrialKit"]),
+        // NodeTestSupport: the ingest bench writes StressRecords, the records the store's tests use.
+        .executableTarget(name: "GaenBench", dependencies: ["ENProtocol", "HCIProtocol", "HCIHost", "BLEDaemon", "COpenSSL", "CGaenCrypto", "TrialKit", "NodeTestSupport"]),
         // Fuzz target for the key-file reader (tools/fuzz/run.sh FuzzKeyFile SECONDS).
         .executableTarget(name: "FuzzKeyFile", dependencies: ["ENProtocol", "FuzzSupport"]),
         // Fuzz target for the sightings-file reader (tools/fuzz/run.sh FuzzSightingsFile SECONDS).
@@ -198,13 +199,27 @@ let package = Package(
         ),
         .testTarget(name: "HCIProtocolTests", dependencies: ["HCIProtocol"]),
         .testTarget(name: "PlatformSupportTests", dependencies: ["PlatformSupport"]),
+        // What the HCI host's and the node's tests share: the manual clock, a scripted controller,
+        // deterministic scan records and the store fixture, a log that keeps its records, waits.
+        // A library of test code only (no XCTest/Testing import), so that StoreStress and
+        // GaenBench can link it too; gaend and gaenctl do not.
+        .target(
+            name: "NodeTestSupport",
+            dependencies: ["BLEDaemon", "HCIHost", "HCIProtocol", "ENProtocol", "PlatformSupport", .product(name: "Logging", package: "swift-log")],
+            path: "Tests/NodeTestSupport"
+        ),
+        .testTarget(
+            name: "HCIHostTests",
+            dependencies: ["HCIHost", "HCIProtocol", "ENProtocol", "NodeTestSupport", .product(name: "Logging", package: "swift-log")]
+        ),
         .testTarget(
             name: "BLEDaemonTests",
-            dependencies: ["BLEDaemon", "HCIHost", "HCIProtocol", "DBusCore", "GaendAPI", "GaenSQLite", "PlatformSupport", .product(name: "Logging", package: "swift-log")],
+            dependencies: ["BLEDaemon", "HCIHost", "HCIProtocol", "DBusCore", "GaendAPI", "GaenSQLite", "PlatformSupport", "NodeTestSupport",
+                           .product(name: "Logging", package: "swift-log")],
             resources: [.copy("Fixtures")]
         ),
         // Test helper: writes a store in a loop until killed (the kill -9 test runs it).
-        .executableTarget(name: "StoreStress", dependencies: ["BLEDaemon", "HCIHost", "ENProtocol"]),
+        .executableTarget(name: "StoreStress", dependencies: ["BLEDaemon", "HCIHost", "ENProtocol", "NodeTestSupport"]),
         // D-Bus binding and API contract against private dbus-daemons and real clients.
         .testTarget(name: "BusTests", dependencies: ["DBusCore", "GaendAPI", "GaendClient", "BLEDaemon", "HCIHost", "gaenctl", "gaend"]),
         // Runs the built executables end to end (they are built by `swift build --build-tests`).

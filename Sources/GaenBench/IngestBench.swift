@@ -2,6 +2,7 @@ import BLEDaemon
 import ENProtocol
 import Foundation
 import HCIHost
+import NodeTestSupport
 #if canImport(Glibc)
 import Glibc
 #endif
