@@ -295,7 +295,8 @@ struct TrialReplayCommand: ParsableCommand {
             the rule decided on. --json prints {"rules":[{"rule","notified","close","far","truePositives", \
             "falsePositives","tpr","fpr","precision","warnings"}]} (null where nothing divides), with --per-contact \
             also "contacts":[{"index","label","distance","close","verdicts":[{"rule","notified","numbers":{...}, \
-            "unjudged"}]}].
+            "unjudged"}]}], with rules named NAME@DATE also "publishedConfigurations":[{"rule","from","until", \
+            "apps","source":{"repository","commit","commitDate","paths"}}].
             """)
 
     @Option(help: ArgumentHelp("Contacts JSON (trial import histogram writes it; may start with # comment lines).", valueName: "FILE"))
@@ -340,7 +341,8 @@ struct TrialReplayCommand: ParsableCommand {
                     }
                 }
                 struct PerContact: Encodable { var index: Int; var label: String; var distance: Double; var close: Bool; var verdicts: [Verdict] }
-                struct Out: Encodable { var rules: [ReplayResult]; var contacts: [PerContact]? }
+                struct Published: Encodable { var rule: String; var from: String; var until: String?; var apps: String; var source: PublishedRiskConfigurations.Source }
+                struct Out: Encodable { var rules: [ReplayResult]; var contacts: [PerContact]?; var publishedConfigurations: [Published]? }
                 let per: [PerContact]? = perContact ? list.enumerated().map { i, c in
                     PerContact(index: i, label: c.label, distance: c.distance, close: c.distance <= closeContact, verdicts: results.map { r in
                         let j = r.judgements[i]
@@ -350,7 +352,11 @@ struct TrialReplayCommand: ParsableCommand {
                 } : nil
                 let enc = JSONEncoder()
                 enc.outputFormatting = [.sortedKeys, .prettyPrinted, .withoutEscapingSlashes]
-                print(String(decoding: try enc.encode(Out(rules: results, contacts: per)), as: UTF8.self))
+                let published = rules.compactMap { r in
+                    r.published.map { Published(rule: r.spec, from: $0.from, until: $0.until, apps: $0.apps, source: $0.source) }
+                }
+                print(String(decoding: try enc.encode(Out(rules: results, contacts: per, publishedConfigurations: published.isEmpty ? nil : published)),
+                             as: UTF8.self))
             } else {
                 func pct(_ v: Double) -> String { v.isNaN ? "n/a" : Format.fixed(v * 100, 1) + " %" }
                 let width = max(4, results.map(\.rule.count).max() ?? 4)

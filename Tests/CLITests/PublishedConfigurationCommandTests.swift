@@ -94,6 +94,9 @@ import Testing
         let rules = try #require((try CLI.json(r.stdout) as? [String: Any])?["rules"] as? [[String: Any]])
         #expect(rules.map { $0["rule"] as? String } == ["cwa@2020-12-01", "cwa@2021-03-20"])
         #expect(rules.map { $0["notified"] as? Int } == [0, 1])
+        let used = try #require((try CLI.json(r.stdout) as? [String: Any])?["publishedConfigurations"] as? [[String: Any]])
+        #expect(used.map { $0["from"] as? String } == ["2020-11-30", "2021-03-18"])
+        #expect(used.map { ($0["source"] as? [String: Any])?["commit"] as? String } == ["351aa2244d06e54a36a354aba8d44d59130c4c38", "e88332397d4010c3854bd91de5b1a60b52658c58"])
         #expect(r.stderr.contains("cwa@2020-12-01: published configuration cwa 2020-11-30..2021-02-02") && r.stderr.contains("e88332397"), "\(r.stderr)")
         for (spec, says) in [("cwa-v1@2020-06-01", "2020-06-15"), ("nhs@2021-01-01", "only cwa and cwa-v1"),
                              ("cwa@2021-01-01=x.json", "not both"), ("cwa@yesterday", "not a date")] {

@@ -192,3 +192,7 @@ import YAMLReader
         #expect(increased > 0)
     }
 }
+
+extension PublishedRiskConfigurations.Dated: CustomTestStringConvertible {
+    public var testDescription: String { summary }
+}
