@@ -1,6 +1,7 @@
 import ArgumentParser
 import BLEDaemon
 import DBusCore
+import DBusNames
 import GaendAPI
 import ENProtocol
 #if canImport(FoundationEssentials)
@@ -13,6 +14,7 @@ import Glibc
 #endif
 import HCIHost
 import Logging
+import NodeConfig
 import PlatformSupport
 import ServiceLifecycle
 import UnixSignals
@@ -135,6 +137,7 @@ struct Gaend: AsyncParsableCommand {
         }
         let address: BusAddress
         do { address = try BusAddress(parsing: settings.bus) } catch { throw fail("bus: \(error)") }
+        let ownedName = settings.busName ?? GaendBus.busName
         var trustSet = KeyExportTrustSet()
         for t in settings.trust {
             let pem: String
@@ -158,7 +161,7 @@ struct Gaend: AsyncParsableCommand {
         let connection: BusConnection
         do {
             connection = try BusConnection.connect(address)
-            try await connection.requestName(settings.busName)
+            try await connection.requestName(ownedName)
         } catch {
             await node.shutdown()
             switch error {
@@ -179,7 +182,7 @@ struct Gaend: AsyncParsableCommand {
         let notifier = SystemdNotifier()
         logger.info("gaend started", metadata: [
             "config": "\(configSource)",
-            "controller": "\(settings.controller)", "bus": "\(address)", "bus.name": "\(settings.busName)", "state": "\(settings.stateDirectory)",
+            "controller": "\(settings.controller)", "bus": "\(address)", "bus.name": "\(ownedName)", "state": "\(settings.stateDirectory)",
             "trial": "\(settings.trial)", "time.scale": "\(settings.timeScale)",
         ])
         signal(SIGPIPE, SIG_IGN)

@@ -1,6 +1,7 @@
 import Foundation
 @testable import HCIHost
 import HCIProtocol
+import NodeConfig
 import Testing
 @testable import BLEDaemon
 

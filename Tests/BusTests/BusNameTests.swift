@@ -1,4 +1,5 @@
 import DBusCore
+import DBusNames
 import GaendAPI
 import Foundation
 import GaendClient

@@ -1,4 +1,4 @@
-import DBusCore
+import DBusNames
 import ENProtocol
 import HCIHost
 import YAMLReader
@@ -151,11 +151,12 @@ package enum ConfigLoader {
                 case "store_key_file": s.storeKeyFile = v.isNull ? nil : try string(v, key)
                 case "bus": s.bus = try string(v, key)
                 case "bus_name":
-                    s.busName = try string(v, key)
-                    do { try WellKnownName.validate(s.busName) } catch {
+                    let name = try string(v, key)
+                    do { try WellKnownName.validate(name) } catch {
                         throw ConfigError.wrongType(path: path, line: line(v), setting: key,
-                                                    expected: "a D-Bus well-known name such as org.gaend.hci0; '\(s.busName)' \(error)")
+                                                    expected: "a D-Bus well-known name such as org.gaend.hci0; '\(name)' \(error)")
                     }
+                    s.busName = name
                 case "trial": s.trial = try bool(v, key)
                 case "time_scale": s.timeScale = try number(v, key, 1...100_000)
                 case "trust":
