@@ -151,12 +151,11 @@ package enum ConfigLoader {
                 case "store_key_file": s.storeKeyFile = v.isNull ? nil : try string(v, key)
                 case "bus": s.bus = try string(v, key)
                 case "bus_name":
-                    let name = try string(v, key)
-                    do { try WellKnownName.validate(name) } catch {
+                    s.busName = try string(v, key)
+                    do { try WellKnownName.validate(s.busName) } catch {
                         throw ConfigError.wrongType(path: path, line: line(v), setting: key,
-                                                    expected: "a D-Bus well-known name such as org.gaend.hci0; '\(name)' \(error)")
+                                                    expected: "a D-Bus well-known name such as org.gaend.hci0; '\(s.busName)' \(error)")
                     }
-                    s.busName = name
                 case "trial": s.trial = try bool(v, key)
                 case "time_scale": s.timeScale = try number(v, key, 1...100_000)
                 case "trust":

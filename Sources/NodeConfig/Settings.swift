@@ -16,12 +16,12 @@ package struct GaendSettings: Sendable, Equatable {
     /// one place that links it. Parsing it here would bring libdbus into every tool that reads
     /// the config (`gaenctl calibrate`, `gaenctl markers`).
     package var bus: String = "system"
-    /// The well-known name to own on that bus; nil: the API's own name (`GaendBus.busName`,
-    /// org.gaend), which the D-Bus edge supplies, so that the name is defined once, with the
-    /// API. One gaend per controller needs one name each (the systemd unit passes
-    /// org.gaend.hciN); see docs/dbus.md. A name set here is checked against the D-Bus rules
-    /// as it is read (DBusNames, standard library only).
-    package var busName: String? = nil
+    /// The well-known name to own on that bus. One gaend per controller needs one name each
+    /// (the systemd unit passes org.gaend.hciN); see docs/dbus.md. The default is the API's own
+    /// name (GaendAPI's `GaendBus.busName`), written out because the config links no D-Bus
+    /// target; BusNameTests checks that the two agree. A name set here is checked against the
+    /// D-Bus rules as it is read (DBusNames, standard library only).
+    package var busName: String = "org.gaend"
     /// Public keys that verify provided key files.
     package var trust: [TrustedKeySetting] = []
     /// Field-trial mode: research interface on, today's key exportable, rate limits off.

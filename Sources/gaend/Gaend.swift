@@ -137,7 +137,6 @@ struct Gaend: AsyncParsableCommand {
         }
         let address: BusAddress
         do { address = try BusAddress(parsing: settings.bus) } catch { throw fail("bus: \(error)") }
-        let ownedName = settings.busName ?? GaendBus.busName
         var trustSet = KeyExportTrustSet()
         for t in settings.trust {
             let pem: String
@@ -161,7 +160,7 @@ struct Gaend: AsyncParsableCommand {
         let connection: BusConnection
         do {
             connection = try BusConnection.connect(address)
-            try await connection.requestName(ownedName)
+            try await connection.requestName(settings.busName)
         } catch {
             await node.shutdown()
             switch error {
@@ -182,7 +181,7 @@ struct Gaend: AsyncParsableCommand {
         let notifier = SystemdNotifier()
         logger.info("gaend started", metadata: [
             "config": "\(configSource)",
-            "controller": "\(settings.controller)", "bus": "\(address)", "bus.name": "\(ownedName)", "state": "\(settings.stateDirectory)",
+            "controller": "\(settings.controller)", "bus": "\(address)", "bus.name": "\(settings.busName)", "state": "\(settings.stateDirectory)",
             "trial": "\(settings.trial)", "time.scale": "\(settings.timeScale)",
         ])
         signal(SIGPIPE, SIG_IGN)

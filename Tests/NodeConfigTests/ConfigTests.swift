@@ -54,8 +54,7 @@ import Testing
     }
 
     @Test func busNameIsReadAndChecked() throws {
-        // Unset: gaend owns the API's own name (GaendBus.busName), supplied at the D-Bus edge.
-        #expect(GaendSettings().busName == nil)
+        #expect(GaendSettings().busName == "org.gaend")
         #expect(try ConfigLoader.parse("bus_name: org.gaend.hci1\n").busName == "org.gaend.hci1")
         #expect(throws: ConfigError.wrongType(path: "<config>", line: 2, setting: "bus_name",
                                               expected: "a D-Bus well-known name such as org.gaend.hci0; 'hci1' needs at least two dot-separated elements (e.g. org.gaend.hci0)")) {
