@@ -133,7 +133,7 @@ let package = Package(
         // Pure HCI wire types and the H4 framer: no I/O, no clock.
         .target(name: "HCIProtocol", swiftSettings: daemonModule),
         // The HCI host: transports, the controller session, the capture, the radio owner (the one
-        // sender of LE commands) and the records of a scan. gaend, `gaenctl radio` and GaenBench
+        // sender of LE commands) and the records of a scan. gaend, `gaenctl radio` (RadioCommands) and GaenStoreBench
         // share it; it links no store and no D-Bus, so a tool that drives a controller needs neither.
         .target(
             name: "HCIHost",
@@ -215,7 +215,8 @@ let package = Package(
         // GaenBench: matching, key files, simulation; it compiles no store and no D-Bus.
         .executableTarget(name: "GaenBench", dependencies: ["BenchSupport", "ENProtocol", "COpenSSL", "CGaenCrypto", "TrialKit"]),
         // GaenStoreBench: the benchmarks that run the encrypted store (ingest, ingest-h4, schedule-idle).
-        .executableTarget(name: "GaenStoreBench", dependencies: ["BenchSupport", "BLEDaemon", "HCIHost", "HCIProtocol", "ENProtocol", .product(name: "Logging", package: "swift-log")]),
+        // NodeTestSupport: the ingest benchmark writes StressRecords, the records the store's tests use.
+        .executableTarget(name: "GaenStoreBench", dependencies: ["BenchSupport", "BLEDaemon", "HCIHost", "HCIProtocol", "ENProtocol", "NodeTestSupport", .product(name: "Logging", package: "swift-log")]),
         // The benchmark executables' entry point, usage error and CPU/memory readings.
         .target(name: "BenchSupport"),
         // Fuzz target for the key-file reader (tools/fuzz/run.sh FuzzKeyFile SECONDS).
@@ -231,13 +232,27 @@ let package = Package(
         ),
         .testTarget(name: "HCIProtocolTests", dependencies: ["HCIProtocol"]),
         .testTarget(name: "PlatformSupportTests", dependencies: ["PlatformSupport"]),
+        // What the HCI host's and the node's tests share: the manual clock, a scripted controller,
+        // deterministic scan records and the store fixture, a log that keeps its records, waits.
+        // A library of test code only (no XCTest/Testing import), so that StoreStress and
+        // GaenStoreBench can link it too; gaend and gaenctl do not.
+        .target(
+            name: "NodeTestSupport",
+            dependencies: ["BLEDaemon", "HCIHost", "HCIProtocol", "ENProtocol", "PlatformSupport", .product(name: "Logging", package: "swift-log")],
+            path: "Tests/NodeTestSupport"
+        ),
+        .testTarget(
+            name: "HCIHostTests",
+            dependencies: ["HCIHost", "HCIProtocol", "ENProtocol", "NodeTestSupport", .product(name: "Logging", package: "swift-log")]
+        ),
         .testTarget(
             name: "BLEDaemonTests",
-            dependencies: ["BLEDaemon", "NodeConfig", "HCIHost", "HCIProtocol", "DBusCore", "GaendAPI", "GaenSQLite", "PlatformSupport", .product(name: "Logging", package: "swift-log")],
+            dependencies: ["BLEDaemon", "NodeConfig", "HCIHost", "HCIProtocol", "DBusCore", "GaendAPI", "GaenSQLite", "PlatformSupport", "NodeTestSupport",
+                           .product(name: "Logging", package: "swift-log")],
             resources: [.copy("Fixtures")]
         ),
         // Test helper: writes a store in a loop until killed (the kill -9 test runs it).
-        .executableTarget(name: "StoreStress", dependencies: ["BLEDaemon", "HCIHost", "ENProtocol"]),
+        .executableTarget(name: "StoreStress", dependencies: ["BLEDaemon", "HCIHost", "ENProtocol", "NodeTestSupport"]),
         // D-Bus binding and API contract against private dbus-daemons and real clients.
         .testTarget(name: "BusTests", dependencies: ["DBusCore", "DBusNames", "GaendAPI", "NodeConfig", "GaendClient", "BLEDaemon", "HCIHost", "gaenctl", "gaend"]),
         // Runs the built executables end to end (they are built by `swift build --build-tests`).

@@ -3,6 +3,7 @@ import BenchSupport
 import ENProtocol
 import Foundation
 import HCIHost
+import NodeTestSupport
 #if canImport(Glibc)
 import Glibc
 #endif

@@ -5,6 +5,7 @@ import Foundation
 @testable import HCIHost
 import Logging
 import NodeConfig
+import NodeTestSupport
 import Testing
 @testable import BLEDaemon
 

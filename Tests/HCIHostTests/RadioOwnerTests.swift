@@ -1,10 +1,10 @@
 import ENProtocol
 import Foundation
 @testable import HCIHost
+import NodeTestSupport
 import HCIProtocol
 import Logging
 import Testing
-@testable import BLEDaemon
 
 /// The radio owner against a scripted controller that refuses LE Set Random Address while
 /// scanning or advertising (Core Vol 4 Part E 7.8.4, as the Pi's controllers do).

@@ -1,9 +1,9 @@
 import Foundation
 @testable import HCIHost
+import NodeTestSupport
 import HCIProtocol
 import Logging
 import Testing
-@testable import BLEDaemon
 
 /// Two stock Bumble virtual controllers on one local link, served over TCP
 /// (`python3 -m bumble.apps.controllers tcp-server:... tcp-server:...`).

@@ -1,9 +1,8 @@
 import Foundation
 @testable import HCIHost
+import NodeTestSupport
 import HCIProtocol
-import NodeConfig
 import Testing
-@testable import BLEDaemon
 
 @Suite("HCI captures (btsnoop) and transport error hints")
 struct CaptureTests {
@@ -75,14 +74,6 @@ struct CaptureTests {
         #expect(throws: SystemCallError.self) { try BTSnoopWriter(settings: CaptureSettings(path: "/nonexistent/dir/c.btsnoop")) }
     }
 
-    @Test func configCaptureBlock() throws {
-        let s = try ConfigLoader.parse("capture:\n  file: /var/log/gaend/hci0.btsnoop\n  max_size_mb: 4\n  keep: 3\n")
-        #expect(s.capture == CaptureSettings(path: "/var/log/gaend/hci0.btsnoop", maxBytes: 4 << 20, keep: 3))
-        #expect(try ConfigLoader.parse("trial: false").capture == nil)
-        #expect(throws: ConfigError.self) { try ConfigLoader.parse("capture:\n  max_size_mb: 4\n") }
-        #expect(throws: ConfigError.self) { try ConfigLoader.parse("capture:\n  fil: x\n") }
-    }
-
     @Test func rfkillAndCapabilityErrorsCarryTheirHint() {
         let rf = HCITransportError.classify(SystemCallError(function: "bind(hci0, HCI_CHANNEL_USER)", errno: 132), address: "hci0")
         #expect(rf == .rfkillBlocked(address: "hci0", call: "bind(hci0, HCI_CHANNEL_USER)"))
@@ -91,25 +82,5 @@ struct CaptureTests {
         #expect(perm.description.contains("CAP_NET_ADMIN"))
         let tty = HCITransportError.classify(SystemCallError(function: "open(/dev/ttyAMA0)", errno: EACCES), address: "serial:/dev/ttyAMA0")
         #expect(!tty.description.contains("CAP_NET_ADMIN") && tty.description.contains("dialout"))
-    }
-}
-
-@Suite("Controller selection (controllers:)")
-struct ControllerSelectionTests {
-    @Test func defaultTakesEveryController() throws {
-        #expect(try ConfigLoader.parse("trial: false").controllers == .all)
-        #expect(try ConfigLoader.parse("controllers: all").controllers.includes(.hci(index: 7)))
-    }
-
-    @Test func listTakesOnlyThose() throws {
-        let s = try ConfigLoader.parse("controllers: [hci0, \"hci:2\"]")
-        #expect(s.controllers.includes(.hci(index: 0)) && s.controllers.includes(.hci(index: 2)))
-        #expect(!s.controllers.includes(.hci(index: 1)))
-        #expect(!s.controllers.includes(.tcp(host: "127.0.0.1", port: 9)))
-    }
-
-    @Test func badEntriesAreErrors() {
-        #expect(throws: ConfigError.self) { try ConfigLoader.parse("controllers: [serial:/dev/ttyS0]") }
-        #expect(throws: ConfigError.self) { try ConfigLoader.parse("controllers: some") }
     }
 }

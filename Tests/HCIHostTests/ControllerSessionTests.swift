@@ -1,9 +1,9 @@
 import Foundation
 @testable import HCIHost
+import NodeTestSupport
 import HCIProtocol
 import Logging
 import Testing
-@testable import BLEDaemon
 
 /// The session against a scripted in-process controller: bring-up bytes, flow control,
 /// timeouts, error statuses, hardware error, EOF and reconnect, garbled events.

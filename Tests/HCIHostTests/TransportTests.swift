@@ -1,9 +1,8 @@
 import Foundation
 @testable import HCIHost
+import NodeTestSupport
 import HCIProtocol
-import NodeConfig
 import Testing
-@testable import BLEDaemon
 
 @Suite("Controller addresses and transports")
 struct TransportTests {
@@ -25,13 +24,6 @@ struct TransportTests {
         }
         let e = try #require(throws: ControllerAddressError.self) { try ControllerAddress(parsing: "usb:0") }
         #expect(e.description.contains("expected hciN, hci:N, serial:/dev/ttyX[:baud], tcp:HOST:PORT or unix:PATH"))
-    }
-
-    @Test func configUsesTheSameParser() throws {
-        #expect(try ConfigLoader.parse("controller: serial:/dev/ttyAMA0:1000000").controller == .serial(path: "/dev/ttyAMA0", baud: 1_000_000))
-        let e = try #require(throws: ConfigError.self) { try ConfigLoader.parse("controller: bt0") }
-        #expect(e.description.contains("a controller address"))
-        #expect(e.description.contains("unknown transport"))
     }
 
     @Test func kernelSocketFailureNamesTheCause() async throws {

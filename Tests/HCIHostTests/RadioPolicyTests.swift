@@ -1,9 +1,9 @@
 import ENProtocol
 import Foundation
 @testable import HCIHost
+import NodeTestSupport
 import HCIProtocol
 import Testing
-@testable import BLEDaemon
 
 @Suite struct RadioPolicyTests {
     @Test func rotationDelaysAreUniformOverTenToTwentyMinutes() throws {

@@ -1,13 +1,12 @@
 import Foundation
-@testable import HCIHost
+import HCIHost
 import HCIProtocol
-@testable import BLEDaemon
 
 /// An in-process controller behind a fake transport: it records every command packet the
 /// host sends (so tests compare them with expected captures) and answers like a controller
 /// would, with knobs for the faults under test.
-final class ScriptedController: HCITransport, @unchecked Sendable {
-    let packets: AsyncThrowingStream<H4Packet, any Error>
+package final class ScriptedController: HCITransport, @unchecked Sendable {
+    package let packets: AsyncThrowingStream<H4Packet, any Error>
     private let continuation: AsyncThrowingStream<H4Packet, any Error>.Continuation
     private let lock = NSLock()
     private var _sent: [H4Packet] = []
@@ -24,39 +23,39 @@ final class ScriptedController: HCITransport, @unchecked Sendable {
     private var _wedged = false
     private let wedge = DispatchSemaphore(value: 0)
 
-    init() {
+    package init() {
         (packets, continuation) = AsyncThrowingStream.makeStream(of: H4Packet.self, throwing: (any Error).self)
     }
 
-    var sent: [H4Packet] { lock.withLock { _sent } }
-    var sentOpcodes: [HCIOpcode] { sent.compactMap { try? HCICommandPacket($0).opcode } }
-    var isClosed: Bool { lock.withLock { closed } }
-    func silence(_ opcode: HCIOpcode) { lock.withLock { _ = _silent.insert(opcode) } }
-    func answer(_ opcode: HCIOpcode, status: HCIStatusCode, viaCommandStatus: Bool = false) {
+    package var sent: [H4Packet] { lock.withLock { _sent } }
+    package var sentOpcodes: [HCIOpcode] { sent.compactMap { try? HCICommandPacket($0).opcode } }
+    package var isClosed: Bool { lock.withLock { closed } }
+    package func silence(_ opcode: HCIOpcode) { lock.withLock { _ = _silent.insert(opcode) } }
+    package func answer(_ opcode: HCIOpcode, status: HCIStatusCode, viaCommandStatus: Bool = false) {
         lock.withLock {
             _status[opcode] = status
             if viaCommandStatus { _useCommandStatusFor.insert(opcode) }
         }
     }
-    func setNcmd(_ n: UInt8) { lock.withLock { _ncmd = n } }
+    package func setNcmd(_ n: UInt8) { lock.withLock { _ncmd = n } }
     /// The next `count` commands with `opcode` are answered with `status` (not executed).
-    func failNext(_ opcode: HCIOpcode, status: HCIStatusCode, count: Int = 1) { lock.withLock { _failNext[opcode] = (status, count) } }
-    var advertising: Bool { lock.withLock { advertisingEnabled } }
-    var scanning: Bool { lock.withLock { scanEnabled } }
+    package func failNext(_ opcode: HCIOpcode, status: HCIStatusCode, count: Int = 1) { lock.withLock { _failNext[opcode] = (status, count) } }
+    package var advertising: Bool { lock.withLock { advertisingEnabled } }
+    package var scanning: Bool { lock.withLock { scanEnabled } }
 
     /// Delivers a packet as if the controller had sent it.
-    func inject(_ packet: H4Packet) { continuation.yield(packet) }
+    package func inject(_ packet: H4Packet) { continuation.yield(packet) }
     /// The controller's end of the link closes (EOF).
-    func endOfStream() { continuation.finish() }
+    package func endOfStream() { continuation.finish() }
 
     /// From now on a write blocks its thread until `unwedgeWrites()`, as a write to a stuck
     /// kernel socket or UART would.
-    func wedgeWrites() { lock.withLock { _wedged = true } }
-    func unwedgeWrites() {
+    package func wedgeWrites() { lock.withLock { _wedged = true } }
+    package func unwedgeWrites() {
         if lock.withLock({ let w = _wedged; _wedged = false; return w }) { wedge.signal() }
     }
 
-    func send(_ packet: H4Packet) throws {
+    package func send(_ packet: H4Packet) throws {
         if lock.withLock({ _wedged }) { wedge.wait() }
         let replies: [H4Packet] = try lock.withLock {
             guard !closed else { throw HCITransportError.closed }
@@ -67,7 +66,7 @@ final class ScriptedController: HCITransport, @unchecked Sendable {
         for r in replies { continuation.yield(r) }
     }
 
-    func close() {
+    package func close() {
         lock.withLock { closed = true }
         continuation.finish()
     }
@@ -100,10 +99,10 @@ final class ScriptedController: HCITransport, @unchecked Sendable {
         return [HCIEvent.commandComplete(.init(numHCICommandPackets: _ncmd, opcode: op, returnParameters: returned)).packet]
     }
 
-    static let version = HCIReadLocalVersionInformation.ReturnParameters(hciVersion: 0x0c, hciSubversion: 0x0100, lmpVersion: 0x0c, companyIdentifier: 0x000F, lmpSubversion: 0x2209)
-    static let address = try! BDAddress(string: "B8:27:EB:01:02:03")
+    package static let version = HCIReadLocalVersionInformation.ReturnParameters(hciVersion: 0x0c, hciSubversion: 0x0100, lmpVersion: 0x0c, companyIdentifier: 0x000F, lmpSubversion: 0x2209)
+    package static let address = try! BDAddress(string: "B8:27:EB:01:02:03")
 
-    static func returnParameters(_ op: HCIOpcode) -> [UInt8] {
+    package static func returnParameters(_ op: HCIOpcode) -> [UInt8] {
         switch op {
         case HCIReadLocalVersionInformation.opcode: return HCIReadLocalVersionInformation.encodeReturnParameters(version)
         case HCIReadLocalSupportedCommands.opcode: return [UInt8](repeating: 0xFF, count: 64)
@@ -117,20 +116,20 @@ final class ScriptedController: HCITransport, @unchecked Sendable {
 }
 
 /// Hands out a new ScriptedController per connect; can be told to refuse connects.
-final class ScriptedConnector: HCITransportConnector, @unchecked Sendable {
+package final class ScriptedConnector: HCITransportConnector, @unchecked Sendable {
     private let lock = NSLock()
     private var _controllers: [ScriptedController] = []
     private var failures = 0
     private let configure: @Sendable (ScriptedController) -> Void
 
-    init(configure: @escaping @Sendable (ScriptedController) -> Void = { _ in }) { self.configure = configure }
+    package init(configure: @escaping @Sendable (ScriptedController) -> Void = { _ in }) { self.configure = configure }
 
-    var description: String { "scripted" }
-    var controllers: [ScriptedController] { lock.withLock { _controllers } }
-    var current: ScriptedController { controllers.last! }
-    func failNextConnects(_ n: Int) { lock.withLock { failures = n } }
+    package var description: String { "scripted" }
+    package var controllers: [ScriptedController] { lock.withLock { _controllers } }
+    package var current: ScriptedController { controllers.last! }
+    package func failNextConnects(_ n: Int) { lock.withLock { failures = n } }
 
-    func connect() async throws -> any HCITransport {
+    package func connect() async throws -> any HCITransport {
         try lock.withLock {
             if failures > 0 {
                 failures -= 1
@@ -148,34 +147,34 @@ final class ScriptedConnector: HCITransportConnector, @unchecked Sendable {
 /// time and records what was asked, so that they keep their order but tests take
 /// milliseconds. Its `now` stands still at zero, so `sleep(for: d)` arrives here as a
 /// deadline of exactly `d`.
-final class ScaledSleeper: Clock, @unchecked Sendable {
-    struct Instant: InstantProtocol {
-        var offset: Duration
-        func advanced(by d: Duration) -> Instant { Instant(offset: offset + d) }
-        func duration(to other: Instant) -> Duration { other.offset - offset }
-        static func < (a: Instant, b: Instant) -> Bool { a.offset < b.offset }
+package final class ScaledSleeper: Clock, @unchecked Sendable {
+    package struct Instant: InstantProtocol {
+        package var offset: Duration
+        package func advanced(by d: Duration) -> Instant { Instant(offset: offset + d) }
+        package func duration(to other: Instant) -> Duration { other.offset - offset }
+        package static func < (a: Instant, b: Instant) -> Bool { a.offset < b.offset }
     }
     private let lock = NSLock()
     private var _requests: [Duration] = []
-    let scale: Double
-    init(scale: Double = 0.01) { self.scale = scale }
-    var requests: [Duration] { lock.withLock { _requests } }
-    var now: Instant { Instant(offset: .zero) }
-    var minimumResolution: Duration { .nanoseconds(1) }
-    func sleep(until deadline: Instant, tolerance: Duration?) async throws {
+    package let scale: Double
+    package init(scale: Double = 0.01) { self.scale = scale }
+    package var requests: [Duration] { lock.withLock { _requests } }
+    package var now: Instant { Instant(offset: .zero) }
+    package var minimumResolution: Duration { .nanoseconds(1) }
+    package func sleep(until deadline: Instant, tolerance: Duration?) async throws {
         lock.withLock { _requests.append(deadline.offset) }
         try await Task.sleep(for: deadline.offset * scale)
     }
 }
 
 /// Collects a stream in the background; tests wait for an element matching a predicate.
-actor Recorder<Element: Sendable> {
-    private(set) var items: [Element] = []
+package actor Recorder<Element: Sendable> {
+    package private(set) var items: [Element] = []
     private var task: Task<Void, Never>?
 
-    init() {}
+    package init() {}
 
-    func start(_ stream: AsyncStream<Element>) {
+    package func start(_ stream: AsyncStream<Element>) {
         task = Task { for await e in stream { self.append(e) } }
     }
     private func append(_ e: Element) { items.append(e) }
@@ -183,7 +182,7 @@ actor Recorder<Element: Sendable> {
     /// Waits up to `timeout` for an element satisfying `predicate`; nil if none came.
     /// The default is generous: only a failing test waits that long, and a loaded CI machine
     /// has taken over 5 s for a scripted reconnect.
-    func wait(timeout: Duration = .seconds(60), _ predicate: @Sendable (Element) -> Bool) async -> Element? {
+    package func wait(timeout: Duration = .seconds(60), _ predicate: @Sendable (Element) -> Bool) async -> Element? {
         let deadline = ContinuousClock.now + timeout
         while ContinuousClock.now < deadline {
             if let e = items.first(where: predicate) { return e }
@@ -193,7 +192,7 @@ actor Recorder<Element: Sendable> {
     }
 }
 
-func h(_ s: String) -> [UInt8] {
+package func h(_ s: String) -> [UInt8] {
     let digits = s.filter { !$0.isWhitespace }
     var out: [UInt8] = []
     var i = digits.startIndex
@@ -205,7 +204,7 @@ func h(_ s: String) -> [UInt8] {
     return out
 }
 
-func packet(_ s: String) -> H4Packet {
+package func packet(_ s: String) -> H4Packet {
     let b = h(s)
     return H4Packet(type: H4PacketType(rawValue: b[0])!, payload: Array(b.dropFirst()))
 }
