@@ -109,7 +109,7 @@ let package = Package(
         // configurations: the app side and the trial toolkit use them; the daemon uses only the
         // framework's own summaries (ENProtocol).
         .target(name: "RiskEngines", dependencies: ["ENProtocol"]),
-        .testTarget(name: "RiskEnginesTests", dependencies: ["RiskEngines", "ENProtocol"], resources: [.copy("Fixtures")]),
+        .testTarget(name: "RiskEnginesTests", dependencies: ["RiskEngines", "ENProtocol", "YAMLReader"], resources: [.copy("Fixtures")]),
         // Field-trial toolkit: channel analysis, trial reports, simulation, calibration.
         .target(name: "TrialKit", dependencies: ["ENProtocol", "RiskEngines", "CGaenZlib", "COpenSSL", "PlatformSupport"]),
         .testTarget(name: "TrialKitTests", dependencies: ["TrialKit", "ENProtocol"]),

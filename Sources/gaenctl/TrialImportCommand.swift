@@ -286,7 +286,9 @@ struct TrialReplayCommand: ParsableCommand {
             --rule NAME[=CONFIG], repeatable; NAME one of cwa, cwa-v1, nhs, gaen-v1, swisscovid, immuni; CONFIG its \
             configuration file (JSON, may start with # comment lines; cwa-v1 also the CWA app configuration in \
             protobuf text format; default: the app's published one, the current for cwa and nhs, mid-2020's for \
-            cwa-v1, SwissCovid's and Immuni's published values; gaen-v1 needs one). Each contact is judged from its \
+            cwa-v1, SwissCovid's and Immuni's published values; gaen-v1 needs one). --rule cwa@DATE and \
+            cwa-v1@DATE (YYYY-MM-DD): the configuration the CWA server published in force on that day \
+            (`gaenctl risk configurations` lists them), named on stderr; repeat with other dates to compare. Each contact is judged from its \
             own windows on its own day. close = distance <= --close-contact. Inputs a rule cannot judge as the app \
             would (windows without a transmission risk level where the levels weigh differently, contacts never \
             heard) are warned about on stderr. --per-contact adds each contact's verdict per rule with the numbers \
@@ -298,7 +300,7 @@ struct TrialReplayCommand: ParsableCommand {
 
     @Option(help: ArgumentHelp("Contacts JSON (trial import histogram writes it; may start with # comment lines).", valueName: "FILE"))
     var contacts: String
-    @Option(help: ArgumentHelp("A rule to replay, NAME[=CONFIG]; repeatable.", valueName: "NAME[=CONFIG]"))
+    @Option(help: ArgumentHelp("A rule to replay, NAME[=CONFIG] or NAME@YYYY-MM-DD (cwa, cwa-v1: as published that day); repeatable.", valueName: "NAME[=CONFIG]"))
     var rule: [String] = []
     @Option(help: ArgumentHelp("Ground truth close contact: distance at most this many metres.", valueName: "METRES"))
     var closeContact: Double
@@ -319,6 +321,9 @@ struct TrialReplayCommand: ParsableCommand {
                 try ReplayRule.parse(spec) { path in
                     do { return try Data(contentsOf: URL(fileURLWithPath: path)) } catch { throw CommandFailure("--rule \(spec): cannot read \(path)") }
                 }
+            }
+            for r in rules {
+                if let p = r.published { FileHandle.standardError.write(Data("gaenctl trial replay: \(r.spec): published configuration \(p.summary)\n".utf8)) }
             }
             let results = try Replay.run(list, rules: rules, closeContact: closeContact)
             for r in results {
