@@ -1,4 +1,4 @@
-import DBusCore
+import DBusNames
 import ENProtocol
 import HCIHost
 import YAMLReader

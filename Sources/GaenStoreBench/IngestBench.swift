@@ -1,4 +1,5 @@
 import BLEDaemon
+import BenchSupport
 import ENProtocol
 import Foundation
 import HCIHost
@@ -11,7 +12,7 @@ import Glibc
 /// scanner writes them (encode, AES-256-GCM seal, SQLite insert and commit). Single-threaded,
 /// so the figure is for one core. The HCI decode and scanner stages are added in front later.
 ///
-/// usage: GaenBench ingest [--reports 1,10,50,100,300] [--seconds S] [--durability full|normal|both] [--dir DIR]
+/// usage: GaenStoreBench ingest [--reports 1,10,50,100,300] [--seconds S] [--durability full|normal|both] [--dir DIR]
 enum IngestBench {
     static func run(_ args: [String]) throws {
         var reportCounts = [1, 10, 50, 100, 300]
@@ -44,7 +45,7 @@ enum IngestBench {
                 let records = (1...64).map { StressRecords.scan(number: $0, reports: n) }
                 // Warm up (file creation, first pages).
                 for r in records.prefix(4) { try store.recordScan(r) }
-                let cpu0 = cpuSeconds()
+                let cpu0 = ProcessUsage.cpuSeconds()
                 let t0 = DispatchTime.now().uptimeNanoseconds
                 var scans = 0
                 var elapsed = 0.0
@@ -53,7 +54,7 @@ enum IngestBench {
                     scans += 8
                     elapsed = Double(DispatchTime.now().uptimeNanoseconds - t0) / 1e9
                 }
-                let cpu = cpuSeconds() - cpu0
+                let cpu = ProcessUsage.cpuSeconds() - cpu0
                 // Read-back (decrypt everything), as matching and export do.
                 let r0 = DispatchTime.now().uptimeNanoseconds
                 let back = try store.scans(from: -.infinity, to: .infinity)
@@ -67,19 +68,5 @@ enum IngestBench {
                              Double(readReports) / readSeconds))
             }
         }
-    }
-
-    static func cpuSeconds() -> Double {
-        var usage = rusage()
-        getrusage(RUSAGE_SELF.rawValue, &usage)
-        return Double(usage.ru_utime.tv_sec) + Double(usage.ru_utime.tv_usec) / 1e6
-            + Double(usage.ru_stime.tv_sec) + Double(usage.ru_stime.tv_usec) / 1e6
-    }
-}
-
-enum BenchError: Error, CustomStringConvertible {
-    case usage(String)
-    var description: String {
-        switch self { case .usage(let s): return s }
     }
 }

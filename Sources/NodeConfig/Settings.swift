@@ -1,8 +1,5 @@
-import DBusCore
-import GaendAPI
 import ENProtocol
 import HCIHost
-
 
 /// Every setting of gaend, with the framework's behaviour as the default. Loaded from the YAML
 /// config file (see config/gaend.conf.example, gaend.conf(5)); command-line flags override.
@@ -14,11 +11,17 @@ package struct GaendSettings: Sendable, Equatable {
     package var stateDirectory: String = "/var/lib/gaend"
     /// The store's 32-byte data key file; nil = the systemd credential `store-key`.
     package var storeKeyFile: String? = nil
-    /// system, session, or a D-Bus address.
+    /// system, session, or a D-Bus address. Kept as the text written: only libdbus's address
+    /// parser can judge an address, and the D-Bus edge (gaend, `BusAddress(parsing:)`) is the
+    /// one place that links it. Parsing it here would bring libdbus into every tool that reads
+    /// the config (`gaenctl calibrate`, `gaenctl markers`).
     package var bus: String = "system"
     /// The well-known name to own on that bus. One gaend per controller needs one name each
-    /// (the systemd unit passes org.gaend.hciN); see docs/dbus.md.
-    package var busName: String = GaendBus.busName
+    /// (the systemd unit passes org.gaend.hciN); see docs/dbus.md. The default is the API's own
+    /// name (GaendAPI's `GaendBus.busName`), written out because the config links no D-Bus
+    /// target; BusNameTests checks that the two agree. A name set here is checked against the
+    /// D-Bus rules as it is read (DBusNames, standard library only).
+    package var busName: String = "org.gaend"
     /// Public keys that verify provided key files.
     package var trust: [TrustedKeySetting] = []
     /// Field-trial mode: research interface on, today's key exportable, rate limits off.

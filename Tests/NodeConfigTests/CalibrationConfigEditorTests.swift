@@ -1,7 +1,7 @@
 import ENProtocol
 import Foundation
 import Testing
-@testable import BLEDaemon
+@testable import NodeConfig
 
 /// `gaenctl calibrate --config`: the line-level edit of gaend's YAML config.
 @Suite struct CalibrationConfigEditorTests {

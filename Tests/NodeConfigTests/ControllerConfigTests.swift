@@ -1,7 +1,7 @@
 import Foundation
 import HCIHost
 import Testing
-@testable import BLEDaemon
+@testable import NodeConfig
 
 /// The controller settings of gaend's config: the same parsers as the HCI host's own.
 @Suite("Controller settings in the config")

@@ -1,16 +1,19 @@
 import ArgumentParser
+import CLISupport
 import Foundation
 import HCIHost
 import Logging
 
 /// `gaenctl radio ...`: drive a Bluetooth controller directly through HCI, without the daemon
 /// (board bring-up, tests). Subcommands live in their own files (RadioProbe.swift, ...).
-struct Radio: AsyncParsableCommand {
-    static let configuration = CommandConfiguration(
+package struct Radio: AsyncParsableCommand {
+    package static let configuration = CommandConfiguration(
         abstract: "Drive a Bluetooth controller directly through HCI (no daemon).",
         discussion: "Controller addresses: hciN | hci:N | serial:/dev/ttyX[:baud] | tcp:HOST:PORT | unix:PATH (see docs/radio.md).",
         subcommands: [RadioProbe.self, RadioAdvertise.self, RadioScan.self]
     )
+
+    package init() {}
 }
 
 /// Options every radio subcommand shares.
@@ -91,7 +94,7 @@ extension RadioControllerOptions {
 /// Captures gaenctl opened, flushed to disk before the process exits (`GaenCtl.main` calls
 /// `closeAll`), whichever way the command ends.
 /// Ctrl-C or SIGTERM (a radio command left running) also flushes them before exiting.
-enum CaptureRegistry {
+package enum CaptureRegistry {
     nonisolated(unsafe) private static var writers: [BTSnoopWriter] = []
     nonisolated(unsafe) private static var sources: [DispatchSourceSignal] = []
     private static let lock = NSLock()
@@ -111,5 +114,5 @@ enum CaptureRegistry {
             }
         }
     }
-    static func closeAll() { lock.withLock { writers.forEach { $0.close() }; writers = [] } }
+    package static func closeAll() { lock.withLock { writers.forEach { $0.close() }; writers = [] } }
 }

@@ -1,6 +1,6 @@
 import Foundation
 import Testing
-@testable import BLEDaemon
+@testable import NodeConfig
 
 @Suite struct ConfigTests {
     static let example: URL = URL(fileURLWithPath: #filePath)

@@ -1,38 +1,25 @@
 import ArgumentParser
-import Foundation
-import TrialKit
-#if canImport(Glibc)
-import Glibc
-#endif
 
 /// Range checks for numeric options, with one message form. ArgumentParser accepts any
 /// `Double` it can parse (`inf`, `nan`, `1e308`); converting such a value to an integer count
 /// of milliseconds traps, so every option that becomes a duration or a count goes through here.
-enum NumericOption {
+package enum NumericOption {
     /// Formats a value as typed back to the user (`inf`, `nan`, `1e+308`).
-    static func shown(_ v: Double) -> String { v.isNaN ? "nan" : v.isInfinite ? (v < 0 ? "-inf" : "inf") : "\(v)" }
+    package static func shown(_ v: Double) -> String { v.isNaN ? "nan" : v.isInfinite ? (v < 0 ? "-inf" : "inf") : "\(v)" }
 
     /// Requires a finite number within `range`.
-    static func check(_ value: Double, _ option: String, _ range: ClosedRange<Double>, unit: String = "seconds") throws {
+    package static func check(_ value: Double, _ option: String, _ range: ClosedRange<Double>, unit: String = "seconds") throws {
         guard value.isFinite, range.contains(value) else {
             throw ValidationError("\(option) must be a number of \(unit) in \(shown(range.lowerBound))...\(shown(range.upperBound)), got \(shown(value))")
         }
     }
 
-    static func check(_ value: Int, _ option: String, _ range: ClosedRange<Int>, unit: String = "seconds") throws {
+    package static func check(_ value: Int, _ option: String, _ range: ClosedRange<Int>, unit: String = "seconds") throws {
         guard range.contains(value) else {
             throw ValidationError("\(option) must be a number of \(unit) in \(range.lowerBound)...\(range.upperBound), got \(value)")
         }
     }
 
     /// One day: no reply, wait or interval on the command line is meant to be longer.
-    static let day: Double = 86_400
-}
-
-extension TimeArgument {
-    /// The time option's problem, if any (`TimeArgument` keeps it so the message can name
-    /// the option): unparsable, or outside 1970-01-01...3000-01-01.
-    func check(_ option: String) throws {
-        if let problem { throw ValidationError("\(option): \(problem)") }
-    }
+    package static let day: Double = 86_400
 }

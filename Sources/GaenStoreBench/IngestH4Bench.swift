@@ -1,4 +1,5 @@
 import BLEDaemon
+import BenchSupport
 import ENProtocol
 import Foundation
 import HCIHost
@@ -10,7 +11,7 @@ import HCIProtocol
 /// Advertising Report events, one report each as controllers send them, from 200 advertisers,
 /// with a non-GAEN advertiser mixed in that the filter must drop), then replayed in 4 KiB reads.
 ///
-/// usage: GaenBench ingest-h4 [--reports-per-scan N] [--seconds S]
+/// usage: GaenStoreBench ingest-h4 [--reports-per-scan N] [--seconds S]
 enum IngestH4Bench {
     static func run(_ args: [String]) throws {
         var perScan = 300
@@ -33,7 +34,7 @@ enum IngestH4Bench {
         let store = try NodeStore(configuration: StoreConfiguration(path: dir + "/store.sqlite", maximumBytes: nil, durability: .full),
                                   key: try StoreKey.random(using: &random))
         print("ingest-h4: H4 framer -> event decoder -> GAEN filter -> one encrypted record per \(perScan) reports")
-        let cpu0 = IngestBench.cpuSeconds()
+        let cpu0 = ProcessUsage.cpuSeconds()
         let t0 = DispatchTime.now().uptimeNanoseconds
         var reports = 0, kept = 0, scans = 0, elapsed = 0.0
         var framer = H4Framer()
@@ -63,7 +64,7 @@ enum IngestH4Bench {
             }
             elapsed = Double(DispatchTime.now().uptimeNanoseconds - t0) / 1e9
         }
-        let cpu = IngestBench.cpuSeconds() - cpu0
+        let cpu = ProcessUsage.cpuSeconds() - cpu0
         try store.close()
         print(String(format: "reports %d (GAEN %d, dropped %d), scans stored %d, wall %.2f s, cpu %.2f s", reports, kept, reports - kept, scans, elapsed, cpu))
         print(String(format: "reports/s (wall) %.0f   reports per cpu-second %.0f   goal >= 50000/s", Double(reports) / elapsed, Double(reports) / cpu))

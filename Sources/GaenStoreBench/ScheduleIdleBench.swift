@@ -1,4 +1,5 @@
 import BLEDaemon
+import BenchSupport
 import ENProtocol
 import Foundation
 import HCIHost
@@ -15,7 +16,7 @@ import Glibc
 /// Prints CPU seconds per simulated hour and resident memory. The radio link itself and
 /// D-Bus costs come on top.
 ///
-/// usage: GaenBench schedule-idle [--scale 120] [--seconds 30] [--reports 5] [--dir DIR]
+/// usage: GaenStoreBench schedule-idle [--scale 120] [--seconds 30] [--reports 5] [--dir DIR]
 enum ScheduleIdleBench {
     static func run(_ args: [String]) throws {
         var scale = 120.0, seconds = 30.0, reports = 5
@@ -83,14 +84,14 @@ enum ScheduleIdleBench {
         let driver = ScheduleDriver(schedule: NodeSchedule(), clock: clock, sync: FixedClockSync(.waived(by: "the benchmark")), effects: effects, logger: quiet)
 
         let rss0 = residentKiB()
-        let cpu0 = IngestBench.cpuSeconds()
+        let cpu0 = ProcessUsage.cpuSeconds()
         let task = Task { try await driver.run() }
         try? await Task.sleep(for: .milliseconds(Int64(seconds * 1000)))
         task.cancel()
         try? await task.value
         let status = await radio.snapshot
         await radio.stop()
-        let cpu = IngestBench.cpuSeconds() - cpu0
+        let cpu = ProcessUsage.cpuSeconds() - cpu0
         let hours = seconds * scale / 3600
         let stored = try store.counts()
         try store.close()
@@ -98,19 +99,13 @@ enum ScheduleIdleBench {
         print("  rotations \(counts.rotations) (on air \(status.rotations), failed operations \(status.failedOperations), addresses refused \(controller.refused)), scans recorded \(stored.scans), sightings \(stored.sightings), keys \(stored.keys)")
         print(String(format: "  CPU %.3f s in all, %.4f s per simulated hour (%.5f%% of one core at 1x)",
                      cpu, cpu / hours, cpu / hours / 36))
-        print("  resident memory: \(rss0) KiB before the driver, \(residentKiB()) KiB after, peak \(peakKiB()) KiB")
+        print("  resident memory: \(rss0) KiB before the driver, \(residentKiB()) KiB after, peak \(ProcessUsage.peakKiB()) KiB")
     }
 
     static func residentKiB() -> Int {
         guard let statm = try? String(contentsOfFile: "/proc/self/statm", encoding: .utf8),
               let pages = statm.split(separator: " ").dropFirst().first.flatMap({ Int($0) }) else { return -1 }
         return pages * Int(sysconf(Int32(_SC_PAGESIZE))) / 1024
-    }
-
-    static func peakKiB() -> Int {
-        var usage = rusage()
-        getrusage(RUSAGE_SELF.rawValue, &usage)
-        return usage.ru_maxrss
     }
 }
 
