@@ -10,6 +10,7 @@
 import BLEDaemon
 import ENProtocol
 import Foundation
+import NodeTestSupport
 
 let args = CommandLine.arguments
 if args.count == 3, args[1] == "--fixture" || args[1] == "--fixture-read" {

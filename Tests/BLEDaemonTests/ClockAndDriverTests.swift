@@ -1,109 +1,14 @@
 import ENProtocol
 import Foundation
 @testable import HCIHost
+import NodeConfig
 import Testing
 import Logging
+import NodeTestSupport
 @testable import BLEDaemon
 
-/// Waits (in real time) until `count` tasks sleep on the manual clock.
-func waitForSleepers(_ clock: ManualClock, _ count: Int = 1) async throws {
-    var spins = 0
-    while clock.sleeperCount < count {
-        spins += 1
-        if spins > 200_000 { throw CancellationError() }
-        try await Task.sleep(nanoseconds: 20_000)
-    }
-}
-
-actor Flag {
-    var value = false
-    func set() { value = true }
-}
-
-@Suite("Clocks")
-struct ClockTests {
-    @Test("manual clock: sleepers wake when time reaches their deadline, not on a wall step")
-    func manualClock() async throws {
-        let clock = ManualClock(wall: 1_000_000, monotonic: 50)
-        let woke = Flag()
-        let task = Task { try await clock.sleep(until: MonotonicInstant(seconds: 60)); await woke.set() }
-        try await waitForSleepers(clock)
-        clock.stepWall(by: 3600)
-        clock.advance(by: 5)
-        #expect(clock.sleeperCount == 1)
-        #expect(await woke.value == false)
-        clock.advance(by: 5)
-        try await task.value
-        #expect(await woke.value)
-        #expect(clock.wallTime() == 1_000_000 + 3600 + 10 && clock.monotonicTime().seconds == 60)
-        clock.stepWall(by: -7200)
-        #expect(clock.wallTime() == 1_000_000 - 3600 + 10)
-    }
-
-    /// Sleeps on any standard clock, as generic code does.
-    static func sleepOnClock<C: Clock>(_ clock: C, for d: C.Duration) async throws { try await clock.sleep(for: d) }
-
-    @Test("a node clock is a standard Clock: now is its monotonic time, sleep(for:) its sleep, also scaled")
-    func nodeClockIsAClock() async throws {
-        let clock = ManualClock(wall: 1_000_000, monotonic: 50)
-        let any: any NodeClock = clock
-        #expect(any.now == MonotonicInstant(seconds: 50))
-        #expect(MonotonicInstant(seconds: 50).advanced(by: .milliseconds(1500)) == MonotonicInstant(seconds: 51.5))
-        #expect(MonotonicInstant(seconds: 50).duration(to: MonotonicInstant(seconds: 52.25)) == .milliseconds(2250))
-        let woke = Flag()
-        let task = Task { try await Self.sleepOnClock(clock, for: .seconds(5)); await woke.set() }
-        try await waitForSleepers(clock)
-        clock.advance(by: 4)
-        #expect(!(await woke.value))
-        clock.advance(by: 1)
-        try await task.value
-        #expect(await woke.value)
-        // A scaled node clock as a Clock: 100 s of node time in about a second of real time.
-        let scaled = try ScaledClock(factor: 100)
-        let start = scaled.now, realStart = SystemClock().monotonicTime()
-        try await Self.sleepOnClock(scaled, for: .seconds(100))
-        #expect(scaled.now.duration(since: start) >= 100)
-        #expect(SystemClock().monotonicTime().duration(since: realStart) < 10)
-    }
-
-    @Test("manual clock: a cancelled sleeper throws CancellationError and is removed")
-    func cancellation() async throws {
-        let clock = ManualClock(wall: 0)
-        let task = Task { try await clock.sleep(until: MonotonicInstant(seconds: 1e9)) }
-        try await waitForSleepers(clock)
-        task.cancel()
-        await #expect(throws: CancellationError.self) { try await task.value }
-        #expect(clock.sleeperCount == 0)
-    }
-
-    @Test("scaled clock: N times faster wall and monotonic time, sleeps shortened by N")
-    func scaledClock() async throws {
-        let base = ManualClock(wall: 1_700_000_000, monotonic: 10)
-        let scaled = try ScaledClock(factor: 60, base: base)
-        base.advance(by: 1)
-        #expect(scaled.wallTime() == 1_700_000_060)
-        #expect(scaled.monotonicTime().seconds == 70)
-        let task = Task { try await scaled.sleep(until: MonotonicInstant(seconds: 70 + 600)) } // 10 scaled minutes
-        try await waitForSleepers(base)
-        #expect(base.nextDeadline?.seconds == 21) // 10 real seconds later
-        base.advance(by: 10)
-        try await task.value
-        // A step of the real wall clock shows through as the same step; timers do not move.
-        base.stepWall(by: 40 * 86_400)
-        #expect(scaled.wallTime() == 1_700_000_000 + 11 * 60 + 40 * 86_400)
-        #expect(scaled.monotonicTime().seconds == 10 + 11 * 60)
-        #expect(throws: ClockError.invalidTimeScale(0)) { try ScaledClock(factor: 0) }
-    }
-
-    @Test("system clock: wall time near Foundation's, monotonic time moves forward")
-    func systemClock() async throws {
-        let clock = SystemClock()
-        #expect(abs(clock.wallTime() - Date().timeIntervalSince1970) < 1)
-        let a = clock.monotonicTime()
-        try await clock.sleep(for: 0.02)
-        #expect(clock.monotonicTime().duration(since: a) >= 0.02)
-    }
-
+@Suite("Clock sync")
+struct ClockSyncTests {
     @Test("clock sync: waived, the systemd-timesyncd flag file, and a reason when unsynchronised")
     func clockSync() throws {
         #expect(LinuxClockSync(waived: true).status() == .waived(by: "configuration"))
@@ -239,54 +144,23 @@ struct DriverSyncTests {
         let driver = ScheduleDriver(schedule: NodeSchedule(), clock: clock, sync: sync, effects: effects,
                                     random: SeededRandom(seed: 1), syncCheckInterval: 30)
         let task = Task { try await driver.run() }
-        func run(for seconds: Double) async throws {
-            let end = clock.monotonicTime().seconds + seconds
-            while clock.monotonicTime().seconds < end {
-                try await waitForSleepers(clock)
-                clock.advance(to: min(clock.nextDeadline!, MonotonicInstant(seconds: end)))
-            }
-            try await waitForSleepers(clock)
-        }
-        try await run(for: 3600)
+        try await clock.run(for: 3600)
         #expect(await effects.rotations.isEmpty)
         #expect(try store.counts().scans == 0 && store.counts().keys == 0)
         sync.set(true)
-        try await run(for: 3600)
+        try await clock.run(for: 3600)
         let rotations = await effects.rotations.count
         #expect((3...7).contains(rotations))
         #expect(try store.counts().scans >= 10)
         sync.set(false)
-        try await run(for: 60) // noticed within the 30 s sync check
+        try await clock.run(for: 60) // noticed within the 30 s sync check
         #expect(await effects.stops == 1)
         let scans = try store.counts().scans
-        try await run(for: 3600)
+        try await clock.run(for: 3600)
         #expect(await effects.rotations.count == rotations)
         #expect(try store.counts().scans <= scans + 1)
         task.cancel()
         try await task.value
-    }
-}
-
-/// Keeps every record logged through it, for tests that check what the node says and at
-/// which level.
-final class CapturedLog: @unchecked Sendable {
-    private let lock = NSLock()
-    private var records: [(Logger.Level, String)] = []
-    func append(_ level: Logger.Level, _ message: String) { lock.withLock { records.append((level, message)) } }
-    var all: [(Logger.Level, String)] { lock.withLock { records } }
-    var logger: Logger {
-        Logger(label: "test") { _ in CapturingHandler(log: self) }
-    }
-
-    struct CapturingHandler: LogHandler {
-        let log: CapturedLog
-        var metadata: Logger.Metadata = [:]
-        var logLevel: Logger.Level = .trace
-        subscript(metadataKey key: String) -> Logger.Metadata.Value? {
-            get { metadata[key] }
-            set { metadata[key] = newValue }
-        }
-        func log(event: LogEvent) { log.append(event.level, "\(event.message)") }
     }
 }
 
@@ -313,23 +187,15 @@ struct DriverUnknownSyncTests {
         let driver = ScheduleDriver(schedule: NodeSchedule(), clock: clock, sync: sync, effects: effects,
                                     random: SeededRandom(seed: 1), syncCheckInterval: 30, logger: log.logger)
         let task = Task { try await driver.run() }
-        func run(for seconds: Double) async throws {
-            let end = clock.monotonicTime().seconds + seconds
-            while clock.monotonicTime().seconds < end {
-                try await waitForSleepers(clock)
-                clock.advance(to: min(clock.nextDeadline!, MonotonicInstant(seconds: end)))
-            }
-            try await waitForSleepers(clock)
-        }
-        try await run(for: 30)
+        try await clock.run(for: 30)
         #expect(log.all.filter { $0.0 >= .warning }.isEmpty, "\(log.all)")
         #expect(log.all.contains { $0.0 == .notice && $0.1.contains("not known yet") })
         #expect(await effects.rotations.isEmpty)
-        try await run(for: 40)
+        try await clock.run(for: 40)
         let warnings = log.all.filter { $0.0 >= .warning }.map(\.1)
         #expect(warnings.count == 1 && warnings[0].contains("still not known after 60 s"), "\(warnings)")
         sync.answer()
-        try await run(for: 1.5)
+        try await clock.run(for: 1.5)
         #expect(await effects.rotations.count == 1)
         #expect(log.all.contains { $0.1 == "clock usable" })
         task.cancel()

@@ -4,6 +4,7 @@ import DBusCore
 import Foundation
 import Logging
 import PlatformSupport
+import NodeTestSupport
 import Testing
 @testable import BLEDaemon
 #if canImport(Glibc)

@@ -1,6 +1,7 @@
 import ENProtocol
 import Foundation
 @testable import HCIHost
+import NodeTestSupport
 import Testing
 @testable import BLEDaemon
 import HCIProtocol

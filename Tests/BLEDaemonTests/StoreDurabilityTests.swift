@@ -1,6 +1,7 @@
 import ENProtocol
 import Foundation
 import GaenSQLite
+import NodeTestSupport
 import Testing
 @testable import BLEDaemon
 #if canImport(Glibc)

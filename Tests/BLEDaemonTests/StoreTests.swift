@@ -2,6 +2,7 @@ import ENProtocol
 import Foundation
 import GaenSQLite
 @testable import HCIHost
+import NodeTestSupport
 import Testing
 @testable import BLEDaemon
 

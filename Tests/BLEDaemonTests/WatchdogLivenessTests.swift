@@ -1,9 +1,11 @@
+import NodeConfig
 import PlatformSupport
 import ENProtocol
 import Foundation
 @testable import HCIHost
 import HCIProtocol
 import Logging
+import NodeTestSupport
 import PlatformSupport
 import ServiceLifecycle
 import Synchronization
@@ -163,21 +165,6 @@ struct WatchdogLivenessTests {
         await node.shutdown()
     }
 
-    /// Collects what is logged at notice level and above (a log handler of the test's own).
-    final class Collected: LogHandler, @unchecked Sendable {
-        let lines = Mutex<[(Logger.Level, String)]>([])
-        var metadata: Logger.Metadata = [:]
-        var logLevel: Logger.Level = .notice
-        subscript(metadataKey key: String) -> Logger.Metadata.Value? {
-            get { metadata[key] }
-            set { metadata[key] = newValue }
-        }
-        func log(event: LogEvent) {
-            lines.withLock { $0.append((event.level, "\(event.message) \(event.metadata ?? [:])")) }
-        }
-        var all: [(Logger.Level, String)] { lines.withLock { $0 } }
-    }
-
     @Test("started beside a CPU hog on every core, the node's watchdog is fed from the start on and the radio owner answers")
     func fedFromTheStartUnderCPULoad() async throws {
         // Spinning threads at the daemon's own priority, twice as many as there are cores.
@@ -200,8 +187,8 @@ struct WatchdogLivenessTests {
         s.stateDirectory = dir.url.path
         s.storeKeyFile = dir.keyPath
         s.trial = true
-        let collected = Collected()
-        let logger = Logger(label: "test.watchdog.load") { _ in collected }
+        let collected = CapturedLog(level: .notice)
+        let logger = collected.logger
         let clock = ManualClock(wall: 1_700_000_000, monotonic: 100)
         let radio = RadioService.makeRadio(settings: s, clock: clock, logger: logger)
         let node = try GaenNode(settings: s, logger: logger, clock: clock, sync: FixedClockSync(.synchronized(source: "test")), radio: radio)
@@ -230,7 +217,7 @@ struct WatchdogLivenessTests {
         let first = try #require(log.feeds(from: started, to: end).first)
         #expect(first - started < .seconds(Self.watchdogSeconds / 2 + 0.5), "first feed after \(first - started)")
         #expect(log.longestGap(from: started, to: end) < Self.watchdogSeconds)
-        let notLive = collected.all.filter { $0.0 >= .warning && $0.1.contains("radio path") }
+        let notLive = collected.records.filter { $0.level >= .warning && $0.message.contains("radio path") }
         #expect(notLive.isEmpty, "\(notLive)")
         try await node.disable()
         await radio.stop()

@@ -77,7 +77,7 @@ package struct QuarantinedRecord: Equatable, Sendable {
 /// The node's encrypted store: TEKs (one per UTC day), scan records (one per scan, every
 /// report inside), exposure results and markers, in SQLite (WAL) through GaenSQLite (our own
 /// small layer: GRDB imported full Foundation, and the daemon imports FoundationEssentials
-/// only, issue 12).
+/// only, to keep its idle footprint small).
 ///
 /// Every sensitive value is sealed with AES-256-GCM under the data key, with the row's
 /// identity (table, id or day, and the clear columns) as associated data, so a blob moved to
@@ -244,8 +244,8 @@ package final class NodeStore: @unchecked Sendable {
             // finds it instead of creating files, so a refused start (wrong key) leaves the
             // state directory exactly as it was.
             try db.setPersistentWAL(true)
-            // Set after WAL is on (GRDB's pool set NORMAL after its setup, so `.full` was
-            // NORMAL on the writer until session 5).
+            // Set after WAL is on, last, so that nothing of the setup overrides it (GRDB's pool,
+            // which older gaend versions used, set NORMAL after its setup: `.full` was NORMAL).
             try db.execute("PRAGMA synchronous = \(durability == .full ? "FULL" : "NORMAL")")
             // Every commit is checkpointed at once (`checkpointAfterCommit`); this bound is
             // for the case that cannot (a long read holding frames back).
@@ -485,8 +485,8 @@ package final class NodeStore: @unchecked Sendable {
         writeLedger(c)
     }
 
-    /// Schema, versioned in GRDB's migrator table (grdb_migrations: stores written before
-    /// session 5 ran on GRDB). Add migrations, never edit one that has shipped.
+    /// Schema, versioned in GRDB's migrator table (grdb_migrations: stores written by the
+    /// GRDB-based gaend versions open unchanged). Add migrations, never edit one that has shipped.
     static func migrator(key: StoreKey) -> Migrator {
         var m = Migrator(table: "grdb_migrations")
         m.register("v1") { db in
