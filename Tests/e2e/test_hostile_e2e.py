@@ -11,6 +11,7 @@ import grp
 import pwd
 import json
 import os
+import re
 import select
 import signal
 import struct
@@ -509,3 +510,30 @@ def test_exports_of_keys_and_markers_are_private(radio, nodes, tmp_path, bin_dir
     before = keys.read_bytes()
     out = ctl("keys", "history", "-o", keys, "--signing-key", tmp_path / "missing.pem", "--key-id", "test")
     assert out.returncode == 1 and keys.read_bytes() == before
+
+
+def test_provide_token_is_unguessable(radio, nodes, tmp_path):
+    """`gaenctl keys provide` tags its call with a token another caller cannot guess (16 bytes
+    from the OS, not its pid and the time): the ExposureStateUpdated it waits for carries
+    `gaenctl-` and 32 hex digits, different on every call."""
+    r = radio([{"name": "n", "transport": "tcp-server:127.0.0.1:0", "tx_power": TX_POWER}])
+    n = nodes("n", r.ready["devices"]["n"]["connect"], config=CONFIG.format(tx=TX_POWER, name="n"))
+    n.start()
+    keys = write_zip(tmp_path / "keys.zip", same_keys(1, today_start() - 144))
+    monitor = subprocess.Popen(["dbus-monitor", "--address", n.bus.address, "type='signal',member='ExposureStateUpdated'"],
+                               stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    try:
+        time.sleep(1.0)  # the monitor is on the bus
+        for _ in range(2):
+            out = n.ctl("keys", "provide", keys, timeout=60)
+            assert out.returncode == 0, out.stderr
+        time.sleep(1.0)
+    finally:
+        monitor.terminate()
+        seen, err = monitor.communicate(timeout=10)
+    lines = seen.splitlines()
+    tokens = [lines[i + 1].strip() for i, line in enumerate(lines[:-1]) if "member=ExposureStateUpdated" in line]
+    assert len(tokens) == 2, (seen, err)
+    for t in tokens:
+        assert re.fullmatch(r'string "gaenctl-[0-9a-f]{32}"', t), tokens
+    assert tokens[0] != tokens[1], tokens
