@@ -537,3 +537,19 @@ def test_provide_token_is_unguessable(radio, nodes, tmp_path):
     for t in tokens:
         assert re.fullmatch(r'string "gaenctl-[0-9a-f]{32}"', t), tokens
     assert tokens[0] != tokens[1], tokens
+
+
+def test_numeric_options_never_crash_gaenctl(radio, nodes):
+    """Against a running node: `--timeout` inf or 1e308 and `mark --time` beyond any date get
+    one line and exit 64 (a usage error), never a trap (SIGILL); nothing is marked."""
+    r = radio([{"name": "n", "transport": "tcp-server:127.0.0.1:0", "tx_power": TX_POWER}])
+    n = nodes("n", r.ready["devices"]["n"]["connect"], config=CONFIG.format(tx=TX_POWER, name="n"))
+    n.start()
+    for args, message in ((("--timeout=inf", "status"), "--timeout must be a number of seconds"),
+                          (("--timeout=1e308", "status"), "--timeout must be a number of seconds"),
+                          (("mark", "--label", "x", "--time", "99999999999999999999"), "'99999999999999999999' is outside")):
+        out = n.ctl(*args)
+        assert out.returncode == 64 and message in out.stderr, (args, out.returncode, out.stderr[-600:])
+    rows = n.ctl("markers", "export", check=True).stdout.splitlines()[1:]
+    assert all(row.split(",")[1] != "x" for row in rows), rows
+    assert n.proc.poll() is None
