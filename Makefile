@@ -55,10 +55,12 @@ build:
 	$(SWIFT) build $(SWIFTFLAGS) --product gaend
 	$(SWIFT) build $(SWIFTFLAGS) --product gaenctl
 
-# GaenBench with the same flags as the binaries (no second compilation after `make build`):
-# .build/release/GaenBench match, keyfile, ... (docs/matching.md).
+# The benchmarks with the same flags as the binaries (no second compilation after `make build`):
+# .build/release/GaenBench match, keyfile, ... (docs/matching.md); .build/release/GaenStoreBench
+# ingest, ingest-h4, schedule-idle (docs/store.md).
 bench:
 	$(SWIFT) build $(SWIFTFLAGS) --product GaenBench
+	$(SWIFT) build $(SWIFTFLAGS) --product GaenStoreBench
 
 test:
 	./scripts/test.sh

@@ -75,6 +75,9 @@ let package = Package(
         // YAML documents -> node trees with marks, on libyaml; standard library only (gaend's config).
         .target(name: "YAMLReader", dependencies: ["CLibYAML"], swiftSettings: daemonModule),
         .testTarget(name: "YAMLReaderTests", dependencies: ["YAMLReader"]),
+        // D-Bus's naming rules (well-known names), standard library only: the node's config checks
+        // `bus_name` as it reads it without linking the D-Bus binding.
+        .target(name: "DBusNames", swiftSettings: daemonModule),
         // D-Bus binding shared by the daemon and the client: values, marshalling, connection, interface
         // tables, and the generic object server (BusService) that serves tables.
         .target(name: "DBusCore", dependencies: ["CDBus", "PlatformSupport", .product(name: "Logging", package: "swift-log")],
@@ -86,7 +89,7 @@ let package = Package(
         // encoder and decoder each, shared by the daemon and the client (the API edge).
         .target(name: "GaendAPI", dependencies: ["DBusCore"], swiftSettings: daemonModule),
         // Client library of gaend's D-Bus API, used by gaenctl and the tests.
-        .target(name: "GaendClient", dependencies: ["DBusCore", "GaendAPI"]),
+        .target(name: "GaendClient", dependencies: ["DBusCore", "DBusNames", "GaendAPI"]),
         // The few Linux calls Swift cannot make comfortably (HCI user channel, ioctls, termios, thread names).
         .target(name: "HCIShim", path: "Sources/HCIShim"),
         // The matcher's AES (AES-NI/VAES/ARMv8, chosen at run time) and lockstep HKDF (SHA-NI):
@@ -106,7 +109,7 @@ let package = Package(
         // configurations: the app side and the trial toolkit use them; the daemon uses only the
         // framework's own summaries (ENProtocol).
         .target(name: "RiskEngines", dependencies: ["ENProtocol"]),
-        .testTarget(name: "RiskEnginesTests", dependencies: ["RiskEngines", "ENProtocol"], resources: [.copy("Fixtures")]),
+        .testTarget(name: "RiskEnginesTests", dependencies: ["RiskEngines", "ENProtocol", "YAMLReader"], resources: [.copy("Fixtures")]),
         // Field-trial toolkit: channel analysis, trial reports, simulation, calibration.
         .target(name: "TrialKit", dependencies: ["ENProtocol", "RiskEngines", "CGaenZlib", "COpenSSL", "PlatformSupport"]),
         .testTarget(name: "TrialKitTests", dependencies: ["TrialKit", "ENProtocol"]),
@@ -130,7 +133,7 @@ let package = Package(
         // Pure HCI wire types and the H4 framer: no I/O, no clock.
         .target(name: "HCIProtocol", swiftSettings: daemonModule),
         // The HCI host: transports, the controller session, the capture, the radio owner (the one
-        // sender of LE commands) and the records of a scan. gaend, `gaenctl radio` and GaenBench
+        // sender of LE commands) and the records of a scan. gaend, `gaenctl radio` (RadioCommands) and GaenStoreBench
         // share it; it links no store and no D-Bus, so a tool that drives a controller needs neither.
         .target(
             name: "HCIHost",
@@ -140,13 +143,22 @@ let package = Package(
             ],
             swiftSettings: daemonModule
         ),
+        // The node's settings: the YAML config read once into typed values, validated, with
+        // errors that name the line; and the calibration editor `gaenctl calibrate` writes with.
+        // It links no store and no D-Bus (the bus address is interpreted at the D-Bus edge), so
+        // a tool that reads or edits the config needs neither.
+        .target(
+            name: "NodeConfig",
+            dependencies: ["HCIHost", "ENProtocol", "DBusNames", "PlatformSupport", "YAMLReader"],
+            swiftSettings: daemonModule
+        ),
+        .testTarget(name: "NodeConfigTests", dependencies: ["NodeConfig", "HCIHost", "ENProtocol", "YAMLReader"]),
         // The node: schedule, store, exposure, research, D-Bus edge, services (on HCIHost).
         .target(
             name: "BLEDaemon",
             dependencies: [
-                "HCIHost", "ENProtocol", "HCIProtocol", "HCIShim", "DBusCore", "GaendAPI", "PlatformSupport", "GaenSQLite",
+                "NodeConfig", "HCIHost", "ENProtocol", "HCIProtocol", "HCIShim", "DBusCore", "GaendAPI", "PlatformSupport", "GaenSQLite",
                 .product(name: "Logging", package: "swift-log"),
-                "YAMLReader",
                 .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
             ],
             swiftSettings: daemonModule
@@ -154,7 +166,7 @@ let package = Package(
         .executableTarget(
             name: "gaend",
             dependencies: [
-                "BLEDaemon", "HCIHost", "DBusCore", "GaendAPI", "ENProtocol", "PlatformSupport",
+                "BLEDaemon", "NodeConfig", "HCIHost", "DBusCore", "DBusNames", "GaendAPI", "ENProtocol", "PlatformSupport",
                 .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
                 .product(name: "UnixSignals", package: "swift-service-lifecycle"),
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
@@ -162,10 +174,26 @@ let package = Package(
             ],
             swiftSettings: daemonModule
         ),
+        // What gaenctl's commands share: the failure type, JSON lines on stdout, numeric option checks.
+        .target(
+            name: "CLISupport",
+            dependencies: ["ENProtocol", .product(name: "ArgumentParser", package: "swift-argument-parser")]
+        ),
+        // `gaenctl radio probe|advertise|scan`: drives a controller through the HCI host alone,
+        // so the radio commands compile no store and no D-Bus layer (scripts/target-graph.py
+        // RadioCommands --forbid GaenSQLite,DBusCore shows it); gaenctl links them.
+        .target(
+            name: "RadioCommands",
+            dependencies: [
+                "HCIHost", "HCIProtocol", "ENProtocol", "CLISupport",
+                .product(name: "ArgumentParser", package: "swift-argument-parser"),
+                .product(name: "Logging", package: "swift-log"),
+            ]
+        ),
         .executableTarget(
             name: "gaenctl",
             dependencies: [
-                "ENProtocol", "RiskEngines", "BLEDaemon", "HCIHost", "HCIProtocol", "GaendClient", "GaendAPI", "TrialKit", "KeyDistribution", "GaenApp",
+                "ENProtocol", "RiskEngines", "NodeConfig", "RadioCommands", "CLISupport", "HCIProtocol", "GaendClient", "GaendAPI", "TrialKit", "KeyDistribution", "GaenApp",
                 "PlatformSupport",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
                 // `collect` uploads a board's closed days over HTTP.
@@ -184,8 +212,13 @@ let package = Package(
         // The entry point shared by the fuzz targets (libFuzzer driver or corpus replay).
         .target(name: "FuzzSupport"),
         // Benchmarks print figures; they are not tests (run: scripts/bench.sh).
-        // NodeTestSupport: the ingest bench writes StressRecords, the records the store's tests use.
-        .executableTarget(name: "GaenBench", dependencies: ["ENProtocol", "HCIProtocol", "HCIHost", "BLEDaemon", "COpenSSL", "CGaenCrypto", "TrialKit", "NodeTestSupport"]),
+        // GaenBench: matching, key files, simulation; it compiles no store and no D-Bus.
+        .executableTarget(name: "GaenBench", dependencies: ["BenchSupport", "ENProtocol", "COpenSSL", "CGaenCrypto", "TrialKit"]),
+        // GaenStoreBench: the benchmarks that run the encrypted store (ingest, ingest-h4, schedule-idle).
+        // NodeTestSupport: the ingest benchmark writes StressRecords, the records the store's tests use.
+        .executableTarget(name: "GaenStoreBench", dependencies: ["BenchSupport", "BLEDaemon", "HCIHost", "HCIProtocol", "ENProtocol", "NodeTestSupport", .product(name: "Logging", package: "swift-log")]),
+        // The benchmark executables' entry point, usage error and CPU/memory readings.
+        .target(name: "BenchSupport"),
         // Fuzz target for the key-file reader (tools/fuzz/run.sh FuzzKeyFile SECONDS).
         .executableTarget(name: "FuzzKeyFile", dependencies: ["ENProtocol", "FuzzSupport"]),
         // Fuzz target for the sightings-file reader (tools/fuzz/run.sh FuzzSightingsFile SECONDS).
@@ -202,7 +235,7 @@ let package = Package(
         // What the HCI host's and the node's tests share: the manual clock, a scripted controller,
         // deterministic scan records and the store fixture, a log that keeps its records, waits.
         // A library of test code only (no XCTest/Testing import), so that StoreStress and
-        // GaenBench can link it too; gaend and gaenctl do not.
+        // GaenStoreBench can link it too; gaend and gaenctl do not.
         .target(
             name: "NodeTestSupport",
             dependencies: ["BLEDaemon", "HCIHost", "HCIProtocol", "ENProtocol", "PlatformSupport", .product(name: "Logging", package: "swift-log")],
@@ -214,14 +247,14 @@ let package = Package(
         ),
         .testTarget(
             name: "BLEDaemonTests",
-            dependencies: ["BLEDaemon", "HCIHost", "HCIProtocol", "DBusCore", "GaendAPI", "GaenSQLite", "PlatformSupport", "NodeTestSupport",
+            dependencies: ["BLEDaemon", "NodeConfig", "HCIHost", "HCIProtocol", "DBusCore", "GaendAPI", "GaenSQLite", "PlatformSupport", "NodeTestSupport",
                            .product(name: "Logging", package: "swift-log")],
             resources: [.copy("Fixtures")]
         ),
         // Test helper: writes a store in a loop until killed (the kill -9 test runs it).
         .executableTarget(name: "StoreStress", dependencies: ["BLEDaemon", "HCIHost", "ENProtocol", "NodeTestSupport"]),
         // D-Bus binding and API contract against private dbus-daemons and real clients.
-        .testTarget(name: "BusTests", dependencies: ["DBusCore", "GaendAPI", "GaendClient", "BLEDaemon", "HCIHost", "gaenctl", "gaend"]),
+        .testTarget(name: "BusTests", dependencies: ["DBusCore", "DBusNames", "GaendAPI", "NodeConfig", "GaendClient", "BLEDaemon", "HCIHost", "gaenctl", "gaend"]),
         // Runs the built executables end to end (they are built by `swift build --build-tests`).
         .testTarget(name: "CLITests", dependencies: ["gaenctl", "ENProtocol"]),
     ]

@@ -1,3 +1,4 @@
+import BenchSupport
 import CGaenCrypto
 import COpenSSL
 import ENProtocol
@@ -126,13 +127,13 @@ enum MatchBench {
     static func runKeys(_ n: Int, workers: Int, keys: KeyStream, index: SightingIndex, part: Int, crypto: MatchCrypto) throws -> RunResult {
         let matcher = ExposureMatcher(index: index, workers: workers, crypto: crypto)
         let parts = (n + part - 1) / part
-        let start = DispatchTime.now().uptimeNanoseconds, cpuStart = cpuSeconds()
+        let start = DispatchTime.now().uptimeNanoseconds, cpuStart = ProcessUsage.cpuSeconds()
         let result = try matcher.match(parts: parts) { i in
             let first = i * part
             return (keys.encoded(from: first, count: min(part, n - first)), first)
         }
         let seconds = Double(DispatchTime.now().uptimeNanoseconds - start) / 1e9
-        let cpu = cpuSeconds() - cpuStart
+        let cpu = ProcessUsage.cpuSeconds() - cpuStart
         return RunResult(seconds: seconds, cpuSeconds: cpu, statistics: result.statistics, peakMB: peakRSSMegabytes(), profile: matcher.lastRun)
     }
 
@@ -271,12 +272,12 @@ enum MatchBench {
         var n = 0
         var written: Int32 = 0
         // Timed in CPU seconds, like the matcher figures, so that the ratio holds on a shared machine.
-        let start = cpuSeconds()
+        let start = ProcessUsage.cpuSeconds()
         var elapsed = 0.0
         repeat {
             for _ in 0..<1000 { EVP_EncryptUpdate(ctx, &output, &written, &input, Int32(input.count)) }
             n += 1000
-            elapsed = cpuSeconds() - start
+            elapsed = ProcessUsage.cpuSeconds() - start
         } while elapsed < 1
         return Double(n) / elapsed
     }
@@ -287,7 +288,7 @@ enum MatchBench {
         let input = [UInt8](repeating: 1, count: 144 * 16)
         var output = [UInt8](repeating: 0, count: 144 * 16)
         var n = 0
-        let start = cpuSeconds()
+        let start = ProcessUsage.cpuSeconds()
         var elapsed = 0.0
         repeat {
             for i in 0..<1000 {
@@ -295,7 +296,7 @@ enum MatchBench {
                 _ = gaen_aes128_ecb(aes.rawValue, key, input, &output, 144)
             }
             n += 1000
-            elapsed = cpuSeconds() - start
+            elapsed = ProcessUsage.cpuSeconds() - start
         } while elapsed < 1
         return Double(n) / elapsed
     }
@@ -307,7 +308,7 @@ enum MatchBench {
         let group = 16
         var teks = [UInt8](repeating: 3, count: 16 * group), rpiks = [UInt8](repeating: 0, count: 16 * group)
         let info = Array("EN-RPIK".utf8)
-        let start = cpuSeconds()
+        let start = ProcessUsage.cpuSeconds()
         for i in stride(from: 0, to: n, by: group) {
             for k in 0..<group { teks[16 * k] = UInt8(truncatingIfNeeded: i + k) }
             if crypto == .portable {
@@ -335,7 +336,7 @@ enum MatchBench {
                 }
             }
         }
-        return Double(n) / (cpuSeconds() - start)
+        return Double(n) / (ProcessUsage.cpuSeconds() - start)
     }
 
     static func loadAverage() -> Double {
@@ -343,18 +344,7 @@ enum MatchBench {
         return Double(text.split(separator: " ").first ?? "") ?? .nan
     }
 
-    static func cpuSeconds() -> Double {
-        var usage = rusage()
-        getrusage(RUSAGE_SELF.rawValue, &usage)
-        func s(_ t: timeval) -> Double { Double(t.tv_sec) + Double(t.tv_usec) / 1e6 }
-        return s(usage.ru_utime) + s(usage.ru_stime)
-    }
-
-    static func peakRSSMegabytes() -> Double {
-        var usage = rusage()
-        getrusage(RUSAGE_SELF.rawValue, &usage)
-        return Double(usage.ru_maxrss) / 1024 // kilobytes on Linux
-    }
+    static func peakRSSMegabytes() -> Double { Double(ProcessUsage.peakKiB()) / 1024 }
 }
 
 /// SplitMix64: a tiny deterministic generator for reproducible benchmark data (not for keys).

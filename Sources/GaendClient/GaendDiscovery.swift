@@ -1,4 +1,5 @@
 import DBusCore
+import DBusNames
 import GaendAPI
 
 /// Why no single gaend could be chosen on a bus.

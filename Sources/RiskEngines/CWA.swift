@@ -48,12 +48,31 @@ public struct CWARange: Sendable, Equatable, Codable {
 }
 
 public struct CWAParameters: Sendable, Equatable, Codable {
+    /// An absent range reads as protobuf's default ([0, 0]), as the app reads a served
+    /// configuration whose filter lacks one (cwa-server's file of 2020-11-11 did).
     public struct MinutesAtAttenuationFilter: Sendable, Equatable, Codable {
         public var attenuationRange: CWARange
         public var dropIfMinutesInRange: CWARange
+
+        public init(attenuationRange: CWARange, dropIfMinutesInRange: CWARange) {
+            self.attenuationRange = attenuationRange; self.dropIfMinutesInRange = dropIfMinutesInRange
+        }
+
+        public init(from decoder: Decoder) throws {
+            let c = try decoder.container(keyedBy: CodingKeys.self)
+            attenuationRange = try c.decodeIfPresent(CWARange.self, forKey: .attenuationRange) ?? CWARange(min: 0, max: 0)
+            dropIfMinutesInRange = try c.decodeIfPresent(CWARange.self, forKey: .dropIfMinutesInRange) ?? CWARange(min: 0, max: 0)
+        }
     }
     public struct TrlFilter: Sendable, Equatable, Codable {
         public var dropIfTrlInRange: CWARange
+
+        public init(dropIfTrlInRange: CWARange) { self.dropIfTrlInRange = dropIfTrlInRange }
+
+        public init(from decoder: Decoder) throws {
+            let c = try decoder.container(keyedBy: CodingKeys.self)
+            dropIfTrlInRange = try c.decodeIfPresent(CWARange.self, forKey: .dropIfTrlInRange) ?? CWARange(min: 0, max: 0)
+        }
     }
     public struct MinutesAtAttenuationWeight: Sendable, Equatable, Codable {
         public var attenuationRange: CWARange

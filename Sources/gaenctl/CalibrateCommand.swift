@@ -1,5 +1,5 @@
 import ArgumentParser
-import BLEDaemon
+import NodeConfig
 import ENProtocol
 import Foundation
 import GaendClient

@@ -1,5 +1,6 @@
 import ArgumentParser
 import GaendAPI
+import RadioCommands
 
 /// gaenctl: the command-line client of gaend and the researcher's offline toolbox.
 /// Each subcommand lives in its own file; add it to `subcommands` here.

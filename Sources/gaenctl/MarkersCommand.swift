@@ -1,5 +1,5 @@
 import ArgumentParser
-import BLEDaemon
+import NodeConfig
 import Foundation
 import GaendClient
 import TrialKit

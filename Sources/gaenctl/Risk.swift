@@ -11,7 +11,7 @@ struct Risk: ParsableCommand {
     static let configuration = CommandConfiguration(
         abstract: "Run an app's risk engine over exposure windows (CWA, NHS, framework v1, original CWA, SwissCovid, Immuni).",
         discussion: "Windows files are JSON arrays of windows in the Android API shape. See docs/risk.md.",
-        subcommands: [CWA.self, NHS.self, GAENv1Command.self, CWAv1.self, SwissCovid.self, Immuni.self]
+        subcommands: [CWA.self, NHS.self, GAENv1Command.self, CWAv1.self, SwissCovid.self, Immuni.self, Configurations.self]
     )
 
     /// Options every engine takes.
@@ -76,13 +76,18 @@ struct Risk: ParsableCommand {
                 app version: 1.9-1.14 (transmissionRiskLevelMultiplier, unmapped normalized time is an error), \
                 1.15-2.18 (transmissionRiskValueMapping), 2.19 and later (daily normalized time rounded to one \
                 decimal). Default: 1.9 for a parameter file with only transmissionRiskLevelMultiplier, else the \
-                current app. With --per-window: {"result", "generation", "windows": [{"index", "date", "dropped", \
+                current app. --published-configuration DATE instead of --parameters: the parameters the CWA server \
+                published on that day (`gaenctl risk configurations` lists them; with --app-version, the file of \
+                those apps: 1.9-1.14 read app_config, 1.15 and later app_config_android/ios; default: the newest \
+                apps' file and their calculation); the entry used is named on stderr. With --per-window: {"result", "generation", "windows": [{"index", "date", "dropped", \
                 "transmissionRiskLevel", "transmissionRiskValue", "normalizedTime", "riskLevel"}], "days": [{"date", \
                 "normalizedTime", "riskLevel"}]}.
                 """)
 
         @Option(help: ArgumentHelp("CWA risk calculation parameters (the app's field names), JSON.", valueName: "file"))
-        var parameters: String
+        var parameters: String?
+        @Option(help: ArgumentHelp("Use the parameters the CWA server published in force on this day instead of --parameters.", valueName: "YYYY-MM-DD"))
+        var publishedConfiguration: String?
         @Option(help: ArgumentHelp("The app version whose calculation to use, e.g. 1.9, 1.15, 2.19 (default: see above).", valueName: "version"))
         var appVersion: String?
         @OptionGroup var windows: WindowsOptions
@@ -95,6 +100,12 @@ struct Risk: ParsableCommand {
             var days: [CWADayVerdict]
         }
 
+        func validate() throws {
+            guard (parameters == nil) != (publishedConfiguration == nil) else {
+                throw ValidationError("give either --parameters FILE or --published-configuration YYYY-MM-DD")
+            }
+        }
+
         func run() throws {
             var generation: CWAGeneration? = nil
             if let appVersion {
@@ -104,9 +115,17 @@ struct Risk: ParsableCommand {
                 generation = g
             }
             try RiskCLI.reporting {
-                // A CWA test-case file gives its defaultRiskCalculationConfiguration.
-                let p = try CWAParameters.decode(from: PublishedWindows.cwaParameters(RiskCLI.read(parameters, what: "--parameters")), file: parameters)
-                let g = generation ?? .implied(by: p)
+                let p: CWAParameters
+                var g: CWAGeneration
+                if let parameters {
+                    // A CWA test-case file gives its defaultRiskCalculationConfiguration.
+                    p = try CWAParameters.decode(from: PublishedWindows.cwaParameters(RiskCLI.read(parameters, what: "--parameters")), file: parameters)
+                    g = generation ?? .implied(by: p)
+                } else {
+                    let entry = try RiskCLI.published(.cwa, on: publishedConfiguration!, generation: generation)
+                    p = try entry.cwaParameters()
+                    g = generation ?? entry.generation ?? .implied(by: p)
+                }
                 let e = try CWARiskCalculation.evaluate(windows.load(today: today.optionalDay()), parameters: p, today: today.optionalDay(), generation: g)
                 if windows.perWindow {
                     try RiskCLI.print(Detailed(result: e.result, generation: g.rawValue, windows: e.windows, days: e.days))
@@ -248,18 +267,33 @@ struct Risk: ParsableCommand {
             abstract: "The Corona-Warn-App's original method (before CWA 1.5), framework v1 names.",
             discussion: """
                 Each window is one exposure (one key, one day) and carries transmissionRiskLevel (1-8). Prints \
-                {"increasedRisk", "weightedMinutes", "riskEncounters", "daysSinceLastRiskEncounter", "maximumRiskScore"}.
+                {"increasedRisk", "weightedMinutes", "riskEncounters", "daysSinceLastRiskEncounter", "maximumRiskScore"}. \
+                --published-configuration DATE instead of --configuration: the values the CWA server published in \
+                force on that day (`gaenctl risk configurations` lists them); the entry used is named on stderr.
                 """)
 
         @Option(help: ArgumentHelp("Configuration: framework v1 names plus attenuationDurationWeights, defaultBucketOffset, riskScoreNormalizationDivisor, increasedRiskMinutes.", valueName: "file"))
-        var configuration: String
+        var configuration: String?
+        @Option(help: ArgumentHelp("Use the configuration the CWA server published in force on this day instead of --configuration.", valueName: "YYYY-MM-DD"))
+        var publishedConfiguration: String?
         @OptionGroup var windows: WindowsOptions
         @OptionGroup var today: TodayOption
 
+        func validate() throws {
+            guard (configuration == nil) != (publishedConfiguration == nil) else {
+                throw ValidationError("give either --configuration FILE or --published-configuration YYYY-MM-DD")
+            }
+        }
+
         func run() throws {
             try RiskCLI.reporting {
-                // JSON or the app configuration in protobuf text format.
-                let c = try ReplayConfigText.cwaV1(RiskCLI.read(configuration, what: "--configuration"), file: configuration)
+                let c: CWAv1Configuration
+                if let configuration {
+                    // JSON or the app configuration in protobuf text format.
+                    c = try ReplayConfigText.cwaV1(RiskCLI.read(configuration, what: "--configuration"), file: configuration)
+                } else {
+                    c = try RiskCLI.published(.cwaV1, on: publishedConfiguration!, generation: nil).cwaV1Configuration()
+                }
                 let w = try windows.load(today: today.day())
                 let result = try CWAv1RiskCalculation.calculate(w, configuration: c, today: today.day())
                 guard windows.perWindow else { try RiskCLI.print(result); return }
@@ -269,9 +303,66 @@ struct Risk: ParsableCommand {
             }
         }
     }
+
+    struct Configurations: ParsableCommand {
+        static let configuration = CommandConfiguration(
+            commandName: "configurations",
+            abstract: "List the configurations the CWA server published, by date (for --published-configuration).",
+            discussion: """
+                One line per published state that changed a value the engine reads: rule (cwa, cwa-v1), the days it \
+                was in force (from its commit on cwa-server's main branch to the day before the next; open: no later \
+                change), the apps that read it, and the source commit. --json prints [{"rule", "generation", "from", \
+                "until", "apps", "source": {"repository", "commit", "commitDate", "paths"}, "note", "configuration"}] \
+                with each engine input as `gaenctl risk` reads it. See docs/risk.md.
+                """)
+
+        @Flag(help: "Print JSON with the values instead of a table.")
+        var json = false
+
+        func run() throws {
+            let all = PublishedRiskConfigurations.dated
+            if json {
+                // Built as plain JSON values: each configuration is embedded as the engine reads it.
+                let list: [[String: Any]] = try all.map { e in
+                    ["rule": e.rule.rawValue, "generation": e.generation?.rawValue ?? NSNull(), "from": e.from,
+                     "until": e.until ?? NSNull(), "apps": e.apps, "note": e.note,
+                     "source": ["repository": e.source.repository, "commit": e.source.commit, "commitDate": e.source.commitDate,
+                                "paths": e.source.paths],
+                     "configuration": try JSONSerialization.jsonObject(with: Data(e.json.utf8))]
+                }
+                FileHandle.standardOutput.write(try JSONSerialization.data(withJSONObject: list, options: [.prettyPrinted, .sortedKeys, .withoutEscapingSlashes]))
+                FileHandle.standardOutput.write(Data("\n".utf8))
+                return
+            }
+            func pad(_ s: String, _ n: Int) -> String { s + String(repeating: " ", count: max(0, n - s.count)) }
+            let appsWidth = all.map(\.apps.count).max() ?? 4
+            Swift.print(pad("rule", 7) + "  from        until       " + pad("apps", appsWidth) + "  cwa-server commit")
+            for e in all {
+                Swift.print(pad(e.rule.rawValue, 7) + "  " + e.from + "  " + pad(e.until ?? "-", 10) + "  " + pad(e.apps, appsWidth)
+                            + "  " + String(e.source.commit.prefix(9)))
+            }
+            Swift.print("source: \(PublishedRiskConfigurations.cwaServerRepository); values and files: gaenctl risk configurations --json")
+        }
+    }
 }
 
 enum RiskCLI {
+    /// The published configuration in force on `date` (YYYY-MM-DD), named on stderr so that a
+    /// result says which values it came from.
+    static func published(_ rule: PublishedRiskConfigurations.DatedRule, on date: String,
+                          generation: CWAGeneration?) throws -> PublishedRiskConfigurations.Dated {
+        guard let day = UTCDay(isoDate: date) else {
+            throw ValidationError("--published-configuration: '\(date)' is not a date such as 2020-07-01")
+        }
+        do {
+            let e = try PublishedRiskConfigurations.published(rule, on: day, generation: generation)
+            FileHandle.standardError.write(Data("gaenctl risk: published configuration \(e.summary)\n".utf8))
+            return e
+        } catch let e as PublishedRiskConfigurations.DateError {
+            throw ValidationError("--published-configuration: \(e)")
+        }
+    }
+
     /// A risk error becomes one stderr line naming the field, and exit status 1.
     static func reporting<T>(_ body: () throws -> T) throws -> T {
         do { return try body() } catch let e as RiskError {

@@ -286,19 +286,22 @@ struct TrialReplayCommand: ParsableCommand {
             --rule NAME[=CONFIG], repeatable; NAME one of cwa, cwa-v1, nhs, gaen-v1, swisscovid, immuni; CONFIG its \
             configuration file (JSON, may start with # comment lines; cwa-v1 also the CWA app configuration in \
             protobuf text format; default: the app's published one, the current for cwa and nhs, mid-2020's for \
-            cwa-v1, SwissCovid's and Immuni's published values; gaen-v1 needs one). Each contact is judged from its \
+            cwa-v1, SwissCovid's and Immuni's published values; gaen-v1 needs one). --rule cwa@DATE and \
+            cwa-v1@DATE (YYYY-MM-DD): the configuration the CWA server published in force on that day \
+            (`gaenctl risk configurations` lists them), named on stderr; repeat with other dates to compare. Each contact is judged from its \
             own windows on its own day. close = distance <= --close-contact. Inputs a rule cannot judge as the app \
             would (windows without a transmission risk level where the levels weigh differently, contacts never \
             heard) are warned about on stderr. --per-contact adds each contact's verdict per rule with the numbers \
             the rule decided on. --json prints {"rules":[{"rule","notified","close","far","truePositives", \
             "falsePositives","tpr","fpr","precision","warnings"}]} (null where nothing divides), with --per-contact \
             also "contacts":[{"index","label","distance","close","verdicts":[{"rule","notified","numbers":{...}, \
-            "unjudged"}]}].
+            "unjudged"}]}], with rules named NAME@DATE also "publishedConfigurations":[{"rule","from","until", \
+            "apps","source":{"repository","commit","commitDate","paths"}}].
             """)
 
     @Option(help: ArgumentHelp("Contacts JSON (trial import histogram writes it; may start with # comment lines).", valueName: "FILE"))
     var contacts: String
-    @Option(help: ArgumentHelp("A rule to replay, NAME[=CONFIG]; repeatable.", valueName: "NAME[=CONFIG]"))
+    @Option(help: ArgumentHelp("A rule to replay, NAME[=CONFIG] or NAME@YYYY-MM-DD (cwa, cwa-v1: as published that day); repeatable.", valueName: "NAME[=CONFIG]"))
     var rule: [String] = []
     @Option(help: ArgumentHelp("Ground truth close contact: distance at most this many metres.", valueName: "METRES"))
     var closeContact: Double
@@ -320,6 +323,9 @@ struct TrialReplayCommand: ParsableCommand {
                     do { return try Data(contentsOf: URL(fileURLWithPath: path)) } catch { throw CommandFailure("--rule \(spec): cannot read \(path)") }
                 }
             }
+            for r in rules {
+                if let p = r.published { FileHandle.standardError.write(Data("gaenctl trial replay: \(r.spec): published configuration \(p.summary)\n".utf8)) }
+            }
             let results = try Replay.run(list, rules: rules, closeContact: closeContact)
             for r in results {
                 for w in r.warnings { FileHandle.standardError.write(Data("gaenctl trial replay: warning: \(r.rule): \(w)\n".utf8)) }
@@ -335,7 +341,8 @@ struct TrialReplayCommand: ParsableCommand {
                     }
                 }
                 struct PerContact: Encodable { var index: Int; var label: String; var distance: Double; var close: Bool; var verdicts: [Verdict] }
-                struct Out: Encodable { var rules: [ReplayResult]; var contacts: [PerContact]? }
+                struct Published: Encodable { var rule: String; var from: String; var until: String?; var apps: String; var source: PublishedRiskConfigurations.Source }
+                struct Out: Encodable { var rules: [ReplayResult]; var contacts: [PerContact]?; var publishedConfigurations: [Published]? }
                 let per: [PerContact]? = perContact ? list.enumerated().map { i, c in
                     PerContact(index: i, label: c.label, distance: c.distance, close: c.distance <= closeContact, verdicts: results.map { r in
                         let j = r.judgements[i]
@@ -345,7 +352,11 @@ struct TrialReplayCommand: ParsableCommand {
                 } : nil
                 let enc = JSONEncoder()
                 enc.outputFormatting = [.sortedKeys, .prettyPrinted, .withoutEscapingSlashes]
-                print(String(decoding: try enc.encode(Out(rules: results, contacts: per)), as: UTF8.self))
+                let published = rules.compactMap { r in
+                    r.published.map { Published(rule: r.spec, from: $0.from, until: $0.until, apps: $0.apps, source: $0.source) }
+                }
+                print(String(decoding: try enc.encode(Out(rules: results, contacts: per, publishedConfigurations: published.isEmpty ? nil : published)),
+                             as: UTF8.self))
             } else {
                 func pct(_ v: Double) -> String { v.isNaN ? "n/a" : Format.fixed(v * 100, 1) + " %" }
                 let width = max(4, results.map(\.rule.count).max() ?? 4)

@@ -1,6 +1,7 @@
 import ArgumentParser
 import BLEDaemon
 import DBusCore
+import DBusNames
 import GaendAPI
 import ENProtocol
 #if canImport(FoundationEssentials)
@@ -13,6 +14,7 @@ import Glibc
 #endif
 import HCIHost
 import Logging
+import NodeConfig
 import PlatformSupport
 import ServiceLifecycle
 import UnixSignals

@@ -1,6 +1,7 @@
 import ENProtocol
 import Foundation
 @testable import HCIHost
+import NodeConfig
 import Testing
 import Logging
 import NodeTestSupport

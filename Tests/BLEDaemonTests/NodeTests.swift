@@ -4,6 +4,7 @@ import ENProtocol
 import Foundation
 @testable import HCIHost
 import Logging
+import NodeConfig
 import NodeTestSupport
 import Testing
 @testable import BLEDaemon

@@ -1,3 +1,4 @@
+import NodeConfig
 import PlatformSupport
 import ENProtocol
 import Foundation

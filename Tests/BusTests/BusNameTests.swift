@@ -1,7 +1,9 @@
 import DBusCore
+import DBusNames
 import GaendAPI
 import Foundation
 import GaendClient
+import NodeConfig
 import Testing
 
 @Suite("Well-known bus names and choosing a gaend instance", .serialized)
@@ -34,6 +36,11 @@ struct BusNameTests {
         }
         #expect(WellKnownNameError.tooFewElements.description == "needs at least two dot-separated elements (e.g. org.gaend.hci0)")
         #expect(WellKnownNameError.elementStartsWithDigit(element: "0hci").description == "has element '0hci' starting with a digit")
+    }
+
+    @Test("the config's default bus name is the API's (the config target links no D-Bus target, so it writes the name out)")
+    func configDefaultIsTheAPIName() {
+        #expect(GaendSettings().busName == GaendBus.busName)
     }
 
     @Test("a name is within a prefix when it is the prefix or below it, as dbus-daemon's own_prefix")

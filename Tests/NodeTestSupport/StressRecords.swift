@@ -10,7 +10,7 @@ import HCIProtocol
 
 /// Deterministic scan records numbered 1, 2, ... so a test can check, after a crash, that
 /// every committed record reads back exactly. Used by the tests, by StoreStress (the writer
-/// the kill -9 test runs) and by GaenBench's ingest benchmark: the bench links this test
+/// the kill -9 test runs) and by GaenStoreBench's ingest benchmark: the bench links this test
 /// support target rather than keeping a generator of its own, so that the ingest figures are
 /// measured on the same records the durability tests write, and the gaend and gaenctl
 /// products link none of it.

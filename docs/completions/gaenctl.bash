@@ -1065,13 +1065,13 @@ _gaenctl_risk() {
     unset 'unparsed_words[0]'
     unparsed_words=("${unparsed_words[@]}")
     case "${subcommand}" in
-    cwa|nhs|gaen-v1|cwa-v1|swisscovid|immuni)
+    cwa|nhs|gaen-v1|cwa-v1|swisscovid|immuni|configurations)
         # Offer subcommand argument completions
         "_gaenctl_risk_${subcommand}"
         ;;
     *)
         # Offer subcommand completions
-        COMPREPLY+=($(compgen -W 'cwa nhs gaen-v1 cwa-v1 swisscovid immuni' -- "${cur}"))
+        COMPREPLY+=($(compgen -W 'cwa nhs gaen-v1 cwa-v1 swisscovid immuni configurations' -- "${cur}"))
         ;;
     esac
 }
@@ -1080,12 +1080,15 @@ _gaenctl_risk_cwa() {
     repeating_flags=()
     non_repeating_flags=(--per-window --version -h --help)
     repeating_options=()
-    non_repeating_options=(--parameters --app-version --windows --test-case --today)
+    non_repeating_options=(--parameters --published-configuration --app-version --windows --test-case --today)
     __gaenctl_offer_flags_options 0
 
     # Offer option value completions
     case "${prev}" in
     '--parameters')
+        return
+        ;;
+    '--published-configuration')
         return
         ;;
     '--app-version')
@@ -1155,12 +1158,15 @@ _gaenctl_risk_cwa-v1() {
     repeating_flags=()
     non_repeating_flags=(--per-window --version -h --help)
     repeating_options=()
-    non_repeating_options=(--configuration --windows --test-case --today)
+    non_repeating_options=(--configuration --published-configuration --windows --test-case --today)
     __gaenctl_offer_flags_options 0
 
     # Offer option value completions
     case "${prev}" in
     '--configuration')
+        return
+        ;;
+    '--published-configuration')
         return
         ;;
     '--windows')
@@ -1218,6 +1224,14 @@ _gaenctl_risk_immuni() {
         return
         ;;
     esac
+}
+
+_gaenctl_risk_configurations() {
+    repeating_flags=()
+    non_repeating_flags=(--json --version -h --help)
+    repeating_options=()
+    non_repeating_options=()
+    __gaenctl_offer_flags_options 0
 }
 
 _gaenctl_summaries() {

@@ -1,3 +1,4 @@
+import NodeConfig
 import PlatformSupport
 import ENProtocol
 #if canImport(FoundationEssentials)

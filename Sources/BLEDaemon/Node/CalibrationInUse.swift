@@ -1,4 +1,5 @@
 import ENProtocol
+import NodeConfig
 
 /// A calibration: TX power in the AEM (dBm), the RSSI correction applied to sightings (dB),
 /// and the confidence in both.

@@ -9,6 +9,7 @@ import HCIProtocol
 #if canImport(Glibc)
 import Glibc
 #endif
+import NodeConfig
 import PlatformSupport
 import Logging
 

@@ -3,6 +3,7 @@ import ENProtocol
 import GaendAPI
 import HCIHost
 import HCIProtocol
+import NodeConfig
 
 /// The edge's conversions between the node's domain values and gaend's wire types
 /// (GaendAPI), and the one mapping of the node's errors to D-Bus error names. The typed

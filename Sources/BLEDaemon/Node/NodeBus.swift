@@ -9,6 +9,7 @@ import FoundationEssentials
 import Foundation
 #endif
 import Logging
+import NodeConfig
 
 /// Binds the node to gaend's D-Bus tables (GaendInterfaces): handlers, properties and the
 /// signals ExposureStateUpdated, ScanFinished and PropertiesChanged.

@@ -6,6 +6,7 @@ import Foundation
 #endif
 import HCIHost
 import Logging
+import NodeConfig
 import PlatformSupport
 
 /// Runs the node's schedule (`ScheduleDriver` on the node clock) and is its effects on the

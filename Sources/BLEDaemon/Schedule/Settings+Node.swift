@@ -5,6 +5,7 @@ import FoundationEssentials
 import Foundation
 #endif
 import HCIHost
+import NodeConfig
 import PlatformSupport
 
 /// From the configuration (GaendSettings) to the node core's policies: one place where

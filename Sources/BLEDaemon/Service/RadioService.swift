@@ -5,6 +5,7 @@ import Foundation
 #endif
 import HCIHost
 import Logging
+import NodeConfig
 import ServiceLifecycle
 
 /// The controller and the radio: owns the node's one LE radio owner (`RadioOwner`: controller

@@ -11,26 +11,54 @@ public struct ReplayRule: Sendable {
         case cwa, cwaV1 = "cwa-v1", nhs, gaenV1 = "gaen-v1", swisscovid, immuni
     }
 
-    /// The rule as given (`NAME` or `NAME=CONFIG`), used as its name in the results.
+    /// The rule as given (`NAME`, `NAME@DATE` or `NAME=CONFIG`), used as its name in the results.
     public let spec: String
     public let kind: Kind
+    /// With `NAME@DATE`: the published configuration used (its dates and source commit).
+    public private(set) var published: PublishedRiskConfigurations.Dated?
     let judge: @Sendable (Contact) throws -> ReplayJudgement
 
     init(spec: String, kind: Kind, judge: @escaping @Sendable (Contact) throws -> ReplayJudgement) {
         self.spec = spec; self.kind = kind; self.judge = judge
     }
 
-    /// Parses `NAME[=CONFIG]`. Without CONFIG: the app's published configuration (the current
-    /// one for cwa and nhs, mid-2020's for cwa-v1, SwissCovid's and Immuni's published values);
-    /// gaen-v1 has no app and needs one. CONFIG files may start with `#` comment lines.
+    /// Parses `NAME[@DATE][=CONFIG]`. Without CONFIG: the app's published configuration (the
+    /// current one for cwa and nhs, mid-2020's for cwa-v1, SwissCovid's and Immuni's published
+    /// values); gaen-v1 has no app and needs one. `@DATE` (cwa, cwa-v1): the configuration the
+    /// CWA server published in force on that day (PublishedRiskConfigurations.dated), with the
+    /// calculation of the apps that read it. CONFIG files may start with `#` comment lines.
     public static func parse(_ spec: String, read: (String) throws -> Data) throws -> ReplayRule {
         let parts = spec.split(separator: "=", maxSplits: 1).map(String.init)
-        guard let kind = Kind(rawValue: parts[0]) else {
-            throw ReplayError.badRule("'\(spec)': unknown rule '\(parts[0])' (one of \(Kind.allCases.map(\.rawValue).joined(separator: ", ")))")
+        let nameAndDate = parts[0].split(separator: "@", maxSplits: 1, omittingEmptySubsequences: false).map(String.init)
+        guard let kind = Kind(rawValue: nameAndDate[0]) else {
+            throw ReplayError.badRule("'\(spec)': unknown rule '\(nameAndDate[0])' (one of \(Kind.allCases.map(\.rawValue).joined(separator: ", ")))")
         }
         let file = parts.count == 2 ? parts[1] : nil
+        var dated: PublishedRiskConfigurations.Dated?
+        if nameAndDate.count == 2 {
+            let date = nameAndDate[1]
+            guard file == nil else { throw ReplayError.badRule("'\(spec)': give either \(kind.rawValue)@DATE or \(kind.rawValue)=CONFIG, not both") }
+            let rule: PublishedRiskConfigurations.DatedRule
+            switch kind {
+            case .cwa: rule = .cwa
+            case .cwaV1: rule = .cwaV1
+            default: throw ReplayError.badRule("'\(spec)': only cwa and cwa-v1 have published configurations by date")
+            }
+            guard let day = UTCDay(isoDate: date) else { throw ReplayError.badRule("'\(spec)': '\(date)' is not a date such as 2020-07-01") }
+            do { dated = try PublishedRiskConfigurations.published(rule, on: day) } catch let e as PublishedRiskConfigurations.DateError {
+                throw ReplayError.badRule("'\(spec)': \(e)")
+            }
+        }
+        var rule = try make(spec: spec, kind: kind, file: file, dated: dated, read: read)
+        rule.published = dated
+        return rule
+    }
+
+    static func make(spec: String, kind: Kind, file: String?, dated: PublishedRiskConfigurations.Dated?,
+                     read: (String) throws -> Data) throws -> ReplayRule {
         func data(_ published: String?) throws -> (Data, String) {
             if let file { return (ReplayConfigText.strippingCommentLines(try read(file)), file) }
+            if let dated { return (Data(dated.json.utf8), "published \(kind.rawValue) configuration of \(dated.from)") }
             guard let published else { throw ReplayError.badRule("'\(spec)': \(kind.rawValue) has no published configuration; give \(kind.rawValue)=CONFIG") }
             return (Data(published.utf8), "published \(kind.rawValue) configuration")
         }
@@ -49,8 +77,10 @@ public struct ReplayRule: Sendable {
         case .cwa:
             let (d, name) = try data(PublishedRiskConfigurations.cwa)
             let p = try CWAParameters.decode(from: d, file: name)
+            // A dated entry is judged with the calculation of the apps that read it.
+            let generation = dated?.generation
             return ReplayRule(spec: spec, kind: kind) { c in
-                let e = try CWARiskCalculation.evaluate(windows(c), parameters: p, today: today(c))
+                let e = try CWARiskCalculation.evaluate(windows(c), parameters: p, today: today(c), generation: generation)
                 let day = e.days.max { $0.normalizedTime < $1.normalizedTime }
                 return ReplayJudgement(notified: e.result.totalRiskLevel == CWARiskCalculation.high,
                                        numbers: [("normalizedTimePerDay", day?.normalizedTime ?? 0), ("totalRiskLevel", Double(e.result.totalRiskLevel)),
