@@ -82,7 +82,7 @@ let package = Package(
         // tables, and the generic object server (BusService) that serves tables.
         .target(name: "DBusCore", dependencies: ["CDBus", "PlatformSupport", .product(name: "Logging", package: "swift-log")],
                 swiftSettings: daemonModule),
-        // NSLock, Thread and String(format:) on the C library, for the modules gaend links, which
+        // Thread and String(format:) on the C library, for the modules gaend links, which
         // import FoundationEssentials only (full Foundation brings CoreFoundation and ICU).
         .target(name: "PlatformSupport", dependencies: ["HCIShim"], swiftSettings: daemonModule),
         // gaend's D-Bus API: names, interface tables, typed values and requests with one
@@ -243,7 +243,7 @@ let package = Package(
         ),
         .testTarget(
             name: "HCIHostTests",
-            dependencies: ["HCIHost", "HCIProtocol", "ENProtocol", "NodeTestSupport", .product(name: "Logging", package: "swift-log")]
+            dependencies: ["HCIHost", "HCIProtocol", "ENProtocol", "PlatformSupport", "NodeTestSupport", .product(name: "Logging", package: "swift-log")]
         ),
         .testTarget(
             name: "BLEDaemonTests",

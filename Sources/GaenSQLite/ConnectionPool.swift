@@ -4,6 +4,7 @@ import Glibc
 #elseif canImport(Darwin)
 import Darwin
 #endif
+import Synchronization
 
 /// One writer connection and reader connections on a WAL database, shared between threads:
 /// writes are serialised on the writer, reads run on readers in parallel with each other and
@@ -27,10 +28,15 @@ public final class ConnectionPool: @unchecked Sendable {
 
     public let configuration: Configuration
     private let writer: Connection
-    private let writerLock = Lock()
+    // Connections are not Sendable, so they cannot live inside a Mutex (one taken out could
+    // not be handed to the caller's thread): these two Mutexes own no value; each guards the
+    // fields beside it, and the pool hands each connection to one thread at a time.
+    /// Serialises every use of `writer`.
+    private let writerLock = Mutex(())
+    /// Guards `idleReaders` and `closed`.
+    private let readersLock = Mutex(())
     private var idleReaders: [Connection] = []
     private var closed = false
-    private let readersLock = Lock()
 
     /// Opens the writer (creating nothing: the file must exist), switches the database to WAL
     /// and runs `prepareWriter`.
@@ -51,18 +57,26 @@ public final class ConnectionPool: @unchecked Sendable {
 
     /// Runs `body` in an immediate write transaction on the writer (rolled back if it throws).
     public func write<T>(_ body: (Connection) throws -> T) throws -> T {
-        try writerLock.withLock {
-            try openCheck()
-            return try writer.transaction(.immediate) { try body(writer) }
-        }
+        try onWriter { try writer.transaction(.immediate) { try body(writer) } }
     }
 
     /// Runs `body` on the writer outside any transaction (PRAGMAs that cannot run in one).
     public func writeWithoutTransaction<T>(_ body: (Connection) throws -> T) throws -> T {
-        try writerLock.withLock {
-            try openCheck()
-            return try body(writer)
+        try onWriter { try body(writer) }
+    }
+
+    /// Runs `work` holding `writerLock`, once the pool is known to be open. The result leaves
+    /// through a local, not as `Mutex.withLock`'s `sending` result: a caller's `T` need not be
+    /// Sendable, and it never leaves this thread.
+    private func onWriter<T>(_ work: () throws -> T) throws -> T {
+        var result: Result<T, any Error>?
+        writerLock.withLock { _ in
+            result = Result {
+                try openCheck()
+                return try work()
+            }
         }
+        return try result!.get()
     }
 
     /// Copies the WAL into the main file and truncates the log to zero bytes, without
@@ -71,7 +85,7 @@ public final class ConnectionPool: @unchecked Sendable {
     /// is the caller's to log: the commits are safe in the log either way).
     @discardableResult
     public func checkpointTruncating() -> Result<Bool, SQLiteError> {
-        writerLock.withLock {
+        writerLock.withLock { _ in
             do {
                 try openCheck()
                 return .success(try writer.checkpointTruncatingNow(restoringBusyTimeout: configuration.busyTimeoutMilliseconds))
@@ -102,7 +116,7 @@ public final class ConnectionPool: @unchecked Sendable {
     }
 
     private func takeReader() throws -> Connection {
-        if let r = try readersLock.withLock({ () throws -> Connection? in
+        if let r = try readersLock.withLock({ _ throws -> Connection? in
             try openCheck()
             return idleReaders.popLast()
         }) { return r }
@@ -112,7 +126,7 @@ public final class ConnectionPool: @unchecked Sendable {
     }
 
     private func giveBack(_ reader: Connection, healthy: Bool) {
-        let keep = readersLock.withLock { () -> Bool in
+        let keep = readersLock.withLock { _ -> Bool in
             guard healthy, !closed, idleReaders.count < configuration.maximumIdleReaders else { return false }
             idleReaders.append(reader)
             return true
@@ -124,36 +138,18 @@ public final class ConnectionPool: @unchecked Sendable {
     /// needs from the file, so the cache holds no memory while idle, and a page damaged on
     /// disk is seen by the next write instead of hidden behind a cached copy.
     public func releaseWriterMemory() {
-        writerLock.withLock { writer.releaseMemory() }
+        writerLock.withLock { _ in writer.releaseMemory() }
     }
 
     /// Closes the readers, then the writer: the last connection checkpoints the WAL into the
     /// main file and removes it. Reads and writes after this throw SQLITE_MISUSE.
     public func close() throws {
-        let readers = readersLock.withLock { () -> [Connection] in
+        let readers = readersLock.withLock { _ -> [Connection] in
             closed = true
             defer { idleReaders = [] }
             return idleReaders
         }
         for r in readers { try r.close() }
-        try writerLock.withLock { try writer.close() }
-    }
-}
-
-/// A plain mutex (the layer depends on nothing but SQLite and the C library).
-final class Lock: @unchecked Sendable {
-    private let mutex = UnsafeMutablePointer<pthread_mutex_t>.allocate(capacity: 1)
-
-    init() { pthread_mutex_init(mutex, nil) }
-
-    deinit {
-        pthread_mutex_destroy(mutex)
-        mutex.deallocate()
-    }
-
-    func withLock<T>(_ body: () throws -> T) rethrows -> T {
-        pthread_mutex_lock(mutex)
-        defer { pthread_mutex_unlock(mutex) }
-        return try body()
+        try writerLock.withLock { _ in try writer.close() }
     }
 }

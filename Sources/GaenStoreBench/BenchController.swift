@@ -2,6 +2,7 @@ import ENProtocol
 import Foundation
 import HCIHost
 import HCIProtocol
+import Synchronization
 
 /// An in-process controller for `schedule-idle`: it answers every command as a healthy
 /// controller would (bring-up facts, success for the rest, LE Set Random Address refused
@@ -12,13 +13,17 @@ import HCIProtocol
 final class BenchController: HCITransport, HCITransportConnector, @unchecked Sendable {
     let packets: AsyncThrowingStream<H4Packet, any Error>
     private let sink: AsyncThrowingStream<H4Packet, any Error>.Continuation
-    private let lock = NSLock()
-    private var scanning = false
-    private var advertising = false
-    private var closed = false
+    /// What the controller is doing, changed by the commands the host sends.
+    private struct Link {
+        var scanning = false
+        var advertising = false
+        var refused = 0
+    }
+    private let link = Mutex(Link())
     private let report: [UInt8]
     let reportsPerScan: Int
-    private(set) var refused = 0
+    /// LE Set Random Address commands refused while scanning or advertising.
+    var refused: Int { link.withLock { $0.refused } }
 
     init(reportsPerScan: Int) throws {
         self.reportsPerScan = reportsPerScan
@@ -33,7 +38,7 @@ final class BenchController: HCITransport, HCITransportConnector, @unchecked Sen
 
     var description: String { "bench" }
     func connect() async throws -> any HCITransport { self }
-    func close() { lock.withLock { closed = true } }
+    func close() {}
 
     func send(_ packet: H4Packet) throws {
         let command = try HCICommandPacket(packet)
@@ -41,7 +46,7 @@ final class BenchController: HCITransport, HCITransportConnector, @unchecked Sen
         var status = HCIStatusCode.success
         var returned: [UInt8] = []
         var startReports = false
-        lock.withLock {
+        link.withLock { link in
             switch op {
             case HCIReadLocalVersionInformation.opcode:
                 returned = HCIReadLocalVersionInformation.encodeReturnParameters(.init(hciVersion: 0x0c, hciSubversion: 0, lmpVersion: 0x0c,
@@ -50,16 +55,16 @@ final class BenchController: HCITransport, HCITransportConnector, @unchecked Sen
             case HCIReadLocalSupportedFeatures.opcode: returned = HCIReadLocalSupportedFeatures.encodeReturnParameters(.leSupportedController)
             case HCILEReadLocalSupportedFeatures.opcode: returned = HCILEReadLocalSupportedFeatures.encodeReturnParameters([])
             case HCIReadBDAddr.opcode: returned = [1, 2, 3, 4, 5, 6]
-            case HCILESetRandomAddress.opcode where scanning || advertising:
+            case HCILESetRandomAddress.opcode where link.scanning || link.advertising:
                 status = .commandDisallowed
-                refused += 1
+                link.refused += 1
             case HCILESetScanEnable.opcode:
                 let enable = (try? HCILESetScanEnable(parameters: command.parameters[...]))?.enabled ?? false
-                if !enable && !scanning { status = .commandDisallowed } // as a BCM43455
-                startReports = enable && !scanning
-                scanning = enable
+                if !enable && !link.scanning { status = .commandDisallowed } // as a BCM43455
+                startReports = enable && !link.scanning
+                link.scanning = enable
             case HCILESetAdvertisingEnable.opcode:
-                advertising = (try? HCILESetAdvertisingEnable(parameters: command.parameters[...]))?.enabled ?? false
+                link.advertising = (try? HCILESetAdvertisingEnable(parameters: command.parameters[...]))?.enabled ?? false
             default: break
             }
         }

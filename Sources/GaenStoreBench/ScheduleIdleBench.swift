@@ -2,6 +2,7 @@ import BLEDaemon
 import BenchSupport
 import ENProtocol
 import Foundation
+import Synchronization
 import HCIHost
 import Logging
 #if canImport(Glibc)
@@ -112,9 +113,8 @@ enum ScheduleIdleBench {
 final class ResultBox: @unchecked Sendable { var error: (any Error)? }
 
 /// Beacons made, counted from the effects' closure.
-final class BenchCounts: @unchecked Sendable {
-    private let lock = NSLock()
-    private var n = 0
-    func rotated() { lock.withLock { n += 1 } }
-    var rotations: Int { lock.withLock { n } }
+final class BenchCounts: Sendable {
+    private let n = Mutex(0)
+    func rotated() { n.withLock { $0 += 1 } }
+    var rotations: Int { n.withLock { $0 } }
 }

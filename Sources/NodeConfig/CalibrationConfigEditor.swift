@@ -2,6 +2,7 @@
 import Glibc
 #endif
 import ENProtocol
+import PlatformSupport
 import YAMLReader
 
 /// The calibration `gaenctl calibrate` saves: what goes into the AEM (`txPower`, nil keeps the
@@ -212,14 +213,11 @@ package enum CalibrationConfigEditor {
         do {
             defer { close(fd) }
             var offset = 0
-            try data.withUnsafeBytes { (buffer: UnsafeRawBufferPointer) in
-                while offset < buffer.count {
-                    let n = write(fd, buffer.baseAddress! + offset, buffer.count - offset)
-                    if n < 0 {
-                        if errno == EINTR { continue }
-                        throw failure("write failed")
-                    }
-                    offset += n
+            while offset < data.count {
+                do throws(SystemCallError) {
+                    offset += try systemCall("write") { data.withUnsafeBytes { write(fd, $0.baseAddress! + offset, $0.count - offset) } }
+                } catch {
+                    throw CalibrationConfigEditError.writeFailed(path: path, reason: "write failed: \(error.reason)")
                 }
             }
             // The owner first: chown clears set-id bits, fchmod then sets the exact mode.

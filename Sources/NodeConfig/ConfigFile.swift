@@ -27,7 +27,7 @@ enum ConfigFile {
         var count = 0
         while count < bytes.count {
             let n: Int
-            do throws(PlatformSupport.SystemCallError) { n = try PlatformSupport.systemCall("read") { bytes.withUnsafeMutableBytes { Glibc.read(fd, $0.baseAddress! + count, $0.count - count) } } } catch {
+            do throws(SystemCallError) { n = try systemCall("read") { bytes.withUnsafeMutableBytes { Glibc.read(fd, $0.baseAddress! + count, $0.count - count) } } } catch {
                 return .failure(.system(error.reason))
             }
             if n == 0 { break }

@@ -1,5 +1,5 @@
-// The few things the daemon's modules took from full Foundation (NSLock, Thread,
-// String(format:)), on the C library. The footprint goal: gaend links
+// The few things the daemon's modules took from full Foundation (Thread, String(format:)),
+// on the C library (locks are the standard library's `Mutex`, module Synchronization). The footprint goal: gaend links
 // FoundationEssentials only, because full Foundation brings CoreFoundation, ICU and
 // FoundationInternationalization with it (~1.5 MiB resident in the idle daemon, measured
 // by scripts/measure-idle.sh).
@@ -9,31 +9,6 @@ import HCIShim
 #elseif canImport(Darwin)
 import Darwin
 #endif
-
-/// A mutual-exclusion lock (what NSLock was): `withLock` around the guarded state.
-public final class Lock: @unchecked Sendable {
-    private let mutex: UnsafeMutablePointer<pthread_mutex_t>
-
-    public init() {
-        mutex = .allocate(capacity: 1)
-        mutex.initialize(to: pthread_mutex_t())
-        pthread_mutex_init(mutex, nil)
-    }
-
-    deinit {
-        pthread_mutex_destroy(mutex)
-        mutex.deallocate()
-    }
-
-    public func lock() { pthread_mutex_lock(mutex) }
-    public func unlock() { pthread_mutex_unlock(mutex) }
-
-    public func withLock<R>(_ body: () throws -> R) rethrows -> R {
-        lock()
-        defer { unlock() }
-        return try body()
-    }
-}
 
 /// glibc's allocator, set for a long-running daemon whose work runs on short-lived threads
 /// (store writes, exports, matching: `OwnThread`).

@@ -3,6 +3,7 @@ import Glibc
 #elseif canImport(Darwin)
 import Darwin
 #endif
+import Synchronization
 
 /// Long-lived threads taking blocks from one FIFO queue: the only way the daemon runs blocking
 /// work (a store statement with its fsync, a key file parse, matching, a transfer on a
@@ -11,7 +12,8 @@ import Darwin
 /// (`SerialThreadExecutor`); several make a bounded pool (`BlockingPool`).
 public final class WorkThreads: @unchecked Sendable {
     /// The queue and the threads' state; the threads hold it, not the `WorkThreads`, so the
-    /// owner's deinit can stop them.
+    /// owner's deinit can stop them. A pthread mutex with a condition variable, not a `Mutex`:
+    /// idle threads wait on the condition for work, which `Mutex` cannot do.
     private final class State: @unchecked Sendable {
         let mutex = UnsafeMutablePointer<pthread_mutex_t>.allocate(capacity: 1)
         let ready = UnsafeMutablePointer<pthread_cond_t>.allocate(capacity: 1)
@@ -232,10 +234,9 @@ public enum BlockingPool {
 }
 
 /// A flag a task's cancellation sets and blocking work polls.
-public final class CancelFlag: @unchecked Sendable {
-    private let lock = Lock()
-    private var set = false
+public final class CancelFlag: Sendable {
+    private let cancelled = Mutex(false)
     public init() {}
-    public func cancel() { lock.withLock { set = true } }
-    public var isCancelled: Bool { lock.withLock { set } }
+    public func cancel() { cancelled.withLock { $0 = true } }
+    public var isCancelled: Bool { cancelled.withLock { $0 } }
 }

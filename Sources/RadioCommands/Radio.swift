@@ -1,6 +1,7 @@
 import ArgumentParser
 import CLISupport
 import Foundation
+import Synchronization
 import HCIHost
 import Logging
 
@@ -95,13 +96,11 @@ extension RadioControllerOptions {
 /// `closeAll`), whichever way the command ends.
 /// Ctrl-C or SIGTERM (a radio command left running) also flushes them before exiting.
 package enum CaptureRegistry {
-    nonisolated(unsafe) private static var writers: [BTSnoopWriter] = []
-    nonisolated(unsafe) private static var sources: [DispatchSourceSignal] = []
-    private static let lock = NSLock()
+    private static let state = Mutex<(writers: [BTSnoopWriter], sources: [DispatchSourceSignal])>(([], []))
     static func keep(_ w: BTSnoopWriter) {
-        lock.withLock {
-            writers.append(w)
-            guard sources.isEmpty else { return }
+        state.withLock { state in
+            state.writers.append(w)
+            guard state.sources.isEmpty else { return }
             for sig in [SIGINT, SIGTERM] {
                 signal(sig, SIG_IGN)
                 let s = DispatchSource.makeSignalSource(signal: sig, queue: .global())
@@ -110,9 +109,14 @@ package enum CaptureRegistry {
                     exit(128 + sig)
                 }
                 s.resume()
-                sources.append(s)
+                state.sources.append(s)
             }
         }
     }
-    package static func closeAll() { lock.withLock { writers.forEach { $0.close() }; writers = [] } }
+    package static func closeAll() {
+        state.withLock { state in
+            for w in state.writers { w.close() }
+            state.writers = []
+        }
+    }
 }

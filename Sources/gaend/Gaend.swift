@@ -202,11 +202,7 @@ struct Gaend: AsyncParsableCommand {
     static func writeStandardError(_ text: String) {
         var bytes = Array(text.utf8)[...]
         while !bytes.isEmpty {
-            let n = bytes.withUnsafeBytes { write(2, $0.baseAddress, $0.count) }
-            if n < 0 {
-                if errno == EINTR { continue }
-                return
-            }
+            guard let n = try? systemCall("write", { bytes.withUnsafeBytes { write(2, $0.baseAddress, $0.count) } }) else { return }
             bytes = bytes.dropFirst(n)
         }
     }

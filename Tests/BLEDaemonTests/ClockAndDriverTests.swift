@@ -5,6 +5,7 @@ import NodeConfig
 import Testing
 import Logging
 import NodeTestSupport
+import Synchronization
 @testable import BLEDaemon
 
 @Suite("Clock sync")
@@ -125,11 +126,10 @@ struct SettingsBridgeTests {
 }
 
 /// A sync source a test flips.
-final class SwitchableSync: ClockSyncSource, @unchecked Sendable {
-    private let lock = NSLock()
-    private var synced = false
-    func set(_ v: Bool) { lock.withLock { synced = v } }
-    func status() -> ClockSyncStatus { lock.withLock { synced ? .synchronized(source: "test") : .unsynchronized(reason: "test") } }
+final class SwitchableSync: ClockSyncSource, Sendable {
+    private let synced = Mutex(false)
+    func set(_ v: Bool) { synced.withLock { $0 = v } }
+    func status() -> ClockSyncStatus { synced.withLock { $0 } ? .synchronized(source: "test") : .unsynchronized(reason: "test") }
 }
 
 @Suite("Schedule driver and clock sync")
@@ -165,12 +165,11 @@ struct DriverSyncTests {
 }
 
 /// A sync source whose answer is not known until a test gives it one.
-final class PendingSync: ClockSyncSource, @unchecked Sendable {
-    private let lock = NSLock()
-    private var known = false
-    func answer() { lock.withLock { known = true } }
+final class PendingSync: ClockSyncSource, Sendable {
+    private let known = Mutex(false)
+    func answer() { known.withLock { $0 = true } }
     func status() -> ClockSyncStatus {
-        lock.withLock { known ? .synchronized(source: "test") : .unknown(reason: "systemd-timedated: not asked yet") }
+        known.withLock { $0 } ? .synchronized(source: "test") : .unknown(reason: "systemd-timedated: not asked yet")
     }
 }
 

@@ -2,10 +2,12 @@ import ENProtocol
 import Foundation
 import PlatformSupport
 import NodeTestSupport
+import Synchronization
 import Testing
 @testable import BLEDaemon
 
-/// A one-shot gate a blocked thread waits at (the "slow disk" of these tests).
+/// A one-shot gate a blocked thread waits at (the "slow disk" of these tests): a condition
+/// variable, which a `Mutex` cannot wait on.
 private final class Gate: @unchecked Sendable {
     private let lock = NSCondition()
     private var open = false
@@ -14,20 +16,18 @@ private final class Gate: @unchecked Sendable {
     var isOpen: Bool { lock.lock(); defer { lock.unlock() }; return open }
 }
 
-private final class SetOnce: @unchecked Sendable {
-    private let lock = NSLock()
-    private var value = false
-    func set() { lock.withLock { value = true } }
-    var isSet: Bool { lock.withLock { value } }
+private final class SetOnce: Sendable {
+    private let value = Mutex(false)
+    func set() { value.withLock { $0 = true } }
+    var isSet: Bool { value.withLock { $0 } }
 }
 
 /// Jobs running at once, and the most seen.
-private final class Counts: @unchecked Sendable {
-    private let lock = NSLock()
-    private var running = 0, highest = 0
-    func enter() { lock.withLock { running += 1; highest = max(highest, running) } }
-    func leave() { lock.withLock { running -= 1 } }
-    var peak: Int { lock.withLock { highest } }
+private final class Counts: Sendable {
+    private let state = Mutex((running: 0, highest: 0))
+    func enter() { state.withLock { $0.running += 1; $0.highest = max($0.highest, $0.running) } }
+    func leave() { state.withLock { $0.running -= 1 } }
+    var peak: Int { state.withLock { $0.highest } }
 }
 
 @Suite("Store executor")

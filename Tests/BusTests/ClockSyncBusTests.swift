@@ -1,5 +1,6 @@
 import DBusCore
 import Foundation
+import Synchronization
 @testable import BLEDaemon
 @testable import HCIHost
 import Testing
@@ -7,17 +8,15 @@ import Testing
 /// A stand-in for systemd-timedated: answers Properties.Get of NTPSynchronized with `synced`.
 final class FakeTimedated: @unchecked Sendable {
     let connection: BusConnection
-    private let lock = NSLock()
-    private var value = false
-    private var mute = false
+    private let state = Mutex((synced: false, silent: false))
     var synced: Bool {
-        get { lock.withLock { value } }
-        set { lock.withLock { value = newValue } }
+        get { state.withLock { $0.synced } }
+        set { state.withLock { $0.synced = newValue } }
     }
     /// Calls get no reply at all while set (a bus activation that has not finished).
     var silent: Bool {
-        get { lock.withLock { mute } }
-        set { lock.withLock { mute = newValue } }
+        get { state.withLock { $0.silent } }
+        set { state.withLock { $0.silent = newValue } }
     }
 
     init(address: String) async throws {

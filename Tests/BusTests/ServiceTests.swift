@@ -1,6 +1,7 @@
 import BLEDaemon
 import DBusCore
 import Foundation
+import Synchronization
 import GaendClient
 import Testing
 
@@ -427,10 +428,9 @@ struct ServiceTests {
 }
 
 /// A thread-safe counter for handlers.
-final class Counter: @unchecked Sendable {
-    private let lock = NSLock()
-    private var n = 0
+final class Counter: Sendable {
+    private let n = Mutex(0)
     /// Increments and returns the new value.
-    func next() -> Int { lock.withLock { n += 1; return n } }
-    var value: Int { lock.withLock { n } }
+    func next() -> Int { n.withLock { $0 += 1; return $0 } }
+    var value: Int { n.withLock { $0 } }
 }

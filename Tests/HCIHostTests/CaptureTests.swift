@@ -1,6 +1,7 @@
 import Foundation
 @testable import HCIHost
 import NodeTestSupport
+import PlatformSupport
 import HCIProtocol
 import Testing
 

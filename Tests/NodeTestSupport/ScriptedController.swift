@@ -1,6 +1,7 @@
 import Foundation
 import HCIHost
 import HCIProtocol
+import Synchronization
 
 /// An in-process controller behind a fake transport: it records every command packet the
 /// host sends (so tests compare them with expected captures) and answers like a controller
@@ -8,40 +9,41 @@ import HCIProtocol
 package final class ScriptedController: HCITransport, @unchecked Sendable {
     package let packets: AsyncThrowingStream<H4Packet, any Error>
     private let continuation: AsyncThrowingStream<H4Packet, any Error>.Continuation
-    private let lock = NSLock()
-    private var _sent: [H4Packet] = []
-    private var closed = false
-
-    // Behaviour (set before or during a test; guarded by lock).
-    private var _silent: Set<HCIOpcode> = []
-    private var _status: [HCIOpcode: HCIStatusCode] = [:]
-    private var _ncmd: UInt8 = 1
-    private var _useCommandStatusFor: Set<HCIOpcode> = []
-    private var _failNext: [HCIOpcode: (status: HCIStatusCode, count: Int)] = [:]
-    private var scanEnabled = false
-    private var advertisingEnabled = false
-    private var _wedged = false
+    /// What was sent, and the behaviour a test sets before or during its run.
+    private struct Link {
+        var sent: [H4Packet] = []
+        var closed = false
+        var silent: Set<HCIOpcode> = []
+        var status: [HCIOpcode: HCIStatusCode] = [:]
+        var ncmd: UInt8 = 1
+        var useCommandStatusFor: Set<HCIOpcode> = []
+        var failNext: [HCIOpcode: (status: HCIStatusCode, count: Int)] = [:]
+        var scanEnabled = false
+        var advertisingEnabled = false
+        var wedged = false
+    }
+    private let link = Mutex(Link())
     private let wedge = DispatchSemaphore(value: 0)
 
     package init() {
         (packets, continuation) = AsyncThrowingStream.makeStream(of: H4Packet.self, throwing: (any Error).self)
     }
 
-    package var sent: [H4Packet] { lock.withLock { _sent } }
+    package var sent: [H4Packet] { link.withLock { $0.sent } }
     package var sentOpcodes: [HCIOpcode] { sent.compactMap { try? HCICommandPacket($0).opcode } }
-    package var isClosed: Bool { lock.withLock { closed } }
-    package func silence(_ opcode: HCIOpcode) { lock.withLock { _ = _silent.insert(opcode) } }
+    package var isClosed: Bool { link.withLock { $0.closed } }
+    package func silence(_ opcode: HCIOpcode) { link.withLock { _ = $0.silent.insert(opcode) } }
     package func answer(_ opcode: HCIOpcode, status: HCIStatusCode, viaCommandStatus: Bool = false) {
-        lock.withLock {
-            _status[opcode] = status
-            if viaCommandStatus { _useCommandStatusFor.insert(opcode) }
+        link.withLock { link in
+            link.status[opcode] = status
+            if viaCommandStatus { link.useCommandStatusFor.insert(opcode) }
         }
     }
-    package func setNcmd(_ n: UInt8) { lock.withLock { _ncmd = n } }
+    package func setNcmd(_ n: UInt8) { link.withLock { $0.ncmd = n } }
     /// The next `count` commands with `opcode` are answered with `status` (not executed).
-    package func failNext(_ opcode: HCIOpcode, status: HCIStatusCode, count: Int = 1) { lock.withLock { _failNext[opcode] = (status, count) } }
-    package var advertising: Bool { lock.withLock { advertisingEnabled } }
-    package var scanning: Bool { lock.withLock { scanEnabled } }
+    package func failNext(_ opcode: HCIOpcode, status: HCIStatusCode, count: Int = 1) { link.withLock { $0.failNext[opcode] = (status, count) } }
+    package var advertising: Bool { link.withLock { $0.advertisingEnabled } }
+    package var scanning: Bool { link.withLock { $0.scanEnabled } }
 
     /// Delivers a packet as if the controller had sent it.
     package func inject(_ packet: H4Packet) { continuation.yield(packet) }
@@ -50,53 +52,53 @@ package final class ScriptedController: HCITransport, @unchecked Sendable {
 
     /// From now on a write blocks its thread until `unwedgeWrites()`, as a write to a stuck
     /// kernel socket or UART would.
-    package func wedgeWrites() { lock.withLock { _wedged = true } }
+    package func wedgeWrites() { link.withLock { $0.wedged = true } }
     package func unwedgeWrites() {
-        if lock.withLock({ let w = _wedged; _wedged = false; return w }) { wedge.signal() }
+        if link.withLock({ let w = $0.wedged; $0.wedged = false; return w }) { wedge.signal() }
     }
 
     package func send(_ packet: H4Packet) throws {
-        if lock.withLock({ _wedged }) { wedge.wait() }
-        let replies: [H4Packet] = try lock.withLock {
-            guard !closed else { throw HCITransportError.closed }
-            _sent.append(packet)
+        if link.withLock({ $0.wedged }) { wedge.wait() }
+        let replies: [H4Packet] = try link.withLock { link in
+            guard !link.closed else { throw HCITransportError.closed }
+            link.sent.append(packet)
             let command = try HCICommandPacket(packet)
-            return reply(to: command)
+            return Self.reply(to: command, &link)
         }
         for r in replies { continuation.yield(r) }
     }
 
     package func close() {
-        lock.withLock { closed = true }
+        link.withLock { $0.closed = true }
         continuation.finish()
     }
 
-    /// Must be called with the lock held.
-    private func reply(to command: HCICommandPacket) -> [H4Packet] {
+    /// The controller's answer to `command`, as it changes `link` (called holding the Mutex).
+    private static func reply(to command: HCICommandPacket, _ l: inout Link) -> [H4Packet] {
         let op = command.opcode
-        if _silent.contains(op) { return [] }
-        if let f = _failNext[op], f.count > 0 {
-            _failNext[op] = f.count > 1 ? (f.status, f.count - 1) : nil
-            return [HCIEvent.commandComplete(.init(numHCICommandPackets: _ncmd, opcode: op, returnParameters: [f.status.rawValue])).packet]
+        if l.silent.contains(op) { return [] }
+        if let f = l.failNext[op], f.count > 0 {
+            l.failNext[op] = f.count > 1 ? (f.status, f.count - 1) : nil
+            return [HCIEvent.commandComplete(.init(numHCICommandPackets: l.ncmd, opcode: op, returnParameters: [f.status.rawValue])).packet]
         }
-        var status = _status[op] ?? .success
+        var status = l.status[op] ?? .success
         // Like a BCM43455: disabling a scan that is off is Command Disallowed; so is
         // changing the random address while advertising or scanning.
         if op == HCILESetScanEnable.opcode, let c = try? HCILESetScanEnable(parameters: command.parameters[...]) {
-            if !c.enabled && !scanEnabled && _status[op] == nil { status = .commandDisallowed }
-            if status == .success { scanEnabled = c.enabled }
+            if !c.enabled && !l.scanEnabled && l.status[op] == nil { status = .commandDisallowed }
+            if status == .success { l.scanEnabled = c.enabled }
         }
-        if op == HCILESetRandomAddress.opcode, advertisingEnabled || scanEnabled, _status[op] == nil { status = .commandDisallowed }
+        if op == HCILESetRandomAddress.opcode, l.advertisingEnabled || l.scanEnabled, l.status[op] == nil { status = .commandDisallowed }
         if op == HCILESetAdvertisingEnable.opcode, status == .success, let c = try? HCILESetAdvertisingEnable(parameters: command.parameters[...]) {
-            advertisingEnabled = c.enabled
+            l.advertisingEnabled = c.enabled
         }
-        if op == HCIReset.opcode { scanEnabled = false; advertisingEnabled = false }
-        if _useCommandStatusFor.contains(op) {
-            return [HCIEvent.commandStatus(.init(status: status, numHCICommandPackets: _ncmd, opcode: op)).packet]
+        if op == HCIReset.opcode { l.scanEnabled = false; l.advertisingEnabled = false }
+        if l.useCommandStatusFor.contains(op) {
+            return [HCIEvent.commandStatus(.init(status: status, numHCICommandPackets: l.ncmd, opcode: op)).packet]
         }
         var returned = [status.rawValue]
-        if status == .success { returned += Self.returnParameters(op) }
-        return [HCIEvent.commandComplete(.init(numHCICommandPackets: _ncmd, opcode: op, returnParameters: returned)).packet]
+        if status == .success { returned += returnParameters(op) }
+        return [HCIEvent.commandComplete(.init(numHCICommandPackets: l.ncmd, opcode: op, returnParameters: returned)).packet]
     }
 
     package static let version = HCIReadLocalVersionInformation.ReturnParameters(hciVersion: 0x0c, hciSubversion: 0x0100, lmpVersion: 0x0c, companyIdentifier: 0x000F, lmpSubversion: 0x2209)
@@ -116,28 +118,26 @@ package final class ScriptedController: HCITransport, @unchecked Sendable {
 }
 
 /// Hands out a new ScriptedController per connect; can be told to refuse connects.
-package final class ScriptedConnector: HCITransportConnector, @unchecked Sendable {
-    private let lock = NSLock()
-    private var _controllers: [ScriptedController] = []
-    private var failures = 0
+package final class ScriptedConnector: HCITransportConnector, Sendable {
+    private let state = Mutex<(controllers: [ScriptedController], failures: Int)>(([], 0))
     private let configure: @Sendable (ScriptedController) -> Void
 
     package init(configure: @escaping @Sendable (ScriptedController) -> Void = { _ in }) { self.configure = configure }
 
     package var description: String { "scripted" }
-    package var controllers: [ScriptedController] { lock.withLock { _controllers } }
+    package var controllers: [ScriptedController] { state.withLock { $0.controllers } }
     package var current: ScriptedController { controllers.last! }
-    package func failNextConnects(_ n: Int) { lock.withLock { failures = n } }
+    package func failNextConnects(_ n: Int) { state.withLock { $0.failures = n } }
 
     package func connect() async throws -> any HCITransport {
-        try lock.withLock {
-            if failures > 0 {
-                failures -= 1
+        try state.withLock { state in
+            if state.failures > 0 {
+                state.failures -= 1
                 throw HCITransportError.connectionRefused(address: "scripted")
             }
             let c = ScriptedController()
             configure(c)
-            _controllers.append(c)
+            state.controllers.append(c)
             return c
         }
     }
@@ -147,22 +147,21 @@ package final class ScriptedConnector: HCITransportConnector, @unchecked Sendabl
 /// time and records what was asked, so that they keep their order but tests take
 /// milliseconds. Its `now` stands still at zero, so `sleep(for: d)` arrives here as a
 /// deadline of exactly `d`.
-package final class ScaledSleeper: Clock, @unchecked Sendable {
+package final class ScaledSleeper: Clock, Sendable {
     package struct Instant: InstantProtocol {
         package var offset: Duration
         package func advanced(by d: Duration) -> Instant { Instant(offset: offset + d) }
         package func duration(to other: Instant) -> Duration { other.offset - offset }
         package static func < (a: Instant, b: Instant) -> Bool { a.offset < b.offset }
     }
-    private let lock = NSLock()
-    private var _requests: [Duration] = []
+    private let requested = Mutex<[Duration]>([])
     package let scale: Double
     package init(scale: Double = 0.01) { self.scale = scale }
-    package var requests: [Duration] { lock.withLock { _requests } }
+    package var requests: [Duration] { requested.withLock { $0 } }
     package var now: Instant { Instant(offset: .zero) }
     package var minimumResolution: Duration { .nanoseconds(1) }
     package func sleep(until deadline: Instant, tolerance: Duration?) async throws {
-        lock.withLock { _requests.append(deadline.offset) }
+        requested.withLock { $0.append(deadline.offset) }
         try await Task.sleep(for: deadline.offset * scale)
     }
 }

@@ -52,13 +52,4 @@ import Glibc
         }
         #expect(name == "gaend.a-very-lo")
     }
-
-    @Test func lockExcludes() async {
-        final class Counter: @unchecked Sendable { let lock = Lock(); var n = 0 }
-        let counter = Counter()
-        await withTaskGroup(of: Void.self) { group in
-            for _ in 0..<4 { group.addTask { for _ in 0..<10_000 { counter.lock.withLock { counter.n += 1 } } } }
-        }
-        #expect(counter.n == 40_000)
-    }
 }

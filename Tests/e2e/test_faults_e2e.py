@@ -378,10 +378,12 @@ def test_disk_full_flood_memory_is_bounded_by_the_queue(radio, nodes):
     try:
         n.start()
         n.wait_scans(1, timeout=30)
+        # The idle node's RSS: a base read once the disk is full depended on how much of the
+        # flood the node had taken in by then (on a loaded machine, little).
+        base = rss_kb(n.proc.pid)
         subprocess.run(["dd", "if=/dev/zero", f"of={n.state / 'filler'}", "bs=4k"], capture_output=True)
         r.ok(cmd="flood", device="n", rate=4000, seconds=600)
         assert wait_for(lambda: "storage-full" in n.status()["status"], 30, 0.5), n.status()
-        base = rss_kb(n.proc.pid)
         samples = []
         end = time.monotonic() + 90
         while time.monotonic() < end:
@@ -390,9 +392,10 @@ def test_disk_full_flood_memory_is_bounded_by_the_queue(radio, nodes):
         status = n.status()
         print(f"disk full at 4000 reports/s for 90 s: RSS {base} -> max {max(samples)} kB; {status}")
         assert status["sightingCount"] > 100_000, status
-        # The queue's 16 MiB (encoded scans) and the allocator's two arenas' transient peak
-        # (a scan of tens of thousands of reports is being encoded and sealed at any time).
-        assert max(samples) - base < 40 * 1024, f"RSS grew from {base} kB to {max(samples)} kB"
+        # The queue's 16 MiB (encoded scans) and the transient peak of the scans being
+        # collected, encoded and sealed (tens of thousands of reports each): without the
+        # bound, RSS grew 62 -> 304 MB in 400 s.
+        assert max(samples) - base < 48 * 1024, f"RSS grew from {base} kB to {max(samples)} kB"
         r.ok(cmd="flood", device="n", rate=0)
         code = n.terminate()
         err = n.stderr

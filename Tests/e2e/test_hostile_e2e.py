@@ -425,6 +425,17 @@ def test_sixteen_calls_of_millions_of_keys_stay_within_memory(policy_node, tmp_p
     assert "active" in n.status()["status"]
 
 
+def holds_file(pid: int, path: Path) -> bool:
+    """Whether process `pid` has `path` open (descriptors passed over D-Bus included)."""
+    for fd in os.listdir(f"/proc/{pid}/fd"):
+        try:
+            if os.readlink(f"/proc/{pid}/fd/{fd}") == os.path.realpath(path):
+                return True
+        except OSError:
+            pass
+    return False
+
+
 def test_sigterm_during_a_large_provide(radio, nodes, tmp_path):
     """SIGTERM shortly after a call with two large files: gaend stops within TimeoutStopSec,
     the caller gets an answer (not NoReply), and the store opens afterwards."""
@@ -436,6 +447,10 @@ def test_sigterm_during_a_large_provide(radio, nodes, tmp_path):
     b = write_zip(tmp_path / "b.zip", same_keys(750_000, start - 288))
     fds = [os.open(a, os.O_RDONLY), os.open(b, os.O_RDONLY)]
     call = Call(n, "ExposureNotification1", "ProvideDiagnosisKeys", "ahs", fds, "big")
+    # SIGTERM once gaend holds the call's descriptors (it has read the message): sent before
+    # that, on a loaded machine, the call could still wait unread on the bus, and a message a
+    # stopped process never read can only get the bus's NoReply.
+    assert wait_for(lambda: holds_file(n.proc.pid, a), 30, 0.01), "gaend never received the call"
     time.sleep(0.3)
     t0 = time.monotonic()
     assert n.terminate() == 0, n.stderr

@@ -43,7 +43,9 @@ def check_pairing(reports: list[dict], rotations: list[dict]) -> None:
 
 def test_advertiser_is_conformant_on_air(radio, spawn, bin_dir):
     r = two_nodes(radio)
-    scan = peer_scan(spawn, r, "peer", 9.0)
+    # The scan outlasts the advertiser's 7 s by 8 s: on a loaded machine gaenctl can take a
+    # few seconds to start, and advertising after the scan ended went unheard.
+    scan = peer_scan(spawn, r, "peer", 16.0)
     time.sleep(0.8)
     adv = spawn([bin_dir / "gaenctl", "radio", "advertise", "--controller", r.ready["devices"]["node"]["connect"],
                  "--tek", TEK, "--tx-power", "-30", "--time-scale", "600", "--duration", "7"], "advertise")

@@ -7,6 +7,7 @@ import PlatformSupport
 #if canImport(Glibc)
 import Glibc
 #endif
+import Synchronization
 
 /// Descriptors a D-Bus caller passes (key files in, research exports out): the one place of
 /// the rules that keep a slow or hostile caller from stalling the node. Every transfer runs on a thread of its own (never on the Swift
@@ -101,10 +102,9 @@ package final class CallerDescriptor: @unchecked Sendable {
             guard left > .zero else { throw CallerIOError.timeout(what: what, seconds: timeout) }
             let ms = Int32(min(200, max(1, left.components.seconds * 1000 + left.components.attoseconds / 1_000_000_000_000_000)))
             var p = pollfd(fd: fd, events: events, revents: 0)
-            let n = poll(&p, 1, ms)
-            if n < 0 {
-                if errno == EINTR { continue }
-                throw CallerIOError.failed(what: what, reason: "poll failed: \(String(cString: strerror(errno)))")
+            let n: Int32
+            do throws(SystemCallError) { n = try systemCall("poll") { poll(&p, 1, ms) } } catch {
+                throw CallerIOError.failed(what: what, reason: "poll failed: \(error.reason)")
             }
             if n > 0 { return } // readable, writable, or an error/hang-up the next call reports
         }
@@ -120,12 +120,17 @@ package final class CallerDescriptor: @unchecked Sendable {
         while true {
             if !isRegular { try wait(Int16(POLLIN), deadline: deadline, timeout: timeout, cancel: cancel) }
             else if cancel.isCancelled { throw CallerIOError.cancelled(what: what) }
-            let n = buffer.withUnsafeMutableBytes { b in
-                isSocket ? recv(fd, b.baseAddress, b.count, Int32(MSG_DONTWAIT)) : read(fd, b.baseAddress, b.count)
-            }
-            if n < 0 {
-                if errno == EINTR || errno == EAGAIN || errno == EWOULDBLOCK { continue }
-                throw CallerIOError.failed(what: what, reason: "read failed: \(String(cString: strerror(errno)))")
+            let n: Int
+            do throws(SystemCallError) {
+                n = try systemCall("read") {
+                    buffer.withUnsafeMutableBytes { b in
+                        isSocket ? recv(fd, b.baseAddress, b.count, Int32(MSG_DONTWAIT)) : read(fd, b.baseAddress, b.count)
+                    }
+                }
+            } catch where error.errno == EAGAIN || error.errno == EWOULDBLOCK {
+                continue // not ready yet: wait again
+            } catch {
+                throw CallerIOError.failed(what: what, reason: "read failed: \(error.reason)")
             }
             if n == 0 { return out }
             guard out.count + n <= limit else { throw CallerIOError.tooLarge(what: what, limit: limit) }
@@ -146,10 +151,13 @@ package final class CallerDescriptor: @unchecked Sendable {
                 if !isRegular { try wait(Int16(POLLOUT), deadline: deadline, timeout: idleTimeout, cancel: cancel) }
                 else if cancel.isCancelled { throw CallerIOError.cancelled(what: what) }
                 let p = raw.baseAddress! + offset, count = raw.count - offset
-                let n = isSocket ? send(fd, p, count, Int32(MSG_DONTWAIT | MSG_NOSIGNAL)) : Glibc.write(fd, p, count)
-                if n < 0 {
-                    if errno == EINTR || errno == EAGAIN || errno == EWOULDBLOCK { continue }
-                    let reason = errno == EPIPE ? "the reader closed its end" : String(cString: strerror(errno))
+                let n: Int
+                do throws(SystemCallError) {
+                    n = try systemCall("write") { isSocket ? send(fd, p, count, Int32(MSG_DONTWAIT | MSG_NOSIGNAL)) : Glibc.write(fd, p, count) }
+                } catch where error.errno == EAGAIN || error.errno == EWOULDBLOCK {
+                    continue // the reader has not taken the last bytes yet: wait again
+                } catch {
+                    let reason = error.errno == EPIPE ? "the reader closed its end" : error.reason
                     throw CallerIOError.failed(what: what, reason: "write failed: \(reason)")
                 }
                 offset += n
@@ -163,11 +171,13 @@ package final class CallerDescriptor: @unchecked Sendable {
 /// as many as D-Bus calls gaend serves at once, so a transfer never waits for a thread while
 /// stalled callers hold the others, and other blocking work never waits for a caller);
 /// at shutdown the research service ends them (their flags) and waits until they have.
-package final class CallerTransfers: @unchecked Sendable {
-    private let lock = Lock()
-    private var flags: [UInt64: CancelFlag] = [:]
-    private var next: UInt64 = 0
-    private var stopping = false
+package final class CallerTransfers: Sendable {
+    private struct InFlight {
+        var flags: [UInt64: CancelFlag] = [:]
+        var next: UInt64 = 0
+        var stopping = false
+    }
+    private let state = Mutex(InFlight())
     private let threads: WorkThreads
 
     /// `threads`: at most as many transfers at once (gaend: its D-Bus concurrent call limit).
@@ -175,25 +185,25 @@ package final class CallerTransfers: @unchecked Sendable {
 
     package func run<T: Sendable>(_ name: String, _ body: @escaping @Sendable (CancelFlag) throws -> T) async throws -> T {
         try await threads.run { flag in
-            let id: UInt64? = self.lock.withLock {
-                if self.stopping { return nil }
-                self.next += 1
-                self.flags[self.next] = flag
-                return self.next
+            let id: UInt64? = self.state.withLock { s in
+                if s.stopping { return nil }
+                s.next += 1
+                s.flags[s.next] = flag
+                return s.next
             }
             guard let id else { throw CallerIOError.cancelled(what: name) }
-            defer { _ = self.lock.withLock { self.flags.removeValue(forKey: id) } }
+            defer { _ = self.state.withLock { $0.flags.removeValue(forKey: id) } }
             return try body(flag)
         }
     }
 
-    package var inFlight: Int { lock.withLock { flags.count } }
+    package var inFlight: Int { state.withLock { $0.flags.count } }
 
     /// Ends every transfer in flight (each notices within 200 ms) and refuses new ones.
     package func cancelAllAndWait() async {
-        lock.withLock {
-            stopping = true
-            for f in flags.values { f.cancel() }
+        state.withLock { s in
+            s.stopping = true
+            for f in s.flags.values { f.cancel() }
         }
         while inFlight > 0 { try? await Task.sleep(for: .milliseconds(20)) }
     }
@@ -201,16 +211,15 @@ package final class CallerTransfers: @unchecked Sendable {
 
 /// Calls passing descriptors in flight, per caller uid: a caller past its limit gets
 /// LimitExceeded at once instead of parking one more thread.
-package final class CallerSlots: @unchecked Sendable {
-    private let lock = Lock()
-    private var inFlight: [UInt32: Int] = [:]
+package final class CallerSlots: Sendable {
+    private let inFlight = Mutex<[UInt32: Int]>([:])
     package let limit: Int
 
     package init(limit: Int) { self.limit = max(1, limit) }
 
     /// Claims a slot for `uid`, or returns false when it has `limit` calls in flight.
     package func claim(_ uid: UInt32) -> Bool {
-        lock.withLock {
+        inFlight.withLock { inFlight in
             guard inFlight[uid, default: 0] < limit else { return false }
             inFlight[uid, default: 0] += 1
             return true
@@ -218,7 +227,7 @@ package final class CallerSlots: @unchecked Sendable {
     }
 
     package func release(_ uid: UInt32) {
-        lock.withLock {
+        inFlight.withLock { inFlight in
             let n = inFlight[uid, default: 1] - 1
             inFlight[uid] = n > 0 ? n : nil
         }

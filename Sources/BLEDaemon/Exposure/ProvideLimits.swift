@@ -1,5 +1,6 @@
 import ENProtocol
 import PlatformSupport
+import Synchronization
 
 /// The bounds on ProvideDiagnosisKeys, so that no caller (nor all of them together) can make
 /// the node spend more memory on key files than these figures, whatever the files say:
@@ -35,51 +36,49 @@ package struct ProvideLimits: Sendable {
 
 /// Bytes in flight against a fixed total: claimed before they are read or inflated, released
 /// when the call ends. Claims never wait: one that does not fit fails.
-package final class ByteBudget: @unchecked Sendable {
+package final class ByteBudget: Sendable {
     package let total: Int
-    private let lock = Lock()
-    private var used = 0
+    private let used = Mutex(0)
 
     package init(total: Int) { self.total = total }
 
     /// Claims `bytes`; false when they do not fit now.
     package func claim(_ bytes: Int) -> Bool {
-        lock.withLock {
+        used.withLock { used in
             guard bytes >= 0, used + bytes <= total else { return false }
             used += bytes
             return true
         }
     }
 
-    package func release(_ bytes: Int) { lock.withLock { used = max(0, used - bytes) } }
+    package func release(_ bytes: Int) { used.withLock { $0 = max(0, $0 - bytes) } }
 
-    package var inUse: Int { lock.withLock { used } }
+    package var inUse: Int { used.withLock { $0 } }
 }
 
 /// One call's claims on a `ByteBudget`, released together (`release()`, or when dropped).
-package final class BudgetClaim: @unchecked Sendable {
+package final class BudgetClaim: Sendable {
     let budget: ByteBudget
-    private let lock = Lock()
-    private var held = 0
+    private let held = Mutex(0)
 
     package init(_ budget: ByteBudget) { self.budget = budget }
 
     /// Claims `bytes` more for this call; false when they do not fit.
     package func claim(_ bytes: Int) -> Bool {
         guard budget.claim(bytes) else { return false }
-        lock.withLock { held += bytes }
+        held.withLock { $0 += bytes }
         return true
     }
 
-    package var bytes: Int { lock.withLock { held } }
+    package var bytes: Int { held.withLock { $0 } }
 
     package func release() {
-        let n = lock.withLock { () -> Int in
+        let n = held.withLock { held in
             defer { held = 0 }
             return held
         }
         budget.release(n)
     }
 
-    deinit { budget.release(held) }
+    deinit { budget.release(held.withLock { $0 }) }
 }

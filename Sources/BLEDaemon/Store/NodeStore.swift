@@ -8,6 +8,7 @@ import GaenSQLite
 import HCIHost
 import Logging
 import PlatformSupport
+import Synchronization
 #if canImport(Glibc)
 import Glibc
 #endif
@@ -94,10 +95,9 @@ package struct QuarantinedRecord: Equatable, Sendable {
 package final class NodeStore: @unchecked Sendable {
     package let configuration: StoreConfiguration
     let key: StoreKey
-    /// Replaced (under `lock`, published under `poolLock`) when the store is found damaged
-    /// while running: see `replaceDamagedStore`.
-    var pool: ConnectionPool
-    let poolLock = Lock()
+    /// The pool in use and its generation. The pool is replaced (under `lock`) when the store
+    /// is found damaged while running: see `replaceDamagedStore`.
+    let poolState: Mutex<(pool: ConnectionPool, generation: Int)>
     let poolConfiguration: ConnectionPool.Configuration
     let logger: Logger
     /// The store's own thread: every statement runs there, in order (`locked`, `read`), so no
@@ -119,8 +119,7 @@ package final class NodeStore: @unchecked Sendable {
     /// Rows in `quarantine`, kept in memory so status never queries for it.
     var quarantinedCount = 0
     /// What status reads (`losses()`, `isFull`), published after each store operation.
-    let statusLock = Lock()
-    var published = (losses: StoreLosses(), full: false, setAside: nil as (path: String, reason: String)?)
+    let published = Mutex((losses: StoreLosses(), full: false, setAside: nil as (path: String, reason: String)?))
 
     static let keyCheckPlaintext = Data("gaend store key check v1".utf8)
     static let keyCheckAAD = Data("gaend/v1/store_meta/key_check".utf8)
@@ -134,7 +133,7 @@ package final class NodeStore: @unchecked Sendable {
     /// The last damaged store this one replaced (at open or while running): where it was set
     /// aside, and why. Guarded by `lock`; `setAside` reads the published copy.
     var setAsideLocked: (path: String, reason: String)?
-    package var setAside: (path: String, reason: String)? { statusLock.withLock { published.setAside } }
+    package var setAside: (path: String, reason: String)? { published.withLock { $0.setAside } }
 
     /// Opens (or creates) the store. An existing store is first checked read-only against
     /// `key`, so a wrong key throws `StoreError.wrongKey` without writing a byte. A store that
@@ -158,7 +157,7 @@ package final class NodeStore: @unchecked Sendable {
             executor.stop()
             throw error
         }
-        pool = opened.pool
+        poolState = Mutex((opened.pool, 0))
         poolConfiguration = opened.config
         setAsideLocked = opened.aside
         lastQuickCheck = now
@@ -166,7 +165,7 @@ package final class NodeStore: @unchecked Sendable {
         do {
             try locked { try reconcileLocked(now: now, whileRunning: false) }
         } catch {
-            try? executor.sync { try pool.close() }
+            try? executor.sync { try opened.pool.close() }
             executor.stop()
             throw Self.mapped(error, pending: 0)
         }
@@ -271,12 +270,7 @@ package final class NodeStore: @unchecked Sendable {
     }
 
     /// The pool in use (reads take it without `lock`, so a write in progress never holds them up).
-    var currentPool: ConnectionPool { poolLock.withLock { pool } }
-
-    /// Bumped (under `poolLock`) each time a damaged store is replaced while running: an
-    /// operation that failed on the old store retries once on the new one, and two that
-    /// failed together replace it once.
-    var poolGenerationStorage = 0
+    var currentPool: ConnectionPool { poolState.withLock { $0.pool } }
 
     /// When SQLite's quick check last ran (at open, then daily with retention; guarded by
     /// `lock`): damage in pages no write touches (the schema, an old scan) is found within a
@@ -300,7 +294,9 @@ package final class NodeStore: @unchecked Sendable {
             try replaceDamagedStore(after: StoreDamage(reason: "SQLite's quick check: \(found)"), failedOn: generation, now: now)
         }
     }
-    var poolGeneration: Int { poolLock.withLock { poolGenerationStorage } }
+    /// Bumped each time a damaged store is replaced while running: an operation that failed
+    /// on the old store retries once on the new one, and two that failed together replace it once.
+    var poolGeneration: Int { poolState.withLock { $0.generation } }
 
     /// Sets a store found damaged while running aside and opens a fresh one in its place,
     /// exactly as at open: the damaged files are kept for recovery, a quarantine row and a
@@ -320,10 +316,7 @@ package final class NodeStore: @unchecked Sendable {
         do { fresh = try Self.openChecked(config: poolConfiguration, key: key, path: path) } catch {
             throw Self.mapped(error, pending: pending.count)
         }
-        poolLock.withLock {
-            pool = fresh
-            poolGenerationStorage += 1
-        }
+        poolState.withLock { $0 = (fresh, $0.generation + 1) }
         setAsideLocked = aside
         reportedRotten = []
         try reconcileLocked(now: now, whileRunning: true)
@@ -769,7 +762,7 @@ package final class NodeStore: @unchecked Sendable {
     /// Read without waiting for a write in progress (a large scan's write and checkpoint can
     /// take seconds on a busy disk): the counts as the last store operation left them.
     package func losses() -> StoreLosses {
-        statusLock.withLock { published.losses }
+        published.withLock { $0.losses }
     }
 
     /// `close()`, awaited: the flush of waiting scans and the final checkpoint run on the
@@ -812,7 +805,7 @@ package final class NodeStore: @unchecked Sendable {
         let losses = StoreLosses(droppedScans: droppedScans, droppedSightings: droppedSightings, pendingScans: pending.count,
                                  pendingBytes: pendingBytes, quarantined: quarantinedCount)
         let isFull = full, aside = setAsideLocked
-        statusLock.withLock { published = (losses, isFull, aside) }
+        published.withLock { $0 = (losses, isFull, aside) }
     }
 
     /// Associated data: a domain label, the table and the row's identifying clear columns.

@@ -8,6 +8,7 @@ import GaenSQLite
 import HCIHost
 import Logging
 import PlatformSupport
+import Synchronization
 
 /// The scan records (one per scan, every report inside, sealed), for async callers: a write
 /// with its fsync runs on the store's thread, never on the caller's.
@@ -95,7 +96,7 @@ extension NodeStore {
     }
 
     /// Scans waiting in memory for disk space.
-    package var pendingScanCount: Int { statusLock.withLock { published.losses.pendingScans } }
+    package var pendingScanCount: Int { published.withLock { $0.losses.pendingScans } }
 
     /// A scan waiting for disk space: its clear columns and its encoded reports (the blob
     /// that is sealed when it is written).
@@ -145,7 +146,7 @@ extension NodeStore {
     }
 
     /// Whether the last write found the disk full (status: "storage error").
-    package var isFull: Bool { statusLock.withLock { published.full } }
+    package var isFull: Bool { published.withLock { $0.full } }
 
     func insertScan(_ scan: PendingScan) throws -> Int64 {
         try write { db in

@@ -7,6 +7,7 @@ import Foundation
 import HCIHost
 import PlatformSupport
 import HCIShim
+import Synchronization
 
 /// Linux detection, the first that answers:
 /// 1. the kernel's NTP state (adjtimex(): TIME_ERROR / STA_UNSYNC, kept by any NTP client
@@ -91,10 +92,9 @@ package final class TimedatedClockSync: @unchecked Sendable {
 
     private let bus: BusAddress
     private let interval: Duration
-    private let lock = Lock()
     static let notAsked = "not asked yet"
-    private var cached = Answer.pending(TimedatedClockSync.notAsked)
-    private var task: Task<Void, Never>?
+    /// The latest answer and the background task that asks.
+    private let state = Mutex<(cached: Answer, task: Task<Void, Never>?)>((.pending(TimedatedClockSync.notAsked), nil))
 
     private let callTimeout: Duration
 
@@ -106,17 +106,17 @@ package final class TimedatedClockSync: @unchecked Sendable {
         self.callTimeout = callTimeout
     }
 
-    deinit { task?.cancel() }
+    deinit { state.withLock { $0.task?.cancel() } }
 
     /// The latest answer; the first call starts the background asking.
     package func answer() -> Answer {
-        lock.withLock {
-            if task == nil { task = Task.detached { [weak self] in await self?.run() } }
-            return cached
+        state.withLock { state in
+            if state.task == nil { state.task = Task.detached { [weak self] in await self?.run() } }
+            return state.cached
         }
     }
 
-    package func stop() { lock.withLock { task?.cancel() } }
+    package func stop() { state.withLock { $0.task?.cancel() } }
 
     /// Starts asking (if not yet) and returns once there is an answer, or after `timeout`.
     package func firstAnswer(timeout: Duration) async {
@@ -126,7 +126,7 @@ package final class TimedatedClockSync: @unchecked Sendable {
         }
     }
 
-    private func set(_ a: Answer) { lock.withLock { cached = a } }
+    private func set(_ a: Answer) { state.withLock { $0.cached = a } }
 
     private func run() async {
         var connection: BusConnection?

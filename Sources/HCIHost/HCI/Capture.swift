@@ -9,6 +9,7 @@ import HCIProtocol
 #if canImport(Glibc)
 import Glibc
 #endif
+import Synchronization
 
 /// Where and how much to capture: every HCI packet, both directions, as btsnoop.
 package struct CaptureSettings: Sendable, Equatable {
@@ -48,11 +49,16 @@ package final class BTSnoopWriter: @unchecked Sendable {
     static let maxPendingBytes = 4 << 20
 
     package let settings: CaptureSettings
+    /// The name write errors give (made once: a capture writes every packet).
+    private let writeCall: String
     private let queue = DispatchQueue(label: "gaend.capture")
-    private let lock = Lock()
-    private var pendingBytes = 0  // guarded by lock
-    private var dropped: UInt32 = 0  // guarded by lock
-    private var failure: String?  // guarded by lock
+    /// What `record` and the writing queue share.
+    private struct Shared {
+        var pendingBytes = 0
+        var dropped: UInt32 = 0
+        var failure: String?
+    }
+    private let shared = Mutex(Shared())
     // Owned by `queue`:
     private var fd: Int32 = -1
     private var size = 0
@@ -60,22 +66,23 @@ package final class BTSnoopWriter: @unchecked Sendable {
     /// Creates (or truncates) the capture file now, so that a bad path fails at start.
     package init(settings: CaptureSettings) throws {
         self.settings = settings
+        writeCall = "write(\(settings.path))"
         try openFresh()
     }
 
     /// The first write error, if any (the capture stops there; the radio does not).
-    package var error: String? { lock.withLock { failure } }
+    package var error: String? { shared.withLock { $0.failure } }
 
     package func record(_ packet: H4Packet, _ direction: Direction, at date: Date = Date()) {
         let bytes = packet.bytes
-        let accepted: UInt32? = lock.withLock {
-            guard failure == nil else { return nil }
-            guard pendingBytes + bytes.count <= Self.maxPendingBytes else {
-                dropped &+= 1
+        let accepted: UInt32? = shared.withLock { s in
+            guard s.failure == nil else { return nil }
+            guard s.pendingBytes + bytes.count <= Self.maxPendingBytes else {
+                s.dropped &+= 1
                 return nil
             }
-            pendingBytes += bytes.count
-            return dropped
+            s.pendingBytes += bytes.count
+            return s.dropped
         }
         guard let drops = accepted else { return }
         var flags: UInt32 = direction == .received ? 1 : 0
@@ -89,7 +96,7 @@ package final class BTSnoopWriter: @unchecked Sendable {
         let finished = record
         queue.async { [self] in
             write(finished)
-            lock.withLock { pendingBytes -= bytes.count }
+            shared.withLock { $0.pendingBytes -= bytes.count }
         }
     }
 
@@ -108,7 +115,7 @@ package final class BTSnoopWriter: @unchecked Sendable {
         guard f >= 0 else { throw SystemCallError(function: "open(\(settings.path))", errno: errno) }
         fd = f
         size = 0
-        guard writeAll(Self.header) else { throw SystemCallError(function: "write(\(settings.path))", errno: errno) }
+        try writeAll(Self.header)
     }
 
     private func write(_ record: [UInt8]) {
@@ -117,7 +124,7 @@ package final class BTSnoopWriter: @unchecked Sendable {
             rotate()
             guard fd >= 0 else { return }
         }
-        if !writeAll(record) { fail("write(\(settings.path)) failed: \(String(cString: strerror(errno)))") }
+        do throws(SystemCallError) { try writeAll(record) } catch { fail("\(writeCall) failed: \(error.reason)") }
     }
 
     private func rotate() {
@@ -132,22 +139,16 @@ package final class BTSnoopWriter: @unchecked Sendable {
         do { try openFresh() } catch { fail("\(error)") }
     }
 
-    private func writeAll(_ bytes: [UInt8]) -> Bool {
+    private func writeAll(_ bytes: [UInt8]) throws(SystemCallError) {
         var offset = 0
         while offset < bytes.count {
-            let n = bytes.withUnsafeBytes { Glibc.write(fd, $0.baseAddress! + offset, $0.count - offset) }
-            if n < 0 {
-                if errno == EINTR { continue }
-                return false
-            }
-            offset += n
+            offset += try systemCall(writeCall) { bytes.withUnsafeBytes { Glibc.write(fd, $0.baseAddress! + offset, $0.count - offset) } }
         }
         size += bytes.count
-        return true
     }
 
     private func fail(_ message: String) {
-        lock.withLock { if failure == nil { failure = message } }
+        shared.withLock { if $0.failure == nil { $0.failure = message } }
         if fd >= 0 { _ = Glibc.close(fd); fd = -1 }
     }
 }

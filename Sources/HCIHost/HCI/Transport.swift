@@ -9,6 +9,7 @@ import HCIShim
 #if canImport(Glibc)
 import Glibc
 #endif
+import Synchronization
 
 /// A byte link to a controller that delivers whole H4 packets. Transports know nothing about
 /// HCI semantics or GAEN; the session (`HCIControllerSession`) does.
@@ -95,9 +96,8 @@ final class FileDescriptorTransport: HCITransport, @unchecked Sendable {
     private let fd: Int32
     private let isSocket: Bool
     private let name: String
-    private let lock = Lock()
-    private var closed = false  // guarded by lock: no more sends
-    private var released = false  // guarded by lock: the descriptor is closed, its number may be reused
+    /// `closed`: no more sends; `released`: the descriptor is closed, its number may be reused.
+    private let state = Mutex((closed: false, released: false))
 
     init(fd: Int32, isSocket: Bool, name: String) {
         // Non-blocking, so that a stalled link makes send() time out instead of blocking the
@@ -110,7 +110,7 @@ final class FileDescriptorTransport: HCITransport, @unchecked Sendable {
         NamedThread.start("hci-read \(name)") { [self] in self.readLoop() }
     }
 
-    private var isClosed: Bool { lock.withLock { closed } }
+    private var isClosed: Bool { state.withLock { $0.closed } }
 
     private func readLoop() {
         var framer = H4Framer()
@@ -118,30 +118,30 @@ final class FileDescriptorTransport: HCITransport, @unchecked Sendable {
         // Closed under the lock so that send()/close() never touch a number the kernel has
         // already handed to another socket.
         defer {
-            lock.withLock {
-                closed = true
-                released = true
+            state.withLock {
+                $0 = (closed: true, released: true)
                 _ = Glibc.close(fd)
             }
         }
         while !isClosed {
             var pfd = pollfd(fd: fd, events: Int16(POLLIN), revents: 0)
-            let ready = poll(&pfd, 1, 100)
-            if ready < 0 {
-                if errno == EINTR { continue }
-                continuation.finish(throwing: HCITransportError.system(address: name, SystemCallError(function: "poll", errno: errno)))
+            do throws(SystemCallError) {
+                if try systemCall("poll", { poll(&pfd, 1, 100) }) == 0 { continue }
+            } catch {
+                continuation.finish(throwing: HCITransportError.system(address: name, error))
                 return
             }
-            if ready == 0 { continue }
-            let n = buffer.withUnsafeMutableBytes { read(fd, $0.baseAddress, $0.count) }
+            let n: Int
+            do throws(SystemCallError) {
+                n = try systemCall("read") { buffer.withUnsafeMutableBytes { read(fd, $0.baseAddress, $0.count) } }
+            } catch where error.errno == EAGAIN {
+                continue
+            } catch {
+                continuation.finish(throwing: isClosed ? nil : HCITransportError.system(address: name, error))
+                return
+            }
             if n == 0 {
                 continuation.finish()
-                return
-            }
-            if n < 0 {
-                if errno == EINTR || errno == EAGAIN { continue }
-                let e = errno
-                continuation.finish(throwing: isClosed ? nil : HCITransportError.system(address: name, SystemCallError(function: "read", errno: e)))
                 return
             }
             framer.append(buffer[0..<n])
@@ -161,43 +161,38 @@ final class FileDescriptorTransport: HCITransport, @unchecked Sendable {
 
     func send(_ packet: H4Packet) throws {
         let bytes = packet.bytes
-        try lock.withLock {
-            guard !closed else { throw HCITransportError.closed }
+        try state.withLock { state in
+            guard !state.closed else { throw HCITransportError.closed }
             var offset = 0
             while offset < bytes.count {
-                let n = bytes.withUnsafeBytes { raw -> Int in
-                    let p = raw.baseAddress! + offset
-                    let count = raw.count - offset
-                    // MSG_NOSIGNAL: a peer that went away gives EPIPE, not a process-killing SIGPIPE.
-                    return isSocket ? Glibc.send(fd, p, count, Int32(MSG_NOSIGNAL)) : Glibc.write(fd, p, count)
-                }
-                if n >= 0 {
-                    offset += n
-                    continue
-                }
-                let e = errno
-                switch e {
-                case EINTR:
-                    continue
-                case EAGAIN:
+                do throws(SystemCallError) {
+                    offset += try systemCall(isSocket ? "send" : "write") {
+                        bytes.withUnsafeBytes { raw -> Int in
+                            let p = raw.baseAddress! + offset
+                            let count = raw.count - offset
+                            // MSG_NOSIGNAL: a peer that went away gives EPIPE, not a process-killing SIGPIPE.
+                            return isSocket ? Glibc.send(fd, p, count, Int32(MSG_NOSIGNAL)) : Glibc.write(fd, p, count)
+                        }
+                    }
+                } catch where error.errno == EAGAIN {
                     var pfd = pollfd(fd: fd, events: Int16(POLLOUT), revents: 0)
                     let ready = poll(&pfd, 1, Self.writeTimeoutMilliseconds)
                     if ready == 0 {
                         throw HCITransportError.system(address: name, SystemCallError(function: "write (link took no bytes for \(Self.writeTimeoutMilliseconds) ms)", errno: ETIMEDOUT))
                     }
-                default:
-                    throw HCITransportError.system(address: name, SystemCallError(function: isSocket ? "send" : "write", errno: e))
+                } catch {
+                    throw HCITransportError.system(address: name, error)
                 }
             }
         }
     }
 
     func close() {
-        lock.withLock {
-            closed = true
+        state.withLock { state in
+            state.closed = true
             // Wakes the read thread at once (a tty is noticed at the next poll timeout); the
             // read thread closes the descriptor itself.
-            if !released, isSocket { _ = shutdown(fd, Int32(SHUT_RDWR)) }
+            if !state.released, isSocket { _ = shutdown(fd, Int32(SHUT_RDWR)) }
         }
     }
 
@@ -271,16 +266,17 @@ package struct SystemTransportConnector: HCITransportConnector {
         while let ai = entry {
             entry = ai.pointee.ai_next
             guard let fd = try? systemCall("socket", { socket(ai.pointee.ai_family, Int32(SOCK_STREAM.rawValue) | Int32(SOCK_CLOEXEC.rawValue), 0) }) else { continue }
-            do {
+            do throws(SystemCallError) {
                 try systemCall("connect(\(host):\(port))") { Glibc.connect(fd, ai.pointee.ai_addr, ai.pointee.ai_addrlen) }
-                var one: Int32 = 1
-                // Small packets (commands) must not wait for Nagle.
-                setsockopt(fd, Int32(IPPROTO_TCP), TCP_NODELAY, &one, socklen_t(MemoryLayout<Int32>.size))
-                return fd
-            } catch let e as SystemCallError {
-                lastError = e
+            } catch {
+                lastError = error
                 Glibc.close(fd)
+                continue
             }
+            var one: Int32 = 1
+            // Small packets (commands) must not wait for Nagle.
+            setsockopt(fd, Int32(IPPROTO_TCP), TCP_NODELAY, &one, socklen_t(MemoryLayout<Int32>.size))
+            return fd
         }
         throw lastError
     }

@@ -139,7 +139,10 @@ package actor RadioOwner {
     private var lastControllerAnswer: ContinuousClock.Instant?
 
     // Operations on the controller are serialized: the actor alone would interleave a
-    // restore after a reconnect with a rotation at every await.
+    // restore after a reconnect with a rotation at every await. This is not a lock like the
+    // `Mutex`es elsewhere: an operation holds it across awaits (each HCI command waits for
+    // the controller), and a waiter suspends its task instead of blocking a thread; a Mutex
+    // must never be held across an await. The actor guards `busy` and `waiters`.
     private var busy = false
     private var waiters: [CheckedContinuation<Void, Never>] = []
 
@@ -267,9 +270,9 @@ package actor RadioOwner {
         desired = Desired()
         retryTask?.cancel()
         retryTask = nil
-        await lock()
+        await enterOperation()
         try? await reconcile()
-        unlock()
+        leaveOperation()
         live?.finish()
         live = nil
         await detach()
@@ -282,9 +285,9 @@ package actor RadioOwner {
         case .reconnected(let info):
             logger.info("controller reset; restoring advertising and scanning")
             status.controllerInfo = info
-            await lock()
+            await enterOperation()
             forgetControllerState()
-            unlock()
+            leaveOperation()
             status.controllerProblem = nil
             setController(.active)
             await reconcileOrRetry()
@@ -420,13 +423,13 @@ package actor RadioOwner {
             if !stallReenabled {
                 logger.warning("scanning went silent; enabling it again")
                 stallReenabled = true
-                await lock()
+                await enterOperation()
                 do {
                     try await scanOff(session)
                 } catch {
                     logger.debug("scan disable failed during stall recovery", metadata: ["error": "\(error)"])
                 }
-                unlock()
+                leaveOperation()
                 await reconcileOrRetry()
             } else {
                 logger.error("scanning still silent; restarting the controller")
@@ -464,8 +467,8 @@ package actor RadioOwner {
 
     /// Brings the controller to `desired`; on failure counts it and schedules a retry.
     private func reconcileOrRetry() async {
-        await lock()
-        defer { unlock() }
+        await enterOperation()
+        defer { leaveOperation() }
         do {
             try await reconcile()
         } catch {
@@ -493,8 +496,8 @@ package actor RadioOwner {
 
     /// One retry; true when the controller now matches `desired` (the retry task ends).
     private func retryOnce() async -> Bool {
-        await lock()
-        defer { unlock() }
+        await enterOperation()
+        defer { leaveOperation() }
         do {
             try await reconcile()
             retryTask = nil
@@ -508,7 +511,7 @@ package actor RadioOwner {
         }
     }
 
-    /// The one place LE advertising and scanning commands are sent. Must hold the lock.
+    /// The one place LE advertising and scanning commands are sent. Must be inside an operation (`enterOperation`).
     private func reconcile() async throws {
         guard let s = session else { return } // attach restores what is wanted
         do {
@@ -608,7 +611,8 @@ package actor RadioOwner {
         if let wanted = desired.beacon, beaconOnAir != wanted { status.failedRotations += 1 }
     }
 
-    private func lock() async {
+    /// Waits until no other operation on the controller runs, then starts this one.
+    private func enterOperation() async {
         if busy {
             await withCheckedContinuation { waiters.append($0) }
         } else {
@@ -616,8 +620,8 @@ package actor RadioOwner {
         }
     }
 
-    /// Hands the lock straight to the next waiter, so nobody can slip in between.
-    private func unlock() {
+    /// Ends an operation and hands the turn straight to the next waiter, so nobody can slip in between.
+    private func leaveOperation() {
         if waiters.isEmpty { busy = false } else { waiters.removeFirst().resume() }
     }
 }

@@ -1,4 +1,5 @@
 import Foundation
+import PlatformSupport
 #if canImport(Glibc)
 import Glibc
 #endif
@@ -419,10 +420,11 @@ final class PieceReader {
             let want = target - pending.count
             let start = pending.count
             pending += repeatElement(0, count: want)
-            let n = pending.withUnsafeMutableBytes { read(fd, $0.baseAddress! + start, want) }
-            if n < 0 {
+            let n: Int
+            do throws(SystemCallError) {
+                n = try systemCall("read") { pending.withUnsafeMutableBytes { read(fd, $0.baseAddress! + start, want) } }
+            } catch {
                 pending.removeSubrange(start...)
-                if errno == EINTR { continue }
                 _ = try Data(contentsOf: url)
                 throw CocoaError(.fileReadUnknown, userInfo: [NSFilePathErrorKey: url.path])
             }

@@ -23,10 +23,11 @@ public struct ReplayRule: Sendable {
     }
 
     /// Parses `NAME[@DATE][=CONFIG]`. Without CONFIG: the app's published configuration (the
-    /// current one for cwa and nhs, mid-2020's for cwa-v1, SwissCovid's and Immuni's published
-    /// values); gaen-v1 has no app and needs one. `@DATE` (cwa, cwa-v1): the configuration the
-    /// CWA server published in force on that day (PublishedRiskConfigurations.dated), with the
-    /// calculation of the apps that read it. CONFIG files may start with `#` comment lines.
+    /// current one for cwa and nhs, the CWA server's launch values (2020-06-15) for cwa-v1,
+    /// SwissCovid's and Immuni's published values); gaen-v1 has no app and needs one. `@DATE`
+    /// (cwa, cwa-v1): the configuration the CWA server published in force on that day
+    /// (PublishedRiskConfigurations.dated), with the calculation of the apps that read it.
+    /// CONFIG files may start with `#` comment lines.
     public static func parse(_ spec: String, read: (String) throws -> Data) throws -> ReplayRule {
         let parts = spec.split(separator: "=", maxSplits: 1).map(String.init)
         let nameAndDate = parts[0].split(separator: "@", maxSplits: 1, omittingEmptySubsequences: false).map(String.init)
