@@ -13,9 +13,11 @@ import json
 import os
 import re
 import select
+import shutil
 import signal
 import struct
 import subprocess
+import tempfile
 import threading
 import time
 import zipfile
@@ -568,3 +570,66 @@ def test_numeric_options_never_crash_gaenctl(radio, nodes):
     rows = n.ctl("markers", "export", check=True).stdout.splitlines()[1:]
     assert all(row.split(",")[1] != "x" for row in rows), rows
     assert n.proc.poll() is None
+
+
+def padded_export(entries, padding: int) -> bytes:
+    """A valid export.bin whose region string (field 3) is `padding` bytes long: it deflates to
+    almost nothing and inflates to whatever the sender likes."""
+    header = b"EK Export v1".ljust(16, b" ")
+    region = b"X" * padding
+    fields = b"\x09" + struct.pack("<Q", 0) + b"\x11" + struct.pack("<Q", 1) + b"\x1a" + varint(len(region)) + region
+    return header + fields + b"\x20\x01\x28\x01" + b"".join(entries)
+
+
+@needs_root
+def test_key_files_never_cost_a_scan(radio, nodes, tmp_path):
+    """As an app user in group gaend, on the shipped policy, with the store bounded to 1 MB:
+    a valid file of 100,000 keys (more bytes than the bound) is accepted and no scan goes;
+    then files of one key dated 400 days ahead inflating to 60 MiB are refused before they are
+    inflated, and nothing is stored."""
+    gid = gaend_gid()
+    app = app_uids()[0]
+    r = radio([{"name": "n", "transport": "tcp-server:127.0.0.1:0", "tx_power": TX_POWER}])
+    bus = Bus(tmp_path / "sysbus", policy=True)
+    config = CONFIG.format(tx=TX_POWER, name="n").replace("research:", "store:\n  max_size_mb: 1\nresearch:")
+    n = nodes("n", r.ready["devices"]["n"]["connect"], bus=bus, config=config)
+    shared = Path(tempfile.mkdtemp(prefix="gaend-keys-"))  # the app user reads its files here
+    os.chmod(shared, 0o755)
+    try:
+        n.start()
+        n.wait_scans(3, timeout=60)
+        start = today_start()
+
+        def provide(*files):
+            for f in files:
+                os.chmod(f, 0o644)
+            return subprocess.run([str(n.bin_dir / "gaenctl"), "--bus", bus.address, "keys", "provide", "--json", *map(str, files)],
+                                  capture_output=True, text=True, timeout=180, user=app, group=app, extra_groups=[gid])
+
+        many = write_zip(shared / "many.zip", export_bin([key_entry(os.urandom(16), start - 144) for _ in range(100_000)]))
+        assert many.stat().st_size > 1 << 20
+        scans = stored_scans(n)
+        out = provide(many)
+        assert out.returncode == 0 and json.loads(out.stdout)["keys"] == 100_000, out.stderr
+        n.wait_scans(n.status()["scanCount"] + 3, timeout=90)
+        status = n.status()
+        kept = stored_scans(n)
+        assert scans <= kept, f"{len(scans - kept)} of {len(scans)} scans evicted by a key file; {status}"
+        assert status["droppedScans"] == 0, status
+        files = status["keyFiles"]
+        bombs = [write_zip(shared / f"ahead{i}.zip", padded_export([key_entry(bytes([i]) * 16, start + 144 * 400)], 60 << 20))
+                 for i in range(2)]
+        assert all(b.stat().st_size < 100_000 for b in bombs)
+        out = provide(*bombs)
+        assert out.returncode == 1 and "export.bin inflates to at least" in out.stderr, (out.returncode, out.stdout, out.stderr)
+        assert n.status()["keyFiles"] == files
+    finally:
+        n.close()
+        bus.stop()
+        shutil.rmtree(shared, ignore_errors=True)
+
+
+def stored_scans(node) -> set[str]:
+    rows = node.export("csv").splitlines()
+    col = rows[0].split(",").index("scan_start")
+    return {row.split(",")[col] for row in rows[1:]}
