@@ -163,6 +163,8 @@ struct GaendBusNameTests {
             if !daemon.process.isRunning { throw TestFailure("gaend exited: \(daemon.stderr)") }
             try await Task.sleep(for: .milliseconds(100))
         }
+        // A last look: the poll itself can be starved past the deadline when every core is busy.
+        if try await hasOwner(name, bus) { return }
         throw TestFailure("gaend did not own \(name) in time: \(daemon.stderr)")
     }
 

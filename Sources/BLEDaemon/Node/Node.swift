@@ -83,7 +83,6 @@ package final class GaenNode: Sendable {
         board = NodeStatusBoard(clockUsable: sync.status().isUsable)
         schedule = NodeScheduleRunner(settings: s, clock: clock, sync: sync, store: store, radio: radio, calibration: calibration,
                                       clockMark: clockMark, board: board, events: events, logger: logger)
-        schedule.heartbeat.wanted(loaded.enabled)
         exposure = ExposureNotifications(settings: s, clock: clock, store: store, stateFile: stateFile, calibration: calibration,
                                          events: events, counters: counters, logger: logger)
         research = ResearchRecords(store: store, calibration: calibration, clock: clock, sync: sync,
@@ -133,7 +132,6 @@ package final class GaenNode: Sendable {
     // MARK: Start / Stop
 
     package func enable() async throws {
-        schedule.heartbeat.wanted(true)
         if !stateFile.current.enabled { try await stateFile.change { $0.enabled = true } }
         await schedule.start()
         await events.statusChanged()

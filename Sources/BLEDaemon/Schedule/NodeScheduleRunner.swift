@@ -50,6 +50,11 @@ package actor NodeScheduleRunner: ScheduleEffects {
     /// Starts the schedule's driver (nothing if it runs).
     func start() {
         guard driverTask == nil else { return }
+        // Wanted from here on, once the driver runs (or has failed to start), not from the
+        // node's construction or the call to Start: until the schedule is started (the radio
+        // service starts it once the radio owner runs, which takes seconds on a loaded board)
+        // a driver that is not running yet is no fault, and the watchdog was told it was.
+        defer { heartbeat.wanted(true) }
         let schedule: NodeSchedule
         do { schedule = try NodeSchedule(settings: settings) } catch {
             logger.error("invalid schedule settings", metadata: ["error": "\(error)"])

@@ -6,7 +6,7 @@ import Synchronization
 /// watchdog never waits behind the node or its long work.
 package final class ScheduleHeartbeat: Sendable {
     struct State {
-        /// The operator wants the node on air (Start; Stop clears it).
+        /// The schedule was started (at the node's start or by Start) and not stopped by Stop.
         var wanted = false
         /// The schedule driver's loop is running.
         var running = false
@@ -33,7 +33,7 @@ package final class ScheduleHeartbeat: Sendable {
     /// nothing for longer than `silenceLimit` (node seconds, at `now` on the node clock).
     package func liveness(now: Double) -> RadioPathLiveness {
         let s = state.withLock { $0 }
-        guard s.wanted else { return RadioPathLiveness(live: true, reason: "stopped by the operator") }
+        guard s.wanted else { return RadioPathLiveness(live: true, reason: "the schedule is not started (the node is starting, or stopped by the operator)") }
         guard s.running else { return RadioPathLiveness(live: false, reason: "the schedule driver is not running") }
         guard s.clockUsable, let last = s.lastAction else { return RadioPathLiveness(live: true, reason: "waiting for a usable clock") }
         let silent = now - last

@@ -58,7 +58,7 @@ def test_advertise_gaen_is_seen_by_scan_on_the_virtual_radio(radio):
         [sys.executable, str(PEER), "advertise-gaen", "--transport", r.bumble("a"),
          "--tek", VECTORS["tek"], "--metadata", VECTORS["ble_metadata"],
          "--enin", str(entry["en_interval_number"]), "--interval-ms", "100",
-         "--duration", "4"],
+         "--duration", "60"],  # stopped once the scan is done: a loaded machine can take seconds to start the scanner
         stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
     try:
         rotation = json.loads(adv.stdout.readline())
@@ -100,7 +100,7 @@ def test_accelerated_schedule_rotates_address_rpi_and_aem_together(radio):
         [sys.executable, str(PEER), "advertise-gaen", "--transport", r.bumble("a"),
          "--tek", VECTORS["tek"], "--metadata", VECTORS["ble_metadata"],
          "--enin", str(start), "--time-scale", "600", "--interval-ms", "50",
-         "--duration", "6"],
+         "--duration", "60"],  # stopped once the scan is done (the vectors cover 144 s at 600x)
         stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
     try:
         json.loads(adv.stdout.readline())  # advertising has started

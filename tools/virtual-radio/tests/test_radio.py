@@ -24,6 +24,14 @@ async def _pair(radio_proc):
     return adv_t, adv, scan_t, scan
 
 
+async def _until(predicate, timeout: float) -> None:
+    """Returns once `predicate()` holds, or after `timeout` seconds (the test's checks fail)."""
+    loop = asyncio.get_running_loop()
+    deadline = loop.time() + timeout
+    while not predicate() and loop.time() < deadline:
+        await asyncio.sleep(0.02)
+
+
 async def _close(*transports):
     for transport in transports:
         await transport.close()
@@ -143,8 +151,11 @@ def test_advertising_interval_is_in_0625_ms_units_plus_adv_delay(radio):
     # gaps carry that jitter twice, hence the wider bounds for them.
     assert abs(statistics.mean(gaps) - (interval + 0.005)) < 0.003
     assert interval - 0.001 < statistics.median(gaps) < interval + 0.010 + 0.003
-    assert min(gaps) > interval - 0.015
-    assert max(gaps) < interval + 0.010 + 0.030
+    # Single gaps are host receive times: on a loaded machine one late delivery followed by
+    # an on-time one makes a pair of gaps, one short and one long (0.001 s and 0.2 s were
+    # seen beside two test commands). The bulk of them still shows the interval and advDelay.
+    deciles = statistics.quantiles(gaps, n=10)
+    assert deciles[0] > interval - 0.005 and deciles[-1] < interval + 0.010 + 0.008, deciles
 
 
 def _mean_rssi_at(r, distance: float, seconds: float) -> list[int]:
@@ -370,16 +381,18 @@ def test_stall_scan_silences_reports_until_scanning_is_restarted(radio):
         reports = ReportCollector(scan)
         await start_legacy_advertiser(adv, adv_type=3, interval_units=0x0020)
         await scan.start_scanning(legacy=True, active=False, scan_interval=60, scan_window=60)
-        await asyncio.sleep(0.3)
+        # Waits for counts rather than for fixed times: on a loaded machine 0.3 s brought
+        # two reports of the fifteen sent.
+        await _until(lambda: len(reports.reports) > 3, 10)
         r.ok(cmd="stall_scan", device="b")
-        await asyncio.sleep(0.05)
+        await asyncio.sleep(0.3)  # reports already on their way when the scan stalled land
         before = len(reports.reports)
         await asyncio.sleep(0.4)
         stalled = len(reports.reports) - before
         still_scanning = r.state("b")["scanning"]  # the controller claims to scan
         await scan.stop_scanning(legacy=True)
         await scan.start_scanning(legacy=True, active=False, scan_interval=60, scan_window=60)
-        await asyncio.sleep(0.3)
+        await _until(lambda: len(reports.reports) - before > 3, 10)
         resumed = len(reports.reports) - before
         await _close(adv_t, scan_t)
         return before, stalled, still_scanning, resumed
