@@ -12,7 +12,8 @@ let daemonModule: [SwiftSetting] = [.enableUpcomingFeature("MemberImportVisibili
 
 let package = Package(
     name: "gaend",
-    platforms: [.macOS(.v13)],
+    // Synchronization's Mutex, the one lock of the package, needs macOS 15.
+    platforms: [.macOS(.v15)],
     products: [
         .executable(name: "gaend", targets: ["gaend"]),
         .executable(name: "gaenctl", targets: ["gaenctl"]),

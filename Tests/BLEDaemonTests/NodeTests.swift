@@ -229,7 +229,7 @@ struct NodeTests {
             _ = try await node.exposure.acceptKeyFiles([file], trust: KeyExportTrustSet())
             _ = try await node.exposure.runMatching()
         }
-        #expect(await node.exposure.provideRemaining == 0)
+        #expect(node.exposure.provideRemaining == 0)
         do {
             _ = try await node.exposure.acceptKeyFiles([file], trust: KeyExportTrustSet())
             Issue.record("seventh call accepted")

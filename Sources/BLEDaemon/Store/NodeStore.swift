@@ -769,7 +769,7 @@ package final class NodeStore: @unchecked Sendable {
     /// store's thread.
     @discardableResult
     package func closing() async throws -> StoreLosses {
-        try await perform { try $0.close() }
+        _ = try await perform { try $0.close() }
         return losses()
     }
 
