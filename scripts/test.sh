@@ -120,7 +120,8 @@ testbed() {
     # build folder's release: point it at this run's release build.
     [ -e .build/release ] || ln -s ../.build-release/release .build/release
     # Guest logs, captures and timings in this run's folder; Debian's kernel is cached per machine.
-    GAEND_TESTBED_OUT="$run_dir/testbed" GAEND_BIN_DIR="$bin" "${pytest[@]}" Tests/testbed || return 1
+    # The three scenarios boot side by side: a guest under TCG waits on timers much of the time.
+    GAEND_TESTBED_OUT="$run_dir/testbed" GAEND_BIN_DIR="$bin" "${pytest[@]}" -n "${GAEND_TESTBED_WORKERS:-3}" Tests/testbed || return 1
 }
 [ -x "$GAEND_RELEASE_DIR/gaend" ] && phase testbed testbed
 [ -f "$run_dir/testbed/timings.json" ] && echo "test bed scenario seconds: $(cat "$run_dir/testbed/timings.json") (logs: $run_dir/testbed)"

@@ -11,6 +11,7 @@ Everything a run writes is in its own folder, $GAEND_TESTBED_OUT (default
 the reports. The only thing outside the clone is the kernel cache (testbed.CACHE)."""
 from __future__ import annotations
 
+import fcntl
 import json
 import re
 import os
@@ -54,7 +55,10 @@ def kernel():
         pytest.skip(str(e))
     OUT.mkdir(parents=True, exist_ok=True)
     REPORT.mkdir(parents=True, exist_ok=True)
-    return k, testbed.build_initramfs(OUT / "initramfs.cpio", k)
+    # One initramfs per pytest-xdist worker: the scenarios boot side by side (a TCG guest leaves
+    # the host's cores half idle while it waits on timers), and each worker builds its own.
+    worker = os.environ.get("PYTEST_XDIST_WORKER")
+    return k, testbed.build_initramfs(OUT / (f"initramfs-{worker}.cpio" if worker else "initramfs.cpio"), k)
 
 
 def run_scenario(kernel, tmp_path: Path, scenario: str, timeout: float, init: str | None = None,
@@ -74,9 +78,11 @@ def run_scenario(kernel, tmp_path: Path, scenario: str, timeout: float, init: st
     guest = testbed.GUEST_REPO + "/Tests/testbed/guest/"
     run = testbed.boot(k, initramfs, work, guest + (init or "run-scenario.sh"), timeout, extra_env={
         "tb_scenario": scenario, "tb_repo": testbed.GUEST_REPO, "tb_bin": "/testbed/bin", "tb_python": sys.executable})
-    timings = json.loads(TIMINGS.read_text()) if TIMINGS.exists() else {}
-    timings[scenario] = round(run.seconds, 1)
-    TIMINGS.write_text(json.dumps(timings))
+    with open(OUT / ".timings.lock", "w") as lock:  # scenarios finish side by side
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        timings = json.loads(TIMINGS.read_text()) if TIMINGS.exists() else {}
+        timings[scenario] = round(run.seconds, 1)
+        TIMINGS.write_text(json.dumps(timings))
     results_file = work / "results.json"
     results = json.loads(results_file.read_text()) if results_file.exists() else {}
     log = (work / "scenario.log").read_text()[-6000:] if (work / "scenario.log").exists() else run.console[-4000:]
