@@ -90,9 +90,10 @@ def test_long_run_rotates_on_air_while_scanning(mode, radio, spawn, nodes, bin_d
     node.start()
     started = time.time()
     time.sleep(real_seconds)
-    # The last rotation gets a few seconds on air before the node stops, so the watcher hears
-    # it however loaded the machine is (a rotation just before the stop was on air for a few
-    # advertisements only, and a busy watcher missed it).
+    # The last rotation gets a few seconds on air before the node goes off air, so the watcher
+    # hears it however loaded the machine is (one just before the end was on air for a few
+    # advertisements only, and a busy watcher missed it). Then Stop, and only then the count:
+    # a rotation after the count was read went on air unnumbered (9 heard, 8 counted).
     status = node.status()
     for _ in range(10):
         time.sleep(3)
@@ -100,6 +101,11 @@ def test_long_run_rotates_on_air_while_scanning(mode, radio, spawn, nodes, bin_d
         if later["advertisementCount"] == status["advertisementCount"]:
             break
         status = later
+    node.ctl("stop", check=True)
+    final = node.status()["advertisementCount"]
+    # Rotations between the last quiet look and Stop (a fraction of a second; almost always
+    # none) may have been too short on air to be heard.
+    late = final - status["advertisementCount"]
     elapsed = time.time() - started
     keys = node.keys()
     assert node.terminate() == 0, node.stderr[-3000:]
@@ -122,7 +128,7 @@ def test_long_run_rotates_on_air_while_scanning(mode, radio, spawn, nodes, bin_d
     times = [rep["time"] for rep in reports]
     gaps = [b - a for a, b in zip(times, times[1:])]
     longest = max(gaps) if gaps else float("inf")
-    rotations = status["advertisementCount"]
+    rotations = final
     figures = {"mode": mode, "node_hours": round(elapsed * SCALE / 3600, 2), "rotations": rotations,
                "addresses_heard": len(pairs), "distinct_rpis_heard": len(set(rpis)), "reports": len(reports),
                "longest_gap_s": round(longest, 3), "scans": status["scanCount"], "sightings": status["sightingCount"],
@@ -150,7 +156,7 @@ def test_long_run_rotates_on_air_while_scanning(mode, radio, spawn, nodes, bin_d
         assert paused >= 1, figures
     # The independent watcher heard every rotation: a new address with a new RPI each time,
     # never one RPI from two addresses.
-    assert len(pairs) == rotations, figures
+    assert rotations - late <= len(pairs) <= rotations, (late, figures)
     assert all(len(v) == 1 for v in pairs.values()), pairs
     assert len(set(rpis)) == len(rpis), "an RPI was sent from two addresses"
     # Rotations 10-20 minutes of node time apart (watcher's real time x scale, with slack for
