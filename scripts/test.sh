@@ -120,8 +120,12 @@ testbed() {
     # build folder's release: point it at this run's release build.
     [ -e .build/release ] || ln -s ../.build-release/release .build/release
     # Guest logs, captures and timings in this run's folder; Debian's kernel is cached per machine.
-    # The three scenarios boot side by side: a guest under TCG waits on timers much of the time.
-    GAEND_TESTBED_OUT="$run_dir/testbed" GAEND_BIN_DIR="$bin" "${pytest[@]}" -n "${GAEND_TESTBED_WORKERS:-3}" Tests/testbed || return 1
+    # One scenario at a time by default: three guests side by side (GAEND_TESTBED_WORKERS=3)
+    # starved the system scenario's guest until gaend's radio owner missed the watchdog
+    # check's 15 s first answer; two side by side passed.
+    local workers=()
+    [ "${GAEND_TESTBED_WORKERS:-1}" -gt 1 ] && workers=(-n "$GAEND_TESTBED_WORKERS")
+    GAEND_TESTBED_OUT="$run_dir/testbed" GAEND_BIN_DIR="$bin" "${pytest[@]}" "${workers[@]}" Tests/testbed || return 1
 }
 [ -x "$GAEND_RELEASE_DIR/gaend" ] && phase testbed testbed
 [ -f "$run_dir/testbed/timings.json" ] && echo "test bed scenario seconds: $(cat "$run_dir/testbed/timings.json") (logs: $run_dir/testbed)"

@@ -55,8 +55,8 @@ def kernel():
         pytest.skip(str(e))
     OUT.mkdir(parents=True, exist_ok=True)
     REPORT.mkdir(parents=True, exist_ok=True)
-    # One initramfs per pytest-xdist worker: the scenarios boot side by side (a TCG guest leaves
-    # the host's cores half idle while it waits on timers), and each worker builds its own.
+    # One initramfs per pytest-xdist worker, when the scenarios boot side by side
+    # (GAEND_TESTBED_WORKERS): each worker builds its own.
     worker = os.environ.get("PYTEST_XDIST_WORKER")
     return k, testbed.build_initramfs(OUT / (f"initramfs-{worker}.cpio" if worker else "initramfs.cpio"), k)
 
