@@ -147,18 +147,25 @@ time.sleep(600)
 """
 
 
-def test_a_rotten_or_lost_log_after_kill9_loses_nothing_uncounted(radio, nodes):
-    """kill -9 while a reader holds a snapshot (so recent commits are still in the write-ahead
-    log), then the log deleted (with its index) or one bit flipped in its first or middle
-    frame: every scan stored before is read back or counted in quarantinedRecords, and the
-    day's key is the one it was (never a second key)."""
+def recording_pair(radio, nodes, scans: int):
+    """Nodes a and b on one virtual radio, b scanning continuously in 2 s scans (so that each
+    scan stores a's beacons), both started; returns once b has stored `scans` scans."""
     r = two_radios(radio)
     a = nodes("a", r.ready["devices"]["a"]["connect"])
     b = nodes("b", r.ready["devices"]["b"]["connect"],
               config="scanning:\n  mode: continuous\n  duration_seconds: 2\n")
     a.start()
     b.start()
-    b.wait_scans(6)
+    b.wait_scans(scans)
+    return a, b
+
+
+def test_a_rotten_or_lost_log_after_kill9_loses_nothing_uncounted(radio, nodes):
+    """kill -9 while a reader holds a snapshot (so recent commits are still in the write-ahead
+    log), then the log deleted (with its index) or one bit flipped in its first or middle
+    frame: every scan stored before is read back or counted in quarantinedRecords, and the
+    day's key is the one it was (never a second key)."""
+    _, b = recording_pair(radio, nodes, scans=6)
     keys = key_days(b)
     today = max(keys)
     for how in ("delete", "first", "middle"):
@@ -234,13 +241,7 @@ def test_store_damaged_while_running_is_set_aside_and_recording_goes_on(radio, n
     failing card or a stray write does): the next scan's write finds it. gaend sets it aside
     at once (kept, in the journal and status), opens a fresh store with the day's key from
     the ledger, writes that scan there and goes on recording; no restart is needed."""
-    r = two_radios(radio)
-    a = nodes("a", r.ready["devices"]["a"]["connect"])
-    b = nodes("b", r.ready["devices"]["b"]["connect"],
-              config="scanning:\n  mode: continuous\n  duration_seconds: 2\n")
-    a.start()
-    b.start()
-    b.wait_scans(3)
+    _, b = recording_pair(radio, nodes, scans=3)
     keys_before = key_days(b)
     today = max(keys_before)
     pid = b.proc.pid

@@ -48,7 +48,13 @@ extension NodeStore {
         guard scan.sightings.allSatisfy({ $0.time.isFinite }) else {
             throw StoreError.invalidRecord(reason: "a sighting time is not finite")
         }
-        defer { releaseTransientMemory() }
+        // A crowd's scan leaves megabytes of transient buffers (the radio's collector, the
+        // blob, the sealed copy, SQLite's) free in glibc's arenas, which keeps them resident
+        // unless asked: at rest after a report flood the node held 11-25 MB instead of 8.
+        // Trimmed after every write, large scan or not: a large scan's own buffers are still
+        // held by its caller during its write and are free only by the next one. A few
+        // milliseconds once per scan.
+        defer { Allocator.trim() }
         return try locked {
             let waiting = PendingScan(scan)
             pending.append(waiting)
@@ -73,16 +79,6 @@ extension NodeStore {
             }
             return id
         }
-    }
-
-    /// A crowd's scan leaves megabytes of transient buffers (the radio's collector, the blob,
-    /// the sealed copy, SQLite's) free in glibc's arenas, which keeps them resident unless
-    /// asked: at rest after a report flood the node held 11-25 MB instead of 8. They are handed
-    /// back after every scan's write, large or not, because the buffers of a large scan are
-    /// still held by its caller during its own write and are only free by the next one. A
-    /// trim costs a few milliseconds once per scan (seconds to minutes apart).
-    func releaseTransientMemory() {
-        Allocator.trim()
     }
 
     /// Writes the scans waiting for disk space. Returns how many were written.
