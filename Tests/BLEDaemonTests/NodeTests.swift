@@ -149,9 +149,9 @@ struct NodeTests {
             let rpi = try schedule.rollingProximityIdentifier(for: tek, interval: ENIntervalNumber(unixSeconds: t))
             let aem = try GAENKeySchedule.associatedEncryptedMetadata(.v1_0(txPower: -20), rpi: rpi,
                                                                      aemk: schedule.associatedEncryptedMetadataKey(for: tek))
-            _ = try node.store.recordScan(RecordedScan(start: t, end: t + 4, sightings: [
-                RecordedSighting(time: t + 1, rpi: rpi, aem: aem, rssi: -64),
-                RecordedSighting(time: t + 2, rpi: rpi, aem: aem, rssi: -64),
+            _ = try node.store.recordScan(Scan(start: t, end: t + 4, sightings: [
+                Sighting(time: t + 1, rpi: rpi, aem: aem, rssi: -64),
+                Sighting(time: t + 2, rpi: rpi, aem: aem, rssi: -64),
             ]))
         }
         let key = DiagnosisKey(key: tek, rollingStartIntervalNumber: Self.day.firstInterval)
@@ -205,8 +205,8 @@ struct NodeTests {
             let rpi = try schedule.rollingProximityIdentifier(for: tek, interval: ENIntervalNumber(unixSeconds: t))
             let aem = try GAENKeySchedule.associatedEncryptedMetadata(.v1_0(txPower: -20), rpi: rpi,
                                                                      aemk: schedule.associatedEncryptedMetadataKey(for: tek))
-            _ = try node.store.recordScan(RecordedScan(start: t, end: t + 4, sightings: [RecordedSighting(time: t + 1, rpi: rpi, aem: aem, rssi: -64)],
-                                                       rssiCorrection: correction))
+            _ = try node.store.recordScan(Scan(start: t, end: t + 4, rssiCorrection: correction,
+                                               sightings: [Sighting(time: t + 1, rpi: rpi, aem: aem, rssi: -64)]))
         }
         try await node.calibration.set(txPower: -30, rssiCorrection: 1, confidence: 1)
         _ = try await node.exposure.acceptKeyFiles([keyFile([DiagnosisKey(key: tek, rollingStartIntervalNumber: Self.day.firstInterval)])], trust: KeyExportTrustSet())

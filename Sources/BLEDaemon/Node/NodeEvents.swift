@@ -1,10 +1,11 @@
+import ENProtocol
 import HCIHost
 import Synchronization
 
 /// Callbacks from the node to whoever publishes its state (the D-Bus edge).
 package protocol NodeObserver: Sendable {
     func statusChanged() async
-    func scanFinished(_ scan: RecordedScan) async
+    func scanFinished(_ scan: Scan) async
     func exposureStateUpdated(token: String, matchedKeys: Int, windows: Int, error: String) async
 }
 
@@ -18,5 +19,5 @@ package final class NodeEvents: Sendable {
     package func setObserver(_ o: any NodeObserver) { observer.withLock { $0 = o } }
 
     func statusChanged() async { await observer.withLock { $0 }?.statusChanged() }
-    func scanFinished(_ scan: RecordedScan) async { await observer.withLock { $0 }?.scanFinished(scan) }
+    func scanFinished(_ scan: Scan) async { await observer.withLock { $0 }?.scanFinished(scan) }
 }
