@@ -150,10 +150,10 @@ struct Gaend: AsyncParsableCommand {
         // the radio owner and starts it, the node drives it through the schedule.
         let node: GaenNode, radio: RadioService
         do {
-            let clock = try settings.effective.makeClock()
+            let clock = try settings.makeClock()
             let owner = RadioService.makeRadio(settings: settings, clock: clock, logger: logger)
             node = try GaenNode(settings: settings, logger: logger, clock: clock, radio: owner)
-            radio = try RadioService(settings: settings, radio: owner, node: node)
+            radio = try RadioService(node: node)
         } catch { throw fail("\(error)") }
 
         if trustSet.isEmpty { logger.warning("no trusted key set (--trust): provided key files are accepted without a signature check") }

@@ -87,9 +87,8 @@ struct NodeTests {
             _ = try await node.exposure.acceptKeyFiles([keyFile([key])], trust: KeyExportTrustSet())
         }
         let (ended, signal) = AsyncStream.makeStream(of: Bool.self)
-        await node.exposure.beginMatching { result in
-            if case .success = result { signal.yield(true) } else { signal.yield(false) }
-        }
+        node.setObserver(MatchingEnds(token: "t1", signal: signal))
+        await node.exposure.beginMatching(token: "t1")
         var it = ended.makeAsyncIterator()
         #expect(await it.next() == true)
         #expect(await node.snapshot.matching == false)
@@ -386,5 +385,18 @@ extension GaenNode {
         var out = Data()
         _ = try research.exportSightings(from: from, to: to, format: "csv") { out.append($0) }
         return String(decoding: out, as: UTF8.self)
+    }
+}
+
+/// Says through `signal` whether the matching of `token`'s files succeeded, as the node's
+/// events report it to the D-Bus edge.
+private struct MatchingEnds: NodeObserver {
+    let token: String
+    let signal: AsyncStream<Bool>.Continuation
+    func statusChanged() async {}
+    func scanFinished(_ scan: Scan) async {}
+    func matchingFinished(token: String, _ result: MatchingResult) async {
+        guard token == self.token else { return }
+        if case .success = result { signal.yield(true) } else { signal.yield(false) }
     }
 }

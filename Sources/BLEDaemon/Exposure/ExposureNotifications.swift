@@ -207,11 +207,13 @@ package actor ExposureNotifications {
 
     // MARK: Matching
 
-    /// Starts matching the files just accepted, in a task the exposure service awaits at
-    /// shutdown, and reports the run's end.
-    package func beginMatching(report: @escaping @Sendable (Result<(matchedKeys: Int, windows: Int), Error>) async -> Void) async {
+    /// Starts matching the files just accepted by the call `token` names, in a task the exposure
+    /// service awaits at shutdown, and reports the run's end through the node's events.
+    package func beginMatching(token: String) async {
         run = Task {
-            do { await report(.success(try await self.runMatching())) } catch { await report(.failure(error)) }
+            let result: MatchingResult
+            do { result = .success(try await self.runMatching()) } catch { result = .failure(error) }
+            await self.events.matchingFinished(token: token, result)
             // `matching` is false again (runMatching's end): the Matching property says so.
             await self.events.statusChanged()
         }

@@ -19,9 +19,9 @@ import Logging
 ///   rate-limit counts);
 /// - `calibration`: the calibration in use;
 /// - `clockMark`: the wall time that has held (the store's high-water mark);
-/// - `schedule`: the schedule's driver and effects on the radio owner (beacons from the day's
-///   key, scans into the store), with its status counters (`board`) and the watchdog's
-///   heartbeat;
+/// - `schedule`: the schedule's driver and the watchdog's heartbeat, with its effects
+///   (`schedule.effects`: beacons from the day's key, scans into the store, the clock mark)
+///   and the status counters they keep (`board`);
 /// - `exposure`: key history, provided key files, matching and its busy state, windows,
 ///   summaries, the data mapping;
 /// - `research`: sightings exports and markers;
@@ -51,7 +51,8 @@ package final class GaenNode: Sendable {
     package var heartbeat: ScheduleHeartbeat { schedule.heartbeat }
 
     /// `clock` and `sync` default to what the settings say (tests pass a manual clock); `radio`
-    /// must run on the same clock (`RadioService.makeRadio`).
+    /// must run on the same clock (`RadioService.makeRadio`). The settings are kept as they
+    /// apply (`effective`: what trial mode switches on), and every part reads them from here.
     package init(settings: GaendSettings, logger: Logger, clock: (any NodeClock)? = nil, sync: (any ClockSyncSource)? = nil,
                 radio: RadioOwner) throws {
         let s = settings.effective
@@ -81,8 +82,11 @@ package final class GaenNode: Sendable {
         self.calibration = calibration
         clockMark = try ClockMark(store: store, stepBoundHours: s.clock.stepBoundHours, confirmationMinutes: s.clock.stepConfirmationMinutes)
         board = NodeStatusBoard(clockUsable: sync.status().isUsable)
-        schedule = NodeScheduleRunner(settings: s, clock: clock, sync: sync, store: store, radio: radio, calibration: calibration,
-                                      clockMark: clockMark, board: board, events: events, logger: logger)
+        let nodeSchedule: NodeSchedule
+        do { nodeSchedule = try NodeSchedule(settings: s) } catch { throw NodeError.invalidArgs("schedule: \(error)") }
+        let effects = NodeScheduleEffects(store: store, radio: radio, calibration: calibration, clockMark: clockMark,
+                                          board: board, events: events, logger: logger)
+        schedule = NodeScheduleRunner(schedule: nodeSchedule, clock: clock, sync: sync, effects: effects, logger: logger)
         exposure = ExposureNotifications(settings: s, clock: clock, store: store, stateFile: stateFile, calibration: calibration,
                                          events: events, counters: counters, logger: logger)
         research = ResearchRecords(store: store, calibration: calibration, clock: clock, sync: sync,

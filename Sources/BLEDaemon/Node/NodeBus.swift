@@ -108,7 +108,7 @@ package final class NodeBus: NodeObserver, Sendable {
                 await exposure.abandonMatching()
                 throw NodeError.internalFailure("gaend is stopping: the \(count) keys were stored and are matched after the next ProvideDiagnosisKeys")
             }
-            await exposure.beginMatching { [self] result in await self.matched(token: token, result) }
+            await exposure.beginMatching(token: token)
             return .init(keys: UInt32(clamping: count))
         }
         on.on(EN.GetExposureWindows.self) { _, _ in
@@ -161,18 +161,6 @@ package final class NodeBus: NodeObserver, Sendable {
                                manufacturerName: CompanyIdentifier.name(v.companyIdentifier),
                                hciVersion: v.hciVersion, hciSubversion: v.hciSubversion,
                                lmpVersion: v.lmpVersion, lmpSubversion: v.lmpSubversion)
-    }
-
-    private func matched(token: String, _ result: Result<(matchedKeys: Int, windows: Int), Error>) async {
-        switch result {
-        case .success(let (matched, windows)):
-            logger.info("matching finished", metadata: ["matched.keys": "\(matched)", "windows": "\(windows)"])
-            await exposureStateUpdated(token: token, matchedKeys: matched, windows: windows, error: "")
-        case .failure(let error):
-            let name = (error as? NodeError).map(Self.errorName) ?? GaendInterfaces.ErrorName.failed
-            logger.error("matching failed", metadata: ["error": "\(error)"])
-            await exposureStateUpdated(token: token, matchedKeys: 0, windows: 0, error: name)
-        }
     }
 
 
@@ -263,6 +251,18 @@ package final class NodeBus: NodeObserver, Sendable {
 
     // MARK: NodeObserver
 
+    package func matchingFinished(token: String, _ result: MatchingResult) async {
+        switch result {
+        case .success(let (matched, windows)):
+            logger.info("matching finished", metadata: ["matched.keys": "\(matched)", "windows": "\(windows)"])
+            await exposureStateUpdated(token: token, matchedKeys: matched, windows: windows, error: "")
+        case .failure(let error):
+            let name = (error as? NodeError).map(Self.errorName) ?? GaendInterfaces.ErrorName.failed
+            logger.error("matching failed", metadata: ["error": "\(error)"])
+            await exposureStateUpdated(token: token, matchedKeys: 0, windows: 0, error: name)
+        }
+    }
+
     package func statusChanged() async {
         // Every property that emits changes (the table's rule, from the typed value).
         try? await service.emitPropertiesChanged(path: GaendBus.objectPath, interface: GaendBus.exposureNotificationInterface,
@@ -283,7 +283,7 @@ package final class NodeBus: NodeObserver, Sendable {
         } catch { logger.debug("ScanFinished not sent", metadata: ["error": "\(error)"]) }
     }
 
-    package func exposureStateUpdated(token: String, matchedKeys: Int, windows: Int, error: String) async {
+    private func exposureStateUpdated(token: String, matchedKeys: Int, windows: Int, error: String) async {
         let update = GaendExposureStateUpdate(token: token, matchedKeys: UInt32(clamping: matchedKeys), windows: UInt32(clamping: windows), error: error)
         do {
             try await service.emit(path: GaendBus.objectPath, interface: GaendExposureStateUpdate.interface,

@@ -6,7 +6,7 @@ import Synchronization
 /// beacons made, scans and sightings recorded, the last scan's end, the store's last write
 /// failure, whether the clock was usable at the last reading, a day whose key is retired,
 /// the beacon last made, and the radio owner's last published state. Written by their one
-/// writer (`NodeScheduleRunner`, and the radio service's change callback for `radio`), read by
+/// writer (`NodeScheduleEffects`, and the node's subscription to the radio owner for `radio`), read by
 /// the status snapshot without awaiting anyone (a lock).
 package final class NodeStatusBoard: Sendable {
     struct Facts {

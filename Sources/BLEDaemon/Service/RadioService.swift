@@ -25,13 +25,14 @@ package struct RadioService: Service {
     /// The radio owner of a node: on the node's clock, with the settings' advertising timing,
     /// stall limits and probe period.
     package static func makeRadio(settings: GaendSettings, clock: any NodeClock, logger: Logger) -> RadioOwner {
-        RadioOwner(clock: clock, configuration: RadioOwner.Configuration(settings: settings.effective), logger: logger)
+        RadioOwner(clock: clock, configuration: RadioOwner.Configuration(settings: settings), logger: logger)
     }
 
-    /// Fails (before anything runs) when the capture file cannot be opened.
-    package init(settings: GaendSettings, radio: RadioOwner, node: GaenNode) throws {
-        let s = settings.effective
-        self.radio = radio
+    /// The node's radio owner, on the node's settings. Fails (before anything runs) when the
+    /// capture file cannot be opened.
+    package init(node: GaenNode) throws {
+        let s = node.settings
+        self.radio = node.radio
         self.node = node
         do { capture = try s.capture.map { try BTSnoopWriter(settings: $0) } } catch {
             throw NodeError.invalidArgs("capture \(s.capture?.path ?? ""): \(error)")

@@ -8,9 +8,12 @@ import Synchronization
 package final class ClockMark: Sendable {
     private let held: Mutex<HeldTime>
     let store: NodeStore
+    /// How long a jump ahead must hold before retention follows it.
+    let confirmationMinutes: Double
 
     init(store: NodeStore, stepBoundHours: Double, confirmationMinutes: Double) throws {
         self.store = store
+        self.confirmationMinutes = confirmationMinutes
         do {
             held = Mutex(HeldTime(highWater: try store.highWaterMark(), stepBound: stepBoundHours * 3_600,
                                   confirmation: confirmationMinutes * 60))
