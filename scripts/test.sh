@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
-# Runs every test: the virtual radio's own tests, Swift unit tests, then the end-to-end tests
-# that drive the built programs against virtual controllers and independent Bumble peers, and
-# the board's release build in Debian's kernel under qemu.
+# Runs every test: the virtual radio's own tests and the Swift unit tests beside the builds,
+# then the end-to-end tests that drive the board's release binaries against virtual controllers
+# and independent Bumble peers, beside the same binaries in Debian's kernel under qemu.
 #
 # Everything a run writes outside .build stays in its own folder (GAEND_TEST_RUN_DIR, default a
 # new one under $TMPDIR), so two runs on one machine never share a file. The end-to-end tests
@@ -25,28 +25,16 @@ phase() { # phase NAME COMMAND...: runs it, records its time, a failure fails th
 # -rs: every skipped test says why.
 pytest=(python3 -m pytest -q -rs -p no:cacheprovider)
 
-# The board: the release build (static Swift runtime) as `make` builds it, the daemon's
-# Foundation-free link, its install layout and toolchain-free binaries. It runs after the
-# end-to-end tests, beside the man-page check: on 4 workers they keep both cores busy, and a
-# build beside them stretched their radio timings past what the tests allow. Debian's kernel
-# under qemu (Tests/testbed) runs last, alone, since an emulated guest slows down many times
-# over on a busy machine.
+# The board: the release build (static Swift runtime) as `make` builds it, in its own build
+# folder (SwiftPM locks a build folder). It runs beside the debug build from the start: an
+# optimised build compiles each module in one compiler process, so it leaves a core idle most of
+# the time. The end-to-end tests and the test bed then run the binaries the board gets.
 export SCRATCH=.build-release GAEND_RELEASE_DIR=$PWD/.build-release/release
-release() {
-    local start=$SECONDS
-    # Its own build folder: SwiftPM locks a build folder, and the debug one is in use meanwhile.
-    if ! make build >"$run_dir/release-build.log" 2>&1; then
-        echo "release build failed (see $run_dir/release-build.log)" >&2
-        return 1
-    fi
-    echo "release build: $((SECONDS - start)) s"
-    local s=0
-    ./scripts/check-gaend-foundation.sh "$GAEND_RELEASE_DIR" || s=1
-    "${pytest[@]}" Tests/install || s=1
-    return $s
+release_build() {
+    make build || { echo "release build failed" >&2; return 1; }
 }
 
-# Checks that need no Swift build run beside the debug build (they wait on qemu-user, Bumble's
+# Checks that need no Swift build run beside the builds (they wait on qemu-user, Bumble's
 # virtual controllers and promtool more than they compute); each has its log in the run folder,
 # printed when it is collected.
 declare -A bg_pid bg_start
@@ -68,6 +56,7 @@ collect() { # collect NAME: waits for it, prints its log, records its time and r
 # The layering the package's targets promise: the radio commands, the node's config, the HCI
 # host and GaenBench compile no store and no D-Bus binding (docs/architecture.md, "Targets").
 phase layering python3 scripts/target-graph.py RadioCommands NodeConfig HCIHost GaenBench --forbid GaenSQLite,DBusCore,BLEDaemon
+background release-build release_build
 # CGaenCrypto's arm64 paths (AES, lockstep HKDF, dispatch) under qemu-aarch64 with and without
 # the crypto extensions, and the native ones, against published vectors and OpenSSL EVP.
 # C only, independent of the Swift build.
@@ -80,19 +69,14 @@ bin="$(swift build --show-bin-path)"
 for name in arm64-crypto virtual-radio alert-rules; do collect "$name"; done
 
 # The unit tests run in parallel on every core.
-# Two suites run in a process of their own, after the rest. The store-executor suite stalls a
-# store's thread on purpose and saturates the pool; if it fails, its 20 s stall would starve
-# other suites. The watchdog-liveness suite measures the node's feeding under load it makes
-# itself (a matching run, a CPU hog); the other 580 tests' load in the same process misses a
-# feed for one whole period in about half the full runs, which is an open problem, not a pass.
+# Two suites run in a process of their own, after the rest and after the release build, on a
+# quiet machine. The store-executor suite stalls a store's thread on purpose and saturates the
+# pool; if it fails, its 20 s stall would starve other suites. The watchdog-liveness suite
+# measures the node's feeding under load it makes itself (a matching run, a CPU hog); the other
+# tests' load in the same process misses a feed for one whole period in about half the full
+# runs, which is an open problem, not a pass.
 separate="StoreExecutorTests|WatchdogLivenessTests"
-unit() {
-    local s=0
-    swift test --skip-build --skip "$separate" || s=1
-    swift test --skip-build --filter "$separate" || s=1
-    return $s
-}
-phase unit unit
+phase unit swift test --skip-build --skip "$separate"
 # Every fuzz target replays its committed corpus (seeds and past findings) as a regression test.
 fuzz_replays() {
     local s=0
@@ -103,18 +87,19 @@ fuzz_replays() {
     return $s
 }
 phase fuzz-replays fuzz_replays
-# On several workers (pytest-xdist): the tests spend most of their time waiting on scaled
-# clocks, and each has its own buses, ports and folders. The longest start first (conftest.py).
-phase e2e env GAEND_BIN_DIR="$bin" "${pytest[@]}" -n "${GAEND_E2E_WORKERS:-4}" Tests/e2e
-release >"$run_dir/release.log" 2>&1 &
-release_pid=$!
 # The committed man pages and completions are what the binaries' help gives.
 phase gen-docs ./scripts/gen-docs.sh --check "$bin"
+collect release-build
+phase unit-alone swift test --skip-build --filter "$separate"
+release_checks() {
+    local s=0
+    # The daemon's Foundation-free link, its install layout and toolchain-free binaries.
+    ./scripts/check-gaend-foundation.sh "$GAEND_RELEASE_DIR" || s=1
+    "${pytest[@]}" Tests/install || s=1
+    return $s
+}
+[ -x "$GAEND_RELEASE_DIR/gaend" ] && phase release-checks release_checks
 
-start=$SECONDS
-wait $release_pid || { echo "FAILED: release (build, Foundation check, install)" >&2; status=1; }
-seconds[release-wait]=$((SECONDS - start))
-cat "$run_dir/release.log"
 testbed() {
     # The guest runs `make install` in the tree as the README says, which reads the default
     # build folder's release: point it at this run's release build.
@@ -122,16 +107,24 @@ testbed() {
     # Guest logs, captures and timings in this run's folder; Debian's kernel is cached per machine.
     # One scenario at a time by default: three guests side by side (GAEND_TESTBED_WORKERS=3)
     # starved the system scenario's guest until gaend's radio owner missed the watchdog
-    # check's 15 s first answer; two side by side passed.
+    # check's 15 s first answer.
     local workers=()
     [ "${GAEND_TESTBED_WORKERS:-1}" -gt 1 ] && workers=(-n "$GAEND_TESTBED_WORKERS")
-    GAEND_TESTBED_OUT="$run_dir/testbed" GAEND_BIN_DIR="$bin" "${pytest[@]}" "${workers[@]}" Tests/testbed || return 1
+    GAEND_TESTBED_OUT="$run_dir/testbed" GAEND_BIN_DIR="$GAEND_RELEASE_DIR" "${pytest[@]}" "${workers[@]}" Tests/testbed
 }
-[ -x "$GAEND_RELEASE_DIR/gaend" ] && phase testbed testbed
+# Debian's kernel under qemu (Tests/testbed) beside the end-to-end tests: those spend most of
+# their time waiting on scaled clocks (about a third of a core on average with release binaries),
+# and one emulated guest fits beside them.
+[ -x "$GAEND_RELEASE_DIR/gaend" ] && background testbed testbed
+# On several workers (pytest-xdist): the tests spend most of their time waiting on scaled
+# clocks, and each has its own buses, ports and folders. The longest start first (conftest.py).
+[ -x "$GAEND_RELEASE_DIR/gaend" ] && phase e2e env GAEND_BIN_DIR="$GAEND_RELEASE_DIR" "${pytest[@]}" -n "${GAEND_E2E_WORKERS:-4}" Tests/e2e
+[ -n "${bg_pid[testbed]:-}" ] && collect testbed
 [ -f "$run_dir/testbed/timings.json" ] && echo "test bed scenario seconds: $(cat "$run_dir/testbed/timings.json") (logs: $run_dir/testbed)"
+[ -x "$GAEND_RELEASE_DIR/gaend" ] || { echo "FAILED: no release build, so no end-to-end tests and no test bed" >&2; status=1; }
 
 echo "phase seconds:"
-for name in arm64-crypto virtual-radio alert-rules debug-build unit fuzz-replays e2e gen-docs release-wait testbed; do
+for name in release-build arm64-crypto virtual-radio alert-rules debug-build unit fuzz-replays gen-docs unit-alone release-checks e2e testbed; do
     printf '  %-14s %s\n' "$name" "${seconds[$name]:-}"
 done
 echo "total: $SECONDS s"
