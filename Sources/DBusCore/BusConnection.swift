@@ -78,6 +78,24 @@ public final class BusConnection: @unchecked Sendable {
     /// Closes the connection (queued messages are flushed first). Pending calls fail.
     public func close() { loop.stop() }
 
+    /// The kernel's id of this connection's loop thread, or nil once the loop has finished: lets
+    /// a check read that one thread's wake-ups in /proc when others share its name.
+    package func loopThreadID() async -> Int32? {
+        await withCheckedContinuation { cont in
+            loop.perform { running in cont.resume(returning: running == nil ? nil : Self.currentThreadID()) }
+        }
+    }
+
+    /// The calling thread's kernel id, from /proc/thread-self ("PID/task/TID"): glibc's gettid()
+    /// is not in Swift's Glibc module.
+    private static func currentThreadID() -> Int32? {
+        var buffer = [CChar](repeating: 0, count: 64)
+        let n = readlink("/proc/thread-self", &buffer, buffer.count - 1)
+        guard n > 0 else { return nil }
+        let link = String(decoding: buffer[..<n].map { UInt8(bitPattern: $0) }, as: UTF8.self)
+        return link.split(separator: "/").last.flatMap { Int32($0) }
+    }
+
     /// Whether the connection is still open.
     public var isOpen: Bool { loop.isRunning }
 

@@ -22,7 +22,7 @@ final class BumbleControllers: @unchecked Sendable {
     /// How the first controller is served (the second is always TCP).
     enum Serving { case tcp, pty, unix }
 
-    let ports: [Int]
+    private(set) var ports: [Int]
     let serving: Serving
     let path = "/tmp/gaend-bumble-\(UUID().uuidString.prefix(8))"
     private var process: Process?
@@ -48,8 +48,21 @@ final class BumbleControllers: @unchecked Sendable {
         return Self.listening(ports[index])
     }
 
-    /// Starts the controllers and waits until both ports accept connections.
+    /// Starts the controllers and waits until both ports accept connections. Python and Bumble
+    /// take seconds to start on a busy machine, so the limit is generous; a controller that
+    /// exits at once (another process took a port between `freePort` and its bind) is started
+    /// again on new ports.
     func start() throws {
+        for attempt in 1...3 {
+            if try startOnce() { return }
+            stop()
+            if attempt < 3 { ports = [try Self.freePort(), try Self.freePort()] }
+        }
+        throw BumbleError.didNotStart
+    }
+
+    /// True once both ports accept; false if the controllers exited before.
+    private func startOnce() throws -> Bool {
         let p = Process()
         p.executableURL = URL(fileURLWithPath: "/usr/bin/env")
         try? FileManager.default.removeItem(atPath: path)
@@ -58,13 +71,15 @@ final class BumbleControllers: @unchecked Sendable {
         p.standardError = FileHandle.nullDevice
         try p.run()
         process = p
-        let deadline = Date().addingTimeInterval(20)
+        let deadline = Date().addingTimeInterval(120)
         for index in ports.indices {
             while !ready(index) {
-                guard Date() < deadline, p.isRunning else { throw BumbleError.didNotStart }
+                guard p.isRunning else { return false }
+                guard Date() < deadline else { throw BumbleError.didNotStart }
                 Thread.sleep(forTimeInterval: 0.05)
             }
         }
+        return true
     }
 
     /// SIGKILL: the test runner leaves SIGTERM ignored in children, so terminate() would
@@ -110,10 +125,15 @@ final class BumbleControllers: @unchecked Sendable {
 
     /// Whether something listens on the port, read from /proc/net/tcp rather than by
     /// connecting: Bumble's tcp-server forgets its client when a probe connection closes
-    /// after the real one opened, and would then drop every answer.
+    /// after the real one opened, and would then drop every answer. Read to its end:
+    /// `String(contentsOfFile:)` stops after the first 4 KiB of a /proc file, about 30 sockets,
+    /// so on a machine busy with other tests the port was never found.
     private static func listening(_ port: Int) -> Bool {
         let needle = String(format: ":%04X ", port)
-        guard let table = try? String(contentsOfFile: "/proc/net/tcp", encoding: .utf8) else { return false }
+        guard let file = FileHandle(forReadingAtPath: "/proc/net/tcp") else { return false }
+        defer { try? file.close() }
+        guard let bytes = try? file.readToEnd() else { return false }
+        let table = String(decoding: bytes, as: UTF8.self)
         return table.split(separator: "\n").contains { line in
             let fields = line.split(separator: " ")
             return fields.count > 3 && (fields[1] + " ").hasSuffix(needle) && fields[3] == "0A"

@@ -27,9 +27,18 @@ def scenario() -> None:
                  "name=peer,transport=tcp-server:127.0.0.1:0,x=1"])
     record("plug", vr.plug("node"))
     # The kernel's own view of hci0 (what a technician reads before gaend takes it).
+    # The kernel brings a plugged controller up in the background (its init commands, then the
+    # management index); under TCG on a loaded host that takes seconds, and until then btmgmt
+    # answers "Invalid Index" (with exit status 0). Each tool is asked until it shows the address.
     kernel_view = {}
-    for name, args in (("hciconfig", ["hciconfig", "hci0"]), ("btmgmt", ["btmgmt", "--index", "0", "info"])):
-        p = run(args, timeout=LONG)
+    for name, args, ready in (("hciconfig", ["hciconfig", "hci0"], "BD Address: "),
+                              ("btmgmt", ["btmgmt", "--index", "0", "info"], "addr ")):
+        deadline = time.monotonic() + LONG
+        while True:
+            p = run(args, timeout=LONG)
+            if (p.returncode == 0 and ready in p.stdout) or time.monotonic() > deadline:
+                break
+            time.sleep(0.5)
         kernel_view[name] = {"rc": p.returncode, "stdout": p.stdout, "stderr": p.stderr[-1000:]}
     record("kernel_view", kernel_view)
 
