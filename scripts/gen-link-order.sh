@@ -12,7 +12,7 @@ make --no-print-directory build >&2
 WORK=$(mktemp -d -t gaend-order.XXXXXX)
 trap 'rm -rf "$WORK"' EXIT
 # valgrind cannot read lld's debug information; the symbol table is all it needs.
-objcopy --strip-debug .build/release/gaend "$WORK/gaend"
+objcopy --strip-debug "${SCRATCH:-.build}/release/gaend" "$WORK/gaend"
 GAEND_BIN="$WORK/gaend" GAEND_WRAP="valgrind --tool=callgrind --demangle=no --dump-instr=no --collect-jumps=no --callgrind-out-file=$WORK/callgrind.out" \
     ./scripts/measure-idle.sh "${1:-30}" >/dev/null
 # Every function callgrind saw run (its "fn=" and "cfn=" lines), by name; sorted, so that a

@@ -12,7 +12,7 @@ SCALE=${1:-30}
 ./scripts/setup.sh
 if [ -z "${GAEND_BIN:-}" ]; then
     make --no-print-directory build >&2
-    GAEND_BIN=$PWD/.build/release/gaend
+    GAEND_BIN=$PWD/${SCRATCH:-.build}/release/gaend
 fi
 WORK=$(mktemp -d -t gaend-idle.XXXXXX)
 PIDS=()
