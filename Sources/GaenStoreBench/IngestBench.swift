@@ -8,7 +8,7 @@ import StoreFixtures
 import Glibc
 #endif
 
-/// RecordedSighting ingestion into the encrypted store: one record per scan holding N reports, as the
+/// Sighting ingestion into the encrypted store: one record per scan holding N reports, as the
 /// scanner writes them (encode, AES-256-GCM seal, SQLite insert and commit). Single-threaded,
 /// so the figure is for one core. The HCI decode and scanner stages are added in front later.
 ///

@@ -38,7 +38,7 @@ enum IngestH4Bench {
         let t0 = DispatchTime.now().uptimeNanoseconds
         var reports = 0, kept = 0, scans = 0, elapsed = 0.0
         var framer = H4Framer()
-        var current: [RecordedSighting] = []
+        var current: [Sighting] = []
         var clock = 1_795_000_000.0
         while elapsed < seconds {
             var offset = 0
@@ -51,11 +51,11 @@ enum IngestH4Bench {
                     for report in LEAdvertisingReport.reports(in: meta) {
                         reports += 1
                         clock += 0.001
-                        guard let s = RecordedSighting(report: report, time: clock) else { continue }
+                        guard let s = Sighting(report: report, time: clock) else { continue }
                         kept += 1
                         current.append(s)
                         if current.count == perScan {
-                            _ = try store.recordScan(RecordedScan(start: current[0].time, end: clock, sightings: current))
+                            _ = try store.recordScan(Scan(start: current[0].time, end: clock, sightings: current))
                             current.removeAll(keepingCapacity: true)
                             scans += 1
                         }

@@ -130,7 +130,7 @@ struct RadioScan: AsyncParsableCommand {
         let sightings = await radio.liveSightings()
         let printer = Task {
             for await s in sightings {
-                printJSONLine(.object(["time": .double(s.time), "address": .string(s.address?.description ?? ""),
+                printJSONLine(.object(["time": .double(s.time), "address": .string(s.addressText ?? ""),
                                        "rpi": .string(s.rpi.hexString), "aem": .string(s.aem.hexString),
                                        "rssi": .int(Int64(s.rssi))]))
             }

@@ -16,17 +16,17 @@ package enum StressRecords {
     package static let baseTime: Double = 1_795_000_000
 
     /// Scan `number`: `number % 7` reports (some scans are empty), content derived from it.
-    package static func scan(number n: Int, reports: Int? = nil) -> RecordedScan {
+    package static func scan(number n: Int, reports: Int? = nil) -> Scan {
         let start = baseTime + Double(n) * 240
         let count = reports ?? n % 7
         var rng = SeededRandom(seed: UInt64(n))
-        let sightings = (0..<count).map { i -> RecordedSighting in
+        let sightings = (0..<count).map { i -> Sighting in
             // try! cannot trap here: SeededRandom never throws and the sizes are the fixed ones.
             let rpi = try! RollingProximityIdentifier(bytes: rng.bytes(16))
             let aem = try! AssociatedEncryptedMetadata(bytes: rng.bytes(4))
-            return RecordedSighting(time: start + Double(i) * 0.25, rpi: rpi, aem: aem, rssi: Int8(-40 - i % 50))
+            return Sighting(time: start + Double(i) * 0.25, rpi: rpi, aem: aem, rssi: -40 - i % 50)
         }
-        return RecordedScan(start: start, end: start + 4, sightings: sightings)
+        return Scan(start: start, end: start + 4, sightings: sightings)
     }
 }
 
@@ -46,13 +46,14 @@ package enum StoreFixture {
     package static let tamperedScan: Int64 = 5
     package static let highWater = StressRecords.baseTime + 3 * 86_400
 
-    package static var scans: [RecordedScan] {
+    package static var scans: [Scan] {
         var scans = (1...24).map { StressRecords.scan(number: $0) }
         // One scan with advertiser addresses and an RSSI correction (blob version 3's fields).
         var last = StressRecords.scan(number: 25, reports: 3)
         last.rssiCorrection = -7
         for i in last.sightings.indices {
-            last.sightings[i].address = BDAddress(littleEndian: [0x10 + UInt8(i), 0x22, 0x33, 0x44, 0x55, 0xC6])
+            last.sightings[i].advertiser = BDAddress(littleEndian: [0x10 + UInt8(i), 0x22, 0x33, 0x44, 0x55, 0xC6])
+            last.sightings[i].rssiCorrection = -7 // as the radio records it: the scan's correction on each sighting
         }
         scans.append(last)
         return scans

@@ -49,7 +49,7 @@ actor RecordingEffects: ScheduleEffects {
             case .stopAdvertising: stops += 1
             case .startScan: break
             case .finishScan(let scan):
-                try store.recordScan(RecordedScan(start: scan.startWall, end: scan.endWall, sightings: []))
+                try store.recordScan(Scan(start: scan.startWall, end: scan.endWall, sightings: []))
             }
         } catch {
             Issue.record("effect failed: \(error)")

@@ -36,7 +36,7 @@ struct NodeClockStepTests {
     func recordScans(_ store: NodeStore) throws {
         for n in 0..<10 {
             let start = Self.w0 - 3_600 + Double(n) * 300
-            try store.recordScan(RecordedScan(start: start, end: start + 4, sightings: []))
+            try store.recordScan(Scan(start: start, end: start + 4, sightings: []))
         }
     }
 

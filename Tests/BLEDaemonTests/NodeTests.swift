@@ -148,9 +148,9 @@ struct NodeTests {
             let rpi = try schedule.rollingProximityIdentifier(for: tek, interval: ENIntervalNumber(unixSeconds: t))
             let aem = try GAENKeySchedule.associatedEncryptedMetadata(.v1_0(txPower: -20), rpi: rpi,
                                                                      aemk: schedule.associatedEncryptedMetadataKey(for: tek))
-            _ = try node.store.recordScan(RecordedScan(start: t, end: t + 4, sightings: [
-                RecordedSighting(time: t + 1, rpi: rpi, aem: aem, rssi: -64),
-                RecordedSighting(time: t + 2, rpi: rpi, aem: aem, rssi: -64),
+            _ = try node.store.recordScan(Scan(start: t, end: t + 4, sightings: [
+                Sighting(time: t + 1, rpi: rpi, aem: aem, rssi: -64),
+                Sighting(time: t + 2, rpi: rpi, aem: aem, rssi: -64),
             ]))
         }
         let key = DiagnosisKey(key: tek, rollingStartIntervalNumber: Self.day.firstInterval)
@@ -204,8 +204,8 @@ struct NodeTests {
             let rpi = try schedule.rollingProximityIdentifier(for: tek, interval: ENIntervalNumber(unixSeconds: t))
             let aem = try GAENKeySchedule.associatedEncryptedMetadata(.v1_0(txPower: -20), rpi: rpi,
                                                                      aemk: schedule.associatedEncryptedMetadataKey(for: tek))
-            _ = try node.store.recordScan(RecordedScan(start: t, end: t + 4, sightings: [RecordedSighting(time: t + 1, rpi: rpi, aem: aem, rssi: -64)],
-                                                       rssiCorrection: correction))
+            _ = try node.store.recordScan(Scan(start: t, end: t + 4, rssiCorrection: correction,
+                                               sightings: [Sighting(time: t + 1, rpi: rpi, aem: aem, rssi: -64)]))
         }
         try await node.calibration.set(txPower: -30, rssiCorrection: 1, confidence: 1)
         _ = try await node.exposure.acceptKeyFiles([keyFile([DiagnosisKey(key: tek, rollingStartIntervalNumber: Self.day.firstInterval)])], trust: KeyExportTrustSet())
@@ -394,7 +394,7 @@ private struct MatchingEnds: NodeObserver {
     let token: String
     let signal: AsyncStream<Bool>.Continuation
     func statusChanged() async {}
-    func scanFinished(_ scan: RecordedScan) async {}
+    func scanFinished(_ scan: Scan) async {}
     func matchingFinished(token: String, _ result: MatchingResult) async {
         guard token == self.token else { return }
         if case .success = result { signal.yield(true) } else { signal.yield(false) }

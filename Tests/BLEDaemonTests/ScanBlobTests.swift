@@ -13,14 +13,15 @@ struct ScanBlobTests {
     func roundTrip(seed: Int) throws {
         var rng = SeededRandom(seed: UInt64(seed))
         let count = Int(rng.next() % 200)
+        let correction: Int? = seed % 5 == 0 ? nil : Int(rng.next() % 201) - 100
+        // As the radio records them: each sighting carries its scan's correction.
         let sightings = try (0..<count).map { _ in
-            RecordedSighting(time: Double(rng.next() % 2_000_000_000) + Double(rng.next() % 1000) / 1000,
+            Sighting(time: Double(rng.next() % 2_000_000_000) + Double(rng.next() % 1000) / 1000,
                      rpi: try RollingProximityIdentifier(bytes: rng.bytes(16)),
                      aem: try AssociatedEncryptedMetadata(bytes: rng.bytes(4)),
-                     rssi: Int8(truncatingIfNeeded: rng.next()),
-                     address: rng.next() % 4 == 0 ? nil : BDAddress(littleEndian: [UInt8](try rng.bytes(5)) + [0x3F]))
+                     rssi: Int(Int8(truncatingIfNeeded: rng.next())), rssiCorrection: correction ?? 0,
+                     address: rng.next() % 4 == 0 ? nil : BDAddress(littleEndian: [UInt8](try rng.bytes(5)) + [0x3F]).sightingAddress)
         }
-        let correction: Int? = seed % 5 == 0 ? nil : Int(rng.next() % 201) - 100
         let blob = ScanBlob.encode(sightings, rssiCorrection: correction)
         #expect(blob.first == 3 && blob.count == 7 + count * ScanBlob.reportSize(version: 3))
         let back = try ScanBlob.decode(blob)
@@ -47,13 +48,16 @@ struct ScanBlobTests {
     @Test("version 1 and 2 blobs, written before the correction and the address were kept, still read")
     func olderVersions() throws {
         var s = StressRecords.scan(number: 5).sightings[0]
-        s.address = try BDAddress(string: "12:34:56:78:9A:BC")
+        s.advertiser = try BDAddress(string: "12:34:56:78:9A:BC")
+        s.rssiCorrection = -3
         var withoutAddress = s
         withoutAddress.address = nil
+        var withoutCorrection = withoutAddress
+        withoutCorrection.rssiCorrection = 0
         let v1 = ScanBlob.encode([s], rssiCorrection: -3, version: 1)
         #expect(v1.first == 1 && v1.count == 5 + ScanBlob.reportSize(version: 1))
         let back1 = try ScanBlob.decode(v1)
-        #expect(back1.sightings == [withoutAddress] && back1.rssiCorrection == nil)
+        #expect(back1.sightings == [withoutCorrection] && back1.rssiCorrection == nil)
         let v2 = ScanBlob.encode([s], rssiCorrection: -3, version: 2)
         #expect(v2.first == 2 && v2.count == 6 + ScanBlob.reportSize(version: 2))
         let back2 = try ScanBlob.decode(v2)
@@ -71,10 +75,13 @@ struct RadioScanConversionTests {
         let aem = try AssociatedEncryptedMetadata(hex: "01020304")
         let gaen = ExposureNotificationAdvertisement(rpi: rpi, aem: aem).advertisingData
         let address = try BDAddress(string: "12:34:56:78:9A:BC")
-        let sighting = try #require(RecordedSighting(report: LEAdvertisingReport(address: address, addressType: .random, kind: .advNonconnInd, rssi: -61, data: [UInt8](gaen)), time: 100.5))
-        #expect(RecordedSighting(report: LEAdvertisingReport(address: address, addressType: .random, kind: .advInd, rssi: -50, data: [0x02, 0x01, 0x06]), time: 101) == nil)
-        let stored = RecordedScan(start: 100, end: 104, sightings: [sighting], rssiCorrection: 4)
-        #expect(stored == RecordedScan(start: 100, end: 104, sightings: [RecordedSighting(time: 100.5, rpi: rpi, aem: aem, rssi: -61, address: address)], rssiCorrection: 4))
+        let sighting = try #require(Sighting(report: LEAdvertisingReport(address: address, addressType: .random, kind: .advNonconnInd, rssi: -61, data: [UInt8](gaen)), time: 100.5))
+        #expect(Sighting(report: LEAdvertisingReport(address: address, addressType: .random, kind: .advInd, rssi: -50, data: [0x02, 0x01, 0x06]), time: 101) == nil)
+        #expect(sighting == Sighting(time: 100.5, rpi: rpi, aem: aem, rssi: -61, address: 0x1234_5678_9ABC))
+        #expect(sighting.advertiser == address && sighting.addressText == "12:34:56:78:9A:BC")
+        var corrected = sighting
+        corrected.rssiCorrection = 4
+        let stored = Scan(start: 100, end: 104, rssiCorrection: 4, sightings: [corrected])
         let dir = try TempStoreDir()
         let store = try dir.open()
         try store.recordScan(stored)

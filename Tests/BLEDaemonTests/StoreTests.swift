@@ -170,7 +170,7 @@ struct StoreTests {
         let now = StressRecords.baseTime + 30 * 86_400
         for d in 0..<30 {
             let start = StressRecords.baseTime + Double(d) * 86_400 + 1000
-            try store.recordScan(RecordedScan(start: start, end: start + 4, sightings: []))
+            try store.recordScan(Scan(start: start, end: start + 4, sightings: []))
             _ = try store.key(for: UTCDay(unixSeconds: start))
             try store.addMarker(Marker(time: start, label: "d\(d)"))
         }

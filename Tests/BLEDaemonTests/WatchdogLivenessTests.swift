@@ -97,12 +97,12 @@ struct WatchdogLivenessTests {
         // Long work elsewhere: matching 500,000 keys against 3,000 sightings, and a research
         // export held by a reader that never reads.
         let day = UTCDay(unixSeconds: 1_700_000_000)
-        var sightings: [RecordedSighting] = []
+        var sightings: [Sighting] = []
         for i in 0..<3_000 {
-            sightings.append(RecordedSighting(time: 1_699_999_000 + Double(i) * 0.1, rpi: try RollingProximityIdentifier(bytes: Data(repeating: UInt8(i % 251), count: 16)),
+            sightings.append(Sighting(time: 1_699_999_000 + Double(i) * 0.1, rpi: try RollingProximityIdentifier(bytes: Data(repeating: UInt8(i % 251), count: 16)),
                                               aem: try AssociatedEncryptedMetadata(bytes: Data([1, 2, 3, 4])), rssi: -60))
         }
-        _ = try node.store.recordScan(RecordedScan(start: 1_699_999_000, end: 1_699_999_400, sightings: sightings))
+        _ = try node.store.recordScan(Scan(start: 1_699_999_000, end: 1_699_999_400, sightings: sightings))
         var keys: [DiagnosisKey] = []
         for i in 0..<500_000 {
             var bytes = Data(count: 16)

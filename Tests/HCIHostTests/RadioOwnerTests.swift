@@ -188,7 +188,7 @@ struct RadioOwnerTests {
         #expect(record.sightings.count == 4)
         #expect(record.sightings.allSatisfy { $0.time >= record.start && $0.time <= record.end })
         #expect(record.sightings.map(\.time) == [5, 10, 15, 20].map { window.startWall + $0 })
-        #expect(record.sightings.allSatisfy { $0.address == sender && $0.rpi == rpi && $0.aem == aem && $0.rssi == -60 })
+        #expect(record.sightings.allSatisfy { $0.advertiser == sender && $0.rpi == rpi && $0.aem == aem && $0.rssi == -60 })
         let status = await owner.snapshot
         #expect(status.reportsIgnored == 6 && status.reportsDropped == 2 && status.scansCompleted == 1)
         try await waitUntil { !c.scanning } // scanning goes off after a scan that is not followed by another

@@ -276,7 +276,8 @@ package actor ExposureNotifications {
             files = try await i.keyFiles.current(i.store).map(\.file)
         } catch { throw NodeError.storage("\(error)") }
         let computed = try await BlockingPool.run { cancel in
-            let log = sightingsLog(scans, currentCorrection: i.correction)
+            // The export's own conversion, so that `gaenctl windows` on an export gives the daemon's windows.
+            let log = SightingsLog(recorded: scans.map(\.record), currentCorrection: i.correction)
             let computation = try ExposureComputation(log: log, mapping: i.mapping, workers: ProcessInfo.processInfo.activeProcessorCount)
             let (outcome, windows, _) = try computation.run(files, isCancelled: { cancel.isCancelled })
             let first = files.count - min(i.callFiles, files.count)
@@ -291,22 +292,6 @@ package actor ExposureNotifications {
             try await i.store.keyFileStore.replaceResults(kind: windowsKind, with: computed.windows, now: i.now)
         } catch { throw NodeError.storage("\(error)") }
         return (computed.matchedKeys, computed.own, files.count, computed.windows.count)
-    }
-
-    /// The stored scans as the one exposure computation reads them: the export's own rows
-    /// (`SightingRows`), so that `gaenctl windows` on an export gives the daemon's windows.
-    static func sightingsLog(_ scans: [StoredScan], currentCorrection: Int) -> SightingsLog {
-        var sightings: [ENProtocol.Sighting] = []
-        var list: [Scan] = []
-        list.reserveCapacity(scans.count)
-        SightingRows.forEach(scans, currentCorrection: currentCorrection, addresses: false) { index, row in
-            // Every scan yields a row (an empty one, one without a sighting), in order.
-            if index == list.count, let start = row.scanStart, let end = row.scanEnd { list.append(Scan(start: start, end: end)) }
-            guard let rpi = row.rpi, let aem = row.aem, let rssi = row.rssi else { return }
-            sightings.append(ENProtocol.Sighting(time: row.time, rpi: rpi, aem: aem, rssi: rssi,
-                                                 rssiCorrection: row.rssiCorrection, scanIndex: index))
-        }
-        return SightingsLog(sightings: sightings, scans: list, hasScanColumns: true)
     }
 
     // MARK: Windows and summaries

@@ -269,10 +269,10 @@ package final class NodeBus: NodeObserver, Sendable {
                                                  GaendExposureProperties.changing)
     }
 
-    package func scanFinished(_ scan: RecordedScan) async {
+    package func scanFinished(_ scan: Scan) async {
         guard research else { return }
         let signal = GaendScanFinished(start: Self.ms(scan.start), end: Self.ms(scan.end), sightings: scan.sightings.map {
-            GaendSighting(time: Self.ms($0.time), rpi: $0.rpi.bytes, aem: $0.aem.bytes, rssi: Int16($0.rssi), address: $0.address?.description)
+            GaendSighting(time: Self.ms($0.time), rpi: $0.rpi.bytes, aem: $0.aem.bytes, rssi: Int16($0.rssi), address: $0.addressText)
         })
         do {
             // ScanRecorded (with addresses) first, then ScanFinished for older clients: a client

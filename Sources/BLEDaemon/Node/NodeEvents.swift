@@ -1,3 +1,4 @@
+import ENProtocol
 import HCIHost
 import Synchronization
 
@@ -7,7 +8,7 @@ package typealias MatchingResult = Result<(matchedKeys: Int, windows: Int), Erro
 /// Callbacks from the node to whoever publishes its state (the D-Bus edge).
 package protocol NodeObserver: Sendable {
     func statusChanged() async
-    func scanFinished(_ scan: RecordedScan) async
+    func scanFinished(_ scan: Scan) async
     /// The matching of the files `token`'s call provided ended.
     func matchingFinished(token: String, _ result: MatchingResult) async
 }
@@ -23,7 +24,7 @@ package final class NodeEvents: Sendable {
     package func setObserver(_ o: any NodeObserver) { observer.withLock { $0 = o } }
 
     func statusChanged() async { await observer.withLock { $0 }?.statusChanged() }
-    func scanFinished(_ scan: RecordedScan) async { await observer.withLock { $0 }?.scanFinished(scan) }
+    func scanFinished(_ scan: Scan) async { await observer.withLock { $0 }?.scanFinished(scan) }
     func matchingFinished(token: String, _ result: MatchingResult) async {
         await observer.withLock { $0 }?.matchingFinished(token: token, result)
     }

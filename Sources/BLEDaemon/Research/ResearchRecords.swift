@@ -51,9 +51,9 @@ package struct ResearchRecords: Sendable {
         // The format's one writer (ENProtocol SightingsFileWriter), as every producer uses.
         let writer = SightingsFileWriter(format: format == "csv" ? .csv : .jsonl)
         buffer += writer.header
-        // The rows matching reads too (`SightingRows`): one conversion, so the two agree.
-        try SightingRows.forEach(scans, currentCorrection: context.currentCorrection, from: from, to: to,
-                                 node: context.node, site: context.site) { _, row in
+        // The log matching reads too: one conversion, so the two agree.
+        let log = SightingsLog(recorded: scans.map(\.record), currentCorrection: context.currentCorrection, from: from, to: to)
+        try log.forEachRecord(node: context.node, site: context.site) { row in
             buffer += writer.row(row)
             rows += 1
             if buffer.utf8.count > 1 << 16 { try flush() }

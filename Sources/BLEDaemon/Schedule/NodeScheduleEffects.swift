@@ -111,7 +111,7 @@ package struct NodeScheduleEffects: ScheduleEffects {
     }
 
     /// Keeps a finished scan (already carrying the RSSI correction in use) in the store.
-    private func record(_ record: RecordedScan) async {
+    private func record(_ record: Scan) async {
         board.update { f in
             f.scans += 1
             f.sightings += UInt64(record.sightings.count)

@@ -10,7 +10,7 @@ import HCIProtocol
 /// A scan as read back, with its row id.
 package struct StoredScan: Hashable, Sendable {
     package var id: Int64
-    package var record: RecordedScan
+    package var record: Scan
 }
 
 /// A ground-truth marker (time, label, distance, note): holds until the next marker.
@@ -70,7 +70,7 @@ enum ScanBlob {
 
     /// Writes `version` (older versions only for tests of the reader: v1 drops the
     /// correction, v1 and v2 drop the addresses).
-    static func encode(_ sightings: [RecordedSighting], rssiCorrection: Int?, version: UInt8 = currentVersion) -> Data {
+    static func encode(_ sightings: [Sighting], rssiCorrection: Int?, version: UInt8 = currentVersion) -> Data {
         var out = [UInt8]()
         out.reserveCapacity(headerSize(version: version) + sightings.count * reportSize(version: version))
         out.append(version)
@@ -82,15 +82,19 @@ enum ScanBlob {
         }
         for s in sightings {
             appendLE(s.time.bitPattern, to: &out)
-            out.append(contentsOf: s.rpi.bytes)
-            out.append(contentsOf: s.aem.bytes)
+            appendLE(s.rpiLow, to: &out)
+            appendLE(s.rpiHigh, to: &out)
+            appendLE(s.aemBits, to: &out)
             out.append(UInt8(bitPattern: s.rssi))
-            if version >= 3 { out.append(contentsOf: s.address?.littleEndianBytes ?? [UInt8](repeating: 0, count: 6)) }
+            if version >= 3 {
+                let address = s.address ?? 0
+                for i in 0..<6 { out.append(UInt8(truncatingIfNeeded: address >> (8 * UInt64(i)))) }
+            }
         }
         return Data(out)
     }
 
-    static func decode(_ data: Data) throws -> (sightings: [RecordedSighting], rssiCorrection: Int?) {
+    static func decode(_ data: Data) throws -> (sightings: [Sighting], rssiCorrection: Int?) {
         let b = [UInt8](data)
         guard b.count >= 5 else { throw Reason("blob of \(b.count) bytes is shorter than its 5-byte header") }
         let version = b[0]
@@ -109,19 +113,22 @@ enum ScanBlob {
         guard b.count == headerSize + count * reportSize else {
             throw Reason("blob declares \(count) reports (\(headerSize + count * reportSize) bytes) but has \(b.count) bytes")
         }
-        var out = [RecordedSighting]()
+        var out = [Sighting]()
         out.reserveCapacity(count)
+        // Each sighting carries its scan's correction (0 where the blob has none: the one
+        // conversion to rows gives those the current one).
+        let sightingCorrection = Int8(clamping: correction ?? 0)
         var o = headerSize
         for _ in 0..<count {
-            let time = Double(bitPattern: UInt64(readLE32(b, o)) | UInt64(readLE32(b, o + 4)) << 32)
-            let rpi = try RollingProximityIdentifier(bytes: Data(b[(o + 8)..<(o + 24)]))
-            let aem = try AssociatedEncryptedMetadata(bytes: Data(b[(o + 24)..<(o + 28)]))
-            var address: BDAddress?
+            var address: UInt64?
             if version >= 3 {
-                let raw = Array(b[(o + 29)..<(o + 35)])
-                if raw != [0, 0, 0, 0, 0, 0] { address = BDAddress(littleEndian: raw) }
+                // All zero (a sighting copied from an older scan) reads back as none.
+                let raw = UInt64(readLE32(b, o + 29)) | UInt64(b[o + 33]) << 32 | UInt64(b[o + 34]) << 40
+                if raw != 0 { address = raw }
             }
-            out.append(RecordedSighting(time: time, rpi: rpi, aem: aem, rssi: Int8(bitPattern: b[o + 28]), address: address))
+            out.append(Sighting(time: Double(bitPattern: readLE64(b, o)), rpiLow: readLE64(b, o + 8), rpiHigh: readLE64(b, o + 16),
+                                aemBits: readLE32(b, o + 24), rssi: Int8(bitPattern: b[o + 28]), rssiCorrection: sightingCorrection,
+                                address: address))
             o += reportSize
         }
         return (out, correction)
@@ -135,5 +142,9 @@ enum ScanBlob {
 
     static func readLE32(_ b: [UInt8], _ o: Int) -> UInt32 {
         UInt32(b[o]) | UInt32(b[o + 1]) << 8 | UInt32(b[o + 2]) << 16 | UInt32(b[o + 3]) << 24
+    }
+
+    static func readLE64(_ b: [UInt8], _ o: Int) -> UInt64 {
+        UInt64(readLE32(b, o)) | UInt64(readLE32(b, o + 4)) << 32
     }
 }

@@ -17,7 +17,7 @@ package struct ScanStore: Sendable {
 
     /// See `NodeStore.recordScan(_:)`.
     @discardableResult
-    package func record(_ scan: RecordedScan) async throws -> Int64 { try await store.perform { try $0.recordScan(scan) } }
+    package func record(_ scan: Scan) async throws -> Int64 { try await store.perform { try $0.recordScan(scan) } }
 
     /// See `NodeStore.scans(from:to:)`.
     package func scans(from: Double, to: Double) async throws -> [StoredScan] { try await store.perform { try $0.scans(from: from, to: to) } }
@@ -41,7 +41,7 @@ extension NodeStore {
     /// and `StoreError.diskFull` is thrown; the caller keeps running (advertising goes on) and
     /// a later call or `flushPending()` writes it once space returns.
     @discardableResult
-    package func recordScan(_ scan: RecordedScan) throws -> Int64 {
+    package func recordScan(_ scan: Scan) throws -> Int64 {
         guard scan.start.isFinite, scan.end.isFinite, scan.end >= scan.start else {
             throw StoreError.invalidRecord(reason: "scan times must be finite with end >= start, got \(scan.start)...\(scan.end)")
         }
@@ -102,7 +102,7 @@ extension NodeStore {
         var count: Int
         var blob: Data
 
-        init(_ scan: RecordedScan) {
+        init(_ scan: Scan) {
             start = scan.start
             end = scan.end
             count = scan.sightings.count
@@ -169,14 +169,14 @@ extension NodeStore {
         let id = row.int64(0), start = row.double(1), end = row.double(2)
         let count = row.int64(3), sealed = row.data(4)
         let plain = try open(sealed, aad: Self.aad("scan", [id, Self.bits(start), Self.bits(end), count]), table: "scan", id: id)
-        let sightings: [RecordedSighting], correction: Int?
+        let sightings: [Sighting], correction: Int?
         do { (sightings, correction) = try ScanBlob.decode(plain) } catch let r as ScanBlob.Reason {
             throw StoreError.corruptRecord(table: "scan", id: id, reason: r.text)
         }
         guard sightings.count == count else {
             throw StoreError.corruptRecord(table: "scan", id: id, reason: "\(sightings.count) reports, \(count) in the clear count")
         }
-        return StoredScan(id: id, record: RecordedScan(start: start, end: end, sightings: sightings, rssiCorrection: correction))
+        return StoredScan(id: id, record: Scan(start: start, end: end, rssiCorrection: correction, sightings: sightings))
     }
 
     /// The reason a record is rotten, without the "store record ... is corrupt" framing.

@@ -101,7 +101,7 @@ public enum SightingsFile {
             guard let r = row.report else { return } // an empty-scan row only records the scan
             sightings.append(Sighting(time: row.time, rpiLow: Sighting.word(r.rpi, 0), rpiHigh: Sighting.word(r.rpi, 8),
                                       aemBits: UInt32(truncatingIfNeeded: Sighting.word(r.aem, 0)),
-                                      rssi: Int16(r.rssi), rssiCorrection: Int16(row.rssiCorrection), scanIndex: scan))
+                                      rssi: Int8(r.rssi), rssiCorrection: Int8(row.rssiCorrection), scanIndex: scan))
         }
 
         func finish() -> SightingsLog {

@@ -103,8 +103,8 @@ extension SightingsFile {
         var scan: (Double, Double)?
         var rpi: (UInt64, UInt64)
         var aem: UInt32
-        var rssi: Int16
-        var correction: Int16
+        var rssi: Int8
+        var correction: Int8
     }
 
     @inline(__always)
@@ -136,8 +136,8 @@ extension SightingsFile {
             let (s, e) = field(k)
             if e > s && !plainAddress(p + s, count: e - s) { return nil }
         }
-        return PlainRow(time: time, scan: scan, rpi: (low, high), aem: UInt32(truncatingIfNeeded: aem), rssi: Int16(rssi),
-                        correction: Int16(correction))
+        return PlainRow(time: time, scan: scan, rpi: (low, high), aem: UInt32(truncatingIfNeeded: aem), rssi: Int8(rssi),
+                        correction: Int8(correction))
     }
 
     /// `[0-9]+(\.[0-9]+)?` with at most 15 digits in all, or nil. The digits as one integer

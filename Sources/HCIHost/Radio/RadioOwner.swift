@@ -120,7 +120,7 @@ package actor RadioOwner {
     private var lastCountedBeacon: Beacon?
 
     private var scan: ScanCollector?
-    private var live: AsyncStream<RecordedSighting>.Continuation?
+    private var live: AsyncStream<Sighting>.Continuation?
     private var stall: ScanStallDetector
     private var emptyScans = EmptyScanDetector()
     private var stallReenabled = false
@@ -357,7 +357,7 @@ package actor RadioOwner {
     /// `rssiCorrection` is the receiver's correction in use as the scan ends (nil where none
     /// is known, as in `gaenctl radio scan`); the record is made once, with it.
     package func finishScan(_ done: CompletedScan, continuingWith next: ScanWindow? = nil,
-                            rssiCorrection: Int? = nil) async -> RecordedScan? {
+                            rssiCorrection: Int? = nil) async -> Scan? {
         let collected = scan
         if let next {
             scan = ScanCollector(window: next, onAir: status.scanningOnAir)
@@ -368,9 +368,15 @@ package actor RadioOwner {
         }
         await reconcileOrRetry()
         guard let collected, collected.wasOnAir || status.scanningOnAir else { return nil }
-        let record = RecordedScan(start: done.startWall, end: done.endWall,
-                                sightings: collected.sightings.map { var s = $0; s.time = min(max(s.time, done.startWall), done.endWall); return s },
-                                rssiCorrection: rssiCorrection)
+        // The correction is applied here, once: the scan and each of its sightings carry it.
+        let correction = Int8(clamping: rssiCorrection ?? 0)
+        let record = Scan(start: done.startWall, end: done.endWall, rssiCorrection: rssiCorrection,
+                          sightings: collected.sightings.map {
+                              var s = $0
+                              s.time = min(max(s.time, done.startWall), done.endWall)
+                              s.rssiCorrection = correction
+                              return s
+                          })
         status.scansCompleted += 1
         if emptyScans.record(reports: collected.reports), let session {
             logger.error("scans keep coming back empty where they used to see advertisers; restarting the controller")
@@ -385,8 +391,8 @@ package actor RadioOwner {
 
     /// Every kept sighting as it arrives (for `gaenctl radio scan`); the newest 8192 are
     /// buffered, the rest counted as dropped. One consumer.
-    package func liveSightings() -> AsyncStream<RecordedSighting> {
-        let (stream, continuation) = AsyncStream<RecordedSighting>.makeStream(bufferingPolicy: .bufferingNewest(8192))
+    package func liveSightings() -> AsyncStream<Sighting> {
+        let (stream, continuation) = AsyncStream<Sighting>.makeStream(bufferingPolicy: .bufferingNewest(8192))
         live?.finish()
         live = continuation
         return stream
@@ -400,7 +406,7 @@ package actor RadioOwner {
         stallReenabled = false
         guard scan != nil else { return } // outside a scan: not observed by the schedule
         scan?.reports += 1
-        guard let s = RecordedSighting(report: report, time: scan!.window.wallTime(atMonotonic: now)) else {
+        guard let s = Sighting(report: report, time: scan!.window.wallTime(atMonotonic: now)) else {
             status.reportsIgnored += 1
             return
         }
@@ -630,7 +636,7 @@ package actor RadioOwner {
 /// of any kind it received (for the empty-scan detector).
 struct ScanCollector {
     var window: ScanWindow
-    var sightings: [RecordedSighting] = []
+    var sightings: [Sighting] = []
     var reports = 0
     var wasOnAir: Bool
     init(window: ScanWindow, onAir: Bool) {

@@ -23,7 +23,7 @@ package struct RadioScheduleEffects: ScheduleEffects {
     /// The beacon of a slot; nil (or a throw, logged by the caller) keeps what is on air.
     let beacon: @Sendable (AdvertisingSlot, ClockReading) async -> GAENBeacon?
     let rotated: @Sendable (GAENBeacon, ClockReading) async -> Void
-    let scanned: @Sendable (RecordedScan) async -> Void
+    let scanned: @Sendable (Scan) async -> Void
     /// The receiver's RSSI correction in use, read as each scan ends (nil: none known).
     let rssiCorrection: @Sendable () -> Int?
 
@@ -31,7 +31,7 @@ package struct RadioScheduleEffects: ScheduleEffects {
                 beacon: @escaping @Sendable (AdvertisingSlot, ClockReading) async -> GAENBeacon?,
                 rotated: @escaping @Sendable (GAENBeacon, ClockReading) async -> Void = { _, _ in },
                 rssiCorrection: @escaping @Sendable () -> Int? = { nil },
-                scanned: @escaping @Sendable (RecordedScan) async -> Void = { _ in }) {
+                scanned: @escaping @Sendable (Scan) async -> Void = { _ in }) {
         self.radio = radio
         self.roles = roles
         self.beacon = beacon

@@ -137,7 +137,7 @@ public struct ProjectMatcher: SightingMatcher {
         var rpiLow: UInt64
         var rpiHigh: UInt64
         var aem: UInt32
-        var rssi: Int16
+        var rssi: Int8
         init(_ s: Sighting) { time = s.time.bitPattern; rpiLow = s.rpiLow; rpiHigh = s.rpiHigh; aem = s.aemBits; rssi = s.rssi }
     }
 
