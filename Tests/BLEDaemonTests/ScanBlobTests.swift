@@ -85,6 +85,6 @@ struct RadioScanConversionTests {
         let dir = try TempStoreDir()
         let store = try dir.open()
         try store.recordScan(stored)
-        #expect(try store.scans(from: 0, to: .infinity).map(\.record) == [stored])
+        #expect(try store.scans(from: 0, to: .infinity) == [stored])
     }
 }
