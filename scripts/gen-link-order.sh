@@ -5,6 +5,7 @@
 # resident. Run after changes that add or rename much of what the daemon runs at start; a stale
 # list only costs resident pages (names no longer present are ignored by the linker).
 #   scripts/gen-link-order.sh [SCALE]     (needs valgrind; default SCALE 30: two real minutes)
+# SCRATCH=DIR: the build folder, as for the Makefile (default .build).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 command -v valgrind >/dev/null || { echo "gen-link-order: needs valgrind (apt-get install valgrind)" >&2; exit 1; }
