@@ -3,7 +3,7 @@ import BenchSupport
 import ENProtocol
 import Foundation
 import HCIHost
-import NodeTestSupport
+import StoreFixtures
 #if canImport(Glibc)
 import Glibc
 #endif

@@ -2,6 +2,7 @@ import ENProtocol
 import Foundation
 @testable import HCIHost
 import NodeTestSupport
+import StoreFixtures
 import Testing
 @testable import BLEDaemon
 import HCIProtocol

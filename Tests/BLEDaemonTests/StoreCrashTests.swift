@@ -2,6 +2,7 @@ import ENProtocol
 import Foundation
 import GaenSQLite
 import NodeTestSupport
+import StoreFixtures
 import Testing
 @testable import BLEDaemon
 #if canImport(Glibc)

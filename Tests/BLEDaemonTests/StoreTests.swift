@@ -3,6 +3,7 @@ import Foundation
 import GaenSQLite
 @testable import HCIHost
 import NodeTestSupport
+import StoreFixtures
 import Testing
 @testable import BLEDaemon
 
