@@ -216,8 +216,13 @@ let package = Package(
         // GaenBench: matching, key files, simulation; it compiles no store and no D-Bus.
         .executableTarget(name: "GaenBench", dependencies: ["BenchSupport", "ENProtocol", "COpenSSL", "CGaenCrypto", "TrialKit"]),
         // GaenStoreBench: the benchmarks that run the encrypted store (ingest, ingest-h4, schedule-idle).
-        // NodeTestSupport: the ingest benchmark writes StressRecords, the records the store's tests use.
-        .executableTarget(name: "GaenStoreBench", dependencies: ["BenchSupport", "BLEDaemon", "HCIHost", "HCIProtocol", "ENProtocol", "NodeTestSupport", .product(name: "Logging", package: "swift-log")]),
+        // StoreFixtures: the ingest benchmark writes StressRecords, the records the store's tests use.
+        .executableTarget(name: "GaenStoreBench", dependencies: ["BenchSupport", "BLEDaemon", "HCIHost", "HCIProtocol", "ENProtocol", "StoreFixtures", .product(name: "Logging", package: "swift-log")]),
+        // Deterministic contents for the store: the numbered scan records (StressRecords) that the
+        // store's tests, StoreStress and the ingest benchmark write, and the compatibility
+        // fixture's contents (StoreFixture). Code for checking and loading the store, no test
+        // framework; gaend and gaenctl do not link it.
+        .target(name: "StoreFixtures", dependencies: ["BLEDaemon", "HCIHost", "HCIProtocol", "ENProtocol"]),
         // The benchmark executables' entry point, usage error and CPU/memory readings.
         .target(name: "BenchSupport"),
         // Fuzz target for the key-file reader (tools/fuzz/run.sh FuzzKeyFile SECONDS).
@@ -231,32 +236,34 @@ let package = Package(
             dependencies: ["ENProtocol", "CGaenCrypto"],
             resources: [.copy("Fixtures")]
         ),
-        .testTarget(name: "HCIProtocolTests", dependencies: ["HCIProtocol"]),
+        .testTarget(name: "HCIProtocolTests", dependencies: ["HCIProtocol", "HCITestSupport"]),
+        // Bytes and H4 packets from pasted capture text (h("04 0e ..."), packet(...)), for the
+        // HCI protocol's tests and the scripted controller.
+        .target(name: "HCITestSupport", dependencies: ["HCIProtocol"], path: "Tests/HCITestSupport"),
         .testTarget(name: "PlatformSupportTests", dependencies: ["PlatformSupport"]),
         // What the HCI host's and the node's tests share: the manual clock, a scripted controller,
-        // deterministic scan records and the store fixture, a log that keeps its records, waits.
-        // A library of test code only (no XCTest/Testing import), so that StoreStress and
-        // GaenStoreBench can link it too; gaend and gaenctl do not.
+        // a log that keeps its records, waits. A library of test code (no XCTest/Testing import);
+        // it needs no store, so the HCI host's tests link no BLEDaemon.
         .target(
             name: "NodeTestSupport",
-            dependencies: ["BLEDaemon", "HCIHost", "HCIProtocol", "ENProtocol", "PlatformSupport", .product(name: "Logging", package: "swift-log")],
+            dependencies: ["HCIHost", "HCIProtocol", "HCITestSupport", "ENProtocol", "PlatformSupport", .product(name: "Logging", package: "swift-log")],
             path: "Tests/NodeTestSupport"
         ),
         .testTarget(
             name: "HCIHostTests",
-            dependencies: ["HCIHost", "HCIProtocol", "ENProtocol", "PlatformSupport", "NodeTestSupport", .product(name: "Logging", package: "swift-log")]
+            dependencies: ["HCIHost", "HCIProtocol", "ENProtocol", "PlatformSupport", "NodeTestSupport", "HCITestSupport", .product(name: "Logging", package: "swift-log")]
         ),
         .testTarget(
             name: "BLEDaemonTests",
-            dependencies: ["BLEDaemon", "NodeConfig", "HCIHost", "HCIProtocol", "DBusCore", "GaendAPI", "GaenSQLite", "PlatformSupport", "NodeTestSupport",
+            dependencies: ["BLEDaemon", "NodeConfig", "HCIHost", "HCIProtocol", "DBusCore", "GaendAPI", "GaenSQLite", "PlatformSupport", "NodeTestSupport", "StoreFixtures",
                            .product(name: "Logging", package: "swift-log")],
             resources: [.copy("Fixtures")]
         ),
         // Test helper: writes a store in a loop until killed (the kill -9 test runs it).
-        .executableTarget(name: "StoreStress", dependencies: ["BLEDaemon", "HCIHost", "ENProtocol", "NodeTestSupport"]),
+        .executableTarget(name: "StoreStress", dependencies: ["BLEDaemon", "HCIHost", "ENProtocol", "StoreFixtures"]),
         // D-Bus binding and API contract against private dbus-daemons and real clients.
         .testTarget(name: "BusTests", dependencies: ["DBusCore", "DBusNames", "GaendAPI", "NodeConfig", "GaendClient", "BLEDaemon", "HCIHost", "gaenctl", "gaend"]),
         // Runs the built executables end to end (they are built by `swift build --build-tests`).
-        .testTarget(name: "CLITests", dependencies: ["gaenctl", "ENProtocol"]),
+        .testTarget(name: "CLITests", dependencies: ["gaenctl", "ENProtocol", "NodeTestSupport"]),
     ]
 )

@@ -5,6 +5,7 @@
 # resident. Run after changes that add or rename much of what the daemon runs at start; a stale
 # list only costs resident pages (names no longer present are ignored by the linker).
 #   scripts/gen-link-order.sh [SCALE]     (needs valgrind; default SCALE 30: two real minutes)
+# SCRATCH=DIR: the build folder, as for the Makefile (default .build).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 command -v valgrind >/dev/null || { echo "gen-link-order: needs valgrind (apt-get install valgrind)" >&2; exit 1; }
@@ -12,7 +13,7 @@ make --no-print-directory build >&2
 WORK=$(mktemp -d -t gaend-order.XXXXXX)
 trap 'rm -rf "$WORK"' EXIT
 # valgrind cannot read lld's debug information; the symbol table is all it needs.
-objcopy --strip-debug .build/release/gaend "$WORK/gaend"
+objcopy --strip-debug "${SCRATCH:-.build}/release/gaend" "$WORK/gaend"
 GAEND_BIN="$WORK/gaend" GAEND_WRAP="valgrind --tool=callgrind --demangle=no --dump-instr=no --collect-jumps=no --callgrind-out-file=$WORK/callgrind.out" \
     ./scripts/measure-idle.sh "${1:-30}" >/dev/null
 # Every function callgrind saw run (its "fn=" and "cfn=" lines), by name; sorted, so that a

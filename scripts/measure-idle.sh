@@ -5,14 +5,15 @@
 #   scripts/measure-idle.sh [SCALE]      (default 30: one nominal hour in two real minutes)
 # It measures the binary users install: `make build`'s (static Swift runtime, the Makefile's
 # link flags). GAEND_BIN=PATH measures another binary instead (no build); GAEND_WRAP runs it
-# under a tool (scripts/gen-link-order.sh: callgrind).
+# under a tool (scripts/gen-link-order.sh: callgrind). SCRATCH=DIR builds in that build folder
+# (the Makefile's; default .build), e.g. .build-release beside a debug build in use.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 SCALE=${1:-30}
 ./scripts/setup.sh
 if [ -z "${GAEND_BIN:-}" ]; then
     make --no-print-directory build >&2
-    GAEND_BIN=$PWD/.build/release/gaend
+    GAEND_BIN=$PWD/${SCRATCH:-.build}/release/gaend
 fi
 WORK=$(mktemp -d -t gaend-idle.XXXXXX)
 PIDS=()

@@ -54,8 +54,9 @@ collect() { # collect NAME: waits for it, prints its log, records its time and r
     [ $rc -eq 0 ] || { echo "FAILED: $name" >&2; status=1; }
 }
 # The layering the package's targets promise: the radio commands, the node's config, the HCI
-# host and GaenBench compile no store and no D-Bus binding (docs/architecture.md, "Targets").
-phase layering python3 scripts/target-graph.py RadioCommands NodeConfig HCIHost GaenBench --forbid GaenSQLite,DBusCore,BLEDaemon
+# host, GaenBench and the HCI host's tests compile no store and no D-Bus binding
+# (docs/architecture.md, "Targets").
+phase layering python3 scripts/target-graph.py RadioCommands NodeConfig HCIHost GaenBench HCIHostTests --forbid GaenSQLite,DBusCore,BLEDaemon
 background release-build release_build
 # CGaenCrypto's arm64 paths (AES, lockstep HKDF, dispatch) under qemu-aarch64 with and without
 # the crypto extensions, and the native ones, against published vectors and OpenSSL EVP.

@@ -24,7 +24,9 @@ func fuzzOne(_ data: Data) {
         guard reports.count == l.sightings.count else { fatalError("\(l.sightings.count) sightings vs \(reports.count) report rows") }
         for (s, row) in zip(l.sightings, reports) {
             guard s.time == row.time, s.rpi == row.rpi, s.aem == row.aem, Int(s.rssi) == row.rssi,
-                  Int(s.rssiCorrection) == row.rssiCorrection else {
+                  Int(s.rssiCorrection) == row.rssiCorrection,
+                  // An all-zero address is no advertiser's: the sighting keeps none.
+                  s.addressText == (row.address == "00:00:00:00:00:00" ? nil : row.address) else {
                 fatalError("a sighting differs from its row")
             }
             if let i = s.scanIndex {

@@ -3,7 +3,7 @@ import BenchSupport
 import ENProtocol
 import Foundation
 import HCIHost
-import NodeTestSupport
+import StoreFixtures
 #if canImport(Glibc)
 import Glibc
 #endif
@@ -59,7 +59,7 @@ enum IngestBench {
                 let r0 = DispatchTime.now().uptimeNanoseconds
                 let back = try store.scans(from: -.infinity, to: .infinity)
                 let readSeconds = Double(DispatchTime.now().uptimeNanoseconds - r0) / 1e9
-                let readReports = back.reduce(0) { $0 + $1.record.sightings.count }
+                let readReports = back.reduce(0) { $0 + $1.sightings.count }
                 try store.close()
                 let reports = scans * n
                 print(String(format: "%-10@  %12d  %8d  %8d  %8.2f  %5.2f  %9.0f  %11.0f  %13.0f  %11.0f",

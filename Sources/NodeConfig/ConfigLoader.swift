@@ -75,7 +75,7 @@ package enum ConfigLoader {
         var settings = base
         // An empty file, comments only, or an empty document (`---`) keeps every default.
         guard let root, !root.isNull else { return settings }
-        var reader = Reader(path: path)
+        let reader = Reader(path: path)
         try reader.apply(root, to: &settings)
         return settings
     }
@@ -136,7 +136,37 @@ package enum ConfigLoader {
             return v
         }
 
-        mutating func apply(_ root: YAMLNode, to s: inout GaendSettings) throws {
+        /// How one key of a section is read into the section's typed value: the type and range
+        /// checks, with the key's full name and line in every message.
+        enum Field<Section> {
+            case bool(WritableKeyPath<Section, Bool>)
+            case string(WritableKeyPath<Section, String>)
+            case number(WritableKeyPath<Section, Double>, ClosedRange<Double>)
+            case integer(WritableKeyPath<Section, Int>, ClosedRange<Int>)
+            /// Read by the closure, given the value, the key's full name and the section.
+            case custom((YAMLNode, String, inout Section) throws -> Void)
+        }
+
+        /// Reads the mapping `name` into `section`, each key by its field; the keys listed are
+        /// the section's only keys (any other is an error, with a suggestion from the list).
+        func read<Section>(_ n: YAMLNode, _ name: String, into section: inout Section,
+                           _ fields: KeyValuePairs<String, Field<Section>>) throws {
+            for (k, kn, v) in try mapping(n, name) {
+                guard let field = fields.first(where: { $0.key == k })?.value else {
+                    throw unknown(k, kn, prefix: "\(name).", known: fields.map(\.key))
+                }
+                let setting = "\(name).\(k)"
+                switch field {
+                case .bool(let path): section[keyPath: path] = try bool(v, setting)
+                case .string(let path): section[keyPath: path] = try string(v, setting)
+                case .number(let path, let range): section[keyPath: path] = try number(v, setting, range)
+                case .integer(let path, let range): section[keyPath: path] = try integer(v, setting, range)
+                case .custom(let read): try read(v, setting, &section)
+                }
+            }
+        }
+
+        func apply(_ root: YAMLNode, to s: inout GaendSettings) throws {
             let top = ["controller", "state_dir", "store_key_file", "bus", "bus_name", "trust", "trial", "time_scale", "clock",
                        "advertising", "scanning", "store", "calibration", "research", "rate_limits", "watchdog", "callers", "capture", "controllers"]
             for (key, keyNode, v) in try mapping(root, "config") {
@@ -174,105 +204,81 @@ package enum ConfigLoader {
                         return TrustedKeySetting(keyId: id, keyVersion: version, publicKeyFile: file)
                     }
                 case "clock":
-                    for (k, kn, cv) in try mapping(v, key) {
-                        switch k {
-                        case "require_sync": s.clock.requireSync = try bool(cv, "clock.require_sync")
-                        case "step_bound_hours": s.clock.stepBoundHours = try number(cv, "clock.step_bound_hours", 0.01...24 * 365)
-                        case "step_confirmation_minutes": s.clock.stepConfirmationMinutes = try number(cv, "clock.step_confirmation_minutes", 0.1...7 * 24 * 60)
-                        default: throw unknown(k, kn, prefix: "clock.", known: ["require_sync", "step_bound_hours", "step_confirmation_minutes"])
-                        }
-                    }
+                    try read(v, key, into: &s.clock, [
+                        "require_sync": .bool(\.requireSync),
+                        "step_bound_hours": .number(\.stepBoundHours, 0.01...24 * 365),
+                        "step_confirmation_minutes": .number(\.stepConfirmationMinutes, 0.1...7 * 24 * 60),
+                    ])
                 case "advertising":
-                    for (k, kn, cv) in try mapping(v, key) {
-                        switch k {
-                        case "interval_min_ms": s.advertising.intervalMinMs = try number(cv, "advertising.\(k)", 20...10_240)
-                        case "interval_max_ms": s.advertising.intervalMaxMs = try number(cv, "advertising.\(k)", 20...10_240)
-                        case "rotation_min_minutes": s.advertising.rotationMinMinutes = try number(cv, "advertising.\(k)", 10...20)
-                        case "rotation_max_minutes": s.advertising.rotationMaxMinutes = try number(cv, "advertising.\(k)", 10...20)
-                        default: throw unknown(k, kn, prefix: "advertising.", known: ["interval_min_ms", "interval_max_ms", "rotation_min_minutes", "rotation_max_minutes"])
-                        }
-                    }
+                    try read(v, key, into: &s.advertising, [
+                        "interval_min_ms": .number(\.intervalMinMs, 20...10_240),
+                        "interval_max_ms": .number(\.intervalMaxMs, 20...10_240),
+                        "rotation_min_minutes": .number(\.rotationMinMinutes, 10...20),
+                        "rotation_max_minutes": .number(\.rotationMaxMinutes, 10...20),
+                    ])
                 case "scanning":
-                    for (k, kn, cv) in try mapping(v, key) {
-                        switch k {
-                        case "mode":
-                            let m = try string(cv, "scanning.mode")
+                    try read(v, key, into: &s.scanning, [
+                        "mode": .custom { n, setting, section in
+                            let m = try string(n, setting)
                             guard let mode = ScanMode(rawValue: m) else {
-                                throw ConfigError.outOfRange(path: path, line: line(cv), setting: "scanning.mode", value: m, allowed: ScanMode.allCases.map(\.rawValue).joined(separator: ", "))
+                                throw ConfigError.outOfRange(path: path, line: line(n), setting: setting, value: m, allowed: ScanMode.allCases.map(\.rawValue).joined(separator: ", "))
                             }
-                            s.scanning.mode = mode
-                        case "duration_seconds": s.scanning.durationSeconds = try number(cv, "scanning.\(k)", 2...4)
-                        case "period_min_seconds": s.scanning.periodMinSeconds = try number(cv, "scanning.\(k)", 10...3600)
-                        case "period_max_seconds": s.scanning.periodMaxSeconds = try number(cv, "scanning.\(k)", 10...3600)
-                        case "fixed_period_seconds": s.scanning.fixedPeriodSeconds = try number(cv, "scanning.\(k)", 5...3600)
-                        default: throw unknown(k, kn, prefix: "scanning.", known: ["mode", "duration_seconds", "period_min_seconds", "period_max_seconds", "fixed_period_seconds"])
-                        }
-                    }
+                            section.mode = mode
+                        },
+                        "duration_seconds": .number(\.durationSeconds, 2...4),
+                        "period_min_seconds": .number(\.periodMinSeconds, 10...3600),
+                        "period_max_seconds": .number(\.periodMaxSeconds, 10...3600),
+                        "fixed_period_seconds": .number(\.fixedPeriodSeconds, 5...3600),
+                    ])
                 case "store":
-                    for (k, kn, cv) in try mapping(v, key) {
-                        switch k {
-                        case "retention_days": s.store.retentionDays = try integer(cv, "store.\(k)", 1...365)
-                        case "max_size_mb": s.store.maxSizeMB = try integer(cv, "store.\(k)", 1...1_000_000)
-                        case "max_pending_mb": s.store.maxPendingMB = try integer(cv, "store.\(k)", 1...1_024)
-                        default: throw unknown(k, kn, prefix: "store.", known: ["retention_days", "max_size_mb", "max_pending_mb"])
-                        }
-                    }
+                    try read(v, key, into: &s.store, [
+                        "retention_days": .integer(\.retentionDays, 1...365),
+                        "max_size_mb": .integer(\.maxSizeMB, 1...1_000_000),
+                        "max_pending_mb": .integer(\.maxPendingMB, 1...1_024),
+                    ])
                 case "calibration":
-                    for (k, kn, cv) in try mapping(v, key) {
-                        switch k {
-                        case "tx_power": s.calibration.txPower = try integer(cv, "calibration.tx_power", -127...127)
-                        case "rssi_correction": s.calibration.rssiCorrection = try integer(cv, "calibration.rssi_correction", -100...100)
-                        case "calibration_confidence":
-                            let c = try string(cv, "calibration.calibration_confidence")
+                    try read(v, key, into: &s.calibration, [
+                        "tx_power": .integer(\.txPower, -127...127),
+                        "rssi_correction": .integer(\.rssiCorrection, -100...100),
+                        "calibration_confidence": .custom { n, setting, section in
+                            let c = try string(n, setting)
                             guard let conf = CalibrationConfidence(configName: c) else {
-                                throw ConfigError.outOfRange(path: path, line: line(cv), setting: "calibration.calibration_confidence", value: c,
+                                throw ConfigError.outOfRange(path: path, line: line(n), setting: setting, value: c,
                                                              allowed: CalibrationConfidence.configNames.joined(separator: ", "))
                             }
-                            s.calibration.calibrationConfidence = conf
-                        case "metadata_version":
-                            let m = try string(cv, "calibration.metadata_version")
+                            section.calibrationConfidence = conf
+                        },
+                        "metadata_version": .custom { n, setting, section in
+                            let m = try string(n, setting)
                             guard m == "1.0" || m == "1.1" else {
-                                throw ConfigError.outOfRange(path: path, line: line(cv), setting: "calibration.metadata_version", value: m, allowed: "1.0, 1.1")
+                                throw ConfigError.outOfRange(path: path, line: line(n), setting: setting, value: m, allowed: "1.0, 1.1")
                             }
-                            s.calibration.metadataMinorVersion = m == "1.0" ? 0 : 1
-                        default: throw unknown(k, kn, prefix: "calibration.", known: ["tx_power", "rssi_correction", "calibration_confidence", "metadata_version"])
-                        }
-                    }
+                            section.metadataMinorVersion = m == "1.0" ? 0 : 1
+                        },
+                    ])
                 case "research":
-                    for (k, kn, cv) in try mapping(v, key) {
-                        switch k {
-                        case "enabled": s.research.enabled = try bool(cv, "research.enabled")
-                        case "site": s.research.site = try string(cv, "research.site")
-                        case "node": s.research.node = try string(cv, "research.node")
-                        case "allow_current_key_export": s.research.allowCurrentKeyExport = try bool(cv, "research.allow_current_key_export")
-                        default: throw unknown(k, kn, prefix: "research.", known: ["enabled", "site", "node", "allow_current_key_export"])
-                        }
-                    }
+                    try read(v, key, into: &s.research, [
+                        "enabled": .bool(\.enabled),
+                        "site": .string(\.site),
+                        "node": .string(\.node),
+                        "allow_current_key_export": .bool(\.allowCurrentKeyExport),
+                    ])
                 case "rate_limits":
-                    for (k, kn, cv) in try mapping(v, key) {
-                        switch k {
-                        case "enabled": s.rateLimits.enabled = try bool(cv, "rate_limits.enabled")
-                        case "provide_diagnosis_keys_per_day": s.rateLimits.provideDiagnosisKeysPerDay = try integer(cv, "rate_limits.\(k)", 1...10_000)
-                        case "data_mapping_changes_per_week": s.rateLimits.dataMappingChangesPerWeek = try integer(cv, "rate_limits.\(k)", 1...10_000)
-                        default: throw unknown(k, kn, prefix: "rate_limits.", known: ["enabled", "provide_diagnosis_keys_per_day", "data_mapping_changes_per_week"])
-                        }
-                    }
+                    try read(v, key, into: &s.rateLimits, [
+                        "enabled": .bool(\.enabled),
+                        "provide_diagnosis_keys_per_day": .integer(\.provideDiagnosisKeysPerDay, 1...10_000),
+                        "data_mapping_changes_per_week": .integer(\.dataMappingChangesPerWeek, 1...10_000),
+                    ])
                 case "watchdog":
-                    for (k, kn, cv) in try mapping(v, key) {
-                        switch k {
-                        case "scan_stall_seconds": s.watchdog.scanStallSeconds = try number(cv, "watchdog.\(k)", 5...3600)
-                        case "controller_silence_seconds": s.watchdog.controllerSilenceSeconds = try number(cv, "watchdog.\(k)", 5...3600)
-                        default: throw unknown(k, kn, prefix: "watchdog.", known: ["scan_stall_seconds", "controller_silence_seconds"])
-                        }
-                    }
+                    try read(v, key, into: &s.watchdog, [
+                        "scan_stall_seconds": .number(\.scanStallSeconds, 5...3600),
+                        "controller_silence_seconds": .number(\.controllerSilenceSeconds, 5...3600),
+                    ])
                 case "callers":
-                    for (k, kn, cv) in try mapping(v, key) {
-                        switch k {
-                        case "io_timeout_seconds": s.callers.ioTimeoutSeconds = try number(cv, "callers.\(k)", 1...3600)
-                        case "calls_in_flight": s.callers.callsInFlight = try integer(cv, "callers.\(k)", 1...64)
-                        default: throw unknown(k, kn, prefix: "callers.", known: ["io_timeout_seconds", "calls_in_flight"])
-                        }
-                    }
+                    try read(v, key, into: &s.callers, [
+                        "io_timeout_seconds": .number(\.ioTimeoutSeconds, 1...3600),
+                        "calls_in_flight": .integer(\.callsInFlight, 1...64),
+                    ])
                 case "controllers":
                     // `all`, or a list of kernel controller names: the ones gaend@.service takes.
                     if case .scalar(let sc) = v, sc.string == "all" { s.controllers = .all; break }
@@ -290,14 +296,11 @@ package enum ConfigLoader {
                 case "capture":
                     if v.isNull { s.capture = nil; break }
                     var c = CaptureSettings(path: "")
-                    for (k, kn, cv) in try mapping(v, "capture") {
-                        switch k {
-                        case "file": c.path = try string(cv, "capture.file")
-                        case "max_size_mb": c.maxBytes = try integer(cv, "capture.max_size_mb", 1...4096) << 20
-                        case "keep": c.keep = try integer(cv, "capture.keep", 0...100)
-                        default: throw unknown(k, kn, prefix: "capture.", known: ["file", "max_size_mb", "keep"])
-                        }
-                    }
+                    try read(v, key, into: &c, [
+                        "file": .string(\.path),
+                        "max_size_mb": .custom { n, setting, section in section.maxBytes = try integer(n, setting, 1...4096) << 20 },
+                        "keep": .integer(\.keep, 0...100),
+                    ])
                     guard !c.path.isEmpty else { throw ConfigError.invalid(setting: "capture", reason: "capture.file is required") }
                     s.capture = c
                 default:

@@ -10,7 +10,7 @@
 import BLEDaemon
 import ENProtocol
 import Foundation
-import NodeTestSupport
+import StoreFixtures
 
 let args = CommandLine.arguments
 if args.count == 3, args[1] == "--fixture" || args[1] == "--fixture-read" {

@@ -100,7 +100,7 @@ struct ScheduleDriverTests {
         #expect(firstDayUses.count > 3 && firstDayUses != Array(0..<firstDayUses.count))
         // Every scan was recorded, none with a negative duration, and stopping ended advertising.
         let scans = try store.scans(from: 0, to: .infinity)
-        #expect(scans.count > 2 * 288 && scans.allSatisfy { $0.record.end >= $0.record.start })
+        #expect(scans.count > 2 * 288 && scans.allSatisfy { $0.end >= $0.start })
         #expect(await effects.stops == 1)
     }
 }

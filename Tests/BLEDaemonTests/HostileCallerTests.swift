@@ -5,6 +5,7 @@ import Foundation
 import Logging
 import PlatformSupport
 import NodeTestSupport
+import StoreFixtures
 import Testing
 @testable import BLEDaemon
 #if canImport(Glibc)

@@ -2,6 +2,7 @@ import ENProtocol
 import Foundation
 @testable import HCIHost
 import NodeTestSupport
+import StoreFixtures
 import Testing
 @testable import BLEDaemon
 import HCIProtocol
@@ -84,6 +85,6 @@ struct RadioScanConversionTests {
         let dir = try TempStoreDir()
         let store = try dir.open()
         try store.recordScan(stored)
-        #expect(try store.scans(from: 0, to: .infinity).map(\.record) == [stored])
+        #expect(try store.scans(from: 0, to: .infinity) == [stored])
     }
 }

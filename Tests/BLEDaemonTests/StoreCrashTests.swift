@@ -2,6 +2,7 @@ import ENProtocol
 import Foundation
 import GaenSQLite
 import NodeTestSupport
+import StoreFixtures
 import Testing
 @testable import BLEDaemon
 #if canImport(Glibc)
@@ -31,7 +32,7 @@ struct StoreFaultTests {
         let integrity = try store.withWriterForTesting { db in try db.fetchText("PRAGMA integrity_check") }
         #expect(integrity == "ok")
         let scans = try store.scans(from: 0, to: .infinity)
-        for (i, s) in scans.enumerated() { #expect(s.record == StressRecords.scan(number: i + 1)) }
+        for (i, s) in scans.enumerated() { #expect(s == StressRecords.scan(number: i + 1)) }
         _ = try store.keys(in: UTCDay(0)...UTCDay(100_000)) // every key opens
         return scans.count
     }
@@ -116,7 +117,7 @@ struct StoreFaultTests {
         #expect(try store.flushPending() == 1)
         try store.recordScan(StressRecords.scan(number: n + 1))
         let back = try store.scans(from: 0, to: .infinity)
-        #expect(back.map(\.record) == (1...(n + 1)).map { StressRecords.scan(number: $0) })
+        #expect(back == (1...(n + 1)).map { StressRecords.scan(number: $0) })
         try store.close()
     }
 }

@@ -2,6 +2,7 @@ import ENProtocol
 import Foundation
 import GaenSQLite
 import NodeTestSupport
+import StoreFixtures
 import Testing
 @testable import BLEDaemon
 #if canImport(Glibc)
@@ -57,7 +58,7 @@ struct StoreDurabilityTests {
         defer { try? FileManager.default.removeItem(at: copy) }
         try FileManager.default.removeItem(at: copy.appendingPathComponent("store.sqlite-ledger"))
         let reopened = try Self.open(copy, key: dir.key)
-        #expect(try reopened.scans(from: 0, to: .infinity).map(\.record) == (1...30).map { StressRecords.scan(number: $0) })
+        #expect(try reopened.scans(from: 0, to: .infinity) == (1...30).map { StressRecords.scan(number: $0) })
         #expect(try reopened.key(for: Self.day, now: StressRecords.baseTime) == tek)
         #expect(reopened.losses().quarantined == 0)
         try store.close()
@@ -87,7 +88,7 @@ struct StoreDurabilityTests {
             try Self.flip(wal, at: at)
             let reopened = try Self.open(copy, key: dir.key)
             let back = try reopened.scans(from: 0, to: .infinity)
-            #expect(back.map(\.record) == (1...back.count).map { StressRecords.scan(number: $0) }, "what is read back is right")
+            #expect(back == (1...back.count).map { StressRecords.scan(number: $0) }, "what is read back is right")
             #expect(back.count >= 10)
             let lost = try reopened.quarantinedRecords().filter { $0.table == "lost-scan" }
             #expect(lost.map(\.id) == Array(stride(from: Int64(back.count + 1), through: 30, by: 1)),
@@ -334,7 +335,7 @@ extension StoreDurabilityTests {
         #expect(store.losses().quarantined == 1)
         #expect(store.losses().pendingScans == 0 && store.losses().droppedScans == 0)
         // The scan that met the damage is in the fresh store, and recording goes on.
-        #expect(try store.scans(from: 0, to: .infinity).map(\.record) == [next])
+        #expect(try store.scans(from: 0, to: .infinity) == [next])
         try store.recordScan(StressRecords.scan(number: 42, reports: 20))
         #expect(try store.counts().scans == 2)
         #expect(try store.key(for: Self.day, now: StressRecords.baseTime + 600) == tek)

@@ -2,6 +2,7 @@ import ENProtocol
 import Foundation
 import PlatformSupport
 import NodeTestSupport
+import StoreFixtures
 import Synchronization
 import Testing
 @testable import BLEDaemon

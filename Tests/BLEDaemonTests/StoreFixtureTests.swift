@@ -2,6 +2,7 @@ import ENProtocol
 import Foundation
 import GaenSQLite
 import NodeTestSupport
+import StoreFixtures
 import Testing
 @testable import BLEDaemon
 
@@ -36,7 +37,7 @@ struct StoreFixtureTests {
     func readsEverything() throws {
         let (dir, key) = try Self.copy()
         let store = try NodeStore(configuration: StoreConfiguration(path: dir.storePath), key: key)
-        var expected = StoreFixture.scans.enumerated().map { StoredScan(id: Int64($0.offset + 1), record: $0.element) }
+        var expected = StoreFixture.scans
         expected.remove(at: Int(StoreFixture.tamperedScan) - 1)
         #expect(try store.scans(from: -.infinity, to: .infinity) == expected)
         let q = try store.quarantinedRecords()
@@ -78,7 +79,7 @@ struct StoreFixtureTests {
         #expect(try store.addMarker(Marker(time: StressRecords.baseTime + 5_000, label: "new")) == 3)
         try store.close()
         let reopened = try NodeStore(configuration: StoreConfiguration(path: dir.storePath), key: key)
-        #expect(try reopened.scans(from: -.infinity, to: .infinity).map(\.id) == expected.map(\.id) + [26])
+        #expect(try reopened.scans(from: -.infinity, to: .infinity) == expected + [StressRecords.scan(number: 26)])
         #expect(try reopened.key(for: StoreFixture.keyDays.last!.advanced(by: 1)) == next)
         #expect(reopened.losses().quarantined == 1)
         try reopened.close()

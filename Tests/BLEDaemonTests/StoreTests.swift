@@ -3,6 +3,7 @@ import Foundation
 import GaenSQLite
 @testable import HCIHost
 import NodeTestSupport
+import StoreFixtures
 import Testing
 @testable import BLEDaemon
 
@@ -16,13 +17,13 @@ struct StoreTests {
         let store = try dir.open()
         let records = (1...20).map { StressRecords.scan(number: $0) }
         for r in records.reversed() { try store.recordScan(r) }
-        let back = try store.scans(from: 0, to: .infinity).map(\.record)
+        let back = try store.scans(from: 0, to: .infinity)
         #expect(back == records)
         #expect(back.contains { $0.sightings.isEmpty })
         let counts = try store.counts()
         #expect(counts.scans == 20 && counts.sightings == records.map(\.sightings.count).reduce(0, +))
         let window = try store.scans(from: records[4].start, to: records[9].start)
-        #expect(window.map(\.record) == Array(records[4..<9]))
+        #expect(window == Array(records[4..<9]))
     }
 
     @Test("one TEK per UTC day: key(for:) returns the stored key, across reopening")
@@ -177,7 +178,7 @@ struct StoreTests {
         #expect(removed.scans == 16 && removed.markers == 16)
         let left = try store.scans(from: 0, to: .infinity)
         #expect(left.count == 14)
-        #expect(left.allSatisfy { $0.record.end >= now - 14 * 86_400 })
+        #expect(left.allSatisfy { $0.end >= now - 14 * 86_400 })
         #expect(try store.counts().keys == 14) // the cutoff day itself is kept
         try store.close()
         let longer = try dir.open { $0.retentionDays = 21 }
@@ -195,8 +196,8 @@ struct StoreTests {
         let left = try store.scans(from: 0, to: .infinity)
         #expect(left.count < 600 && left.count > 100)
         // What is left is the newest, contiguous run.
-        #expect(left.last!.record == StressRecords.scan(number: 600, reports: 40))
-        #expect(left.first!.record == StressRecords.scan(number: 600 - left.count + 1, reports: 40))
+        #expect(left.last! == StressRecords.scan(number: 600, reports: 40))
+        #expect(left.first! == StressRecords.scan(number: 600 - left.count + 1, reports: 40))
     }
 
     @Test("a full store is a named error; scans wait in memory and are written when space returns")
@@ -222,7 +223,7 @@ struct StoreTests {
         try store.setPageLimitForTesting(1_000_000)
         #expect(try store.flushPending() == 4)
         #expect(!store.isFull && store.pendingScanCount == 0)
-        let numbers = try store.scans(from: 0, to: .infinity).map { Int(($0.record.start - StressRecords.baseTime) / 240) }
+        let numbers = try store.scans(from: 0, to: .infinity).map { Int(($0.start - StressRecords.baseTime) / 240) }
         #expect(numbers == Array(1...(n + 3)))
     }
 

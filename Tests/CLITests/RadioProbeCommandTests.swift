@@ -1,4 +1,5 @@
 import Foundation
+import NodeTestSupport
 import Testing
 
 /// `gaenctl radio probe` as a user runs it: clear errors, and JSON from a virtual controller.
@@ -25,24 +26,11 @@ struct RadioProbeCommandTests {
     }
 
     /// Stock Bumble controllers serve the first controller on a pty, reached as `serial:`.
-    @Test(.enabled(if: bumbleAvailable(), "python3 with bumble is not installed (pip install bumble==0.0.236); skipping"))
+    @Test(.enabled(if: BumbleControllers.available, "python3 with bumble is not installed (pip install bumble==0.0.236); skipping"))
     func probePrintsOneJSONObject() throws {
-        let path = "/tmp/gaend-cli-\(UUID().uuidString.prefix(8))"
-        let bumble = Process()
-        bumble.executableURL = URL(fileURLWithPath: "/usr/bin/env")
-        bumble.arguments = ["python3", "-m", "bumble.apps.controllers", "pty:\(path)", "pty:\(path)-2"]
-        bumble.standardOutput = FileHandle.nullDevice
-        bumble.standardError = FileHandle.nullDevice
-        try bumble.run()
-        defer {
-            // SIGKILL: SIGTERM is not delivered to children of the test runner.
-            kill(bumble.processIdentifier, SIGKILL)
-            bumble.waitUntilExit()
-            try? FileManager.default.removeItem(atPath: path)
-            try? FileManager.default.removeItem(atPath: path + "-2")
-        }
-        let deadline = Date().addingTimeInterval(20)
-        while !FileManager.default.fileExists(atPath: path), Date() < deadline { Thread.sleep(forTimeInterval: 0.05) }
+        let bumble = try BumbleControllers(serving: .pty)
+        defer { bumble.stop() }
+        let path = bumble.path
 
         let r = try CLI.run("gaenctl", ["radio", "probe", "--controller", "serial:\(path)"])
         #expect(r.status == 0, "\(r.stderr)")
@@ -56,15 +44,4 @@ struct RadioProbeCommandTests {
         #expect((facts["leFeatures"] as? [String])?.contains("LE Extended Advertising") == true)
         #expect(facts["advertisingTxPowerDbm"] as? Int == 0)
     }
-}
-
-private func bumbleAvailable() -> Bool {
-    let p = Process()
-    p.executableURL = URL(fileURLWithPath: "/usr/bin/env")
-    p.arguments = ["python3", "-c", "import bumble.apps.controllers"]
-    p.standardOutput = FileHandle.nullDevice
-    p.standardError = FileHandle.nullDevice
-    do { try p.run() } catch { return false }
-    p.waitUntilExit()
-    return p.terminationStatus == 0
 }

@@ -77,14 +77,15 @@ struct RecordedScanTests {
         ])
     }
 
-    @Test("rows written and read back give the log matching reads")
-    func roundTripThroughFile() throws {
+    @Test("rows written and read back (both readers, either format) give the log matching reads, addresses included", arguments: [true, false])
+    func roundTripThroughFile(csv: Bool) throws {
         let scans = [
-            Scan(start: 10, end: 14, rssiCorrection: 2, sightings: [Self.sighting(11.5, correction: 2), Self.sighting(12, correction: 2)]),
+            Scan(start: 10, end: 14, rssiCorrection: 2, sightings: [Self.sighting(11.5, correction: 2, address: 0x5A12_3456_789A),
+                                                                    Self.sighting(12, correction: 2)]),
             Scan(start: 20, end: 24, rssiCorrection: 2),
         ]
         let log = SightingsLog(recorded: scans, currentCorrection: 0)
-        let writer = SightingsFileWriter(format: .csv)
+        let writer = SightingsFileWriter(format: csv ? .csv : .jsonl)
         var text = writer.header
         log.forEachRecord { text += writer.row($0) }
         let read = try SightingsFile.parse(Data(text.utf8))

@@ -2,6 +2,7 @@ import Foundation
 @testable import HCIHost
 import NodeTestSupport
 import HCIProtocol
+import HCITestSupport
 import Testing
 
 @Suite("Controller addresses and transports")

@@ -1,4 +1,5 @@
 import Testing
+import HCITestSupport
 @testable import HCIProtocol
 
 /// Captured command packets (btmon style: indicator, opcode LE, length, parameters) and their

@@ -1,4 +1,5 @@
 import Testing
+import HCITestSupport
 @testable import HCIProtocol
 
 @Suite("HCI events")

@@ -1,6 +1,7 @@
 import Foundation
 import HCIHost
 import HCIProtocol
+import HCITestSupport
 import Synchronization
 
 /// An in-process controller behind a fake transport: it records every command packet the
@@ -189,21 +190,4 @@ package actor Recorder<Element: Sendable> {
         }
         return items.first(where: predicate)
     }
-}
-
-package func h(_ s: String) -> [UInt8] {
-    let digits = s.filter { !$0.isWhitespace }
-    var out: [UInt8] = []
-    var i = digits.startIndex
-    while i < digits.endIndex {
-        let j = digits.index(i, offsetBy: 2)
-        out.append(UInt8(digits[i..<j], radix: 16)!)
-        i = j
-    }
-    return out
-}
-
-package func packet(_ s: String) -> H4Packet {
-    let b = h(s)
-    return H4Packet(type: H4PacketType(rawValue: b[0])!, payload: Array(b.dropFirst()))
 }

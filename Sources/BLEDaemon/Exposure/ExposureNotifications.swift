@@ -269,7 +269,7 @@ package actor ExposureNotifications {
 
     /// The call's own matched keys and windows, and the totals stored: key files, windows.
     static func match(_ i: MatchingInputs) async throws -> (matchedKeys: Int, windows: Int, keyFiles: Int, storedWindows: Int) {
-        let scans: [StoredScan]
+        let scans: [Scan]
         let files: [KeyExportFile]
         do {
             scans = try await i.store.scanStore.scans(from: i.from, to: i.to)
@@ -277,7 +277,7 @@ package actor ExposureNotifications {
         } catch { throw NodeError.storage("\(error)") }
         let computed = try await BlockingPool.run { cancel in
             // The export's own conversion, so that `gaenctl windows` on an export gives the daemon's windows.
-            let log = SightingsLog(recorded: scans.map(\.record), currentCorrection: i.correction)
+            let log = SightingsLog(recorded: scans, currentCorrection: i.correction)
             let computation = try ExposureComputation(log: log, mapping: i.mapping, workers: ProcessInfo.processInfo.activeProcessorCount)
             let (outcome, windows, _) = try computation.run(files, isCancelled: { cancel.isCancelled })
             let first = files.count - min(i.callFiles, files.count)

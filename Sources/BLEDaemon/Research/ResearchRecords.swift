@@ -39,7 +39,7 @@ package struct ResearchRecords: Sendable {
 
     package static func writeSightings(_ context: ExportContext, from: Double, to: Double, format: String, write: (Data) throws -> Void) throws -> Int {
         guard format == "csv" || format == "jsonl" else { throw NodeError.invalidArgs("format '\(format)': expected csv or jsonl") }
-        let scans: [StoredScan]
+        let scans: [Scan]
         do { scans = try context.store.scans(from: from, to: to) } catch { throw NodeError.storage("\(error)") }
         var rows = 0
         var buffer = ""
@@ -52,7 +52,7 @@ package struct ResearchRecords: Sendable {
         let writer = SightingsFileWriter(format: format == "csv" ? .csv : .jsonl)
         buffer += writer.header
         // The log matching reads too: one conversion, so the two agree.
-        let log = SightingsLog(recorded: scans.map(\.record), currentCorrection: context.currentCorrection, from: from, to: to)
+        let log = SightingsLog(recorded: scans, currentCorrection: context.currentCorrection, from: from, to: to)
         try log.forEachRecord(node: context.node, site: context.site) { row in
             buffer += writer.row(row)
             rows += 1

@@ -7,12 +7,6 @@ import Foundation
 import HCIHost
 import HCIProtocol
 
-/// A scan as read back, with its row id.
-package struct StoredScan: Hashable, Sendable {
-    package var id: Int64
-    package var record: Scan
-}
-
 /// A ground-truth marker (time, label, distance, note): holds until the next marker.
 package struct Marker: Hashable, Sendable, Codable {
     package var time: Double

@@ -20,7 +20,7 @@ package struct ScanStore: Sendable {
     package func record(_ scan: Scan) async throws -> Int64 { try await store.perform { try $0.recordScan(scan) } }
 
     /// See `NodeStore.scans(from:to:)`.
-    package func scans(from: Double, to: Double) async throws -> [StoredScan] { try await store.perform { try $0.scans(from: from, to: to) } }
+    package func scans(from: Double, to: Double) async throws -> [Scan] { try await store.perform { try $0.scans(from: from, to: to) } }
 
     /// Counts from the clear columns, without decrypting.
     package func counts() async throws -> StoreCounts {
@@ -158,14 +158,14 @@ extension NodeStore {
     /// Scans that started in [from, to), oldest first, decrypted (matching and export). A scan
     /// that fails authentication or does not decode is quarantined and left out: one rotten
     /// record costs that record only.
-    package func scans(from: Double, to: Double) throws -> [StoredScan] {
+    package func scans(from: Double, to: Double) throws -> [Scan] {
         try readSkippingRotten("scan", sql: """
             SELECT id, start_time, end_time, report_count, sealed FROM scan
             WHERE start_time >= ? AND start_time < ? AND \(Self.notQuarantined("scan")) ORDER BY start_time, id
             """, arguments: [.real(from), .real(to)], decode: decodeScan)
     }
 
-    func decodeScan(_ row: Row) throws -> StoredScan {
+    func decodeScan(_ row: Row) throws -> Scan {
         let id = row.int64(0), start = row.double(1), end = row.double(2)
         let count = row.int64(3), sealed = row.data(4)
         let plain = try open(sealed, aad: Self.aad("scan", [id, Self.bits(start), Self.bits(end), count]), table: "scan", id: id)
@@ -176,7 +176,7 @@ extension NodeStore {
         guard sightings.count == count else {
             throw StoreError.corruptRecord(table: "scan", id: id, reason: "\(sightings.count) reports, \(count) in the clear count")
         }
-        return StoredScan(id: id, record: Scan(start: start, end: end, rssiCorrection: correction, sightings: sightings))
+        return Scan(start: start, end: end, rssiCorrection: correction, sightings: sightings)
     }
 
     /// The reason a record is rotten, without the "store record ... is corrupt" framing.

@@ -101,7 +101,8 @@ public enum SightingsFile {
             guard let r = row.report else { return } // an empty-scan row only records the scan
             sightings.append(Sighting(time: row.time, rpiLow: Sighting.word(r.rpi, 0), rpiHigh: Sighting.word(r.rpi, 8),
                                       aemBits: UInt32(truncatingIfNeeded: Sighting.word(r.aem, 0)),
-                                      rssi: Int8(r.rssi), rssiCorrection: Int8(row.rssiCorrection), scanIndex: scan))
+                                      rssi: Int8(r.rssi), rssiCorrection: Int8(row.rssiCorrection), scanIndex: scan,
+                                      address: row.address.flatMap(SightingsFile.addressBits)))
         }
 
         func finish() -> SightingsLog {
@@ -314,6 +315,11 @@ public enum SightingsFile {
             valid.address = a
         }
         return valid
+    }
+
+    /// A normalised address as `Sighting.address` keeps it (most significant byte first in the text).
+    static func addressBits(_ s: String) -> UInt64? {
+        UInt64(s.split(separator: ":").joined(), radix: 16)
     }
 
     /// `AA:BB:CC:DD:EE:FF` in upper case, from six colon-separated hex bytes in either case.

@@ -85,7 +85,7 @@ extension SightingsFile {
                         }
                     }
                     builder.sightings.append(Sighting(time: row.time, rpiLow: row.rpi.0, rpiHigh: row.rpi.1, aemBits: row.aem,
-                                                      rssi: row.rssi, rssiCorrection: row.correction, scanIndex: scan))
+                                                      rssi: row.rssi, rssiCorrection: row.correction, scanIndex: scan, address: row.address))
                 } else {
                     // Any other form, or an error: the String path, with its messages.
                     builder.add(try validate(c.row(strings(), line: line)))
@@ -105,6 +105,7 @@ extension SightingsFile {
         var aem: UInt32
         var rssi: Int8
         var correction: Int8
+        var address: UInt64?
     }
 
     @inline(__always)
@@ -132,12 +133,16 @@ extension SightingsFile {
               let low = hexWord(p + rs, bytes: 8), let high = hexWord(p + rs + 16, bytes: 8), let aem = hexWord(p + As, bytes: 4),
               let rssi = integer(p, ss, se), (-127...20).contains(rssi)
         else { return nil }
+        var address: UInt64? = nil
         if let k = c.address {
             let (s, e) = field(k)
-            if e > s && !plainAddress(p + s, count: e - s) { return nil }
+            if e > s {
+                guard let a = plainAddress(p + s, count: e - s) else { return nil }
+                address = a
+            }
         }
         return PlainRow(time: time, scan: scan, rpi: (low, high), aem: UInt32(truncatingIfNeeded: aem), rssi: Int8(rssi),
-                        correction: Int8(correction))
+                        correction: Int8(correction), address: address)
     }
 
     /// `[0-9]+(\.[0-9]+)?` with at most 15 digits in all, or nil. The digits as one integer
@@ -202,16 +207,19 @@ extension SightingsFile {
         }
     }
 
-    /// `hh:hh:hh:hh:hh:hh` (hex in either case): what `normalisedAddress` accepts without blanks.
-    static func plainAddress(_ p: UnsafePointer<UInt8>, count: Int) -> Bool {
-        guard count == 17 else { return false }
+    /// `hh:hh:hh:hh:hh:hh` (hex in either case, most significant byte first): what
+    /// `normalisedAddress` accepts without blanks, as `Sighting.address` keeps it; nil otherwise.
+    static func plainAddress(_ p: UnsafePointer<UInt8>, count: Int) -> UInt64? {
+        guard count == 17 else { return nil }
+        var v: UInt64 = 0
         for i in 0..<17 {
             if i % 3 == 2 {
-                if p[i] != 0x3a { return false }
-            } else if hexDigit(p[i]) == nil {
-                return false
+                if p[i] != 0x3a { return nil }
+            } else {
+                guard let d = hexDigit(p[i]) else { return nil }
+                v = v << 4 | UInt64(d)
             }
         }
-        return true
+        return v
     }
 }

@@ -10,10 +10,8 @@ import HCIProtocol
 
 /// Deterministic scan records numbered 1, 2, ... so a test can check, after a crash, that
 /// every committed record reads back exactly. Used by the tests, by StoreStress (the writer
-/// the kill -9 test runs) and by GaenStoreBench's ingest benchmark: the bench links this test
-/// support target rather than keeping a generator of its own, so that the ingest figures are
-/// measured on the same records the durability tests write, and the gaend and gaenctl
-/// products link none of it.
+/// the kill -9 test runs) and by GaenStoreBench's ingest benchmark, so that the ingest figures
+/// are measured on the same records the durability tests write.
 package enum StressRecords {
     package static let baseTime: Double = 1_795_000_000
 
