@@ -8,7 +8,10 @@ under a running guest. Set GAEND_TESTBED=0 to skip (e.g. on a machine without qe
 Everything a run writes is in its own folder, $GAEND_TESTBED_OUT (default
 .build/testbed/run-<time>-<pid> in the clone): the initramfs, one work folder per scenario
 (logs, results, captures; the staged binaries go once the scenario passed), timings.json and
-the reports. The only thing outside the clone is the kernel cache (testbed.CACHE)."""
+the reports. The only thing outside the clone is the kernel cache (testbed.CACHE).
+
+GAEND_TESTBED_CPU_HOG=N runs N busy loops on the host beside each scenario's guest (at the
+guest's own priority), to show a scenario holds on a board or host whose CPU is taken."""
 from __future__ import annotations
 
 import fcntl
@@ -59,6 +62,17 @@ def kernel():
     # (GAEND_TESTBED_WORKERS): each worker builds its own.
     worker = os.environ.get("PYTEST_XDIST_WORKER")
     return k, testbed.build_initramfs(OUT / (f"initramfs-{worker}.cpio" if worker else "initramfs.cpio"), k)
+
+
+@pytest.fixture(autouse=True)
+def cpu_hog():
+    """GAEND_TESTBED_CPU_HOG=N: N processes spinning for the whole scenario."""
+    n = int(os.environ.get("GAEND_TESTBED_CPU_HOG", "0") or 0)
+    hogs = [subprocess.Popen([sys.executable, "-c", "while True: pass"]) for _ in range(n)]
+    yield
+    for h in hogs:
+        h.kill()
+        h.wait()
 
 
 def run_scenario(kernel, tmp_path: Path, scenario: str, timeout: float, init: str | None = None,
