@@ -35,9 +35,11 @@ class Radio:
             [sys.executable, str(VRADIO), "--config", str(path)],
             stdout=subprocess.PIPE, stderr=self.log, text=True,
         )
-        self.ready = self._wait_ready(timeout=15)
+        # A start limit, not a pause: Python importing Bumble takes seconds on an idle machine
+        # and far longer where other builds and test runs share the cores.
+        self.ready = self._wait_ready(timeout=120)
         host, port = self.ready["control"][len("tcp:"):].rsplit(":", 1)
-        self.control_sock = socket.create_connection((host, int(port)), timeout=10)
+        self.control_sock = socket.create_connection((host, int(port)), timeout=60)
         self.control_file = self.control_sock.makefile("rw", encoding="utf-8")
 
     def _wait_ready(self, timeout: float) -> dict:
