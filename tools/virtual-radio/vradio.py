@@ -34,7 +34,7 @@ import struct
 import signal
 import sys
 import tty
-from collections import Counter
+from collections import Counter, deque
 from typing import Any
 
 from bumble import controller as bumble_controller
@@ -298,6 +298,7 @@ class _Schedule:
 
     def _tick(self) -> None:
         loop = asyncio.get_running_loop()
+        self.controller.adv_times.append(self.due)
         self.fire()
         self.due += self.interval_s + self.controller.rng.uniform(0.0, MAX_ADV_DELAY_S)
         self.due = max(self.due, loop.time())
@@ -427,6 +428,8 @@ class VirtualController(bumble_controller.Controller):
         self.sensitivity = config.sensitivity
         self.rng = random.Random(f"controller:{seed}:{config.name}")
         self.stats: Counter[str] = Counter()
+        # The loop-clock times of the last advertising events, as scheduled (`adv_times`).
+        self.adv_times: deque[float] = deque(maxlen=2000)
         self.supported_commands = set(bumble_controller.Controller.supported_commands)
         self.supported_commands |= EXTRA_SUPPORTED_COMMANDS
         self.port: HostPort | None = None
@@ -1337,6 +1340,12 @@ class VirtualRadio:
             dev.start_flood(rate, float(request.get("seconds", 10)), int(request.get("rssi", -60)))
         return {"flood": {"rate": rate}}
 
+    async def control_adv_times(self, request):
+        """The device's last advertising events (up to 2,000), as the schedule set them (seconds
+        on the radio's monotonic loop clock): the interval and advDelay without the delivery
+        delays a loaded host adds to the reports."""
+        return {"adv_times": list(self._device(request).adv_times)}
+
     async def control_stats(self, request):
         if request.get("device") is not None:
             dev = self._device(request)
@@ -1347,6 +1356,7 @@ class VirtualRadio:
         devices = [self._device(request)] if request.get("device") else self.devices.values()
         for dev in devices:
             dev.stats.clear()
+            dev.adv_times.clear()
         return {}
 
     async def control_drop(self, request):
@@ -1415,6 +1425,7 @@ class VirtualRadio:
             dev.tx_power = dev.config.tx_power
             dev.sensitivity = dev.config.sensitivity
             dev.stats.clear()
+            dev.adv_times.clear()
         self.channel.update({f.name: getattr(self.initial_channel, f.name)
                              for f in dataclasses.fields(self.channel)})
         return {}

@@ -151,11 +151,21 @@ def test_advertising_interval_is_in_0625_ms_units_plus_adv_delay(radio):
     # gaps carry that jitter twice, hence the wider bounds for them.
     assert abs(statistics.mean(gaps) - (interval + 0.005)) < 0.003
     assert interval - 0.001 < statistics.median(gaps) < interval + 0.010 + 0.003
-    # Single gaps are host receive times: on a loaded machine one late delivery followed by
-    # an on-time one makes a pair of gaps, one short and one long (0.001 s and 0.2 s were
-    # seen beside two test commands). The bulk of them still shows the interval and advDelay.
-    deciles = statistics.quantiles(gaps, n=10)
-    assert deciles[0] > interval - 0.005 and deciles[-1] < interval + 0.010 + 0.008, deciles
+    # Single gaps at the host are receive times: on a loaded machine one late delivery
+    # followed by an on-time one makes a pair of gaps, one short and one long (0.001 s and
+    # 0.2 s were seen beside two test commands, and a first decile 6 ms short beside two
+    # builds). Each single event is checked on the radio's own schedule instead: never sooner
+    # than advInterval after the last, and no later than advInterval + 10 ms unless the radio's
+    # loop itself ran late (then the event goes at once, and the gap is longer, never shorter).
+    events = r.ok(cmd="adv_times", device="a")["adv_times"]
+    air = [b - a for a, b in zip(events, events[1:])]
+    assert len(air) >= 20
+    assert min(air) >= interval - 1e-9, min(air)
+    on_time = [g for g in air if g <= interval + 0.010 + 1e-9]
+    assert len(on_time) >= 0.8 * len(air), sorted(air)[-5:]
+    # advDelay spread over its whole range (uniform 0..10 ms): both thirds are used.
+    delays = [g - interval for g in on_time]
+    assert min(delays) < 0.0034 and max(delays) > 0.0066, (min(delays), max(delays))
 
 
 def _mean_rssi_at(r, distance: float, seconds: float) -> list[int]:
