@@ -59,12 +59,14 @@ struct HostileBusTests {
             }
             var out: [String] = []
             for _ in 0..<12 { if let m = await group.next() ?? nil { out.append(m) } }
-            // Meanwhile, reads answer at once.
+            // Meanwhile, reads answer without waiting for a stalled call: those end only when the
+            // service stops, so a read held behind them would not answer at all before that. The
+            // bound leaves room for a loaded machine (1.6 s was seen beside a second test run).
             for _ in 0..<5 {
                 let t0 = ContinuousClock.now
                 let value = try? await client.getProperty(connection.uniqueName, "/stall", "org.gaend.Stall1", "A")
                 #expect(value == .int32(1))
-                #expect(t0.duration(to: .now) < .seconds(1))
+                #expect(t0.duration(to: .now) < .seconds(10))
             }
             #expect(service.admission.inProgress.calls == 4)
             // Stopping: the stalled calls are cancelled and answered, not left without a reply.
