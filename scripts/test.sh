@@ -50,7 +50,8 @@ collect() { # collect NAME: waits for it, prints its log, records its time and r
     wait "${bg_pid[$name]}" || rc=$?
     seconds[$name]=$((SECONDS - bg_start[$name]))
     echo "--- $name (${seconds[$name]} s, log $run_dir/$name.log)"
-    tail -n 40 "$run_dir/$name.log"
+    # The whole log of a failure (CI keeps only what is printed), the end of a success.
+    if [ $rc -eq 0 ]; then tail -n 40 "$run_dir/$name.log"; else cat "$run_dir/$name.log"; fi
     [ $rc -eq 0 ] || { echo "FAILED: $name" >&2; status=1; }
 }
 # The layering the package's targets promise: the radio commands, the node's config, the HCI
@@ -99,8 +100,6 @@ release_checks() {
     "${pytest[@]}" Tests/install || s=1
     return $s
 }
-[ -x "$GAEND_RELEASE_DIR/gaend" ] && phase release-checks release_checks
-
 testbed() {
     # The guest runs `make install` in the tree as the README says, which reads the default
     # build folder's release: point it at this run's release build.
@@ -113,16 +112,21 @@ testbed() {
     [ "${GAEND_TESTBED_WORKERS:-1}" -gt 1 ] && workers=(-n "$GAEND_TESTBED_WORKERS")
     GAEND_TESTBED_OUT="$run_dir/testbed" GAEND_BIN_DIR="$GAEND_RELEASE_DIR" "${pytest[@]}" "${workers[@]}" Tests/testbed
 }
-# Debian's kernel under qemu (Tests/testbed) beside the end-to-end tests: those spend most of
-# their time waiting on scaled clocks (about a third of a core on average with release binaries),
-# and one emulated guest fits beside them.
-[ -x "$GAEND_RELEASE_DIR/gaend" ] && background testbed testbed
-# On several workers (pytest-xdist): the tests spend most of their time waiting on scaled
-# clocks, and each has its own buses, ports and folders. The longest start first (conftest.py).
-[ -x "$GAEND_RELEASE_DIR/gaend" ] && phase e2e env GAEND_BIN_DIR="$GAEND_RELEASE_DIR" "${pytest[@]}" -n "${GAEND_E2E_WORKERS:-4}" Tests/e2e
-[ -n "${bg_pid[testbed]:-}" ] && collect testbed
-[ -f "$run_dir/testbed/timings.json" ] && echo "test bed scenario seconds: $(cat "$run_dir/testbed/timings.json") (logs: $run_dir/testbed)"
-[ -x "$GAEND_RELEASE_DIR/gaend" ] || { echo "FAILED: no release build, so no end-to-end tests and no test bed" >&2; status=1; }
+if [ -x "$GAEND_RELEASE_DIR/gaend" ]; then
+    phase release-checks release_checks
+    # Debian's kernel under qemu (Tests/testbed) beside the end-to-end tests: those spend most
+    # of their time waiting on scaled clocks (about a third of a core on average with release
+    # binaries), and one emulated guest fits beside them.
+    background testbed testbed
+    # On several workers (pytest-xdist): the tests spend most of their time waiting on scaled
+    # clocks, and each has its own buses, ports and folders. The longest start first (conftest.py).
+    phase e2e env GAEND_BIN_DIR="$GAEND_RELEASE_DIR" "${pytest[@]}" -n "${GAEND_E2E_WORKERS:-4}" Tests/e2e
+    collect testbed
+    [ -f "$run_dir/testbed/timings.json" ] && echo "test bed scenario seconds: $(cat "$run_dir/testbed/timings.json") (logs: $run_dir/testbed)"
+else
+    echo "FAILED: no release build, so no release checks, end-to-end tests or test bed" >&2
+    status=1
+fi
 
 echo "phase seconds:"
 for name in release-build arm64-crypto virtual-radio alert-rules debug-build unit fuzz-replays gen-docs unit-alone release-checks e2e testbed; do
