@@ -5,7 +5,7 @@ import Testing
 /// The node's one sighting and scan type, and the one conversion of recorded scans that
 /// matching and the research export share.
 @Suite("Recorded scans")
-struct RecordedScanTests {
+struct SightingsLogFromScansTests {
     static let rpi = try! RollingProximityIdentifier(hex: "00112233445566778899aabbccddeeff")
     static let aem = try! AssociatedEncryptedMetadata(hex: "01020304")
 
