@@ -4,13 +4,13 @@ import ServiceLifecycle
 import Synchronization
 
 /// The systemd watchdog's question: is the radio path live? It asks the schedule's heartbeat
-/// (a lock, no await) and the radio owner (`RadioOwner.liveness`, which asks the controller
+/// (a lock, no await) and the radio owner (`RadioOwner.liveness`, a `RadioLivenessSource`, which asks the controller
 /// session), never the node or anything that can wait behind long work (matching,
 /// exports, caller I/O). The owner's answer is awaited in a task of its own for at most a
 /// deadline; a question still unanswered is not asked again, so a wedged radio path is
 /// reported as such at every check until it answers.
 package final class RadioPathCheck: Sendable {
-    let radio: RadioOwner
+    let radio: any RadioLivenessSource
     let schedule: ScheduleHeartbeat
     let clock: any NodeClock
     /// The question to the radio owner in flight, if any.
@@ -19,7 +19,7 @@ package final class RadioPathCheck: Sendable {
     private let answeredOnce = Mutex<Bool>(false)
     package var radioHasAnswered: Bool { answeredOnce.withLock { $0 } }
 
-    package init(radio: RadioOwner, schedule: ScheduleHeartbeat, clock: any NodeClock) {
+    package init(radio: any RadioLivenessSource, schedule: ScheduleHeartbeat, clock: any NodeClock) {
         self.radio = radio
         self.schedule = schedule
         self.clock = clock
