@@ -4,45 +4,62 @@ import ServiceLifecycle
 import Synchronization
 
 /// The systemd watchdog's question: is the radio path live? It asks the schedule's heartbeat
-/// (a lock, no await) and the radio owner (`RadioOwner.liveness`, which asks the controller
+/// (a lock, no await) and the radio owner (`RadioOwner.liveness`, a `RadioLivenessSource`, which asks the controller
 /// session), never the node or anything that can wait behind long work (matching,
 /// exports, caller I/O). The owner's answer is awaited in a task of its own for at most a
 /// deadline; a question still unanswered is not asked again, so a wedged radio path is
 /// reported as such at every check until it answers.
 package final class RadioPathCheck: Sendable {
-    let radio: RadioOwner
+    let radio: any RadioLivenessSource
     let schedule: ScheduleHeartbeat
     let clock: any NodeClock
-    /// The question to the radio owner in flight, if any.
-    private let asking = Mutex<Bool>(false)
-    /// The radio owner has answered at least once since start.
-    private let answeredOnce = Mutex<Bool>(false)
-    package var radioHasAnswered: Bool { answeredOnce.withLock { $0 } }
+    private struct Questions {
+        /// A question to the radio owner is in flight.
+        var inFlight = false
+        /// The radio owner has answered at least once since start.
+        var answered = false
+    }
 
-    package init(radio: RadioOwner, schedule: ScheduleHeartbeat, clock: any NodeClock) {
+    private let questions = Mutex(Questions())
+    package var radioHasAnswered: Bool { questions.withLock { $0.answered } }
+
+    /// One check's result.
+    package struct Outcome: Sendable {
+        package var liveness: RadioPathLiveness
+        /// The radio owner had answered no question yet when this check asked its own (or
+        /// began waiting on the one still in flight). Read under the same lock as the question
+        /// is started, so an answer landing later, even before the caller looks, does not
+        /// change it.
+        package var beforeFirstAnswer: Bool
+    }
+
+    package init(radio: any RadioLivenessSource, schedule: ScheduleHeartbeat, clock: any NodeClock) {
         self.radio = radio
         self.schedule = schedule
         self.clock = clock
     }
 
-    package func check(within deadline: Duration) async -> RadioPathLiveness {
+    package func check(within deadline: Duration) async -> Outcome {
         let s = schedule.liveness(now: clock.monotonicTime().seconds)
-        guard s.live else { return s }
-        guard let answer = await askRadio(within: deadline) else {
-            return RadioPathLiveness(live: false, reason: "the radio owner or its controller session did not answer within \(deadline)", unanswered: true)
+        guard s.live else { return Outcome(liveness: s, beforeFirstAnswer: !radioHasAnswered) }
+        let (answer, beforeFirstAnswer) = await askRadio(within: deadline)
+        guard let answer else {
+            return Outcome(liveness: RadioPathLiveness(live: false, reason: "the radio owner or its controller session did not answer within \(deadline)", unanswered: true),
+                           beforeFirstAnswer: beforeFirstAnswer)
         }
-        return answer
+        return Outcome(liveness: answer, beforeFirstAnswer: beforeFirstAnswer)
     }
 
-    /// The radio owner's answer, or nil when none came within `deadline`.
-    private func askRadio(within deadline: Duration) async -> RadioPathLiveness? {
-        let start = asking.withLock { inFlight -> Bool in
-            guard !inFlight else { return false }
-            inFlight = true
-            return true
+    /// The radio owner's answer, or nil when none came within `deadline`; and whether no
+    /// question had been answered when this one was asked.
+    private func askRadio(within deadline: Duration) async -> (RadioPathLiveness?, beforeFirstAnswer: Bool) {
+        let (start, beforeFirstAnswer) = questions.withLock { q -> (Bool, Bool) in
+            guard !q.inFlight else { return (false, !q.answered) }
+            q.inFlight = true
+            return (true, !q.answered)
         }
         let reply = OneReply()
-        return await withCheckedContinuation { continuation in
+        let answer = await withCheckedContinuation { continuation in
             reply.set(continuation)
             let timer = Task {
                 try? await Task.sleep(for: deadline)
@@ -51,12 +68,12 @@ package final class RadioPathCheck: Sendable {
             guard start else { return } // the last question is still unanswered: wait out the deadline
             Task { [self] in
                 let answer = await radio.liveness()
-                asking.withLock { $0 = false }
-                answeredOnce.withLock { $0 = true }
+                questions.withLock { $0 = Questions(inFlight: false, answered: true) }
                 timer.cancel()
                 reply.resume(answer)
             }
         }
+        return (answer, beforeFirstAnswer)
     }
 
     /// A continuation resumed once, by the answer or by the deadline, whichever comes first.
@@ -70,12 +87,14 @@ package final class RadioPathCheck: Sendable {
 /// Feeds the systemd watchdog while the radio path is live (`RadioPathCheck`). A path that
 /// is not live stops being fed, and systemd restarts gaend.
 ///
-/// Start-up grace: until the radio owner's first answer, and for at most the watchdog's own
-/// timeout (WatchdogSec) from start, an answer that is merely late does not stop the feeding
-/// (it is said at notice level): a start on a loaded board may be slow to answer once. A start
-/// that never answers is still caught: after the grace it is not fed, and systemd restarts
-/// gaend at most two watchdog timeouts after it started. Once the owner has answered, every
-/// late answer counts.
+/// Start-up grace: a check whose question was asked before the radio owner's first answer,
+/// and that ends within the watchdog's own timeout (WatchdogSec) from start, still feeds when
+/// that answer is merely late (said once at notice level), whenever the answer then lands,
+/// even between the deadline and this loop's look at the check: a start on a loaded board may
+/// be slow to answer once. With the grace two feed intervals long, that is the first check
+/// only. A start that never answers is still caught: after the grace it is not fed, and
+/// systemd restarts gaend at most two watchdog timeouts after it started. A question asked
+/// once the owner has answered one has no grace: every late answer to it counts.
 package struct WatchdogService: Service {
     let check: RadioPathCheck
     let notifier: SystemdNotifier
@@ -102,15 +121,16 @@ package struct WatchdogService: Service {
             var reported = false, graceSaid = false
             while !Task.isCancelled {
                 // An answer later than the next feed is due counts as no answer.
-                let answer = await check.check(within: interval)
+                let outcome = await check.check(within: interval)
+                let answer = outcome.liveness
                 if answer.live {
                     if (try? notifier.watchdog()) != nil { counters?.watchdogFed() }
                     if reported { logger.notice("the radio path is live again; feeding the watchdog") }
                     reported = false
-                } else if answer.unanswered, !check.radioHasAnswered, ContinuousClock.now - started < grace {
+                } else if answer.unanswered, outcome.beforeFirstAnswer, ContinuousClock.now - started < grace {
                     try? notifier.watchdog()
                     if !graceSaid {
-                        logger.notice("the radio owner has not answered yet since start; fed during the start-up grace",
+                        logger.notice("the radio owner did not answer the first question in time; fed during the start-up grace",
                                       metadata: ["reason": "\(answer.reason)", "grace": "\(grace)"])
                         graceSaid = true
                     }

@@ -30,7 +30,7 @@ import Synchronization
 /// Reports are filtered at the door: only those carrying 0xFD6F service data are kept (the
 /// rest are counted), each stamped from the node's monotonic clock mapped into its scan
 /// window, into a bounded buffer whose overflow is counted.
-package actor RadioOwner {
+package actor RadioOwner: RadioLivenessSource {
     /// What the owner is asked to keep on air.
     package struct Desired: Sendable, Equatable {
         package var beacon: Beacon?

@@ -102,6 +102,12 @@ package struct ControllerWatchdog: Sendable {
     }
 }
 
+/// Whoever the watchdog's radio-path check asks: the radio owner (tests answer in its place,
+/// late on demand).
+package protocol RadioLivenessSource: Sendable {
+    func liveness() async -> RadioPathLiveness
+}
+
 /// One answer of the radio path's liveness check.
 package struct RadioPathLiveness: Sendable, Equatable {
     package var live: Bool
