@@ -71,12 +71,12 @@ bin="$(swift build --show-bin-path)"
 for name in arm64-crypto virtual-radio alert-rules; do collect "$name"; done
 
 # The unit tests run in parallel on every core.
-# Two suites run in a process of their own, after the rest and after the release build, on a
-# quiet machine. The store-executor suite stalls a store's thread on purpose and saturates the
-# pool; if it fails, its 20 s stall would starve other suites. The watchdog-liveness suite
-# measures the node's feeding under load it makes itself (a matching run, a CPU hog); the other
-# tests' load in the same process misses a feed for one whole period in about half the full
-# runs, which is an open problem, not a pass.
+# Two suites run in a process of their own, after the rest (beside the end of the release
+# build). The store-executor suite stalls a store's thread on purpose and saturates the pool;
+# if it fails, its 20 s stall would starve other suites. The watchdog-liveness suite measures
+# the node's feeding under load it makes itself (a matching run, a CPU hog); the other tests'
+# load in the same process misses a feed for one whole period in about half the full runs,
+# which is an open problem, not a pass.
 separate="StoreExecutorTests|WatchdogLivenessTests"
 phase unit swift test --skip-build --skip "$separate"
 # Every fuzz target replays its committed corpus (seeds and past findings) as a regression test.
@@ -91,8 +91,8 @@ fuzz_replays() {
 phase fuzz-replays fuzz_replays
 # The committed man pages and completions are what the binaries' help gives.
 phase gen-docs ./scripts/gen-docs.sh --check "$bin"
-collect release-build
 phase unit-alone swift test --skip-build --filter "$separate"
+collect release-build
 release_checks() {
     local s=0
     # The daemon's Foundation-free link, its install layout and toolchain-free binaries.
@@ -113,14 +113,16 @@ testbed() {
     GAEND_TESTBED_OUT="$run_dir/testbed" GAEND_BIN_DIR="$GAEND_RELEASE_DIR" "${pytest[@]}" "${workers[@]}" Tests/testbed
 }
 if [ -x "$GAEND_RELEASE_DIR/gaend" ]; then
-    phase release-checks release_checks
-    # Debian's kernel under qemu (Tests/testbed) beside the end-to-end tests: those spend most
-    # of their time waiting on scaled clocks (about a third of a core on average with release
-    # binaries), and one emulated guest fits beside them.
+    # Debian's kernel under qemu (Tests/testbed) first, as soon as the release build is there:
+    # its three boots one after the other are the longest part of the run. Beside it the
+    # release checks and the end-to-end tests: those spend most of their time waiting on
+    # scaled clocks (about a third of a core on average with release binaries), and one
+    # emulated guest fits beside them.
     background testbed testbed
+    phase release-checks release_checks
     # On several workers (pytest-xdist): the tests spend most of their time waiting on scaled
     # clocks, and each has its own buses, ports and folders. The longest start first (conftest.py).
-    phase e2e env GAEND_BIN_DIR="$GAEND_RELEASE_DIR" "${pytest[@]}" -n "${GAEND_E2E_WORKERS:-4}" Tests/e2e
+    phase e2e env GAEND_BIN_DIR="$GAEND_RELEASE_DIR" "${pytest[@]}" -n "${GAEND_E2E_WORKERS:-6}" Tests/e2e
     collect testbed
     [ -f "$run_dir/testbed/timings.json" ] && echo "test bed scenario seconds: $(cat "$run_dir/testbed/timings.json") (logs: $run_dir/testbed)"
 else

@@ -76,7 +76,10 @@ class ThreadSampler:
                 self.samples.append({"t": round(time.monotonic() - self.t0, 1), "pid": pid, "threads": len(tids), "busy": busy})
             time.sleep(0.5)
 
-    def result(self) -> list[dict]:
+    def result(self, covering: float) -> list[dict]:
+        """The samples, once `covering` seconds from the start are sampled (the sampler
+        stops then, or at its limit if that is sooner)."""
+        self.end = min(self.end, max(time.monotonic(), self.t0 + covering))
         self.thread.join(120)
         return [s for s in self.samples if s["busy"]][:200]
 
@@ -109,9 +112,11 @@ def scenario() -> None:
     ok = wait_for(lambda: '"active"' in status().stdout, 120, 3)
     st = status()
     record("user_status", {"rc": st.returncode, "stdout": st.stdout, "stderr": st.stderr, "active": ok})
-    # Where gaend's threads waited in the kernel during its first minute (a sampler of
-    # /proc/<pid>/task/*: state, wait channel, kernel stack), for reading when its start is slow.
-    record("start_threads", sampler.result())
+    # Where gaend's threads waited in the kernel during its start (a sampler of
+    # /proc/<pid>/task/*: state, wait channel, kernel stack), for reading when its start is
+    # slow: from the plug until the user's status answered, and at least past the watchdog's
+    # first question and its 15 s deadline.
+    record("start_threads", sampler.result(covering=25))
     other = run(["runuser", "-u", "nobody", "--", "/usr/local/bin/gaenctl", "--name", "hci0", "status"], timeout=LONG)
     record("outsider_status", {"rc": other.returncode, "stderr": other.stderr})
 
