@@ -71,13 +71,15 @@ bin="$(swift build --show-bin-path)"
 for name in arm64-crypto virtual-radio alert-rules; do collect "$name"; done
 
 # The unit tests run in parallel on every core.
-# Two suites run in a process of their own, after the rest (beside the end of the release
+# Three suites run in a process of their own, after the rest (beside the end of the release
 # build). The store-executor suite stalls a store's thread on purpose and saturates the pool;
-# if it fails, its 20 s stall would starve other suites. The watchdog-liveness suite measures
-# the node's feeding under load it makes itself (a matching run, a CPU hog); the other tests'
-# load in the same process misses a feed for one whole period in about half the full runs,
-# which is an open problem, not a pass.
-separate="StoreExecutorTests|WatchdogLivenessTests"
+# if it fails, its 20 s stall would starve other suites. The watchdog suites time the node's
+# feeding to the second: the liveness suite under load it makes itself (a matching run, a CPU
+# hog), the grace suite with scripted late answers. The other tests' load in the same process
+# delays their timers by whole feed periods (the grace suite's 4 s tests took 70 s there in a
+# passing run, and failed in both copies of two runs side by side), which is an open problem
+# of the shared process, not of the watchdog.
+separate="StoreExecutorTests|WatchdogLivenessTests|WatchdogGraceTests"
 phase unit swift test --skip-build --skip "$separate"
 # Every fuzz target replays its committed corpus (seeds and past findings) as a regression test.
 fuzz_replays() {
