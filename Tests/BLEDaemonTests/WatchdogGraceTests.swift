@@ -109,6 +109,26 @@ struct WatchdogGraceTests {
             service = WatchdogService(check: check, notifier: notifier, logger: log.logger)
         }
 
+        /// When a run of the service started, said its critical message (if it did, within
+        /// six intervals), and ended two intervals after that message.
+        struct CriticalRun {
+            let said: Bool
+            let started, critical, end: ContinuousClock.Instant
+        }
+
+        /// Runs the service until it says the radio path is not live, then two more checks.
+        func runUntilCritical() async throws -> CriticalRun {
+            let started = ContinuousClock.now
+            let feeding = Task { try await service.run() }
+            let said = try await WatchdogGraceTests.eventually(within: WatchdogGraceTests.interval * 6) { !criticals.isEmpty }
+            let critical = ContinuousClock.now
+            try await Task.sleep(for: WatchdogGraceTests.interval * 2) // two more checks, neither fed
+            let end = ContinuousClock.now
+            feeding.cancel()
+            _ = try? await feeding.value
+            return CriticalRun(said: said, started: started, critical: critical, end: end)
+        }
+
         var graceNotices: [CapturedLog.Entry] { log.records.filter { $0.level == .notice && $0.message.contains("start-up grace") } }
         var criticals: [CapturedLog.Entry] { log.records.filter { $0.level == .critical } }
     }
@@ -160,18 +180,12 @@ struct WatchdogGraceTests {
         defer { radio.release() }
         let rig = try Rig(radio: radio)
         defer { rig.feeds.stop() }
-        let started = ContinuousClock.now
-        let feeding = Task { try await rig.service.run() }
         // The first check ends unanswered within the grace; the second (its question still
         // unanswered) ends after it.
-        let said = try await Self.eventually(within: Self.interval * 6) { !rig.criticals.isEmpty }
-        let critical = ContinuousClock.now
-        try await Task.sleep(for: Self.interval * 2) // two more checks, neither fed
-        let end = ContinuousClock.now
-        feeding.cancel()
-        _ = try? await feeding.value
+        let run = try await rig.runUntilCritical()
+        let (started, critical, end) = (run.started, run.critical, run.end)
 
-        #expect(said)
+        #expect(run.said)
         #expect(rig.criticals.count == 1, "\(rig.criticals)")
         #expect(rig.criticals.first?.message == "the radio path is not live; no longer feeding the watchdog")
         #expect(rig.graceNotices.count == 1, "\(rig.log.records)")
@@ -190,16 +204,10 @@ struct WatchdogGraceTests {
         defer { radio.release() }
         let rig = try Rig(radio: radio)
         defer { rig.feeds.stop() }
-        let started = ContinuousClock.now
-        let feeding = Task { try await rig.service.run() }
-        let said = try await Self.eventually(within: Self.interval * 6) { !rig.criticals.isEmpty }
-        let critical = ContinuousClock.now
-        try await Task.sleep(for: Self.interval * 2)
-        let end = ContinuousClock.now
-        feeding.cancel()
-        _ = try? await feeding.value
+        let run = try await rig.runUntilCritical()
+        let (started, critical, end) = (run.started, run.critical, run.end)
 
-        #expect(said)
+        #expect(run.said)
         #expect(rig.check.radioHasAnswered)
         #expect(rig.criticals.count == 1, "\(rig.criticals)")
         #expect(rig.criticals.first?.metadata["reason"]?.description.contains("did not answer within") == true, "\(rig.criticals)")
