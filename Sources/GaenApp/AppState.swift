@@ -1,4 +1,5 @@
 import Foundation
+import PlatformSupport
 
 /// A package the app holds: where it came from, what it was, whether gaend has it.
 public struct CachedPackage: Codable, Sendable, Equatable {
@@ -98,12 +99,25 @@ public struct AppStatus: Codable, Sendable, Equatable {
 
     public static let fileName = "status.json"
 
+    public init(lastSync: SyncRecord? = nil, packagesHeld: Int, packagesProvided: Int, packagesWaiting: Int, risk: RiskRecord? = nil,
+                highRiskSince: Int64? = nil) {
+        self.lastSync = lastSync
+        self.packagesHeld = packagesHeld
+        self.packagesProvided = packagesProvided
+        self.packagesWaiting = packagesWaiting
+        self.risk = risk
+        self.highRiskSince = highRiskSince
+    }
+
     public static func read(directory: String) throws -> AppStatus? {
         let path = directory + "/" + fileName
         guard FileManager.default.fileExists(atPath: path) else { return nil }
-        let data = try Data(contentsOf: URL(fileURLWithPath: path))
-        guard data.count <= 1 << 20 else { throw AppError.state("\(path): larger than 1 MiB") }
-        return try JSONDecoder().decode(AppStatus.self, from: data)
+        // Bounded before reading: a huge (or sparse) file is refused, not read into memory.
+        let bytes: [UInt8]
+        do { bytes = try SmallFile.read(path, limit: 1 << 20) } catch { throw AppError.state("\(path) \(error)") }
+        do { return try JSONDecoder().decode(AppStatus.self, from: Data(bytes)) } catch {
+            throw AppError.state("\(path) is not the app's status file: \(error)")
+        }
     }
 }
 

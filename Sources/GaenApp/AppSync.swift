@@ -1,5 +1,6 @@
 import ENProtocol
 import Foundation
+import HTTPClient
 import KeyDistribution
 
 /// Which layout the server is read in.

@@ -1,18 +1,20 @@
 import ENProtocol
 import Foundation
+import RiskEngines
 
 /// The app configuration a key server publishes signed beside its packages (the CWA's
 /// `app_config`, here JSON): which risk engine the boards run and with which parameters,
 /// and the packages the server has revoked.
 ///
-///     {"riskEngine": "cwa" | "nhs" | "swisscovid" | "immuni",
+///     {"riskEngine": one of RiskEngineRegistry.appEngineNames (cwa, nhs, swisscovid, immuni),
 ///      "parameters": { the engine's parameter file, as `gaenctl risk ENGINE` reads it },
 ///      "revokedPackages": ["<SHA-256 of a package's bytes, hex>", ...]}
 ///
 /// It travels as a zip of export.bin (these JSON bytes) and export.sig (a TEKSignatureList
 /// over them), signed with the same keys as the packages, so one trust list covers both.
 public struct AppConfiguration: Sendable, Equatable {
-    public static let engines: Set<String> = ["cwa", "nhs", "swisscovid", "immuni"]
+    /// The engines a configuration may name: the registry's app engines.
+    public static var engines: Set<String> { Set(RiskEngineRegistry.appEngineNames) }
     /// Bounded: a configuration is a few KiB.
     public static let maxSize = 1 << 20
 
@@ -48,6 +50,13 @@ public struct AppConfiguration: Sendable, Equatable {
         self.riskEngine = engine
         self.parameters = try JSONSerialization.data(withJSONObject: parameters, options: [.sortedKeys])
         self.revokedPackages = revoked
+        // The engine reads its parameters here, so the publisher never signs, and the app never
+        // keeps, a configuration whose engine would refuse them at every run.
+        do {
+            _ = try RiskEngineRegistry.named(engine)!.rule(parameters: self.parameters, source: "parameters", dated: nil)
+        } catch {
+            throw DistributionError.badConfiguration(reason: "the \(engine) engine refuses its parameters: \(error)")
+        }
     }
 
     /// The signed configuration (zip) checked against `trust`.

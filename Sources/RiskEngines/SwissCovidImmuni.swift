@@ -157,3 +157,56 @@ public enum ImmuniRisk {
         return ImmuniResult(notified: !counted.isEmpty, maximumRiskScore: counted.map(\.riskScore).max() ?? 0, exposures: exposures)
     }
 }
+
+/// SwissCovid's attenuation-threshold minutes in the registry.
+public struct SwissCovidEngine: RiskEngine {
+    public init() {}
+    public let name = "swisscovid"
+    public let title = "SwissCovid weighted minutes between two attenuation thresholds"
+    public var publishedParameters: Data? { try? RiskJSON.encode(SwissCovidConfiguration.published, pretty: false) }
+
+    struct Rule: RiskRule {
+        let p: SwissCovidConfiguration
+        func assess(_ entries: [WindowsFileEntry], today: UTCDay, withDetail: Bool) throws -> RiskAssessment {
+            let r = try SwissCovidRisk.calculate(integerWindows(entries), configuration: p)
+            let day = r.days.max { $0.weightedMinutes < $1.weightedMinutes }
+            return RiskAssessment(notified: r.exposed,
+                                  numbers: [("weightedMinutes", day?.weightedMinutes ?? 0), ("minDurationForExposure", p.minDurationForExposure),
+                                            ("minutesLow", Double(day?.minutesLow ?? 0)), ("minutesMedium", Double(day?.minutesMedium ?? 0))],
+                                  detail: withDetail ? try RiskJSON.encode(r, pretty: false) : Data())
+        }
+    }
+
+    public func rule(parameters: Data, source: String, dated: PublishedRiskConfigurations.Dated?) throws -> any RiskRule {
+        let p = try RiskJSON.decodeParameters(SwissCovidConfiguration.self, from: ConfigurationText.strippingCommentLines(parameters), file: source)
+        try p.validate()
+        return Rule(p: p)
+    }
+}
+
+/// Immuni's framework v1 score with its own thresholds in the registry.
+public struct ImmuniEngine: RiskEngine {
+    public init() {}
+    public let name = "immuni"
+    public let title = "Immuni framework v1 risk score with the app's minimum risk score"
+    public var publishedParameters: Data? { try? RiskJSON.encode(ImmuniConfiguration.published, pretty: false) }
+
+    struct Rule: RiskRule {
+        let p: ImmuniConfiguration
+        func assess(_ entries: [WindowsFileEntry], today: UTCDay, withDetail: Bool) throws -> RiskAssessment {
+            let r = try ImmuniRisk.calculate(integerWindows(entries), configuration: p, today: today)
+            let best = r.exposures.max { $0.riskScore < $1.riskScore }
+            return RiskAssessment(notified: r.notified,
+                                  numbers: [("maximumRiskScore", Double(best?.riskScore ?? 0)), ("minimumRiskScore", Double(p.minimumRiskScore)),
+                                            ("attenuationDb", Double(best?.attenuationDb ?? 0)), ("bucketizedMinutes", best?.durationMinutes ?? 0)],
+                                  unjudged: unjudgedTransmissionRisk(entries, p.v1),
+                                  detail: withDetail ? try RiskJSON.encode(r, pretty: false) : Data())
+        }
+    }
+
+    public func rule(parameters: Data, source: String, dated: PublishedRiskConfigurations.Dated?) throws -> any RiskRule {
+        let p = try ImmuniConfiguration.decode(from: ConfigurationText.strippingCommentLines(parameters), file: source)
+        try p.v1.validate()
+        return Rule(p: p)
+    }
+}

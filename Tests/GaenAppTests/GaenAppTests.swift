@@ -1,6 +1,8 @@
 import ENProtocol
 import Foundation
+import HTTPClient
 import KeyDistribution
+import RiskEngines
 import Testing
 @testable import GaenApp
 
@@ -70,7 +72,27 @@ import Testing
     @Test func configurationIsChecked() throws {
         #expect(throws: DistributionError.self) { try AppConfiguration(json: Data(#"{"riskEngine":"magic","parameters":{}}"#.utf8)) }
         #expect(throws: DistributionError.self) { try AppConfiguration(json: Data(#"{"riskEngine":"cwa","parameters":{},"revokedPackages":["xyz"]}"#.utf8)) }
-        let c = try AppConfiguration(json: Data(#"{"riskEngine":"nhs","parameters":{"a":1},"revokedPackages":["\#(String(repeating: "AB", count: 32))"]}"#.utf8))
+        let nhs = PublishedRiskConfigurations.nhs
+        let c = try AppConfiguration(json: Data(#"{"riskEngine":"nhs","parameters":\#(nhs),"revokedPackages":["\#(String(repeating: "AB", count: 32))"]}"#.utf8))
         #expect(c.riskEngine == "nhs" && c.revokedPackages == [String(repeating: "ab", count: 32)])
+        // Parameters the named engine cannot read: refused with the engine's reason, so the
+        // publisher never signs it and no app keeps it.
+        #expect {
+            try AppConfiguration(json: Data(#"{"riskEngine":"cwa","parameters":{"a":1}}"#.utf8))
+        } throws: { "\($0)".contains("the cwa engine refuses its parameters") }
+        // Engines an app never shipped are not for app configurations.
+        #expect(throws: DistributionError.self) { try AppConfiguration(json: Data(#"{"riskEngine":"gaen-v1","parameters":{}}"#.utf8)) }
+    }
+
+    @Test("Every registered app engine runs the app's risk from its published parameters")
+    func everyAppEngineFromTheRegistry() throws {
+        let windows = Data(#"[{"dateMillisSinceEpoch": 1599955200000, "reportType": 1, "infectiousness": 2, "calibrationConfidence": 0, "transmissionRiskLevel": 4, "scanInstances": [{"typicalAttenuationDb": 50, "minAttenuationDb": 45, "secondsSinceLastScan": 300}, {"typicalAttenuationDb": 50, "minAttenuationDb": 45, "secondsSinceLastScan": 300}, {"typicalAttenuationDb": 50, "minAttenuationDb": 45, "secondsSinceLastScan": 300}, {"typicalAttenuationDb": 50, "minAttenuationDb": 45, "secondsSinceLastScan": 300}]}]"#.utf8)
+        let names = RiskEngineRegistry.appEngineNames
+        #expect(Set(names) == AppConfiguration.engines && names.count == 4)
+        for engine in RiskEngineRegistry.engines where engine.servesApps {
+            let config = AppConfiguration(riskEngine: engine.name, parameters: try #require(engine.publishedParameters))
+            let r = try AppRisk.evaluate(config, windows: windows, today: UTCDay(isoDate: "2020-09-14")!, at: 1_600_100_000)
+            #expect(r.engine == engine.name && ["low", "high"].contains(r.level) && r.windows == 1 && !r.detail.isEmpty, "\(engine.name)")
+        }
     }
 }

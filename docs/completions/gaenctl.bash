@@ -433,7 +433,7 @@ _gaenctl_app_sync() {
     repeating_flags=()
     non_repeating_flags=(--version -h --help)
     repeating_options=(--trust)
-    non_repeating_options=(--bus --name --timeout --server --country --region --state-dir --hook --max-provide-calls --run-timeout --file-timeout --max-package-bytes --attempts --backoff --max-clock-skew --match-wait --journal-socket)
+    non_repeating_options=(--bus --name --timeout --server --country --region --state-dir --hook --max-provide-calls --run-timeout --file-timeout --max-package-bytes --attempts --backoff --max-clock-skew --match-wait --journal-socket --cacert)
     __gaenctl_offer_flags_options 0
 
     # Offer option value completions
@@ -492,6 +492,9 @@ _gaenctl_app_sync() {
     '--journal-socket')
         return
         ;;
+    '--cacert')
+        return
+        ;;
     esac
 }
 
@@ -499,7 +502,7 @@ _gaenctl_app_submit() {
     repeating_flags=()
     non_repeating_flags=(--version -h --help)
     repeating_options=()
-    non_repeating_options=(--bus --name --timeout --server --user --password-file --consent --state-dir --upload-timeout)
+    non_repeating_options=(--bus --name --timeout --server --user --password-file --consent --state-dir --upload-timeout --cacert)
     __gaenctl_offer_flags_options 0
 
     # Offer option value completions
@@ -529,6 +532,9 @@ _gaenctl_app_submit() {
         return
         ;;
     '--upload-timeout')
+        return
+        ;;
+    '--cacert')
         return
         ;;
     esac
@@ -786,7 +792,7 @@ _gaenctl_collect() {
     repeating_flags=()
     non_repeating_flags=(--version -h --help)
     repeating_options=(--resend)
-    non_repeating_options=(--bus --name --timeout --server --user --password-file --spool --days --limit-rate)
+    non_repeating_options=(--bus --name --timeout --server --user --password-file --spool --days --limit-rate --cacert)
     __gaenctl_offer_flags_options 0
 
     # Offer option value completions
@@ -816,6 +822,9 @@ _gaenctl_collect() {
         return
         ;;
     '--limit-rate')
+        return
+        ;;
+    '--cacert')
         return
         ;;
     '--resend')
@@ -1065,13 +1074,13 @@ _gaenctl_risk() {
     unset 'unparsed_words[0]'
     unparsed_words=("${unparsed_words[@]}")
     case "${subcommand}" in
-    cwa|nhs|gaen-v1|cwa-v1|swisscovid|immuni|configurations)
+    cwa|nhs|gaen-v1|cwa-v1|swisscovid|immuni|run|engines|configurations)
         # Offer subcommand argument completions
         "_gaenctl_risk_${subcommand}"
         ;;
     *)
         # Offer subcommand completions
-        COMPREPLY+=($(compgen -W 'cwa nhs gaen-v1 cwa-v1 swisscovid immuni configurations' -- "${cur}"))
+        COMPREPLY+=($(compgen -W 'cwa nhs gaen-v1 cwa-v1 swisscovid immuni run engines configurations' -- "${cur}"))
         ;;
     esac
 }
@@ -1224,6 +1233,38 @@ _gaenctl_risk_immuni() {
         return
         ;;
     esac
+}
+
+_gaenctl_risk_run() {
+    repeating_flags=()
+    non_repeating_flags=(--per-window --version -h --help)
+    repeating_options=()
+    non_repeating_options=(--parameters --windows --test-case --today)
+    __gaenctl_offer_flags_options 1
+
+    # Offer option value completions
+    case "${prev}" in
+    '--parameters')
+        return
+        ;;
+    '--windows')
+        return
+        ;;
+    '--test-case')
+        return
+        ;;
+    '--today')
+        return
+        ;;
+    esac
+}
+
+_gaenctl_risk_engines() {
+    repeating_flags=()
+    non_repeating_flags=(--version -h --help)
+    repeating_options=()
+    non_repeating_options=()
+    __gaenctl_offer_flags_options 0
 }
 
 _gaenctl_risk_configurations() {

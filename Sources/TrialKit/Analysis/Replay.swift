@@ -7,141 +7,65 @@ import Foundation
 /// day (its latest window's), whether the app would have notified; the verdicts are joined to
 /// the true distance (close = distance <= the close-contact distance).
 public struct ReplayRule: Sendable {
-    public enum Kind: String, Sendable, CaseIterable {
-        case cwa, cwaV1 = "cwa-v1", nhs, gaenV1 = "gaen-v1", swisscovid, immuni
-    }
-
     /// The rule as given (`NAME`, `NAME@DATE` or `NAME=CONFIG`), used as its name in the results.
     public let spec: String
-    public let kind: Kind
+    /// The engine's name in the registry (RiskEngineRegistry).
+    public let engine: String
     /// With `NAME@DATE`: the published configuration used (its dates and source commit).
     public private(set) var published: PublishedRiskConfigurations.Dated?
-    let judge: @Sendable (Contact) throws -> ReplayJudgement
+    let rule: any RiskRule
 
-    init(spec: String, kind: Kind, judge: @escaping @Sendable (Contact) throws -> ReplayJudgement) {
-        self.spec = spec; self.kind = kind; self.judge = judge
+    init(spec: String, engine: String, rule: any RiskRule) {
+        self.spec = spec; self.engine = engine; self.rule = rule
     }
 
-    /// Parses `NAME[@DATE][=CONFIG]`. Without CONFIG: the app's published configuration (the
-    /// current one for cwa and nhs, the CWA server's launch values (2020-06-15) for cwa-v1,
-    /// SwissCovid's and Immuni's published values); gaen-v1 has no app and needs one. `@DATE`
-    /// (cwa, cwa-v1): the configuration the CWA server published in force on that day
-    /// (PublishedRiskConfigurations.dated), with the calculation of the apps that read it.
-    /// CONFIG files may start with `#` comment lines.
+    /// Parses `NAME[@DATE][=CONFIG]`, NAME one of the registry's engines. Without CONFIG: the
+    /// engine's published configuration (the current one for cwa and nhs, the CWA server's
+    /// launch values (2020-06-15) for cwa-v1, SwissCovid's and Immuni's published values);
+    /// gaen-v1 has no app and needs one. `@DATE` (engines with a dated history: cwa, cwa-v1):
+    /// the configuration published in force on that day (PublishedRiskConfigurations.dated),
+    /// with the calculation of the apps that read it. CONFIG files may start with `#` comment lines.
     public static func parse(_ spec: String, read: (String) throws -> Data) throws -> ReplayRule {
         let parts = spec.split(separator: "=", maxSplits: 1).map(String.init)
         let nameAndDate = parts[0].split(separator: "@", maxSplits: 1, omittingEmptySubsequences: false).map(String.init)
-        guard let kind = Kind(rawValue: nameAndDate[0]) else {
-            throw ReplayError.badRule("'\(spec)': unknown rule '\(nameAndDate[0])' (one of \(Kind.allCases.map(\.rawValue).joined(separator: ", ")))")
+        let name = nameAndDate[0]
+        guard let engine = RiskEngineRegistry.named(name) else {
+            throw ReplayError.badRule("'\(spec)': unknown rule '\(name)' (one of \(RiskEngineRegistry.names.joined(separator: ", ")))")
         }
         let file = parts.count == 2 ? parts[1] : nil
         var dated: PublishedRiskConfigurations.Dated?
         if nameAndDate.count == 2 {
             let date = nameAndDate[1]
-            guard file == nil else { throw ReplayError.badRule("'\(spec)': give either \(kind.rawValue)@DATE or \(kind.rawValue)=CONFIG, not both") }
-            let rule: PublishedRiskConfigurations.DatedRule
-            switch kind {
-            case .cwa: rule = .cwa
-            case .cwaV1: rule = .cwaV1
-            default: throw ReplayError.badRule("'\(spec)': only cwa and cwa-v1 have published configurations by date")
+            guard file == nil else { throw ReplayError.badRule("'\(spec)': give either \(name)@DATE or \(name)=CONFIG, not both") }
+            guard let history = engine.datedRule else {
+                let datedNames = RiskEngineRegistry.engines.filter { $0.datedRule != nil }.map(\.name)
+                throw ReplayError.badRule("'\(spec)': only \(datedNames.joined(separator: " and ")) have published configurations by date")
             }
             guard let day = UTCDay(isoDate: date) else { throw ReplayError.badRule("'\(spec)': '\(date)' is not a date such as 2020-07-01") }
-            do { dated = try PublishedRiskConfigurations.published(rule, on: day) } catch let e as PublishedRiskConfigurations.DateError {
+            do { dated = try PublishedRiskConfigurations.published(history, on: day) } catch let e as PublishedRiskConfigurations.DateError {
                 throw ReplayError.badRule("'\(spec)': \(e)")
             }
         }
-        var rule = try make(spec: spec, kind: kind, file: file, dated: dated, read: read)
+        let parameters: Data, source: String
+        if let file {
+            (parameters, source) = (try read(file), file)
+        } else if let dated {
+            (parameters, source) = (Data(dated.json.utf8), "published \(name) configuration of \(dated.from)")
+        } else if let published = engine.publishedParameters {
+            (parameters, source) = (published, "published \(name) configuration")
+        } else {
+            throw ReplayError.badRule("'\(spec)': \(name) has no published configuration; give \(name)=CONFIG")
+        }
+        var rule = ReplayRule(spec: spec, engine: name, rule: try engine.rule(parameters: parameters, source: source, dated: dated))
         rule.published = dated
         return rule
     }
 
-    static func make(spec: String, kind: Kind, file: String?, dated: PublishedRiskConfigurations.Dated?,
-                     read: (String) throws -> Data) throws -> ReplayRule {
-        func data(_ published: String?) throws -> (Data, String) {
-            if let file { return (ReplayConfigText.strippingCommentLines(try read(file)), file) }
-            if let dated { return (Data(dated.json.utf8), "published \(kind.rawValue) configuration of \(dated.from)") }
-            guard let published else { throw ReplayError.badRule("'\(spec)': \(kind.rawValue) has no published configuration; give \(kind.rawValue)=CONFIG") }
-            return (Data(published.utf8), "published \(kind.rawValue) configuration")
-        }
-        @Sendable func windows(_ c: Contact) throws -> [ExposureWindow] { try c.windows.map { try $0.exposureWindow() } }
-        @Sendable func today(_ c: Contact) -> UTCDay { c.windows.map(\.day).max() ?? UTCDay(0) }
-        /// Windows without a transmission risk level: rules that weigh it cannot judge them as the app would.
-        /// The v1 score multiplies by the level's value; a window without a level (and no
-        /// defaultTransmissionRiskLevel) scores as level 0, a value of 1 (the framework's INVALID),
-        /// which is not what the app saw unless every level's value is 1.
-        @Sendable func unjudged(_ c: Contact, _ v1: GAENv1Configuration) -> String? {
-            guard v1.defaultTransmissionRiskLevel == nil, c.windows.contains(where: { $0.transmissionRiskLevel == nil }),
-                  !v1.transmissionRiskLevelValues.allSatisfy({ $0 == 1 }) else { return nil }
-            return "windows without a transmission risk level (scored as level 0, a value of 1)"
-        }
-        switch kind {
-        case .cwa:
-            let (d, name) = try data(PublishedRiskConfigurations.cwa)
-            let p = try CWAParameters.decode(from: d, file: name)
-            // A dated entry is judged with the calculation of the apps that read it.
-            let generation = dated?.generation
-            return ReplayRule(spec: spec, kind: kind) { c in
-                let e = try CWARiskCalculation.evaluate(windows(c), parameters: p, today: today(c), generation: generation)
-                let day = e.days.max { $0.normalizedTime < $1.normalizedTime }
-                return ReplayJudgement(notified: e.result.totalRiskLevel == CWARiskCalculation.high,
-                                       numbers: [("normalizedTimePerDay", day?.normalizedTime ?? 0), ("totalRiskLevel", Double(e.result.totalRiskLevel)),
-                                                 ("droppedWindows", Double(e.windows.filter { $0.dropped != nil }.count))])
-            }
-        case .cwaV1:
-            let (d, name) = try data(PublishedRiskConfigurations.cwaV1)
-            let p = try ReplayConfigText.cwaV1(d, file: name)
-            try p.validate()
-            return ReplayRule(spec: spec, kind: kind) { c in
-                let r = try CWAv1RiskCalculation.calculate(windows(c), configuration: p, today: today(c))
-                return ReplayJudgement(notified: r.increasedRisk,
-                                       numbers: [("weightedMinutes", r.weightedMinutes), ("increasedRiskMinutes", p.increasedRiskMinutes),
-                                                 ("maximumRiskScore", Double(r.maximumRiskScore)), ("minimumRiskScore", Double(p.v1.minimumRiskScore)),
-                                                 ("riskEncounters", Double(r.riskEncounters))],
-                                       unjudged: unjudged(c, p.v1))
-            }
-        case .nhs:
-            let (d, name) = try data(PublishedRiskConfigurations.nhs)
-            let p = try RiskJSON.decodeParameters(NHSExposureConfiguration.self, from: d, file: name)
-            try p.validate()
-            return ReplayRule(spec: spec, kind: kind) { c in
-                let r = try NHSRiskCalculation.calculate(c.windows, configuration: p)
-                return ReplayJudgement(notified: r.crossesThreshold,
-                                       numbers: [("maximumRiskScore", r.maximumRiskScore), ("riskThreshold", r.riskThreshold)])
-            }
-        case .gaenV1:
-            let (d, name) = try data(nil)
-            let p = try RiskJSON.decodeParameters(GAENv1Configuration.self, from: d, file: name)
-            try p.validate()
-            return ReplayRule(spec: spec, kind: kind) { c in
-                let scored = try windows(c).enumerated().map { i, w in try GAENv1.score(w, index: i, configuration: p, today: today(c)) }
-                let best = scored.max { $0.riskScore < $1.riskScore }
-                return ReplayJudgement(notified: scored.contains { $0.counted && $0.riskScore > 0 },
-                                       numbers: [("maximumRiskScore", Double(best?.riskScore ?? 0)), ("minimumRiskScore", Double(p.minimumRiskScore)),
-                                                 ("attenuationDb", Double(best?.attenuationDb ?? 0)), ("durationMinutes", best?.durationMinutes ?? 0)],
-                                       unjudged: unjudged(c, p))
-            }
-        case .swisscovid:
-            let p = try file.map { try RiskJSON.decodeParameters(SwissCovidConfiguration.self, from: ReplayConfigText.strippingCommentLines(read($0)), file: $0) } ?? .published
-            try p.validate()
-            return ReplayRule(spec: spec, kind: kind) { c in
-                let r = try SwissCovidRisk.calculate(windows(c), configuration: p)
-                let day = r.days.max { $0.weightedMinutes < $1.weightedMinutes }
-                return ReplayJudgement(notified: r.exposed,
-                                       numbers: [("weightedMinutes", day?.weightedMinutes ?? 0), ("minDurationForExposure", p.minDurationForExposure),
-                                                 ("minutesLow", Double(day?.minutesLow ?? 0)), ("minutesMedium", Double(day?.minutesMedium ?? 0))])
-            }
-        case .immuni:
-            let p = try file.map { try ImmuniConfiguration.decode(from: ReplayConfigText.strippingCommentLines(read($0)), file: $0) } ?? .published
-            try p.v1.validate()
-            return ReplayRule(spec: spec, kind: kind) { c in
-                let r = try ImmuniRisk.calculate(windows(c), configuration: p, today: today(c))
-                let best = r.exposures.max { $0.riskScore < $1.riskScore }
-                return ReplayJudgement(notified: r.notified,
-                                       numbers: [("maximumRiskScore", Double(best?.riskScore ?? 0)), ("minimumRiskScore", Double(p.minimumRiskScore)),
-                                                 ("attenuationDb", Double(best?.attenuationDb ?? 0)), ("bucketizedMinutes", best?.durationMinutes ?? 0)],
-                                       unjudged: unjudged(c, p.v1))
-            }
-        }
+    /// Each rule decides for a contact from that contact's windows alone, on the contact's own
+    /// day (its latest window's).
+    func judge(_ c: Contact) throws -> ReplayJudgement {
+        let a = try rule.assess(c.windows, today: c.windows.map(\.day).max() ?? UTCDay(0), withDetail: false)
+        return ReplayJudgement(notified: a.notified, numbers: a.numbers, unjudged: a.unjudged)
     }
 
     public func notifies(_ contact: Contact, index: Int) throws -> Bool { try judgement(contact, index: index).notified }
@@ -169,37 +93,6 @@ public struct ReplayJudgement: Sendable, Equatable {
     public static func == (a: ReplayJudgement, b: ReplayJudgement) -> Bool {
         a.notified == b.notified && a.unjudged == b.unjudged && a.numbers.map(\.name) == b.numbers.map(\.name)
             && a.numbers.map(\.value) == b.numbers.map(\.value)
-    }
-}
-
-/// Configuration files as datasets ship them.
-public enum ReplayConfigText {
-    /// `#` comment lines (a line whose first non-blank character is `#`) blanked out, so JSON
-    /// parsers take files that start with a comment header; line numbers stay as they were.
-    public static func strippingCommentLines(_ data: Data) -> Data {
-        guard data.contains(UInt8(ascii: "#")) else { return data }
-        var out = [UInt8]()
-        out.reserveCapacity(data.count)
-        var atLineStart = true, inComment = false
-        for b in data {
-            if b == 0x0A { inComment = false; atLineStart = true; out.append(b); continue }
-            if inComment { continue }
-            if atLineStart {
-                if b == 0x20 || b == 0x09 || b == 0x0D { out.append(b); continue }
-                atLineStart = false
-                if b == UInt8(ascii: "#") { inComment = true; continue }
-            }
-            out.append(b)
-        }
-        return Data(out)
-    }
-
-    /// The CWA v1 configuration: JSON (framework v1 names plus the CWA ones) or the app
-    /// configuration in protobuf text format (CWAv1Configuration.decode(textFormat:)).
-    public static func cwaV1(_ data: Data, file: String) throws -> CWAv1Configuration {
-        let clean = strippingCommentLines(data)
-        if TextProto.looksLikeTextFormat(clean) { return try CWAv1Configuration.decode(textFormat: data, file: file) }
-        return try RiskJSON.decodeParameters(CWAv1Configuration.self, from: clean, file: file)
     }
 }
 

@@ -31,9 +31,9 @@ public enum ContactsFile {
         public var description: String { "\(file): \(reason)" }
     }
 
-    /// `#` comment lines are blanked first, as in configuration files (ReplayConfigText).
+    /// `#` comment lines are blanked first, as in configuration files (ConfigurationText).
     public static func read(_ url: URL) throws -> [Contact] {
-        try parse(ReplayConfigText.strippingCommentLines(Data(contentsOf: url)), file: url.path)
+        try parse(ConfigurationText.strippingCommentLines(Data(contentsOf: url)), file: url.path)
     }
 
     public static func parse(_ data: Data, file: String) throws -> [Contact] {
