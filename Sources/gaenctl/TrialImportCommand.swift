@@ -283,7 +283,7 @@ struct TrialReplayCommand: ParsableCommand {
         commandName: "replay",
         abstract: "Replay notification rules per contact against ground truth: true/false positives per rule.",
         discussion: """
-            --rule NAME[=CONFIG], repeatable; NAME one of cwa, cwa-v1, nhs, gaen-v1, swisscovid, immuni; CONFIG its \
+            --rule NAME[=CONFIG], repeatable; NAME one of \(RiskEngineRegistry.names.joined(separator: ", ")) (gaenctl risk engines); CONFIG its \
             configuration file (JSON, may start with # comment lines; cwa-v1 also the CWA app configuration in \
             protobuf text format; default: the app's published one, the current for cwa and nhs, mid-2020's for \
             cwa-v1, SwissCovid's and Immuni's published values; gaen-v1 needs one). --rule cwa@DATE and \
