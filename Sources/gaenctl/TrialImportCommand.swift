@@ -279,6 +279,24 @@ struct TrialReplayCommand: ParsableCommand {
         v == v.rounded() && abs(v) < 1e15 ? Format.exact(v) : Format.time((v * 1000).rounded() / 1000)
     }
 
+    /// One row per contact and rule: index, label, cluster, distance, a close column per
+    /// distance, rule, notified, score (the first number the rule decided on), the numbers as
+    /// name=value, and why the verdict may not be the app's. Written atomically.
+    static func writeVerdicts(_ contacts: [Contact], results: [ReplayResult], distances: [Double], to path: String) throws {
+        var csv = CSVWriter(header: ["index", "label", "cluster", "distance"] + distances.map { "close_\(Format.exact($0))" }
+                                    + ["rule", "notified", "score", "numbers", "unjudged"])
+        let first = results.filter { $0.closeContact == distances[0] }
+        for (i, c) in contacts.enumerated() {
+            for r in first {
+                let j = r.judgements[i]
+                csv.appendRow([String(i), c.label, c.cluster ?? "#\(i)", Format.exact(c.distance)] + distances.map { c.distance <= $0 ? "true" : "false" }
+                              + [r.rule, j.notified ? "true" : "false", j.numbers.first.map { Format.exact($0.value) } ?? "",
+                                 j.numbers.map { "\($0.name)=\(Format.exact($0.value))" }.joined(separator: " "), j.unjudged ?? ""])
+            }
+        }
+        try AtomicOutputFile.write(Data(csv.text.utf8), to: path, mode: 0o644, durable: false)
+    }
+
     static let configuration = CommandConfiguration(
         commandName: "replay",
         abstract: "Replay notification rules per contact against ground truth: true/false positives per rule.",
@@ -292,8 +310,14 @@ struct TrialReplayCommand: ParsableCommand {
             own windows on its own day. close = distance <= --close-contact. Inputs a rule cannot judge as the app \
             would (windows without a transmission risk level where the levels weigh differently, contacts never \
             heard) are warned about on stderr. --per-contact adds each contact's verdict per rule with the numbers \
-            the rule decided on. --json prints {"rules":[{"rule","notified","close","far","truePositives", \
-            "falsePositives","tpr","fpr","precision","warnings"}]} (null where nothing divides), with --per-contact \
+            the rule decided on. Each rate has two 95 % intervals: Wilson's (contacts independent) and a cluster \
+            bootstrap (2000 seeded resamples of whole clusters: a contact's "cluster" in the contacts file, its pair \
+            or scenario, else the contact alone); ROC AUC and average precision sweep a threshold over each contact's \
+            score (the first number the rule decided on). --close-contact is repeatable: each distance is judged. \
+            --verdicts FILE writes the per-contact verdicts as a flat CSV. --json prints {"rules":[{"rule","closeContact", \
+            "notified","close","far","truePositives","falsePositives","tpr","fpr","precision","warnings","accuracy": \
+            {"clusters","bootstrapResamples","tprWilson","tprBootstrap",...,"rocAUC","averagePrecision"}}]} (null \
+            where nothing divides; one entry per rule and distance), with --per-contact \
             also "contacts":[{"index","label","distance","close","verdicts":[{"rule","notified","numbers":{...}, \
             "unjudged"}]}], with rules named NAME@DATE also "publishedConfigurations":[{"rule","from","until", \
             "apps","source":{"repository","commit","commitDate","paths"}}].
@@ -303,8 +327,10 @@ struct TrialReplayCommand: ParsableCommand {
     var contacts: String
     @Option(help: ArgumentHelp("A rule to replay, NAME[=CONFIG] or NAME@YYYY-MM-DD (cwa, cwa-v1: as published that day); repeatable.", valueName: "NAME[=CONFIG]"))
     var rule: [String] = []
-    @Option(help: ArgumentHelp("Ground truth close contact: distance at most this many metres.", valueName: "METRES"))
-    var closeContact: Double
+    @Option(help: ArgumentHelp("Ground truth close contact: distance at most this many metres. Repeatable: each distance is judged in the same run.", valueName: "METRES"))
+    var closeContact: [Double] = []
+    @Option(help: ArgumentHelp("Write every contact's verdict per rule as a flat CSV (one row per contact and rule, a close column per distance) for R and pandas.", valueName: "FILE"))
+    var verdicts: String?
     @Flag(help: "Also print each contact's verdict per rule and the numbers the rule used.")
     var perContact = false
     @Flag(help: "Print JSON instead of a table.")
@@ -312,7 +338,8 @@ struct TrialReplayCommand: ParsableCommand {
 
     func validate() throws {
         guard !rule.isEmpty else { throw ValidationError("give at least one --rule NAME[=CONFIG]") }
-        guard closeContact >= 0, closeContact.isFinite else { throw ValidationError("--close-contact must be metres >= 0") }
+        guard !closeContact.isEmpty else { throw ValidationError("give --close-contact METRES (repeatable)") }
+        for d in closeContact { guard d >= 0, d.isFinite else { throw ValidationError("--close-contact must be metres >= 0, got \(d)") } }
     }
 
     func run() throws {
@@ -326,8 +353,9 @@ struct TrialReplayCommand: ParsableCommand {
             for r in rules {
                 if let p = r.published { FileHandle.standardError.write(Data("gaenctl trial replay: \(r.spec): published configuration \(p.summary)\n".utf8)) }
             }
-            let results = try Replay.run(list, rules: rules, closeContact: closeContact)
-            for r in results {
+            let results = try closeContact.flatMap { try Replay.run(list, rules: rules, closeContact: $0) }
+            if let verdicts { try Self.writeVerdicts(list, results: results, distances: closeContact, to: verdicts) }
+            for r in results where r.closeContact == closeContact[0] {
                 for w in r.warnings { FileHandle.standardError.write(Data("gaenctl trial replay: warning: \(r.rule): \(w)\n".utf8)) }
             }
             if json {
@@ -343,8 +371,9 @@ struct TrialReplayCommand: ParsableCommand {
                 struct PerContact: Encodable { var index: Int; var label: String; var distance: Double; var close: Bool; var verdicts: [Verdict] }
                 struct Published: Encodable { var rule: String; var from: String; var until: String?; var apps: String; var source: PublishedRiskConfigurations.Source }
                 struct Out: Encodable { var rules: [ReplayResult]; var contacts: [PerContact]?; var publishedConfigurations: [Published]? }
+                let first = results.filter { $0.closeContact == closeContact[0] }
                 let per: [PerContact]? = perContact ? list.enumerated().map { i, c in
-                    PerContact(index: i, label: c.label, distance: c.distance, close: c.distance <= closeContact, verdicts: results.map { r in
+                    PerContact(index: i, label: c.label, distance: c.distance, close: c.distance <= closeContact[0], verdicts: first.map { r in
                         let j = r.judgements[i]
                         return Verdict(rule: r.rule, notified: j.notified, numbers: Dictionary(j.numbers.map { ($0.name, $0.value) }, uniquingKeysWith: { a, _ in a }),
                                        unjudged: j.unjudged)
@@ -361,30 +390,44 @@ struct TrialReplayCommand: ParsableCommand {
                 func pct(_ v: Double) -> String { v.isNaN ? "n/a" : Format.fixed(v * 100, 1) + " %" }
                 let width = max(4, results.map(\.rule.count).max() ?? 4)
                 func pad(_ s: String, _ n: Int) -> String { s + String(repeating: " ", count: max(0, n - s.count)) }
-                print(pad("rule", width) + "  notified  close  far  TP  FP       TPR       FPR  precision")
+                let several = closeContact.count > 1
+                print(pad("rule", width) + (several ? "  close at" : "") + "  notified  close  far  TP  FP       TPR       FPR  precision")
                 for r in results {
                     let cols = [String(r.notified), String(r.close), String(r.far), String(r.truePositives), String(r.falsePositives)]
                     let widths = [8, 5, 3, 2, 2]
-                    var line = pad(r.rule, width)
+                    var line = pad(r.rule, width) + (several ? "  " + pad(Format.exact(r.closeContact) + " m", 8) : "")
                     for (c, w) in zip(cols, widths) { line += "  " + String(repeating: " ", count: max(0, w - c.count)) + c }
                     for (v, w) in [(r.tpr, 8), (r.fpr, 8), (r.precision, 9)] { let c = pct(v); line += "  " + String(repeating: " ", count: max(0, w - c.count)) + c }
                     print(line)
+                }
+                // How sure: 95 % intervals, per contact (Wilson) and resampling clusters (bootstrap).
+                print("")
+                for r in results {
+                    guard let a = r.accuracy else { continue }
+                    func ci(_ w: ReplayAccuracy.Interval?, _ b: ReplayAccuracy.Interval?) -> String {
+                        func one(_ i: ReplayAccuracy.Interval?) -> String { i.map { "[\(Format.fixed($0.low * 100, 1)), \(Format.fixed($0.high * 100, 1))] %" } ?? "n/a" }
+                        return "Wilson \(one(w)), bootstrap \(one(b))"
+                    }
+                    print("\(r.rule)\(several ? " (close at \(Format.exact(r.closeContact)) m)" : ""): TPR \(ci(a.tprWilson, a.tprBootstrap)); "
+                          + "FPR \(ci(a.fprWilson, a.fprBootstrap)); precision \(ci(a.precisionWilson, a.precisionBootstrap)); "
+                          + "ROC AUC \(a.rocAUC.map { Format.fixed($0, 3) } ?? "n/a"), average precision \(a.averagePrecision.map { Format.fixed($0, 3) } ?? "n/a") "
+                          + "(\(a.clusters) clusters, \(a.bootstrapResamples) resamples)")
                 }
                 if perContact {
                     // One line per contact and rule: what was decided and on which numbers.
                     print("")
                     print("contact  distance  close  rule  verdict  numbers")
                     for (i, c) in list.enumerated() {
-                        for r in results {
+                        for r in results where r.closeContact == closeContact[0] {
                             let j = r.judgements[i]
                             let numbers = j.numbers.map { "\($0.name)=\(Self.readable($0.value))" }.joined(separator: " ")
                             let label = c.label.isEmpty ? "#\(i)" : "#\(i) \(c.label)"
-                            print("\(label)  \(Format.exact(c.distance)) m  \(c.distance <= closeContact ? "close" : "far")  \(r.rule)  "
+                            print("\(label)  \(Format.exact(c.distance)) m  \(c.distance <= closeContact[0] ? "close" : "far")  \(r.rule)  "
                                   + "\(j.notified ? "notified" : "not notified")  \(numbers)\(j.unjudged.map { "  (cannot judge: \($0))" } ?? "")")
                         }
                     }
                 }
-                print("\(list.count) contacts; close contact: distance <= \(Format.exact(closeContact)) m")
+                print("\(list.count) contacts; close contact: distance <= \(closeContact.map { Format.exact($0) }.joined(separator: ", ")) m")
             }
         }
     }

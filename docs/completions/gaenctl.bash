@@ -1510,8 +1510,8 @@ _gaenctl_trial_import_rssi() {
 _gaenctl_trial_replay() {
     repeating_flags=()
     non_repeating_flags=(--per-contact --json --version -h --help)
-    repeating_options=(--rule)
-    non_repeating_options=(--contacts --close-contact)
+    repeating_options=(--rule --close-contact)
+    non_repeating_options=(--contacts --verdicts)
     __gaenctl_offer_flags_options 0
 
     # Offer option value completions
@@ -1523,6 +1523,9 @@ _gaenctl_trial_replay() {
         return
         ;;
     '--close-contact')
+        return
+        ;;
+    '--verdicts')
         return
         ;;
     esac

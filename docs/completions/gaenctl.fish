@@ -130,7 +130,7 @@ function __gaenctl_parse_tokens -S
                     __gaenctl_parse_subcommand -r 1 'tx-power=' 'distance-column=' 'rssi-column=' 'time-column=' 'receiver-column=' 'transmitter-column=' 'timezone=' 'distance-scale=' 'receiver=' 'transmitter=' 'o/output=' 'version' 'h/help'
                 end
             case 'replay'
-                __gaenctl_parse_subcommand 0 'contacts=' 'rule=+' 'close-contact=' 'per-contact' 'json' 'version' 'h/help'
+                __gaenctl_parse_subcommand 0 'contacts=' 'rule=+' 'close-contact=+' 'verdicts=' 'per-contact' 'json' 'version' 'h/help'
             case 'verify'
                 __gaenctl_parse_subcommand 1 'strict' 'json' 'version' 'h/help'
             end
@@ -590,7 +590,8 @@ complete -c 'gaenctl' -n '__gaenctl_should_offer_completions_for_flags_or_option
 complete -c 'gaenctl' -n '__gaenctl_should_offer_completions_for_flags_or_options "gaenctl trial import rssi" h help' -s 'h' -l 'help' -d 'Show help information.'
 complete -c 'gaenctl' -n '__gaenctl_should_offer_completions_for_flags_or_options "gaenctl trial replay" contacts' -l 'contacts' -d 'Contacts JSON (trial import histogram writes it; may start with # comment lines).' -rfka ''
 complete -c 'gaenctl' -n '__gaenctl_should_offer_completions_for_flags_or_options "gaenctl trial replay"' -l 'rule' -d 'A rule to replay, NAME[=CONFIG] or NAME@YYYY-MM-DD (cwa, cwa-v1: as published that day); repeatable.' -rfka ''
-complete -c 'gaenctl' -n '__gaenctl_should_offer_completions_for_flags_or_options "gaenctl trial replay" close-contact' -l 'close-contact' -d 'Ground truth close contact: distance at most this many metres.' -rfka ''
+complete -c 'gaenctl' -n '__gaenctl_should_offer_completions_for_flags_or_options "gaenctl trial replay"' -l 'close-contact' -d 'Ground truth close contact: distance at most this many metres. Repeatable: each distance is judged in the same run.' -rfka ''
+complete -c 'gaenctl' -n '__gaenctl_should_offer_completions_for_flags_or_options "gaenctl trial replay" verdicts' -l 'verdicts' -d 'Write every contact\'s verdict per rule as a flat CSV (one row per contact and rule, a close column per distance) for R and pandas.' -rfka ''
 complete -c 'gaenctl' -n '__gaenctl_should_offer_completions_for_flags_or_options "gaenctl trial replay" per-contact' -l 'per-contact' -d 'Also print each contact\'s verdict per rule and the numbers the rule used.'
 complete -c 'gaenctl' -n '__gaenctl_should_offer_completions_for_flags_or_options "gaenctl trial replay" json' -l 'json' -d 'Print JSON instead of a table.'
 complete -c 'gaenctl' -n '__gaenctl_should_offer_completions_for_flags_or_options "gaenctl trial replay" version' -l 'version' -d 'Show the version.'

@@ -124,8 +124,12 @@ public struct ReplayResult: Sendable, Equatable, Encodable {
     public var judgements: [ReplayJudgement] = []
     /// Inputs the rule cannot judge as the app would, each with the number of contacts.
     public var warnings: [String] = []
+    /// The ground truth's close-contact distance these counts are for, metres.
+    public var closeContact: Double = 0
+    /// Intervals, AUC and average precision (ReplayAccuracy).
+    public var accuracy: ReplayAccuracy.Summary?
 
-    enum CodingKeys: String, CodingKey { case rule, notified, close, far, truePositives, falsePositives, tpr, fpr, precision, warnings }
+    enum CodingKeys: String, CodingKey { case rule, notified, close, far, truePositives, falsePositives, tpr, fpr, precision, warnings, closeContact, accuracy }
 
     /// Rates with nothing to divide by are null.
     public func encode(to encoder: Encoder) throws {
@@ -140,6 +144,8 @@ public struct ReplayResult: Sendable, Equatable, Encodable {
             if v.isNaN { try c.encodeNil(forKey: k) } else { try c.encode(v, forKey: k) }
         }
         try c.encode(warnings, forKey: .warnings)
+        try c.encode(closeContact, forKey: .closeContact)
+        try c.encodeIfPresent(accuracy, forKey: .accuracy)
     }
 }
 
@@ -162,9 +168,17 @@ public enum Replay {
             }
             let silent = contacts.filter { $0.windows.isEmpty }.count
             if silent > 0 { warnings.append("\(silent) of \(contacts.count) contacts have no windows (never heard): no rule can notify them") }
-            return ReplayResult(rule: rule.spec, notified: notified, close: close, far: far, truePositives: tp, falsePositives: fp,
-                                tpr: ratio(tp, close), fpr: ratio(fp, far), precision: ratio(tp, notified), verdicts: verdicts,
-                                judgements: judgements, warnings: warnings)
+            // The score a threshold sweep moves over: the first number the rule decided on.
+            let outcomes = zip(contacts.indices, judgements).map { i, j in
+                ReplayAccuracy.Outcome(cluster: contacts[i].cluster ?? "#\(i)", close: isClose[i], notified: j.notified,
+                                       score: j.numbers.first?.value ?? (j.notified ? 1 : 0))
+            }
+            var result = ReplayResult(rule: rule.spec, notified: notified, close: close, far: far, truePositives: tp, falsePositives: fp,
+                                      tpr: ratio(tp, close), fpr: ratio(fp, far), precision: ratio(tp, notified), verdicts: verdicts,
+                                      judgements: judgements, warnings: warnings)
+            result.closeContact = closeContact
+            result.accuracy = ReplayAccuracy.summary(outcomes)
+            return result
         }
     }
 }

@@ -6,7 +6,7 @@ import Foundation
 /// have had of it. What `trial import histogram` writes and `trial replay` reads:
 ///
 /// ```json
-/// {"contacts": [{"label": "pair A/B 1.5 m", "distance": 1.5,
+/// {"contacts": [{"label": "pair A/B 1.5 m", "distance": 1.5, "cluster": "A/B",
 ///                "windows": [{"dateMillisSinceEpoch": ..., "reportType": 1, "infectiousness": 1,
 ///                             "calibrationConfidence": 0, "transmissionRiskLevel": 8,
 ///                             "scanInstances": [{"typicalAttenuationDb": 41, "minAttenuationDb": 41,
@@ -18,9 +18,12 @@ public struct Contact: Sendable, Equatable {
     /// True distance, metres.
     public var distance: Double
     public var windows: [WindowsFileEntry]
+    /// What the contact's readings are correlated with (its pair, its scenario): the unit the
+    /// bootstrap resamples. nil: the contact stands alone.
+    public var cluster: String?
 
-    public init(label: String, distance: Double, windows: [WindowsFileEntry]) {
-        self.label = label; self.distance = distance; self.windows = windows
+    public init(label: String, distance: Double, windows: [WindowsFileEntry], cluster: String? = nil) {
+        self.label = label; self.distance = distance; self.windows = windows; self.cluster = cluster
     }
 }
 
@@ -50,14 +53,15 @@ public enum ContactsFile {
             do { entries = try WindowsFile.parse(JSONSerialization.data(withJSONObject: w)) } catch {
                 throw Invalid(file: file, reason: "contacts[\(i)].windows: \(error)")
             }
-            return Contact(label: o["label"] as? String ?? "", distance: d.doubleValue, windows: entries)
+            if let c = o["cluster"], !(c is String) { throw Invalid(file: file, reason: "contacts[\(i)].cluster: expected a string (the pair or scenario)") }
+            return Contact(label: o["label"] as? String ?? "", distance: d.doubleValue, windows: entries, cluster: o["cluster"] as? String)
         }
     }
 
     public static func encode(_ contacts: [Contact]) throws -> Data {
         func number(_ v: Double) -> Any { v == v.rounded() && abs(v) < 1e15 ? Int64(v) as Any : v as Any }
         let list: [[String: Any]] = contacts.map { c in
-            ["label": c.label, "distance": number(c.distance),
+            var contact: [String: Any] = ["label": c.label, "distance": number(c.distance),
              "windows": c.windows.map { w -> [String: Any] in
                  var o: [String: Any] = ["dateMillisSinceEpoch": w.dateMillisSinceEpoch, "reportType": w.reportType,
                                          "infectiousness": w.infectiousness, "calibrationConfidence": w.calibrationConfidence,
@@ -68,6 +72,8 @@ public enum ContactsFile {
                  if let t = w.transmissionRiskLevel { o["transmissionRiskLevel"] = t }
                  return o
              }]
+            if let cluster = c.cluster { contact["cluster"] = cluster }
+            return contact
         }
         return try JSONSerialization.data(withJSONObject: ["contacts": list], options: [.prettyPrinted, .sortedKeys])
     }
