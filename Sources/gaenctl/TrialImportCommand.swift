@@ -1,4 +1,5 @@
 import ArgumentParser
+import CLISupport
 import ENProtocol
 import RiskEngines
 import Foundation
@@ -282,14 +283,14 @@ struct TrialReplayCommand: ParsableCommand {
     /// One row per contact and rule: index, label, cluster, distance, a close column per
     /// distance, rule, notified, score (the first number the rule decided on), the numbers as
     /// name=value, and why the verdict may not be the app's. Written atomically.
-    static func writeVerdicts(_ contacts: [Contact], results: [ReplayResult], distances: [Double], to path: String) throws {
+    static func writeVerdicts(_ contacts: [Contact], results: [ReplayResult], distances: [Double], closeFor: Double?, to path: String) throws {
         var csv = CSVWriter(header: ["index", "label", "cluster", "distance"] + distances.map { "close_\(Format.exact($0))" }
                                     + ["rule", "notified", "score", "numbers", "unjudged"])
         let first = results.filter { $0.closeContact == distances[0] }
         for (i, c) in contacts.enumerated() {
             for r in first {
                 let j = r.judgements[i]
-                csv.appendRow([String(i), c.label, c.cluster ?? "#\(i)", Format.exact(c.distance)] + distances.map { c.distance <= $0 ? "true" : "false" }
+                csv.appendRow([String(i), c.label, c.cluster ?? "#\(i)", Format.exact(c.distance)] + distances.map { Replay.isCloseContact(c, within: $0, for: closeFor) ? "true" : "false" }
                               + [r.rule, j.notified ? "true" : "false", j.numbers.first.map { Format.exact($0.value) } ?? "",
                                  j.numbers.map { "\($0.name)=\(Format.exact($0.value))" }.joined(separator: " "), j.unjudged ?? ""])
             }
@@ -329,6 +330,8 @@ struct TrialReplayCommand: ParsableCommand {
     var rule: [String] = []
     @Option(help: ArgumentHelp("Ground truth close contact: distance at most this many metres. Repeatable: each distance is judged in the same run.", valueName: "METRES"))
     var closeContact: [Double] = []
+    @Option(help: ArgumentHelp("Close only after at least this many minutes (cumulative) within --close-contact: needs contacts with their distance over time (trial contacts).", valueName: "MINUTES"))
+    var closeFor: Double?
     @Option(help: ArgumentHelp("Write every contact's verdict per rule as a flat CSV (one row per contact and rule, a close column per distance) for R and pandas.", valueName: "FILE"))
     var verdicts: String?
     @Flag(help: "Also print each contact's verdict per rule and the numbers the rule used.")
@@ -340,6 +343,7 @@ struct TrialReplayCommand: ParsableCommand {
         guard !rule.isEmpty else { throw ValidationError("give at least one --rule NAME[=CONFIG]") }
         guard !closeContact.isEmpty else { throw ValidationError("give --close-contact METRES (repeatable)") }
         for d in closeContact { guard d >= 0, d.isFinite else { throw ValidationError("--close-contact must be metres >= 0, got \(d)") } }
+        if let closeFor { guard closeFor.isFinite, closeFor >= 0, closeFor <= 20_160 else { throw ValidationError("--close-for must be minutes in 0...20160, got \(closeFor)") } }
     }
 
     func run() throws {
@@ -353,8 +357,8 @@ struct TrialReplayCommand: ParsableCommand {
             for r in rules {
                 if let p = r.published { FileHandle.standardError.write(Data("gaenctl trial replay: \(r.spec): published configuration \(p.summary)\n".utf8)) }
             }
-            let results = try closeContact.flatMap { try Replay.run(list, rules: rules, closeContact: $0) }
-            if let verdicts { try Self.writeVerdicts(list, results: results, distances: closeContact, to: verdicts) }
+            let results = try closeContact.flatMap { try Replay.run(list, rules: rules, closeContact: $0, closeFor: closeFor.map { $0 * 60 }) }
+            if let verdicts { try Self.writeVerdicts(list, results: results, distances: closeContact, closeFor: closeFor.map { $0 * 60 }, to: verdicts) }
             for r in results where r.closeContact == closeContact[0] {
                 for w in r.warnings { FileHandle.standardError.write(Data("gaenctl trial replay: warning: \(r.rule): \(w)\n".utf8)) }
             }
@@ -373,7 +377,7 @@ struct TrialReplayCommand: ParsableCommand {
                 struct Out: Encodable { var rules: [ReplayResult]; var contacts: [PerContact]?; var publishedConfigurations: [Published]? }
                 let first = results.filter { $0.closeContact == closeContact[0] }
                 let per: [PerContact]? = perContact ? list.enumerated().map { i, c in
-                    PerContact(index: i, label: c.label, distance: c.distance, close: c.distance <= closeContact[0], verdicts: first.map { r in
+                    PerContact(index: i, label: c.label, distance: c.distance, close: Replay.isCloseContact(c, within: closeContact[0], for: closeFor.map { $0 * 60 }), verdicts: first.map { r in
                         let j = r.judgements[i]
                         return Verdict(rule: r.rule, notified: j.notified, numbers: Dictionary(j.numbers.map { ($0.name, $0.value) }, uniquingKeysWith: { a, _ in a }),
                                        unjudged: j.unjudged)
@@ -422,13 +426,72 @@ struct TrialReplayCommand: ParsableCommand {
                             let j = r.judgements[i]
                             let numbers = j.numbers.map { "\($0.name)=\(Self.readable($0.value))" }.joined(separator: " ")
                             let label = c.label.isEmpty ? "#\(i)" : "#\(i) \(c.label)"
-                            print("\(label)  \(Format.exact(c.distance)) m  \(c.distance <= closeContact[0] ? "close" : "far")  \(r.rule)  "
+                            print("\(label)  \(Format.exact(c.distance)) m  \(Replay.isCloseContact(c, within: closeContact[0], for: closeFor.map { $0 * 60 }) ? "close" : "far")  \(r.rule)  "
                                   + "\(j.notified ? "notified" : "not notified")  \(numbers)\(j.unjudged.map { "  (cannot judge: \($0))" } ?? "")")
                         }
                     }
                 }
-                print("\(list.count) contacts; close contact: distance <= \(closeContact.map { Format.exact($0) }.joined(separator: ", ")) m")
+                print("\(list.count) contacts; close contact: distance <= \(closeContact.map { Format.exact($0) }.joined(separator: ", ")) m"
+                      + (closeFor.map { " for at least \(Format.exact($0)) minutes in all" } ?? ""))
             }
+        }
+    }
+}
+
+/// `gaenctl trial contacts`: readings over time into contacts with exposure windows formed as the
+/// framework forms them, and each pair's true distance over time (TrialKit ReadingContacts).
+struct TrialContactsCommand: ParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "contacts",
+        abstract: "Turn readings over time (trial import dp3t/rssi output) into contacts: exposure windows as the framework forms them, and each pair's distance over time.",
+        discussion: """
+            Each (scenario, receiver, transmitter) becomes one contact. The receiver's scans are laid on a grid \
+            (--scan-interval, default 300 s; each listening --scan-seconds, default 4, or --whole-interval), the \
+            readings inside a scan become sightings of an RPI that rotates every 10 minutes, of a key per \
+            transmitter and UTC day, and the node's own implementation of the framework's rules forms the \
+            windows (scan instances per scan and RPI, mean and minimum attenuation, secondsSinceLastScan, \
+            30-minute windows). The pair's true distance over time (each reading's distance until the next, for \
+            at most one scan interval) is kept as "distanceOverTime", so `trial replay --close-contact 1.5 \
+            --close-for 15` judges "15 minutes within 1.5 m". Cluster (for the bootstrap): the scenario, else \
+            the pair (--cluster pair). Written atomically. See docs/trial.md.
+            """)
+
+    @Argument(help: ArgumentHelp("Readings CSV files: time,receiver,transmitter,distance,attenuation[,scenario|site].", valueName: "READINGS"))
+    var readings: [String]
+    @Option(name: .shortAndLong, help: ArgumentHelp("The contacts JSON to write.", valueName: "FILE"))
+    var output: String
+    @Option(help: "Seconds from one scan to the next.")
+    var scanInterval: Double = 300
+    @Option(help: "Seconds each scan listens.")
+    var scanSeconds: Double = 4
+    @Flag(help: "Every reading counts (a scan listens the whole interval): for datasets sampled too sparsely for a 4 s window.")
+    var wholeInterval = false
+    @Option(help: ArgumentHelp("The transmission risk level of every key (0-8), for the rules that weigh it.", valueName: "N"))
+    var transmissionRiskLevel: Int?
+    @Option(help: ArgumentHelp("What the bootstrap resamples: scenario or pair.", valueName: "scenario|pair"))
+    var cluster: String = "scenario"
+
+    func validate() throws {
+        guard !readings.isEmpty else { throw ValidationError("give at least one readings file") }
+        try NumericOption.check(scanInterval, "--scan-interval", 1...3_600)
+        try NumericOption.check(scanSeconds, "--scan-seconds", 0.1...3_600)
+        guard wholeInterval || scanSeconds <= scanInterval else { throw ValidationError("--scan-seconds must be at most --scan-interval") }
+        if let t = transmissionRiskLevel { guard (0...8).contains(t) else { throw ValidationError("--transmission-risk-level must be 0...8") } }
+        guard ["scenario", "pair"].contains(cluster) else { throw ValidationError("--cluster: scenario or pair") }
+    }
+
+    func run() throws {
+        try TrialCommandSupport.run("trial contacts") {
+            var settings = ReadingContacts.Settings()
+            settings.scanInterval = scanInterval
+            settings.scanSeconds = wholeInterval ? nil : scanSeconds
+            settings.transmissionRiskLevel = transmissionRiskLevel
+            settings.clusterByScenario = cluster == "scenario"
+            let list = try ReadingContacts.read(readings.map { URL(fileURLWithPath: $0) })
+            let contacts = try ReadingContacts.contacts(list, settings: settings)
+            try AtomicOutputFile.write(try ContactsFile.encode(contacts), to: output, mode: 0o644, durable: false)
+            let heard = contacts.filter { !$0.windows.isEmpty }.count
+            FileHandle.standardError.write(Data("gaenctl trial contacts: \(list.count) readings, \(contacts.count) contacts (\(heard) with windows, \(contacts.map(\.windows.count).reduce(0, +)) windows); wrote \(output)\n".utf8))
         }
     }
 }

@@ -1317,13 +1317,13 @@ _gaenctl_trial() {
     unset 'unparsed_words[0]'
     unparsed_words=("${unparsed_words[@]}")
     case "${subcommand}" in
-    report|import|replay|verify)
+    report|import|contacts|replay|verify)
         # Offer subcommand argument completions
         "_gaenctl_trial_${subcommand}"
         ;;
     *)
         # Offer subcommand completions
-        COMPREPLY+=($(compgen -W 'report import replay verify' -- "${cur}"))
+        COMPREPLY+=($(compgen -W 'report import contacts replay verify' -- "${cur}"))
         ;;
     esac
 }
@@ -1507,11 +1507,38 @@ _gaenctl_trial_import_rssi() {
     esac
 }
 
+_gaenctl_trial_contacts() {
+    repeating_flags=()
+    non_repeating_flags=(--whole-interval --version -h --help)
+    repeating_options=()
+    non_repeating_options=(--output -o --scan-interval --scan-seconds --transmission-risk-level --cluster)
+    __gaenctl_offer_flags_options -1
+
+    # Offer option value completions
+    case "${prev}" in
+    '--output'|'-o')
+        return
+        ;;
+    '--scan-interval')
+        return
+        ;;
+    '--scan-seconds')
+        return
+        ;;
+    '--transmission-risk-level')
+        return
+        ;;
+    '--cluster')
+        return
+        ;;
+    esac
+}
+
 _gaenctl_trial_replay() {
     repeating_flags=()
     non_repeating_flags=(--per-contact --json --version -h --help)
     repeating_options=(--rule --close-contact)
-    non_repeating_options=(--contacts --verdicts)
+    non_repeating_options=(--contacts --close-for --verdicts)
     __gaenctl_offer_flags_options 0
 
     # Offer option value completions
@@ -1523,6 +1550,9 @@ _gaenctl_trial_replay() {
         return
         ;;
     '--close-contact')
+        return
+        ;;
+    '--close-for')
         return
         ;;
     '--verdicts')

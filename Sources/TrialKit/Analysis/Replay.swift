@@ -126,10 +126,12 @@ public struct ReplayResult: Sendable, Equatable, Encodable {
     public var warnings: [String] = []
     /// The ground truth's close-contact distance these counts are for, metres.
     public var closeContact: Double = 0
+    /// With a time criterion: the minutes within `closeContact` that make a contact close.
+    public var closeForMinutes: Double?
     /// Intervals, AUC and average precision (ReplayAccuracy).
     public var accuracy: ReplayAccuracy.Summary?
 
-    enum CodingKeys: String, CodingKey { case rule, notified, close, far, truePositives, falsePositives, tpr, fpr, precision, warnings, closeContact, accuracy }
+    enum CodingKeys: String, CodingKey { case rule, notified, close, far, truePositives, falsePositives, tpr, fpr, precision, warnings, closeContact, closeForMinutes, accuracy }
 
     /// Rates with nothing to divide by are null.
     public func encode(to encoder: Encoder) throws {
@@ -145,13 +147,29 @@ public struct ReplayResult: Sendable, Equatable, Encodable {
         }
         try c.encode(warnings, forKey: .warnings)
         try c.encode(closeContact, forKey: .closeContact)
+        try c.encodeIfPresent(closeForMinutes, forKey: .closeForMinutes)
         try c.encodeIfPresent(accuracy, forKey: .accuracy)
     }
 }
 
 public enum Replay {
-    public static func run(_ contacts: [Contact], rules: [ReplayRule], closeContact: Double) throws -> [ReplayResult] {
-        let isClose = contacts.map { $0.distance <= closeContact }
+    /// The ground truth of one contact: at most `metres` apart, or with `seconds`, at most
+    /// `metres` apart for at least that long in all (its distance over time).
+    public static func isCloseContact(_ c: Contact, within metres: Double, for seconds: Double?) -> Bool {
+        guard let seconds else { return c.distance <= metres }
+        return (c.secondsWithin(metres) ?? 0) >= seconds
+    }
+
+    /// `closeFor` (seconds): a contact is close when it spent at least that long within
+    /// `closeContact` metres (cumulative, from its distance over time); nil: when its distance is.
+    public static func run(_ contacts: [Contact], rules: [ReplayRule], closeContact: Double, closeFor: Double? = nil) throws -> [ReplayResult] {
+        let isClose: [Bool]
+        if closeFor != nil {
+            if let i = contacts.firstIndex(where: { $0.distanceOverTime == nil }) {
+                throw ReplayError.badRule("a time criterion needs each contact's distance over time; contact \(i) (\(contacts[i].label)) has one distance only (trial contacts makes them from readings)")
+            }
+        }
+        isClose = contacts.map { isCloseContact($0, within: closeContact, for: closeFor) }
         let close = isClose.filter { $0 }.count, far = contacts.count - close
         return try rules.map { rule in
             let judgements = try contacts.enumerated().map { i, c in try rule.judgement(c, index: i) }
@@ -177,6 +195,7 @@ public enum Replay {
                                       tpr: ratio(tp, close), fpr: ratio(fp, far), precision: ratio(tp, notified), verdicts: verdicts,
                                       judgements: judgements, warnings: warnings)
             result.closeContact = closeContact
+            result.closeForMinutes = closeFor.map { $0 / 60 }
             result.accuracy = ReplayAccuracy.summary(outcomes)
             return result
         }

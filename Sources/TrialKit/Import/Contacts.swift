@@ -21,9 +21,12 @@ public struct Contact: Sendable, Equatable {
     /// What the contact's readings are correlated with (its pair, its scenario): the unit the
     /// bootstrap resamples. nil: the contact stands alone.
     public var cluster: String?
+    /// The true distance over time, when the contact came from a time series (ReadingContacts):
+    /// criteria such as "15 minutes within 1.5 m" are judged on it.
+    public var distanceOverTime: [DistanceSpan]?
 
-    public init(label: String, distance: Double, windows: [WindowsFileEntry], cluster: String? = nil) {
-        self.label = label; self.distance = distance; self.windows = windows; self.cluster = cluster
+    public init(label: String, distance: Double, windows: [WindowsFileEntry], cluster: String? = nil, distanceOverTime: [DistanceSpan]? = nil) {
+        self.label = label; self.distance = distance; self.windows = windows; self.cluster = cluster; self.distanceOverTime = distanceOverTime
     }
 }
 
@@ -54,7 +57,19 @@ public enum ContactsFile {
                 throw Invalid(file: file, reason: "contacts[\(i)].windows: \(error)")
             }
             if let c = o["cluster"], !(c is String) { throw Invalid(file: file, reason: "contacts[\(i)].cluster: expected a string (the pair or scenario)") }
-            return Contact(label: o["label"] as? String ?? "", distance: d.doubleValue, windows: entries, cluster: o["cluster"] as? String)
+            var spans: [DistanceSpan]?
+            if let t = o["distanceOverTime"] {
+                guard let list = t as? [Any] else { throw Invalid(file: file, reason: "contacts[\(i)].distanceOverTime: expected [[from, to, metres], ...]") }
+                spans = try list.enumerated().map { k, v in
+                    guard let triple = v as? [NSNumber], triple.count == 3, triple.allSatisfy({ $0.doubleValue.isFinite }),
+                          triple[0].doubleValue <= triple[1].doubleValue, triple[2].doubleValue >= 0 else {
+                        throw Invalid(file: file, reason: "contacts[\(i)].distanceOverTime[\(k)]: expected [from, to, metres] (Unix seconds, from <= to, metres >= 0)")
+                    }
+                    return DistanceSpan(from: triple[0].doubleValue, to: triple[1].doubleValue, distance: triple[2].doubleValue)
+                }
+            }
+            return Contact(label: o["label"] as? String ?? "", distance: d.doubleValue, windows: entries, cluster: o["cluster"] as? String,
+                           distanceOverTime: spans)
         }
     }
 
@@ -73,6 +88,7 @@ public enum ContactsFile {
                  return o
              }]
             if let cluster = c.cluster { contact["cluster"] = cluster }
+            if let spans = c.distanceOverTime { contact["distanceOverTime"] = spans.map { [number($0.from), number($0.to), number($0.distance)] } }
             return contact
         }
         return try JSONSerialization.data(withJSONObject: ["contacts": list], options: [.prettyPrinted, .sortedKeys])
