@@ -34,11 +34,33 @@ public struct PublishOptions: Sendable, Equatable {
     public var retentionDays: Int = 14
     /// Google layout: keys per file before the batch is split (exposure-notifications-server: 30,000).
     public var maximumKeysPerFile: Int = 30_000
+    /// Keys of one day in all (CWA layout: a day's package, whose hours' packages hold parts
+    /// of the same keys). The CWA layout has one file per day and hour, so a day cannot be
+    /// split: keys beyond this wait for the next hour with room, on the next day.
+    public var maximumKeysPerDay: Int = PackageLimits.maxKeysPerPackage
 
     public init(country: String, region: String) {
         self.country = country
         self.region = region
     }
+}
+
+/// What every package must stay within, so that the app downloads it and gaend takes it in a
+/// call with up to 15 others, whatever the boards upload.
+public enum PackageLimits {
+    /// The app's largest download (`gaenctl app sync --max-package-bytes`, 16 MiB).
+    public static let appMaxPackageBytes = 16 << 20
+    /// gaend's bytes of export.bin in one ProvideDiagnosisKeys call (64 MiB, `ProvideLimits`)
+    /// and the files an app puts in one call (16): a package within their quotient never makes
+    /// a full call too large.
+    public static let maxExportBytes = (64 << 20) / 16
+    /// The largest key entry a publisher writes with values `KeyRules` accepts: tag and length
+    /// (2), key_data (18), transmission risk (2), rolling start (1 + up to 5), rolling period
+    /// (1 + 2), report type (2), days since onset (2).
+    public static let maxEncodedKeyBytes = 35
+    /// Keys per package: within `maxExportBytes` (64 KiB kept for the header and signature
+    /// infos) and within what gaend accepts in one file (`KeyAcceptanceLimits.maxKeysPerFile`).
+    public static let maxKeysPerPackage = min(KeyAcceptanceLimits.default.maxKeysPerFile, (maxExportBytes - (64 << 10)) / maxEncodedKeyBytes)
 }
 
 /// What the keys become as of one moment: hour buckets after shifting, the days' packages,
@@ -64,6 +86,8 @@ public struct PublicationPlan: Sendable, Equatable {
     /// Keys dropped as older than the retention.
     public var keysExpired = 0
     public var keysPublished = 0
+    /// Keys that went to a later hour because their day's packages were full (`maximumKeysPerDay`).
+    public var keysDeferred = 0
 
     public static func plan(_ submitted: [SubmittedKey], now: Int64, options o: PublishOptions) -> PublicationPlan {
         var plan = PublicationPlan()
@@ -79,26 +103,42 @@ public struct PublicationPlan: Sendable, Equatable {
             if let seen = byKey[id], seen.submittedAt <= s.submittedAt { continue }
             byKey[id] = s
         }
-        var buckets: [Int64: [DiagnosisKey]] = [:]
+        var buckets: [Int64: [SubmittedKey]] = [:]
         for s in byKey.values {
-            let hour = floorDiv(s.availableAt(embargo: o.embargo), 3600)
-            if hour < firstHour { plan.keysExpired += 1; continue }
-            buckets[hour, default: []].append(s.key)
+            buckets[floorDiv(s.availableAt(embargo: o.embargo), 3600), default: []].append(s)
         }
 
-        // Shift thin hours forward; only complete hours are published.
-        var emitted: [(hour: Int64, keys: [DiagnosisKey])] = []
-        var pending: [DiagnosisKey] = []
-        for hour in buckets.keys.sorted() {
-            guard hour < currentHour else { pending += buckets[hour]!; continue }
-            pending += buckets[hour]!
-            if pending.count >= max(1, o.minimumKeysPerPackage) {
-                emitted.append((hour, pending.sorted { $0.key.bytes.lexicographicallyPrecedes($1.key.bytes) }))
-                pending = []
-            }
+        // Shift thin hours forward; only complete hours are published. Every key takes part,
+        // also those whose hour has left the retention: were they dropped first, the hours
+        // they were shifted into would change (and keys move) as the retention moves on.
+        // Earliest available first, then by key bytes: the same keys give the same packages.
+        func order(_ a: SubmittedKey, _ b: SubmittedKey) -> Bool {
+            let (ta, tb) = (a.availableAt(embargo: o.embargo), b.availableAt(embargo: o.embargo))
+            return ta != tb ? ta < tb : a.key.key.bytes.lexicographicallyPrecedes(b.key.key.bytes)
         }
-        plan.keysWaiting = pending.count
+        var deferred: Set<Data> = []
+        var emitted: [(hour: Int64, keys: [DiagnosisKey])] = []
+        var pending: [SubmittedKey] = []
+        var perDay: [Int64: Int] = [:]
+        let minimum = max(1, o.minimumKeysPerPackage), dayCap = max(1, o.maximumKeysPerDay)
+        for hour in buckets.keys.sorted() where hour < currentHour {
+            pending += buckets[hour]!.sorted(by: order)
+            guard pending.count >= minimum else { continue }
+            let day = floorDiv(hour, 24)
+            let room = dayCap - perDay[day, default: 0]
+            // The day's packages are full: the rest waits for a later hour with room.
+            let take = pending.count <= room ? pending.count : (room >= minimum ? room : 0)
+            for k in pending.dropFirst(take) { deferred.insert(k.key.key.bytes + k.key.rollingStartIntervalNumber.littleEndianBytes) }
+            guard take > 0 else { continue }
+            let keys = pending.prefix(take).map(\.key).sorted { $0.key.bytes.lexicographicallyPrecedes($1.key.bytes) }
+            pending.removeFirst(take)
+            perDay[day, default: 0] += take
+            if hour < firstHour { plan.keysExpired += take; continue }
+            emitted.append((hour, keys))
+        }
+        plan.keysWaiting = pending.count + buckets.filter { $0.key >= currentHour }.reduce(0) { $0 + $1.value.count }
         plan.keysPublished = emitted.reduce(0) { $0 + $1.keys.count }
+        plan.keysDeferred = deferred.count
 
         let hourDaysFrom = today.advanced(by: -(max(1, o.hourPackageDays) - 1))
         var byDay: [UTCDay: [(Int, [DiagnosisKey])]] = [:]
@@ -174,6 +214,8 @@ public struct TreeWriter {
         public var files = 0
         public var bytes = 0
         public var reused = 0
+        /// Half-built trees of killed runs removed.
+        public var staleRemoved = 0
     }
 
     public func publish(_ plan: PublicationPlan, to output: String) throws -> Summary {
@@ -196,8 +238,12 @@ public struct TreeWriter {
 
         let name = (out as NSString).lastPathComponent
         let staging = "\(parent)/.\(name).new-\(getpid())"
-        try? fm.removeItem(atPath: staging)
         var summary = Summary()
+        // A publisher killed mid-run left its half-built tree; with the lock held, no other
+        // run is building one, so every staging tree here is such a leftover.
+        for entry in (try? fm.contentsOfDirectory(atPath: parent)) ?? [] where entry.hasPrefix(".\(name).new-") {
+            if (try? fm.removeItem(atPath: "\(parent)/\(entry)")) != nil { summary.staleRemoved += 1 }
+        }
         do {
             try fm.createDirectory(atPath: staging, withIntermediateDirectories: true)
             try write(plan, staging: staging, old: isDir.boolValue ? out : nil, summary: &summary)
