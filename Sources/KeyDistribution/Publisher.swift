@@ -121,12 +121,19 @@ public struct PublicationPlan: Sendable, Equatable {
         var pending: [SubmittedKey] = []
         var perDay: [Int64: Int] = [:]
         let minimum = max(1, o.minimumKeysPerPackage), dayCap = max(1, o.maximumKeysPerDay)
-        for hour in buckets.keys.sorted() where hour < currentHour {
-            pending += buckets[hour]!.sorted(by: order)
-            guard pending.count >= minimum else { continue }
+        let hours = buckets.keys.sorted()
+        var next = 0
+        var hour = hours.first ?? currentHour
+        while hour < currentHour {
+            while next < hours.count, hours[next] <= hour { pending += buckets[hours[next]]!.sorted(by: order); next += 1 }
             let day = floorDiv(hour, 24)
             let room = dayCap - perDay[day, default: 0]
-            // The day's packages are full: the rest waits for a later hour with room.
+            // The day's packages are full: the rest waits for the first hour of the next day
+            // (or an earlier hour with new keys, which also finds the day full).
+            let full = pending.count >= minimum && pending.count > room
+            let following = next < hours.count ? hours[next] : currentHour
+            defer { hour = full ? min(following, (day + 1) * 24) : following }
+            guard pending.count >= minimum else { continue }
             let take = pending.count <= room ? pending.count : (room >= minimum ? room : 0)
             for k in pending.dropFirst(take) { deferred.insert(k.key.key.bytes + k.key.rollingStartIntervalNumber.littleEndianBytes) }
             guard take > 0 else { continue }
