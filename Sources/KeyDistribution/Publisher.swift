@@ -89,23 +89,31 @@ public struct PublicationPlan: Sendable, Equatable {
     /// Keys that went to a later hour because their day's packages were full (`maximumKeysPerDay`).
     public var keysDeferred = 0
 
-    public static func plan(_ submitted: [SubmittedKey], now: Int64, options o: PublishOptions) -> PublicationPlan {
+    /// `sealed`: the hours an earlier run published (before `sealedBefore`, an hour number),
+    /// with their keys as published (`PublishedTree.sealedHours`). They are published again
+    /// exactly so, whatever the inbox holds now (a board may delete or rewrite its files), and
+    /// new keys go only into later hours: a published package never changes and no key moves.
+    public static func plan(_ submitted: [SubmittedKey], now: Int64, options o: PublishOptions,
+                            sealed: [Int64: [DiagnosisKey]] = [:], sealedBefore: Int64 = .min) -> PublicationPlan {
         var plan = PublicationPlan()
         let currentHour = floorDiv(now, 3600)
         let today = UTCDay(Int32(floorDiv(now, 86_400)))
         let firstDay = today.advanced(by: -o.retentionDays)
         let firstHour = Int64(firstDay.rawValue) * 24
+        func id(_ k: DiagnosisKey) -> Data { k.key.bytes + k.rollingStartIntervalNumber.littleEndianBytes }
+        let sealedIDs = Set(sealed.values.joined().map(id))
 
         // A key submitted twice (a board uploading again) counts once, at its first submission.
         var byKey: [Data: SubmittedKey] = [:]
         for s in submitted {
-            let id = s.key.key.bytes + s.key.rollingStartIntervalNumber.littleEndianBytes
+            let id = id(s.key)
+            if sealedIDs.contains(id) { continue }
             if let seen = byKey[id], seen.submittedAt <= s.submittedAt { continue }
             byKey[id] = s
         }
         var buckets: [Int64: [SubmittedKey]] = [:]
         for s in byKey.values {
-            buckets[floorDiv(s.availableAt(embargo: o.embargo), 3600), default: []].append(s)
+            buckets[max(floorDiv(s.availableAt(embargo: o.embargo), 3600), sealedBefore), default: []].append(s)
         }
 
         // Shift thin hours forward; only complete hours are published. Every key takes part,
@@ -121,6 +129,11 @@ public struct PublicationPlan: Sendable, Equatable {
         var pending: [SubmittedKey] = []
         var perDay: [Int64: Int] = [:]
         let minimum = max(1, o.minimumKeysPerPackage), dayCap = max(1, o.maximumKeysPerDay)
+        for (hour, keys) in sealed.sorted(by: { $0.key < $1.key }) where hour < min(sealedBefore, currentHour) {
+            perDay[floorDiv(hour, 24), default: 0] += keys.count
+            if hour < firstHour { plan.keysExpired += keys.count; continue }
+            emitted.append((hour, keys.sorted { $0.key.bytes.lexicographicallyPrecedes($1.key.bytes) }))
+        }
         let hours = buckets.keys.sorted()
         var next = 0
         var hour = hours.first ?? currentHour
@@ -180,7 +193,7 @@ public struct PublicationPlan: Sendable, Equatable {
         return plan
     }
 
-    static func floorDiv(_ a: Int64, _ b: Int64) -> Int64 { a >= 0 ? a / b : -((-a + b - 1) / b) }
+    public static func floorDiv(_ a: Int64, _ b: Int64) -> Int64 { a >= 0 ? a / b : -((-a + b - 1) / b) }
 }
 
 /// Errors of a publish run.
@@ -330,5 +343,33 @@ public struct TreeWriter {
         // The old file must verify under the newest signer's own key; its list of signers is compared separately.
         if let first = signers.first { t.add(keyId: first.info.keyId, version: first.info.keyVersion, key: first.key.publicKey) }
         return t
+    }
+}
+
+/// What an earlier run published, read back from its tree.
+public enum PublishedTree {
+    /// The keys of every hour before `before` (an hour number) that the tree at `output`
+    /// publishes in the Google layout of `region` (one file per hour and batch, named by its
+    /// window, so every published hour is there while in retention). A file that cannot be
+    /// read is named in `problems`; its hour is then not sealed.
+    public static func sealedHours(output: String, region: String, before: Int64) -> (hours: [Int64: [DiagnosisKey]], problems: [String]) {
+        let root = URL(fileURLWithPath: output).standardizedFileURL.path
+        guard let index = try? Data(contentsOf: URL(fileURLWithPath: root + "/" + GoogleLayout.index(region))),
+              let paths = try? GoogleLayout.decodeIndex(index, url: GoogleLayout.index(region)) else { return ([:], []) }
+        var hours: [Int64: [DiagnosisKey]] = [:], problems: [String] = []
+        for path in paths {
+            let name = (path as NSString).lastPathComponent
+            let parts = name.dropLast(4).split(separator: "-")
+            guard path.hasPrefix(region + "/"), name.hasSuffix(".zip"), parts.count == 3, let start = Int64(parts[0]), start % 3600 == 0 else { continue }
+            let hour = start / 3600
+            guard hour < before else { continue }
+            do {
+                let file = try KeyExportFile(parsing: Data(contentsOf: URL(fileURLWithPath: root + "/" + path)))
+                hours[hour, default: []] += file.keyBatches().flatMap { $0 }
+            } catch {
+                problems.append("\(path): \(error)")
+            }
+        }
+        return (hours, problems)
     }
 }

@@ -180,7 +180,12 @@ struct KeysPublish: ParsableCommand {
                     printError("gaenctl keys publish:   e.g. \(SafeText.escaped(example))")
                 }
             }
-            let plan = PublicationPlan.plan(read.keys, now: moment, options: options)
+            // The hours earlier runs published are sealed: read back from the tree, published
+            // again as they were, whatever the inbox holds now.
+            let sealedBefore = ledger.lastPublishedAt.map { PublicationPlan.floorDiv($0, 3600) } ?? .min
+            let sealed = PublishedTree.sealedHours(output: output, region: options.region, before: sealedBefore)
+            for p in sealed.problems { printError("gaenctl keys publish: warning: cannot read back the published \(SafeText.escaped(p)); its hour is planned again") }
+            let plan = PublicationPlan.plan(read.keys, now: moment, options: options, sealed: sealed.hours, sealedBefore: sealedBefore)
             let summary = try TreeWriter(options: options, signers: signers, appConfiguration: config).publish(plan, to: output)
             if summary.staleRemoved > 0 { printError("gaenctl keys publish: removed \(summary.staleRemoved) half-built trees of runs that were killed") }
             ledger.published(at: moment)
