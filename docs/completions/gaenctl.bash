@@ -356,7 +356,7 @@ _gaenctl_keys_publish() {
     repeating_flags=()
     non_repeating_flags=(--version -h --help)
     repeating_options=(--signing-key --key-id --key-version)
-    non_repeating_options=(--inbox -o --country --region --now --embargo-hours --min-keys --hour-days --retention-days --max-keys-per-file --app-config)
+    non_repeating_options=(--inbox -o --country --region --now --embargo-hours --min-keys --hour-days --retention-days --max-keys-per-file --max-keys-per-day --max-keys-per-board-day --max-bytes-per-board-day --app-config)
     __gaenctl_offer_flags_options 0
 
     # Offer option value completions
@@ -398,6 +398,15 @@ _gaenctl_keys_publish() {
         return
         ;;
     '--max-keys-per-file')
+        return
+        ;;
+    '--max-keys-per-day')
+        return
+        ;;
+    '--max-keys-per-board-day')
+        return
+        ;;
+    '--max-bytes-per-board-day')
         return
         ;;
     '--app-config')
