@@ -147,6 +147,14 @@ public struct AppSyncJob {
             log("\(message) (MESSAGE_ID=\(HighRiskAnnouncement.messageID))")
         }
         let signal = GaendAppRiskChanged(node: node, level: risk.level, engine: risk.engine, since: since)
+        // Sent as the owner of the app's own name: receivers match on it as the sender
+        // (GaendAppBus.riskChangedMatch), and only the app's user may own it.
+        let name = GaendAppBus.busName(instance: node)
+        do {
+            try await client.bus.connection.requestName(name)
+        } catch {
+            log("cannot own \(name) (\(error)): receivers that check the sender will ignore the signal; run the app as user gaend-app")
+        }
         do {
             _ = try await client.bus.connection.send(.signal(path: GaendAppBus.objectPath, interface: GaendAppRiskChanged.interface,
                                                              member: GaendAppRiskChanged.member, body: signal.args))
