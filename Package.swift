@@ -135,7 +135,8 @@ let package = Package(
         // RiskChanged signal), the upload of the board's keys, the status text.
         .target(name: "GaenApp", dependencies: ["KeyDistribution", "ENProtocol", "RiskEngines", "HTTPClient", "GaendClient", "GaendAPI",
                                                 "DBusCore", "PlatformSupport"]),
-        .testTarget(name: "GaenAppTests", dependencies: ["GaenApp", "HTTPClient", "KeyDistribution", "ENProtocol", "PlatformSupport", "RiskEngines"]),
+        .testTarget(name: "GaenAppTests", dependencies: ["GaenApp", "HTTPClient", "KeyDistribution", "ENProtocol", "PlatformSupport", "RiskEngines",
+                                                        "DBusCore", "GaendAPI"]),
         // The node's state as Prometheus metrics (`gaenctl metrics`): the exposition of one status
         // reading and of the app's status.
         .target(name: "GaenMetrics", dependencies: ["GaenApp", "GaendAPI", "GaendClient", "ENProtocol", "HCIProtocol"]),

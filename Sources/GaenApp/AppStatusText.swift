@@ -16,7 +16,11 @@ public enum AppStatusText {
         } else {
             out.append("app last sync:  never")
         }
-        out.append("app packages:   \(s.packagesHeld) held, \(s.packagesProvided) provided, \(s.packagesWaiting) waiting")
+        out.append("app packages:   \(s.packagesHeld) held, \(s.packagesProvided) provided, \(s.packagesWaiting) waiting"
+                   + (s.oldestWaitingFetchedAt.map { " (the oldest since \(time($0)))" } ?? "")
+                   + ", \(s.packagesRefused ?? 0) refused by gaend")
+        out.append("app provide:    last accepted " + (s.lastProvidedAt.map(time) ?? "never")
+                   + "; refused in all: \(s.refusedDownloadsTotal ?? 0) at download, \(s.refusedByGaendTotal ?? 0) by gaend")
         if let r = s.risk {
             out.append("app risk:       \(TextSafety.escaped(r.level)) (\(TextSafety.escaped(r.engine)), \(r.windows) windows, \(time(r.computedAt)))"
                        + (s.highRiskSince.map { "; high since \(time($0))" } ?? ""))
@@ -29,12 +33,15 @@ public enum AppStatusText {
     public static func json(_ s: AppStatus) -> JSONValue {
         var o: [String: JSONValue] = [
             "packagesHeld": .int(Int64(s.packagesHeld)), "packagesProvided": .int(Int64(s.packagesProvided)),
-            "packagesWaiting": .int(Int64(s.packagesWaiting)),
+            "packagesWaiting": .int(Int64(s.packagesWaiting)), "packagesRefused": .int(Int64(s.packagesRefused ?? 0)),
+            "oldestWaitingFetchedAt": s.oldestWaitingFetchedAt.map { .int($0) } ?? .null,
+            "lastProvidedAt": s.lastProvidedAt.map { .int($0) } ?? .null,
+            "refusedDownloadsTotal": .int(Int64(s.refusedDownloadsTotal ?? 0)), "refusedByGaendTotal": .int(Int64(s.refusedByGaendTotal ?? 0)),
         ]
         if let l = s.lastSync {
             o["lastSync"] = .object(["startedAt": .int(l.startedAt), "finishedAt": .int(l.finishedAt), "server": .string(l.server),
                                      "newPackages": .int(Int64(l.newPackages)), "provided": .int(Int64(l.provided)),
-                                     "refused": .int(Int64(l.refused)), "pending": .int(Int64(l.pending)), "bytes": .int(Int64(l.bytes)),
+                                     "refused": .int(Int64(l.refused)), "refusedByGaend": .int(Int64(l.refusedByGaend ?? 0)), "pending": .int(Int64(l.pending)), "bytes": .int(Int64(l.bytes)),
                                      "error": .string(l.error)])
         } else {
             o["lastSync"] = .null

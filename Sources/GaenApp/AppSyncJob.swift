@@ -39,6 +39,12 @@ public struct AppSyncJob {
         self.log = log
     }
 
+    /// The run's one line: `N new packages, M provided, K refused`, and `, W waiting` when
+    /// packages are left for a later run.
+    public static func summary(_ r: SyncRecord) -> String {
+        "\(r.newPackages) new packages, \(r.provided) provided, \(r.refused) refused" + (r.pending > 0 ? ", \(r.pending) waiting" : "")
+    }
+
     /// One whole run. The record is kept in the state (status.json) whatever happens; a
     /// non-empty `error` means the run could not complete.
     public func run(connect: () async throws -> GaendClient) async throws -> SyncRecord {
@@ -67,7 +73,7 @@ public struct AppSyncJob {
             }
         }
         record.finishedAt = Int64(now())
-        record.error = failure ?? ""
+        if let failure { record.error = failure }
         record.pending += sync.waiting.count
         try? sync.finish(record)
         return record
@@ -82,8 +88,16 @@ public struct AppSyncJob {
         }
         let wait = options.matchWait
         let log = self.log
-        record.provided = try await sync.provide(calls: calls) { paths in
+        let provided = try await sync.provide(calls: calls) { paths in
             try await Self.provide(paths, client: client, wait: wait, log: log)
+        }
+        record.provided = provided.provided
+        record.refused += provided.refused
+        record.refusedByGaend = provided.refused
+        // A call gaend refused for a reason not in its files: the run did not complete its
+        // provide, and says so (exit 1, gaend_app_last_sync_success 0); the risk still runs.
+        if let stopped = provided.stopped {
+            record.error = "\(stopped); \(sync.waiting.count) packages wait for the next run"
         }
         guard let configuration else {
             log("no app configuration: the risk is not computed")
@@ -133,6 +147,14 @@ public struct AppSyncJob {
             log("\(message) (MESSAGE_ID=\(HighRiskAnnouncement.messageID))")
         }
         let signal = GaendAppRiskChanged(node: node, level: risk.level, engine: risk.engine, since: since)
+        // Sent as the owner of the app's own name: receivers match on it as the sender
+        // (GaendAppBus.riskChangedMatch), and only the app's user may own it.
+        let name = GaendAppBus.busName(instance: node)
+        do {
+            try await client.bus.connection.requestName(name)
+        } catch {
+            log("cannot own \(name) (\(error)): receivers that check the sender will ignore the signal; run the app as user gaend-app")
+        }
         do {
             _ = try await client.bus.connection.send(.signal(path: GaendAppBus.objectPath, interface: GaendAppRiskChanged.interface,
                                                              member: GaendAppRiskChanged.member, body: signal.args))

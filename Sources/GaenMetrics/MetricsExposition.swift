@@ -167,7 +167,19 @@ public struct MetricsExposition {
                       sync.error.isEmpty ? 1 : 0)
             }
             gauge("gaend_app_packages_held", "Key packages the app holds.", Double(app.packagesHeld))
-            gauge("gaend_app_packages_waiting", "Key packages listed or fetched but not yet provided.", Double(app.packagesWaiting))
+            gauge("gaend_app_packages_waiting", "Key packages fetched but not yet provided (nor refused by gaend).", Double(app.packagesWaiting))
+            gauge("gaend_app_packages_refused", "Held key packages gaend refused (kept out of provide calls).", Double(app.packagesRefused ?? 0))
+            // 0 when nothing waits, so a rule can tell "none" from "since long ago".
+            gauge("gaend_app_oldest_waiting_package_timestamp_seconds",
+                  "When the oldest package still waiting for gaend was fetched, Unix seconds (0: none waits).",
+                  Double(app.oldestWaitingFetchedAt ?? 0))
+            gauge("gaend_app_last_provide_timestamp_seconds", "The last ProvideDiagnosisKeys call gaend accepted, Unix seconds (0: none yet).",
+                  Double(app.lastProvidedAt ?? 0))
+            var refused = Family("gaend_app_packages_refused_total", "counter",
+                                 "Key packages refused: at download (signature, size, window, revoked) or by gaend (ProvideDiagnosisKeys).")
+            refused.add(with([("by", "app")]), Double(app.refusedDownloadsTotal ?? 0))
+            refused.add(with([("by", "gaend")]), Double(app.refusedByGaendTotal ?? 0))
+            families.append(refused)
             if let risk = app.risk {
                 var f = Family("gaend_app_risk_level", "gauge", "The app's risk level: 1 for the current one.")
                 for level in ["low", "high", "unknown"] { f.add(with([("level", level)]), risk.level == level ? 1 : 0) }

@@ -5,6 +5,22 @@ import DBusCore
 public enum GaendAppBus {
     public static let objectPath = "/org/gaend/App1"
     public static let interface = "org.gaend.App1"
+    /// The app's own well-known name: `org.gaend.App1` for the default gaend, and
+    /// `org.gaend.App1.NAME` for instance NAME (the app of org.gaend.hci0 owns
+    /// org.gaend.App1.hci0). Only the app's user may own it (dbus/org.gaend.App1.conf), so a
+    /// receiver that matches on it as the sender hears the app and nobody else.
+    public static let busName = "org.gaend.App1"
+
+    public static func busName(instance: String?) -> String {
+        guard let instance, !instance.isEmpty, instance != "default" else { return busName }
+        return busName + "." + instance
+    }
+
+    /// The match rule a receiver adds for the app of `instance`: dbus-daemon delivers only
+    /// signals whose sender owns that name at the time.
+    public static func riskChangedMatch(instance: String?) -> String {
+        "type='signal',sender='\(busName(instance: instance))',interface='\(interface)',member='RiskChanged',path='\(objectPath)'"
+    }
 }
 
 /// org.gaend.App1.RiskChanged (node, level, engine, since): the app's risk turned high.

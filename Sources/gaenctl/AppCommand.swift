@@ -6,6 +6,7 @@ import GaenApp
 import HTTPClient
 import GaendClient
 import KeyDistribution
+import PlatformSupport
 
 /// `gaenctl app`: the phone app's half of the loop on a board, beside gaend (not inside it:
 /// gaend never sees the network). Run by gaend-app@hciN.timer (docs/key-server.md).
@@ -41,13 +42,21 @@ struct AppSync: AsyncParsableCommand {
             go on). The server's Date is checked first: more than 2 h off stops the run. Files \
             are retried with exponential backoff and jitter (Retry-After honoured on 429/503); \
             a file still failing waits for the next run. New packages are provided to gaend in \
-            calls of at most 16 files, within gaend's daily limit and --max-provide-calls a day; \
-            each package is provided once. Then the risk is computed with the engine and \
+            calls of at most 16 files and 64 MiB, within gaend's daily limit and \
+            --max-provide-calls a day; each package is provided once. A file gaend refuses is \
+            set apart (the one gaend names, else found by halving the call), refused, counted \
+            and logged with its URL and reason, and the others are provided in the same run; \
+            it goes into no call again, but is tried alone once a day, 3 times at most, in case \
+            the refusal was due to gaend's clock. Then the risk is computed with the engine and \
             parameters of the server's signed app configuration, kept with its history in \
             STATE_DIR/status.json (shown by gaenctl status), and a change to high risk is \
             announced: a journal entry with MESSAGE_ID=3f0c8a4e5b7d4c2a9e1f6b0d8c7a5e42, the \
             D-Bus signal org.gaend.App1.RiskChanged, and --hook. Prints one line: \
-            N new packages, M provided, K refused. Exit 1 when the run could not complete.
+            N new packages, M provided, K refused[, W waiting] (K: refused at download or by \
+            gaend in this run; W: packages listed or held and not yet provided). Exit status: \
+            0 when the run completed and refused nothing; 1 when it could not complete (clock, \
+            server, gaend missing, or gaend refused a call for a reason not in its files: the \
+            packages wait); 2 when it completed but refused packages.
             """)
 
     @OptionGroup var bus: BusOptions
@@ -121,16 +130,21 @@ struct AppSync: AsyncParsableCommand {
         let record: SyncRecord
         do {
             let job = AppSyncJob(settings: settings, stateDirectory: AppCommand.stateDirectory(stateDir, bus: bus), options: options,
-                                 http: try AppCommand.session(caFile: cacert), log: { printError("gaenctl app sync: \($0)") })
+                                 http: try AppCommand.session(caFile: cacert),
+                                 log: { printError("gaenctl app sync: \(TextSafety.escaped($0, limit: 4_096))") })
             record = try await job.run(connect: { try await bus.connectToGaend() })
         } catch {
-            printError("gaenctl app sync: \(error)")
+            printError("gaenctl app sync: \(TextSafety.escaped("\(error)", limit: 4_096))")
             throw ExitCode(1)
         }
-        print("\(record.newPackages) new packages, \(record.provided) provided, \(record.refused) refused")
+        print(AppSyncJob.summary(record))
         if !record.error.isEmpty {
-            printError("gaenctl app sync: \(record.error)")
+            printError("gaenctl app sync: \(TextSafety.escaped(record.error, limit: 4_096))")
             throw ExitCode(1)
+        }
+        if record.refused > 0 {
+            printError("gaenctl app sync: \(record.refused) packages refused (logged above with their URLs)")
+            throw ExitCode(2)
         }
     }
 }

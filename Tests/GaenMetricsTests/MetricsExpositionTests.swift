@@ -44,6 +44,27 @@ struct MetricsExpositionTests {
         #expect(text.contains("gaend_app_last_sync_timestamp_seconds{controller=\"hci0\",node=\"b1\",site=\"bus 7\"} 160\n"))
     }
 
+    @Test("What waits for gaend, since when, the last provide and the refusals are metrics")
+    func appWaitingAndRefusals() {
+        let l = "{controller=\"hci0\",node=\"b1\",site=\"bus 7\""
+        var app = AppStatus(packagesHeld: 14, packagesProvided: 11, packagesWaiting: 2, packagesRefused: 1, oldestWaitingFetchedAt: 1_700_000_000,
+                            lastProvidedAt: 1_700_003_600, refusedDownloadsTotal: 4, refusedByGaendTotal: 1)
+        var text = MetricsExposition(status: status(node: "b1"), busName: "org.gaend.hci0", app: app).text
+        checkLines(text)
+        #expect(text.contains("gaend_app_oldest_waiting_package_timestamp_seconds\(l)} 1700000000\n"))
+        #expect(text.contains("gaend_app_last_provide_timestamp_seconds\(l)} 1700003600\n"))
+        #expect(text.contains("gaend_app_packages_refused\(l)} 1\n"))
+        #expect(text.contains("# TYPE gaend_app_packages_refused_total counter\n"))
+        #expect(text.contains("gaend_app_packages_refused_total\(l),by=\"app\"} 4\n"))
+        #expect(text.contains("gaend_app_packages_refused_total\(l),by=\"gaend\"} 1\n"))
+        // Nothing waits, nothing provided yet (a status from before these fields): 0, not absent.
+        app = AppStatus(packagesHeld: 0, packagesProvided: 0, packagesWaiting: 0)
+        text = MetricsExposition(status: status(node: "b1"), busName: "org.gaend.hci0", app: app).text
+        #expect(text.contains("gaend_app_oldest_waiting_package_timestamp_seconds\(l)} 0\n"))
+        #expect(text.contains("gaend_app_last_provide_timestamp_seconds\(l)} 0\n"))
+        #expect(text.contains("gaend_app_packages_refused_total\(l),by=\"gaend\"} 0\n"))
+    }
+
     @Test("A node that does not answer keeps its labels, gaend_up 0")
     func down() {
         let labels = MetricsExposition.labels(controller: "hci1", node: "n", site: "s")
