@@ -96,23 +96,27 @@ let package = Package(
         // The matcher's AES (AES-NI/VAES/ARMv8, chosen at run time) and lockstep HKDF (SHA-NI):
         // a benchmark proved the need (GaenBench match; see the header). OpenSSL stays the portable path.
         .target(name: "CGaenCrypto", path: "Sources/CGaenCrypto"),
-        // Pure GAEN protocol: no I/O, no clock, no globals.
+        // Pure GAEN protocol: no I/O, no threads, no clock, no platform layer (scripts/test.sh's
+        // layering check: it links no PlatformSupport).
         .target(
             name: "ENProtocol",
             dependencies: [
-                "COpenSSL", "CGaenCrypto", "CGaenZlib", "PlatformSupport",
+                "COpenSSL", "CGaenCrypto", "CGaenZlib",
                 .product(name: "SwiftProtobuf", package: "swift-protobuf"),
             ],
             exclude: ["KeyExport/export.proto"],
             swiftSettings: daemonModule
         ),
+        // The matcher's threads and clocks (MatchingThreads.system): the dispatch pool, the
+        // monotonic clock, the kernel's per-thread accounting. ENProtocol's matcher takes them.
+        .target(name: "MatchingRuntime", dependencies: ["ENProtocol"], swiftSettings: daemonModule),
         // The national apps' risk engines (CWA, NHS, SwissCovid, Immuni) and their published
         // configurations: the app side and the trial toolkit use them; the daemon uses only the
         // framework's own summaries (ENProtocol).
         .target(name: "RiskEngines", dependencies: ["ENProtocol"]),
         .testTarget(name: "RiskEnginesTests", dependencies: ["RiskEngines", "ENProtocol", "YAMLReader"], resources: [.copy("Fixtures")]),
         // Field-trial toolkit: channel analysis, trial reports, simulation, calibration.
-        .target(name: "TrialKit", dependencies: ["ENProtocol", "RiskEngines", "CGaenZlib", "COpenSSL", "PlatformSupport"]),
+        .target(name: "TrialKit", dependencies: ["ENProtocol", "MatchingRuntime", "RiskEngines", "CGaenZlib", "COpenSSL", "PlatformSupport"]),
         .testTarget(name: "TrialKitTests", dependencies: ["TrialKit", "ENProtocol"]),
         // The key server's published layouts (CWA distribution layout, Google key server layout):
         // the publisher's plan and tree writer and the app's readers side by side, the signed
@@ -172,7 +176,7 @@ let package = Package(
         .target(
             name: "BLEDaemon",
             dependencies: [
-                "NodeConfig", "HCIHost", "ENProtocol", "HCIProtocol", "HCIShim", "DBusCore", "GaendAPI", "PlatformSupport", "GaenSQLite",
+                "NodeConfig", "HCIHost", "ENProtocol", "MatchingRuntime", "HCIProtocol", "HCIShim", "DBusCore", "GaendAPI", "PlatformSupport", "GaenSQLite",
                 .product(name: "Logging", package: "swift-log"),
                 .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
             ],
@@ -208,7 +212,7 @@ let package = Package(
         .executableTarget(
             name: "gaenctl",
             dependencies: [
-                "ENProtocol", "RiskEngines", "NodeConfig", "RadioCommands", "CLISupport", "HCIProtocol", "GaendClient", "GaendAPI", "TrialKit", "KeyDistribution", "GaenApp",
+                "ENProtocol", "MatchingRuntime", "RiskEngines", "NodeConfig", "RadioCommands", "CLISupport", "HCIProtocol", "GaendClient", "GaendAPI", "TrialKit", "KeyDistribution", "GaenApp",
                 "GaenMetrics", "GaenCollect", "HTTPClient", "PlatformSupport",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
                 // `trial import dp3t` reads DP-3T's SQLite result tables.
@@ -226,7 +230,7 @@ let package = Package(
         .target(name: "FuzzSupport"),
         // Benchmarks print figures; they are not tests (run: scripts/bench.sh).
         // GaenBench: matching, key files, simulation; it compiles no store and no D-Bus.
-        .executableTarget(name: "GaenBench", dependencies: ["BenchSupport", "ENProtocol", "COpenSSL", "CGaenCrypto", "TrialKit"]),
+        .executableTarget(name: "GaenBench", dependencies: ["BenchSupport", "ENProtocol", "MatchingRuntime", "COpenSSL", "CGaenCrypto", "TrialKit"]),
         // GaenStoreBench: the benchmarks that run the encrypted store (ingest, ingest-h4, schedule-idle).
         // StoreFixtures: the ingest benchmark writes StressRecords, the records the store's tests use.
         .executableTarget(name: "GaenStoreBench", dependencies: ["BenchSupport", "BLEDaemon", "HCIHost", "HCIProtocol", "ENProtocol", "StoreFixtures", .product(name: "Logging", package: "swift-log")]),
@@ -245,7 +249,7 @@ let package = Package(
         .executableTarget(name: "FuzzYAML", dependencies: ["YAMLReader", "FuzzSupport"]),
         .testTarget(
             name: "ENProtocolTests",
-            dependencies: ["ENProtocol", "CGaenCrypto"],
+            dependencies: ["ENProtocol", "MatchingRuntime", "CGaenCrypto"],
             resources: [.copy("Fixtures")]
         ),
         .testTarget(name: "HCIProtocolTests", dependencies: ["HCIProtocol", "HCITestSupport"]),

@@ -3,6 +3,7 @@ import CGaenCrypto
 import COpenSSL
 import ENProtocol
 import Foundation
+import MatchingRuntime
 
 /// `GaenBench match`: diagnosis keys spread over 14 days against 14 days of sightings from a
 /// busy site. Prints keys per second on one core and on all cores, peak memory after 100k and
@@ -125,7 +126,7 @@ enum MatchBench {
     }
 
     static func runKeys(_ n: Int, workers: Int, keys: KeyStream, index: SightingIndex, part: Int, crypto: MatchCrypto) throws -> RunResult {
-        let matcher = ExposureMatcher(index: index, workers: workers, crypto: crypto)
+        let matcher = ExposureMatcher(index: index, workers: workers, threads: .system, crypto: crypto)
         let parts = (n + part - 1) / part
         let start = DispatchTime.now().uptimeNanoseconds, cpuStart = ProcessUsage.cpuSeconds()
         let result = try matcher.match(parts: parts) { i in

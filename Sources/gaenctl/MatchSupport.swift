@@ -1,6 +1,7 @@
 import ArgumentParser
 import ENProtocol
 import Foundation
+import MatchingRuntime
 
 /// Options shared by `match` and `windows`: a sightings export, key files, trust, threads.
 struct SightingsAndKeysOptions: ParsableArguments {
@@ -51,7 +52,7 @@ enum MatchRun {
         do { log = try SightingsFile.parse(data, requiring: requirement) } catch { throw CommandFailure("\(sightings): \(error)") }
         let trust = try o.trust.trustSet()
         let files = try o.keys.map { try KeyFileLoader.load($0, trust: trust).file }
-        let computation = try ExposureComputation(log: log, mapping: mapping, workers: o.threads)
+        let computation = try ExposureComputation(log: log, mapping: mapping, workers: o.threads, threads: .system)
         return Result(log: log, computation: computation, outcome: try computation.match(files))
     }
 

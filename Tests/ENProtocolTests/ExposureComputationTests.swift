@@ -1,6 +1,7 @@
 import Foundation
 import Testing
 @testable import ENProtocol
+import MatchingRuntime
 
 /// The one exposure computation's rules: key order, dedup (a TEK counts once, its last
 /// occurrence wins), the sort order, and per-file attribution.
@@ -29,7 +30,7 @@ import Testing
 
     @Test func theSameFileTwiceCountsOnce() throws {
         let a = make.key(1, day: day), b = make.key(2, day: day)
-        let c = try ExposureComputation(log: log(a, b), workers: 1, tableSeed: 1)
+        let c = try ExposureComputation(log: log(a, b), workers: 1, threads: .system, tableSeed: 1)
         let once = try c.run([file([a, b])])
         let twice = try c.run([file([a, b]), file([a, b])])
         #expect(once.outcome.matches.count == 3 && once.outcome.matchedKeys == 2)
@@ -44,7 +45,7 @@ import Testing
         let a = make.key(1, day: day), b = make.key(2, day: day)
         var revoked = a
         revoked.reportType = .revoked
-        let c = try ExposureComputation(log: log(a, b), workers: 1, tableSeed: 1)
+        let c = try ExposureComputation(log: log(a, b), workers: 1, threads: .system, tableSeed: 1)
         // Listed twice in one file: the later entry (revoked) counts; a's sightings give no window.
         let r = try c.run([file([a, b, revoked])])
         #expect(r.outcome.matches.count == 3)
@@ -59,8 +60,8 @@ import Testing
 
     @Test func matchesComeInOneOrderWhateverTheKeyOrderAndWorkers() throws {
         let a = make.key(1, day: day), b = make.key(2, day: day)
-        let one = try ExposureComputation(log: log(a, b), workers: 1, tableSeed: 1).run([file([a, b])])
-        let other = try ExposureComputation(log: log(a, b), workers: 4, tableSeed: 99).run([file([b]), file([a])])
+        let one = try ExposureComputation(log: log(a, b), workers: 1, threads: .system, tableSeed: 1).run([file([a, b])])
+        let other = try ExposureComputation(log: log(a, b), workers: 4, threads: .system, tableSeed: 99).run([file([b]), file([a])])
         #expect(one.outcome.matches.map(\.sighting) == other.outcome.matches.map(\.sighting))
         #expect(one.windows == other.windows)
         let times = one.outcome.matches.map(\.sighting.time)
@@ -69,7 +70,7 @@ import Testing
 
     @Test func cancellationStopsBetweenBatches() throws {
         let a = make.key(1, day: day), b = make.key(2, day: day)
-        let c = try ExposureComputation(log: log(a, b), workers: 1, tableSeed: 1)
+        let c = try ExposureComputation(log: log(a, b), workers: 1, threads: .system, tableSeed: 1)
         #expect(throws: CancellationError.self) { try c.run([file([a, b])], isCancelled: { true }) }
     }
 }

@@ -1,6 +1,7 @@
 import Foundation
 import Testing
 @testable import ENProtocol
+import MatchingRuntime
 
 /// Exposure windows against hand-computed cases. Each case lays out a node's scans (with the
 /// scans that saw nothing), sightings of real keys in them, matches them, and builds windows.
@@ -29,7 +30,7 @@ import Testing
                                      metadata: s.metadata, scan: s.scan)
         }
         sightings.append(try make.noise(1, at: scanStarts[0] + 2))
-        let matches = try ExposureMatcher(index: SightingIndex(sightings: sightings, tableSeed: 1), workers: 1).match(keys).matches
+        let matches = try ExposureMatcher(index: SightingIndex(sightings: sightings, tableSeed: 1), workers: 1, threads: .system).match(keys).matches
         return try ExposureWindows.compute(matches: matches, scans: scans, mapping: mapping)
     }
 
@@ -160,7 +161,7 @@ import Testing
         let k = make.key(16, day: day)
         let t = Double(day.unixSeconds) + 3000
         let s = try make.sighting(k, rpiInterval: ENIntervalNumber(unixSeconds: t), at: t)
-        let matches = try ExposureMatcher(index: SightingIndex(sightings: [s], tableSeed: 1), workers: 1).match([k]).matches
+        let matches = try ExposureMatcher(index: SightingIndex(sightings: [s], tableSeed: 1), workers: 1, threads: .system).match([k]).matches
         #expect(throws: ExposureWindowError.sightingWithoutScan(time: t)) {
             try ExposureWindows.compute(matches: matches, scans: [])
         }

@@ -3,6 +3,7 @@ import Foundation
 import Synchronization
 import Testing
 @testable import ENProtocol
+import MatchingRuntime
 
 /// Every RPI-derivation path of the matcher gives the bytes OpenSSL EVP gives: the AES paths
 /// (AES-NI, VAES 256/512, ARMv8, whichever this CPU has) and the lockstep HKDF (SHA-NI) against
@@ -156,11 +157,11 @@ import Testing
         }
         sightings += try (0..<3000).map { try make.noise($0, at: timeIn(day.firstInterval, plus: Double($0 * 137))) }
         let index = SightingIndex(sightings: sightings, tableSeed: 0xfeed)
-        let portable = try ExposureMatcher(index: index, workers: 1, crypto: .portable).match(keys)
+        let portable = try ExposureMatcher(index: index, workers: 1, threads: .system, crypto: .portable).match(keys)
         #expect(portable.matches.count >= 70)
         for crypto in MatchCrypto.allSupported {
             for workers in [1, 2] {
-                let other = try ExposureMatcher(index: index, workers: workers, crypto: crypto).match(keys)
+                let other = try ExposureMatcher(index: index, workers: workers, threads: .system, crypto: crypto).match(keys)
                 #expect(other.statistics == portable.statistics, "\(crypto), \(workers) workers")
                 #expect(other.matches.map(MatchIdentity.init) == portable.matches.map(MatchIdentity.init), "\(crypto), \(workers) workers")
             }
@@ -195,11 +196,11 @@ import Testing
 
     @Test func encodedBatchesMatchAsDecodedKeys() throws {
         let (keys, file, index) = try Self.fixture()
-        let reference = try ExposureMatcher(index: index, workers: 1, crypto: .portable).match(keys)
+        let reference = try ExposureMatcher(index: index, workers: 1, threads: .system, crypto: .portable).match(keys)
         #expect(reference.matches.count >= 90)
         for crypto in [MatchCrypto.portable, .fastest] {
             for (workers, part) in [(1, 5000), (2, 333), (2, 4096)] {
-                let r = try ExposureMatcher(index: index, workers: workers, crypto: crypto).match(encoded: file.encodedKeyBatches(size: part))
+                let r = try ExposureMatcher(index: index, workers: workers, threads: .system, crypto: crypto).match(encoded: file.encodedKeyBatches(size: part))
                 #expect(r.statistics == reference.statistics, "\(crypto), \(workers) workers, parts of \(part)")
                 #expect(r.matches.map { MatchIdentity($0.match) } == reference.matches.map(MatchIdentity.init))
                 #expect(r.matches.allSatisfy { keys[$0.position] == $0.match.key })
@@ -212,13 +213,13 @@ import Testing
     /// any number of threads (more threads than parts too), and one barrier per run.
     @Test func runOfPartsMatchesAsOneBatch() throws {
         let (keys, file, index) = try Self.fixture()
-        let reference = try ExposureMatcher(index: index, workers: 1, crypto: .portable).match(keys)
+        let reference = try ExposureMatcher(index: index, workers: 1, threads: .system, crypto: .portable).match(keys)
         for (workers, part) in [(1, 700), (2, 700), (2, 97), (3, 4096), (8, 2500)] {
             let batches = file.encodedKeyBatches(size: part)
             var firsts: [Int] = [], total = 0
             for b in batches { firsts.append(total); total += b.count }
             let starts = firsts
-            let matcher = ExposureMatcher(index: index, workers: workers)
+            let matcher = ExposureMatcher(index: index, workers: workers, threads: .system)
             let made = Mutex(0)
             let r = try matcher.match(parts: batches.count) { i in
                 made.withLock { $0 += 1 }
@@ -243,7 +244,7 @@ import Testing
         for workers in [1, 2] {
             let taken = Mutex(0)
             #expect(throws: Broken.self) {
-                _ = try ExposureMatcher(index: index, workers: workers).match(parts: batches.count) { i in
+                _ = try ExposureMatcher(index: index, workers: workers, threads: .system).match(parts: batches.count) { i in
                     taken.withLock { $0 += 1 }
                     if i == 3 { throw Broken() }
                     return (batches[i], i * 50)
@@ -263,7 +264,7 @@ import Testing
         // One thread: parts 0 and 1 are matched, the third question stops the run.
         var asked = 0
         #expect(throws: CancellationError.self) {
-            _ = try ExposureMatcher(index: index, workers: 1).match(encoded: batches, isCancelled: {
+            _ = try ExposureMatcher(index: index, workers: 1, threads: .system).match(encoded: batches, isCancelled: {
                 asked += 1
                 return asked > 2
             })
@@ -271,7 +272,7 @@ import Testing
         #expect(asked == 3)
         // Two threads: the caller asks before its first part, whatever the other thread does.
         #expect(throws: CancellationError.self) {
-            _ = try ExposureMatcher(index: index, workers: 2).match(encoded: batches, isCancelled: { true })
+            _ = try ExposureMatcher(index: index, workers: 2, threads: .system).match(encoded: batches, isCancelled: { true })
         }
     }
 }

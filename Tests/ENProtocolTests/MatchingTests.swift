@@ -1,6 +1,7 @@
 import Foundation
 import Testing
 @testable import ENProtocol
+import MatchingRuntime
 
 /// Builds sightings of real keys (RPI and AEM from the key schedule) for matching tests.
 struct SightingMaker {
@@ -42,9 +43,9 @@ func timeIn(_ i: ENIntervalNumber, plus seconds: Double = 30) -> Double { Double
     /// must agree match for match and counter for counter.
     func run(_ sightings: [Sighting], _ keys: [DiagnosisKey], workers: Int = 1) throws -> (matches: [Match], statistics: MatchStatistics) {
         let index = SightingIndex(sightings: sightings, tableSeed: 0x5eed)
-        let portable = try ExposureMatcher(index: index, workers: workers, crypto: .portable).match(keys)
+        let portable = try ExposureMatcher(index: index, workers: workers, threads: .system, crypto: .portable).match(keys)
         for crypto in MatchCrypto.allSupported where crypto != .portable {
-            let other = try ExposureMatcher(index: index, workers: workers, crypto: crypto).match(keys)
+            let other = try ExposureMatcher(index: index, workers: workers, threads: .system, crypto: crypto).match(keys)
             #expect(other.statistics == portable.statistics, "\(crypto)")
             #expect(other.matches.map(MatchIdentity.init) == portable.matches.map(MatchIdentity.init), "\(crypto)")
         }

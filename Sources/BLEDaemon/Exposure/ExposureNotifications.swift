@@ -12,6 +12,7 @@ import Glibc
 import HCIHost
 import Logging
 import PlatformSupport
+import MatchingRuntime
 
 /// The exposure service's state and work (ExposureNotification1's domain side): the node's
 /// key history, provided key files (accepted, stored in their own table, parsed once), the
@@ -284,7 +285,7 @@ package actor ExposureNotifications {
         let computed = try await BlockingPool.run { cancel in
             // The export's own conversion, so that `gaenctl windows` on an export gives the daemon's windows.
             let log = SightingsLog(recorded: scans, currentCorrection: i.correction)
-            let computation = try ExposureComputation(log: log, mapping: i.mapping, workers: ProcessInfo.processInfo.activeProcessorCount)
+            let computation = try ExposureComputation(log: log, mapping: i.mapping, workers: ProcessInfo.processInfo.activeProcessorCount, threads: .system)
             let (outcome, windows, _) = try computation.run(files, isCancelled: { cancel.isCancelled })
             let first = files.count - min(i.callFiles, files.count)
             let own = try computation.windows(outcome.matches(fromFile: first)).windows

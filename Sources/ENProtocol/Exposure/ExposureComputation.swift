@@ -1,4 +1,3 @@
-import Dispatch
 #if canImport(FoundationEssentials)
 import FoundationEssentials
 #else
@@ -23,12 +22,14 @@ public struct ExposureComputation: Sendable {
     public let log: SightingsLog
     public let mapping: DiagnosisKeysDataMapping
 
-    /// `workers`: threads per run (pass the core count; 1 runs on the caller's thread).
-    public init(log: SightingsLog, mapping: DiagnosisKeysDataMapping = .default, workers: Int, tableSeed: UInt64? = nil) throws {
+    /// `workers`: threads per run (pass the core count; 1 runs on the caller's thread), from
+    /// `threads` (MatchingRuntime's `.system`).
+    public init(log: SightingsLog, mapping: DiagnosisKeysDataMapping = .default, workers: Int, threads: MatchingThreads,
+                tableSeed: UInt64? = nil) throws {
         self.log = log
         self.mapping = mapping
         let seed = try tableSeed ?? SightingIndex.randomTableSeed()
-        matcher = ExposureMatcher(index: SightingIndex(sightings: log.sightings, tableSeed: seed), workers: workers)
+        matcher = ExposureMatcher(index: SightingIndex(sightings: log.sightings, tableSeed: seed), workers: workers, threads: threads)
     }
 
     /// What a run found.

@@ -3,7 +3,6 @@ import FoundationEssentials
 #else
 import Foundation
 #endif
-import PlatformSupport
 
 /// Exposure windows from matched sightings, with the semantics of the framework (v2), as the
 /// Android API documents them and google/exposure-notifications-internals implements them

@@ -3,7 +3,6 @@ import FoundationEssentials
 #else
 import Foundation
 #endif
-import PlatformSupport
 import SwiftProtobuf
 
 /// Why a key export file was rejected. Each hostile-input case has its own case, with what
@@ -200,7 +199,7 @@ public struct KeyExportFile: Sendable {
             export = data
             container = .bareExport
         } else {
-            throw KeyExportError.unrecognizedFormat(firstBytes: prefix.prefix(8).map { CFormat.string("%02x", $0) }.joined())
+            throw KeyExportError.unrecognizedFormat(firstBytes: Data(prefix.prefix(8)).hexString)
         }
         exportBin = export.startIndex == 0 ? export : Data(export) // rebase a slice; never copy 17 MB for nothing
         let headerFound = [UInt8](exportBin.prefix(16))
@@ -215,7 +214,7 @@ public struct KeyExportFile: Sendable {
     }
 
     private static func printable(_ bytes: [UInt8]) -> String {
-        "\"" + bytes.map { $0 >= 0x20 && $0 < 0x7f && $0 != 0x22 && $0 != 0x5c ? String(UnicodeScalar($0)) : CFormat.string("\\x%02x", $0) }.joined() + "\""
+        "\"" + bytes.map { $0 >= 0x20 && $0 < 0x7f && $0 != 0x22 && $0 != 0x5c ? String(UnicodeScalar($0)) : "\\x" + Data([$0]).hexString }.joined() + "\""
     }
 
     private static func parseSignatures(_ data: Data) throws -> [KeyExportSignature] {
@@ -235,7 +234,7 @@ public struct KeyExportFile: Sendable {
                                        limits: KeyExportLimits = .default) throws -> (payload: Data, verifiedBy: KeyExportSignatureInfo, signatures: [KeyExportSignatureInfo]) {
         guard data.count <= limits.maxFileSize else { throw KeyExportError.fileTooLarge(size: data.count, limit: limits.maxFileSize) }
         guard data.starts(with: [0x50, 0x4b, 0x03, 0x04]) else {
-            throw KeyExportError.unrecognizedFormat(firstBytes: [UInt8](data.prefix(8)).map { CFormat.string("%02x", $0) }.joined())
+            throw KeyExportError.unrecognizedFormat(firstBytes: Data(data.prefix(8)).hexString)
         }
         let (payload, sigFile) = try KeyExportContainer.extract(zip: data, limits: limits)
         let signatures = try parseSignatures(sigFile)

@@ -1,14 +1,9 @@
 import CGaenCrypto
-import Dispatch
 #if canImport(FoundationEssentials)
 import FoundationEssentials
 #else
 import Foundation
 #endif
-#if canImport(Glibc)
-import Glibc
-#endif
-import PlatformSupport
 import Synchronization
 
 /// One sighting whose RPI a diagnosis key derives, with what its AEM says.
@@ -80,15 +75,21 @@ public final class ExposureMatcher: Sendable {
     public let workers: Int
     /// The AES and HKDF code used (`.fastest` unless a caller forces another path).
     public let crypto: MatchCrypto
+    /// Where the run's other threads come from and how their time is read (ENProtocol starts
+    /// none and reads no clock itself).
+    public let threads: MatchingThreads
     fileprivate let pool: WorkerPool
     private let profile = Mutex<RunProfile?>(nil)
 
-    /// `workers`: threads to use per run (the caller passes the core count; 1 = this thread).
+    /// `workers`: threads to use per run (the caller passes the core count; 1 = this thread);
+    /// `threads` gives the others (`MatchingThreads.system` of MatchingRuntime; with
+    /// `.callerOnly` every part runs on the caller's thread).
     /// `crypto`: `.fastest` in production; tests and GaenBench also run `.portable` (OpenSSL)
     /// and every path the CPU supports. A path the CPU lacks falls back to `.portable`.
-    public init(index: SightingIndex, workers: Int, crypto: MatchCrypto = .fastest) {
+    public init(index: SightingIndex, workers: Int, threads: MatchingThreads, crypto: MatchCrypto = .fastest) {
         self.index = index
         self.workers = max(1, workers)
+        self.threads = threads
         self.crypto = crypto.isSupported ? crypto : .portable
         pool = WorkerPool(index: index, crypto: self.crypto)
     }
@@ -151,10 +152,11 @@ extension ExposureMatcher {
         throws -> ([R], MatchStatistics) {
         let threads = max(1, min(workers, count))
         let shared = RunState<R>(parts: count)
-        let start = ThreadTimes.now()
+        let clock = self.threads
+        let start = clock.now()
         let pool = self.pool
         @Sendable func loop(_ stillWanted: () -> Bool) -> ThreadTimes {
-            var times = ThreadTimes.begin(runStart: start)
+            var times = ThreadTimes.begin(runStart: start, clock: clock)
             var stats = MatchStatistics()
             do {
                 let worker = try pool.take()
@@ -167,23 +169,20 @@ extension ExposureMatcher {
                 shared.fail(error)
             }
             shared.add(stats)
-            times.end()
+            times.end(clock: clock)
             return times
         }
-        let group = DispatchGroup()
-        for _ in 1..<threads {
-            DispatchQueue.global().async(group: group) { shared.report(loop { true }) }
-        }
+        let join = clock.spawn(threads - 1) { shared.report(loop { true }) }
         var mine = loop {
             if isCancelled() { shared.fail(CancellationError()); return false }
             return true
         }
-        let waitStart = ThreadTimes.now()
-        group.wait() // the run's one barrier
-        mine.barrierWait = ThreadTimes.now() - waitStart
+        let waitStart = clock.now()
+        join() // the run's one barrier
+        mine.barrierWait = clock.now() - waitStart
         shared.report(mine)
         let (results, stats, threadTimes) = try shared.collect()
-        let end = ThreadTimes.now()
+        let end = clock.now()
         profile.withLock { $0 = RunProfile(wall: end - start, parts: count, threads: threadTimes.map { t in
             var t = t
             t.idleAtEnd = max(0, end - t.endWall)
@@ -228,35 +227,45 @@ public struct ThreadTimes: Sendable {
     /// Seconds of `runWall` this thread neither ran nor waited for a core.
     public func idle(runWall: Double) -> Double { max(0, runWall - onCPU - waitingForCPU) }
 
-    static func now() -> Double { Double(DispatchTime.now().uptimeNanoseconds) / 1e9 }
-
-    static func begin(runStart: Double) -> ThreadTimes {
+    static func begin(runStart: Double, clock: MatchingThreads) -> ThreadTimes {
         var t = ThreadTimes()
-        t.startWall = now()
+        t.startWall = clock.now()
         t.startDelay = max(0, t.startWall - runStart)
-        t.startSched = schedstat()
+        t.startSched = clock.threadTimes()
         return t
     }
 
-    mutating func end() {
-        endWall = Self.now()
-        let s = Self.schedstat()
+    mutating func end(clock: MatchingThreads) {
+        endWall = clock.now()
+        let s = clock.threadTimes()
         onCPU = s.run - startSched.run
         waitingForCPU = s.wait - startSched.wait
     }
+}
 
-    /// This thread's time on a core and waiting for one, in seconds (0 where /proc is absent).
-    static func schedstat() -> (run: Double, wait: Double) {
-        let fd = open("/proc/thread-self/schedstat", O_RDONLY)
-        guard fd >= 0 else { return (0, 0) }
-        defer { close(fd) }
-        var buffer = [UInt8](repeating: 0, count: 96)
-        let n = buffer.withUnsafeMutableBytes { read(fd, $0.baseAddress, $0.count) }
-        guard n > 0 else { return (0, 0) }
-        let fields = buffer[..<n].split(separator: UInt8(ascii: " ")).prefix(2).map { Double(String(decoding: $0, as: UTF8.self)) ?? 0 }
-        guard fields.count == 2 else { return (0, 0) }
-        return (fields[0] / 1e9, fields[1] / 1e9)
+/// Where a matching run's other threads come from and how their time is read: given by the
+/// target that owns threads and clocks (MatchingRuntime's `.system`: the global dispatch pool,
+/// the monotonic clock, the kernel's per-thread accounting), so ENProtocol itself starts no
+/// thread and reads no clock.
+public struct MatchingThreads: Sendable {
+    /// Starts `count` copies of `body` on other threads, at once; returns the join, which
+    /// returns when every copy has.
+    public let spawn: @Sendable (_ count: Int, _ body: @escaping @Sendable () -> Void) -> @Sendable () -> Void
+    /// Monotonic seconds.
+    public let now: @Sendable () -> Double
+    /// This thread's seconds on a core and runnable waiting for one, (0, 0) where unknown.
+    public let threadTimes: @Sendable () -> (run: Double, wait: Double)
+
+    public init(spawn: @escaping @Sendable (Int, @escaping @Sendable () -> Void) -> @Sendable () -> Void,
+                now: @escaping @Sendable () -> Double, threadTimes: @escaping @Sendable () -> (run: Double, wait: Double)) {
+        self.spawn = spawn; self.now = now; self.threadTimes = threadTimes
     }
+
+    /// No other thread: the copies run one after another on the caller's thread at the join
+    /// (after the caller's own loop, so they find every part taken). No clock: the run's
+    /// profile reads zero.
+    public static let callerOnly = MatchingThreads(spawn: { count, body in { for _ in 0..<count { body() } } },
+                                                   now: { 0 }, threadTimes: { (0, 0) })
 }
 
 /// The shared state of one run: the next part to take, each part's results, the statistics,

@@ -3,7 +3,6 @@ import FoundationEssentials
 #else
 import Foundation
 #endif
-import PlatformSupport
 
 /// Why a sightings export was rejected. Each case says where and what was expected.
 public enum SightingsFormatError: Error, Equatable, CustomStringConvertible {

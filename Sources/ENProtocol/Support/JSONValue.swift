@@ -3,7 +3,6 @@ import FoundationEssentials
 #else
 import Foundation
 #endif
-import PlatformSupport
 
 /// A JSON document as a tree, read and written. Read: the few files read field by field with
 /// messages that name the field (mapping files, windows files); FoundationEssentials has no
@@ -85,7 +84,7 @@ public enum JSONValue: Sendable, Equatable, Decodable, CustomStringConvertible {
         case .bool(let b): out += b ? "true" : "false"
         case .int(let i): out += String(i)
         case .double(let d):
-            if d.isFinite { out += (d == d.rounded() && abs(d) < 1e15) ? CFormat.fixed(d, decimals: 1) : String(d) } else { out += "null" }
+            if d.isFinite { out += (d == d.rounded() && abs(d) < 1e15) ? (d == 0 && d.sign == .minus ? "-0.0" : String(Int64(d)) + ".0") : String(d) } else { out += "null" }
         case .string(let s): Self.writeString(s, to: &out)
         case .array(let a):
             out += "["
@@ -118,7 +117,7 @@ public enum JSONValue: Sendable, Equatable, Decodable, CustomStringConvertible {
             case "\n": out += "\\n"
             case "\r": out += "\\r"
             case "\t": out += "\\t"
-            case _ where u.value < 0x20: out += CFormat.string("\\u%04x", u.value)
+            case _ where u.value < 0x20: out += "\\u00" + Data([UInt8(u.value)]).hexString
             default: out.unicodeScalars.append(u)
             }
         }

@@ -1,5 +1,6 @@
 import ENProtocol
 import Foundation
+import MatchingRuntime
 
 /// The diagnosis keys of one transmitter (a phone or board), named for the report.
 public struct TransmitterKeys: Sendable {
@@ -157,7 +158,7 @@ public struct ProjectMatcher: SightingMatcher {
             // Revoked keys yield nothing (GAEN-FACTS.md), as in KeyScheduleMatcher.
             for k in tx.keys where owner[k.key] == nil && k.reportType != .revoked { owner[k.key] = t; keys.append(k) }
         }
-        let matcher = ExposureMatcher(index: SightingIndex(sightings: converted, tableSeed: try SightingIndex.randomTableSeed()), workers: workers)
+        let matcher = ExposureMatcher(index: SightingIndex(sightings: converted, tableSeed: try SightingIndex.randomTableSeed()), workers: workers, threads: .system)
         let (found, statistics) = try matcher.match(keys)
         var matches: [MatchedSighting] = []
         var used: [ReportKey: Int] = [:]
