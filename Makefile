@@ -166,7 +166,7 @@ uninstall:
 	    $(DESTDIR)$(MANDIR)/man8/gaend.8 $(DESTDIR)$(MANDIR)/man1/gaenctl.1 $(DESTDIR)$(MANDIR)/man5/gaend.conf.5 \
 	    $(DESTDIR)$(BASHCOMPDIR)/gaenctl $(DESTDIR)$(BASHCOMPDIR)/gaend $(DESTDIR)$(ZSHCOMPDIR)/_gaenctl \
 	    $(DESTDIR)$(ZSHCOMPDIR)/_gaend $(DESTDIR)$(FISHCOMPDIR)/gaenctl.fish $(DESTDIR)$(FISHCOMPDIR)/gaend.fish
-	rm -rf $(DESTDIR)$(DOCDIR)
+	rm -rf $(DESTDIR)$(DOCDIR) $(DESTDIR)$(DATADIR)/gaend
 
 # A Debian package of this build: gaend_VERSION_ARCH.deb in the current directory.
 deb: build
