@@ -51,7 +51,7 @@ public struct Inventory: Sendable, Equatable {
     }
 
     public var trial: String
-    /// The sites' zone (reports, the placement plan); boards and the server keep UTC.
+    /// The sites' zone, for the people on site; boards, the server and reports keep UTC.
     public var timeZone: String
     /// A placement plan document (a drawing, a PDF), named in the plan file.
     public var placementPlan: String?

@@ -334,7 +334,7 @@ public enum Provisioner {
 
             \(stamp)
 
-            Time zone of the sites: \(inv.timeZone) (boards and server keep UTC; reports take `--timezone \(inv.timeZone)`).
+            Time zone of the sites: \(inv.timeZone). Boards, server and reports keep UTC: convert with it for the people on site.
             \(inv.placementPlan.map { "Placement plan: \($0); each board's site and position: placement.csv.\n" } ?? "Each board's site and position: placement.csv.\n")
             ## Each board (boards/NAME/)
 
