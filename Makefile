@@ -2,6 +2,8 @@
 #   make                     release build, Swift standard library linked in (no toolchain needed to run)
 #   sudo make install        installs and activates (users, udev, systemd, D-Bus); see README "On a board"
 #   make install DESTDIR=/tmp/stage PREFIX=/usr   stages a package tree (nothing activated)
+#   sudo make install-server the trial server's part (publisher user and units, nginx site,
+#                            /etc/gaend-trial): docs/key-server.md; gaenctl comes from `make install`
 PREFIX ?= /usr/local
 DESTDIR ?=
 SYSCONFDIR ?= /etc
@@ -47,7 +49,11 @@ FISHCOMPDIR ?= $(DATADIR)/fish/vendor_completions.d
 # x86_64 and aarch64 alike).
 BUILT = $(SCRATCH)/release
 
-.PHONY: all build bench test install activate uninstall man deb
+TMPFILESDIR ?= $(PREFIX)/lib/tmpfiles.d
+# The installed units' paths: the binaries, the docs (the units in the tree say /usr/local).
+UNITPATHS = -e 's|/usr/local/bin/gaend|$(BINDIR)/gaend|g' -e 's|/usr/local/bin/gaenctl|$(BINDIR)/gaenctl|g' -e 's|/usr/local/share/doc/gaend|$(DOCDIR)|g'
+
+.PHONY: all build bench test install activate uninstall man deb install-server activate-server deb-server
 
 all: build
 
@@ -78,7 +84,7 @@ install:
 	install -m 0755 $(BUILT)/gaend $(DESTDIR)$(BINDIR)/gaend
 	install -m 0755 $(BUILT)/gaenctl $(DESTDIR)$(BINDIR)/gaenctl
 	for u in gaend@.service gaend-store-key.service gaend-app@.service gaend-app@.timer gaend-metrics@.service gaend-metrics@.timer gaend-collect@.service gaend-collect@.timer; do \
-	    sed -e 's|/usr/local/bin/gaend|$(BINDIR)/gaend|g' -e 's|/usr/local/bin/gaenctl|$(BINDIR)/gaenctl|g' -e 's|/usr/local/share/doc/gaend|$(DOCDIR)|g' systemd/$$u > $(DESTDIR)$(UNITDIR)/$$u; \
+	    sed $(UNITPATHS) systemd/$$u > $(DESTDIR)$(UNITDIR)/$$u; \
 	    chmod 0644 $(DESTDIR)$(UNITDIR)/$$u; done
 	install -m 0644 udev/99-gaend.rules $(DESTDIR)$(UDEVDIR)/99-gaend.rules
 	install -m 0644 systemd/gaend.sysusers $(DESTDIR)$(SYSUSERSDIR)/gaend.conf
@@ -98,6 +104,13 @@ install:
 	install -m 0644 README.md $(DESTDIR)$(DOCDIR)/README.md
 	install -m 0644 docs/key-server.md $(DESTDIR)$(DOCDIR)/key-server.md
 	cp -r docs $(DESTDIR)$(DOCDIR)/
+	install -d $(DESTDIR)$(DOCDIR)/examples/trial
+	install -m 0644 examples/trial/* $(DESTDIR)$(DOCDIR)/examples/trial/
+	# The shipped server files `gaenctl trial provision` adapts (it looks beside its own binary).
+	install -d $(DESTDIR)$(DATADIR)/gaend/deploy/server/nginx/locations $(DESTDIR)$(DATADIR)/gaend/deploy/prometheus
+	install -m 0644 deploy/server/nginx/gaend-trial.conf $(DESTDIR)$(DATADIR)/gaend/deploy/server/nginx/
+	install -m 0644 deploy/server/nginx/locations/*.conf $(DESTDIR)$(DATADIR)/gaend/deploy/server/nginx/locations/
+	install -m 0644 deploy/prometheus/*.yml $(DESTDIR)$(DATADIR)/gaend/deploy/prometheus/
 	@if [ -z "$(DESTDIR)" ]; then $(MAKE) --no-print-directory activate; fi
 
 # What a package's maintainer scripts do: the users and groups, then dbus-daemon reloaded (it
@@ -114,6 +127,39 @@ activate:
 	    udevadm trigger --subsystem-match=bluetooth --action=add; \
 	fi
 
+# The trial server (docs/key-server.md): the publisher's user and directories (sysusers,
+# tmpfiles), its units (timer enabled), the nginx site in /etc/nginx/gaend-trial, the
+# publisher's settings and an example app configuration in /etc/gaend-trial (kept if present:
+# they are the trial's). gaenctl itself is `make install`'s (the server package depends on the
+# board package for it).
+SERVERUNITS = gaend-publish.service gaend-publish.timer
+install-server:
+	install -d $(DESTDIR)$(UNITDIR) $(DESTDIR)$(SYSUSERSDIR) $(DESTDIR)$(TMPFILESDIR) \
+	    $(DESTDIR)$(SYSCONFDIR)/nginx/gaend-trial/locations $(DESTDIR)$(SYSCONFDIR)/gaend-trial
+	for u in $(SERVERUNITS); do sed $(UNITPATHS) deploy/server/systemd/$$u > $(DESTDIR)$(UNITDIR)/$$u; chmod 0644 $(DESTDIR)$(UNITDIR)/$$u; done
+	install -m 0644 deploy/server/gaend-trial-server.sysusers $(DESTDIR)$(SYSUSERSDIR)/gaend-trial-server.conf
+	install -m 0644 deploy/server/gaend-trial-server.tmpfiles $(DESTDIR)$(TMPFILESDIR)/gaend-trial-server.conf
+	install -m 0644 deploy/server/nginx/gaend-trial.conf $(DESTDIR)$(SYSCONFDIR)/nginx/gaend-trial/gaend-trial.conf
+	install -m 0644 deploy/server/nginx/locations/*.conf $(DESTDIR)$(SYSCONFDIR)/nginx/gaend-trial/locations/
+	test -e $(DESTDIR)$(SYSCONFDIR)/gaend-trial/publish.env || install -m 0644 deploy/server/publish.env $(DESTDIR)$(SYSCONFDIR)/gaend-trial/publish.env
+	test -e $(DESTDIR)$(SYSCONFDIR)/gaend-trial/app-config.json || install -m 0644 examples/trial/app-config.json $(DESTDIR)$(SYSCONFDIR)/gaend-trial/app-config.json
+	install -D -m 0755 deploy/server/enable-site.sh $(DESTDIR)$(PREFIX)/lib/gaend-trial-server/enable-site
+	@if [ -z "$(DESTDIR)" ]; then $(MAKE) --no-print-directory activate-server; fi
+
+# What the server package's postinst does: user and directories, the timer enabled (its service
+# waits for /etc/gaend-trial/signing-key.pem), the site enabled when nginx accepts it (it needs
+# the TLS certificate the site names; until then it stays disabled, nginx untouched).
+activate-server:
+	@if [ "$$(id -u)" -ne 0 ] || [ ! -d /run/systemd/system ]; then \
+	    echo "make install-server: not activated (needs root and systemd): systemd-sysusers; systemd-tmpfiles --create; systemctl enable --now gaend-publish.timer; link /etc/nginx/gaend-trial/gaend-trial.conf into /etc/nginx/sites-enabled/"; \
+	else \
+	    systemd-sysusers $(SYSUSERSDIR)/gaend-trial-server.conf; \
+	    systemd-tmpfiles --create $(TMPFILESDIR)/gaend-trial-server.conf; \
+	    systemctl daemon-reload; \
+	    systemctl enable --now gaend-publish.timer; \
+	    $(PREFIX)/lib/gaend-trial-server/enable-site; \
+	fi
+
 uninstall:
 	rm -f $(DESTDIR)$(BINDIR)/gaend $(DESTDIR)$(BINDIR)/gaenctl $(DESTDIR)$(UNITDIR)/gaend@.service \
 	    $(DESTDIR)$(UNITDIR)/gaend-store-key.service $(DESTDIR)$(UDEVDIR)/99-gaend.rules \
@@ -122,8 +168,12 @@ uninstall:
 	    $(DESTDIR)$(MANDIR)/man8/gaend.8 $(DESTDIR)$(MANDIR)/man1/gaenctl.1 $(DESTDIR)$(MANDIR)/man5/gaend.conf.5 \
 	    $(DESTDIR)$(BASHCOMPDIR)/gaenctl $(DESTDIR)$(BASHCOMPDIR)/gaend $(DESTDIR)$(ZSHCOMPDIR)/_gaenctl \
 	    $(DESTDIR)$(ZSHCOMPDIR)/_gaend $(DESTDIR)$(FISHCOMPDIR)/gaenctl.fish $(DESTDIR)$(FISHCOMPDIR)/gaend.fish
-	rm -rf $(DESTDIR)$(DOCDIR)
+	rm -rf $(DESTDIR)$(DOCDIR) $(DESTDIR)$(DATADIR)/gaend
 
 # A Debian package of this build: gaend_VERSION_ARCH.deb in the current directory.
 deb: build
 	./scripts/build-deb.sh
+
+# The trial server's package: gaend-trial-server_VERSION_all.deb (depends on gaend for gaenctl).
+deb-server:
+	./scripts/build-deb.sh --server

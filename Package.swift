@@ -73,6 +73,14 @@ let package = Package(
             pkgConfig: "yaml-0.1",
             providers: [.apt(["libyaml-dev"])]
         ),
+        // The one rule for a trial board's name (research.node, the server's user, the inbox and
+        // collection paths, the inventory), standard library only: gaend's config checks it too.
+        .target(name: "BoardNames", swiftSettings: daemonModule),
+        // `gaenctl trial provision`: a trial's inventory (YAML) -> every board's and the server's
+        // configuration (gaend.conf, app.env, passwords, htpasswd, nginx, publisher, Prometheus
+        // targets, Alertmanager), written idempotently.
+        .target(name: "TrialProvision", dependencies: ["BoardNames", "YAMLReader"]),
+        .testTarget(name: "TrialProvisionTests", dependencies: ["TrialProvision", "BoardNames", "NodeConfig", "YAMLReader"]),
         // YAML documents -> node trees with marks, on libyaml; standard library only (gaend's config).
         .target(name: "YAMLReader", dependencies: ["CLibYAML"], swiftSettings: daemonModule),
         .testTarget(name: "YAMLReaderTests", dependencies: ["YAMLReader"]),
@@ -147,7 +155,7 @@ let package = Package(
         .testTarget(name: "GaenMetricsTests", dependencies: ["GaenMetrics", "GaenApp", "GaendAPI"]),
         // Collection (`gaenctl collect`): closed days prepared into a spool, shipped over HTTP PUT,
         // read back and checked by SHA-256 before the spool copy goes.
-        .target(name: "GaenCollect", dependencies: ["GaendClient", "GaendAPI", "DBusCore", "HTTPClient", "TrialKit", "ENProtocol", "PlatformSupport"]),
+        .target(name: "GaenCollect", dependencies: ["BoardNames", "GaendClient", "GaendAPI", "DBusCore", "HTTPClient", "TrialKit", "ENProtocol", "PlatformSupport"]),
         .testTarget(name: "GaenCollectTests", dependencies: ["GaenCollect", "HTTPClient", "TrialKit"]),
         // Pure HCI wire types and the H4 framer: no I/O, no clock.
         .target(name: "HCIProtocol", swiftSettings: daemonModule),
@@ -168,7 +176,7 @@ let package = Package(
         // a tool that reads or edits the config needs neither.
         .target(
             name: "NodeConfig",
-            dependencies: ["HCIHost", "ENProtocol", "DBusNames", "PlatformSupport", "YAMLReader"],
+            dependencies: ["HCIHost", "ENProtocol", "DBusNames", "BoardNames", "PlatformSupport", "YAMLReader"],
             swiftSettings: daemonModule
         ),
         .testTarget(name: "NodeConfigTests", dependencies: ["NodeConfig", "HCIHost", "ENProtocol", "YAMLReader"]),
@@ -213,7 +221,7 @@ let package = Package(
             name: "gaenctl",
             dependencies: [
                 "ENProtocol", "MatchingRuntime", "RiskEngines", "NodeConfig", "RadioCommands", "CLISupport", "HCIProtocol", "GaendClient", "GaendAPI", "TrialKit", "KeyDistribution", "GaenApp",
-                "GaenMetrics", "GaenCollect", "HTTPClient", "PlatformSupport",
+                "GaenMetrics", "GaenCollect", "HTTPClient", "PlatformSupport", "BoardNames", "TrialProvision",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
                 // `trial import dp3t` reads DP-3T's SQLite result tables.
                 "GaenSQLite",

@@ -5,10 +5,80 @@
 # the binaries load (dpkg -S), so the same script serves amd64 and arm64 builds.
 # Maintainer scripts: the users (systemd-sysusers), udev and systemd told about the new files,
 # controllers already present handed over; on removal the units are stopped.
-# Usage: scripts/build-deb.sh [OUT_DIR]
+# With --server: the trial server's package instead, gaend-trial-server_VERSION_all.deb
+# (`make install-server PREFIX=/usr`: the publisher's user, directories and units, the nginx
+# site, /etc/gaend-trial), which depends on this version's gaend for gaenctl; needs no build.
+# Usage: scripts/build-deb.sh [--server] [OUT_DIR]
 set -euo pipefail
 cd "$(dirname "$0")/.."
+server=0
+if [ "${1:-}" = --server ]; then server=1; shift; fi
 out=$(realpath "${1:-.}")
+if [ "$server" = 1 ]; then
+    base=$(sed -n 's/.*static let string = "\([0-9.]*\)".*/\1/p' Sources/GaendAPI/GaendVersion.swift)
+    version="$base-1~git$(git rev-list --count HEAD 2>/dev/null || echo 0)"
+    stage=$(mktemp -d)
+    trap 'rm -rf "$stage"' EXIT
+    make --no-print-directory install-server DESTDIR="$stage" PREFIX=/usr SYSCONFDIR=/etc >/dev/null
+    chmod 0755 "$stage"
+    mkdir -p "$stage/DEBIAN"
+    cat > "$stage/DEBIAN/control" <<CONTROL
+Package: gaend-trial-server
+Version: $version
+Architecture: all
+Maintainer: gaend developers <gaend@localhost>
+Depends: gaend (= $version), nginx, systemd, openssl
+Recommends: prometheus, prometheus-alertmanager
+Section: net
+Priority: optional
+Installed-Size: $(du -sk "$stage" | cut -f1)
+Homepage: https://localhost/gaend
+Description: gaend field trial server: key submissions, publisher, collection
+ The trial server of a gaend field trial: nginx's site for the boards' key
+ uploads, the published key tree and the collected days; the hourly publisher
+ (gaend-publish.timer, user gaend-publish); /etc/gaend-trial/publish.env and an
+ example app configuration. gaenctl trial provision writes the trial's own
+ settings from its inventory.
+CONTROL
+    (cd "$stage" && find etc -type f | sed 's|^|/|' | sort) > "$stage/DEBIAN/conffiles"
+    cat > "$stage/DEBIAN/postinst" <<'SCRIPT'
+#!/bin/sh
+set -e
+if [ "$1" = configure ]; then
+    systemd-sysusers /usr/lib/sysusers.d/gaend-trial-server.conf
+    systemd-tmpfiles --create /usr/lib/tmpfiles.d/gaend-trial-server.conf || true
+    if [ -d /run/systemd/system ]; then
+        systemctl daemon-reload
+        # Skipped by its condition until /etc/gaend-trial/signing-key.pem exists.
+        systemctl enable --now gaend-publish.timer
+    else
+        systemctl enable gaend-publish.timer || true
+    fi
+    /usr/lib/gaend-trial-server/enable-site
+fi
+SCRIPT
+    cat > "$stage/DEBIAN/prerm" <<'SCRIPT'
+#!/bin/sh
+set -e
+if [ "$1" = remove ]; then
+    systemctl disable --now gaend-publish.timer || true
+    rm -f /etc/nginx/sites-enabled/gaend-trial.conf
+    if [ -d /run/systemd/system ]; then systemctl reload nginx.service || true; fi
+fi
+SCRIPT
+    cat > "$stage/DEBIAN/postrm" <<'SCRIPT'
+#!/bin/sh
+set -e
+if [ -d /run/systemd/system ]; then systemctl daemon-reload || true; fi
+# The trial's data (uploads, the published tree, collected days) stays on remove and purge:
+# it is the trial's record, deleted by hand (/var/lib/gaend-trial).
+SCRIPT
+    chmod 0755 "$stage/DEBIAN/postinst" "$stage/DEBIAN/prerm" "$stage/DEBIAN/postrm"
+    deb="$out/gaend-trial-server_${version}_all.deb"
+    dpkg-deb --root-owner-group -Zgzip --build "$stage" "$deb" >/dev/null
+    echo "$deb"
+    exit 0
+fi
 # SCRATCH: the build folder `make build` used (the Makefile's SCRATCH, default .build).
 built=${SCRATCH:-.build}/release
 [ -x "$built/gaend" ] && [ -x "$built/gaenctl" ] || { echo "build-deb: build first: make" >&2; exit 1; }

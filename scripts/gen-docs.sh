@@ -27,6 +27,22 @@ gen="$(swift build --show-bin-path)/generate-manual"
 # and generate-manual then writes `subcommand` into the synopsis and a `help` entry: both go.
 sed -i -e '/^\.Ar subcommand$/d' -e '/^\.It Em help$/,/^\.El$/d' "$out/man/gaend.8"
 "$gen" "$bin/gaenctl" --section 1 --date "$date" --authors "the gaend authors" -o "$out/man"
+# generate-manual's EXIT STATUS is mdoc's `.Ex -std` ("0 on success, >0 if an error occurs"),
+# which hides what a script needs to tell apart: a usage error (64) from a failed run (1).
+exit_status() {
+    printf '%s\n' '.Bl -tag -width Ds' '.It 0' "$1" '.It 1' "$2" '.It 64' \
+        'A usage error (EX_USAGE): an unknown option, a missing or malformed argument, a value out of range; nothing was done.' '.El'
+}
+sed -i "/^\.Ex -std\$/{
+r /dev/stdin
+d
+}" "$out/man/gaend.8" <<<"$(exit_status 'gaend stopped cleanly (SIGTERM, SIGINT); with --check-controller: the controller is gaend'"'"'s.' \
+    'gaend could not run or stopped on a fault: the config, the store, the controller (the journal says which); with --check-controller: the controller stays with bluetoothd.')"
+sed -i "/^\.Ex -std\$/{
+r /dev/stdin
+d
+}" "$out/man/gaenctl.1" <<<"$(exit_status 'The command did what it was asked.' \
+    'The command failed: gaend not reachable or refusing (the D-Bus error is named on stderr), a file unreadable, a server error; some commands also for a result (metrics: gaend did not answer; collect: a day stays pending; trial verify: a day corrupt).')"
 # gaend.conf(5): the page's prose, then every setting as the commented example shows it.
 {
     sed "s/@DATE@/$date/" docs/man/gaend.conf.5.in

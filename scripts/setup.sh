@@ -7,14 +7,16 @@ cd "$(dirname "$0")/.."
 APT_PACKAGES=(libbluetooth-dev libdbus-1-dev libssl-dev libsqlite3-dev zlib1g-dev libyaml-dev pkg-config dbus dbus-daemon protobuf-compiler libcurl4-openssl-dev nginx
               libglib2.0-bin systemd util-linux openssl faketime
               qemu-system-x86 busybox-static kmod udev bluez tshark make binutils
-              prometheus prometheus-node-exporter)
+              prometheus prometheus-node-exporter prometheus-alertmanager)
 # libyaml-dev: the config's YAML reader (Sources/YAMLReader on libyaml; the package then
 # depends on libyaml-0-2). gdbus, busctl, setpriv: real D-Bus clients in tests; openssl: demo keys; faketime: clock-step
 # faults. The kernel test bed (Tests/testbed): qemu, busybox for its initramfs, kmod (depmod),
 # udev and bluez (the guest's udev and bluetoothd come from the host's root); btmon (bluez) and
 # tshark decode captures. The fleet (docs/fleet.md): prometheus (promtool checks the metrics
 # and tests the alert rules; the fleet e2e runs its own Prometheus and node_exporter on
-# loopback); nginx's WebDAV PUT is also the collection server of `gaenctl collect`.
+# loopback); prometheus-alertmanager: amtool checks the provisioned Alertmanager configuration,
+# and the fleet e2e runs Alertmanager with it to a webhook of its own; nginx's WebDAV PUT is also
+# the collection server of `gaenctl collect`.
 missing=()
 for p in "${APT_PACKAGES[@]}"; do
     dpkg -s "$p" >/dev/null 2>&1 || missing+=("$p")

@@ -3,10 +3,19 @@ import Foundation
 /// Where the app half keeps its state, and the node name it reports, from the gaend instance it
 /// serves (`--name hci0` of `org.gaend.hci0`).
 public enum AppPaths {
-    public static let stateRoot = "/var/lib/gaend-app"
+    public static let defaultStateRoot = "/var/lib/gaend-app"
+    /// Moves the default states' root (tests: a `gaenctl status` of a test node must not read the
+    /// app state a real board left on the machine).
+    public static let stateRootVariable = "GAEND_APP_STATE_ROOT"
+
+    /// Where the default state directories are: $GAEND_APP_STATE_ROOT, else /var/lib/gaend-app.
+    public static var stateRoot: String {
+        if let root = ProcessInfo.processInfo.environment[stateRootVariable], !root.isEmpty { return root }
+        return defaultStateRoot
+    }
 
     /// The app's state directory: `explicit`, else systemd's STATE_DIRECTORY, else
-    /// /var/lib/gaend-app/NAME (NAME: the instance, e.g. hci0, or "default").
+    /// STATE_ROOT/NAME (NAME: the instance, e.g. hci0, or "default"; STATE_ROOT: `stateRoot`).
     public static func stateDirectory(_ explicit: String?, instance: String?,
                                       environment: [String: String] = ProcessInfo.processInfo.environment) -> String {
         if let explicit { return explicit }

@@ -141,7 +141,9 @@ public struct AppSyncJob {
 
     private func announce(_ risk: RiskRecord, since: Int64, client: GaendClient) async {
         let node = AppPaths.instanceName(client.destination)
-        let message = "high risk: the \(risk.engine) engine found a high-risk encounter in \(risk.windows) exposure windows (node \(node))"
+        // What the engine decided, not why: CWA's day total can be high with no single high-risk
+        // encounter, so "a high-risk encounter" would state what did not happen.
+        let message = "high risk: the \(risk.engine) engine's risk is high, from \(risk.windows) exposure windows (node \(node))"
         if !HighRiskAnnouncement.journal(message, fields: ["GAEN_NODE": node, "GAEN_RISK_ENGINE": risk.engine, "GAEN_RISK_LEVEL": risk.level],
                                          socket: options.journalSocket) {
             log("\(message) (MESSAGE_ID=\(HighRiskAnnouncement.messageID))")

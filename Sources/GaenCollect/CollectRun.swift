@@ -1,3 +1,4 @@
+import BoardNames
 import DBusCore
 import ENProtocol
 import Foundation
@@ -13,8 +14,8 @@ public enum CollectRun {
     /// segment and the server's user, so it must need no escaping.
     public static func boardName(node: String, hostName: String) throws -> String {
         let board = node.isEmpty ? hostName : node
-        guard !board.isEmpty, DailyLayout.escape(board) == board else {
-            throw CollectError("the board name \(TextSafety.quoted(board)) (research.node, else the host name) must be letters, digits, '.', '_' and '-' to be collected")
+        guard BoardName.isValid(board) else {
+            throw CollectError("the board name \(TextSafety.quoted(board)) (research.node, else the host name) must be \(BoardName.rule) to be collected")
         }
         return board
     }

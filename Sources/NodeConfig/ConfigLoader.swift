@@ -1,3 +1,4 @@
+import BoardNames
 import DBusNames
 import ENProtocol
 import HCIHost
@@ -260,7 +261,15 @@ package enum ConfigLoader {
                     try read(v, key, into: &s.research, [
                         "enabled": .bool(\.enabled),
                         "site": .string(\.site),
-                        "node": .string(\.node),
+                        // The board's name on the trial server too (its user, its inbox and
+                        // collection paths): one rule everywhere (BoardName); empty is no name.
+                        "node": .custom { n, setting, section in
+                            let name = try string(n, setting)
+                            guard name.isEmpty || BoardName.isValid(name) else {
+                                throw ConfigError.outOfRange(path: path, line: line(n), setting: setting, value: name, allowed: BoardName.rule)
+                            }
+                            section.node = name
+                        },
                         "allow_current_key_export": .bool(\.allowCurrentKeyExport),
                     ])
                 case "rate_limits":

@@ -1,4 +1,5 @@
 import ArgumentParser
+import BoardNames
 import CLISupport
 import ENProtocol
 import Foundation
@@ -179,9 +180,7 @@ struct AppSubmit: AsyncParsableCommand {
 
     func validate() throws {
         try AppCommand.validateServer(server)
-        guard !user.isEmpty, user.count <= 64, user.allSatisfy(KeysPublish.codeCharacters.contains) else {
-            throw ValidationError("--user: letters, digits, - and _ only")
-        }
+        if let problem = BoardName.problem(user) { throw ValidationError("--user: \(problem)") }
         guard ["yes", "no"].contains(consent) else { throw ValidationError("--consent: yes or no") }
         try NumericOption.check(uploadTimeout, "--upload-timeout", 1...3_600)
     }

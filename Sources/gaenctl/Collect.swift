@@ -1,4 +1,5 @@
 import ArgumentParser
+import BoardNames
 import Foundation
 import GaenCollect
 import GaendClient
@@ -66,6 +67,7 @@ struct CollectCommand: AsyncParsableCommand {
         guard (1...366).contains(days) else { throw ValidationError("--days must be within 1...366") }
         if let limitRate { guard limitRate > 0 else { throw ValidationError("--limit-rate must be positive") } }
         for day in resend { guard CollectSpool.isDay(day) else { throw ValidationError("--resend: expected YYYY-MM-DD, got '\(day)'") } }
+        if let user, let problem = BoardName.problem(user) { throw ValidationError("--user: \(problem)") }
     }
 
     func run() async throws {

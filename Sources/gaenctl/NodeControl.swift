@@ -50,6 +50,11 @@ func withDaemon(_ command: String, _ bus: BusOptions, _ body: (GaendClient) asyn
         try await body(client)
     } catch let e as ExitCode {
         throw e
+    } catch let e as DBusNamedError where e.name == "org.freedesktop.DBus.Error.ServiceUnknown" || e.name == "org.freedesktop.DBus.Error.NameHasNoOwner" {
+        // A --name nobody owns: say so in words, as discovery does, keeping the error's name.
+        let where_ = bus.bus == "system" || bus.bus == "session" ? "the \(bus.bus) bus" : "the bus \(bus.bus)"
+        printError("gaenctl \(command): gaend is not running as \(client.destination) on \(where_): the name has no owner (\(e.name))")
+        throw ExitCode(1)
     } catch {
         printError("gaenctl \(command): \(error)")
         throw ExitCode(1)

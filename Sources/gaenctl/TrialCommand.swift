@@ -6,8 +6,8 @@ import TrialKit
 /// `gaenctl trial`: the field-trial toolkit's analysis (docs/trial.md).
 struct Trial: ParsableCommand {
     static let configuration = CommandConfiguration(
-        abstract: "Field-trial analysis: attenuation against ground-truth distance, importers, rule replay.",
-        subcommands: [TrialReportCommand.self, TrialImportCommand.self, TrialContactsCommand.self, TrialReplayCommand.self, TrialVerifyCommand.self]
+        abstract: "Field trials: provisioning from the inventory, attenuation against ground-truth distance, importers, contacts from readings, rule replay, collected data checks.",
+        subcommands: [TrialReportCommand.self, TrialImportCommand.self, TrialContactsCommand.self, TrialReplayCommand.self, TrialVerifyCommand.self, TrialProvisionCommand.self]
     )
 }
 
@@ -130,7 +130,7 @@ struct TrialReportCommand: ParsableCommand {
                 try rows.commit()
             } catch { rows.discard(); throw error }
             let report = stream.report(options: options)
-            try TrialReportWriter.write(report, tally: stream.tally, to: dir)
+            try TrialReportWriter.write(report, tally: stream.tally, to: dir, dailyAttenuation: split == "daily", jsonLines: attenuationFormat == "jsonl")
             print(Self.summary(report, output: output))
         }
     }

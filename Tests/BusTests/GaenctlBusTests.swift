@@ -129,6 +129,15 @@ struct GaenctlBusTests {
         // No app status: no app metrics.
         let none = try await runTool([Self.gaenctl, "--bus", bus.address, "metrics", "--app-state", dir.appendingPathComponent("none").path])
         #expect(none.status == 0 && !none.stdout.contains("gaend_app_"), "\(none.stdout)")
+        // The default state directory is ROOT/<instance>: GAEND_APP_STATE_ROOT moves ROOT (the
+        // tests' isolation from a machine's /var/lib/gaend-app rests on it).
+        let root = dir.appendingPathComponent("root")
+        try FileManager.default.createDirectory(at: root.appendingPathComponent("hci0"), withIntermediateDirectories: true)
+        try FileManager.default.copyItem(at: dir.appendingPathComponent("status.json"), to: root.appendingPathComponent("hci0/status.json"))
+        let moved = try await runTool(["/usr/bin/env", "GAEND_APP_STATE_ROOT=\(root.path)", Self.gaenctl, "--bus", bus.address, "metrics"])
+        #expect(moved.status == 0 && moved.stdout.contains("gaend_app_packages_held{\(labels)} 5"), "\(moved.stdout)")
+        let isolated = try await runTool([Self.gaenctl, "--bus", bus.address, "metrics"])
+        #expect(isolated.status == 0 && !isolated.stdout.contains("gaend_app_"), "\(isolated.stdout)")
     }
 
     @Test("status of an older gaend (interface revision 2) leaves the field checks out")
@@ -156,7 +165,7 @@ struct GaenctlBusTests {
         // A name given with --name is called as it is: the bus answers.
         let named = try await runTool([Self.gaenctl, "--bus", bus.address, "--name", "hci3", "status"])
         #expect(named.status == 1)
-        #expect(named.stderr.contains("org.freedesktop.DBus.Error.ServiceUnknown") && named.stderr.contains("org.gaend.hci3"), "\(named.stderr)")
+        #expect(named.stderr == "gaenctl status: gaend is not running as org.gaend.hci3 on the bus \(bus.address): the name has no owner (org.freedesktop.DBus.Error.ServiceUnknown)\n", "\(named.stderr)")
     }
 
     @Test("two instances: --name (full or short, before or after the command) picks one; without it gaenctl lists both")

@@ -29,7 +29,10 @@ enum CLI {
         let process = Process()
         process.executableURL = productsDirectory.appendingPathComponent(program)
         process.arguments = arguments
-        process.environment = ProcessInfo.processInfo.environment.merging(environment) { $1 }
+        // The app half's default state root moved into this run's folder (absent there): a
+        // `gaenctl status` must not read what a real board's app left in /var/lib/gaend-app.
+        let isolated = ["GAEND_APP_STATE_ROOT": tmp.appendingPathComponent("no-app-state").path]
+        process.environment = ProcessInfo.processInfo.environment.merging(isolated) { $1 }.merging(environment) { $1 }
         process.standardInput = try FileHandle(forReadingFrom: paths[0])
         process.standardOutput = try FileHandle(forWritingTo: paths[1])
         process.standardError = try FileHandle(forWritingTo: paths[2])

@@ -24,6 +24,27 @@ import Testing
         #expect(r.status == 64, "\(arguments): \(r.status) \(r.stderr)")
     }
 
+    /// `gaenctl --name status` took the command as the name and printed the help with status 0;
+    /// options without a command did the same.
+    @Test func optionsWithoutACommandAreAUsageError() throws {
+        let swallowed = try CLI.run("gaenctl", ["--name", "status"])
+        #expect(swallowed.status == 64 && swallowed.stderr.contains("--name took the command 'status'"), "\(swallowed.status) \(swallowed.stderr)")
+        let bare = try CLI.run("gaenctl", ["--name", "hci0"])
+        #expect(bare.status == 64 && bare.stderr.contains("no command given"), "\(bare.status) \(bare.stderr)")
+        // Nothing at all is still a request for help.
+        #expect(try CLI.run("gaenctl", []).status == 0)
+    }
+
+    /// A bad bus option after a command is that command's usage error (the options are the
+    /// root's too, and their check printed gaenctl's top-level usage).
+    @Test(arguments: [["status", "--timeout", "inf"], ["sightings", "export", "--name", "org..x"], ["metrics", "--bus", "nowhere"]])
+    func busOptionErrorsShowTheCommandsUsage(arguments: [String]) throws {
+        let r = try CLI.run("gaenctl", arguments)
+        let command = arguments.prefix { !$0.hasPrefix("-") }.joined(separator: " ")
+        #expect(r.status == 64, "\(r.stderr)")
+        #expect(r.stderr.contains("Usage: gaenctl \(command) ") && r.stderr.contains("See 'gaenctl \(command) --help'"), "\(r.stderr)")
+    }
+
     /// A missing input file is named with the system's reason, the same words in each command.
     @Test func missingFilesReadTheSameEverywhere() throws {
         let missing = "/nonexistent-\(UUID().uuidString)"

@@ -86,6 +86,18 @@ import Testing
         #expect(throws: DistributionError.self) { try AppConfiguration(json: Data(#"{"riskEngine":"gaen-v1","parameters":{}}"#.utf8)) }
     }
 
+    /// The example the server package installs as /etc/gaend-trial/app-config.json is one the
+    /// publisher signs and the apps keep: its engine reads its parameters.
+    @Test func shippedExampleConfiguration() throws {
+        let path = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent().deletingLastPathComponent()
+            .appendingPathComponent("examples/trial/app-config.json")
+        let config = try AppConfiguration(json: try Data(contentsOf: path))
+        #expect(config.riskEngine == "cwa" && config.revokedPackages.isEmpty)
+        let windows = Data(#"[{"dateMillisSinceEpoch": 1599955200000, "reportType": 1, "infectiousness": 2, "calibrationConfidence": 0, "transmissionRiskLevel": 4, "scanInstances": [{"typicalAttenuationDb": 50, "minAttenuationDb": 45, "secondsSinceLastScan": 300}]}]"#.utf8)
+        let r = try AppRisk.evaluate(config, windows: windows, today: UTCDay(isoDate: "2020-09-14")!, at: 1_600_100_000)
+        #expect(r.engine == "cwa" && r.windows == 1 && ["low", "high"].contains(r.level))
+    }
+
     @Test("Every registered app engine runs the app's risk from its published parameters")
     func everyAppEngineFromTheRegistry() throws {
         let windows = Data(#"[{"dateMillisSinceEpoch": 1599955200000, "reportType": 1, "infectiousness": 2, "calibrationConfidence": 0, "transmissionRiskLevel": 4, "scanInstances": [{"typicalAttenuationDb": 50, "minAttenuationDb": 45, "secondsSinceLastScan": 300}, {"typicalAttenuationDb": 50, "minAttenuationDb": 45, "secondsSinceLastScan": 300}, {"typicalAttenuationDb": 50, "minAttenuationDb": 45, "secondsSinceLastScan": 300}, {"typicalAttenuationDb": 50, "minAttenuationDb": 45, "secondsSinceLastScan": 300}]}]"#.utf8)

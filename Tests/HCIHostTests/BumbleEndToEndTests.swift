@@ -53,7 +53,7 @@ struct BumbleEndToEndTests {
         let payload = h("02 01 1a 03 03 6f fd 17 16 6f fd 00 01 02 03 04 05 06 07 08 09 0a 0b 0c 0d 0e 0f 01 02 03 04")
         let address = try BDAddress.nonResolvablePrivate(randomBytes: [0x11, 0x22, 0x33, 0x44, 0x55, 0x26])
         try await advertiser.send(HCILESetRandomAddress(address: address))
-        // Stock Bumble transmits only ADV_IND (TEST-RADIO.md); the harness fixes that for GAEN.
+        // Stock Bumble transmits only ADV_IND; the harness fixes that for GAEN (tools/virtual-radio/vradio.py).
         try await advertiser.send(HCILESetAdvertisingParameters(
             intervalMin: try AdvertisingInterval(milliseconds: 200), intervalMax: try AdvertisingInterval(milliseconds: 270),
             type: .advInd, ownAddressType: .random))

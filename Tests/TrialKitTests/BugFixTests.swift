@@ -42,6 +42,16 @@ import Testing
         #expect(!md.contains("| 33 |"))
     }
 
+    /// report.md listed attenuation.csv under --split daily, where the rows are in the daily layout.
+    @Test func reportMarkdownNamesTheAttenuationFilesWritten() throws {
+        let obs = (0..<20).map { Observation(time: Double($0), receiver: "r", transmitter: "t", distance: Double($0 % 4 + 1), attenuation: 30 + Double($0)) }
+        let report = TrialReport(site: nil, counts: .init(), observations: obs, options: AnalysisOptions())
+        let daily = TrialReportWriter.markdown(report, dailyAttenuation: true)
+        #expect(daily.contains("Files: attenuation/board=<receiver>/day=<YYYY-MM-DD>/attenuation.csv"))
+        #expect(!daily.contains("Files: attenuation.csv"))
+        #expect(TrialReportWriter.markdown(report).contains("Files: attenuation.csv (every analysed sighting)"))
+    }
+
     @Test func impossibleAttenuationsAreRefusedWithTheLine() throws {
         #expect(throws: CSVError.self) { try Self.observations("time,attenuation,distance\n1,50,1\n2,-127,1\n") }
         do { _ = try Self.observations("time,attenuation,distance\n1,50,1\n2,-127,1\n") } catch {

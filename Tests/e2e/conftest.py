@@ -41,6 +41,15 @@ def _bin_dir() -> Path:
     return Path(out.stdout.strip())
 
 
+@pytest.fixture(scope="session", autouse=True)
+def isolated_app_state(tmp_path_factory):
+    """Every gaenctl the tests start (they inherit os.environ) looks for the app half's default
+    state under a root of this run's (absent), not /var/lib/gaend-app: `gaenctl status` and
+    `metrics` of a test node must not show what a real board's app left on the machine."""
+    os.environ["GAEND_APP_STATE_ROOT"] = str(tmp_path_factory.mktemp("isolation") / "no-app-state")
+    yield
+
+
 @pytest.fixture(scope="session")
 def bin_dir() -> Path:
     d = _bin_dir()

@@ -4,7 +4,13 @@ Debian prometheus evaluating the shipped alert rules (with a short `for:`), all 
 free ports in temporary directories. The Prometheus HTTP API shows every node's scan counter
 growing; a node stopped mid-test fires GaendOffAir in /api/v1/alerts, which resolves once it
 runs again. `promtool check metrics` accepts the exposition, its counters equal
-`gaenctl status --json` of the same moment, and no label carries an address or an RPI."""
+`gaenctl status --json` of the same moment, and no label carries an address or an RPI.
+
+Prometheus runs the configuration `gaenctl trial provision` writes (file_sd targets, the shipped
+rules), and a real Debian prometheus-alertmanager runs the provisioned alertmanager.yml: its
+webhook is a receiver of the test's own, which gets GaendOffAir firing and then resolved, and
+the alerts of boards that never reported (a target that never answers: GaendBoardDown; a board
+without the app half: GaendNoKeySync)."""
 
 from __future__ import annotations
 
@@ -27,9 +33,45 @@ from test_node_e2e import TX_POWER, Bus, nodes  # noqa: F401  (nodes is a fixtur
 PROMETHEUS = shutil.which("prometheus")
 NODE_EXPORTER = shutil.which("prometheus-node-exporter")
 PROMTOOL = shutil.which("promtool")
+ALERTMANAGER = shutil.which("prometheus-alertmanager") or shutil.which("alertmanager")
 
-pytestmark = pytest.mark.skipif(None in (PROMETHEUS, NODE_EXPORTER, PROMTOOL),
-                                reason="prometheus, prometheus-node-exporter or promtool not installed (scripts/setup.sh installs them)")
+pytestmark = pytest.mark.skipif(None in (PROMETHEUS, NODE_EXPORTER, PROMTOOL, ALERTMANAGER),
+                                reason="prometheus, prometheus-node-exporter, promtool or prometheus-alertmanager not installed (scripts/setup.sh installs them)")
+
+
+class Webhook:
+    """Alertmanager's webhook receiver: a tiny HTTP server on loopback keeping every
+    notification (Alertmanager's JSON: status, alerts with labels and status)."""
+
+    def __init__(self) -> None:
+        import http.server
+        received = self.received = []
+        lock = self.lock = threading.Lock()
+
+        class Handler(http.server.BaseHTTPRequestHandler):
+            def do_POST(self) -> None:  # noqa: N802 (the standard library's name)
+                body = self.rfile.read(int(self.headers.get("Content-Length", "0")))
+                with lock:
+                    received.append(json.loads(body))
+                self.send_response(200)
+                self.end_headers()
+
+            def log_message(self, *args) -> None:
+                pass
+
+        self.server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+        self.url = f"http://127.0.0.1:{self.server.server_address[1]}/hook"
+        self.thread = threading.Thread(target=self.server.serve_forever, daemon=True)
+        self.thread.start()
+
+    def alerts(self, status: str) -> list[dict]:
+        """Every alert notified with this status (firing, resolved), with the labels it carried."""
+        with self.lock:
+            return [a for n in self.received for a in n["alerts"] if a["status"] == status]
+
+    def stop(self) -> None:
+        self.server.shutdown()
+        self.server.server_close()
 
 
 def free_port() -> int:
@@ -168,28 +210,42 @@ def test_fleet_metrics_alerts_and_recovery(radio, nodes, bin_dir, tmp_path):
         # node_exporter reads the textfile directory; Prometheus scrapes it every second.
         textfile = tmp_path / "textfile"
         textfile.mkdir()
-        ne_port, prom_port = free_port(), free_port()
+        ne_port, prom_port, am_port, silent_port = free_port(), free_port(), free_port(), free_port()
         servers.append(Server([NODE_EXPORTER, f"--web.listen-address=127.0.0.1:{ne_port}", "--collector.disable-defaults",
                                "--collector.textfile", f"--collector.textfile.directory={textfile}", "--collector.filesystem"],
                               tmp_path / "node-exporter.log"))
-        rules = (REPO / "deploy/prometheus/gaend-alerts.yml").read_text()
-        held = "expr: gaend_up == 0 or gaend_advertising_on_air == 0\n        for: 10m"
-        assert held in rules
-        (tmp_path / "gaend-alerts.yml").write_text(rules.replace(held, held.replace("10m", "4s")))
-        (tmp_path / "prometheus.yml").write_text(f"""
-global:
-  scrape_interval: 1s
-  evaluation_interval: 1s
-rule_files:
-  - {tmp_path / "gaend-alerts.yml"}
-scrape_configs:
-  - job_name: gaend-boards
-    static_configs:
-      - targets: ["127.0.0.1:{ne_port}"]
+        # The trial as provisioned: board "fleet" is this node_exporter (the three nodes, no app
+        # half), board "silent" a target nobody answers on; alerts to the test's webhook.
+        webhook = Webhook()
+        inventory = tmp_path / "inventory.yml"
+        inventory.write_text(f"""trial: e2e
+time_zone: UTC
+scrape_interval: 1s
+server: {{name: localhost, url: "https://127.0.0.1"}}
+alerting: {{webhook: "{webhook.url}", alertmanager: "127.0.0.1:{am_port}", group_wait: 1s, group_interval: 1s, repeat_interval: 1h}}
+boards:
+  - {{name: fleet, site: e2e, consent: no, host: 127.0.0.1, metrics_port: {ne_port}}}
+  - {{name: silent, site: e2e, consent: no, host: 127.0.0.1, metrics_port: {silent_port}}}
 """)
-        servers.append(Server([PROMETHEUS, f"--config.file={tmp_path / 'prometheus.yml'}", f"--storage.tsdb.path={tmp_path / 'tsdb'}",
+        provisioned = tmp_path / "trial-config"
+        p = subprocess.run([str(bin_dir / "gaenctl"), "trial", "provision", str(inventory), "--out", str(provisioned),
+                            "--deploy", str(REPO / "deploy")], capture_output=True, text=True, timeout=60)
+        assert p.returncode == 0, p.stderr
+        prom_dir = provisioned / "server/prometheus"
+        # The shipped rules with their holds shortened to seconds (the conditions unchanged).
+        rules = (prom_dir / "gaend-alerts.yml").read_text()
+        held = "expr: gaend_up == 0 or gaend_advertising_on_air == 0\n        for: 10m"
+        assert held in rules and "for: 2h" in rules
+        (prom_dir / "gaend-alerts.yml").write_text(re.sub(r"for: [0-9]+[mh]\n", "for: 4s\n", rules))
+        servers.append(Server([ALERTMANAGER, f"--config.file={provisioned / 'server/alertmanager/alertmanager.yml'}",
+                               f"--storage.path={tmp_path / 'alertmanager'}", f"--web.listen-address=127.0.0.1:{am_port}",
+                               "--cluster.listen-address="], tmp_path / "alertmanager.log"))
+        servers.append(Server([PROMETHEUS, f"--config.file={prom_dir / 'prometheus.yml'}", f"--storage.tsdb.path={tmp_path / 'tsdb'}",
                                f"--web.listen-address=127.0.0.1:{prom_port}"], tmp_path / "prometheus.log"))
         api = f"http://127.0.0.1:{prom_port}/api/v1"
+
+        def notified(status: str, alertname: str) -> list[dict]:
+            return [a["labels"] for a in webhook.alerts(status) if a["labels"]["alertname"] == alertname]
 
         def query(q: str) -> dict[str, float]:
             try:
@@ -226,14 +282,32 @@ scrape_configs:
             assert wait_for(lambda: off_air("firing") == {"hci1"}, 30, 0.5), alerts()
             firing = [a for a in alerts() if a["labels"]["alertname"] == "GaendOffAir"]
             assert firing[0]["labels"]["node"] == "hci1" and firing[0]["labels"]["site"] == "e2e", firing
+            # Through Alertmanager's route to the webhook, with the board and the trial named.
+            def hci1_notified(status: str) -> list[dict]:
+                return [a for a in notified(status, "GaendOffAir") if a.get("node") == "hci1"]
+            assert wait_for(lambda: hci1_notified("firing"), 30, 0.5), \
+                (webhook.received, (tmp_path / "alertmanager.log").read_text()[-2000:])
+            sent = hci1_notified("firing")[0]
+            assert (sent["board"], sent["trial"], sent["site"]) == ("fleet", "e2e", "e2e"), sent
 
             # It runs again: back on air, the alert resolves (no longer active).
             stopped.start()
             assert wait_for(lambda: query("gaend_advertising_on_air == 1").keys() == set(names), 60, 0.5), query("gaend_advertising_on_air")
             assert wait_for(lambda: off_air("firing") | off_air("pending") == set(), 30, 0.5), alerts()
+            assert wait_for(lambda: hci1_notified("resolved"), 30, 0.5), webhook.received
             # Its restarted counter keeps growing in Prometheus (a counter reset, as rate() expects).
             assert wait_for(lambda: query('increase(gaend_scans_total{controller="hci1"}[30s])').get("hci1", 0) > 0, 60, 0.5)
+
+            # Boards that never reported reach the webhook too: the target nobody answers on,
+            # and the answering board that has no app half (its series never existed).
+            assert wait_for(lambda: {a["board"] for a in notified("firing", "GaendBoardDown")} == {"silent"}, 30, 0.5), webhook.received
+            assert wait_for(lambda: {a["board"] for a in notified("firing", "GaendNoKeySync")} == {"fleet"}, 30, 0.5), webhook.received
+            assert all(a.get("reason") == "never-reported" for a in notified("firing", "GaendNoKeySync"))
+            # The metrics files exist: no "never had a metrics file" alert for the answering board.
+            assert not [a for a in notified("firing", "GaendMetricsStale") if a["board"] == "fleet"], webhook.received
     finally:
         for s in reversed(servers):
             s.stop()
+        if "webhook" in locals():
+            webhook.stop()
         bus.stop()

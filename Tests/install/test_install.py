@@ -83,3 +83,93 @@ test -z "$(ls -A {toolchain})"
     for b in ("gaend", "gaenctl"):
         ldd = subprocess.run(["ldd", str(bin_dir / b)], capture_output=True, text=True).stdout
         assert "libswift" not in ldd and "libFoundation" not in ldd, ldd
+
+
+def make_install_server(stage: Path, *args: str) -> subprocess.CompletedProcess:
+    p = subprocess.run(["make", "-C", str(REPO), "install-server", f"DESTDIR={stage}", *args], capture_output=True, text=True, timeout=300)
+    assert p.returncode == 0, p.stderr
+    return p
+
+
+def test_server_layout(tmp_path):
+    """`make install-server` (what the server package holds) needs no build: the publisher's
+    units with the prefix's gaenctl, its user and directories, the nginx site, /etc/gaend-trial."""
+    stage = tmp_path / "stage"
+    make_install_server(stage, "PREFIX=/usr")
+    for f in ["usr/lib/systemd/system/gaend-publish.service", "usr/lib/systemd/system/gaend-publish.timer",
+              "usr/lib/sysusers.d/gaend-trial-server.conf", "usr/lib/tmpfiles.d/gaend-trial-server.conf",
+              "etc/nginx/gaend-trial/gaend-trial.conf", "etc/nginx/gaend-trial/locations/keys.conf",
+              "etc/nginx/gaend-trial/locations/collect.conf", "etc/gaend-trial/publish.env", "etc/gaend-trial/app-config.json",
+              "usr/lib/gaend-trial-server/enable-site"]:
+        assert (stage / f).exists(), f
+    unit = (stage / "usr/lib/systemd/system/gaend-publish.service").read_text()
+    assert "ExecStart=/usr/bin/gaenctl keys publish" in unit and "/usr/local" not in unit
+    assert "EnvironmentFile=/etc/gaend-trial/publish.env" in unit and "User=gaend-publish" in unit
+    # The example app configuration is one the publisher and the apps read: a known engine.
+    import json
+    assert json.loads((stage / "etc/gaend-trial/app-config.json").read_text())["riskEngine"] == "cwa"
+    # The default prefix says /usr/local, as the binaries are there.
+    local = tmp_path / "local"
+    make_install_server(local)
+    assert "ExecStart=/usr/local/bin/gaenctl keys publish" in (local / "usr/local/lib/systemd/system/gaend-publish.service").read_text()
+
+
+def test_server_install_keeps_the_trials_settings(tmp_path):
+    """The trial's own publish.env (written by `gaenctl trial provision`) survives a reinstall."""
+    stage = tmp_path / "stage"
+    make_install_server(stage, "PREFIX=/usr")
+    env = stage / "etc/gaend-trial/publish.env"
+    env.write_text("KEY_ID=MINE\nKEY_VERSION=3\nPUBLISH_OPTIONS=--country FR\n")
+    make_install_server(stage, "PREFIX=/usr")
+    assert env.read_text().startswith("KEY_ID=MINE")
+
+
+@pytest.mark.skipif(shutil.which("systemd-sysusers") is None, reason="systemd-sysusers not installed")
+def test_server_user_created(tmp_path):
+    """The sysusers file creates gaend-publish in group www-data (in a staged root, not the host's)."""
+    stage = tmp_path / "stage"
+    make_install_server(stage, "PREFIX=/usr")
+    (stage / "etc").mkdir(exist_ok=True)
+    p = subprocess.run(["systemd-sysusers", f"--root={stage}", str(stage / "usr/lib/sysusers.d/gaend-trial-server.conf")],
+                       capture_output=True, text=True, timeout=60)
+    assert p.returncode == 0, p.stderr
+    assert any(line.startswith("gaend-publish:") for line in (stage / "etc/passwd").read_text().splitlines())
+    www = [line for line in (stage / "etc/group").read_text().splitlines() if line.startswith("www-data:")]
+    assert www and "gaend-publish" in www[0].split(":")[3].split(",")
+
+
+@pytest.mark.skipif(shutil.which("dpkg-deb") is None, reason="dpkg-deb not installed")
+def test_server_package(tmp_path):
+    """scripts/build-deb.sh --server: the server's package, its settings as conffiles, gaenctl
+    from the board's package of the same version."""
+    p = subprocess.run([str(REPO / "scripts/build-deb.sh"), "--server", str(tmp_path)], capture_output=True, text=True, timeout=300)
+    assert p.returncode == 0, p.stderr
+    deb = Path(p.stdout.strip())
+    assert deb.name.startswith("gaend-trial-server_") and deb.name.endswith("_all.deb")
+    info = subprocess.run(["dpkg-deb", "-f", str(deb), "Depends", "Version"], capture_output=True, text=True, check=True).stdout
+    version = info.split("Version: ")[1].strip()
+    assert f"gaend (= {version})" in info
+    conffiles = subprocess.run(["dpkg-deb", "--ctrl-tarfile", str(deb)], capture_output=True, check=True).stdout
+    import io
+    import tarfile
+    with tarfile.open(fileobj=io.BytesIO(conffiles)) as t:
+        names = t.extractfile("./conffiles").read().decode().split()
+        postinst = t.extractfile("./postinst").read().decode()
+    assert "/etc/gaend-trial/publish.env" in names and "/etc/nginx/gaend-trial/locations/keys.conf" in names
+    assert "systemctl enable --now gaend-publish.timer" in postinst and "systemd-sysusers" in postinst
+    listing = subprocess.run(["dpkg-deb", "-c", str(deb)], capture_output=True, text=True, check=True).stdout
+    assert "./usr/lib/systemd/system/gaend-publish.timer" in listing and "/usr/bin/gaenctl" not in listing
+
+
+def test_installed_gaenctl_provisions_from_its_own_deploy_copy(built, tmp_path):
+    """`make install` puts the shipped server files beside gaenctl (share/gaend/deploy), so
+    `gaenctl trial provision` works from an installed system without --deploy and without the clone."""
+    stage = tmp_path / "stage"
+    make_install(stage, "PREFIX=/usr")
+    assert (stage / "usr/share/gaend/deploy/server/nginx/locations/keys.conf").exists()
+    assert (stage / "usr/share/doc/gaend/examples/trial/inventory.yml").exists()
+    out = tmp_path / "out"
+    p = subprocess.run([str(stage / "usr/bin/gaenctl"), "trial", "provision", str(stage / "usr/share/doc/gaend/examples/trial/inventory.yml"),
+                        "--out", str(out)], cwd=tmp_path, capture_output=True, text=True, timeout=120)
+    assert p.returncode == 0, p.stderr
+    assert (out / "server/nginx/locations/keys.conf").read_text() == (REPO / "deploy/server/nginx/locations/keys.conf").read_text()

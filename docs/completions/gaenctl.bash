@@ -1326,13 +1326,13 @@ _gaenctl_trial() {
     unset 'unparsed_words[0]'
     unparsed_words=("${unparsed_words[@]}")
     case "${subcommand}" in
-    report|import|contacts|replay|verify)
+    report|import|contacts|replay|verify|provision)
         # Offer subcommand argument completions
         "_gaenctl_trial_${subcommand}"
         ;;
     *)
         # Offer subcommand completions
-        COMPREPLY+=($(compgen -W 'report import contacts replay verify' -- "${cur}"))
+        COMPREPLY+=($(compgen -W 'report import contacts replay verify provision' -- "${cur}"))
         ;;
     esac
 }
@@ -1576,6 +1576,24 @@ _gaenctl_trial_verify() {
     repeating_options=()
     non_repeating_options=()
     __gaenctl_offer_flags_options 1
+}
+
+_gaenctl_trial_provision() {
+    repeating_flags=()
+    non_repeating_flags=(--version -h --help)
+    repeating_options=()
+    non_repeating_options=(--out --deploy)
+    __gaenctl_offer_flags_options 1
+
+    # Offer option value completions
+    case "${prev}" in
+    '--out')
+        return
+        ;;
+    '--deploy')
+        return
+        ;;
+    esac
 }
 
 _gaenctl_simulate() {

@@ -2,8 +2,8 @@
 """Virtual radio for gaend's tests: any number of Bumble virtual controllers on one
 simulated link, each served to an HCI host over H4 (TCP, Unix socket or pty).
 
-The stock Bumble controller (0.0.236) has gaps that matter to a GAEN node (see
-shared/docs/TEST-RADIO.md); the subclasses below fix them:
+The stock Bumble controller (0.0.236) has gaps that matter to a GAEN node; the subclasses
+below fix them:
 - legacy ADV_NONCONN_IND / ADV_SCAN_IND / ADV_IND are transmitted and reported as legacy
   LE Advertising Reports (0x02) to hosts that used the legacy scan commands; extended
   reports (0x0D) only go to hosts that enabled scanning with the extended commands;
@@ -90,7 +90,8 @@ SUBEVENT_EXTENDED_ADVERTISING_REPORT = 0x0D
 SUBEVENT_SCAN_TIMEOUT = 0x11
 EXT_REPORT_MAX_DATA = 229  # 255 event parameter bytes - subevent/num_reports/header
 
-# Named channel models; numbers from TEST-RADIO.md ("Channel model numbers").
+# Named channel models: free space, and the published measurements docs/trial.md's "Channel
+# presets" table cites (DP-3T EPFL crowd experiment; Dublin bus/tram).
 CHANNEL_PRESETS: dict[str, dict[str, float]] = {
     # Free space at 2.4 GHz: about 40 dB at 1 m, 20 dB/decade, no shadowing.
     "free-space": {"a1m": 40.0, "slope": 20.0, "sigma": 0.0, "loss": 0.0},

@@ -233,14 +233,15 @@ public enum TrialReportWriter {
             for o in observations { try rows.append(o, site: report.site) }
             try rows.commit()
         } catch { rows.discard(); throw error }
-        try write(report, tally: ObservationTally(observations), to: dir)
+        try write(report, tally: ObservationTally(observations), to: dir, dailyAttenuation: dailyAttenuation)
     }
 
-    /// Every file but the attenuation rows (written as they stream, AttenuationRowsWriter).
-    public static func write(_ report: TrialReport, tally: ObservationTally, to dir: URL) throws {
+    /// Every file but the attenuation rows (written as they stream, AttenuationRowsWriter);
+    /// `dailyAttenuation` and `jsonLines` say how those were written, for report.md's file list.
+    public static func write(_ report: TrialReport, tally: ObservationTally, to dir: URL, dailyAttenuation: Bool = false, jsonLines: Bool = false) throws {
         try FileManager.default.createDirectory(at: dir, withIntermediateDirectories: true)
         try OutputFile.write(jsonData(report), to: dir.appendingPathComponent("report.json"))
-        try OutputFile.write(Data(markdown(report).utf8), to: dir.appendingPathComponent("report.md"))
+        try OutputFile.write(Data(markdown(report, dailyAttenuation: dailyAttenuation, jsonLines: jsonLines).utf8), to: dir.appendingPathComponent("report.md"))
         try distancesCSV(report.analysis).write(to: dir.appendingPathComponent("distances.csv"))
         try fitCSV(report.analysis).write(to: dir.appendingPathComponent("fit.csv"))
         let plot = AttenuationPlot(analysis: report.analysis, tally: tally, site: report.site)
@@ -395,7 +396,9 @@ public enum TrialReportWriter {
         return w
     }
 
-    public static func markdown(_ r: TrialReport) -> String {
+    /// `dailyAttenuation`: the rows went to the daily layout (`--split daily`), which the
+    /// file list names instead of one attenuation.csv.
+    public static func markdown(_ r: TrialReport, dailyAttenuation: Bool = false, jsonLines: Bool = false) -> String {
         let a = r.analysis
         func f(_ v: Double, _ d: Int = 1) -> String { v.isNaN ? "n/a" : Format.fixed(v, d) }
         func pct(_ v: Double) -> String { v.isNaN ? "n/a" : Format.fixed(v * 100, 1) + " %" }
@@ -465,7 +468,10 @@ public enum TrialReportWriter {
         for d in a.detection {
             s += "| \(Format.exact(d.thresholdDb)) | \(d.closeCount) | \(d.farCount) | \(pct(d.truePositiveRate)) | \(pct(d.expectedTruePositiveRate)) | \(pct(d.falsePositiveRate)) | \(pct(d.expectedFalsePositiveRate)) | \(pct(d.precision)) | \(pct(d.expectedPrecision)) |\n"
         }
-        s += "\nFiles: attenuation.csv (every analysed sighting), distances.csv, fit.csv, curve.csv, detection.csv, plot.svg, heatmap.svg (attenuation by distance), residuals.svg (residuals of the fit), pairs.csv, receivers.csv, sweep.csv and sweep.svg (recall and precision at every whole-dB threshold)\(r.tobitFit == nil ? "" : ", tobit.csv").\n"
+        let rowsFile = jsonLines ? "attenuation.jsonl" : "attenuation.csv"
+        let rows = dailyAttenuation ? "attenuation/board=<receiver>/day=<YYYY-MM-DD>/\(rowsFile) (every analysed sighting, by receiver and UTC day)"
+            : "\(rowsFile) (every analysed sighting)"
+        s += "\nFiles: \(rows), distances.csv, fit.csv, curve.csv, detection.csv, plot.svg, heatmap.svg (attenuation by distance), residuals.svg (residuals of the fit), pairs.csv, receivers.csv, sweep.csv and sweep.svg (recall and precision at every whole-dB threshold)\(r.tobitFit == nil ? "" : ", tobit.csv").\n"
         return s
     }
 }

@@ -144,7 +144,7 @@ public enum ScenarioError: Error, Equatable, CustomStringConvertible {
 }
 
 /// The log-distance channel A(d) = A(1 m) + slope log10(d) + X, X ~ N(0, sigma), with presets
-/// from published measurements (numbers as collected in docs TEST-RADIO.md):
+/// from published measurements (the sources docs/trial.md's "Channel presets" table names):
 /// - indoor-crowd: DP-3T EPFL crowd experiment, A(1 m) about 62 dB, slope about 12 dB/decade,
 ///   sigma 7.5 dB.
 /// - open-air: line of sight, slope 12-21 dB/decade and sigma 4-6 dB published; the preset

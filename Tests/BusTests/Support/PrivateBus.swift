@@ -127,6 +127,9 @@ func runTool(_ command: [String], asNobody: Bool = false, input: String? = nil) 
     }
     p.executableURL = URL(fileURLWithPath: argv[0].hasPrefix("/") ? argv[0] : "/usr/bin/env")
     p.arguments = argv[0].hasPrefix("/") ? Array(argv.dropFirst()) : argv
+    // The app half's default state root moved into this call's folder (absent there): `gaenctl
+    // status` and `metrics` must not read what a real board's app left in /var/lib/gaend-app.
+    p.environment = ProcessInfo.processInfo.environment.merging(["GAEND_APP_STATE_ROOT": dir.appendingPathComponent("no-app-state").path]) { $1 }
     p.standardOutput = try FileHandle(forWritingTo: outURL)
     p.standardError = try FileHandle(forWritingTo: errURL)
     let stdin = Pipe()

@@ -1,0 +1,141 @@
+import BoardNames
+@testable import NodeConfig
+import Foundation
+import Testing
+@testable import TrialProvision
+
+/// Fixed secrets, so a plan is a function of its inputs; counts what was asked for.
+struct CountingSecrets: SecretSource {
+    var passwords = 0, salts = 0
+    mutating func password() -> String { passwords += 1; return "pw\(passwords)" }
+    mutating func salt() -> String { salts += 1; return "salt\(salts)" }
+}
+
+let repo = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent().deletingLastPathComponent()
+
+func inventory(boards: Int, extra: String = "") -> String {
+    var text = """
+        trial: t1
+        time_zone: Europe/Berlin
+        server:
+          name: trial.example.org
+          url: https://trial.example.org/
+        alerting:
+          webhook: http://127.0.0.1:9/hook
+        defaults:
+          consent: yes
+        boards:
+
+        """
+    for i in 1...boards { text += "  - {name: board\(String(format: "%02d", i)), site: \"bus \(i)\", position: front}\n" }
+    return text + extra
+}
+
+@Suite struct BoardNameTests {
+    @Test func theRule() {
+        for good in ["b", "board01", "bus12-front", "A_1", String(repeating: "a", count: 64)] { #expect(BoardName.isValid(good), "\(good)") }
+        for bad in ["", "-a", "_a", "a.b", "..", "a/b", "a b", "é", String(repeating: "a", count: 65)] { #expect(!BoardName.isValid(bad), "\(bad)") }
+    }
+
+    /// nginx's locations spell the same rule: a change on one side fails here.
+    @Test func nginxUsesTheSameRule() throws {
+        for file in ["keys.conf", "collect.conf"] {
+            let text = try String(contentsOf: repo.appendingPathComponent("deploy/server/nginx/locations/\(file)"), encoding: .utf8)
+            #expect(text.contains(">\(BoardName.pattern))/"), "\(file) does not use BoardName.pattern")
+        }
+    }
+
+    @Test func gaendConfigRefusesOtherNames() throws {
+        #expect(try ConfigLoader.parse("research: {node: board-1}").research.node == "board-1")
+        #expect(throws: ConfigError.self) { try ConfigLoader.parse("research: {node: board.1}") }
+        #expect(throws: ConfigError.self) { try ConfigLoader.parse("research: {node: \"bus 12\"}") }
+    }
+}
+
+@Suite struct InventoryTests {
+    @Test func readsTheExample() throws {
+        let inv = try Inventory.read(path: repo.appendingPathComponent("examples/trial/inventory.yml").path)
+        #expect(inv.boards.map(\.name) == ["bus12-front", "bus12-rear", "office-desk3"])
+        #expect(inv.boards.map(\.consent) == [true, true, false])
+        #expect(inv.boards[2].host == "10.20.0.13" && inv.boards[0].metricsPort == 9100)
+        #expect(inv.server.url == "https://trial.example.org" && inv.alerting.alertmanager == "localhost:9093")
+    }
+
+    @Test func refusesMistakesWithTheirLine() {
+        func problem(_ text: String) -> String {
+            do { _ = try Inventory.parse(text, path: "inv.yml"); return "" } catch { return "\(error)" }
+        }
+        #expect(problem(inventory(boards: 2).replacingOccurrences(of: "board02", with: "board01")).contains("listed twice"))
+        #expect(problem(inventory(boards: 1).replacingOccurrences(of: "board01", with: "board.01")).contains("line 11"))
+        #expect(problem(inventory(boards: 1).replacingOccurrences(of: "  consent: yes\n", with: "")).contains("consent"))
+        #expect(problem(inventory(boards: 1).replacingOccurrences(of: "time_zone:", with: "timezone:")).contains("unknown key 'timezone'"))
+        #expect(problem(inventory(boards: 1).replacingOccurrences(of: "Europe/Berlin", with: "Mars/Olympus")).contains("time_zone"))
+        #expect(problem(inventory(boards: 1).replacingOccurrences(of: "http://127.0.0.1:9/hook", with: "ftp://x")).contains("alerting.webhook"))
+        #expect(problem(inventory(boards: 1)) == "")
+    }
+}
+
+@Suite struct ProvisionPlanTests {
+    let templates = try! DeployTemplates.load(deployDirectory: repo.appendingPathComponent("deploy").path)
+
+    func plan(_ text: String, existing: ExistingSecrets = ExistingSecrets(), secrets: inout CountingSecrets) throws -> [String: ProvisionedFile] {
+        let files = try Provisioner.plan(try Inventory.parse(text), inventoryName: "inv.yml", templates: templates, attachments: .init(),
+                                         existing: existing, secrets: &secrets, hasher: OpenSSLPasswordHasher())
+        return Dictionary(uniqueKeysWithValues: files.map { ($0.path, $0) })
+    }
+
+    @Test func everyBoardAndTheServer() throws {
+        var secrets = CountingSecrets()
+        let files = try plan(inventory(boards: 20), secrets: &secrets)
+        #expect(secrets.passwords == 20)
+        for i in 1...20 {
+            let b = "board\(String(format: "%02d", i))"
+            let conf = try #require(files["boards/\(b)/gaend.conf"])
+            // gaend itself reads the board's config and gets its name and site.
+            let settings = try ConfigLoader.parse(conf.contents)
+            #expect(settings.research.node == b && settings.research.site == "bus \(i)" && settings.research.enabled)
+            #expect(files["boards/\(b)/app-password"]?.mode == 0o600)
+            #expect(files["boards/\(b)/app.env"]?.contents.contains("\nBOARD=\(b)\nCONSENT=yes\n") == true)
+        }
+        let htpasswd = try #require(files[Provisioner.htpasswdPath]).contents.split(separator: "\n")
+        #expect(htpasswd.count == 20 && htpasswd[0].hasPrefix("board01:$apr1$salt1$"))
+        #expect(files["server/nginx/gaend-trial.conf"]?.contents.contains("server_name trial.example.org;") == true)
+        #expect(files["server/publish.env"]?.contents.contains("PUBLISH_OPTIONS=--country DE --min-keys 1 --app-config /etc/gaend-trial/app-config.json") == true)
+        let targets = try JSONSerialization.jsonObject(with: Data(try #require(files["server/prometheus/gaend-boards.json"]).contents.utf8)) as? [[String: Any]]
+        #expect(targets?.count == 20)
+        #expect(files["server/alertmanager/alertmanager.yml"]?.contents.contains("url: \"http://127.0.0.1:9/hook\"") == true)
+        // No CA in the inventory: the system's store.
+        #expect(files["boards/board01/app.env"]?.contents.contains("HTTP_OPTIONS=\n") == true)
+    }
+
+    /// Kept passwords keep their hashes: the second plan is the first, byte for byte.
+    @Test func rerunKeepsSecrets() throws {
+        var secrets = CountingSecrets()
+        let first = try plan(inventory(boards: 3), secrets: &secrets)
+        let dir = FileManager.default.temporaryDirectory.appendingPathComponent("provision-\(UUID().uuidString)").path
+        defer { try? FileManager.default.removeItem(atPath: dir) }
+        _ = try OutputTree.write(Array(first.values), to: dir)
+        var again = CountingSecrets()
+        let second = try plan(inventory(boards: 3), existing: ExistingSecrets.read(outputDirectory: dir, boards: ["board01", "board02", "board03"]), secrets: &again)
+        #expect(again.passwords == 0 && again.salts == 0)
+        #expect(first == second)
+        let outcome = try OutputTree.write(Array(second.values), to: dir)
+        #expect(outcome.written.isEmpty && outcome.unchanged == first.count)
+        // A fourth board: its files and the server's lists change, the three boards' do not.
+        let third = try plan(inventory(boards: 4), existing: ExistingSecrets.read(outputDirectory: dir, boards: ["board01", "board02", "board03", "board04"]), secrets: &again)
+        let changed = Set(try OutputTree.write(Array(third.values), to: dir).written)
+        #expect(changed.contains("boards/board04/app-password") && changed.contains(Provisioner.htpasswdPath))
+        #expect(!changed.contains { $0.hasPrefix("boards/board01/") })
+        let mode = try FileManager.default.attributesOfItem(atPath: "\(dir)/boards/board04/app-password")[.posixPermissions] as? NSNumber
+        #expect(mode?.intValue == 0o600)
+    }
+
+    /// A hash that no longer matches its password (edited by hand) is replaced.
+    @Test func staleHashReplaced() throws {
+        var secrets = CountingSecrets()
+        let files = try plan(inventory(boards: 1), existing: ExistingSecrets(passwords: ["board01": "kept"], htpasswd: ["board01": "$apr1$old$nothash"]), secrets: &secrets)
+        #expect(secrets.passwords == 0 && secrets.salts == 1)
+        #expect(files["boards/board01/app-password"]?.contents == "kept\n")
+        #expect(files[Provisioner.htpasswdPath]?.contents == "board01:\(try OpenSSLPasswordHasher().apr1(password: "kept", salt: "salt1"))\n")
+    }
+}
