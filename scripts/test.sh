@@ -65,6 +65,8 @@ phase layering-http python3 scripts/target-graph.py HTTPClient --forbid GaenSQLi
 # The pure cores: ENProtocol and HCIProtocol link no platform layer (threads, clocks, files come
 # from the targets that own them: MatchingRuntime gives the matcher its threads).
 phase layering-pure python3 scripts/target-graph.py ENProtocol HCIProtocol --forbid PlatformSupport,HCIShim,MatchingRuntime
+# Provisioning (gaenctl trial provision) reads the inventory and writes files: no D-Bus, store or daemon.
+phase layering-provision python3 scripts/target-graph.py TrialProvision BoardNames --forbid GaenSQLite,BLEDaemon,DBusCore,HCIHost
 background release-build release_build
 # CGaenCrypto's arm64 paths (AES, lockstep HKDF, dispatch) under qemu-aarch64 with and without
 # the crypto extensions, and the native ones, against published vectors and OpenSSL EVP.
@@ -140,7 +142,7 @@ else
 fi
 
 echo "phase seconds:"
-for name in layering layering-fleet layering-http layering-pure release-build arm64-crypto virtual-radio alert-rules debug-build unit fuzz-replays gen-docs unit-alone release-checks e2e testbed; do
+for name in layering layering-fleet layering-http layering-pure layering-provision release-build arm64-crypto virtual-radio alert-rules debug-build unit fuzz-replays gen-docs unit-alone release-checks e2e testbed; do
     printf '  %-14s %s\n' "$name" "${seconds[$name]:-}"
 done
 echo "total: $SECONDS s"
