@@ -37,7 +37,7 @@ public struct AppSubmission {
     public func run(client: GaendClient, today: UTCDay) async throws -> Outcome {
         let store = try AppStateStore(directory: stateDirectory)
         let recordPath = stateDirectory + "/submitted.json"
-        var done = Set((try? JSONDecoder().decode([String].self, from: Data(contentsOf: URL(fileURLWithPath: recordPath)))) ?? [])
+        var done = try Self.uploadedDays(recordPath)
         let keys = try await client.temporaryExposureKeyHistory().map {
             DiagnosisKey(key: try TemporaryExposureKey(bytes: $0.keyData), rollingStartIntervalNumber: ENIntervalNumber($0.rollingStartIntervalNumber),
                          rollingPeriod: $0.rollingPeriod)
@@ -57,5 +57,16 @@ public struct AppSubmission {
         for k in keys { done.insert(k.rollingStartIntervalNumber.utcDay.isoDate) }
         try store.write(try JSONEncoder().encode(done.sorted()), to: "submitted.json")
         return Outcome(keys: keys.count, url: url)
+    }
+
+    /// The days uploaded before: bounded and a regular file before it is read; an unreadable
+    /// record stops the run (read as empty it would upload every day again).
+    static func uploadedDays(_ path: String) throws -> Set<String> {
+        guard FileManager.default.fileExists(atPath: path) else { return [] }
+        let bytes: [UInt8]
+        do { bytes = try SmallFile.read(path, limit: 1 << 20) } catch { throw AppError.state("\(path) \(error)") }
+        do { return Set(try JSONDecoder().decode([String].self, from: Data(bytes))) } catch {
+            throw AppError.state("\(path) is not the list of days uploaded (\(error)); move it away to upload every day again")
+        }
     }
 }

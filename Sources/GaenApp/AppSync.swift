@@ -132,7 +132,7 @@ public final class SyncRun {
         let cached = store.cachePath("index-" + SHA256.hash(Data(url.utf8)).hexString.prefix(32))
         let etag = FileManager.default.fileExists(atPath: cached) ? state.indexETags[url] : nil
         guard let r = try fetch(url, etag: etag, maxBytes: settings.maxIndexBytes) else { return nil }
-        if r.status == 304, let body = FileManager.default.contents(atPath: cached) { return body }
+        if r.status == 304, let body = try? SmallFile.read(cached, limit: settings.maxIndexBytes) { return Data(body) }
         guard r.status == 200 else {
             if r.status != 404 { log("\(url): HTTP \(r.status)") }
             return r.status == 404 ? Data() : nil
@@ -191,7 +191,7 @@ public final class SyncRun {
         case .google(let r): path = GoogleLayout.appConfig(r)
         }
         let good = store.cachePath("app-config.zip")
-        let last = FileManager.default.contents(atPath: good).flatMap { try? AppConfiguration(signed: $0, trust: settings.trust) }
+        let last = (try? SmallFile.read(good, limit: AppConfiguration.maxSize)).flatMap { try? AppConfiguration(signed: Data($0), trust: settings.trust) }
         guard let body = try fetchIndex(url(path)) else { return last }
         if body.isEmpty { log("\(url(path)): no app configuration published; risk not computed"); return last }
         do {
@@ -347,7 +347,7 @@ public final class SyncRun {
     }
 
     private func keys(of p: CachedPackage) -> Set<Data>? {
-        guard let data = FileManager.default.contents(atPath: store.cachePath(p.file)),
+        guard let data = (try? SmallFile.read(store.cachePath(p.file), limit: settings.maxPackageBytes)).map({ Data($0) }),
               let file = try? KeyExportFile(parsing: data) else { return nil }
         return Set(file.keyBatches().flatMap { $0 }.map { $0.key.bytes + $0.rollingStartIntervalNumber.littleEndianBytes })
     }
@@ -445,7 +445,7 @@ public final class SyncRun {
     /// for a state written before).
     private func exportBytes(_ p: CachedPackage) -> Int {
         if let n = p.exportBytes { return n }
-        guard let data = FileManager.default.contents(atPath: store.cachePath(p.file)),
+        guard let data = (try? SmallFile.read(store.cachePath(p.file), limit: settings.maxPackageBytes)).map({ Data($0) }),
               let n = try? KeyExportFile.declaredExportSize(data) else { return p.bytes }
         state.packages[p.id]?.exportBytes = n
         return n

@@ -76,8 +76,17 @@ public final class CollectSpool {
         return try JSONSerialization.data(withJSONObject: object, options: [.sortedKeys]) + Data("\n".utf8)
     }
 
+    /// The spool's own small files are read bounded and only when regular files: a FIFO put in
+    /// their place, or a huge one, is refused at once instead of hanging or filling memory.
+    static let maxSmallFile = 4 << 20
+
+    static func readSmall(_ path: String) throws -> Data {
+        do { return Data(try SmallFile.read(path, limit: maxSmallFile)) } catch { throw CollectError("\(path) \(error)") }
+    }
+
     public func loadState() throws -> State {
-        guard let data = FileManager.default.contents(atPath: stateFile) else { return State() }
+        guard FileManager.default.fileExists(atPath: stateFile) else { return State() }
+        let data = try Self.readSmall(stateFile)
         do { return try JSONDecoder().decode(State.self, from: data) } catch {
             throw CollectError("\(stateFile) is not a collect state file: \(error)")
         }
@@ -123,13 +132,16 @@ public final class CollectSpool {
     public func ship(_ day: Day, base: String, http: HTTPSession, timeout: Double = 600) throws -> Int {
         let dir = pending.appendingPathComponent(day.relativePath)
         let manifestPath = dir.appendingPathComponent(DayManifest.fileName).path
-        guard let manifest = FileManager.default.contents(atPath: manifestPath), let text = String(data: manifest, encoding: .utf8) else {
-            throw CollectError("\(manifestPath) is missing")
+        guard FileManager.default.fileExists(atPath: manifestPath) else { throw CollectError("\(manifestPath) is missing") }
+        let manifest = try Self.readSmall(manifestPath)
+        guard let text = String(data: manifest, encoding: .utf8) else {
+            throw CollectError("\(manifestPath) is not UTF-8 text")
         }
         let entries = try DayManifest.parse(text)
         // Files the server acknowledged in an earlier, interrupted run (name and digest).
         let ackPath = dir.appendingPathComponent(".acknowledged").path
-        var acknowledged = Set((try? String(contentsOfFile: ackPath, encoding: .utf8))?.split(separator: "\n").map(String.init) ?? [])
+        let ackText = FileManager.default.fileExists(atPath: ackPath) ? String(decoding: try Self.readSmall(ackPath), as: UTF8.self) : ""
+        var acknowledged = Set(ackText.split(separator: "\n").map(String.init))
         let url = base + day.relativePath + "/"
         for e in entries where !acknowledged.contains("\(e.sha256)  \(e.name)") {
             let r = try http.put(url + e.name, file: dir.appendingPathComponent(e.name).path, timeout: timeout)

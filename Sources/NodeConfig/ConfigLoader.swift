@@ -2,6 +2,7 @@ import BoardNames
 import DBusNames
 import ENProtocol
 import HCIHost
+import PlatformSupport
 import YAMLReader
 
 /// A bad config file or flag: names the file, line and setting, and says what is wrong.
@@ -142,6 +143,10 @@ package enum ConfigLoader {
         enum Field<Section> {
             case bool(WritableKeyPath<Section, Bool>)
             case string(WritableKeyPath<Section, String>)
+            /// A name shown in labels, exports and the API (research.node, research.site): no
+            /// control characters (a line break would forge a metrics line, a NUL breaks every
+            /// D-Bus string), at most `maxNameLength` characters.
+            case name(WritableKeyPath<Section, String>)
             case number(WritableKeyPath<Section, Double>, ClosedRange<Double>)
             case integer(WritableKeyPath<Section, Int>, ClosedRange<Int>)
             /// Read by the closure, given the value, the key's full name and the section.
@@ -160,6 +165,13 @@ package enum ConfigLoader {
                 switch field {
                 case .bool(let path): section[keyPath: path] = try bool(v, setting)
                 case .string(let path): section[keyPath: path] = try string(v, setting)
+                case .name(let key):
+                    let value = try string(v, setting)
+                    guard TextSafety.isPlain(value), !value.unicodeScalars.contains("\0"), value.count <= GaendSettings.maxNameLength else {
+                        throw ConfigError.outOfRange(path: path, line: line(v), setting: setting, value: TextSafety.quoted(value, limit: 80),
+                                                     allowed: "printable characters only (no line break, tab, NUL or other control character), at most \(GaendSettings.maxNameLength)")
+                    }
+                    section[keyPath: key] = value
                 case .number(let path, let range): section[keyPath: path] = try number(v, setting, range)
                 case .integer(let path, let range): section[keyPath: path] = try integer(v, setting, range)
                 case .custom(let read): try read(v, setting, &section)
@@ -260,7 +272,7 @@ package enum ConfigLoader {
                 case "research":
                     try read(v, key, into: &s.research, [
                         "enabled": .bool(\.enabled),
-                        "site": .string(\.site),
+                        "site": .name(\.site),
                         // The board's name on the trial server too (its user, its inbox and
                         // collection paths): one rule everywhere (BoardName); empty is no name.
                         "node": .custom { n, setting, section in

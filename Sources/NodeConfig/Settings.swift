@@ -4,6 +4,8 @@ import HCIHost
 /// Every setting of gaend, with the framework's behaviour as the default. Loaded from the YAML
 /// config file (see config/gaend.conf.example, gaend.conf(5)); command-line flags override.
 package struct GaendSettings: Sendable, Equatable {
+    /// research.node and research.site: at most this many characters.
+    package static let maxNameLength = 256
     /// Controller address: hci0, hci:N, serial:/dev/ttyX[:baud], tcp:HOST:PORT, unix:PATH,
     /// parsed once where it is read (config, command line).
     package var controller: ControllerAddress = .hci(index: 0)

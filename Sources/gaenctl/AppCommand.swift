@@ -61,6 +61,8 @@ struct AppSync: AsyncParsableCommand {
             """)
 
     @OptionGroup var bus: BusOptions
+    // Numeric options parse their value unconditionally: "-5" is a value the checks refuse
+    // with their own message, not a missing value.
     @Option(help: ArgumentHelp("The trial server's base URL (the published tree's root).", valueName: "URL"))
     var server: String
     @Option(help: "Read the CWA distribution layout for this country.")
@@ -72,21 +74,21 @@ struct AppSync: AsyncParsableCommand {
     var stateDir: String?
     @Option(help: ArgumentHelp("Command run (through /bin/sh) when the risk turns high; GAEN_RISK_LEVEL, GAEN_RISK_ENGINE, GAEN_RISK_SINCE and GAEN_NODE in its environment.", valueName: "CMD"))
     var hook: String?
-    @Option(help: "ProvideDiagnosisKeys calls the app makes at most per UTC day (gaend's limit is 6).")
+    @Option(parsing: .unconditional, help: "ProvideDiagnosisKeys calls the app makes at most per UTC day (gaend's limit is 6).")
     var maxProvideCalls: Int = 6
-    @Option(help: "Seconds for the whole run.")
+    @Option(parsing: .unconditional, help: "Seconds for the whole run.")
     var runTimeout: Double = 600
-    @Option(help: "Seconds per file.")
+    @Option(parsing: .unconditional, help: "Seconds per file.")
     var fileTimeout: Double = 30
-    @Option(help: "Largest package accepted, in bytes.")
+    @Option(parsing: .unconditional, help: "Largest package accepted, in bytes.")
     var maxPackageBytes: Int = 16 << 20
-    @Option(help: "Attempts per file.")
+    @Option(parsing: .unconditional, help: "Attempts per file.")
     var attempts: Int = 4
-    @Option(help: "Seconds of the first retry's backoff (doubled each time, with jitter).")
+    @Option(parsing: .unconditional, help: "Seconds of the first retry's backoff (doubled each time, with jitter).")
     var backoff: Double = 1
-    @Option(help: "Largest clock difference to the server's Date, in seconds.")
+    @Option(parsing: .unconditional, help: "Largest clock difference to the server's Date, in seconds.")
     var maxClockSkew: Double = 7200
-    @Option(help: "Seconds to wait for gaend's matching result after each provide.")
+    @Option(parsing: .unconditional, help: "Seconds to wait for gaend's matching result after each provide.")
     var matchWait: Double = 120
     @Option(help: ArgumentHelp("journald's native socket, for the high-risk entry.", valueName: "PATH"))
     var journalSocket: String = "/run/systemd/journal/socket"
@@ -173,7 +175,7 @@ struct AppSubmit: AsyncParsableCommand {
     var consent: String = "no"
     @Option(help: ArgumentHelp("The app's state directory (as app sync).", valueName: "DIR"))
     var stateDir: String?
-    @Option(help: "Seconds for the upload.")
+    @Option(parsing: .unconditional, help: "Seconds for the upload.")
     var uploadTimeout: Double = 60
     @Option(help: ArgumentHelp("Trust the CA certificates in this PEM file instead of the system's (a trial's private CA).", valueName: "FILE"))
     var cacert: String?

@@ -1,9 +1,11 @@
 import ArgumentParser
 import BoardNames
+import CLISupport
 import Foundation
 import GaenCollect
 import GaendClient
 import HTTPClient
+import PlatformSupport
 import TrialKit
 
 /// `gaenctl collect`: ships the node's closed days to the trial server in the daily layout,
@@ -47,10 +49,10 @@ struct CollectCommand: AsyncParsableCommand {
     @Option(help: ArgumentHelp("Spool directory: days prepared and not yet shipped, and what was shipped.", valueName: "DIR"))
     var spool: String
 
-    @Option(help: "Closed days looked at, counting back from yesterday (the store's retention bounds what exists).")
+    @Option(parsing: .unconditional, help: "Closed days looked at, counting back from yesterday (the store's retention bounds what exists).")
     var days: Int = 14
 
-    @Option(help: ArgumentHelp("Upload at most this many bytes per second (a metered link).", valueName: "BYTES"))
+    @Option(parsing: .unconditional, help: ArgumentHelp("Upload at most this many bytes per second (a metered link).", valueName: "BYTES"))
     var limitRate: Int?
 
     @Option(help: ArgumentHelp("Trust the CA certificates in this PEM file instead of the system's (a trial's private CA).", valueName: "FILE"))
@@ -61,12 +63,12 @@ struct CollectCommand: AsyncParsableCommand {
 
     func validate() throws {
         guard server.hasPrefix("http://") || server.hasPrefix("https://") else {
-            throw ValidationError("--server: expected an http:// or https:// URL, got '\(server)'")
+            throw ValidationError("--server: expected an http:// or https:// URL, got \(TextSafety.quoted(server))")
         }
         guard !server.contains("@") else { throw ValidationError("--server: put no user or password in the URL; use --user and --password-file") }
-        guard (1...366).contains(days) else { throw ValidationError("--days must be within 1...366") }
-        if let limitRate { guard limitRate > 0 else { throw ValidationError("--limit-rate must be positive") } }
-        for day in resend { guard CollectSpool.isDay(day) else { throw ValidationError("--resend: expected YYYY-MM-DD, got '\(day)'") } }
+        try NumericOption.check(days, "--days", 1...366, unit: "days")
+        if let limitRate { try NumericOption.check(limitRate, "--limit-rate", 1...(1 << 40), unit: "bytes per second") }
+        for day in resend { guard CollectSpool.isDay(day) else { throw ValidationError("--resend: expected YYYY-MM-DD, got \(TextSafety.quoted(day))") } }
         if let user, let problem = BoardName.problem(user) { throw ValidationError("--user: \(problem)") }
     }
 

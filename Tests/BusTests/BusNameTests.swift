@@ -81,6 +81,11 @@ struct BusNameTests {
         try await own("org.example.Other")
         await #expect(throws: GaendDiscoveryError.notRunning(bus: bus.address)) { try await GaendDiscovery.discover(on: client) }
 
+        // Nor are the app half's own names (org.gaend.App1, org.gaend.App1.NAME).
+        try await own("org.gaend.App1.hci1")
+        try await own("org.gaend.App1")
+        await #expect(throws: GaendDiscoveryError.notRunning(bus: bus.address)) { try await GaendDiscovery.discover(on: client) }
+
         try await own("org.gaend.hci1")
         #expect(try await GaendDiscovery.discover(on: client) == "org.gaend.hci1")
 

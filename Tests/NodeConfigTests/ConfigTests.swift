@@ -131,6 +131,24 @@ import Testing
         #expect(s.busName == "org.gaend.x")
     }
 
+    @Test("Node and site names with control characters are refused at load, naming the setting and the line")
+    func namesWithControlCharactersAreRefused() throws {
+        // A carriage return would break a metrics line, a NUL every D-Bus string (GetAll).
+        for (yaml, shown) in [(#"research: {node: "a\rb"}"#, #"'a\rb'"#), (#"research: {node: "a\0b"}"#, #"'a\u{0}b'"#),
+                              (#"research: {site: "x\e[31my"}"#, #"'x\u{1b}[31my'"#), (#"research: {site: "a\nb"}"#, #"'a\nb'"#)] {
+            #expect {
+                try ConfigLoader.parse(yaml + "\n")
+            } throws: { e in
+                let text = "\(e)"
+                return text.hasPrefix("<config>:1: 'research.") && text.contains("is \(shown), allowed printable characters only")
+            }
+        }
+        #expect(throws: ConfigError.self) { try ConfigLoader.parse("research: {node: \(String(repeating: "n", count: 257))}\n") }
+        // Any printable text stays a name: spaces, accents, quotes.
+        let s = try ConfigLoader.parse("research: {node: 'board 7 é \"x\"', site: 'bus-7'}\n")
+        #expect(s.research.node == "board 7 é \"x\"" && s.research.site == "bus-7")
+    }
+
     @Test func anEmptyDocumentKeepsTheDefaults() throws {
         for text in ["", "# nothing\n", "---\n", "--- # empty\n...\n", "\u{FEFF}# with a byte-order mark\n"] {
             #expect(try ConfigLoader.parse(text) == GaendSettings(), "\(text)")

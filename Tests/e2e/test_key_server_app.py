@@ -397,11 +397,11 @@ def test_gaend_rate_limit_reached_files_wait(radio, nodes, tmp_path, bin_dir):
         server.stop()
 
 
-def test_one_package_gaend_refuses_stalls_nothing(setup, bin_dir):
+def test_one_package_gaend_refuses_stalls_nothing(setup, radio, nodes):
     """The chain attack of issue 29: a day package signed by the trusted key that holds one key
-    dated 400 days ahead, the oldest of 12. gaend refuses it; the app sets it apart, provides
-    the 11 honest ones in the same run, reports it (exit 2, status, metrics) and does not
-    offer it again that day; the next day it is tried alone once more."""
+    dated 400 days ahead, the oldest of 12. gaend refuses it; every board's app sets it apart,
+    provides the 11 honest ones in the same run, reports it (exit 2, status, metrics) and does
+    not offer it again that day; the next day it is tried alone once more."""
     ctx = setup
     s = ctx["server"]()
     t = Tree(s.tree, ctx["signers"])
@@ -442,6 +442,15 @@ def test_one_package_gaend_refuses_stalls_nothing(setup, bin_dir):
         assert line in metrics, metrics
     assert 'gaend_app_last_provide_timestamp_seconds{controller="",node="n",site="e2e"} 0' not in metrics, metrics
     print("\n" + "\n".join(l for l in metrics.splitlines() if l.startswith("gaend_app_")))
+
+    # A second board's app (its own gaend) in its first run: the same, every honest key there too.
+    r2 = radio([{"name": "m", "transport": "tcp-server:127.0.0.1:0", "tx_power": TX_POWER}])
+    other = nodes("m", r2.ready["devices"]["m"]["connect"])
+    other.start()
+    out2, last2 = sync({**ctx, "node": other}, s.keys_url, state="app-m")
+    assert out2.returncode == 2 and last2 == "12 new packages, 11 provided, 1 refused", out2.stdout + out2.stderr
+    assert wait_for(lambda: not other.status()["matching"], 60, 0.5)
+    assert other.status()["keyFiles"] == 11, other.status()
 
     # The same day: nothing to do, nothing refused again.
     out, last = sync(ctx, s.keys_url)

@@ -105,7 +105,10 @@ def test_three_boards_the_whole_loop(radio, nodes, bin_dir, tmp_path):
         assert pub.stdout.startswith("3 keys published"), pub.stdout
 
         journal = JournalSink(tmp_path)
-        monitors = {n: subprocess.Popen(["dbus-monitor", "--address", node.bus.address, "type='signal',interface='org.gaend.App1'"],
+        # As receivers listen (docs/dbus.md): the app's own name as the sender, so dbus-daemon
+        # delivers the signal only from the connection that owns org.gaend.App1 when it sends.
+        monitors = {n: subprocess.Popen(["dbus-monitor", "--address", node.bus.address,
+                                         "type='signal',sender='org.gaend.App1',interface='org.gaend.App1',member='RiskChanged'"],
                                         stdout=open(tmp_path / f"monitor-{n}.out", "w"), stderr=subprocess.STDOUT)
                     for n, node in boards.items()}
         time.sleep(0.5)
