@@ -179,4 +179,83 @@ struct ScanSilenceTests {
         #expect(connector.controllers.count == 4)
         await radio.stop()
     }
+
+    // MARK: Continuous scanning (the stall detector)
+
+    /// An owner scanning continuously whose stall watch looks every 2 node seconds (a stall:
+    /// at least 8 s without a report), after ten reports half a second apart.
+    func continuous(_ clock: ManualClock, backoff: RestartBackoff) async throws -> (RadioOwner, ScriptedConnector) {
+        let connector = ScriptedConnector()
+        var config = HCISessionConfiguration()
+        config.reconnectInitialDelay = .milliseconds(100)
+        let session = HCIControllerSession(connector: connector, configuration: config, clock: ScaledSleeper(scale: 0.01), logger: log.logger)
+        try await session.start()
+        var owner = RadioOwner.Configuration()
+        owner.scanStallSeconds = 8
+        owner.restartBackoff = backoff
+        let radio = RadioOwner(clock: clock, configuration: owner, logger: log.logger)
+        await radio.attach(session)
+        await radio.startScan(ScanWindow(startWall: clock.wallTime(), startMonotonic: clock.monotonicTime().seconds, duration: 300))
+        for n in 1...10 {
+            clock.advance(by: 0.5)
+            report(connector.current)
+            try await waitUntil { await radio.snapshot.reportsReceived == UInt64(n) }
+        }
+        return (radio, connector)
+    }
+
+    /// Moves the clock from one sleeper's deadline to the next (each timer wakes on time) until
+    /// `condition` holds; false after `limit` node seconds.
+    func advance(_ clock: ManualClock, limit: Double, until condition: @Sendable () async -> Bool) async throws -> Bool {
+        let end = clock.monotonicTime().seconds + limit
+        while clock.monotonicTime().seconds < end {
+            if await condition() { return true }
+            try await waitForSleepers(clock)
+            clock.advance(to: clock.nextDeadline!)
+            try await waitForSleepers(clock)
+        }
+        return await condition()
+    }
+
+    @Test("continuous scanning: a stall timer that woke late judges nothing; a silence seen on time re-enables scanning, then restarts the controller")
+    func lateStallTimerJudgesNothing() async throws {
+        let clock = ManualClock(wall: 1_795_000_000)
+        let (radio, connector) = try await continuous(clock, backoff: RestartBackoff())
+        // The host stalls for 30 s: the watch wakes 28 s late, with the silence well past 8 s.
+        try await waitForSleepers(clock)
+        clock.advance(by: 30)
+        try await waitForSleepers(clock)
+        #expect(!log.all.contains { $0.1 == "scanning went silent; enabling it again" }, "judged on a late timer")
+        #expect(await radio.snapshot.stallRecoveries == 0)
+        // Timers on time again, still silent: re-enabled, then the controller restarted.
+        #expect(try await advance(clock, limit: 10) { log.all.contains { $0.1 == "scanning went silent; enabling it again" } })
+        #expect(try await advance(clock, limit: 20) { connector.controllers.count == 2 })
+        #expect(await radio.snapshot.scanRecovery?.reason == "scanning silent")
+        await radio.stop()
+    }
+
+    @Test("continuous scanning: a restart after which scanning stays silent is reported and retried after the backoff, not at every stall")
+    func continuousRestartBackoff() async throws {
+        let clock = ManualClock(wall: 1_795_000_000)
+        let (radio, connector) = try await continuous(clock, backoff: RestartBackoff(initial: 100, maximum: 400))
+        #expect(try await advance(clock, limit: 40) { connector.controllers.count == 2 })
+        try await restored(1)
+        let first = try #require(await radio.snapshot.scanRecovery)
+        // Silent again: re-enabled, then the restart is found to have failed; the next waits.
+        #expect(try await advance(clock, limit: 60) {
+            log.all.contains { $0.1 == "the controller restart did not bring reports back; restarting it again with backoff" } })
+        #expect(connector.controllers.count == 2 && clock.monotonicTime().seconds < first.nextAttempt)
+        #expect(await radio.snapshot.scanRecovery?.failures == 1)
+        #expect(try await advance(clock, limit: 200) { connector.controllers.count == 3 })
+        #expect(clock.monotonicTime().seconds >= first.since + 100, "restarted again before the backoff passed")
+        let second = try #require(await radio.snapshot.scanRecovery)
+        #expect(second.attempts == 2 && second.since == first.since)
+        #expect(second.nextAttempt - clock.monotonicTime().seconds <= 200 && second.nextAttempt - clock.monotonicTime().seconds > 100,
+                "the backoff doubled: \(second)")
+        try await restored(2)
+        // The controller hears again.
+        report(connector.current)
+        try await waitUntil { await radio.snapshot.scanRecovery == nil }
+        await radio.stop()
+    }
 }
