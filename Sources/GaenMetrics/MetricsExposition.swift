@@ -142,7 +142,7 @@ public struct MetricsExposition {
             if let d = s.reportsDropped { reports.add(with([("cause", "buffer_full")]), Double(d)) }
             families += [scans, sightings, reports].filter { $0.lines.count > 2 }
         }
-        gauge("gaend_quarantined_records", "Store records that failed authentication or did not decode, set aside.", s.quarantinedRecords.map { Double($0) })
+        gauge("gaend_quarantined_records", "Store records set aside: failed authentication or did not decode, lost with a damaged log, or held by a damaged store set aside.", s.quarantinedRecords.map { Double($0) })
         gauge("gaend_store_size_bytes", "Bytes the store's files take on disk.", s.storeBytes.map { Double($0) })
         gauge("gaend_provide_diagnosis_keys_remaining", "ProvideDiagnosisKeys calls left today (4294967295: no limit).",
               Double(s.provideDiagnosisKeysRemaining))

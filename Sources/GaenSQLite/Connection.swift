@@ -18,6 +18,8 @@ public final class Connection {
         public static let readWrite = OpenOptions(rawValue: SQLITE_OPEN_READWRITE)
         /// Create the file if it does not exist (with readWrite).
         public static let create = OpenOptions(rawValue: SQLITE_OPEN_CREATE)
+        /// The path is an SQLite URI (`file:...?immutable=1`).
+        public static let uri = OpenOptions(rawValue: SQLITE_OPEN_URI)
     }
 
     public enum TransactionKind: String, Sendable {

@@ -29,6 +29,9 @@ public enum GaendStatus {
     public static let advertisingOffAir = "advertising-off-air"
     /// A scan is due but scanning is not confirmed on air (retrying).
     public static let scanningOffAir = "scanning-off-air"
+    /// Scanning hears nothing where it used to hear advertisers; the controller was restarted
+    /// for it and is restarted again with backoff until a report arrives (docs/radio.md).
+    public static let scanningSilent = "scanning-silent"
     public static let all = [active, inactive, clockUnsynchronised, clockSuspect, controllerMissing, controllerError,
-                             storageError, storageFull, advertisingOffAir, scanningOffAir]
+                             storageError, storageFull, advertisingOffAir, scanningOffAir, scanningSilent]
 }

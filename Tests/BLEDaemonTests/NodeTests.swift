@@ -365,6 +365,23 @@ struct NodeTests {
         #expect(try NodeBus.domain(NodeBus.wire(full)) == full)
     }
 
+    @Test("scanning that hears nothing after a controller restart is said as scanning-silent, beside the controller's own state, until it hears again")
+    func scanningSilentCondition() throws {
+        let dir = try TempStoreDir()
+        let (node, _) = try makeNode(dir)
+        var f = NodeStatusBoard.Facts()
+        f.clockUsable = true
+        f.radio.controller = .active
+        #expect(node.conditions(f, enabled: true) == [.active])
+        f.radio.scanRecovery = RadioOwner.ScanRecovery(reason: "scans empty", since: 100, attempts: 2, failures: 1, nextAttempt: 700)
+        #expect(node.conditions(f, enabled: true) == [.scanningSilent])
+        // A restart whose reconnect fails leaves the controller in error: both are said.
+        f.radio.controller = .error
+        #expect(node.conditions(f, enabled: true).map(NodeBus.wire) == ["controller-error", "scanning-silent"])
+        f.radio.scanRecovery = nil
+        #expect(node.conditions(f, enabled: true) == [.controllerError])
+    }
+
     @Test("node errors and conditions become gaend's D-Bus names and Status strings only at the edge")
     func errorNames() {
         let e = NodeBus.wireError(NodeError.busy("matching")) as? DBusNamedError

@@ -200,7 +200,11 @@ struct StoreDurabilityTests {
         #expect(aside.path.hasPrefix(dir.storePath + ".damaged-"))
         #expect(try store.quarantinedRecords().map(\.table) == ["store"])
         #expect(try store.quarantinedRecords().first?.reason.contains(aside.path) == true)
-        #expect(store.losses().quarantined == 1)
+        // The count says what was set aside: the 40 scans it held (it said 1).
+        #expect(try store.quarantinedRecords().first?.records == 40)
+        let reason = try store.quarantinedRecords().first?.reason ?? ""
+        #expect(reason.contains("it held 40 scans"), "\(damage): \(reason)")
+        #expect(store.losses().quarantined == 40)
         // The day's key is the one advertised before; recording goes on.
         #expect(try store.key(for: Self.day, now: StressRecords.baseTime + 600) == tek)
         try store.recordScan(StressRecords.scan(number: 41))
@@ -210,8 +214,30 @@ struct StoreDurabilityTests {
         let again = try dir.open()
         #expect(again.setAside == nil)
         #expect(try again.key(for: Self.day, now: StressRecords.baseTime + 900) == tek)
-        #expect(again.losses().quarantined == 1)
+        #expect(again.losses().quarantined == 40)
         try again.close()
+    }
+
+    @Test("a store set aside counts the records it held: from its file where that still counts them, else from the ledger, after retention deleted the oldest", arguments: Damage.allCases)
+    func setAsideCountsItsRecords(_ damage: Damage) throws {
+        let dir = try TempStoreDir()
+        do {
+            let store = try dir.open()
+            for n in 1...40 { try store.recordScan(StressRecords.scan(number: n, reports: 20)) }
+            for n in 1...3 { _ = try store.addMarker(Marker(time: StressRecords.baseTime + Double(n) * 240 + 2_420, label: "m\(n)")) }
+            // Retention deletes scans 1-10 (ends before the cutoff): 30 scans and 3 markers stay.
+            let r = try store.applyRetention(now: StressRecords.baseTime + 10 * 240 + 5 + 14 * 86_400)
+            #expect(r.scans == 10 && r.markers == 0)
+            try store.close()
+        }
+        try damage.apply(dir.storePath)
+        let store = try dir.open()
+        #expect(store.setAside != nil, "\(damage): damage not detected")
+        let row = try #require(try store.quarantinedRecords().first { $0.table == "store" })
+        #expect(row.records == 33, "\(damage): \(row.reason)")
+        #expect(row.reason.contains("it held 30 scans") && row.reason.contains("3 markers"), "\(damage): \(row.reason)")
+        #expect(store.losses().quarantined == 33)
+        try store.close()
     }
 
     @Test("a wrong key is refused as before, damage or not: nothing is set aside or written")
@@ -332,7 +358,8 @@ extension StoreDurabilityTests {
         // Kept for recovery as it was found.
         #expect(try Data(contentsOf: URL(fileURLWithPath: aside.path)) == damagedBytes)
         #expect(try store.quarantinedRecords().map(\.table) == ["store"])
-        #expect(store.losses().quarantined == 1)
+        let reason = try store.quarantinedRecords().first?.reason ?? ""
+        #expect(store.losses().quarantined == 40, "\(damage): \(reason)")
         #expect(store.losses().pendingScans == 0 && store.losses().droppedScans == 0)
         // The scan that met the damage is in the fresh store, and recording goes on.
         #expect(try store.scans(from: 0, to: .infinity) == [next])
@@ -359,7 +386,7 @@ extension StoreDurabilityTests {
         #expect(try store.scans(from: 0, to: .infinity).isEmpty)
         let aside = try #require(store.setAside)
         #expect(FileManager.default.fileExists(atPath: aside.path))
-        #expect(store.losses().quarantined == 1)
+        #expect(store.losses().quarantined == 10)
         #expect(try store.key(for: Self.day, now: StressRecords.baseTime + 600) == tek)
         try store.recordScan(StressRecords.scan(number: 11))
         #expect(try store.counts().scans == 1)

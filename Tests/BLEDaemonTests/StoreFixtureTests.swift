@@ -66,11 +66,12 @@ struct StoreFixtureTests {
         let counts = try store.counts()
         #expect(counts.scans == 25 && counts.keys == 3)
         #expect(counts.sightings == StoreFixture.scans.map(\.sightings.count).reduce(0, +))
-        // The schema history GRDB's migrator recorded is this store's history: nothing re-run.
+        // The schema history GRDB's migrator recorded is this store's history, nothing re-run,
+        // followed by what later versions added (v4: the quarantine's record counts).
         let history = try store.withWriterForTesting { db in
             (try db.fetchAll("SELECT identifier FROM grdb_migrations ORDER BY rowid") { $0.text(0) }, try db.fetchText("PRAGMA integrity_check"))
         }
-        #expect(history.0 == NodeStore.migrator(key: key).identifiers && history.0 == ["v1", "v2-quarantine-key-days-clock", "v3-key-files"])
+        #expect(history.0 == NodeStore.migrator(key: key).identifiers && history.0 == ["v1", "v2-quarantine-key-days-clock", "v3-key-files", "v4-quarantine-records"])
         #expect(history.1 == "ok")
         // It keeps working: new rows after the old ones, new days' keys, across reopening.
         let added = try store.recordScan(StressRecords.scan(number: 26))

@@ -57,12 +57,44 @@ import Testing
     @Test func emptyScanDetectorFiresOnlyAfterBusyHistory() {
         var quiet = EmptyScanDetector()
         var quietFired = false
-        for _ in 0..<30 { quietFired = quiet.record(reports: 0) || quietFired }
+        for _ in 0..<30 { quietFired = quiet.record(.empty) || quietFired }
         #expect(!quietFired) // a board alone never restarts its controller
         var d = EmptyScanDetector(emptyRun: 3, history: 6, busyNeeded: 4)
-        var fired: [Bool] = []
-        for n in [5, 7, 0, 9, 4, 6, 0, 0, 0, 0] { fired.append(d.record(reports: n)) }
-        // Only the third empty scan after a busy history fires, and only once per episode.
-        #expect(fired == [false, false, false, false, false, false, false, false, true, false])
+        let busy: [ScanVerdict] = [.heard, .heard, .empty, .heard, .heard, .heard]
+        var fired = (busy + [.empty, .empty, .empty, .empty]).map { d.record($0) }
+        // The third empty scan after a busy history fires, and every one after it until the
+        // owner restarts the controller.
+        #expect(fired == [false, false, false, false, false, false, false, false, true, true])
+        d.restarted()
+        // After a restart the episode's history stands: three more empty scans say it failed.
+        fired = [ScanVerdict.empty, .empty, .empty].map { d.record($0) }
+        #expect(fired == [false, false, true] && d.afterRestart)
+        // A report that reached the owner after the scan ended: that scan heard.
+        d.heardLate()
+        #expect(!d.afterRestart && !d.record(.empty))
+    }
+
+    @Test func lateScansNeitherCountNorBreakTheRunButAskForMoreEvidence() {
+        var d = EmptyScanDetector(emptyRun: 3, history: 6, busyNeeded: 4)
+        for _ in 0..<6 { _ = d.record(.heard) }
+        let fired = ([.empty, .late, .empty, .late, .empty, .empty, .empty] as [ScanVerdict]).map { d.record($0) }
+        // Three on-time empty scans plus one per late scan in the run: five.
+        #expect(fired == [false, false, false, false, false, false, true])
+        // Late scans alone never fire, however many.
+        var starved = EmptyScanDetector()
+        for _ in 0..<6 { _ = starved.record(.heard) }
+        #expect(!(0..<50).map { _ in starved.record(.late) }.contains(true))
+        // A late scan whose reports came after it ended heard something: the run starts over.
+        var e = EmptyScanDetector(emptyRun: 3, history: 6, busyNeeded: 4)
+        for _ in 0..<6 { _ = e.record(.heard) }
+        #expect(!e.record(.empty) && !e.record(.empty) && !e.record(.late))
+        e.heardLate()
+        #expect(!e.record(.empty) && !e.record(.empty) && e.record(.empty))
+    }
+
+    @Test func restartBackoffDoublesToItsMaximum() {
+        let b = RestartBackoff(initial: 300, maximum: 3600)
+        #expect((1...6).map { b.delay(after: $0) } == [300, 600, 1200, 2400, 3600, 3600])
+        #expect(b.delay(after: 1000) == 3600)
     }
 }

@@ -247,6 +247,11 @@ def test_system_scenario(kernel, tmp_path):
     assert "GAEND_CONTROLLER=hci0" in v and f"_SYSTEMD_UNIT=gaend@hci0.service" in v and "SYSLOG_IDENTIFIER=gaend" in v, v
     assert any(l.startswith("GAEND_LOGGER=") for l in v) and any(l.startswith("CODE_FILE=") for l in v), v
     assert r["security"]["exposure"] is not None and r["security"]["exposure"] <= 1.4, r["security"]["output"][-3000:]
+    # The store key's unit, hardened like the others (it rated 8.6 EXPOSED), still made the
+    # credential above under its sandbox (no TPM2 in the guest: the host key).
+    k = r["security_store_key"]
+    assert k["exposure"] is not None and k["exposure"] <= 4.0, k["output"][-3000:]
+    assert k["result"] == "success", k
     assert r["unplug"]["stopped"], r["unplug"]
     assert r["replug"]["active"] and r["replug"]["status_rc"] == 0, r["replug"]
     # Neither start (plug, replug) left the watchdog unfed: gaend never said the radio path was

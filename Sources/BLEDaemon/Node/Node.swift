@@ -186,6 +186,9 @@ package final class GaenNode: Sendable {
             if f.radio.advertisingWanted && !f.radio.advertisingOnAir { list.append(.advertisingOffAir) }
             if f.radio.scanningWanted && !f.radio.scanningOnAir { list.append(.scanningOffAir) }
         }
+        // Said whatever the controller's state: a restart that fails leaves it missing or
+        // in error, and the episode goes on until the controller is heard again.
+        if f.radio.scanRecovery != nil { list.append(.scanningSilent) }
         if store.isFull { list.append(.storageFull) } else if f.storageProblem != nil { list.append(.storageError) }
         if list.isEmpty { list.append(.active) }
         return list

@@ -50,6 +50,7 @@ extension NodeBus {
         case .controllerError: GaendStatus.controllerError
         case .advertisingOffAir: GaendStatus.advertisingOffAir
         case .scanningOffAir: GaendStatus.scanningOffAir
+        case .scanningSilent: GaendStatus.scanningSilent
         case .storageError: GaendStatus.storageError
         case .storageFull: GaendStatus.storageFull
         }

@@ -16,6 +16,9 @@ package enum NodeCondition: Sendable, Equatable, CaseIterable {
     case advertisingOffAir
     /// A scan is due but scanning is not confirmed on air (retrying).
     case scanningOffAir
+    /// Scanning hears nothing where it used to hear advertisers: the controller was
+    /// restarted for it and is restarted again, with backoff, until a report arrives.
+    case scanningSilent
     case storageError
     case storageFull
 }

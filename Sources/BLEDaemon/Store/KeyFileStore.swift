@@ -111,6 +111,8 @@ extension NodeStore {
                 }
             }
             if let last = ids.max() { ledgerCommitted("key_file", upTo: last) }
+            // Replaced or evicted files may have been the oldest (provided rarely: one read).
+            ledgerDeleted()
             return ids
         }
     }

@@ -44,6 +44,7 @@ extension NodeStore {
                 } catch StoreError.diskFull {
                     logger.warning("disk full while storing the key of a new day; evicting the oldest scans", metadata: ["store.day": "\(day)"])
                     _ = try? write { db in try db.execute("DELETE FROM scan WHERE id IN (SELECT id FROM scan ORDER BY start_time LIMIT 32)") }
+                    ledgerDeleted()
                     return try keyLocked(for: day, now: now)
                 }
             }

@@ -58,7 +58,8 @@ package struct RetentionResult: Equatable, Sendable {
 
 /// What was lost or set aside instead of stored: scans dropped from the full-disk queue and
 /// records quarantined because they failed authentication. Counts since the store was opened,
-/// except `quarantined`, which counts the quarantined records still in the store.
+/// except `quarantined`, which counts the quarantined records still in the store (a store set
+/// aside counts every record it held).
 package struct StoreLosses: Equatable, Sendable {
     package var droppedScans = 0
     package var droppedSightings = 0
@@ -67,12 +68,15 @@ package struct StoreLosses: Equatable, Sendable {
     package var quarantined = 0
 }
 
-/// A record that failed authentication or did not decode, set aside (see `NodeStore`).
+/// A record that failed authentication or did not decode, set aside (see `NodeStore`); or a
+/// whole store set aside (table `store`), with the number of records it held.
 package struct QuarantinedRecord: Equatable, Sendable {
     package var table: String
     package var id: Int64
     package var reason: String
     package var detectedAt: Double
+    /// Records this row stands for: 1, or for a store set aside the records it held.
+    package var records: Int = 1
 }
 
 /// The node's encrypted store: TEKs (one per UTC day), scan records (one per scan, every
@@ -387,12 +391,15 @@ package final class NodeStore: @unchecked Sendable {
     func reconcileLocked(now: Double, whileRunning: Bool) throws {
         var contents = ledger.contents
         let setAside = setAsideLocked
+        // What the store set aside held, before the ledger's sequences start over.
+        let held = setAside.map { Self.recordsHeld(setAside: $0.path, ledger: contents) }
         let result = try {
             try writeOnce { db -> (lost: [String: Int64], restored: [Int32]) in
                 var lost: [String: Int64] = [:]
-                if let setAside {
-                    try db.execute("INSERT OR IGNORE INTO quarantine (tbl, row_id, reason, detected_at) VALUES ('store', ?, ?, ?)",
-                                   [.integer(Int64(now)), .text("damaged store set aside as \(setAside.path): \(setAside.reason)"), .real(now)])
+                if let setAside, let held {
+                    try db.execute("INSERT OR IGNORE INTO quarantine (tbl, row_id, reason, detected_at, records) VALUES ('store', ?, ?, ?, ?)",
+                                   [.integer(Int64(now)), .text("damaged store set aside as \(setAside.path): \(setAside.reason); \(held.text)"),
+                                    .real(now), .integer(Int64(held.records))])
                     contents.sequences = [:]
                 } else {
                     for table in StoreLedger.tables {
@@ -413,6 +420,7 @@ package final class NodeStore: @unchecked Sendable {
                         lost[table] = committed - stored
                     }
                 }
+                contents.oldest = try Self.oldestIDs(db, sequences: contents.sequences)
                 var restored: [Int32] = []
                 for (day, bytes) in contents.keys.sorted(by: { $0.key < $1.key }) {
                     if try db.fetchInt64("SELECT 1 FROM tek WHERE day = ?", [.int(day)]) != nil { continue }
@@ -429,16 +437,18 @@ package final class NodeStore: @unchecked Sendable {
                     // A rotten stored key stays the quarantine's business.
                     if let bytes = try? AES256GCM.open(sealed, key: key.bytes, associatedData: Self.aad("tek", [Int64(day)])) { contents.keys[day] = bytes }
                 }
-                quarantinedCount = try db.fetchInt("SELECT count(*) FROM quarantine") ?? 0
+                quarantinedCount = try db.fetchInt(Self.quarantinedCountSQL) ?? 0
                 return (lost, restored)
             }
         }()
-        if let setAside, whileRunning {
+        if let setAside, let held, whileRunning {
             logger.critical("the store became damaged while gaend runs: set aside (kept for recovery) and replaced by a fresh store; the day's key comes from the ledger, recording goes on",
-                            metadata: ["store.setAside": "\(setAside.path)", "store.reason": "\(setAside.reason)"])
-        } else if let setAside {
+                            metadata: ["store.setAside": "\(setAside.path)", "store.reason": "\(setAside.reason)",
+                                       "store.setAsideRecords": "\(held.records)", "store.held": "\(held.text)"])
+        } else if let setAside, let held {
             logger.critical("the store is damaged: set aside (kept for recovery) and replaced by a fresh store; the day's key comes from the ledger",
-                            metadata: ["store.setAside": "\(setAside.path)", "store.reason": "\(setAside.reason)"])
+                            metadata: ["store.setAside": "\(setAside.path)", "store.reason": "\(setAside.reason)",
+                                       "store.setAsideRecords": "\(held.records)", "store.held": "\(held.text)"])
         }
         for (table, n) in result.lost.sorted(by: { $0.key < $1.key }) where n > 0 {
             logger.error("the store lost committed records: the ledger recorded them, the store does not hold them (a damaged or removed write-ahead log after a crash?); counted as quarantined records",
@@ -449,6 +459,51 @@ package final class NodeStore: @unchecked Sendable {
                            metadata: ["store.days": "\(result.restored.map(String.init).joined(separator: ","))"])
         }
         writeLedger(contents)
+    }
+
+    /// What a store set aside held: per ledger table (scans, key files, markers), the rows its
+    /// file still counts (read as it was left: read-only and immutable, nothing is written
+    /// beside the copy kept for recovery), else, where the damage hides them, what the ledger
+    /// says was committed and not yet deleted. `records` is their sum, or 1 when neither can
+    /// tell (the store itself, as before).
+    static func recordsHeld(setAside path: String, ledger: StoreLedger.Contents) -> (records: Int, text: String) {
+        var counted: [String: Int] = [:]
+        if let db = try? Connection(path: immutableURI(path), options: [.readOnly, .uri]) {
+            for table in StoreLedger.tables {
+                if let n = try? db.fetchInt("SELECT count(*) FROM \(table)") { counted[table] = n }
+            }
+            try? db.close()
+        }
+        var parts: [String] = [], records = 0, known = false
+        for table in StoreLedger.tables {
+            let name = ["scan": "scans", "key_file": "key files", "marker": "markers"][table] ?? table
+            if let n = counted[table] {
+                parts.append("\(n) \(name)")
+                records += n; known = true
+            } else if let n = ledger.held(table) {
+                parts.append("\(n) \(name) (by the ledger)")
+                records += n; known = true
+            } else {
+                parts.append("\(name) unknown")
+            }
+        }
+        return (known ? records : 1, "it held " + parts.joined(separator: ", "))
+    }
+
+    /// An SQLite URI that opens `path` as immutable: no lock, no log, no shared memory file.
+    static func immutableURI(_ path: String) -> String {
+        var out = "file:"
+        for byte in path.utf8 {
+            switch byte {
+            case UInt8(ascii: "a")...UInt8(ascii: "z"), UInt8(ascii: "A")...UInt8(ascii: "Z"), UInt8(ascii: "0")...UInt8(ascii: "9"),
+                 UInt8(ascii: "/"), UInt8(ascii: "-"), UInt8(ascii: "_"), UInt8(ascii: "."), UInt8(ascii: "~"):
+                out.append(Character(Unicode.Scalar(byte)))
+            default:
+                let hex = Array("0123456789ABCDEF")
+                out += "%\(hex[Int(byte >> 4)])\(hex[Int(byte & 0xF)])"
+            }
+        }
+        return out + "?immutable=1"
     }
 
     /// Writes the ledger; a failure is logged (once until it works again), never thrown: the
@@ -468,6 +523,24 @@ package final class NodeStore: @unchecked Sendable {
                              metadata: ["store.error": "\(error)"])
             }
         }
+    }
+
+    /// The lowest id each ledger table still holds, or the next id where it holds none.
+    static func oldestIDs(_ db: Connection, sequences: [String: Int64]) throws -> [String: Int64] {
+        var out: [String: Int64] = [:]
+        for table in StoreLedger.tables {
+            out[table] = try db.fetchInt64("SELECT min(id) FROM \(table)") ?? ((sequences[table] ?? 0) + 1)
+        }
+        return out
+    }
+
+    /// Records in the ledger the oldest ids after records were deleted (called with `lock`
+    /// held, after the delete committed). Best effort: a read that fails leaves the last ones.
+    func ledgerDeleted() {
+        var c = ledger.contents
+        guard let oldest = try? readOnce({ db in try Self.oldestIDs(db, sequences: c.sequences) }) else { return }
+        c.oldest = oldest
+        writeLedger(c)
     }
 
     /// Records in the ledger that `table` committed up to `id` (called with `lock` held).
@@ -568,6 +641,11 @@ package final class NodeStore: @unchecked Sendable {
                                                           random: SecureRandom()))])
             }
             try db.execute("DELETE FROM exposure_result WHERE kind = 'key-file'")
+        }
+        m.register("v4-quarantine-records") { db in
+            // A store set aside is one row that stands for every record it held: counted as
+            // one, a damaged store that took 22 scans along said 1 (issue 29).
+            try db.execute("ALTER TABLE quarantine ADD COLUMN records INTEGER NOT NULL DEFAULT 1")
         }
         return m
     }
@@ -699,6 +777,10 @@ package final class NodeStore: @unchecked Sendable {
 
     // MARK: Quarantine
 
+    /// The records set aside: one per row, except a store set aside, whose row counts the
+    /// records it held (`records`).
+    static let quarantinedCountSQL = "SELECT coalesce(sum(records), 0) FROM quarantine"
+
     /// SQL excluding quarantined rows of `table` (its id column is `column`).
     static func notQuarantined(_ table: String, column: String = "id") -> String {
         "\(column) NOT IN (SELECT row_id FROM quarantine WHERE tbl = '\(table)')"
@@ -716,7 +798,7 @@ package final class NodeStore: @unchecked Sendable {
                         try db.execute("INSERT OR IGNORE INTO quarantine (tbl, row_id, reason, detected_at) VALUES (?, ?, ?, ?)",
                                        [.text(table), .integer(r.id), .text(r.reason), .real(now)])
                     }
-                    quarantinedCount = try db.fetchInt("SELECT count(*) FROM quarantine") ?? quarantinedCount
+                    quarantinedCount = try db.fetchInt(Self.quarantinedCountSQL) ?? quarantinedCount
                 }
             } catch {
                 logger.error("cannot record quarantined records", metadata: ["store.error": "\(error)"])
@@ -752,8 +834,8 @@ package final class NodeStore: @unchecked Sendable {
     /// The quarantined records still in the store, oldest detection first.
     package func quarantinedRecords() throws -> [QuarantinedRecord] {
         try read { db in
-            try db.fetchAll("SELECT tbl, row_id, reason, detected_at FROM quarantine ORDER BY detected_at, tbl, row_id") {
-                QuarantinedRecord(table: $0.text(0), id: $0.int64(1), reason: $0.text(2), detectedAt: $0.double(3))
+            try db.fetchAll("SELECT tbl, row_id, reason, detected_at, records FROM quarantine ORDER BY detected_at, tbl, row_id") {
+                QuarantinedRecord(table: $0.text(0), id: $0.int64(1), reason: $0.text(2), detectedAt: $0.double(3), records: Int($0.int64(4)))
             }
         }
     }
@@ -919,13 +1001,14 @@ package final class NodeStore: @unchecked Sendable {
                         -- Lost records and stores set aside: reported for a retention period.
                         (tbl NOT IN ('scan', 'tek', 'exposure_result', 'marker', 'key_file') AND detected_at < ?)
                     """, [.real(cutoff)])
-                quarantinedCount = try db.fetchInt("SELECT count(*) FROM quarantine") ?? quarantinedCount
+                quarantinedCount = try db.fetchInt(Self.quarantinedCountSQL) ?? quarantinedCount
                 return r
             }
             defer {
                 var c = ledger.contents
                 for day in c.keys.keys where day < cutoffDay.rawValue { c.keys[day] = nil }
                 writeLedger(c)
+                ledgerDeleted()
             }
             return result
         }
@@ -972,6 +1055,7 @@ package final class NodeStore: @unchecked Sendable {
                 return evicted
             }
             if evicted > 0 {
+                ledgerDeleted()
                 logger.warning("store above its size bound: evicted the oldest scans",
                                metadata: ["store.evictedScans": "\(evicted)", "store.maximumBytes": "\(bound)"])
             }

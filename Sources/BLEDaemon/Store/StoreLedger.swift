@@ -27,8 +27,21 @@ struct StoreLedger {
     struct Contents: Equatable {
         /// Highest committed id per table (scan, key_file, marker).
         var sequences: [String: Int64] = [:]
+        /// Lowest id per table that may still be stored (the next id when it holds none),
+        /// kept after every delete: with `sequences` it says how many records a store held
+        /// when its file can no longer tell (a store set aside). Absent in version 1.
+        var oldest: [String: Int64] = [:]
         /// The keys of recent days.
         var keys: [Int32: Data] = [:]
+
+        /// How many records of `table` the store held as last recorded: every id from the
+        /// oldest kept to the last committed (deletions go oldest first: retention and
+        /// eviction by time), nil when not recorded.
+        func held(_ table: String) -> Int? {
+            guard let first = oldest[table], first > 0 else { return nil }
+            let last = sequences[table] ?? 0
+            return last >= first ? Int(clamping: last - first + 1) : 0
+        }
     }
 
     enum ReadResult {
@@ -145,10 +158,12 @@ struct StoreLedger {
         return (generation, slot.subdata(in: 20..<(20 + length)))
     }
 
-    /// `version 1 | per table in `tables`: seq i64 | key count u16 | count x (day i32 | key 16)`.
+    /// `version 2 | per table in `tables`: seq i64 | per table: oldest i64 | key count u16 |
+    /// count x (day i32 | key 16)`; version 1 has no oldest ids (still read).
     static func encode(_ c: Contents) -> Data {
-        var d = Data([1])
+        var d = Data([2])
         for t in tables { append(&d, UInt64(bitPattern: c.sequences[t] ?? 0)) }
+        for t in tables { append(&d, UInt64(bitPattern: c.oldest[t] ?? 0)) }
         append(&d, UInt16(c.keys.count))
         for day in c.keys.keys.sorted() {
             append(&d, UInt32(bitPattern: day))
@@ -159,12 +174,21 @@ struct StoreLedger {
 
     static func decode(_ d: Data) -> Contents? {
         let d = Data(d)
-        guard d.count >= 1 + 8 * tables.count + 2, d[0] == 1 else { return nil }
+        guard d.count >= 1, d[0] == 1 || d[0] == 2 else { return nil }
+        let perTable = d[0] == 2 ? 16 : 8
+        guard d.count >= 1 + perTable * tables.count + 2 else { return nil }
         var c = Contents()
         var at = 1
         for t in tables {
             c.sequences[t] = Int64(bitPattern: readInteger(d, at: at, as: UInt64.self))
             at += 8
+        }
+        if d[0] == 2 {
+            for t in tables {
+                let first = Int64(bitPattern: readInteger(d, at: at, as: UInt64.self))
+                if first > 0 { c.oldest[t] = first }
+                at += 8
+            }
         }
         let n = Int(readInteger(d, at: at, as: UInt16.self))
         at += 2

@@ -46,6 +46,10 @@ package actor HCIControllerSession {
     /// Advertising reports lost because the report stream's buffer was full (its reader fell
     /// 8192 reports behind).
     package private(set) var reportsDropped: UInt64 = 0
+    /// Advertising reports the controller delivered, kept or dropped: the owner compares it
+    /// with what it has taken from the stream to tell a host that is behind (reports queued,
+    /// not yet read) from a controller that reports nothing.
+    package private(set) var reportsDelivered: UInt64 = 0
 
     private var transport: (any HCITransport)?
     private var readerTask: Task<Void, Never>?
@@ -389,6 +393,7 @@ package actor HCIControllerSession {
             eventSink.yield(.disconnection(handle: d.connectionHandle, reason: d.reason))
         case let .leMeta(meta):
             for report in LEAdvertisingReport.reports(in: meta) {
+                reportsDelivered += 1
                 if case .dropped = reportSink.yield(report) { reportsDropped += 1 }
             }
         case let .unknown(code, _):

@@ -82,7 +82,26 @@ package actor RadioOwner: RadioLivenessSource {
         package var scansCompleted: UInt64 = 0
         /// Times silent scanning was re-enabled or the controller restarted for it.
         package var stallRecoveries: UInt64 = 0
+        /// Scanning hears nothing where it used to hear advertisers and the controller was
+        /// restarted for it; nil again once a report arrives.
+        package var scanRecovery: ScanRecovery?
         package init() {}
+    }
+
+    /// One episode of scanning that hears nothing (empty scans or silent continuous
+    /// scanning where advertisers were heard): the controller restarts made for it, and when
+    /// the next may follow. It ends with the first report the controller delivers.
+    package struct ScanRecovery: Sendable, Equatable {
+        /// What noticed it: "scans empty" or "scanning silent".
+        package var reason: String
+        /// Node monotonic seconds of the first restart.
+        package var since: Double
+        /// Controller restarts made in this episode.
+        package var attempts: Int
+        /// Of those, the ones after which scanning still heard nothing.
+        package var failures: Int
+        /// Node monotonic seconds before which no further restart is made (the backoff).
+        package var nextAttempt: Double
     }
 
     package struct Configuration: Sendable {
@@ -98,6 +117,12 @@ package actor RadioOwner: RadioLivenessSource {
         /// Retry backoff in node seconds: first delay, doubling to the maximum.
         package var retryInitialSeconds: Double = 0.25
         package var retryMaximumSeconds: Double = 4
+        /// A scan that went on air, or ended, more than this many node seconds after its
+        /// planned time, or during which the owner's own timer woke this late, ran on a
+        /// starved host: its silence is not held against the controller.
+        package var lateToleranceSeconds: Double = 1
+        /// Between controller restarts of one episode of silent scanning (node seconds).
+        package var restartBackoff = RestartBackoff()
         package init() {}
     }
 
@@ -124,6 +149,9 @@ package actor RadioOwner: RadioLivenessSource {
     private var stall: ScanStallDetector
     private var emptyScans = EmptyScanDetector()
     private var stallReenabled = false
+    /// Reports taken from the current session's stream; the session's `reportsDelivered`
+    /// above it means reports are queued for the owner (the host is behind).
+    private var reportsTaken: UInt64 = 0
 
     private var pump: Task<Void, Never>?
     private var eventsTask: Task<Void, Never>?
@@ -232,6 +260,7 @@ package actor RadioOwner: RadioLivenessSource {
         status.controllerProblem = nil
         setController(.active)
         forgetControllerState()
+        reportsTaken = 0
         let reports = s.advertisingReports
         pump = Task { [weak self] in
             for await report in reports { await self?.received(report) }
@@ -344,7 +373,7 @@ package actor RadioOwner: RadioLivenessSource {
     /// Starts collecting a scan for `window` and turns scanning on (it stays on across
     /// back-to-back scans).
     package func startScan(_ window: ScanWindow) async {
-        scan = ScanCollector(window: window, onAir: status.scanningOnAir)
+        scan = ScanCollector(window: window, onAir: status.scanningOnAir, now: clock.monotonicTime().seconds)
         desired.scanning = true
         await reconcileOrRetry()
         await notify()
@@ -358,14 +387,21 @@ package actor RadioOwner: RadioLivenessSource {
     /// is known, as in `gaenctl radio scan`); the record is made once, with it.
     package func finishScan(_ done: CompletedScan, continuingWith next: ScanWindow? = nil,
                             rssiCorrection: Int? = nil) async -> Scan? {
+        let now = clock.monotonicTime().seconds
+        // Read before the scan is taken: reports taken meanwhile still land in it.
+        let delivered = await session?.reportsDelivered
         let collected = scan
         if let next {
-            scan = ScanCollector(window: next, onAir: status.scanningOnAir)
+            scan = ScanCollector(window: next, onAir: status.scanningOnAir, now: now)
             desired.scanning = true
         } else {
             scan = nil
             desired.scanning = false
         }
+        // Judged before anything else can run, so a report that arrives from now on counts
+        // as heard late for this scan, not the one before.
+        let deaf = collected.flatMap { verdict(of: $0, endedAt: now, delivered: delivered) }
+            .map { emptyScans.record($0) } ?? false
         await reconcileOrRetry()
         guard let collected, collected.wasOnAir || status.scanningOnAir else { return nil }
         // The correction is applied here, once: the scan and each of its sightings carry it.
@@ -378,10 +414,9 @@ package actor RadioOwner: RadioLivenessSource {
                               return s
                           })
         status.scansCompleted += 1
-        if emptyScans.record(reports: collected.reports), let session {
-            logger.error("scans keep coming back empty where they used to see advertisers; restarting the controller")
-            status.stallRecoveries += 1
-            await session.restart(reason: "scans empty")
+        if deaf, let session, await restartForSilence("scans empty", session: session,
+                                                    first: "scans keep coming back empty where they used to see advertisers; restarting the controller") {
+            emptyScans.restarted()
         }
         await notify()
         // Handed to the caller only: nothing here keeps a finished scan (a buffer of the
@@ -402,9 +437,21 @@ package actor RadioOwner: RadioLivenessSource {
         let now = clock.monotonicTime().seconds
         lastControllerAnswer = .now
         status.reportsReceived += 1
+        reportsTaken += 1
         stall.report(at: now)
         stallReenabled = false
-        guard scan != nil else { return } // outside a scan: not observed by the schedule
+        if let r = status.scanRecovery {
+            status.scanRecovery = nil
+            logger.notice("scanning hears advertisers again", metadata: [
+                "radio.restarts": "\(r.attempts)", "radio.silent_seconds": "\(Int(now - r.since))"])
+            Task { await self.notify() }
+        }
+        guard scan != nil else {
+            // Scanning is off between periodic scans: a report now reached the owner late,
+            // and shows the last scan heard something.
+            emptyScans.heardLate()
+            return
+        }
         scan?.reports += 1
         guard let s = Sighting(report: report, time: scan!.window.wallTime(atMonotonic: now)) else {
             status.reportsIgnored += 1
@@ -421,12 +468,19 @@ package actor RadioOwner: RadioLivenessSource {
     private func watchScanStalls() async {
         let period = max(0.5, configuration.scanStallSeconds / 4)
         while !Task.isCancelled {
-            do { try await clock.sleep(for: period) } catch { return }
-            guard status.scanningOnAir, desired.scanning, let session else { continue }
+            let due = clock.monotonicTime().seconds + period
+            do { try await clock.sleep(until: MonotonicInstant(seconds: due)) } catch { return }
             let now = clock.monotonicTime().seconds
-            guard stall.isStalled(now: now) else { continue }
-            status.stallRecoveries += 1
+            // How late this timer woke is the host's lag: reports may be waiting behind it.
+            let lag = now - due
+            if let worst = scan.map({ max($0.maxLag, lag) }) { scan?.maxLag = worst }
+            guard status.scanningOnAir, desired.scanning, let session else { continue }
+            guard stall.isStalled(now: now), lag <= configuration.lateToleranceSeconds else { continue }
+            // Reports the session holds for the owner are not silence: the host is behind.
+            if await session.reportsDelivered > reportsTaken { continue }
+            guard stall.isStalled(now: clock.monotonicTime().seconds), self.session === session else { continue }
             if !stallReenabled {
+                status.stallRecoveries += 1
                 logger.warning("scanning went silent; enabling it again")
                 stallReenabled = true
                 await enterOperation()
@@ -437,14 +491,58 @@ package actor RadioOwner: RadioLivenessSource {
                 }
                 leaveOperation()
                 await reconcileOrRetry()
-            } else {
-                logger.error("scanning still silent; restarting the controller")
+            } else if await restartForSilence("scanning silent", session: session,
+                                              first: "scanning still silent; restarting the controller") {
                 stallReenabled = false
-                await session.restart(reason: "scanning silent")
             }
             stall.restartWindow(at: clock.monotonicTime().seconds)
             await notify()
         }
+    }
+
+    /// Whether `scan`, ended at `now`, heard something, was silent on time, or ran on a
+    /// starved host; nil when scanning never reached the air during it (nothing observed).
+    private func verdict(of scan: ScanCollector, endedAt now: Double, delivered: UInt64?) -> ScanVerdict? {
+        if scan.reports > 0 { return .heard }
+        // Reports delivered by the controller but not yet taken: heard, by a host behind.
+        if let delivered, delivered > reportsTaken { return .heard }
+        guard let onAir = scan.onAirSince else { return nil }
+        let tolerance = configuration.lateToleranceSeconds
+        let onTime = onAir - scan.window.startMonotonic <= tolerance
+            && now - scan.window.plannedEndMonotonic <= tolerance
+            && scan.maxLag <= tolerance
+        return onTime ? .empty : .late
+    }
+
+    /// Restarts the controller for scanning that hears nothing, at most once per backoff
+    /// step of the episode; a restart after which it still hears nothing is logged and
+    /// retried when the backoff has passed. True when it restarted now.
+    private func restartForSilence(_ reason: String, session: HCIControllerSession, first: String) async -> Bool {
+        let now = clock.monotonicTime().seconds
+        var r: ScanRecovery
+        if var current = status.scanRecovery {
+            if current.failures < current.attempts {
+                current.failures = current.attempts
+                status.scanRecovery = current
+                logger.error("the controller restart did not bring reports back; restarting it again with backoff", metadata: [
+                    "radio.reason": "\(reason)", "radio.restarts": "\(current.attempts)",
+                    "radio.next_restart_seconds": "\(max(0, Int((current.nextAttempt - now).rounded(.up))))"])
+            }
+            guard now >= current.nextAttempt else { return false }
+            r = current
+            r.attempts += 1
+            logger.error("scanning still hears nothing; restarting the controller again", metadata: [
+                "radio.reason": "\(reason)", "radio.restarts": "\(r.attempts)", "radio.silent_seconds": "\(Int(now - r.since))"])
+        } else {
+            r = ScanRecovery(reason: reason, since: now, attempts: 1, failures: 0, nextAttempt: now)
+            logger.error("\(first)")
+        }
+        r.reason = reason
+        r.nextAttempt = now + configuration.restartBackoff.delay(after: r.attempts)
+        status.scanRecovery = r
+        status.stallRecoveries += 1
+        await session.restart(reason: reason)
+        return true
     }
 
     // MARK: Liveness
@@ -574,6 +672,10 @@ package actor RadioOwner: RadioLivenessSource {
             try await s.setScanEnable(true, filterDuplicates: false)
             status.scanningOnAir = true
             scan?.wasOnAir = true
+            if scan != nil, scan?.onAirSince == nil {
+                let now = clock.monotonicTime().seconds
+                scan?.onAirSince = now
+            }
             stall.restartWindow(at: clock.monotonicTime().seconds)
         } else if !want.scanning && scanningMaybeOn {
             try await scanOff(s)
@@ -632,15 +734,20 @@ package actor RadioOwner: RadioLivenessSource {
     }
 }
 
-/// The scan in progress: its window (for stamping), the sightings kept and how many reports
-/// of any kind it received (for the empty-scan detector).
+/// The scan in progress: its window (for stamping), the sightings kept, how many reports of
+/// any kind it received, and how on time it ran (for the empty-scan detector).
 struct ScanCollector {
     var window: ScanWindow
     var sightings: [Sighting] = []
     var reports = 0
     var wasOnAir: Bool
-    init(window: ScanWindow, onAir: Bool) {
+    /// Node monotonic seconds when scanning was first confirmed on air for it.
+    var onAirSince: Double?
+    /// The latest the owner's stall timer woke during it (node seconds).
+    var maxLag: Double = 0
+    init(window: ScanWindow, onAir: Bool, now: Double) {
         self.window = window
         wasOnAir = onAir
+        onAirSince = onAir ? now : nil
     }
 }

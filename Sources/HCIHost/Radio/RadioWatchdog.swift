@@ -50,14 +50,38 @@ package struct ScanStallDetector: Sendable {
     package mutating func restartWindow(at time: Double) { lastReport = time }
 }
 
+/// How one finished scan counts for `EmptyScanDetector`.
+package enum ScanVerdict: Sendable, Equatable {
+    /// The controller reported something during it: reports kept, reports still queued for
+    /// the owner when it ended, or reports that reached the owner only after it ended.
+    case heard
+    /// It ran on time (on air from its start, ended when planned, the host not lagging) and
+    /// the controller reported nothing: evidence of a deaf controller.
+    case empty
+    /// It ran late or short, or the host lagged during it: a starved host, not the
+    /// controller, may explain its silence, so it proves nothing either way.
+    case late
+}
+
 /// Notices periodic scans that keep coming back empty where scans used to see advertisers:
-/// after `emptyRun` empty scans in a row, when at least `busyNeeded` of the `history` scans
-/// before them saw something.
+/// after `emptyRun` on-time empty scans in a row, when at least `busyNeeded` of the `history`
+/// judged scans before them heard something. Scans that ran late neither count nor break the
+/// run, but each one in the run asks for one more on-time empty scan (up to twice
+/// `emptyRun`): a host late once may be late again. After a restart for deafness the busy
+/// history is the episode's, so a restart that did not help is noticed by the next run alone
+/// (`restarted()`), until a scan hears something again.
 package struct EmptyScanDetector: Sendable {
     package var emptyRun: Int
     package var history: Int
     package var busyNeeded: Int
-    private var counts: [Int] = []
+    /// Judged scans (true: heard), oldest first; late scans are not in it.
+    private var judged: [Bool] = []
+    /// Late scans since the last judged scan that heard something.
+    private var lateInRun = 0
+    /// The current run of empty scans followed a busy history (judged at its first scan).
+    private var runFollowsBusy = false
+    /// The controller was restarted for this episode and nothing has been heard since.
+    package private(set) var afterRestart = false
 
     package init(emptyRun: Int = 3, history: Int = 6, busyNeeded: Int = 4) {
         self.emptyRun = emptyRun
@@ -65,15 +89,71 @@ package struct EmptyScanDetector: Sendable {
         self.busyNeeded = busyNeeded
     }
 
-    /// Records a finished scan's report count; true when the controller should be restarted.
-    package mutating func record(reports: Int) -> Bool {
-        counts.append(reports)
-        if counts.count > emptyRun + history { counts.removeFirst(counts.count - emptyRun - history) }
-        guard counts.count == emptyRun + history else { return false }
-        let recent = counts.suffix(emptyRun), before = counts.prefix(history)
-        guard recent.allSatisfy({ $0 == 0 }), before.filter({ $0 > 0 }).count >= busyNeeded else { return false }
-        counts.removeAll() // one restart per episode; the history is learned again
-        return true
+    /// On-time empty scans in a row needed now.
+    package var needed: Int { emptyRun + min(emptyRun, lateInRun) }
+
+    /// Records a finished scan; true when the controller looks deaf (the caller restarts it,
+    /// then calls `restarted()`; until then every further empty scan says so again).
+    package mutating func record(_ verdict: ScanVerdict) -> Bool {
+        switch verdict {
+        case .late:
+            lateInRun += 1
+            return false
+        case .heard:
+            append(true)
+            lateInRun = 0
+            afterRestart = false
+            return false
+        case .empty:
+            append(false)
+            let run = judged.reversed().prefix { !$0 }.count
+            if run == 1 {
+                let before = judged.dropLast(1).suffix(history)
+                runFollowsBusy = before.count == history && before.filter { $0 }.count >= busyNeeded
+            }
+            return run >= needed && (afterRestart || runFollowsBusy)
+        }
+    }
+
+    /// A report reached the owner after the last scan ended: that scan heard something.
+    package mutating func heardLate() {
+        if lateInRun > 0 {
+            append(true)
+        } else if let last = judged.indices.last, !judged[last] {
+            judged[last] = true
+        } else {
+            return
+        }
+        lateInRun = 0
+        afterRestart = false
+    }
+
+    /// The controller was restarted: the next decision needs a new run of empty scans.
+    package mutating func restarted() {
+        judged.removeAll()
+        lateInRun = 0
+        afterRestart = true
+    }
+
+    private mutating func append(_ heard: Bool) {
+        judged.append(heard)
+        let keep = history + 1
+        if judged.count > keep { judged.removeFirst(judged.count - keep) }
+    }
+}
+
+/// Backoff between controller restarts of one deafness episode, in node seconds: a restart
+/// that did not bring reports back is retried, first after `initial`, doubling to `maximum`.
+package struct RestartBackoff: Sendable, Equatable {
+    package var initial: Double
+    package var maximum: Double
+    package init(initial: Double = 300, maximum: Double = 3600) {
+        self.initial = initial
+        self.maximum = maximum
+    }
+    /// The wait after restart number `attempt` (1-based) before the next may follow.
+    package func delay(after attempt: Int) -> Double {
+        min(maximum, initial * Double(1 << min(max(attempt - 1, 0), 30)))
     }
 }
 

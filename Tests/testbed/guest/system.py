@@ -6,7 +6,7 @@ and `sudo make install`; then the controller is plugged in. Checked: the unit go
 `gaenctl --name hci0 status` works over the system bus as a user in group gaend, beacons are
 heard on air by an independent scanner, unplug stops the unit and replug starts it, the journal
 has warnings at warning priority and no errors or thread-priority noise, and the unit's
-`systemd-analyze security` exposure.
+`systemd-analyze security` exposure, and the store key's unit's.
 """
 import json
 import os
@@ -144,6 +144,11 @@ def scenario() -> None:
     sec = run(["systemd-analyze", "security", "--no-pager", UNIT], timeout=LONG)
     m = re.search(r"Overall exposure level for \S+: ([0-9.]+)", sec.stdout)
     record("security", {"exposure": float(m.group(1)) if m else None, "output": sec.stdout[-8000:]})
+    # The store key's unit, which ran once above (it made the credential), as loaded here.
+    sec = run(["systemd-analyze", "security", "--no-pager", "gaend-store-key.service"], timeout=LONG)
+    m = re.search(r"Overall exposure level for \S+: ([0-9.]+)", sec.stdout)
+    record("security_store_key", {"exposure": float(m.group(1)) if m else None, "output": sec.stdout[-8000:],
+                                  "result": systemctl("show", "-p", "Result", "--value", "gaend-store-key.service").stdout.strip()})
 
     # Unplug stops the unit (BindsTo the device); replug starts it again.
     vr.unplug("node")
