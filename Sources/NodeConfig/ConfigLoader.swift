@@ -278,7 +278,9 @@ package enum ConfigLoader {
                         "node": .custom { n, setting, section in
                             let name = try string(n, setting)
                             guard name.isEmpty || BoardName.isValid(name) else {
-                                throw ConfigError.outOfRange(path: path, line: line(n), setting: setting, value: name, allowed: BoardName.rule)
+                                // Escaped: a control character in the value must not reach the terminal raw.
+                                throw ConfigError.outOfRange(path: path, line: line(n), setting: setting, value: TextSafety.quoted(name, limit: 80),
+                                                             allowed: BoardName.rule)
                             }
                             section.node = name
                         },

@@ -134,19 +134,24 @@ import Testing
     @Test("Node and site names with control characters are refused at load, naming the setting and the line")
     func namesWithControlCharactersAreRefused() throws {
         // A carriage return would break a metrics line, a NUL every D-Bus string (GetAll).
-        for (yaml, shown) in [(#"research: {node: "a\rb"}"#, #"'a\rb'"#), (#"research: {node: "a\0b"}"#, #"'a\u{0}b'"#),
-                              (#"research: {site: "x\e[31my"}"#, #"'x\u{1b}[31my'"#), (#"research: {site: "a\nb"}"#, #"'a\nb'"#)] {
+        // The site: printable text; the node: the one board-name rule (docs/provision.md). Both
+        // name the value escaped.
+        for (yaml, shown, allowed) in [(#"research: {node: "a\rb"}"#, #"'a\rb'"#, "allowed a letter or digit"),
+                                       (#"research: {node: "a\0b"}"#, #"'a\u{0}b'"#, "allowed a letter or digit"),
+                                       (#"research: {site: "x\e[31my"}"#, #"'x\u{1b}[31my'"#, "allowed printable characters only"),
+                                       (#"research: {site: "a\nb"}"#, #"'a\nb'"#, "allowed printable characters only")] {
             #expect {
                 try ConfigLoader.parse(yaml + "\n")
             } throws: { e in
                 let text = "\(e)"
-                return text.hasPrefix("<config>:1: 'research.") && text.contains("is \(shown), allowed printable characters only")
+                return text.hasPrefix("<config>:1: 'research.") && text.contains("is \(shown), \(allowed)")
             }
         }
-        #expect(throws: ConfigError.self) { try ConfigLoader.parse("research: {node: \(String(repeating: "n", count: 257))}\n") }
-        // Any printable text stays a name: spaces, accents, quotes.
-        let s = try ConfigLoader.parse("research: {node: 'board 7 é \"x\"', site: 'bus-7'}\n")
-        #expect(s.research.node == "board 7 é \"x\"" && s.research.site == "bus-7")
+        #expect(throws: ConfigError.self) { try ConfigLoader.parse("research: {site: \(String(repeating: "n", count: 257))}\n") }
+        #expect(throws: ConfigError.self) { try ConfigLoader.parse("research: {node: 'board 7'}\n") }
+        // Any printable text stays a site: spaces, accents, quotes.
+        let s = try ConfigLoader.parse("research: {node: 'board-7', site: 'bus 7 é \"x\"'}\n")
+        #expect(s.research.node == "board-7" && s.research.site == "bus 7 é \"x\"")
     }
 
     @Test func anEmptyDocumentKeepsTheDefaults() throws {
