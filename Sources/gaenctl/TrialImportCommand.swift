@@ -174,6 +174,8 @@ struct TrialImportCommand: ParsableCommand {
         var transmissionRiskLevel: Int?
         @Option(help: ArgumentHelp("The attenuation ranges of the columns, when the file's comment does not name them.", valueName: "48-50,50-52,..."))
         var ranges: String?
+        @Option(help: ArgumentHelp("The day the measurements were taken, dating every window (default: the one date the dataset's comments name; without either the import stops).", valueName: "YYYY-MM-DD"))
+        var date: String?
         @Option(name: [.short, .customLong("output")], help: ArgumentHelp("Contacts JSON to write.", valueName: "CONTACTS.json"))
         var output: String
 
@@ -190,6 +192,7 @@ struct TrialImportCommand: ParsableCommand {
             guard HistogramImport.Placement(rawValue: at) != nil else { throw ValidationError("--at: expected midpoint, low or high, got '\(at)'") }
             if let t = transmissionRiskLevel, !(1...8).contains(t) { throw ValidationError("--transmission-risk-level must be 1...8") }
             _ = try parsedRanges()
+            if let date, UTCDay(isoDate: date) == nil { throw ValidationError("--date: expected YYYY-MM-DD, got '\(date)'") }
         }
 
         func run() throws {
@@ -197,7 +200,10 @@ struct TrialImportCommand: ParsableCommand {
                 var options = HistogramImport.Options()
                 options.placement = HistogramImport.Placement(rawValue: at)!
                 options.transmissionRiskLevel = transmissionRiskLevel
-                let (contacts, counts) = try LeithImport.contacts(in: URL(fileURLWithPath: dir), ranges: try parsedRanges(), options: options)
+                let r = try LeithImport.dated(in: URL(fileURLWithPath: dir), ranges: try parsedRanges(), options: options,
+                                              date: date.flatMap(UTCDay.init(isoDate:)))
+                let (contacts, counts) = (r.contacts, r.counts)
+                FileHandle.standardError.write(Data("gaenctl trial import leith: windows dated \(r.day.isoDate) (from \(r.daySource))\n".utf8))
                 try OutputFile.write(ContactsFile.encode(contacts), to: URL(fileURLWithPath: output))
                 TrialImportCommand.report("leith", counts, output: output)
             }
@@ -276,7 +282,8 @@ struct TrialImportCommand: ParsableCommand {
 struct TrialReplayCommand: ParsableCommand {
     /// A rule's number as people read it: whole numbers whole, others to 3 significant decimals.
     static func readable(_ v: Double) -> String {
-        v == v.rounded() && abs(v) < 1e15 ? Format.exact(v) : Format.time((v * 1000).rounded() / 1000)
+        if v.isNaN { return "NA" }  // a number the contact does not have (never heard: no attenuation)
+        return v == v.rounded() && abs(v) < 1e15 ? Format.exact(v) : Format.time((v * 1000).rounded() / 1000)
     }
 
     static let configuration = CommandConfiguration(
@@ -307,23 +314,47 @@ struct TrialReplayCommand: ParsableCommand {
     var closeContact: Double
     @Flag(help: "Also print each contact's verdict per rule and the numbers the rule used.")
     var perContact = false
+    @Flag(help: "Read a configuration with fields this tool does not know, leaving them out with a warning on stderr (default: refused, naming the field and its line).")
+    var allowUnknownFields = false
+    @Option(help: ArgumentHelp("How a v1-scoring rule (gaen-v1, immuni) rounds exposure durations: nearest (5-minute steps, halves down, the framework's reference; default), up, down or none; repeatable.", valueName: "RULE=MODE"))
+    var durationRounding: [String] = []
     @Flag(help: "Print JSON instead of a table.")
     var json = false
 
     func validate() throws {
         guard !rule.isEmpty else { throw ValidationError("give at least one --rule NAME[=CONFIG]") }
         guard closeContact >= 0, closeContact.isFinite else { throw ValidationError("--close-contact must be metres >= 0") }
+        _ = try parsedRounding()
+    }
+
+    func parsedRounding() throws -> [ReplayRule.Kind: GAENv1DurationRounding] {
+        var out: [ReplayRule.Kind: GAENv1DurationRounding] = [:]
+        for item in durationRounding {
+            let p = item.split(separator: "=", maxSplits: 1).map(String.init)
+            guard p.count == 2, let kind = ReplayRule.Kind(rawValue: p[0]), kind == .gaenV1 || kind == .immuni else {
+                throw ValidationError("--duration-rounding: expected gaen-v1=MODE or immuni=MODE, got '\(item)'")
+            }
+            guard let mode = GAENv1DurationRounding(rawValue: p[1]) else {
+                throw ValidationError("--duration-rounding: '\(p[1])' is not nearest, up, down or none")
+            }
+            out[kind] = mode
+        }
+        return out
     }
 
     func run() throws {
         try TrialCommandSupport.run("trial replay") {
             let list = try ContactsFile.read(URL(fileURLWithPath: contacts))
+            let options = ReplayOptions(allowUnknownFields: allowUnknownFields, durationRounding: try parsedRounding(),
+                                        dataDay: ReplayOptions.latestDay(list))
             let rules = try rule.map { spec in
-                try ReplayRule.parse(spec) { path in
+                try ReplayRule.parse(spec, options: options) { path in
                     do { return try Data(contentsOf: URL(fileURLWithPath: path)) } catch { throw CommandFailure("--rule \(spec): cannot read \(path)") }
                 }
             }
             for r in rules {
+                // Warnings among the notes are printed with the results' warnings below.
+                for n in r.notes where !n.hasPrefix("warning: ") { FileHandle.standardError.write(Data("gaenctl trial replay: \(r.spec): \(n)\n".utf8)) }
                 if let p = r.published { FileHandle.standardError.write(Data("gaenctl trial replay: \(r.spec): published configuration \(p.summary)\n".utf8)) }
             }
             let results = try Replay.run(list, rules: rules, closeContact: closeContact)
@@ -332,7 +363,7 @@ struct TrialReplayCommand: ParsableCommand {
             }
             if json {
                 struct Verdict: Encodable {
-                    var rule: String; var notified: Bool; var numbers: [String: Double]; var unjudged: String?
+                    var rule: String; var notified: Bool; var numbers: [String: Double?]; var unjudged: String?
                     func encode(to encoder: Encoder) throws {
                         enum K: String, CodingKey { case rule, notified, numbers, unjudged }
                         var c = encoder.container(keyedBy: K.self)
@@ -346,7 +377,7 @@ struct TrialReplayCommand: ParsableCommand {
                 let per: [PerContact]? = perContact ? list.enumerated().map { i, c in
                     PerContact(index: i, label: c.label, distance: c.distance, close: c.distance <= closeContact, verdicts: results.map { r in
                         let j = r.judgements[i]
-                        return Verdict(rule: r.rule, notified: j.notified, numbers: Dictionary(j.numbers.map { ($0.name, $0.value) }, uniquingKeysWith: { a, _ in a }),
+                        return Verdict(rule: r.rule, notified: j.notified, numbers: Dictionary(j.numbers.map { ($0.name, $0.value.isNaN ? nil : $0.value) }, uniquingKeysWith: { a, _ in a }),
                                        unjudged: j.unjudged)
                     })
                 } : nil

@@ -14,12 +14,17 @@ public struct ReplayRule: Sendable {
     /// The rule as given (`NAME`, `NAME@DATE` or `NAME=CONFIG`), used as its name in the results.
     public let spec: String
     public let kind: Kind
-    /// With `NAME@DATE`: the published configuration used (its dates and source commit).
+    /// With `NAME@DATE`, or chosen by the contacts' own day: the published configuration used
+    /// (its dates and source commit).
     public private(set) var published: PublishedRiskConfigurations.Dated?
+    /// What people should know about the rule as built, for stderr: the configuration chosen
+    /// and why, unknown fields left out (with --allow-unknown-fields), a configuration that can
+    /// notify no one.
+    public internal(set) var notes: [String] = []
     let judge: @Sendable (Contact) throws -> ReplayJudgement
 
-    init(spec: String, kind: Kind, judge: @escaping @Sendable (Contact) throws -> ReplayJudgement) {
-        self.spec = spec; self.kind = kind; self.judge = judge
+    init(spec: String, kind: Kind, notes: [String] = [], judge: @escaping @Sendable (Contact) throws -> ReplayJudgement) {
+        self.spec = spec; self.kind = kind; self.notes = notes; self.judge = judge
     }
 
     /// Parses `NAME[@DATE][=CONFIG]`. Without CONFIG: the app's published configuration (the
@@ -28,7 +33,7 @@ public struct ReplayRule: Sendable {
     /// (cwa, cwa-v1): the configuration the CWA server published in force on that day
     /// (PublishedRiskConfigurations.dated), with the calculation of the apps that read it.
     /// CONFIG files may start with `#` comment lines.
-    public static func parse(_ spec: String, read: (String) throws -> Data) throws -> ReplayRule {
+    public static func parse(_ spec: String, options: ReplayOptions = ReplayOptions(), read: (String) throws -> Data) throws -> ReplayRule {
         let parts = spec.split(separator: "=", maxSplits: 1).map(String.init)
         let nameAndDate = parts[0].split(separator: "@", maxSplits: 1, omittingEmptySubsequences: false).map(String.init)
         guard let kind = Kind(rawValue: nameAndDate[0]) else {
@@ -50,13 +55,27 @@ public struct ReplayRule: Sendable {
                 throw ReplayError.badRule("'\(spec)': \(e)")
             }
         }
-        var rule = try make(spec: spec, kind: kind, file: file, dated: dated, read: read)
+        var notes: [String] = []
+        if dated == nil, file == nil, let day = options.dataDay, let datedRule = PublishedRiskConfigurations.DatedRule(rawValue: kind.rawValue) {
+            // Without a date or a file, the configuration in force on the data's own day: a
+            // replay of June 2020 contacts under the 2022 values answers another question.
+            do {
+                dated = try PublishedRiskConfigurations.published(datedRule, on: day)
+                notes.append("the contacts' latest day is \(day.isoDate): using the configuration published in force that day (give \(kind.rawValue)@DATE or \(kind.rawValue)=CONFIG to choose another)")
+            } catch let e as PublishedRiskConfigurations.DateError {
+                let fallback = kind == .cwa ? "the CWA app's current built-in configuration (v3.2.1, 2022)" : "the CWA server's launch values (2020-06-15)"
+                let hint = kind == .cwa ? "; CWA apps of that time ran the v1 method: --rule cwa-v1" : ""
+                notes.append("warning: the contacts' latest day is \(day.isoDate), but \(e): using \(fallback) instead\(hint)")
+            }
+        }
+        var rule = try make(spec: spec, kind: kind, file: file, dated: dated, options: options, read: read)
         rule.published = dated
+        rule.notes = notes + rule.notes
         return rule
     }
 
     static func make(spec: String, kind: Kind, file: String?, dated: PublishedRiskConfigurations.Dated?,
-                     read: (String) throws -> Data) throws -> ReplayRule {
+                     options: ReplayOptions = ReplayOptions(), read: (String) throws -> Data) throws -> ReplayRule {
         func data(_ published: String?) throws -> (Data, String) {
             if let file { return (ReplayConfigText.strippingCommentLines(try read(file)), file) }
             if let dated { return (Data(dated.json.utf8), "published \(kind.rawValue) configuration of \(dated.from)") }
@@ -80,7 +99,7 @@ public struct ReplayRule: Sendable {
             let p = try CWAParameters.decode(from: d, file: name)
             // A dated entry is judged with the calculation of the apps that read it.
             let generation = dated?.generation
-            return ReplayRule(spec: spec, kind: kind) { c in
+            return ReplayRule(spec: spec, kind: kind, notes: ConfigurationReach.warnings(cwa: p).map { "warning: \($0)" }) { c in
                 let e = try CWARiskCalculation.evaluate(windows(c), parameters: p, today: today(c), generation: generation)
                 let day = e.days.max { $0.normalizedTime < $1.normalizedTime }
                 return ReplayJudgement(notified: e.result.totalRiskLevel == CWARiskCalculation.high,
@@ -89,9 +108,10 @@ public struct ReplayRule: Sendable {
             }
         case .cwaV1:
             let (d, name) = try data(PublishedRiskConfigurations.cwaV1)
-            let p = try ReplayConfigText.cwaV1(d, file: name)
+            var policy = UnknownFieldPolicy(allow: options.allowUnknownFields)
+            let p = try ReplayConfigText.cwaV1(d, file: name, policy: &policy)
             try p.validate()
-            return ReplayRule(spec: spec, kind: kind) { c in
+            return ReplayRule(spec: spec, kind: kind, notes: policy.warnings.map { "warning: \($0)" } + ConfigurationReach.warnings(cwaV1: p).map { "warning: \($0)" }) { c in
                 let r = try CWAv1RiskCalculation.calculate(windows(c), configuration: p, today: today(c))
                 return ReplayJudgement(notified: r.increasedRisk,
                                        numbers: [("weightedMinutes", r.weightedMinutes), ("increasedRiskMinutes", p.increasedRiskMinutes),
@@ -112,12 +132,14 @@ public struct ReplayRule: Sendable {
             let (d, name) = try data(nil)
             let p = try RiskJSON.decodeParameters(GAENv1Configuration.self, from: d, file: name)
             try p.validate()
-            return ReplayRule(spec: spec, kind: kind) { c in
-                let scored = try windows(c).enumerated().map { i, w in try GAENv1.score(w, index: i, configuration: p, today: today(c)) }
+            let rounding = options.durationRounding[kind] ?? .nearest
+            return ReplayRule(spec: spec, kind: kind, notes: ConfigurationReach.warnings(v1: p, threshold: max(p.minimumRiskScore, 1), thresholdName: "minimumRiskScore").map { "warning: \($0)" }) { c in
+                let scored = try windows(c).enumerated().map { i, w in try GAENv1.score(w, index: i, configuration: p, today: today(c), durationRounding: rounding) }
                 let best = scored.max { $0.riskScore < $1.riskScore }
                 return ReplayJudgement(notified: scored.contains { $0.counted && $0.riskScore > 0 },
+                                       // A contact never heard has no attenuation: NaN, printed as NA (not 0 dB, the closest there is).
                                        numbers: [("maximumRiskScore", Double(best?.riskScore ?? 0)), ("minimumRiskScore", Double(p.minimumRiskScore)),
-                                                 ("attenuationDb", Double(best?.attenuationDb ?? 0)), ("durationMinutes", best?.durationMinutes ?? 0)],
+                                                 ("attenuationDb", best.map { Double($0.attenuationDb) } ?? .nan), ("durationMinutes", best?.durationMinutes ?? 0)],
                                        unjudged: unjudged(c, p))
             }
         case .swisscovid:
@@ -131,14 +153,18 @@ public struct ReplayRule: Sendable {
                                                  ("minutesLow", Double(day?.minutesLow ?? 0)), ("minutesMedium", Double(day?.minutesMedium ?? 0))])
             }
         case .immuni:
-            let p = try file.map { try ImmuniConfiguration.decode(from: ReplayConfigText.strippingCommentLines(read($0)), file: $0) } ?? .published
-            try p.v1.validate()
-            return ReplayRule(spec: spec, kind: kind) { c in
+            var configured = try file.map { try ImmuniConfiguration.decode(from: ReplayConfigText.strippingCommentLines(read($0)), file: $0) } ?? .published
+            try configured.v1.validate()
+            configured.durationRounding = options.durationRounding[kind] ?? .nearest
+            let p = configured
+            let threshold = p.exposureInfoMinimumRiskScore != nil ? "the notification threshold (exposure_info_minimum_risk_score)" : "minimum_risk_score"
+            return ReplayRule(spec: spec, kind: kind, notes: ConfigurationReach.warnings(v1: p.v1, threshold: p.notificationThreshold, thresholdName: threshold).map { "warning: \($0)" }) { c in
                 let r = try ImmuniRisk.calculate(windows(c), configuration: p, today: today(c))
                 let best = r.exposures.max { $0.riskScore < $1.riskScore }
                 return ReplayJudgement(notified: r.notified,
                                        numbers: [("maximumRiskScore", Double(best?.riskScore ?? 0)), ("minimumRiskScore", Double(p.minimumRiskScore)),
-                                                 ("attenuationDb", Double(best?.attenuationDb ?? 0)), ("bucketizedMinutes", best?.durationMinutes ?? 0)],
+                                                 ("notificationThreshold", Double(p.notificationThreshold)),
+                                                 ("attenuationDb", best.map { Double($0.attenuationDb) } ?? .nan), ("bucketizedMinutes", best?.durationMinutes ?? 0)],
                                        unjudged: unjudged(c, p.v1))
             }
         }
@@ -168,7 +194,8 @@ public struct ReplayJudgement: Sendable, Equatable {
 
     public static func == (a: ReplayJudgement, b: ReplayJudgement) -> Bool {
         a.notified == b.notified && a.unjudged == b.unjudged && a.numbers.map(\.name) == b.numbers.map(\.name)
-            && a.numbers.map(\.value) == b.numbers.map(\.value)
+            // NaN (a number that does not exist, e.g. a never-heard contact's attenuation) equals NaN here.
+            && a.numbers.map(\.value.bitPattern) == b.numbers.map(\.value.bitPattern)
     }
 }
 
@@ -197,10 +224,33 @@ public enum ReplayConfigText {
     /// The CWA v1 configuration: JSON (framework v1 names plus the CWA ones) or the app
     /// configuration in protobuf text format (CWAv1Configuration.decode(textFormat:)).
     public static func cwaV1(_ data: Data, file: String) throws -> CWAv1Configuration {
+        var policy = UnknownFieldPolicy()
+        return try cwaV1(data, file: file, policy: &policy)
+    }
+
+    public static func cwaV1(_ data: Data, file: String, policy: inout UnknownFieldPolicy) throws -> CWAv1Configuration {
         let clean = strippingCommentLines(data)
-        if TextProto.looksLikeTextFormat(clean) { return try CWAv1Configuration.decode(textFormat: data, file: file) }
+        if TextProto.looksLikeTextFormat(clean) { return try CWAv1Configuration.decode(textFormat: data, file: file, policy: &policy) }
         return try RiskJSON.decodeParameters(CWAv1Configuration.self, from: clean, file: file)
     }
+}
+
+/// How `trial replay` builds its rules beyond their specs.
+public struct ReplayOptions: Sendable {
+    /// Unknown fields in a configuration file are warnings (ReplayRule.notes) instead of errors.
+    public var allowUnknownFields = false
+    /// Per v1-scoring rule (gaen-v1, immuni): how exposure durations are rounded.
+    public var durationRounding: [ReplayRule.Kind: GAENv1DurationRounding] = [:]
+    /// The contacts' latest day: cwa and cwa-v1 without a date or a file use the configuration
+    /// published in force on it.
+    public var dataDay: UTCDay?
+
+    public init(allowUnknownFields: Bool = false, durationRounding: [ReplayRule.Kind: GAENv1DurationRounding] = [:], dataDay: UTCDay? = nil) {
+        self.allowUnknownFields = allowUnknownFields; self.durationRounding = durationRounding; self.dataDay = dataDay
+    }
+
+    /// The latest window day of the contacts (nil when none has a window).
+    public static func latestDay(_ contacts: [Contact]) -> UTCDay? { contacts.flatMap { $0.windows.map(\.day) }.max() }
 }
 
 public enum ReplayError: Error, CustomStringConvertible {
@@ -261,7 +311,8 @@ public enum Replay {
             let fp = zip(verdicts, isClose).filter { $0 && !$1 }.count
             let notified = tp + fp
             func ratio(_ a: Int, _ b: Int) -> Double { b == 0 ? .nan : Double(a) / Double(b) }
-            var warnings: [String] = []
+            // The configuration's own warnings (it can notify no one, fields left out) first.
+            var warnings: [String] = rule.notes.filter { $0.hasPrefix("warning: ") }.map { String($0.dropFirst("warning: ".count)) }
             var reasons: [String: Int] = [:]
             for j in judgements { if let u = j.unjudged { reasons[u, default: 0] += 1 } }
             for (reason, n) in reasons.sorted(by: { $0.key < $1.key }) {
