@@ -63,9 +63,13 @@ public struct ReplayRule: Sendable {
                 dated = try PublishedRiskConfigurations.published(datedRule, on: day)
                 notes.append("the contacts' latest day is \(day.isoDate): using the configuration published in force that day (give \(kind.rawValue)@DATE or \(kind.rawValue)=CONFIG to choose another)")
             } catch let e as PublishedRiskConfigurations.DateError {
-                let fallback = kind == .cwa ? "the CWA app's current built-in configuration (v3.2.1, 2022)" : "the CWA server's launch values (2020-06-15)"
-                let hint = kind == .cwa ? "; CWA apps of that time ran the v1 method: --rule cwa-v1" : ""
-                notes.append("warning: the contacts' latest day is \(day.isoDate), but \(e): using \(fallback) instead\(hint)")
+                if kind == .cwa {
+                    // The exposure-window method did not exist yet: its 2022 values judge 2020 contacts by rules no app then ran.
+                    notes.append("warning: the contacts' latest day is \(day.isoDate), but \(e): using the CWA app's current built-in configuration (v3.2.1, 2022) instead; CWA apps of that time ran the v1 method (--rule cwa-v1)")
+                } else {
+                    // Before the launch the launch values are the nearest published: said, not warned.
+                    notes.append("the contacts' latest day is \(day.isoDate), before the first published configuration (2020-06-15): using those launch values")
+                }
             }
         }
         var rule = try make(spec: spec, kind: kind, file: file, dated: dated, options: options, read: read)
