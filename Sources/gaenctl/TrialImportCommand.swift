@@ -292,8 +292,11 @@ struct TrialReplayCommand: ParsableCommand {
         discussion: """
             --rule NAME[=CONFIG], repeatable; NAME one of cwa, cwa-v1, nhs, gaen-v1, swisscovid, immuni; CONFIG its \
             configuration file (JSON, may start with # comment lines; cwa-v1 also the CWA app configuration in \
-            protobuf text format; default: the app's published one, the current for cwa and nhs, mid-2020's for \
-            cwa-v1, SwissCovid's and Immuni's published values; gaen-v1 needs one). --rule cwa@DATE and \
+            protobuf text format, in any field spelling the apps served; a field this tool does not know is an error \
+            naming it and its line, a warning with --allow-unknown-fields; default: for cwa and cwa-v1 the configuration \
+            the CWA server published in force on the contacts' latest day, said on stderr (warned when there was none \
+            yet), the current one for nhs, SwissCovid's and Immuni's published values; gaen-v1 needs one). A \
+            configuration under which no contact could ever be notified is warned about. --rule cwa@DATE and \
             cwa-v1@DATE (YYYY-MM-DD): the configuration the CWA server published in force on that day \
             (`gaenctl risk configurations` lists them), named on stderr; repeat with other dates to compare. Each contact is judged from its \
             own windows on its own day. close = distance <= --close-contact. Inputs a rule cannot judge as the app \

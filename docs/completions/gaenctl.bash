@@ -1380,7 +1380,7 @@ _gaenctl_trial_import_leith() {
     repeating_flags=()
     non_repeating_flags=(--version -h --help)
     repeating_options=()
-    non_repeating_options=(--at --transmission-risk-level --ranges -o --output)
+    non_repeating_options=(--at --transmission-risk-level --ranges --date -o --output)
     __gaenctl_offer_flags_options 1
 
     # Offer option value completions
@@ -1392,6 +1392,9 @@ _gaenctl_trial_import_leith() {
         return
         ;;
     '--ranges')
+        return
+        ;;
+    '--date')
         return
         ;;
     '-o'|'--output')
@@ -1468,8 +1471,8 @@ _gaenctl_trial_import_rssi() {
 
 _gaenctl_trial_replay() {
     repeating_flags=()
-    non_repeating_flags=(--per-contact --json --version -h --help)
-    repeating_options=(--rule)
+    non_repeating_flags=(--per-contact --allow-unknown-fields --json --version -h --help)
+    repeating_options=(--rule --duration-rounding)
     non_repeating_options=(--contacts --close-contact)
     __gaenctl_offer_flags_options 0
 
@@ -1482,6 +1485,9 @@ _gaenctl_trial_replay() {
         return
         ;;
     '--close-contact')
+        return
+        ;;
+    '--duration-rounding')
         return
         ;;
     esac
