@@ -167,4 +167,28 @@ import Testing
         #expect(Format.clean(16.563589586801527) == "16.5635895868")
         #expect(Format.clean(2) == "2" && Format.clean(-70.5) == "-70.5")
     }
+
+    /// JSON configurations too: a key the engine does not read is named with its line.
+    @Test func jsonConfigurationKeysAreChecked() throws {
+        let json = """
+            {"attenuationThresholdLow": 55, "attenuationThresholdMedium": 63,
+             "attenuationFactorLow": 1.0, "attenuationFactorMedium": 0.5,
+             "minDurationForExposur": 15}
+            """
+        var strict = UnknownFieldPolicy()
+        do {
+            try ReplayConfigText.checkKeys(Data(json.utf8), known: ReplayConfigText.swissCovidKeys, file: "s.json", policy: &strict)
+            Issue.record("an unknown key was accepted")
+        } catch {
+            #expect("\(error)".contains("line 3: unknown key 'minDurationForExposur' (did you mean minDurationForExposure?)"), "\(error)")
+        }
+        var lenient = UnknownFieldPolicy(allow: true)
+        try ReplayConfigText.checkKeys(Data(json.utf8), known: ReplayConfigText.swissCovidKeys, file: "s.json", policy: &lenient)
+        #expect(lenient.warnings.count == 1)
+        // Through the rule as trial replay builds it: refused for the key misspelt, not for the one "missing".
+        do {
+            _ = try ReplayRule.parse("swisscovid=s.json") { _ in Data(json.utf8) }
+            Issue.record("a misspelt key was accepted")
+        } catch { #expect("\(error)".contains("unknown key 'minDurationForExposur'"), "\(error)") }
+    }
 }

@@ -134,10 +134,13 @@ public struct ReplayRule: Sendable {
             }
         case .gaenV1:
             let (d, name) = try data(nil)
+            var policy = UnknownFieldPolicy(allow: options.allowUnknownFields)
+            try ReplayConfigText.checkKeys(d, known: ReplayConfigText.gaenV1Keys, file: name, policy: &policy)
             let p = try RiskJSON.decodeParameters(GAENv1Configuration.self, from: d, file: name)
             try p.validate()
+            let keyWarnings = policy.warnings.map { "warning: \($0)" }
             let rounding = options.durationRounding[kind] ?? .nearest
-            return ReplayRule(spec: spec, kind: kind, notes: ConfigurationReach.warnings(v1: p, threshold: max(p.minimumRiskScore, 1), thresholdName: "minimumRiskScore").map { "warning: \($0)" }) { c in
+            return ReplayRule(spec: spec, kind: kind, notes: keyWarnings + ConfigurationReach.warnings(v1: p, threshold: max(p.minimumRiskScore, 1), thresholdName: "minimumRiskScore").map { "warning: \($0)" }) { c in
                 let scored = try windows(c).enumerated().map { i, w in try GAENv1.score(w, index: i, configuration: p, today: today(c), durationRounding: rounding) }
                 let best = scored.max { $0.riskScore < $1.riskScore }
                 return ReplayJudgement(notified: scored.contains { $0.counted && $0.riskScore > 0 },
@@ -147,9 +150,14 @@ public struct ReplayRule: Sendable {
                                        unjudged: unjudged(c, p))
             }
         case .swisscovid:
-            let p = try file.map { try RiskJSON.decodeParameters(SwissCovidConfiguration.self, from: ReplayConfigText.strippingCommentLines(read($0)), file: $0) } ?? .published
+            var policy = UnknownFieldPolicy(allow: options.allowUnknownFields)
+            let p = try file.map { f in
+                let d = ReplayConfigText.strippingCommentLines(try read(f))
+                try ReplayConfigText.checkKeys(d, known: ReplayConfigText.swissCovidKeys, file: f, policy: &policy)
+                return try RiskJSON.decodeParameters(SwissCovidConfiguration.self, from: d, file: f)
+            } ?? .published
             try p.validate()
-            return ReplayRule(spec: spec, kind: kind) { c in
+            return ReplayRule(spec: spec, kind: kind, notes: policy.warnings.map { "warning: \($0)" }) { c in
                 let r = try SwissCovidRisk.calculate(windows(c), configuration: p)
                 let day = r.days.max { $0.weightedMinutes < $1.weightedMinutes }
                 return ReplayJudgement(notified: r.exposed,
@@ -225,6 +233,27 @@ public enum ReplayConfigText {
         return Data(out)
     }
 
+    /// Checks that every top-level key of a JSON configuration is one the engine reads: a key
+    /// the decoder does not know would otherwise be left out without a word (a misspelt
+    /// `minimumRiskScore` read as absent). Each unknown key is named with its line.
+    public static func checkKeys(_ data: Data, known: [String], file: String, policy: inout UnknownFieldPolicy) throws {
+        guard case let .object(o)? = try? JSONValue.parse(data) else { return }  // the decoder reports syntax and shape
+        let text = String(decoding: data, as: UTF8.self)
+        for key in o.keys.sorted() where !known.contains(key) {
+            var line = 0
+            if let r = text.range(of: "\"\(key)\"") { line = text[..<r.lowerBound].reduce(1) { $1 == "\n" ? $0 + 1 : $0 } }
+            let near = known.first { $0.lowercased() == key.lowercased() || EditDistanceHint.close(key, $0) }
+            try policy.record("\(line > 0 ? "line \(line): " : "")unknown key '\(key)'\(near.map { " (did you mean \($0)?)" } ?? "") (known: \(known.joined(separator: ", ")))", file: file)
+        }
+    }
+
+    static let gaenV1Keys = ["minimumRiskScore", "attenuationLevelValues", "daysSinceLastExposureLevelValues", "durationLevelValues",
+                             "transmissionRiskLevelValues", "attenuationDurationThresholds", "defaultTransmissionRiskLevel"]
+    static let cwaV1Keys = gaenV1Keys + ["attenuationDurationWeights", "defaultBucketOffset", "riskScoreNormalizationDivisor", "increasedRiskMinutes",
+                                         "minimumExposureMinutes", "maximumAverageAttenuationDb", "maximumAgeDays"]
+    static let swissCovidKeys = ["attenuationThresholdLow", "attenuationThresholdMedium", "attenuationFactorLow", "attenuationFactorMedium",
+                                 "minDurationForExposure"]
+
     /// The CWA v1 configuration: JSON (framework v1 names plus the CWA ones) or the app
     /// configuration in protobuf text format (CWAv1Configuration.decode(textFormat:)).
     public static func cwaV1(_ data: Data, file: String) throws -> CWAv1Configuration {
@@ -235,7 +264,27 @@ public enum ReplayConfigText {
     public static func cwaV1(_ data: Data, file: String, policy: inout UnknownFieldPolicy) throws -> CWAv1Configuration {
         let clean = strippingCommentLines(data)
         if TextProto.looksLikeTextFormat(clean) { return try CWAv1Configuration.decode(textFormat: data, file: file, policy: &policy) }
+        try checkKeys(clean, known: cwaV1Keys, file: file, policy: &policy)
         return try RiskJSON.decodeParameters(CWAv1Configuration.self, from: clean, file: file)
+    }
+}
+
+/// Whether a key is a likely misspelling of another (a letter or two off).
+enum EditDistanceHint {
+    static func close(_ a: String, _ b: String) -> Bool {
+        let x = Array(a.lowercased().utf8), y = Array(b.lowercased().utf8)
+        guard abs(x.count - y.count) <= 2, !x.isEmpty, !y.isEmpty else { return false }
+        var row = Array(0...y.count)
+        for i in 1...x.count {
+            var prev = row[0]
+            row[0] = i
+            for j in 1...y.count {
+                let cur = row[j]
+                row[j] = min(row[j] + 1, row[j - 1] + 1, prev + (x[i - 1] == y[j - 1] ? 0 : 1))
+                prev = cur
+            }
+        }
+        return row[y.count] <= 2
     }
 }
 
