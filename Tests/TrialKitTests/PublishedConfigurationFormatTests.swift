@@ -191,4 +191,17 @@ import Testing
             Issue.record("a misspelt key was accepted")
         } catch { #expect("\(error)".contains("unknown key 'minDurationForExposur'"), "\(error)") }
     }
+
+    /// Prose prints a computed distance to three significant digits, not its binary expansion
+    /// (report.md printed "16.563589586801527 m").
+    @Test func reportProseRoundsComputedDistances() throws {
+        let obs = FitQualityTests.truncatedChannel().map { o -> Observation in
+            var o = o
+            if o.distance == 20 { o.distance = 16.563589586801527 }
+            return o
+        }
+        let a = ChannelAnalysis(observations: obs)
+        let w = try #require(a.warnings.first { $0.hasPrefix("censored by sensitivity") }, "\(a.warnings)")
+        #expect(w.contains(" at 16.6 m beyond it") && !w.contains("16.563589586801527"), "\(w)")
+    }
 }
