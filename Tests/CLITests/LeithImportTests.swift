@@ -20,6 +20,8 @@ import Testing
         #expect(r.status == 0, "\(r.stderr)")
         #expect(r.stderr.contains("5 rows read, 5 written"), "\(r.stderr)")
         #expect(r.stderr.contains("windows dated 2020-06-10 (from --date)"), "\(r.stderr)")
+        // The published data carries no report type or infectiousness: the import says what it assumed.
+        #expect(r.stderr.contains("4 with report type 1 (CONFIRMED_TEST) assumed") && r.stderr.contains("4 with infectiousness 1 (STANDARD) assumed"), "\(r.stderr)")
         let c = try Self.contacts(out)
         #expect(c.map { $0["label"] as? String } == (1...5).map { "example row \($0): handsets " + ["1-2", "1-3", "2-3", "2-1", "3-1"][$0 - 1] })
         #expect(c.map { $0["distance"] as? Double } == [1, 1.5, 3, 0.5, 4.8])

@@ -102,6 +102,9 @@ public enum HistogramImport {
                 }
                 return
             }
+            // Said, not silently assumed: cwa and nhs weigh a window by its report type and infectiousness.
+            if cReport.map({ row.isEmpty($0) }) ?? true { counts.note("with report type 1 (CONFIRMED_TEST) assumed (no report_type; cwa and nhs weigh it)") }
+            if cInf.map({ row.isEmpty($0) }) ?? true { counts.note("with infectiousness 1 (STANDARD) assumed (no infectiousness; cwa and nhs weigh it)") }
             let window = WindowsFileEntry(index: 0, dateMillisSinceEpoch: day.millisSinceEpoch,
                                           reportType: try int(cReport, "report_type", 0...5, 1)!, infectiousness: try int(cInf, "infectiousness", 0...2, 1)!,
                                           calibrationConfidence: try int(cConf, "calibration_confidence", 0...3, 0)!,

@@ -177,6 +177,7 @@ public enum LeithImport {
             contacts += c
             total.read += counts.read; total.written += counts.written
             for (reason, n) in counts.dropped { for _ in 0..<n { total.drop(reason) } }
+            for (what, n) in counts.notes { for _ in 0..<n { total.note(what) } }
         }
         return (contacts, total, day, source)
     }
