@@ -59,6 +59,13 @@ import Testing
         #expect(allowed.stderr.contains("warning: cwa-v1=\(file.path): \(file.path): line \(at + 2): unknown field 'totallyUnknown'"), "\(allowed.stderr)")
         #expect(rules.first?["notified"] as? Int == 2)
         #expect((rules.first?["warnings"] as? [String])?.contains { $0.contains("totallyUnknown") } == true)
+        // `gaenctl risk cwa-v1` reads the file the same way.
+        let windows = "\(RiskCommandTests.fixtures)/cwa-v1/windows-2020-09-22.json"
+        let risk = try CLI.run("gaenctl", ["risk", "cwa-v1", "--configuration", file.path, "--windows", windows, "--today", "2020-09-22"])
+        #expect(risk.status == 1 && risk.stderr.contains("line \(at + 2): unknown field 'totallyUnknown'"), "\(risk.stderr)")
+        let lenient = try CLI.run("gaenctl", ["risk", "cwa-v1", "--configuration", file.path, "--windows", windows, "--today", "2020-09-22", "--allow-unknown-fields"])
+        #expect(lenient.status == 0 && lenient.stderr.contains("warning: \(file.path): line \(at + 2): unknown field 'totallyUnknown'"), "\(lenient.stderr)")
+        #expect(lenient.stdout.contains("\"increasedRisk\" : true"), "\(lenient.stdout)")
     }
 
     @Test func aConfigurationThatCanNotifyNoOneIsWarnedAbout() throws {

@@ -1156,7 +1156,7 @@ _gaenctl_risk_gaen-v1() {
 
 _gaenctl_risk_cwa-v1() {
     repeating_flags=()
-    non_repeating_flags=(--per-window --version -h --help)
+    non_repeating_flags=(--per-window --allow-unknown-fields --version -h --help)
     repeating_options=()
     non_repeating_options=(--configuration --published-configuration --windows --test-case --today)
     __gaenctl_offer_flags_options 0
