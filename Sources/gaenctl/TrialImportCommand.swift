@@ -147,6 +147,7 @@ struct TrialImportCommand: ParsableCommand {
                     contacts += c
                     total.read += counts.read; total.written += counts.written
                     for (reason, n) in counts.dropped { for _ in 0..<n { total.drop(reason) } }
+                    for (what, n) in counts.notes { for _ in 0..<n { total.note(what) } }
                 }
                 try OutputFile.write(ContactsFile.encode(contacts), to: URL(fileURLWithPath: output))
                 TrialImportCommand.report("histogram", total, output: output)

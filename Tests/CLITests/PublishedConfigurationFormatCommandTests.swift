@@ -17,6 +17,8 @@ import Testing
         let out = dir.appendingPathComponent("contacts-\(UUID().uuidString).json").path
         let r = try CLI.run("gaenctl", ["trial", "import", "histogram", input, "--transmission-risk-level", String(trl), "-o", out])
         #expect(r.status == 0, "\(r.stderr)")
+        // No report_type or infectiousness column: what was assumed is said.
+        #expect(r.stderr.contains("with report type 1 (CONFIRMED_TEST) assumed") && r.stderr.contains("with infectiousness 1 (STANDARD) assumed"), "\(r.stderr)")
         return out
     }
 
