@@ -83,6 +83,7 @@ install:
 	install -m 0644 udev/99-gaend.rules $(DESTDIR)$(UDEVDIR)/99-gaend.rules
 	install -m 0644 systemd/gaend.sysusers $(DESTDIR)$(SYSUSERSDIR)/gaend.conf
 	install -m 0644 dbus/org.gaend.conf $(DESTDIR)$(DBUSPOLICYDIR)/org.gaend.conf
+	install -m 0644 dbus/org.gaend.App1.conf $(DESTDIR)$(DBUSPOLICYDIR)/org.gaend.App1.conf
 	install -m 0644 dbus/*.xml $(DESTDIR)$(DBUSIFACEDIR)/
 	install -m 0644 config/gaend.conf.example $(DESTDIR)$(SYSCONFDIR)/gaend/gaend.conf.example
 	install -m 0644 docs/man/gaend.8 $(DESTDIR)$(MANDIR)/man8/gaend.8
@@ -117,6 +118,7 @@ uninstall:
 	rm -f $(DESTDIR)$(BINDIR)/gaend $(DESTDIR)$(BINDIR)/gaenctl $(DESTDIR)$(UNITDIR)/gaend@.service \
 	    $(DESTDIR)$(UNITDIR)/gaend-store-key.service $(DESTDIR)$(UDEVDIR)/99-gaend.rules \
 	    $(DESTDIR)$(SYSUSERSDIR)/gaend.conf $(DESTDIR)$(DBUSPOLICYDIR)/org.gaend.conf \
+	    $(DESTDIR)$(DBUSPOLICYDIR)/org.gaend.App1.conf \
 	    $(DESTDIR)$(MANDIR)/man8/gaend.8 $(DESTDIR)$(MANDIR)/man1/gaenctl.1 $(DESTDIR)$(MANDIR)/man5/gaend.conf.5 \
 	    $(DESTDIR)$(BASHCOMPDIR)/gaenctl $(DESTDIR)$(BASHCOMPDIR)/gaend $(DESTDIR)$(ZSHCOMPDIR)/_gaenctl \
 	    $(DESTDIR)$(ZSHCOMPDIR)/_gaend $(DESTDIR)$(FISHCOMPDIR)/gaenctl.fish $(DESTDIR)$(FISHCOMPDIR)/gaend.fish

@@ -117,7 +117,7 @@ let package = Package(
         // The key server's published layouts (CWA distribution layout, Google key server layout):
         // the publisher's plan and tree writer and the app's readers side by side, the signed
         // app configuration. Signing and the key export format are ENProtocol's.
-        .target(name: "KeyDistribution", dependencies: ["ENProtocol", "PlatformSupport", "TrialKit"]),
+        .target(name: "KeyDistribution", dependencies: ["ENProtocol", "PlatformSupport", "RiskEngines", "TrialKit"]),
         .testTarget(name: "KeyDistributionTests", dependencies: ["KeyDistribution", "ENProtocol"]),
         // System library: libcurl (Debian's libcurl4-openssl-dev), the app's HTTP client: security
         // updates through the OS, proxies, IPv6, HTTP/2; one handle keeps the connection alive.
@@ -127,10 +127,24 @@ let package = Package(
             pkgConfig: "libcurl",
             providers: [.apt(["libcurl4-openssl-dev"])]
         ),
+        // The one HTTP client (libcurl): the app's downloads and uploads, `gaenctl collect`'s
+        // uploads and read-back; a trial's private CA, bounded bodies, no redirect with credentials.
+        .target(name: "HTTPClient", dependencies: ["CCurl", "PlatformSupport"]),
         // The app half on a board (gaenctl app): sync state and cache, the download run over
-        // both layouts, provide batching, the risk with the configuration's engine, announcements.
-        .target(name: "GaenApp", dependencies: ["KeyDistribution", "ENProtocol", "RiskEngines", "CCurl"]),
-        .testTarget(name: "GaenAppTests", dependencies: ["GaenApp", "KeyDistribution", "ENProtocol"]),
+        // both layouts, provide batching, gaend's side of a run (provide, match, risk, the
+        // RiskChanged signal), the upload of the board's keys, the status text.
+        .target(name: "GaenApp", dependencies: ["KeyDistribution", "ENProtocol", "RiskEngines", "HTTPClient", "GaendClient", "GaendAPI",
+                                                "DBusCore", "PlatformSupport"]),
+        .testTarget(name: "GaenAppTests", dependencies: ["GaenApp", "HTTPClient", "KeyDistribution", "ENProtocol", "PlatformSupport", "RiskEngines",
+                                                        "DBusCore", "GaendAPI"]),
+        // The node's state as Prometheus metrics (`gaenctl metrics`): the exposition of one status
+        // reading and of the app's status.
+        .target(name: "GaenMetrics", dependencies: ["GaenApp", "GaendAPI", "GaendClient", "ENProtocol", "HCIProtocol"]),
+        .testTarget(name: "GaenMetricsTests", dependencies: ["GaenMetrics", "GaenApp", "GaendAPI"]),
+        // Collection (`gaenctl collect`): closed days prepared into a spool, shipped over HTTP PUT,
+        // read back and checked by SHA-256 before the spool copy goes.
+        .target(name: "GaenCollect", dependencies: ["GaendClient", "GaendAPI", "DBusCore", "HTTPClient", "TrialKit", "ENProtocol", "PlatformSupport"]),
+        .testTarget(name: "GaenCollectTests", dependencies: ["GaenCollect", "HTTPClient", "TrialKit"]),
         // Pure HCI wire types and the H4 framer: no I/O, no clock.
         .target(name: "HCIProtocol", swiftSettings: daemonModule),
         // The HCI host: transports, the controller session, the capture, the radio owner (the one
@@ -195,10 +209,8 @@ let package = Package(
             name: "gaenctl",
             dependencies: [
                 "ENProtocol", "RiskEngines", "NodeConfig", "RadioCommands", "CLISupport", "HCIProtocol", "GaendClient", "GaendAPI", "TrialKit", "KeyDistribution", "GaenApp",
-                "PlatformSupport",
+                "GaenMetrics", "GaenCollect", "HTTPClient", "PlatformSupport",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
-                // `collect` uploads a board's closed days over HTTP.
-                "CCurl",
                 // `trial import dp3t` reads DP-3T's SQLite result tables.
                 "GaenSQLite",
                 .product(name: "Logging", package: "swift-log"),

@@ -30,7 +30,7 @@ fi
 # deployment makes them: the hostile-caller tests run callers in group gaend on a bus with
 # the shipped policy, which names these groups.
 if [ "$(id -u)" -eq 0 ] && command -v systemd-sysusers >/dev/null \
-   && ! { getent group gaend && getent group gaend-research; } >/dev/null 2>&1; then
+   && ! { getent group gaend && getent group gaend-research && getent passwd gaend-app; } >/dev/null 2>&1; then
     echo "setup: creating the gaend user and groups (systemd-sysusers)" >&2
     systemd-sysusers "$PWD/systemd/gaend.sysusers"
 fi

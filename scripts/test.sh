@@ -58,6 +58,10 @@ collect() { # collect NAME: waits for it, prints its log, records its time and r
 # host, GaenBench and the HCI host's tests compile no store and no D-Bus binding
 # (docs/architecture.md, "Targets").
 phase layering python3 scripts/target-graph.py RadioCommands NodeConfig HCIHost GaenBench HCIHostTests --forbid GaenSQLite,DBusCore,BLEDaemon
+# The board's app half, metrics and collection are libraries that never link the node's store
+# or daemon; the HTTP client links no D-Bus (docs/architecture.md, "Targets").
+phase layering-fleet python3 scripts/target-graph.py GaenApp GaenMetrics GaenCollect --forbid GaenSQLite,BLEDaemon
+phase layering-http python3 scripts/target-graph.py HTTPClient --forbid GaenSQLite,BLEDaemon,DBusCore,ENProtocol
 background release-build release_build
 # CGaenCrypto's arm64 paths (AES, lockstep HKDF, dispatch) under qemu-aarch64 with and without
 # the crypto extensions, and the native ones, against published vectors and OpenSSL EVP.
@@ -133,7 +137,7 @@ else
 fi
 
 echo "phase seconds:"
-for name in release-build arm64-crypto virtual-radio alert-rules debug-build unit fuzz-replays gen-docs unit-alone release-checks e2e testbed; do
+for name in layering layering-fleet layering-http release-build arm64-crypto virtual-radio alert-rules debug-build unit fuzz-replays gen-docs unit-alone release-checks e2e testbed; do
     printf '  %-14s %s\n' "$name" "${seconds[$name]:-}"
 done
 echo "total: $SECONDS s"

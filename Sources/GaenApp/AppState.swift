@@ -1,4 +1,5 @@
 import Foundation
+import PlatformSupport
 
 /// A package the app holds: where it came from, what it was, whether gaend has it.
 public struct CachedPackage: Codable, Sendable, Equatable {
@@ -21,7 +22,17 @@ public struct CachedPackage: Codable, Sendable, Equatable {
     public var providedAt: Int64?
     /// Its keys were all in packages already provided (a day after its hours): no call needed.
     public var coveredByProvided: Bool = false
+    /// Bytes of its export.bin (what gaend's per-call limit counts besides the file's own
+    /// bytes); nil in a state written before it was recorded (then read from the cached file).
+    public var exportBytes: Int?
+    /// When gaend last refused it (Unix seconds), why, and how many times: a refused package
+    /// goes into no batch again; it is tried alone once a UTC day, at most
+    /// `SyncRun.maxRefusals` times in all, in case the refusal was gaend's clock's.
+    public var refusedAt: Int64?
+    public var refusal: String?
+    public var refusals: Int?
     public var provided: Bool { providedAt != nil || coveredByProvided }
+    public var refused: Bool { !provided && refusedAt != nil }
 }
 
 /// One run's outcome.
@@ -37,6 +48,8 @@ public struct SyncRecord: Codable, Sendable, Equatable {
     public var bytes: Int
     /// Empty when the run completed.
     public var error: String
+    /// Of `refused`, the packages gaend refused in this run (nil in records written before).
+    public var refusedByGaend: Int?
 
     public init(startedAt: Int64, finishedAt: Int64, server: String, newPackages: Int, provided: Int, refused: Int,
                 pending: Int, bytes: Int, error: String) {
@@ -81,6 +94,16 @@ public struct AppState: Codable, Sendable, Equatable {
     public static let historyLimit = 200
     /// When the level last turned high (nil while it is not high).
     public var highRiskSince: Int64?
+    /// Packages refused since the state began: at download (signature, size, window,
+    /// revoked) and by gaend (ProvideDiagnosisKeys refused the file). Counters, for the metrics.
+    public var refusedDownloadsTotal: Int?
+    public var refusedByGaendTotal: Int?
+    /// The last ProvideDiagnosisKeys call gaend accepted (Unix seconds).
+    public var lastProvidedAt: Int64?
+    /// The highest app configuration `version` accepted per trusted key (`ID:VERSION` of the
+    /// signature that verified it): an older configuration signed by the same key is refused,
+    /// so a server (or a man in the middle) replaying it cannot bring a revoked package back.
+    public var configurationVersions: [String: Int]?
 
     public init() {}
 }
@@ -95,15 +118,43 @@ public struct AppStatus: Codable, Sendable, Equatable {
     public var packagesWaiting: Int
     public var risk: RiskRecord?
     public var highRiskSince: Int64?
+    /// Held packages gaend refused (not in `packagesWaiting`).
+    public var packagesRefused: Int?
+    /// The oldest `fetchedAt` of the waiting packages: how long keys have waited for gaend.
+    public var oldestWaitingFetchedAt: Int64?
+    /// The last provide gaend accepted, Unix seconds.
+    public var lastProvidedAt: Int64?
+    /// Packages refused since the state began, at download and by gaend.
+    public var refusedDownloadsTotal: Int?
+    public var refusedByGaendTotal: Int?
 
     public static let fileName = "status.json"
+
+    public init(lastSync: SyncRecord? = nil, packagesHeld: Int, packagesProvided: Int, packagesWaiting: Int, risk: RiskRecord? = nil,
+                highRiskSince: Int64? = nil, packagesRefused: Int? = nil, oldestWaitingFetchedAt: Int64? = nil,
+                lastProvidedAt: Int64? = nil, refusedDownloadsTotal: Int? = nil, refusedByGaendTotal: Int? = nil) {
+        self.lastSync = lastSync
+        self.packagesHeld = packagesHeld
+        self.packagesProvided = packagesProvided
+        self.packagesWaiting = packagesWaiting
+        self.risk = risk
+        self.highRiskSince = highRiskSince
+        self.packagesRefused = packagesRefused
+        self.oldestWaitingFetchedAt = oldestWaitingFetchedAt
+        self.lastProvidedAt = lastProvidedAt
+        self.refusedDownloadsTotal = refusedDownloadsTotal
+        self.refusedByGaendTotal = refusedByGaendTotal
+    }
 
     public static func read(directory: String) throws -> AppStatus? {
         let path = directory + "/" + fileName
         guard FileManager.default.fileExists(atPath: path) else { return nil }
-        let data = try Data(contentsOf: URL(fileURLWithPath: path))
-        guard data.count <= 1 << 20 else { throw AppError.state("\(path): larger than 1 MiB") }
-        return try JSONDecoder().decode(AppStatus.self, from: data)
+        // Bounded before reading: a huge (or sparse) file is refused, not read into memory.
+        let bytes: [UInt8]
+        do { bytes = try SmallFile.read(path, limit: 1 << 20) } catch { throw AppError.state("\(path) \(error)") }
+        do { return try JSONDecoder().decode(AppStatus.self, from: Data(bytes)) } catch {
+            throw AppError.state("\(path) is not the app's status file: \(error)")
+        }
     }
 }
 
@@ -127,6 +178,9 @@ public struct AppStateStore: Sendable {
     public let directory: String
     public var cacheDirectory: String { directory + "/cache" }
 
+    /// state.json is read only up to this size.
+    public static let maxStateBytes = 64 << 20
+
     public init(directory: String) throws {
         self.directory = directory
         do {
@@ -139,7 +193,8 @@ public struct AppStateStore: Sendable {
         let path = directory + "/state.json"
         guard FileManager.default.fileExists(atPath: path) else { return AppState() }
         do {
-            let data = try Data(contentsOf: URL(fileURLWithPath: path))
+            // Bounded before reading (a state of 14 days of hour packages is a few hundred KiB).
+            let data = Data(try SmallFile.read(path, limit: Self.maxStateBytes))
             let state = try JSONDecoder().decode(AppState.self, from: data)
             guard state.formatVersion == AppState.version else { throw AppError.state("format version \(state.formatVersion)") }
             return state
@@ -152,11 +207,17 @@ public struct AppStateStore: Sendable {
         let encoder = JSONEncoder()
         encoder.outputFormatting = [.sortedKeys]
         try write(try encoder.encode(state), to: "state.json")
+        let waiting = state.packages.values.filter { !$0.provided && !$0.refused }
         let status = AppStatus(lastSync: state.lastSync, packagesHeld: state.packages.count,
                                packagesProvided: state.packages.values.filter(\.provided).count,
-                               packagesWaiting: state.packages.values.filter { !$0.provided }.count,
+                               packagesWaiting: waiting.count,
                                risk: state.risk,
-                               highRiskSince: state.highRiskSince)
+                               highRiskSince: state.highRiskSince,
+                               packagesRefused: state.packages.values.filter(\.refused).count,
+                               oldestWaitingFetchedAt: waiting.map(\.fetchedAt).min(),
+                               lastProvidedAt: state.lastProvidedAt,
+                               refusedDownloadsTotal: state.refusedDownloadsTotal ?? 0,
+                               refusedByGaendTotal: state.refusedByGaendTotal ?? 0)
         encoder.outputFormatting = [.sortedKeys, .prettyPrinted]
         try write(try encoder.encode(status), to: AppStatus.fileName)
     }

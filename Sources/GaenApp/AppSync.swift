@@ -1,6 +1,10 @@
+import DBusCore
 import ENProtocol
 import Foundation
+import GaendAPI
+import HTTPClient
 import KeyDistribution
+import PlatformSupport
 
 /// Which layout the server is read in.
 public enum ServerLayout: Sendable, Equatable {
@@ -139,6 +143,12 @@ public final class SyncRun {
         return r.body
     }
 
+    /// A file refused at download: counted in the run and in the state's total.
+    private func countRefusal() {
+        outcome.refused += 1
+        state.refusedDownloadsTotal = (state.refusedDownloadsTotal ?? 0) + 1
+    }
+
     private func checkSpace(_ bytes: Int) throws {
         var fs = statvfs()
         guard statvfs(store.cacheDirectory, &fs) == 0 else { return }
@@ -185,14 +195,32 @@ public final class SyncRun {
         guard let body = try fetchIndex(url(path)) else { return last }
         if body.isEmpty { log("\(url(path)): no app configuration published; risk not computed"); return last }
         do {
-            let config = try AppConfiguration(signed: body, trust: settings.trust)
+            let config = try accept(configuration: body)
             try store.write(body, to: "cache/app-config.zip")
             return config
         } catch {
-            outcome.refused += 1
+            countRefusal()
             log("refused \(url(path)): \(error); the last good configuration stays")
             return last
         }
+    }
+
+    /// A fetched configuration checked: its signature against the trust list, and its version
+    /// against the highest accepted before under any key it is signed with. Versions only move
+    /// forward per key: an older one, validly signed, would bring back what a later one
+    /// revoked (a configuration signed by the old and the new key while rotating sets both).
+    /// Per key, so that a new signing key may start from its own first version.
+    public func accept(configuration body: Data) throws -> AppConfiguration {
+        let (config, signers) = try AppConfiguration.verified(signed: body, trust: settings.trust)
+        var versions = state.configurationVersions ?? [:]
+        for key in signers {
+            if let highest = versions[key], config.version < highest {
+                throw AppError.configuration("version \(config.version) is older than version \(highest), accepted before under key \(key)")
+            }
+        }
+        for key in signers { versions[key] = max(versions[key] ?? 0, config.version) }
+        state.configurationVersions = versions
+        return config
     }
 
     private func downloadCWA(_ country: String, revoked: Set<String>) throws {
@@ -262,7 +290,7 @@ public final class SyncRun {
             guard let got = try fetch(u, etag: nil, maxBytes: settings.maxPackageBytes) else { outcome.pending += 1; return false }
             r = got
         } catch let e as HTTPError {
-            outcome.refused += 1
+            countRefusal()
             log("refused \(u): \(e)")
             return false
         }
@@ -274,7 +302,7 @@ public final class SyncRun {
         outcome.bytes += r.body.count
         let sha = SHA256.hash(r.body).hexString
         guard !revoked.contains(sha) else {
-            outcome.refused += 1
+            countRefusal()
             log("refused \(u): revoked by the configuration (SHA-256 \(sha))")
             return false
         }
@@ -286,7 +314,7 @@ public final class SyncRun {
                 throw AppError.server("its header covers \(file.header.startTimestamp)-\(file.header.endTimestamp), the index says \(start)-\(end)")
             }
         } catch {
-            outcome.refused += 1
+            countRefusal()
             log("refused \(u): \(error)")
             return false
         }
@@ -295,7 +323,7 @@ public final class SyncRun {
         try store.write(r.body, to: "cache/" + name)
         state.packages[id] = CachedPackage(id: id, url: u, kind: kind, day: day?.isoDate, hour: hour, sha256: sha, etag: r.etag,
                                            bytes: r.body.count, keys: file.keyCount + file.revisedKeyCount, fetchedAt: Int64(now()),
-                                           file: name, providedAt: nil)
+                                           file: name, providedAt: nil, exportBytes: file.exportBin.count)
         outcome.newPackages += 1
         // Saved after each file: a run cut short keeps what it has.
         try store.save(state)
@@ -331,9 +359,28 @@ public final class SyncRun {
 
     // MARK: Providing
 
-    /// The packages gaend does not have yet, oldest first.
+    /// The packages gaend does not have yet and has not refused, oldest first.
     public var waiting: [CachedPackage] {
-        state.packages.values.filter { !$0.provided }.sorted { ($0.day ?? "", $0.hour ?? -1, $0.id) < ($1.day ?? "", $1.hour ?? -1, $1.id) }
+        state.packages.values.filter { !$0.provided && !$0.refused }.sorted(by: Self.oldestFirst)
+    }
+
+    static func oldestFirst(_ a: CachedPackage, _ b: CachedPackage) -> Bool {
+        (a.day ?? "", a.hour ?? -1, a.id) < (b.day ?? "", b.hour ?? -1, b.id)
+    }
+
+    /// A refused package is tried again alone at most this many times in all (once a UTC day):
+    /// a refusal against gaend's clock (a key "after tomorrow" on a node whose clock was
+    /// behind) can pass later; one in its content never does, and then it stays refused.
+    public static let maxRefusals = 3
+
+    /// The refused packages due for another try: refused on an earlier UTC day, fewer than
+    /// `maxRefusals` times.
+    public var dueForRetry: [CachedPackage] {
+        let today = UTCDay(unixSeconds: now())
+        return state.packages.values.filter { p in
+            guard p.refused, let at = p.refusedAt else { return false }
+            return (p.refusals ?? 1) < Self.maxRefusals && UTCDay(unixSeconds: Double(at)) < today
+        }.sorted(by: Self.oldestFirst)
     }
 
     /// ProvideDiagnosisKeys calls the app may still make today: gaend's own count, and the
@@ -344,26 +391,147 @@ public final class SyncRun {
         return max(0, min(Int(min(gaendRemaining, UInt32(Int32.max))), perDay - state.provideCalls.count))
     }
 
-    /// Hands the waiting packages to `provide` in batches of at most 16 files, within
-    /// `calls` calls; each package provided is remembered, so none is provided twice.
-    /// Returns the packages provided. A failed call stops (the rest wait for the next run).
-    public func provide(calls: Int, _ provide: ([String]) async throws -> Void) async throws -> Int {
-        var done = 0
-        let batches = stride(from: 0, to: waiting.count, by: 16).map { Array(waiting[$0..<min(waiting.count, $0 + 16)]) }
-        for batch in batches.prefix(max(0, calls)) {
+    /// gaend's limits on one call: 16 descriptors, and 64 MiB read and 64 MiB of export.bin.
+    public struct CallLimits: Sendable {
+        public var files = 16
+        public var bytes = 64 << 20
+        public init() {}
+    }
+
+    /// What gaend's refusal of a call says about its files.
+    enum Refusal: Equatable {
+        /// InvalidKeyFile or UntrustedKeyFile naming `file N` (index from 0): that file.
+        case file(Int, String)
+        /// LimitExceeded for the call's files (too many, too many bytes): smaller calls pass.
+        case tooLarge(String)
+        /// Anything else (Busy, RateLimited, the budget of calls in flight, the bus, the
+        /// store): nothing is wrong with the files; they wait for the next run.
+        case transient(String)
+    }
+
+    static func refusal(of error: any Error, files: Int) -> Refusal {
+        guard let e = error as? DBusNamedError else { return .transient("\(error)") }
+        let text = "\(e.name): \(e.message)"
+        switch e.name {
+        case GaendInterfaces.ErrorName.invalidKeyFile, GaendInterfaces.ErrorName.untrustedKeyFile:
+            // "file N: reason", N counted from 1 in the call's order.
+            if e.message.hasPrefix("file "), let colon = e.message.firstIndex(of: ":"),
+               let n = Int(e.message[e.message.index(e.message.startIndex, offsetBy: 5)..<colon]), (1...files).contains(n) {
+                return .file(n - 1, text)
+            }
+            // Not named: found by halving.
+            return .tooLarge(text)
+        case GaendInterfaces.ErrorName.limitExceeded:
+            // "already holds ... in flight": other callers' bytes, not these files'.
+            return e.message.contains("in flight") ? .transient(text) : .tooLarge(text)
+        default:
+            return .transient(text)
+        }
+    }
+
+    /// One provide pass's result.
+    public struct ProvideOutcome: Sendable, Equatable {
+        /// Packages gaend accepted.
+        public var provided = 0
+        /// Packages gaend refused in this pass (each logged with its URL and reason).
+        public var refused = 0
+        /// Calls gaend accepted.
+        public var calls = 0
+        /// Set when a call failed for a reason not in its files: the rest wait for the next run.
+        public var stopped: String?
+    }
+
+    /// The export.bin size of a held package (recorded at download; read from the cached file
+    /// for a state written before).
+    private func exportBytes(_ p: CachedPackage) -> Int {
+        if let n = p.exportBytes { return n }
+        guard let data = FileManager.default.contents(atPath: store.cachePath(p.file)),
+              let n = try? KeyExportFile.declaredExportSize(data) else { return p.bytes }
+        state.packages[p.id]?.exportBytes = n
+        return n
+    }
+
+    /// The waiting packages in calls within gaend's limits, oldest first: at most `files`
+    /// files and `bytes` bytes read and of export.bin, so LimitExceeded is avoided up front.
+    func batches(_ packages: [CachedPackage], limits: CallLimits) -> [[CachedPackage]] {
+        var out: [[CachedPackage]] = []
+        var current: [CachedPackage] = [], read = 0, inflated = 0
+        for p in packages {
+            let e = exportBytes(p)
+            if !current.isEmpty && (current.count == limits.files || read + p.bytes > limits.bytes || inflated + e > limits.bytes) {
+                out.append(current)
+                current = []; read = 0; inflated = 0
+            }
+            current.append(p); read += p.bytes; inflated += e
+        }
+        if !current.isEmpty { out.append(current) }
+        return out
+    }
+
+    /// Hands the waiting packages to `provide` in calls within gaend's limits and `calls`
+    /// accepted calls; each package provided is remembered, so none is provided twice.
+    /// A call gaend refuses for one of its files: that file (named by gaend, else found by
+    /// halving) is refused, counted and logged with its URL and reason, and the others go on
+    /// in the same run; a call refused for another reason stops (the rest wait). A refused
+    /// call costs none of gaend's daily calls (it counts only accepted ones). Refused packages
+    /// due for a retry go last, each alone.
+    public func provide(calls: Int, limits: CallLimits = CallLimits(),
+                        _ provide: ([String]) async throws -> Void) async throws -> ProvideOutcome {
+        var outcome = ProvideOutcome()
+        var queue = batches(waiting, limits: limits) + dueForRetry.map { [$0] }
+        while !queue.isEmpty, outcome.calls < calls {
+            let batch = queue.removeFirst()
             do {
                 try await provide(batch.map { store.cachePath($0.file) })
             } catch {
-                log("ProvideDiagnosisKeys: \(error); \(waiting.count) packages wait for the next run")
-                break
+                switch Self.refusal(of: error, files: batch.count) {
+                case .file(let n, let reason) where batch.count == 1:
+                    try refuse(batch[n], reason, &outcome)
+                case .file(let n, _):
+                    // The named file alone, after the others: gaend's per-day key count spans
+                    // the call, so the file it names may pass on its own.
+                    var rest = batch
+                    let suspect = rest.remove(at: n)
+                    queue.insert(contentsOf: [rest, [suspect]], at: 0)
+                case .tooLarge(let reason):
+                    if batch.count == 1 {
+                        try refuse(batch[0], reason, &outcome)
+                    } else {
+                        queue.insert(contentsOf: [Array(batch.prefix(batch.count / 2)), Array(batch.dropFirst(batch.count / 2))], at: 0)
+                    }
+                case .transient(let reason):
+                    outcome.stopped = "ProvideDiagnosisKeys: \(reason)"
+                    log("ProvideDiagnosisKeys: \(reason); \(waiting.count) packages wait for the next run")
+                    try store.save(state)
+                    return outcome
+                }
+                try store.save(state)
+                continue
             }
             let t = Int64(now())
             state.provideCalls.append(t)
-            for p in batch { state.packages[p.id]?.providedAt = t }
-            done += batch.count
+            state.lastProvidedAt = t
+            for p in batch {
+                state.packages[p.id]?.providedAt = t
+                if p.refused { log("\(p.url): provided on its own after \(p.refusals ?? 1) refusals") }
+            }
+            outcome.calls += 1
+            outcome.provided += batch.count
             try store.save(state)
         }
-        return done
+        return outcome
+    }
+
+    private func refuse(_ p: CachedPackage, _ reason: String, _ outcome: inout ProvideOutcome) throws {
+        guard var held = state.packages[p.id] else { return }
+        held.refusedAt = Int64(now())
+        held.refusal = reason
+        held.refusals = (held.refusals ?? 0) + 1
+        state.packages[p.id] = held
+        state.refusedByGaendTotal = (state.refusedByGaendTotal ?? 0) + 1
+        outcome.refused += 1
+        let again = held.refusals! < Self.maxRefusals ? "tried alone again tomorrow" : "not tried again"
+        log("refused by gaend \(p.url): \(reason) (refusal \(held.refusals!) of \(Self.maxRefusals); \(again))")
     }
 
     /// Records the run (and saves the state).

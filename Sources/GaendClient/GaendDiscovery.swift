@@ -49,6 +49,8 @@ public enum GaendDiscovery {
         }
         let names = items.compactMap(\.stringValue)
             .filter { WellKnownName.isWithin($0, prefix: GaendBus.busName) && $0 != GaendBus.busName }
+            // The app half's names (org.gaend.App1, org.gaend.App1.hci0) are not gaend's.
+            .filter { !WellKnownName.isWithin($0, prefix: GaendAppBus.busName) }
             .sorted()
         switch names.count {
         case 0: throw GaendDiscoveryError.notRunning(bus: client.connection.bus.description)

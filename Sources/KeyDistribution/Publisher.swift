@@ -34,11 +34,33 @@ public struct PublishOptions: Sendable, Equatable {
     public var retentionDays: Int = 14
     /// Google layout: keys per file before the batch is split (exposure-notifications-server: 30,000).
     public var maximumKeysPerFile: Int = 30_000
+    /// Keys of one day in all (CWA layout: a day's package, whose hours' packages hold parts
+    /// of the same keys). The CWA layout has one file per day and hour, so a day cannot be
+    /// split: keys beyond this wait for the next hour with room, on the next day.
+    public var maximumKeysPerDay: Int = PackageLimits.maxKeysPerPackage
 
     public init(country: String, region: String) {
         self.country = country
         self.region = region
     }
+}
+
+/// What every package must stay within, so that the app downloads it and gaend takes it in a
+/// call with up to 15 others, whatever the boards upload.
+public enum PackageLimits {
+    /// The app's largest download (`gaenctl app sync --max-package-bytes`, 16 MiB).
+    public static let appMaxPackageBytes = 16 << 20
+    /// gaend's bytes of export.bin in one ProvideDiagnosisKeys call (64 MiB, `ProvideLimits`)
+    /// and the files an app puts in one call (16): a package within their quotient never makes
+    /// a full call too large.
+    public static let maxExportBytes = (64 << 20) / 16
+    /// The largest key entry a publisher writes with values `KeyRules` accepts: tag and length
+    /// (2), key_data (18), transmission risk (2), rolling start (1 + up to 5), rolling period
+    /// (1 + 2), report type (2), days since onset (2).
+    public static let maxEncodedKeyBytes = 35
+    /// Keys per package: within `maxExportBytes` (64 KiB kept for the header and signature
+    /// infos) and within what gaend accepts in one file (`KeyAcceptanceLimits.maxKeysPerFile`).
+    public static let maxKeysPerPackage = min(KeyAcceptanceLimits.default.maxKeysPerFile, (maxExportBytes - (64 << 10)) / maxEncodedKeyBytes)
 }
 
 /// What the keys become as of one moment: hour buckets after shifting, the days' packages,
@@ -64,41 +86,79 @@ public struct PublicationPlan: Sendable, Equatable {
     /// Keys dropped as older than the retention.
     public var keysExpired = 0
     public var keysPublished = 0
+    /// Keys that went to a later hour because their day's packages were full (`maximumKeysPerDay`).
+    public var keysDeferred = 0
 
-    public static func plan(_ submitted: [SubmittedKey], now: Int64, options o: PublishOptions) -> PublicationPlan {
+    /// `sealed`: the hours an earlier run published (before `sealedBefore`, an hour number),
+    /// with their keys as published (`PublishedTree.sealedHours`). They are published again
+    /// exactly so, whatever the inbox holds now (a board may delete or rewrite its files), and
+    /// new keys go only into later hours: a published package never changes and no key moves.
+    public static func plan(_ submitted: [SubmittedKey], now: Int64, options o: PublishOptions,
+                            sealed: [Int64: [DiagnosisKey]] = [:], sealedBefore: Int64 = .min) -> PublicationPlan {
         var plan = PublicationPlan()
         let currentHour = floorDiv(now, 3600)
         let today = UTCDay(Int32(floorDiv(now, 86_400)))
         let firstDay = today.advanced(by: -o.retentionDays)
         let firstHour = Int64(firstDay.rawValue) * 24
+        func id(_ k: DiagnosisKey) -> Data { k.key.bytes + k.rollingStartIntervalNumber.littleEndianBytes }
+        let sealedIDs = Set(sealed.values.joined().map(id))
 
         // A key submitted twice (a board uploading again) counts once, at its first submission.
         var byKey: [Data: SubmittedKey] = [:]
         for s in submitted {
-            let id = s.key.key.bytes + s.key.rollingStartIntervalNumber.littleEndianBytes
+            let id = id(s.key)
+            if sealedIDs.contains(id) { continue }
             if let seen = byKey[id], seen.submittedAt <= s.submittedAt { continue }
             byKey[id] = s
         }
-        var buckets: [Int64: [DiagnosisKey]] = [:]
+        var buckets: [Int64: [SubmittedKey]] = [:]
         for s in byKey.values {
-            let hour = floorDiv(s.availableAt(embargo: o.embargo), 3600)
-            if hour < firstHour { plan.keysExpired += 1; continue }
-            buckets[hour, default: []].append(s.key)
+            buckets[max(floorDiv(s.availableAt(embargo: o.embargo), 3600), sealedBefore), default: []].append(s)
         }
 
-        // Shift thin hours forward; only complete hours are published.
-        var emitted: [(hour: Int64, keys: [DiagnosisKey])] = []
-        var pending: [DiagnosisKey] = []
-        for hour in buckets.keys.sorted() {
-            guard hour < currentHour else { pending += buckets[hour]!; continue }
-            pending += buckets[hour]!
-            if pending.count >= max(1, o.minimumKeysPerPackage) {
-                emitted.append((hour, pending.sorted { $0.key.bytes.lexicographicallyPrecedes($1.key.bytes) }))
-                pending = []
-            }
+        // Shift thin hours forward; only complete hours are published. Every key takes part,
+        // also those whose hour has left the retention: were they dropped first, the hours
+        // they were shifted into would change (and keys move) as the retention moves on.
+        // Earliest available first, then by key bytes: the same keys give the same packages.
+        func order(_ a: SubmittedKey, _ b: SubmittedKey) -> Bool {
+            let (ta, tb) = (a.availableAt(embargo: o.embargo), b.availableAt(embargo: o.embargo))
+            return ta != tb ? ta < tb : a.key.key.bytes.lexicographicallyPrecedes(b.key.key.bytes)
         }
-        plan.keysWaiting = pending.count
+        var deferred: Set<Data> = []
+        var emitted: [(hour: Int64, keys: [DiagnosisKey])] = []
+        var pending: [SubmittedKey] = []
+        var perDay: [Int64: Int] = [:]
+        let minimum = max(1, o.minimumKeysPerPackage), dayCap = max(1, o.maximumKeysPerDay)
+        for (hour, keys) in sealed.sorted(by: { $0.key < $1.key }) where hour < min(sealedBefore, currentHour) {
+            perDay[floorDiv(hour, 24), default: 0] += keys.count
+            if hour < firstHour { plan.keysExpired += keys.count; continue }
+            emitted.append((hour, keys.sorted { $0.key.bytes.lexicographicallyPrecedes($1.key.bytes) }))
+        }
+        let hours = buckets.keys.sorted()
+        var next = 0
+        var hour = hours.first ?? currentHour
+        while hour < currentHour {
+            while next < hours.count, hours[next] <= hour { pending += buckets[hours[next]]!.sorted(by: order); next += 1 }
+            let day = floorDiv(hour, 24)
+            let room = dayCap - perDay[day, default: 0]
+            // The day's packages are full: the rest waits for the first hour of the next day
+            // (or an earlier hour with new keys, which also finds the day full).
+            let full = pending.count >= minimum && pending.count > room
+            let following = next < hours.count ? hours[next] : currentHour
+            defer { hour = full ? min(following, (day + 1) * 24) : following }
+            guard pending.count >= minimum else { continue }
+            let take = pending.count <= room ? pending.count : (room >= minimum ? room : 0)
+            for k in pending.dropFirst(take) { deferred.insert(k.key.key.bytes + k.key.rollingStartIntervalNumber.littleEndianBytes) }
+            guard take > 0 else { continue }
+            let keys = pending.prefix(take).map(\.key).sorted { $0.key.bytes.lexicographicallyPrecedes($1.key.bytes) }
+            pending.removeFirst(take)
+            perDay[day, default: 0] += take
+            if hour < firstHour { plan.keysExpired += take; continue }
+            emitted.append((hour, keys))
+        }
+        plan.keysWaiting = pending.count + buckets.filter { $0.key >= currentHour }.reduce(0) { $0 + $1.value.count }
         plan.keysPublished = emitted.reduce(0) { $0 + $1.keys.count }
+        plan.keysDeferred = deferred.count
 
         let hourDaysFrom = today.advanced(by: -(max(1, o.hourPackageDays) - 1))
         var byDay: [UTCDay: [(Int, [DiagnosisKey])]] = [:]
@@ -133,7 +193,7 @@ public struct PublicationPlan: Sendable, Equatable {
         return plan
     }
 
-    static func floorDiv(_ a: Int64, _ b: Int64) -> Int64 { a >= 0 ? a / b : -((-a + b - 1) / b) }
+    public static func floorDiv(_ a: Int64, _ b: Int64) -> Int64 { a >= 0 ? a / b : -((-a + b - 1) / b) }
 }
 
 /// Errors of a publish run.
@@ -174,6 +234,8 @@ public struct TreeWriter {
         public var files = 0
         public var bytes = 0
         public var reused = 0
+        /// Half-built trees of killed runs removed.
+        public var staleRemoved = 0
     }
 
     public func publish(_ plan: PublicationPlan, to output: String) throws -> Summary {
@@ -196,8 +258,12 @@ public struct TreeWriter {
 
         let name = (out as NSString).lastPathComponent
         let staging = "\(parent)/.\(name).new-\(getpid())"
-        try? fm.removeItem(atPath: staging)
         var summary = Summary()
+        // A publisher killed mid-run left its half-built tree; with the lock held, no other
+        // run is building one, so every staging tree here is such a leftover.
+        for entry in (try? fm.contentsOfDirectory(atPath: parent)) ?? [] where entry.hasPrefix(".\(name).new-") {
+            if (try? fm.removeItem(atPath: "\(parent)/\(entry)")) != nil { summary.staleRemoved += 1 }
+        }
         do {
             try fm.createDirectory(atPath: staging, withIntermediateDirectories: true)
             try write(plan, staging: staging, old: isDir.boolValue ? out : nil, summary: &summary)
@@ -277,5 +343,33 @@ public struct TreeWriter {
         // The old file must verify under the newest signer's own key; its list of signers is compared separately.
         if let first = signers.first { t.add(keyId: first.info.keyId, version: first.info.keyVersion, key: first.key.publicKey) }
         return t
+    }
+}
+
+/// What an earlier run published, read back from its tree.
+public enum PublishedTree {
+    /// The keys of every hour before `before` (an hour number) that the tree at `output`
+    /// publishes in the Google layout of `region` (one file per hour and batch, named by its
+    /// window, so every published hour is there while in retention). A file that cannot be
+    /// read is named in `problems`; its hour is then not sealed.
+    public static func sealedHours(output: String, region: String, before: Int64) -> (hours: [Int64: [DiagnosisKey]], problems: [String]) {
+        let root = URL(fileURLWithPath: output).standardizedFileURL.path
+        guard let index = try? Data(contentsOf: URL(fileURLWithPath: root + "/" + GoogleLayout.index(region))),
+              let paths = try? GoogleLayout.decodeIndex(index, url: GoogleLayout.index(region)) else { return ([:], []) }
+        var hours: [Int64: [DiagnosisKey]] = [:], problems: [String] = []
+        for path in paths {
+            let name = (path as NSString).lastPathComponent
+            let parts = name.dropLast(4).split(separator: "-")
+            guard path.hasPrefix(region + "/"), name.hasSuffix(".zip"), parts.count == 3, let start = Int64(parts[0]), start % 3600 == 0 else { continue }
+            let hour = start / 3600
+            guard hour < before else { continue }
+            do {
+                let file = try KeyExportFile(parsing: Data(contentsOf: URL(fileURLWithPath: root + "/" + path)))
+                hours[hour, default: []] += file.keyBatches().flatMap { $0 }
+            } catch {
+                problems.append("\(path): \(error)")
+            }
+        }
+        return (hours, problems)
     }
 }

@@ -444,3 +444,36 @@ public enum CWARiskCalculation {
         return (result, verdicts, days)
     }
 }
+
+/// The Corona-Warn-App's exposure-window calculation (CWA 1.9 and later) in the registry.
+public struct CWAEngine: RiskEngine {
+    public init() {}
+    public let name = "cwa"
+    public let title = "Corona-Warn-App exposure-window risk calculation (CWA 1.9+, every generation)"
+    public var publishedParameters: Data? { Data(PublishedRiskConfigurations.cwa.utf8) }
+    public var datedRule: PublishedRiskConfigurations.DatedRule? { .cwa }
+
+    struct Rule: RiskRule {
+        let p: CWAParameters
+        let generation: CWAGeneration?
+        func assess(_ entries: [WindowsFileEntry], today: UTCDay, withDetail: Bool) throws -> RiskAssessment {
+            let e = try CWARiskCalculation.evaluate(integerWindows(entries), parameters: p, today: today, generation: generation)
+            let day = e.days.max { $0.normalizedTime < $1.normalizedTime }
+            return RiskAssessment(notified: e.result.totalRiskLevel == CWARiskCalculation.high,
+                                  numbers: [("normalizedTimePerDay", day?.normalizedTime ?? 0), ("totalRiskLevel", Double(e.result.totalRiskLevel)),
+                                            ("droppedWindows", Double(e.windows.filter { $0.dropped != nil }.count))],
+                                  detail: withDetail ? try RiskJSON.encode(e.result, pretty: false) : Data())
+        }
+    }
+
+    public func rule(parameters: Data, source: String, dated: PublishedRiskConfigurations.Dated?) throws -> any RiskRule {
+        // A dated entry is judged with the calculation of the apps that read it.
+        Rule(p: try CWAParameters.decode(from: ConfigurationText.strippingCommentLines(parameters), file: source), generation: dated?.generation)
+    }
+
+    public func rule(parameters: Data, source: String, dated: PublishedRiskConfigurations.Dated?,
+                     options: RiskRuleOptions) throws -> (rule: any RiskRule, warnings: [String]) {
+        let p = try CWAParameters.decode(from: ConfigurationText.strippingCommentLines(parameters), file: source)
+        return (Rule(p: p, generation: dated?.generation), ConfigurationReach.warnings(cwa: p))
+    }
+}

@@ -139,3 +139,41 @@ public enum CWAv1RiskCalculation {
                            maximumRiskScore: maxScore)
     }
 }
+
+/// The CWA's first calculation (framework v1 score plus attenuation-duration weights, 2020).
+public struct CWAv1Engine: RiskEngine {
+    public init() {}
+    public let name = "cwa-v1"
+    public let title = "Corona-Warn-App's original calculation (framework v1 score and attenuation durations, 2020)"
+    public let servesApps = false
+    public var publishedParameters: Data? { Data(PublishedRiskConfigurations.cwaV1.utf8) }
+    public var datedRule: PublishedRiskConfigurations.DatedRule? { .cwaV1 }
+
+    struct Rule: RiskRule {
+        let p: CWAv1Configuration
+        func assess(_ entries: [WindowsFileEntry], today: UTCDay, withDetail: Bool) throws -> RiskAssessment {
+            let r = try CWAv1RiskCalculation.calculate(integerWindows(entries), configuration: p, today: today)
+            return RiskAssessment(notified: r.increasedRisk,
+                                  numbers: [("weightedMinutes", r.weightedMinutes), ("increasedRiskMinutes", p.increasedRiskMinutes),
+                                            ("maximumRiskScore", Double(r.maximumRiskScore)), ("minimumRiskScore", Double(p.v1.minimumRiskScore)),
+                                            ("riskEncounters", Double(r.riskEncounters))],
+                                  unjudged: unjudgedTransmissionRisk(entries, p.v1),
+                                  detail: withDetail ? try RiskJSON.encode(r, pretty: false) : Data())
+        }
+    }
+
+    /// JSON, or the app configuration in protobuf text format as the CWA server published it.
+    public func rule(parameters: Data, source: String, dated: PublishedRiskConfigurations.Dated?) throws -> any RiskRule {
+        let p = try ConfigurationText.cwaV1(parameters, file: source)
+        try p.validate()
+        return Rule(p: p)
+    }
+
+    public func rule(parameters: Data, source: String, dated: PublishedRiskConfigurations.Dated?,
+                     options: RiskRuleOptions) throws -> (rule: any RiskRule, warnings: [String]) {
+        var policy = UnknownFieldPolicy(allow: options.allowUnknownFields)
+        let p = try ConfigurationText.cwaV1(parameters, file: source, policy: &policy)
+        try p.validate()
+        return (Rule(p: p), policy.warnings + ConfigurationReach.warnings(cwaV1: p))
+    }
+}

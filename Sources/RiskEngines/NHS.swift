@@ -287,3 +287,28 @@ public enum NHSRiskCalculation {
                          mostRelevantExposureDate: relevant?.date, mostRelevantExposureRiskScore: relevant?.riskScore)
     }
 }
+
+/// The NHS COVID-19 app's risk scoring (v1, and v2 with the scorer) in the registry.
+public struct NHSEngine: RiskEngine {
+    public init() {}
+    public let name = "nhs"
+    public let title = "NHS COVID-19 app risk score (v1 attenuation buckets, v2 with the unscented Kalman smoother)"
+    public var publishedParameters: Data? { Data(PublishedRiskConfigurations.nhs.utf8) }
+
+    struct Rule: RiskRule {
+        let p: NHSExposureConfiguration
+        // Decimal attenuations and durations kept: the NHS scorer takes them.
+        func assess(_ entries: [WindowsFileEntry], today: UTCDay, withDetail: Bool) throws -> RiskAssessment {
+            let r = try NHSRiskCalculation.calculate(entries, configuration: p)
+            return RiskAssessment(notified: r.crossesThreshold,
+                                  numbers: [("maximumRiskScore", r.maximumRiskScore), ("riskThreshold", r.riskThreshold)],
+                                  detail: withDetail ? try RiskJSON.encode(r, pretty: false) : Data())
+        }
+    }
+
+    public func rule(parameters: Data, source: String, dated: PublishedRiskConfigurations.Dated?) throws -> any RiskRule {
+        let p = try RiskJSON.decodeParameters(NHSExposureConfiguration.self, from: ConfigurationText.strippingCommentLines(parameters), file: source)
+        try p.validate()
+        return Rule(p: p)
+    }
+}

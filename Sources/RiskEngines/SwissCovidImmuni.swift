@@ -246,3 +246,77 @@ public enum ImmuniRisk {
                             notificationThreshold: c.notificationThreshold, exposures: exposures)
     }
 }
+
+/// SwissCovid's attenuation-threshold minutes in the registry.
+public struct SwissCovidEngine: RiskEngine {
+    public init() {}
+    public let name = "swisscovid"
+    public let title = "SwissCovid weighted minutes between two attenuation thresholds"
+    public var publishedParameters: Data? { try? RiskJSON.encode(SwissCovidConfiguration.published, pretty: false) }
+
+    struct Rule: RiskRule {
+        let p: SwissCovidConfiguration
+        func assess(_ entries: [WindowsFileEntry], today: UTCDay, withDetail: Bool) throws -> RiskAssessment {
+            let r = try SwissCovidRisk.calculate(integerWindows(entries), configuration: p)
+            let day = r.days.max { $0.weightedMinutes < $1.weightedMinutes }
+            return RiskAssessment(notified: r.exposed,
+                                  numbers: [("weightedMinutes", day?.weightedMinutes ?? 0), ("minDurationForExposure", p.minDurationForExposure),
+                                            ("minutesLow", Double(day?.minutesLow ?? 0)), ("minutesMedium", Double(day?.minutesMedium ?? 0))],
+                                  detail: withDetail ? try RiskJSON.encode(r, pretty: false) : Data())
+        }
+    }
+
+    public func rule(parameters: Data, source: String, dated: PublishedRiskConfigurations.Dated?) throws -> any RiskRule {
+        let p = try RiskJSON.decodeParameters(SwissCovidConfiguration.self, from: ConfigurationText.strippingCommentLines(parameters), file: source)
+        try p.validate()
+        return Rule(p: p)
+    }
+
+    public func rule(parameters: Data, source: String, dated: PublishedRiskConfigurations.Dated?,
+                     options: RiskRuleOptions) throws -> (rule: any RiskRule, warnings: [String]) {
+        let clean = ConfigurationText.strippingCommentLines(parameters)
+        var policy = UnknownFieldPolicy(allow: options.allowUnknownFields)
+        try ConfigurationText.checkKeys(clean, known: ConfigurationText.swissCovidKeys, file: source, policy: &policy)
+        let p = try RiskJSON.decodeParameters(SwissCovidConfiguration.self, from: clean, file: source)
+        try p.validate()
+        return (Rule(p: p), policy.warnings)
+    }
+}
+
+/// Immuni's framework v1 score with its own thresholds in the registry.
+public struct ImmuniEngine: RiskEngine {
+    public init() {}
+    public let name = "immuni"
+    public let title = "Immuni framework v1 risk score with the app's minimum risk score"
+    public var publishedParameters: Data? { try? RiskJSON.encode(ImmuniConfiguration.published, pretty: false) }
+
+    struct Rule: RiskRule {
+        let p: ImmuniConfiguration
+        func assess(_ entries: [WindowsFileEntry], today: UTCDay, withDetail: Bool) throws -> RiskAssessment {
+            let r = try ImmuniRisk.calculate(integerWindows(entries), configuration: p, today: today)
+            let best = r.exposures.max { $0.riskScore < $1.riskScore }
+            // A contact never heard has no attenuation: NaN, printed as NA (not 0 dB).
+            return RiskAssessment(notified: r.notified,
+                                  numbers: [("maximumRiskScore", Double(best?.riskScore ?? 0)), ("minimumRiskScore", Double(p.minimumRiskScore)),
+                                            ("notificationThreshold", Double(p.notificationThreshold)),
+                                            ("attenuationDb", best.map { Double($0.attenuationDb) } ?? .nan), ("bucketizedMinutes", best?.durationMinutes ?? 0)],
+                                  unjudged: unjudgedTransmissionRisk(entries, p.v1),
+                                  detail: withDetail ? try RiskJSON.encode(r, pretty: false) : Data())
+        }
+    }
+
+    public func rule(parameters: Data, source: String, dated: PublishedRiskConfigurations.Dated?) throws -> any RiskRule {
+        let p = try ImmuniConfiguration.decode(from: ConfigurationText.strippingCommentLines(parameters), file: source)
+        try p.v1.validate()
+        return Rule(p: p)
+    }
+
+    public func rule(parameters: Data, source: String, dated: PublishedRiskConfigurations.Dated?,
+                     options: RiskRuleOptions) throws -> (rule: any RiskRule, warnings: [String]) {
+        var p = try ImmuniConfiguration.decode(from: ConfigurationText.strippingCommentLines(parameters), file: source)
+        try p.v1.validate()
+        p.durationRounding = options.durationRounding
+        let threshold = p.exposureInfoMinimumRiskScore != nil ? "the notification threshold (exposure_info_minimum_risk_score)" : "minimum_risk_score"
+        return (Rule(p: p), ConfigurationReach.warnings(v1: p.v1, threshold: p.notificationThreshold, thresholdName: threshold))
+    }
+}

@@ -1,11 +1,12 @@
 import ArgumentParser
-import DBusCore
+import CLISupport
 import ENProtocol
 import Foundation
 import GaenApp
-import GaendAPI
+import HTTPClient
 import GaendClient
 import KeyDistribution
+import PlatformSupport
 
 /// `gaenctl app`: the phone app's half of the loop on a board, beside gaend (not inside it:
 /// gaend never sees the network). Run by gaend-app@hciN.timer (docs/key-server.md).
@@ -16,26 +17,17 @@ struct AppCommand: AsyncParsableCommand {
         subcommands: [AppSync.self, AppSubmit.self, AppStatusCommand.self]
     )
 
-    /// The app's state directory: --state-dir, else systemd's STATE_DIRECTORY, else
-    /// /var/lib/gaend-app/NAME (NAME: --name's instance, e.g. hci0, or "default").
     static func stateDirectory(_ explicit: String?, bus: BusOptions) -> String {
-        if let explicit { return explicit }
-        if let dir = ProcessInfo.processInfo.environment["STATE_DIRECTORY"], !dir.isEmpty {
-            return String(dir.split(separator: ":").first ?? Substring(dir))
-        }
-        return "/var/lib/gaend-app/" + instanceName(bus.name)
-    }
-
-    static func instanceName(_ name: String?) -> String {
-        guard let name, !name.isEmpty, name != "org.gaend" else { return "default" }
-        return name.hasPrefix("org.gaend.") ? String(name.dropFirst("org.gaend.".count)) : name
+        AppPaths.stateDirectory(explicit, instance: bus.name)
     }
 
     static func validateServer(_ server: String) throws {
-        guard server.hasPrefix("http://") || server.hasPrefix("https://"), server.count <= 512,
-              !server.contains(where: { $0.isWhitespace }) else {
-            throw ValidationError("--server '\(server)': expected an http:// or https:// URL")
-        }
+        do { try AppPaths.validateServer(server) } catch { throw ValidationError("--server \(error)") }
+    }
+
+    /// --cacert: a trial's private CA, instead of the system's store.
+    static func session(caFile: String?) throws -> HTTPSession {
+        do { return try HTTPSession(userAgent: "gaenctl-app", caFile: caFile) } catch { throw CommandFailure("--cacert: \(error)") }
     }
 }
 
@@ -50,13 +42,21 @@ struct AppSync: AsyncParsableCommand {
             go on). The server's Date is checked first: more than 2 h off stops the run. Files \
             are retried with exponential backoff and jitter (Retry-After honoured on 429/503); \
             a file still failing waits for the next run. New packages are provided to gaend in \
-            calls of at most 16 files, within gaend's daily limit and --max-provide-calls a day; \
-            each package is provided once. Then the risk is computed with the engine and \
+            calls of at most 16 files and 64 MiB, within gaend's daily limit and \
+            --max-provide-calls a day; each package is provided once. A file gaend refuses is \
+            set apart (the one gaend names, else found by halving the call), refused, counted \
+            and logged with its URL and reason, and the others are provided in the same run; \
+            it goes into no call again, but is tried alone once a day, 3 times at most, in case \
+            the refusal was due to gaend's clock. Then the risk is computed with the engine and \
             parameters of the server's signed app configuration, kept with its history in \
             STATE_DIR/status.json (shown by gaenctl status), and a change to high risk is \
             announced: a journal entry with MESSAGE_ID=3f0c8a4e5b7d4c2a9e1f6b0d8c7a5e42, the \
             D-Bus signal org.gaend.App1.RiskChanged, and --hook. Prints one line: \
-            N new packages, M provided, K refused. Exit 1 when the run could not complete.
+            N new packages, M provided, K refused[, W waiting] (K: refused at download or by \
+            gaend in this run; W: packages listed or held and not yet provided). Exit status: \
+            0 when the run completed and refused nothing; 1 when it could not complete (clock, \
+            server, gaend missing, or gaend refused a call for a reason not in its files: the \
+            packages wait); 2 when it completed but refused packages.
             """)
 
     @OptionGroup var bus: BusOptions
@@ -89,6 +89,8 @@ struct AppSync: AsyncParsableCommand {
     var matchWait: Double = 120
     @Option(help: ArgumentHelp("journald's native socket, for the high-risk entry.", valueName: "PATH"))
     var journalSocket: String = "/run/systemd/journal/socket"
+    @Option(help: ArgumentHelp("Trust the CA certificates in this PEM file instead of the system's (a trial's private CA).", valueName: "FILE"))
+    var cacert: String?
 
     func validate() throws {
         try AppCommand.validateServer(server)
@@ -99,14 +101,19 @@ struct AppSync: AsyncParsableCommand {
             }
         }
         guard !trustOptions.trust.isEmpty else { throw ValidationError("give at least one --trust ID:VERSION=PEM: packages are never kept unverified") }
-        guard maxProvideCalls >= 0, runTimeout > 0, fileTimeout > 0, maxPackageBytes > 0, attempts >= 1, backoff >= 0, maxClockSkew > 0 else {
-            throw ValidationError("timeouts, sizes and attempts must be positive")
-        }
+        // Each bound checked as a finite number in its range (inf, nan or 1e308 would trap when
+        // turned into milliseconds).
+        try NumericOption.check(maxProvideCalls, "--max-provide-calls", 0...1_000, unit: "calls")
+        try NumericOption.check(runTimeout, "--run-timeout", 1...NumericOption.day)
+        try NumericOption.check(fileTimeout, "--file-timeout", 1...3_600)
+        try NumericOption.check(maxPackageBytes, "--max-package-bytes", 1_024...(64 << 20), unit: "bytes")
+        try NumericOption.check(attempts, "--attempts", 1...20, unit: "attempts")
+        try NumericOption.check(backoff, "--backoff", 0...3_600)
+        try NumericOption.check(maxClockSkew, "--max-clock-skew", 1...NumericOption.day)
+        try NumericOption.check(matchWait, "--match-wait", 0...3_600)
     }
 
     func run() async throws {
-        let started = Date().timeIntervalSince1970
-        let directory = AppCommand.stateDirectory(stateDir, bus: bus)
         var settings = SyncSettings(server: server, layout: country.map { .cwa(country: $0) } ?? .google(region: region!),
                                     trust: try trustOptions.trustSet()!)
         settings.runTimeout = runTimeout
@@ -115,133 +122,31 @@ struct AppSync: AsyncParsableCommand {
         settings.attempts = attempts
         settings.backoffBase = backoff
         settings.maxClockSkew = maxClockSkew
-        let sync: SyncRun
+        var options = AppSyncJob.Options()
+        options.maxProvideCalls = maxProvideCalls
+        options.matchWait = matchWait
+        options.journalSocket = journalSocket
+        options.hook = hook
+        let record: SyncRecord
         do {
-            sync = try SyncRun(settings: settings, store: try AppStateStore(directory: directory), http: try HTTPSession(),
-                                       log: { printError("gaenctl app sync: \($0)") })
+            let job = AppSyncJob(settings: settings, stateDirectory: AppCommand.stateDirectory(stateDir, bus: bus), options: options,
+                                 http: try AppCommand.session(caFile: cacert),
+                                 log: { printError("gaenctl app sync: \(TextSafety.escaped($0, limit: 4_096))") })
+            record = try await job.run(connect: { try await bus.connectToGaend() })
         } catch {
-            printError("gaenctl app sync: \(error)")
+            printError("gaenctl app sync: \(TextSafety.escaped("\(error)", limit: 4_096))")
             throw ExitCode(1)
         }
-        var record = SyncRecord(startedAt: Int64(started), finishedAt: 0, server: server, newPackages: 0, provided: 0, refused: 0,
-                                pending: 0, bytes: 0, error: "")
-        var outcome = DownloadOutcome()
-        var failure: String? = nil
-        do {
-            outcome = try sync.download()
-        } catch {
-            failure = "\(error)"
-        }
-        record.newPackages = outcome.newPackages
-        record.refused = outcome.refused
-        record.pending = outcome.pending
-        record.bytes = outcome.bytes
-
-        if failure == nil {
-            do {
-                try await withDaemonConnection { client in
-                    try await provideAndAssess(sync, client: client, configuration: outcome.configuration, record: &record)
-                }
-            } catch {
-                failure = "gaend: \(error)"
-            }
-        }
-        record.finishedAt = Int64(Date().timeIntervalSince1970)
-        record.error = failure ?? ""
-        record.pending += sync.waiting.count
-        try? sync.finish(record)
-        print("\(record.newPackages) new packages, \(record.provided) provided, \(record.refused) refused")
-        if let failure {
-            printError("gaenctl app sync: \(failure)")
+        print(AppSyncJob.summary(record))
+        if !record.error.isEmpty {
+            printError("gaenctl app sync: \(TextSafety.escaped(record.error, limit: 4_096))")
             throw ExitCode(1)
         }
-    }
-
-    private func withDaemonConnection(_ body: (GaendClient) async throws -> Void) async throws {
-        let client = try await bus.connectToGaend()
-        defer { client.bus.close() }
-        try await body(client)
-    }
-
-    private func provideAndAssess(_ sync: SyncRun, client: GaendClient, configuration: AppConfiguration?,
-                                  record: inout SyncRecord) async throws {
-        let status = try await client.status()
-        let calls = sync.callsLeft(gaendRemaining: status.provideDiagnosisKeysRemaining, perDay: maxProvideCalls)
-        if !sync.waiting.isEmpty && calls == 0 {
-            printError("gaenctl app sync: the provide limit is reached for today; \(sync.waiting.count) packages wait (none is lost)")
-        }
-        let wait = matchWait
-        record.provided = try await sync.provide(calls: calls) { paths in
-            try await Self.provide(paths, client: client, wait: wait)
-        }
-        guard let configuration else {
-            printError("gaenctl app sync: no app configuration: the risk is not computed")
-            return
-        }
-        let windows = try await client.exposureWindows()
-        let now = Int64(Date().timeIntervalSince1970)
-        let risk: RiskRecord
-        do {
-            risk = try AppRisk.evaluate(configuration, windows: try JSONEncoder().encode(windows), today: UTCDay(unixSeconds: Double(now)), at: now)
-        } catch {
-            printError("gaenctl app sync: risk engine \(configuration.riskEngine): \(error)")
-            return
-        }
-        if try sync.record(risk: risk) {
-            await announce(risk, since: sync.state.highRiskSince ?? now, client: client)
+        if record.refused > 0 {
+            printError("gaenctl app sync: \(record.refused) packages refused (logged above with their URLs)")
+            throw ExitCode(2)
         }
     }
-
-    /// Passes the files as descriptors in one call and waits for its matching result.
-    static func provide(_ paths: [String], client: GaendClient, wait: Double) async throws {
-        var fds: [DBusUnixFD] = []
-        for path in paths {
-            let fd = open(path, O_RDONLY | O_CLOEXEC)
-            guard fd >= 0 else { throw CommandFailure("\(path): cannot open: \(String(cString: strerror(errno)))") }
-            fds.append(DBusUnixFD(owning: fd))
-        }
-        // Unguessable, as `keys provide`'s: another connection cannot forge this call's result.
-        var random = SecureRandom()
-        let token = "gaenctl-app-" + (try random.bytes(16)).hexString
-        let updates = try await client.exposureStateUpdates()
-        _ = try await client.provideDiagnosisKeys(files: fds, token: token)
-        let result = await firstStateUpdate(updates, token: token, within: wait)
-        // Accepted is what counts for "provided": gaend keeps the files; a slow match only delays the windows.
-        if let result, !result.error.isEmpty { printError("gaenctl app sync: matching failed: \(result.error)") }
-        if let result, result.error.isEmpty {
-            printError("gaenctl app sync: provided \(paths.count) packages: \(result.matchedKeys) keys matched, \(result.windows) exposure windows")
-        }
-        if result == nil { printError("gaenctl app sync: no matching result within \(wait) s; the risk uses the windows so far") }
-    }
-
-    private func announce(_ risk: RiskRecord, since: Int64, client: GaendClient) async {
-        let node = AppCommand.instanceName(client.destination)
-        let message = "high risk: the \(risk.engine) engine found a high-risk encounter in \(risk.windows) exposure windows (node \(node))"
-        if !HighRiskAnnouncement.journal(message, fields: ["GAEN_NODE": node, "GAEN_RISK_ENGINE": risk.engine, "GAEN_RISK_LEVEL": risk.level],
-                                         socket: journalSocket) {
-            printError("gaenctl app sync: \(message) (MESSAGE_ID=\(HighRiskAnnouncement.messageID))")
-        }
-        do {
-            _ = try await client.bus.connection.send(.signal(path: AppBus.path, interface: AppBus.interface, member: AppBus.riskChanged,
-                                                         body: [.string(node), .string(risk.level), .string(risk.engine), .int64(since)]))
-        } catch {
-            printError("gaenctl app sync: cannot send \(AppBus.interface).\(AppBus.riskChanged): \(error)")
-        }
-        if let hook, let problem = HighRiskAnnouncement.hook(hook, environment: [
-            "GAEN_RISK_LEVEL": risk.level, "GAEN_RISK_ENGINE": risk.engine, "GAEN_RISK_SINCE": String(since), "GAEN_NODE": node,
-        ]) {
-            printError("gaenctl app sync: --hook: \(problem)")
-        }
-    }
-}
-
-/// The app's D-Bus signal: sent by the app on its own connection (gaend is not involved),
-/// so any listener on the bus (a desktop notifier, a metrics exporter) hears a change to high risk.
-enum AppBus {
-    static let path = "/org/gaend/App1"
-    static let interface = "org.gaend.App1"
-    /// (s node, s level, s engine, x since): since is Unix seconds.
-    static let riskChanged = "RiskChanged"
 }
 
 struct AppSubmit: AsyncParsableCommand {
@@ -269,6 +174,8 @@ struct AppSubmit: AsyncParsableCommand {
     var stateDir: String?
     @Option(help: "Seconds for the upload.")
     var uploadTimeout: Double = 60
+    @Option(help: ArgumentHelp("Trust the CA certificates in this PEM file instead of the system's (a trial's private CA).", valueName: "FILE"))
+    var cacert: String?
 
     func validate() throws {
         try AppCommand.validateServer(server)
@@ -276,37 +183,22 @@ struct AppSubmit: AsyncParsableCommand {
             throw ValidationError("--user: letters, digits, - and _ only")
         }
         guard ["yes", "no"].contains(consent) else { throw ValidationError("--consent: yes or no") }
+        try NumericOption.check(uploadTimeout, "--upload-timeout", 1...3_600)
     }
 
     func run() async throws {
         guard consent == "yes" else { print("0 keys uploaded (no consent)"); return }
+        let password: String
+        do { password = try HTTPCredentials.readPassword(passwordFile) } catch {
+            printError("gaenctl app submit: --password-file \(error)")
+            throw ExitCode(1)
+        }
+        let http = try AppCommand.session(caFile: cacert)
         try await withDaemon("app submit", bus) { client in
-            let directory = AppCommand.stateDirectory(stateDir, bus: bus)
-            let store = try AppStateStore(directory: directory)
-            let recordPath = directory + "/submitted.json"
-            var done = Set((try? JSONDecoder().decode([String].self, from: Data(contentsOf: URL(fileURLWithPath: recordPath)))) ?? [])
-            let password = try KeyFileLoader.readBounded(passwordFile, limit: 4096)
-            let secret = String(decoding: password, as: UTF8.self).trimmingCharacters(in: .newlines)
-            guard !secret.isEmpty else { throw CommandFailure("--password-file \(passwordFile) is empty") }
-            let today = UTCDay(unixSeconds: Date().timeIntervalSince1970)
-            let keys = try await client.temporaryExposureKeyHistory().map {
-                DiagnosisKey(key: try TemporaryExposureKey(bytes: $0.keyData), rollingStartIntervalNumber: ENIntervalNumber($0.rollingStartIntervalNumber),
-                             rollingPeriod: $0.rollingPeriod)
-            }.filter { $0.rollingStartIntervalNumber.utcDay < today && !done.contains($0.rollingStartIntervalNumber.utcDay.isoDate) }
-            guard let newest = keys.map(\.rollingStartIntervalNumber.utcDay).max() else { print("0 keys uploaded (none new)"); return }
-            let bin = try KeyExportWriter.exportBin(header: KeyExportHeader(covering: keys, region: ""), keys: keys)
-            let zip = try KeyExportWriter.signedZip(exportBin: bin, signers: [])
-            var base = server
-            while base.hasSuffix("/") { base.removeLast() }
-            let url = "\(base)/inbox/\(user)/keys-\(newest.isoDate).zip"
-            let response: HTTPResponse
-            do { response = try HTTPSession().put(url, body: zip, user: user, password: secret, timeout: uploadTimeout) } catch {
-                throw CommandFailure("\(error)")
-            }
-            guard (200..<300).contains(response.status) else { throw CommandFailure("\(url): HTTP \(response.status)") }
-            for k in keys { done.insert(k.rollingStartIntervalNumber.utcDay.isoDate) }
-            try store.write(try JSONEncoder().encode(done.sorted()), to: "submitted.json")
-            print("\(keys.count) keys uploaded to \(url)")
+            let submission = AppSubmission(server: server, user: user, password: password,
+                                           stateDirectory: AppCommand.stateDirectory(stateDir, bus: bus), timeout: uploadTimeout, http: http)
+            let outcome = try await submission.run(client: client, today: UTCDay(unixSeconds: Date().timeIntervalSince1970))
+            if let url = outcome.url { print("\(outcome.keys) keys uploaded to \(url)") } else { print("0 keys uploaded (none new)") }
         }
     }
 }
@@ -326,7 +218,7 @@ struct AppStatusCommand: ParsableCommand {
 
     func run() throws {
         try runReportingFailures("app status") {
-            let directory = stateDir ?? "/var/lib/gaend-app/" + AppCommand.instanceName(name)
+            let directory = stateDir ?? AppPaths.stateDirectory(nil, instance: name, environment: [:])
             guard let status = try AppStatus.read(directory: directory) else { throw CommandFailure("\(directory): no app status yet (no sync has run)") }
             if json {
                 let encoder = JSONEncoder()
@@ -334,51 +226,8 @@ struct AppStatusCommand: ParsableCommand {
                 FileHandle.standardOutput.write(try encoder.encode(status))
                 print("")
             } else {
-                for line in AppStatusLines.lines(status) { print(line) }
+                for line in AppStatusText.lines(status) { print(line) }
             }
         }
-    }
-}
-
-/// The app's status as `gaenctl status` and `gaenctl app status` print it.
-enum AppStatusLines {
-    static func time(_ t: Int64) -> String { Date(timeIntervalSince1970: Double(t)).formatted(.iso8601) }
-
-    static func lines(_ s: AppStatus) -> [String] {
-        var out: [String] = []
-        if let l = s.lastSync {
-            out.append("app last sync:  \(time(l.finishedAt)) from \(l.server): \(l.newPackages) new, \(l.provided) provided, \(l.refused) refused"
-                       + (l.error.isEmpty ? "" : "; failed: \(l.error)"))
-        } else {
-            out.append("app last sync:  never")
-        }
-        out.append("app packages:   \(s.packagesHeld) held, \(s.packagesProvided) provided, \(s.packagesWaiting) waiting")
-        if let r = s.risk {
-            out.append("app risk:       \(r.level) (\(r.engine), \(r.windows) windows, \(time(r.computedAt)))"
-                       + (s.highRiskSince.map { "; high since \(time($0))" } ?? ""))
-        } else {
-            out.append("app risk:       not computed yet")
-        }
-        return out
-    }
-
-    static func json(_ s: AppStatus) -> JSONValue {
-        var o: [String: JSONValue] = [
-            "packagesHeld": .int(Int64(s.packagesHeld)), "packagesProvided": .int(Int64(s.packagesProvided)),
-            "packagesWaiting": .int(Int64(s.packagesWaiting)),
-        ]
-        if let l = s.lastSync {
-            o["lastSync"] = .object(["startedAt": .int(l.startedAt), "finishedAt": .int(l.finishedAt), "server": .string(l.server),
-                                     "newPackages": .int(Int64(l.newPackages)), "provided": .int(Int64(l.provided)),
-                                     "refused": .int(Int64(l.refused)), "pending": .int(Int64(l.pending)), "bytes": .int(Int64(l.bytes)),
-                                     "error": .string(l.error)])
-        } else {
-            o["lastSync"] = .null
-        }
-        o["riskLevel"] = .string(s.risk?.level ?? "unknown")
-        o["riskEngine"] = s.risk.map { .string($0.engine) } ?? .null
-        o["riskComputedAt"] = s.risk.map { .int($0.computedAt) } ?? .null
-        o["highRiskSince"] = s.highRiskSince.map { .int($0) } ?? .null
-        return .object(o)
     }
 }

@@ -188,20 +188,3 @@ struct KeysProvide: AsyncParsableCommand {
     }
 }
 
-/// The ExposureStateUpdated signal of one ProvideDiagnosisKeys call (its token), or nil after
-/// `seconds`: `keys provide` and `app sync` wait for it the same way.
-func firstStateUpdate(_ updates: AsyncStream<GaendExposureStateUpdate>, token: String, within seconds: Double) async -> GaendExposureStateUpdate? {
-    await withTaskGroup(of: GaendExposureStateUpdate?.self) { group in
-        group.addTask {
-            for await u in updates where u.token == token { return u }
-            return nil
-        }
-        group.addTask {
-            try? await Task.sleep(for: .milliseconds(Int64(seconds * 1000)))
-            return nil
-        }
-        let first = await group.next() ?? nil
-        group.cancelAll()
-        return first
-    }
-}

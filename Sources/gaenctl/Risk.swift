@@ -11,7 +11,7 @@ struct Risk: ParsableCommand {
     static let configuration = CommandConfiguration(
         abstract: "Run an app's risk engine over exposure windows (CWA, NHS, framework v1, original CWA, SwissCovid, Immuni).",
         discussion: "Windows files are JSON arrays of windows in the Android API shape. See docs/risk.md.",
-        subcommands: [CWA.self, NHS.self, GAENv1Command.self, CWAv1.self, SwissCovid.self, Immuni.self, Configurations.self]
+        subcommands: [CWA.self, NHS.self, GAENv1Command.self, CWAv1.self, SwissCovid.self, Immuni.self, RunEngine.self, Engines.self, Configurations.self]
     )
 
     /// Options every engine takes.
@@ -293,7 +293,7 @@ struct Risk: ParsableCommand {
                 if let configuration {
                     // JSON or the app configuration in protobuf text format.
                     var policy = UnknownFieldPolicy(allow: allowUnknownFields)
-                    c = try ReplayConfigText.cwaV1(RiskCLI.read(configuration, what: "--configuration"), file: configuration, policy: &policy)
+                    c = try ConfigurationText.cwaV1(RiskCLI.read(configuration, what: "--configuration"), file: configuration, policy: &policy)
                     for w in policy.warnings + ConfigurationReach.warnings(cwaV1: c) {
                         FileHandle.standardError.write(Data("gaenctl risk cwa-v1: warning: \(w)\n".utf8))
                     }
@@ -306,6 +306,67 @@ struct Risk: ParsableCommand {
                 // Each window scored alone: whether it is a risk encounter by itself.
                 struct Detailed: Encodable { var result: CWAv1Result; var windows: [CWAv1Result] }
                 try RiskCLI.print(Detailed(result: result, windows: try w.map { try CWAv1RiskCalculation.calculate([$0], configuration: c, today: today.day()) }))
+            }
+        }
+    }
+
+    /// Any engine of the registry by name, with its parameters: an engine added to
+    /// RiskEngineRegistry is usable here with no change to gaenctl.
+    struct RunEngine: ParsableCommand {
+        static let configuration = CommandConfiguration(
+            commandName: "run",
+            abstract: "Run any registered engine by name over exposure windows (gaenctl risk engines lists them).",
+            discussion: """
+                Prints {"engine", "notified", "numbers": {...}, "unjudged", "result"}: the verdict, the numbers it was \
+                decided on, and the engine's own result as `gaenctl risk ENGINE` prints it. Without --parameters the \
+                engine's published configuration is used (an engine without one needs them).
+                """)
+
+        @Argument(help: ArgumentHelp("The engine's name (gaenctl risk engines).", valueName: "engine"))
+        var engine: String
+        @Option(help: ArgumentHelp("The engine's parameters (JSON, or a published format the engine reads).", valueName: "file"))
+        var parameters: String?
+        @OptionGroup var windowsOptions: WindowsOptions
+        @OptionGroup var todayOption: TodayOption
+
+        func validate() throws {
+            guard RiskEngineRegistry.named(engine) != nil else {
+                throw ValidationError("unknown engine '\(TextSafety.escaped(engine))' (one of \(RiskEngineRegistry.names.joined(separator: ", ")))")
+            }
+        }
+
+        func run() throws {
+            let e = RiskEngineRegistry.named(engine)!
+            let data: Data, source: String
+            if let parameters {
+                (data, source) = (try RiskCLI.read(parameters, what: "--parameters"), parameters)
+            } else if let published = e.publishedParameters {
+                (data, source) = (published, "published \(e.name) configuration")
+            } else {
+                throw ValidationError("\(e.name) has no published configuration: give --parameters FILE")
+            }
+            let today = try todayOption.day()
+            let entries = try windowsOptions.entries(today: today)
+            let a = try RiskCLI.reporting { try e.rule(parameters: data, source: source, dated: nil).assess(entries, today: today, withDetail: true) }
+            let result = try JSONSerialization.jsonObject(with: a.detail)
+            let out: [String: Any] = ["engine": e.name, "notified": a.notified, "unjudged": a.unjudged ?? NSNull(),
+                                      "numbers": Dictionary(uniqueKeysWithValues: a.numbers.map { ($0.name, $0.value) }), "result": result]
+            FileHandle.standardOutput.write(try JSONSerialization.data(withJSONObject: out, options: [.prettyPrinted, .sortedKeys]))
+            FileHandle.standardOutput.write(Data("\n".utf8))
+        }
+    }
+
+    struct Engines: ParsableCommand {
+        static let configuration = CommandConfiguration(
+            commandName: "engines",
+            abstract: "List the registered risk engines: name, whether an app configuration may name it, published and dated configurations.")
+
+        func run() throws {
+            func pad(_ s: String, _ n: Int) -> String { s + String(repeating: " ", count: max(0, n - s.count)) }
+            Swift.print(pad("engine", 11) + "  app  published  dated  description")
+            for e in RiskEngineRegistry.engines {
+                Swift.print(pad(e.name, 11) + "  " + pad(e.servesApps ? "yes" : "no", 3) + "  " + pad(e.publishedParameters == nil ? "no" : "yes", 9)
+                            + "  " + pad(e.datedRule == nil ? "no" : "yes", 5) + "  " + e.title)
             }
         }
     }
@@ -381,7 +442,7 @@ enum RiskCLI {
     /// refused at once with what it is, instead of being read until memory runs out), with its
     /// `#` comment lines blanked (configuration files as datasets ship them).
     static func read(_ path: String, what: String) throws -> Data {
-        do { return ReplayConfigText.strippingCommentLines(Data(try SmallFile.read(path, limit: 16 << 20))) } catch {
+        do { return ConfigurationText.strippingCommentLines(Data(try SmallFile.read(path, limit: 16 << 20))) } catch {
             throw ValidationError("\(what): '\(path)' \(error)")
         }
     }

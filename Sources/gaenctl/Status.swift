@@ -55,7 +55,7 @@ struct Status: AsyncParsableCommand {
 
     /// The app's status, when there is one (an unreadable file is a note, not a failure of status).
     private func appStatus(_ destination: String) -> AppStatus? {
-        let directory = appState ?? "/var/lib/gaend-app/" + AppCommand.instanceName(destination)
+        let directory = appState ?? AppPaths.stateDirectory(nil, instance: destination, environment: [:])
         do { return try AppStatus.read(directory: directory) } catch {
             printError("gaenctl status: note: \(directory): \(error)")
             return nil
@@ -149,7 +149,7 @@ struct Status: AsyncParsableCommand {
                     "sightingCount": .int(Int64(clamping: s.sightingCount)),
                     "lastScanTime": .int(s.lastScanTime),
                     "provideDiagnosisKeysRemaining": .int(Int64(s.provideDiagnosisKeysRemaining)),
-                ].merging(optionalFields(s)) { a, _ in a }.merging(appStatus(client.destination).map { ["app": AppStatusLines.json($0)] } ?? [:]) { a, _ in a }).serialized())
+                ].merging(optionalFields(s)) { a, _ in a }.merging(appStatus(client.destination).map { ["app": AppStatusText.json($0)] } ?? [:]) { a, _ in a }).serialized())
                 return
             }
             let last = s.lastScanTime == 0 ? "never"
@@ -167,7 +167,7 @@ struct Status: AsyncParsableCommand {
             if let m = s.matching { print("matching:       \(m ? "yes (provided key files are being matched; a new upload gets Busy)" : "no")") }
             if let c = s.clockSync { print("clock:          \(c)") }
             for line in Self.fieldLines(s) { print(line) }
-            if let app = appStatus(client.destination) { for line in AppStatusLines.lines(app) { print(line) } }
+            if let app = appStatus(client.destination) { for line in AppStatusText.lines(app) { print(line) } }
             if let q = s.quarantinedRecords, q > 0 {
                 print("quarantined:    \(q) store record(s) failed authentication, were lost, or a damaged store was set aside; see the journal (docs/store.md)")
             }

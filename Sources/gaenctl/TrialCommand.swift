@@ -7,7 +7,7 @@ import TrialKit
 struct Trial: ParsableCommand {
     static let configuration = CommandConfiguration(
         abstract: "Field-trial analysis: attenuation against ground-truth distance, importers, rule replay.",
-        subcommands: [TrialReportCommand.self, TrialImportCommand.self, TrialReplayCommand.self, TrialVerifyCommand.self]
+        subcommands: [TrialReportCommand.self, TrialImportCommand.self, TrialContactsCommand.self, TrialReplayCommand.self, TrialVerifyCommand.self]
     )
 }
 

@@ -1,4 +1,5 @@
 import ArgumentParser
+import CLISupport
 import ENProtocol
 import RiskEngines
 import Foundation
@@ -287,11 +288,29 @@ struct TrialReplayCommand: ParsableCommand {
         return v == v.rounded() && abs(v) < 1e15 ? Format.exact(v) : Format.time((v * 1000).rounded() / 1000)
     }
 
+    /// One row per contact and rule: index, label, cluster, distance, a close column per
+    /// distance, rule, notified, score (the first number the rule decided on), the numbers as
+    /// name=value, and why the verdict may not be the app's. Written atomically.
+    static func writeVerdicts(_ contacts: [Contact], results: [ReplayResult], distances: [Double], closeFor: Double?, to path: String) throws {
+        var csv = CSVWriter(header: ["index", "label", "cluster", "distance"] + distances.map { "close_\(Format.exact($0))" }
+                                    + ["rule", "notified", "score", "numbers", "unjudged"])
+        let first = results.filter { $0.closeContact == distances[0] }
+        for (i, c) in contacts.enumerated() {
+            for r in first {
+                let j = r.judgements[i]
+                csv.appendRow([String(i), c.label, c.cluster ?? "#\(i)", Format.exact(c.distance)] + distances.map { Replay.isCloseContact(c, within: $0, for: closeFor) ? "true" : "false" }
+                              + [r.rule, j.notified ? "true" : "false", j.numbers.first.map { Format.exact($0.value) } ?? "",
+                                 j.numbers.map { "\($0.name)=\($0.value.isNaN ? "NA" : Format.exact($0.value))" }.joined(separator: " "), j.unjudged ?? ""])
+            }
+        }
+        try AtomicOutputFile.write(Data(csv.text.utf8), to: path, mode: 0o644, durable: false)
+    }
+
     static let configuration = CommandConfiguration(
         commandName: "replay",
         abstract: "Replay notification rules per contact against ground truth: true/false positives per rule.",
         discussion: """
-            --rule NAME[=CONFIG], repeatable; NAME one of cwa, cwa-v1, nhs, gaen-v1, swisscovid, immuni; CONFIG its \
+            --rule NAME[=CONFIG], repeatable; NAME one of \(RiskEngineRegistry.names.joined(separator: ", ")) (gaenctl risk engines); CONFIG its \
             configuration file (JSON, may start with # comment lines; cwa-v1 also the CWA app configuration in \
             protobuf text format, in any field spelling the apps served; a field this tool does not know is an error \
             naming it and its line, a warning with --allow-unknown-fields; default: for cwa and cwa-v1 the configuration \
@@ -303,8 +322,14 @@ struct TrialReplayCommand: ParsableCommand {
             own windows on its own day. close = distance <= --close-contact. Inputs a rule cannot judge as the app \
             would (windows without a transmission risk level where the levels weigh differently, contacts never \
             heard) are warned about on stderr. --per-contact adds each contact's verdict per rule with the numbers \
-            the rule decided on. --json prints {"rules":[{"rule","notified","close","far","truePositives", \
-            "falsePositives","tpr","fpr","precision","warnings"}]} (null where nothing divides), with --per-contact \
+            the rule decided on. Each rate has two 95 % intervals: Wilson's (contacts independent) and a cluster \
+            bootstrap (2000 seeded resamples of whole clusters: a contact's "cluster" in the contacts file, its pair \
+            or scenario, else the contact alone); ROC AUC and average precision sweep a threshold over each contact's \
+            score (the first number the rule decided on). --close-contact is repeatable: each distance is judged. \
+            --verdicts FILE writes the per-contact verdicts as a flat CSV. --json prints {"rules":[{"rule","closeContact", \
+            "notified","close","far","truePositives","falsePositives","tpr","fpr","precision","warnings","accuracy": \
+            {"clusters","bootstrapResamples","tprWilson","tprBootstrap",...,"rocAUC","averagePrecision"}}]} (null \
+            where nothing divides; one entry per rule and distance), with --per-contact \
             also "contacts":[{"index","label","distance","close","verdicts":[{"rule","notified","numbers":{...}, \
             "unjudged"}]}], with rules named NAME@DATE also "publishedConfigurations":[{"rule","from","until", \
             "apps","source":{"repository","commit","commitDate","paths"}}].
@@ -314,8 +339,12 @@ struct TrialReplayCommand: ParsableCommand {
     var contacts: String
     @Option(help: ArgumentHelp("A rule to replay, NAME[=CONFIG] or NAME@YYYY-MM-DD (cwa, cwa-v1: as published that day); repeatable.", valueName: "NAME[=CONFIG]"))
     var rule: [String] = []
-    @Option(help: ArgumentHelp("Ground truth close contact: distance at most this many metres.", valueName: "METRES"))
-    var closeContact: Double
+    @Option(help: ArgumentHelp("Ground truth close contact: distance at most this many metres. Repeatable: each distance is judged in the same run.", valueName: "METRES"))
+    var closeContact: [Double] = []
+    @Option(help: ArgumentHelp("Close only after at least this many minutes (cumulative) within --close-contact: needs contacts with their distance over time (trial contacts).", valueName: "MINUTES"))
+    var closeFor: Double?
+    @Option(help: ArgumentHelp("Write every contact's verdict per rule as a flat CSV (one row per contact and rule, a close column per distance) for R and pandas.", valueName: "FILE"))
+    var verdicts: String?
     @Flag(help: "Also print each contact's verdict per rule and the numbers the rule used.")
     var perContact = false
     @Flag(help: "Read a configuration with fields this tool does not know, leaving them out with a warning on stderr (default: refused, naming the field and its line).")
@@ -327,21 +356,24 @@ struct TrialReplayCommand: ParsableCommand {
 
     func validate() throws {
         guard !rule.isEmpty else { throw ValidationError("give at least one --rule NAME[=CONFIG]") }
-        guard closeContact >= 0, closeContact.isFinite else { throw ValidationError("--close-contact must be metres >= 0") }
+        guard !closeContact.isEmpty else { throw ValidationError("give --close-contact METRES (repeatable)") }
+        for d in closeContact { guard d >= 0, d.isFinite else { throw ValidationError("--close-contact must be metres >= 0, got \(d)") } }
+        if let closeFor { guard closeFor.isFinite, closeFor >= 0, closeFor <= 20_160 else { throw ValidationError("--close-for must be minutes in 0...20160, got \(closeFor)") } }
         _ = try parsedRounding()
     }
 
-    func parsedRounding() throws -> [ReplayRule.Kind: GAENv1DurationRounding] {
-        var out: [ReplayRule.Kind: GAENv1DurationRounding] = [:]
+    /// `--duration-rounding RULE=MODE`, RULE an engine scored the v1 way (gaen-v1, immuni).
+    func parsedRounding() throws -> [String: GAENv1DurationRounding] {
+        var out: [String: GAENv1DurationRounding] = [:]
         for item in durationRounding {
             let p = item.split(separator: "=", maxSplits: 1).map(String.init)
-            guard p.count == 2, let kind = ReplayRule.Kind(rawValue: p[0]), kind == .gaenV1 || kind == .immuni else {
+            guard p.count == 2, p[0] == "gaen-v1" || p[0] == "immuni" else {
                 throw ValidationError("--duration-rounding: expected gaen-v1=MODE or immuni=MODE, got '\(item)'")
             }
             guard let mode = GAENv1DurationRounding(rawValue: p[1]) else {
                 throw ValidationError("--duration-rounding: '\(p[1])' is not nearest, up, down or none")
             }
-            out[kind] = mode
+            out[p[0]] = mode
         }
         return out
     }
@@ -361,8 +393,9 @@ struct TrialReplayCommand: ParsableCommand {
                 for n in r.notes where !n.hasPrefix("warning: ") { FileHandle.standardError.write(Data("gaenctl trial replay: \(r.spec): \(n)\n".utf8)) }
                 if let p = r.published { FileHandle.standardError.write(Data("gaenctl trial replay: \(r.spec): published configuration \(p.summary)\n".utf8)) }
             }
-            let results = try Replay.run(list, rules: rules, closeContact: closeContact)
-            for r in results {
+            let results = try closeContact.flatMap { try Replay.run(list, rules: rules, closeContact: $0, closeFor: closeFor.map { $0 * 60 }) }
+            if let verdicts { try Self.writeVerdicts(list, results: results, distances: closeContact, closeFor: closeFor.map { $0 * 60 }, to: verdicts) }
+            for r in results where r.closeContact == closeContact[0] {
                 for w in r.warnings { FileHandle.standardError.write(Data("gaenctl trial replay: warning: \(r.rule): \(w)\n".utf8)) }
             }
             if json {
@@ -378,8 +411,9 @@ struct TrialReplayCommand: ParsableCommand {
                 struct PerContact: Encodable { var index: Int; var label: String; var distance: Double; var close: Bool; var verdicts: [Verdict] }
                 struct Published: Encodable { var rule: String; var from: String; var until: String?; var apps: String; var source: PublishedRiskConfigurations.Source }
                 struct Out: Encodable { var rules: [ReplayResult]; var contacts: [PerContact]?; var publishedConfigurations: [Published]? }
+                let first = results.filter { $0.closeContact == closeContact[0] }
                 let per: [PerContact]? = perContact ? list.enumerated().map { i, c in
-                    PerContact(index: i, label: c.label, distance: c.distance, close: c.distance <= closeContact, verdicts: results.map { r in
+                    PerContact(index: i, label: c.label, distance: c.distance, close: Replay.isCloseContact(c, within: closeContact[0], for: closeFor.map { $0 * 60 }), verdicts: first.map { r in
                         let j = r.judgements[i]
                         return Verdict(rule: r.rule, notified: j.notified, numbers: Dictionary(j.numbers.map { ($0.name, $0.value.isNaN ? nil : $0.value) }, uniquingKeysWith: { a, _ in a }),
                                        unjudged: j.unjudged)
@@ -396,31 +430,104 @@ struct TrialReplayCommand: ParsableCommand {
                 func pct(_ v: Double) -> String { v.isNaN ? "n/a" : Format.fixed(v * 100, 1) + " %" }
                 let width = max(4, results.map(\.rule.count).max() ?? 4)
                 func pad(_ s: String, _ n: Int) -> String { s + String(repeating: " ", count: max(0, n - s.count)) }
-                print(pad("rule", width) + "  notified  close  far  TP  FP       TPR       FPR  precision")
+                let several = closeContact.count > 1
+                print(pad("rule", width) + (several ? "  close at" : "") + "  notified  close  far  TP  FP       TPR       FPR  precision")
                 for r in results {
                     let cols = [String(r.notified), String(r.close), String(r.far), String(r.truePositives), String(r.falsePositives)]
                     let widths = [8, 5, 3, 2, 2]
-                    var line = pad(r.rule, width)
+                    var line = pad(r.rule, width) + (several ? "  " + pad(Format.exact(r.closeContact) + " m", 8) : "")
                     for (c, w) in zip(cols, widths) { line += "  " + String(repeating: " ", count: max(0, w - c.count)) + c }
                     for (v, w) in [(r.tpr, 8), (r.fpr, 8), (r.precision, 9)] { let c = pct(v); line += "  " + String(repeating: " ", count: max(0, w - c.count)) + c }
                     print(line)
+                }
+                // How sure: 95 % intervals, per contact (Wilson) and resampling clusters (bootstrap).
+                print("")
+                for r in results {
+                    guard let a = r.accuracy else { continue }
+                    func ci(_ w: ReplayAccuracy.Interval?, _ b: ReplayAccuracy.Interval?) -> String {
+                        func one(_ i: ReplayAccuracy.Interval?) -> String { i.map { "[\(Format.fixed($0.low * 100, 1)), \(Format.fixed($0.high * 100, 1))] %" } ?? "n/a" }
+                        return "Wilson \(one(w)), bootstrap \(one(b))"
+                    }
+                    print("\(r.rule)\(several ? " (close at \(Format.exact(r.closeContact)) m)" : ""): TPR \(ci(a.tprWilson, a.tprBootstrap)); "
+                          + "FPR \(ci(a.fprWilson, a.fprBootstrap)); precision \(ci(a.precisionWilson, a.precisionBootstrap)); "
+                          + "ROC AUC \(a.rocAUC.map { Format.fixed($0, 3) } ?? "n/a"), average precision \(a.averagePrecision.map { Format.fixed($0, 3) } ?? "n/a") "
+                          + "(\(a.clusters) clusters, \(a.bootstrapResamples) resamples)")
                 }
                 if perContact {
                     // One line per contact and rule: what was decided and on which numbers.
                     print("")
                     print("contact  distance  close  rule  verdict  numbers")
                     for (i, c) in list.enumerated() {
-                        for r in results {
+                        for r in results where r.closeContact == closeContact[0] {
                             let j = r.judgements[i]
                             let numbers = j.numbers.map { "\($0.name)=\(Self.readable($0.value))" }.joined(separator: " ")
                             let label = c.label.isEmpty ? "#\(i)" : "#\(i) \(c.label)"
-                            print("\(label)  \(Format.exact(c.distance)) m  \(c.distance <= closeContact ? "close" : "far")  \(r.rule)  "
+                            print("\(label)  \(Format.exact(c.distance)) m  \(Replay.isCloseContact(c, within: closeContact[0], for: closeFor.map { $0 * 60 }) ? "close" : "far")  \(r.rule)  "
                                   + "\(j.notified ? "notified" : "not notified")  \(numbers)\(j.unjudged.map { "  (cannot judge: \($0))" } ?? "")")
                         }
                     }
                 }
-                print("\(list.count) contacts; close contact: distance <= \(Format.exact(closeContact)) m")
+                print("\(list.count) contacts; close contact: distance <= \(closeContact.map { Format.exact($0) }.joined(separator: ", ")) m"
+                      + (closeFor.map { " for at least \(Format.exact($0)) minutes in all" } ?? ""))
             }
+        }
+    }
+}
+
+/// `gaenctl trial contacts`: readings over time into contacts with exposure windows formed as the
+/// framework forms them, and each pair's true distance over time (TrialKit ReadingContacts).
+struct TrialContactsCommand: ParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "contacts",
+        abstract: "Turn readings over time (trial import dp3t/rssi output) into contacts: exposure windows as the framework forms them, and each pair's distance over time.",
+        discussion: """
+            Each (scenario, receiver, transmitter) becomes one contact. The receiver's scans are laid on a grid \
+            (--scan-interval, default 300 s; each listening --scan-seconds, default 4, or --whole-interval), the \
+            readings inside a scan become sightings of an RPI that rotates every 10 minutes, of a key per \
+            transmitter and UTC day, and the node's own implementation of the framework's rules forms the \
+            windows (scan instances per scan and RPI, mean and minimum attenuation, secondsSinceLastScan, \
+            30-minute windows). The pair's true distance over time (each reading's distance until the next, for \
+            at most one scan interval) is kept as "distanceOverTime", so `trial replay --close-contact 1.5 \
+            --close-for 15` judges "15 minutes within 1.5 m". Cluster (for the bootstrap): the scenario, else \
+            the pair (--cluster pair). Written atomically. See docs/trial.md.
+            """)
+
+    @Argument(help: ArgumentHelp("Readings CSV files: time,receiver,transmitter,distance,attenuation[,scenario|site].", valueName: "READINGS"))
+    var readings: [String]
+    @Option(name: .shortAndLong, help: ArgumentHelp("The contacts JSON to write.", valueName: "FILE"))
+    var output: String
+    @Option(help: "Seconds from one scan to the next.")
+    var scanInterval: Double = 300
+    @Option(help: "Seconds each scan listens.")
+    var scanSeconds: Double = 4
+    @Flag(help: "Every reading counts (a scan listens the whole interval): for datasets sampled too sparsely for a 4 s window.")
+    var wholeInterval = false
+    @Option(help: ArgumentHelp("The transmission risk level of every key (0-8), for the rules that weigh it.", valueName: "N"))
+    var transmissionRiskLevel: Int?
+    @Option(help: ArgumentHelp("What the bootstrap resamples: scenario or pair.", valueName: "scenario|pair"))
+    var cluster: String = "scenario"
+
+    func validate() throws {
+        guard !readings.isEmpty else { throw ValidationError("give at least one readings file") }
+        try NumericOption.check(scanInterval, "--scan-interval", 1...3_600)
+        try NumericOption.check(scanSeconds, "--scan-seconds", 0.1...3_600)
+        guard wholeInterval || scanSeconds <= scanInterval else { throw ValidationError("--scan-seconds must be at most --scan-interval") }
+        if let t = transmissionRiskLevel { guard (0...8).contains(t) else { throw ValidationError("--transmission-risk-level must be 0...8") } }
+        guard ["scenario", "pair"].contains(cluster) else { throw ValidationError("--cluster: scenario or pair") }
+    }
+
+    func run() throws {
+        try TrialCommandSupport.run("trial contacts") {
+            var settings = ReadingContacts.Settings()
+            settings.scanInterval = scanInterval
+            settings.scanSeconds = wholeInterval ? nil : scanSeconds
+            settings.transmissionRiskLevel = transmissionRiskLevel
+            settings.clusterByScenario = cluster == "scenario"
+            let list = try ReadingContacts.read(readings.map { URL(fileURLWithPath: $0) })
+            let contacts = try ReadingContacts.contacts(list, settings: settings)
+            try AtomicOutputFile.write(try ContactsFile.encode(contacts), to: output, mode: 0o644, durable: false)
+            let heard = contacts.filter { !$0.windows.isEmpty }.count
+            FileHandle.standardError.write(Data("gaenctl trial contacts: \(list.count) readings, \(contacts.count) contacts (\(heard) with windows, \(contacts.map(\.windows.count).reduce(0, +)) windows); wrote \(output)\n".utf8))
         }
     }
 }

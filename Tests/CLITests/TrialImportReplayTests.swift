@@ -108,7 +108,10 @@ import Testing
                                         "--rule", "immuni", "--rule", "nhs", "--close-contact", "2", "--json"])
         #expect(r.status == 0, "\(r.stderr)")
         let rules = try #require((try CLI.json(r.stdout) as? [String: Any])?["rules"] as? [[String: Any]])
-        #expect(rules.count == 5 && rules.allSatisfy { Set($0.keys) == ["rule", "notified", "close", "far", "truePositives", "falsePositives", "tpr", "fpr", "precision", "warnings"] })
+        #expect(rules.count == 5 && rules.allSatisfy { Set($0.keys) == ["rule", "notified", "close", "far", "truePositives", "falsePositives", "tpr", "fpr", "precision", "warnings",
+                                                                        "closeContact", "accuracy"] })
+        // Each rule's intervals: 8 contacts, each its own cluster (the histogram import names none).
+        #expect(rules.allSatisfy { ($0["accuracy"] as? [String: Any])?["clusters"] as? Int == 8 && $0["closeContact"] as? Int == 2 })
         func check(_ i: Int, _ name: String, notified: Int, tp: Int, fp: Int) {
             let x = rules[i]
             #expect(x["rule"] as? String == name)

@@ -37,6 +37,21 @@ struct KeyAcceptanceTests {
         #expect("\(KeyAcceptanceError.startsInFuture(list: "keys", index: 0, start: 2_147_483_647, latest: 2_833_344))".contains("keys[0]"))
     }
 
+    @Test("gaend refuses a transmission risk outside 0...8 by the same rule the publisher applies (KeyRules)")
+    func transmissionRiskRefused() throws {
+        var bad = KeyFixtures.key(1, start: Self.start(-2))
+        bad.transmissionRiskLevel = 99
+        var ok = KeyFixtures.key(2, start: Self.start(-2))
+        ok.transmissionRiskLevel = 8
+        var perDay: [UInt32: Int] = [:]
+        #expect(throws: KeyAcceptanceError.refused(list: "keys", index: 1, reason: .transmissionRisk(99))) {
+            try Self.file([ok, bad]).checkAcceptable(now: Self.now, keysPerDay: &perDay)
+        }
+        #expect(KeyRules.refusal(of: bad, now: Self.now) == .transmissionRisk(99))
+        #expect(KeyRules.refusal(of: ok, now: Self.now) == nil)
+        #expect(KeyRules.refusal(of: ok, now: Self.now, earliestStart: Self.start(-1)) == .tooOld(start: Self.start(-2), earliest: Self.start(-1)))
+    }
+
     @Test("a file with no keys is refused")
     func emptyFileRefused() throws {
         var perDay: [UInt32: Int] = [:]

@@ -60,3 +60,78 @@ import Testing
         #expect(try CWALayout.decodeHours(Data("[0,1,23]".utf8), url: "u") == [0, 1, 23])
     }
 }
+
+@Suite struct PublicationStabilityTests {
+    static let day: Int64 = 86_400
+    static let now: Int64 = 20_400 * day + 15 * 3600 + 1_200
+
+    static func key(_ n: Int, day: Int64) -> DiagnosisKey {
+        var bytes = Data(repeating: 0, count: 16)
+        withUnsafeBytes(of: UInt64(n).bigEndian) { bytes.replaceSubrange(8..<16, with: $0) }
+        return DiagnosisKey(key: try! TemporaryExposureKey(bytes: bytes), rollingStartIntervalNumber: ENIntervalNumber(UInt32(day * 144)))
+    }
+
+    @Test("a package inside the retention keeps its keys while the hours shifted into it leave the retention")
+    func retentionMovingOnMovesNoKey() {
+        var o = PublishOptions(country: "DE", region: "DE")
+        o.minimumKeysPerPackage = 4
+        o.retentionDays = 14
+        let today = Self.now / Self.day
+        // Two thin hours across midnight (2 keys each): 23:00 of today-15 and 00:00 of today-14,
+        // shifted together into the second one.
+        let midnight = (today - 14) * Self.day
+        let keys = (0..<4).map { i in
+            SubmittedKey(key: Self.key(i, day: today - 17), submittedAt: midnight - 3600 + Int64(i / 2) * 3600 + 60)
+        }
+        let dayPath = CWALayout.day("DE", UTCDay(Int32(today - 14)))
+        // Yesterday both hours were inside the retention.
+        let before = PublicationPlan.plan(keys, now: Self.now - Self.day, options: o)
+        let package = before.cwaPackages.first { $0.path == dayPath }
+        #expect(package?.keys.count == 4)
+        // Today 23:00 of today-15 has left the retention; 00:00 of today-14 has not: its
+        // package keeps its four keys, and none waits or moves.
+        let after = PublicationPlan.plan(keys, now: Self.now, options: o)
+        #expect(after.cwaPackages.first { $0.path == dayPath } == package)
+        #expect(after.keysWaiting == 0 && after.keysPublished == 4)
+    }
+
+    @Test("a day's packages hold at most maximumKeysPerDay keys; the rest go to the next day, none is lost")
+    func dayCapDefersToTheNextDay() {
+        var o = PublishOptions(country: "DE", region: "DE")
+        o.minimumKeysPerPackage = 1
+        o.maximumKeysPerDay = 10
+        o.maximumKeysPerFile = 4
+        let today = Self.now / Self.day
+        // 25 keys available at 03:00 three days ago.
+        let keys = (0..<25).map { SubmittedKey(key: Self.key($0, day: today - 5), submittedAt: (today - 3) * Self.day + 3 * 3600 + 60) }
+        let plan = PublicationPlan.plan(keys, now: Self.now, options: o)
+        #expect(plan.keysPublished == 25 && plan.keysWaiting == 0)
+        #expect(plan.keysDeferred == 15)
+        let days = plan.cwaPackages.filter { !$0.path.contains("/hour/") }
+        #expect(days.map(\.keys.count) == [10, 10, 5])
+        #expect(plan.cwaPackages.allSatisfy { $0.keys.count <= 10 })
+        #expect(plan.googlePackages.allSatisfy { $0.keys.count <= 4 })
+        #expect(Set(plan.googlePackages.flatMap(\.keys)) == Set(keys.map(\.key)))
+        // Deterministic: the same keys in another order give the same packages.
+        #expect(PublicationPlan.plan(keys.reversed(), now: Self.now, options: o) == plan)
+    }
+
+    @Test("a full package of the largest keys the rules accept stays within gaend's share of a call and the app's download limit")
+    func packageLimitsHold() throws {
+        let n = PackageLimits.maxKeysPerPackage
+        #expect(n <= KeyAcceptanceLimits.default.maxKeysPerFile)
+        let keys = (0..<n).map { i in
+            DiagnosisKey(key: try! TemporaryExposureKey(bytes: Data((0..<16).map { _ in UInt8.random(in: 0...255) })),
+                         rollingStartIntervalNumber: ENIntervalNumber(UInt32(Int32.max) - UInt32(i % 144)), rollingPeriod: 144,
+                         transmissionRiskLevel: 8, reportType: .recursive, daysSinceOnsetOfSymptoms: -14)
+        }
+        let signer = KeyExportSigner(key: try P256PrivateKey.generate(), info: KeyExportSignatureInfo(keyId: String(repeating: "K", count: 64), keyVersion: "v1"))
+        let header = KeyExportHeader(startTimestamp: 1, endTimestamp: 2, region: String(repeating: "R", count: 32), batchNum: 1, batchSize: 1,
+                                     signatureInfos: Array(repeating: signer.info, count: 4))
+        let bin = try KeyExportWriter.exportBin(header: header, keys: keys)
+        #expect(bin.count <= PackageLimits.maxExportBytes, "\(bin.count)")
+        let zip = try KeyExportWriter.signedZip(exportBin: bin, signers: [signer, signer, signer, signer])
+        #expect(zip.count <= PackageLimits.appMaxPackageBytes)
+        #expect(bin.count <= KeyAcceptanceLimits.default.maxExportSize)
+    }
+}

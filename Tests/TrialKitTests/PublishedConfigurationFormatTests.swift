@@ -18,7 +18,7 @@ import Testing
 
     static func decode(_ text: String, allow: Bool = false) throws -> (CWAv1Configuration, [String]) {
         var policy = UnknownFieldPolicy(allow: allow)
-        let c = try ReplayConfigText.cwaV1(Data(text.utf8), file: "c.textproto", policy: &policy)
+        let c = try ConfigurationText.cwaV1(Data(text.utf8), file: "c.textproto", policy: &policy)
         return (c, policy.warnings)
     }
 
@@ -177,13 +177,13 @@ import Testing
             """
         var strict = UnknownFieldPolicy()
         do {
-            try ReplayConfigText.checkKeys(Data(json.utf8), known: ReplayConfigText.swissCovidKeys, file: "s.json", policy: &strict)
+            try ConfigurationText.checkKeys(Data(json.utf8), known: ConfigurationText.swissCovidKeys, file: "s.json", policy: &strict)
             Issue.record("an unknown key was accepted")
         } catch {
             #expect("\(error)".contains("line 3: unknown key 'minDurationForExposur' (did you mean minDurationForExposure?)"), "\(error)")
         }
         var lenient = UnknownFieldPolicy(allow: true)
-        try ReplayConfigText.checkKeys(Data(json.utf8), known: ReplayConfigText.swissCovidKeys, file: "s.json", policy: &lenient)
+        try ConfigurationText.checkKeys(Data(json.utf8), known: ConfigurationText.swissCovidKeys, file: "s.json", policy: &lenient)
         #expect(lenient.warnings.count == 1)
         // Through the rule as trial replay builds it: refused for the key misspelt, not for the one "missing".
         do {

@@ -19,6 +19,7 @@ from pathlib import Path
 
 import pytest
 
+from conftest import wait_for
 from keyserver import CWA_ROOT, new_signing_key, signed_config, write_package
 from test_node_e2e import TX_POWER, nodes  # noqa: F401  (the nodes fixture)
 from trialserver import FAKETIME, TrialServer, faketime_env
@@ -162,8 +163,9 @@ def test_hand_built_cwa_tree_with_refusals(setup):
     t.config(CONFIG)
 
     out, last = sync(ctx, s.keys_url, "--max-package-bytes", "65536")
-    assert out.returncode == 0, out.stderr
-    assert last == "3 new packages, 3 provided, 3 refused", out.stdout + out.stderr
+    # Completed, with refusals: exit 2 (docs/key-server.md), the one missing hour waiting.
+    assert out.returncode == 2, out.stderr
+    assert last == "3 new packages, 3 provided, 3 refused, 1 waiting", out.stdout + out.stderr
     err = out.stderr
     assert f"refused {s.keys_url}/{CWA_ROOT}/DE/date/{iso(today - 1)}:" in err and "no trusted key" in err, err
     assert f"refused {s.keys_url}/{CWA_ROOT}/DE/date/{iso(today)}/hour/1:" in err, err
@@ -304,7 +306,7 @@ location ^~ /keys/{CWA_ROOT}/DE/date/{iso(today)}/hour/ {{
     t0 = time.monotonic()
     out, last = sync(ctx, s.keys_url, "--attempts", "3")
     took = time.monotonic() - t0
-    assert last == "3 new packages, 3 provided, 0 refused", out.stdout + out.stderr
+    assert last == "3 new packages, 3 provided, 0 refused, 1 waiting", out.stdout + out.stderr
     assert "HTTP 429, Retry-After 2.0 s" in out.stderr and "HTTP 500" in out.stderr, out.stderr
     assert f"{hour1}: 3 attempts failed; left for the next run" in out.stderr
     assert took >= 4, took  # waited for Retry-After at least twice
@@ -324,9 +326,10 @@ def test_provide_limit_reached_files_wait(setup):
     for h in range(20):
         t.hour(today, h, keys(today - 1, 1))
     out, last = sync(ctx, s.keys_url, "--max-provide-calls", "1")
-    assert last == "20 new packages, 16 provided, 0 refused", out.stdout + out.stderr
+    # Waiting for tomorrow's calls is no failure: exit 0, and the line says what waits.
+    assert out.returncode == 0 and last == "20 new packages, 16 provided, 0 refused, 4 waiting", out.stdout + out.stderr
     out, last = sync(ctx, s.keys_url, "--max-provide-calls", "1")
-    assert last == "0 new packages, 0 provided, 0 refused" and "provide limit is reached" in out.stderr, out.stdout + out.stderr
+    assert last == "0 new packages, 0 provided, 0 refused, 4 waiting" and "provide limit is reached" in out.stderr, out.stdout + out.stderr
     status = json.loads((ctx["tmp"] / "app/status.json").read_text())
     assert status["packagesWaiting"] == 4 and status["packagesHeld"] == 20
     out, last = sync(ctx, s.keys_url, "--max-provide-calls", "2")
@@ -347,7 +350,7 @@ def test_slow_server_per_file_and_run_timeouts(setup):
     t0 = time.monotonic()
     out, last = sync(ctx, s.keys_url, "--file-timeout", "2", "--attempts", "2")
     assert time.monotonic() - t0 < 30
-    assert last == "1 new packages, 1 provided, 0 refused", out.stdout + out.stderr
+    assert last == "1 new packages, 1 provided, 0 refused, 1 waiting", out.stdout + out.stderr
     assert f"{slow}: 2 attempts failed; left for the next run" in out.stderr, out.stderr
     # A run of 3 s in all stops at its deadline and keeps what it has.
     t.hour(today, 2, keys(today - 1))
@@ -385,10 +388,93 @@ def test_gaend_rate_limit_reached_files_wait(radio, nodes, tmp_path, bin_dir):
             node.ctl("keys", "provide", f, check=True)
         assert node.status()["provideDiagnosisKeysRemaining"] == 1
         out, last = sync(ctx, server.keys_url, "--max-provide-calls", "10")
-        assert last == "28 new packages, 16 provided, 0 refused", out.stdout + out.stderr
+        assert last == "28 new packages, 16 provided, 0 refused, 12 waiting", out.stdout + out.stderr
         out, last = sync(ctx, server.keys_url, "--max-provide-calls", "10")
-        assert last == "0 new packages, 0 provided, 0 refused" and "provide limit is reached" in out.stderr, out.stdout + out.stderr
+        assert last == "0 new packages, 0 provided, 0 refused, 12 waiting" and "provide limit is reached" in out.stderr, out.stdout + out.stderr
         st = state(ctx)
         assert len(st["packages"]) == 28 and sum(1 for p in st["packages"].values() if not p.get("providedAt")) == 12
     finally:
         server.stop()
+
+
+def test_one_package_gaend_refuses_stalls_nothing(setup, bin_dir):
+    """The chain attack of issue 29: a day package signed by the trusted key that holds one key
+    dated 400 days ahead, the oldest of 12. gaend refuses it; the app sets it apart, provides
+    the 11 honest ones in the same run, reports it (exit 2, status, metrics) and does not
+    offer it again that day; the next day it is tried alone once more."""
+    ctx = setup
+    s = ctx["server"]()
+    t = Tree(s.tree, ctx["signers"])
+    clock = ctx["clock"]
+    today = clock.today
+    t.config(CONFIG)
+    t.day(today - 7, keys(today - 8) + [(RNG.randbytes(16), (today + 400) * 144, 144)])
+    for d in range(6, 0, -1):
+        t.day(today - d, keys(today - d - 1))
+    for h in range(5):
+        t.hour(today, h, keys(today - 1))
+    bad = f"{s.keys_url}/{CWA_ROOT}/DE/date/{iso(today - 7)}"
+
+    out, last = sync(ctx, s.keys_url)
+    assert out.returncode == 2, out.stdout + out.stderr
+    assert last == "12 new packages, 11 provided, 1 refused", out.stdout + out.stderr
+    assert f"refused by gaend {bad}: org.gaend.Error.InvalidKeyFile: file 1: keys[3]: " in out.stderr, out.stderr
+    assert "starts after tomorrow" in out.stderr and "1 packages refused" in out.stderr, out.stderr
+    st = state(ctx)
+    refused = [p for p in st["packages"].values() if p.get("refusedAt")]
+    assert [p["url"] for p in refused] == [bad] and refused[0]["refusals"] == 1
+    assert sum(1 for p in st["packages"].values() if p.get("providedAt")) == 11
+    # Every honest key reached gaend: its key files are the 11 honest packages.
+    node = ctx["node"]
+    assert wait_for(lambda: not node.status()["matching"], 60, 0.5)
+    assert node.status()["keyFiles"] == 11, node.status()
+    status = json.loads((ctx["tmp"] / "app/status.json").read_text())
+    assert status["packagesWaiting"] == 0 and status["packagesRefused"] == 1 and status["refusedByGaendTotal"] == 1, status
+    assert status.get("oldestWaitingFetchedAt") is None and abs(status["lastProvidedAt"] - clock.now) < 600, status
+    assert status["lastSync"]["refusedByGaend"] == 1 and status["lastSync"]["error"] == "", status
+    text = node.ctl("app", "status", "--state-dir", ctx["tmp"] / "app", check=True).stdout
+    assert "0 waiting, 1 refused by gaend" in text and "refused in all: 0 at download, 1 by gaend" in text, text
+    metrics = node.ctl("metrics", "--app-state", ctx["tmp"] / "app", check=True).stdout
+    for line in ['gaend_app_packages_refused_total{controller="",node="n",site="e2e",by="gaend"} 1',
+                 'gaend_app_packages_waiting{controller="",node="n",site="e2e"} 0',
+                 'gaend_app_oldest_waiting_package_timestamp_seconds{controller="",node="n",site="e2e"} 0',
+                 'gaend_app_last_sync_success{controller="",node="n",site="e2e"} 1']:
+        assert line in metrics, metrics
+    assert 'gaend_app_last_provide_timestamp_seconds{controller="",node="n",site="e2e"} 0' not in metrics, metrics
+    print("\n" + "\n".join(l for l in metrics.splitlines() if l.startswith("gaend_app_")))
+
+    # The same day: nothing to do, nothing refused again.
+    out, last = sync(ctx, s.keys_url)
+    assert out.returncode == 0 and last == "0 new packages, 0 provided, 0 refused", out.stdout + out.stderr
+    # The next day it is tried alone (gaend's clock might have been the cause) and refused again.
+    clock.set(1)
+    out, last = sync(ctx, s.keys_url)
+    assert out.returncode == 2 and last == "0 new packages, 0 provided, 1 refused", out.stdout + out.stderr
+    assert f"refused by gaend {bad}: " in out.stderr and "(refusal 2 of 3; tried alone again tomorrow)" in out.stderr, out.stderr
+
+
+def test_older_configuration_cannot_bring_back_a_revoked_package(setup):
+    """Finding 6: configuration v2 revokes a package; the validly signed v1 served again is
+    refused (its version is older), so the revoked package stays out."""
+    import hashlib
+    ctx = setup
+    s = ctx["server"]()
+    t = Tree(s.tree, ctx["signers"])
+    today = ctx["clock"].today
+    good = t.day(today - 3, keys(today - 4))
+    t.day(today - 2, keys(today - 3))
+    t.config({**CONFIG, "version": 1})
+    out, last = sync(ctx, s.keys_url)
+    assert last == "2 new packages, 2 provided, 0 refused", out.stdout + out.stderr
+    revoked = hashlib.sha256(good).hexdigest()
+    t.config({**CONFIG, "version": 2, "revokedPackages": [revoked]})
+    out, last = sync(ctx, s.keys_url)
+    assert "revoked by the configuration" in out.stderr and last == "0 new packages, 0 provided, 1 refused", out.stdout + out.stderr
+    # v1 again, validly signed by the same keys: refused, v2 stays, the package stays out.
+    t.config({**CONFIG, "version": 1})
+    out, last = sync(ctx, s.keys_url)
+    assert "version 1 is older than version 2, accepted before under key TRIAL:2" in out.stderr, out.stderr
+    assert out.returncode == 2 and last == "0 new packages, 0 provided, 2 refused", out.stdout + out.stderr
+    assert f"cwa/DE/{iso(today - 3)}" not in state(ctx)["packages"]
+    assert state(ctx)["configurationVersions"] == {"TRIAL:2": 2, "TRIAL:1": 2}
+

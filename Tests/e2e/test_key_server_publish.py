@@ -164,9 +164,15 @@ def test_shifting_thin_hours_and_the_default_threshold(bin_dir, tmp_path):
     index = (out / "DE/index.txt").read_text().splitlines()
     assert [int(x.split("/")[1].split("-")[0]) % DAY // 3600 for x in index] == [2, 5, 8]
     assert "3 waiting" in publish(bin_dir / "gaenctl", inbox, out, [(pem, "K", "1")], NOW, "--min-keys", "7").stdout
-    # With the server's default (140), nothing is published at all.
+    # With the server's default (140), a new tree publishes nothing at all.
+    fresh = tmp_path / "out-default"
+    r = publish(bin_dir / "gaenctl", inbox, fresh, [(pem, "K", "1")], NOW)
+    assert r.stdout.startswith("0 keys published") and json.loads(cwa_get(fresh, f"{CWA_ROOT}/DE/date")) == []
+    # The tree already published keeps its packages: a published package never changes.
+    before = tree_bytes(out)
     r = publish(bin_dir / "gaenctl", inbox, out, [(pem, "K", "1")], NOW)
-    assert r.stdout.startswith("0 keys published") and json.loads(cwa_get(out, f"{CWA_ROOT}/DE/date")) == []
+    assert r.stdout.startswith("27 keys published"), r.stdout
+    assert tree_bytes(out) == before
 
 
 def test_a_failed_publish_leaves_the_tree(bin_dir, tmp_path):

@@ -36,6 +36,7 @@ def test_layout_for_both_prefixes(built, tmp_path):
               "usr/lib/systemd/system/gaend-store-key.service", "usr/lib/systemd/system/gaend-metrics@.service",
               "usr/lib/systemd/system/gaend-metrics@.timer", "usr/lib/udev/rules.d/99-gaend.rules",
               "usr/lib/sysusers.d/gaend.conf", "usr/share/dbus-1/system.d/org.gaend.conf",
+              "usr/share/dbus-1/system.d/org.gaend.App1.conf",
               "usr/share/man/man8/gaend.8", "usr/share/man/man1/gaenctl.1", "usr/share/man/man5/gaend.conf.5",
               "usr/share/bash-completion/completions/gaenctl", "usr/share/zsh/vendor-completions/_gaenctl",
               "usr/share/fish/vendor_completions.d/gaenctl.fish", "etc/gaend/gaend.conf.example"]:

@@ -356,7 +356,7 @@ _gaenctl_keys_publish() {
     repeating_flags=()
     non_repeating_flags=(--version -h --help)
     repeating_options=(--signing-key --key-id --key-version)
-    non_repeating_options=(--inbox -o --country --region --now --embargo-hours --min-keys --hour-days --retention-days --max-keys-per-file --app-config)
+    non_repeating_options=(--inbox -o --country --region --now --embargo-hours --min-keys --hour-days --retention-days --max-keys-per-file --max-keys-per-day --max-keys-per-board-day --max-bytes-per-board-day --app-config)
     __gaenctl_offer_flags_options 0
 
     # Offer option value completions
@@ -400,6 +400,15 @@ _gaenctl_keys_publish() {
     '--max-keys-per-file')
         return
         ;;
+    '--max-keys-per-day')
+        return
+        ;;
+    '--max-keys-per-board-day')
+        return
+        ;;
+    '--max-bytes-per-board-day')
+        return
+        ;;
     '--app-config')
         return
         ;;
@@ -433,7 +442,7 @@ _gaenctl_app_sync() {
     repeating_flags=()
     non_repeating_flags=(--version -h --help)
     repeating_options=(--trust)
-    non_repeating_options=(--bus --name --timeout --server --country --region --state-dir --hook --max-provide-calls --run-timeout --file-timeout --max-package-bytes --attempts --backoff --max-clock-skew --match-wait --journal-socket)
+    non_repeating_options=(--bus --name --timeout --server --country --region --state-dir --hook --max-provide-calls --run-timeout --file-timeout --max-package-bytes --attempts --backoff --max-clock-skew --match-wait --journal-socket --cacert)
     __gaenctl_offer_flags_options 0
 
     # Offer option value completions
@@ -492,6 +501,9 @@ _gaenctl_app_sync() {
     '--journal-socket')
         return
         ;;
+    '--cacert')
+        return
+        ;;
     esac
 }
 
@@ -499,7 +511,7 @@ _gaenctl_app_submit() {
     repeating_flags=()
     non_repeating_flags=(--version -h --help)
     repeating_options=()
-    non_repeating_options=(--bus --name --timeout --server --user --password-file --consent --state-dir --upload-timeout)
+    non_repeating_options=(--bus --name --timeout --server --user --password-file --consent --state-dir --upload-timeout --cacert)
     __gaenctl_offer_flags_options 0
 
     # Offer option value completions
@@ -529,6 +541,9 @@ _gaenctl_app_submit() {
         return
         ;;
     '--upload-timeout')
+        return
+        ;;
+    '--cacert')
         return
         ;;
     esac
@@ -786,7 +801,7 @@ _gaenctl_collect() {
     repeating_flags=()
     non_repeating_flags=(--version -h --help)
     repeating_options=(--resend)
-    non_repeating_options=(--bus --name --timeout --server --user --password-file --spool --days --limit-rate)
+    non_repeating_options=(--bus --name --timeout --server --user --password-file --spool --days --limit-rate --cacert)
     __gaenctl_offer_flags_options 0
 
     # Offer option value completions
@@ -816,6 +831,9 @@ _gaenctl_collect() {
         return
         ;;
     '--limit-rate')
+        return
+        ;;
+    '--cacert')
         return
         ;;
     '--resend')
@@ -1065,13 +1083,13 @@ _gaenctl_risk() {
     unset 'unparsed_words[0]'
     unparsed_words=("${unparsed_words[@]}")
     case "${subcommand}" in
-    cwa|nhs|gaen-v1|cwa-v1|swisscovid|immuni|configurations)
+    cwa|nhs|gaen-v1|cwa-v1|swisscovid|immuni|run|engines|configurations)
         # Offer subcommand argument completions
         "_gaenctl_risk_${subcommand}"
         ;;
     *)
         # Offer subcommand completions
-        COMPREPLY+=($(compgen -W 'cwa nhs gaen-v1 cwa-v1 swisscovid immuni configurations' -- "${cur}"))
+        COMPREPLY+=($(compgen -W 'cwa nhs gaen-v1 cwa-v1 swisscovid immuni run engines configurations' -- "${cur}"))
         ;;
     esac
 }
@@ -1226,6 +1244,38 @@ _gaenctl_risk_immuni() {
     esac
 }
 
+_gaenctl_risk_run() {
+    repeating_flags=()
+    non_repeating_flags=(--per-window --version -h --help)
+    repeating_options=()
+    non_repeating_options=(--parameters --windows --test-case --today)
+    __gaenctl_offer_flags_options 1
+
+    # Offer option value completions
+    case "${prev}" in
+    '--parameters')
+        return
+        ;;
+    '--windows')
+        return
+        ;;
+    '--test-case')
+        return
+        ;;
+    '--today')
+        return
+        ;;
+    esac
+}
+
+_gaenctl_risk_engines() {
+    repeating_flags=()
+    non_repeating_flags=(--version -h --help)
+    repeating_options=()
+    non_repeating_options=()
+    __gaenctl_offer_flags_options 0
+}
+
 _gaenctl_risk_configurations() {
     repeating_flags=()
     non_repeating_flags=(--json --version -h --help)
@@ -1276,13 +1326,13 @@ _gaenctl_trial() {
     unset 'unparsed_words[0]'
     unparsed_words=("${unparsed_words[@]}")
     case "${subcommand}" in
-    report|import|replay|verify)
+    report|import|contacts|replay|verify)
         # Offer subcommand argument completions
         "_gaenctl_trial_${subcommand}"
         ;;
     *)
         # Offer subcommand completions
-        COMPREPLY+=($(compgen -W 'report import replay verify' -- "${cur}"))
+        COMPREPLY+=($(compgen -W 'report import contacts replay verify' -- "${cur}"))
         ;;
     esac
 }
@@ -1469,11 +1519,38 @@ _gaenctl_trial_import_rssi() {
     esac
 }
 
+_gaenctl_trial_contacts() {
+    repeating_flags=()
+    non_repeating_flags=(--whole-interval --version -h --help)
+    repeating_options=()
+    non_repeating_options=(--output -o --scan-interval --scan-seconds --transmission-risk-level --cluster)
+    __gaenctl_offer_flags_options -1
+
+    # Offer option value completions
+    case "${prev}" in
+    '--output'|'-o')
+        return
+        ;;
+    '--scan-interval')
+        return
+        ;;
+    '--scan-seconds')
+        return
+        ;;
+    '--transmission-risk-level')
+        return
+        ;;
+    '--cluster')
+        return
+        ;;
+    esac
+}
+
 _gaenctl_trial_replay() {
     repeating_flags=()
     non_repeating_flags=(--per-contact --allow-unknown-fields --json --version -h --help)
-    repeating_options=(--rule --duration-rounding)
-    non_repeating_options=(--contacts --close-contact)
+    repeating_options=(--rule --close-contact --duration-rounding)
+    non_repeating_options=(--contacts --close-for --verdicts)
     __gaenctl_offer_flags_options 0
 
     # Offer option value completions
@@ -1485,6 +1562,12 @@ _gaenctl_trial_replay() {
         return
         ;;
     '--close-contact')
+        return
+        ;;
+    '--close-for')
+        return
+        ;;
+    '--verdicts')
         return
         ;;
     '--duration-rounding')

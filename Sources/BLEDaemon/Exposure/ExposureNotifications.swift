@@ -76,9 +76,15 @@ package actor ExposureNotifications {
         }
     }
 
-    /// Who may read the TEK history: root, and the daemon's own uid (whoever runs as the
-    /// daemon's user can read its store key anyway).
-    package nonisolated func mayReadKeys(uid: UInt32) -> Bool { uid == 0 || uid == getuid() }
+    /// Who may read the TEK history: root, the daemon's own uid (whoever runs as the
+    /// daemon's user can read its store key anyway), and members of group `gaend-keys` (the
+    /// app half's own user, which uploads them: it runs apart from the daemon's user so that
+    /// a network-facing process cannot own gaend's bus names).
+    package nonisolated func mayReadKeys(uid: UInt32) -> Bool {
+        uid == 0 || uid == getuid() || GroupMembership.contains(uid: uid, group: Self.keyReadersGroup)
+    }
+
+    package static let keyReadersGroup = "gaend-keys"
 
     // MARK: Provide diagnosis keys
 

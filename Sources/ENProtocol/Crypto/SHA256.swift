@@ -20,6 +20,21 @@ public enum SHA256 {
         out.withUnsafeMutableBytes { _ = SHA256_Final($0.bindMemory(to: UInt8.self).baseAddress, &ctx) }
         return out
     }
+
+    /// A digest of bytes that arrive in pieces (a download checked as it streams).
+    public struct Hasher: Sendable {
+        private var ctx = SHA256_CTX()
+        public init() { SHA256_Init(&ctx) }
+        public mutating func update(_ bytes: UnsafeRawBufferPointer) {
+            guard bytes.count > 0 else { return }
+            _ = SHA256_Update(&ctx, bytes.baseAddress, bytes.count)
+        }
+        public mutating func finalize() -> Data {
+            var out = Data(count: SHA256.digestLength)
+            out.withUnsafeMutableBytes { _ = SHA256_Final($0.bindMemory(to: UInt8.self).baseAddress, &ctx) }
+            return out
+        }
+    }
 }
 
 /// HMAC-SHA256 with the key's inner and outer pad blocks absorbed once, so each message costs

@@ -543,11 +543,11 @@ struct ExportScan {
         guard k.keyData.count == TemporaryExposureKey.length else {
             throw KeyExportError.keyDataLength(list: list, index: index, actual: k.keyData.count)
         }
-        guard (1...144).contains(k.rollingPeriod) else { throw KeyExportError.rollingPeriod(list: list, index: index, value: k.rollingPeriod) }
+        guard k.rollingPeriod > 0, KeyRules.rollingPeriods.contains(UInt32(k.rollingPeriod)) else { throw KeyExportError.rollingPeriod(list: list, index: index, value: k.rollingPeriod) }
         guard k.rollingStartIntervalNumber >= 0 else {
             throw KeyExportError.rollingStartInterval(list: list, index: index, value: k.rollingStartIntervalNumber)
         }
-        if k.hasDaysSinceOnsetOfSymptoms, !(-14...14).contains(k.daysSinceOnsetOfSymptoms) {
+        if k.hasDaysSinceOnsetOfSymptoms, !KeyRules.daysSinceOnset.contains(k.daysSinceOnsetOfSymptoms) {
             throw KeyExportError.daysSinceOnset(list: list, index: index, value: k.daysSinceOnsetOfSymptoms)
         }
         // swift-protobuf keeps an enum value it does not know aside (proto2), as if absent:
@@ -691,7 +691,7 @@ struct KeyRecord: Equatable, Sendable {
             }
         }
         guard hasKey, period >= 1, period <= 144, start >= 0 else { return nil }
-        if let onset, !(-14...14).contains(onset) { return nil } // swift-protobuf's path names the error
+        if let onset, !KeyRules.daysSinceOnset.contains(onset) { return nil } // swift-protobuf's path names the error
         return KeyRecord(tek: (t0, t1), rollingStartIntervalNumber: UInt32(start), rollingPeriod: UInt32(period),
                          transmissionRiskLevel: risk, reportType: type, daysSinceOnsetOfSymptoms: onset)
     }

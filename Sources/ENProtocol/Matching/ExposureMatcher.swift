@@ -29,6 +29,10 @@ public struct Match: Sendable {
     public var attenuation: Int? {
         txPowerPlausible ? txPower - (Int(sighting.rssi) + Int(sighting.rssiCorrection)) : nil
     }
+    public init(sighting: Sighting, key: DiagnosisKey, interval: ENIntervalNumber, metadata: BluetoothMetadata) {
+        self.sighting = sighting; self.key = key; self.interval = interval; self.metadata = metadata
+    }
+
     /// "1.0", "1.1", ...
     public var metadataVersion: String { metadata.versionString }
     /// From metadata v1.1 on; nil for v1.0.

@@ -6,7 +6,7 @@ import Foundation
 /// have had of it. What `trial import histogram` writes and `trial replay` reads:
 ///
 /// ```json
-/// {"contacts": [{"label": "pair A/B 1.5 m", "distance": 1.5,
+/// {"contacts": [{"label": "pair A/B 1.5 m", "distance": 1.5, "cluster": "A/B",
 ///                "windows": [{"dateMillisSinceEpoch": ..., "reportType": 1, "infectiousness": 1,
 ///                             "calibrationConfidence": 0, "transmissionRiskLevel": 8,
 ///                             "scanInstances": [{"typicalAttenuationDb": 41, "minAttenuationDb": 41,
@@ -18,9 +18,15 @@ public struct Contact: Sendable, Equatable {
     /// True distance, metres.
     public var distance: Double
     public var windows: [WindowsFileEntry]
+    /// What the contact's readings are correlated with (its pair, its scenario): the unit the
+    /// bootstrap resamples. nil: the contact stands alone.
+    public var cluster: String?
+    /// The true distance over time, when the contact came from a time series (ReadingContacts):
+    /// criteria such as "15 minutes within 1.5 m" are judged on it.
+    public var distanceOverTime: [DistanceSpan]?
 
-    public init(label: String, distance: Double, windows: [WindowsFileEntry]) {
-        self.label = label; self.distance = distance; self.windows = windows
+    public init(label: String, distance: Double, windows: [WindowsFileEntry], cluster: String? = nil, distanceOverTime: [DistanceSpan]? = nil) {
+        self.label = label; self.distance = distance; self.windows = windows; self.cluster = cluster; self.distanceOverTime = distanceOverTime
     }
 }
 
@@ -31,9 +37,9 @@ public enum ContactsFile {
         public var description: String { "\(file): \(reason)" }
     }
 
-    /// `#` comment lines are blanked first, as in configuration files (ReplayConfigText).
+    /// `#` comment lines are blanked first, as in configuration files (ConfigurationText).
     public static func read(_ url: URL) throws -> [Contact] {
-        try parse(ReplayConfigText.strippingCommentLines(Data(contentsOf: url)), file: url.path)
+        try parse(ConfigurationText.strippingCommentLines(Data(contentsOf: url)), file: url.path)
     }
 
     public static func parse(_ data: Data, file: String) throws -> [Contact] {
@@ -50,14 +56,27 @@ public enum ContactsFile {
             do { entries = try WindowsFile.parse(JSONSerialization.data(withJSONObject: w)) } catch {
                 throw Invalid(file: file, reason: "contacts[\(i)].windows: \(error)")
             }
-            return Contact(label: o["label"] as? String ?? "", distance: d.doubleValue, windows: entries)
+            if let c = o["cluster"], !(c is String) { throw Invalid(file: file, reason: "contacts[\(i)].cluster: expected a string (the pair or scenario)") }
+            var spans: [DistanceSpan]?
+            if let t = o["distanceOverTime"] {
+                guard let list = t as? [Any] else { throw Invalid(file: file, reason: "contacts[\(i)].distanceOverTime: expected [[from, to, metres], ...]") }
+                spans = try list.enumerated().map { k, v in
+                    guard let triple = v as? [NSNumber], triple.count == 3, triple.allSatisfy({ $0.doubleValue.isFinite }),
+                          triple[0].doubleValue <= triple[1].doubleValue, triple[2].doubleValue >= 0 else {
+                        throw Invalid(file: file, reason: "contacts[\(i)].distanceOverTime[\(k)]: expected [from, to, metres] (Unix seconds, from <= to, metres >= 0)")
+                    }
+                    return DistanceSpan(from: triple[0].doubleValue, to: triple[1].doubleValue, distance: triple[2].doubleValue)
+                }
+            }
+            return Contact(label: o["label"] as? String ?? "", distance: d.doubleValue, windows: entries, cluster: o["cluster"] as? String,
+                           distanceOverTime: spans)
         }
     }
 
     public static func encode(_ contacts: [Contact]) throws -> Data {
         func number(_ v: Double) -> Any { v == v.rounded() && abs(v) < 1e15 ? Int64(v) as Any : v as Any }
         let list: [[String: Any]] = contacts.map { c in
-            ["label": c.label, "distance": number(c.distance),
+            var contact: [String: Any] = ["label": c.label, "distance": number(c.distance),
              "windows": c.windows.map { w -> [String: Any] in
                  var o: [String: Any] = ["dateMillisSinceEpoch": w.dateMillisSinceEpoch, "reportType": w.reportType,
                                          "infectiousness": w.infectiousness, "calibrationConfidence": w.calibrationConfidence,
@@ -68,6 +87,9 @@ public enum ContactsFile {
                  if let t = w.transmissionRiskLevel { o["transmissionRiskLevel"] = t }
                  return o
              }]
+            if let cluster = c.cluster { contact["cluster"] = cluster }
+            if let spans = c.distanceOverTime { contact["distanceOverTime"] = spans.map { [number($0.from), number($0.to), number($0.distance)] } }
+            return contact
         }
         return try JSONSerialization.data(withJSONObject: ["contacts": list], options: [.prettyPrinted, .sortedKeys])
     }

@@ -1,5 +1,6 @@
 import ENProtocol
 import Foundation
+import RiskEngines
 
 /// Exposure windows in the shapes the apps' own test data publish them, turned into the windows
 /// file of docs/risk.md (the Android API shape) for `gaenctl risk`:
@@ -44,7 +45,7 @@ public enum PublishedWindows {
     /// The windows file for `data` in any of the shapes above (a windows file is returned as
     /// it is). `today` dates `ageInDays`; `testCase` picks a case of a whole test-case file.
     public static func windowsFile(_ data: Data, file: String, today: UTCDay, testCase: Int? = nil) throws -> Data {
-        let clean = ReplayConfigText.strippingCommentLines(data)
+        let clean = ConfigurationText.strippingCommentLines(data)
         guard let top = try? JSONSerialization.jsonObject(with: clean) else { return clean }
         var windows: Any = top
         if let o = top as? [String: Any] {
@@ -122,7 +123,7 @@ public enum PublishedWindows {
 
     /// The CWA parameters of a test-case file (`defaultRiskCalculationConfiguration`), else the data as it is.
     public static func cwaParameters(_ data: Data) -> Data {
-        let clean = ReplayConfigText.strippingCommentLines(data)
+        let clean = ConfigurationText.strippingCommentLines(data)
         if let o = (try? JSONSerialization.jsonObject(with: clean)) as? [String: Any], let p = o["defaultRiskCalculationConfiguration"],
            let d = try? JSONSerialization.data(withJSONObject: p) {
             return d

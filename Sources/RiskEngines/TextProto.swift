@@ -1,5 +1,4 @@
 import ENProtocol
-import RiskEngines
 import Foundation
 
 /// Protobuf text format (what `protoc --encode`/`--decode` and the apps' repositories write):
