@@ -168,4 +168,12 @@ public struct CWAv1Engine: RiskEngine {
         try p.validate()
         return Rule(p: p)
     }
+
+    public func rule(parameters: Data, source: String, dated: PublishedRiskConfigurations.Dated?,
+                     options: RiskRuleOptions) throws -> (rule: any RiskRule, warnings: [String]) {
+        var policy = UnknownFieldPolicy(allow: options.allowUnknownFields)
+        let p = try ConfigurationText.cwaV1(parameters, file: source, policy: &policy)
+        try p.validate()
+        return (Rule(p: p), policy.warnings + ConfigurationReach.warnings(cwaV1: p))
+    }
 }

@@ -27,11 +27,38 @@ public enum ConfigurationText {
         return Data(out)
     }
 
+    /// Checks that every top-level key of a JSON configuration is one the engine reads: a key
+    /// the decoder does not know would otherwise be left out without a word (a misspelt
+    /// `minimumRiskScore` read as absent). Each unknown key is named with its line.
+    public static func checkKeys(_ data: Data, known: [String], file: String, policy: inout UnknownFieldPolicy) throws {
+        guard case let .object(o)? = try? JSONValue.parse(data) else { return }  // the decoder reports syntax and shape
+        let text = String(decoding: data, as: UTF8.self)
+        for key in o.keys.sorted() where !known.contains(key) {
+            var line = 0
+            if let r = text.range(of: "\"\(key)\"") { line = text[..<r.lowerBound].reduce(1) { $1 == "\n" ? $0 + 1 : $0 } }
+            let near = known.first { $0.lowercased() == key.lowercased() || EditDistance.between($0.lowercased(), key.lowercased()) <= 2 }
+            try policy.record("\(line > 0 ? "line \(line): " : "")unknown key '\(key)'\(near.map { " (did you mean \($0)?)" } ?? "") (known: \(known.joined(separator: ", ")))", file: file)
+        }
+    }
+
+    public static let gaenV1Keys = ["minimumRiskScore", "attenuationLevelValues", "daysSinceLastExposureLevelValues", "durationLevelValues",
+                                    "transmissionRiskLevelValues", "attenuationDurationThresholds", "defaultTransmissionRiskLevel"]
+    public static let cwaV1Keys = gaenV1Keys + ["attenuationDurationWeights", "defaultBucketOffset", "riskScoreNormalizationDivisor", "increasedRiskMinutes",
+                                                "minimumExposureMinutes", "maximumAverageAttenuationDb", "maximumAgeDays"]
+    public static let swissCovidKeys = ["attenuationThresholdLow", "attenuationThresholdMedium", "attenuationFactorLow", "attenuationFactorMedium",
+                                        "minDurationForExposure"]
+
     /// The CWA v1 configuration: JSON (framework v1 names plus the CWA ones) or the app
     /// configuration in protobuf text format (CWAv1Configuration.decode(textFormat:)).
     public static func cwaV1(_ data: Data, file: String) throws -> CWAv1Configuration {
+        var policy = UnknownFieldPolicy()
+        return try cwaV1(data, file: file, policy: &policy)
+    }
+
+    public static func cwaV1(_ data: Data, file: String, policy: inout UnknownFieldPolicy) throws -> CWAv1Configuration {
         let clean = strippingCommentLines(data)
-        if TextProto.looksLikeTextFormat(clean) { return try CWAv1Configuration.decode(textFormat: data, file: file) }
+        if TextProto.looksLikeTextFormat(clean) { return try CWAv1Configuration.decode(textFormat: data, file: file, policy: &policy) }
+        try checkKeys(clean, known: cwaV1Keys, file: file, policy: &policy)
         return try RiskJSON.decodeParameters(CWAv1Configuration.self, from: clean, file: file)
     }
 }

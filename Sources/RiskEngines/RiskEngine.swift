@@ -48,11 +48,31 @@ public protocol RiskEngine: Sendable {
     /// `source` names them in errors. `dated`: the published entry they came from, when
     /// chosen by date (its calculation generation applies).
     func rule(parameters: Data, source: String, dated: PublishedRiskConfigurations.Dated?) throws -> any RiskRule
+    /// The same, with the stated options of a replay (unknown fields allowed, duration
+    /// rounding), and what the rule's configuration means for its verdicts: unknown fields left
+    /// out, a configuration under which no one could be notified (ConfigurationReach).
+    func rule(parameters: Data, source: String, dated: PublishedRiskConfigurations.Dated?,
+              options: RiskRuleOptions) throws -> (rule: any RiskRule, warnings: [String])
+}
+
+/// What a replay states beyond the configuration file.
+public struct RiskRuleOptions: Sendable {
+    /// Unknown fields and keys are warnings instead of errors.
+    public var allowUnknownFields = false
+    /// How a v1 score (gaen-v1, immuni) rounds an exposure's duration (GAENv1DurationRounding).
+    public var durationRounding: GAENv1DurationRounding = .nearest
+    public init(allowUnknownFields: Bool = false, durationRounding: GAENv1DurationRounding = .nearest) {
+        self.allowUnknownFields = allowUnknownFields; self.durationRounding = durationRounding
+    }
 }
 
 extension RiskEngine {
     public var datedRule: PublishedRiskConfigurations.DatedRule? { nil }
     public var servesApps: Bool { true }
+    public func rule(parameters: Data, source: String, dated: PublishedRiskConfigurations.Dated?,
+                     options: RiskRuleOptions) throws -> (rule: any RiskRule, warnings: [String]) {
+        (try rule(parameters: parameters, source: source, dated: dated), [])
+    }
 }
 
 /// Every engine, in the order listings show them.
@@ -97,12 +117,16 @@ public struct GAENv1Engine: RiskEngine {
 
     struct Rule: RiskRule {
         let p: GAENv1Configuration
+        var rounding: GAENv1DurationRounding = .nearest
         func assess(_ entries: [WindowsFileEntry], today: UTCDay, withDetail: Bool) throws -> RiskAssessment {
-            let scored = try integerWindows(entries).enumerated().map { i, w in try GAENv1.score(w, index: i, configuration: p, today: today) }
+            let scored = try integerWindows(entries).enumerated().map { i, w in
+                try GAENv1.score(w, index: i, configuration: p, today: today, durationRounding: rounding)
+            }
             let best = scored.max { $0.riskScore < $1.riskScore }
+            // A contact never heard has no attenuation: NaN, printed as NA (not 0 dB, the closest there is).
             return RiskAssessment(notified: scored.contains { $0.counted && $0.riskScore > 0 },
                                   numbers: [("maximumRiskScore", Double(best?.riskScore ?? 0)), ("minimumRiskScore", Double(p.minimumRiskScore)),
-                                            ("attenuationDb", Double(best?.attenuationDb ?? 0)), ("durationMinutes", best?.durationMinutes ?? 0)],
+                                            ("attenuationDb", best.map { Double($0.attenuationDb) } ?? .nan), ("durationMinutes", best?.durationMinutes ?? 0)],
                                   unjudged: unjudgedTransmissionRisk(entries, p),
                                   detail: withDetail ? try RiskJSON.encode(scored, pretty: false) : Data())
         }
@@ -112,5 +136,16 @@ public struct GAENv1Engine: RiskEngine {
         let p = try RiskJSON.decodeParameters(GAENv1Configuration.self, from: ConfigurationText.strippingCommentLines(parameters), file: source)
         try p.validate()
         return Rule(p: p)
+    }
+
+    public func rule(parameters: Data, source: String, dated: PublishedRiskConfigurations.Dated?,
+                     options: RiskRuleOptions) throws -> (rule: any RiskRule, warnings: [String]) {
+        let clean = ConfigurationText.strippingCommentLines(parameters)
+        var policy = UnknownFieldPolicy(allow: options.allowUnknownFields)
+        try ConfigurationText.checkKeys(clean, known: ConfigurationText.gaenV1Keys, file: source, policy: &policy)
+        let p = try RiskJSON.decodeParameters(GAENv1Configuration.self, from: clean, file: source)
+        try p.validate()
+        return (Rule(p: p, rounding: options.durationRounding),
+                policy.warnings + ConfigurationReach.warnings(v1: p, threshold: max(p.minimumRiskScore, 1), thresholdName: "minimumRiskScore"))
     }
 }

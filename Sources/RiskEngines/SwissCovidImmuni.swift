@@ -87,9 +87,12 @@ public enum SwissCovidRisk {
 
 /// Immuni's (Italy) rule on the framework's v1 scoring: its exposure configuration
 /// (`exposure_configuration`, snake_case names) is a framework v1 configuration; an exposure
-/// counts when its v1 risk score reaches `minimum_risk_score` and is above 0, and the user is
-/// notified when any exposure counts. With the published values the score of an exposure is
-/// 3 x 5 = 15 (typical attenuation at most 63 dB, more than 15 minutes) or 0.
+/// counts when its v1 risk score reaches `minimum_risk_score` and is above 0. The app notified
+/// only when the summary's maximum risk score reached `exposure_info_minimum_risk_score` (the
+/// app configuration's own key beside `exposure_configuration`: below it the app did not even
+/// ask for the exposures' details), so that is the notification threshold when the file gives
+/// it. With the built-in values the score of an exposure is 3 x 5 = 15 (typical attenuation at
+/// most 63 dB, more than 15 minutes) or 0.
 public struct ImmuniConfiguration: Sendable, Equatable, Codable {
     public var attenuationThresholds: [Int]
     public var attenuationBucketScores: [Int]
@@ -97,6 +100,11 @@ public struct ImmuniConfiguration: Sendable, Equatable, Codable {
     public var durationBucketScores: [Int]
     public var transmissionRiskBucketScores: [Int]
     public var minimumRiskScore: Int
+    /// The app configuration's `exposure_info_minimum_risk_score`; absent when the file gives
+    /// only the exposure configuration (then an exposure counted notifies).
+    public var exposureInfoMinimumRiskScore: Int?
+    /// Not in the app's files: how the replay rounds durations (GAENv1DurationRounding).
+    public var durationRounding: GAENv1DurationRounding = .nearest
 
     enum CodingKeys: String, CodingKey {
         case attenuationThresholds = "attenuation_thresholds"
@@ -105,6 +113,7 @@ public struct ImmuniConfiguration: Sendable, Equatable, Codable {
         case durationBucketScores = "duration_bucket_scores"
         case transmissionRiskBucketScores = "transmission_risk_bucket_scores"
         case minimumRiskScore = "minimum_risk_score"
+        case exposureInfoMinimumRiskScore = "exposure_info_minimum_risk_score"
     }
 
     /// The app's built-in configuration (immuni-app-ios, Core Configuration.swift,
@@ -116,20 +125,74 @@ public struct ImmuniConfiguration: Sendable, Equatable, Codable {
                                                       transmissionRiskBucketScores: [1, 1, 1, 1, 1, 1, 1, 1], minimumRiskScore: 1)
 
     public init(attenuationThresholds: [Int], attenuationBucketScores: [Int], daysSinceLastExposureBucketScores: [Int],
-                durationBucketScores: [Int], transmissionRiskBucketScores: [Int], minimumRiskScore: Int) {
+                durationBucketScores: [Int], transmissionRiskBucketScores: [Int], minimumRiskScore: Int,
+                exposureInfoMinimumRiskScore: Int? = nil) {
         self.attenuationThresholds = attenuationThresholds
         self.attenuationBucketScores = attenuationBucketScores
         self.daysSinceLastExposureBucketScores = daysSinceLastExposureBucketScores
         self.durationBucketScores = durationBucketScores
         self.transmissionRiskBucketScores = transmissionRiskBucketScores
         self.minimumRiskScore = minimumRiskScore
+        self.exposureInfoMinimumRiskScore = exposureInfoMinimumRiskScore
     }
 
-    /// Reads the configuration itself or the app configuration that holds it.
+    static let blockKeys = ["attenuation_thresholds", "attenuation_bucket_scores", "days_since_last_exposure_bucket_scores",
+                            "duration_bucket_scores", "transmission_risk_bucket_scores", "minimum_risk_score"]
+
+    /// Reads the configuration itself or the app configuration that holds it, key by key, so
+    /// that a misspelt key is named as such (Codable would report another key missing). In the
+    /// exposure configuration every key must be known; the app configuration's other settings
+    /// (URLs, notification periods, ...) are not read, but a key a couple of letters off
+    /// `exposure_configuration` or `exposure_info_minimum_risk_score` is refused as a likely typo.
     public static func decode(from data: Data, file: String) throws -> ImmuniConfiguration {
-        struct Wrapped: Decodable { var exposure_configuration: ImmuniConfiguration }
-        if let w = try? JSONDecoder().decode(Wrapped.self, from: data) { return w.exposure_configuration }
-        return try RiskJSON.decodeParameters(ImmuniConfiguration.self, from: data, file: file)
+        func bad(_ detail: String) -> RiskError { RiskError.malformedParameters(file: file, detail: detail) }
+        let json: JSONValue
+        do { json = try JSONValue.parse(data) } catch { throw bad("not valid JSON (\(error))") }
+        guard case let .object(top) = json else { throw bad("top level: expected a JSON object") }
+        func integer(_ v: JSONValue, _ path: String) throws -> Int {
+            switch v {
+            case let .int(i) where abs(i) < 1 << 31: return Int(i)
+            case let .double(d) where d == d.rounded() && abs(d) < 1e9: return Int(d)
+            default: throw bad("\(path): expected an integer, got \(v)")
+            }
+        }
+        func typo(_ key: String, of known: [String]) -> String? {
+            known.first { k in k != key && EditDistance.between(key, k) <= max(2, k.count / 8) }
+        }
+        let block: [String: JSONValue]
+        let prefix: String
+        var info: Int?
+        if let ec = top["exposure_configuration"] {
+            guard case let .object(b) = ec else { throw bad("exposure_configuration: expected a JSON object") }
+            block = b; prefix = "exposure_configuration."
+            for key in top.keys.sorted() where key != "exposure_info_minimum_risk_score" && key != "exposure_configuration" {
+                if let k = typo(key, of: ["exposure_info_minimum_risk_score", "exposure_configuration"]) {
+                    throw bad("\(key): unknown key (did you mean \(k)?)")
+                }
+            }
+            if let v = top["exposure_info_minimum_risk_score"] { info = try integer(v, "exposure_info_minimum_risk_score") }
+        } else {
+            if let near = top.keys.sorted().first(where: { typo($0, of: ["exposure_configuration"]) != nil }) {
+                throw bad("\(near): unknown key (did you mean exposure_configuration?)")
+            }
+            block = top; prefix = ""
+            if let v = top["exposure_info_minimum_risk_score"] { info = try integer(v, "exposure_info_minimum_risk_score") }
+        }
+        for key in block.keys.sorted() where !blockKeys.contains(key) && !(prefix.isEmpty && key == "exposure_info_minimum_risk_score") {
+            let hint = typo(key, of: blockKeys).map { " (did you mean \(prefix)\($0)?)" } ?? " (known: \(blockKeys.joined(separator: ", ")))"
+            throw bad("\(prefix)\(key): unknown key\(hint)")
+        }
+        func list(_ key: String) throws -> [Int] {
+            guard let v = block[key] else { throw bad("\(prefix)\(key): missing") }
+            guard case let .array(a) = v else { throw bad("\(prefix)\(key): expected a JSON array of integers, got \(v)") }
+            return try a.enumerated().map { try integer($1, "\(prefix)\(key)[\($0)]") }
+        }
+        guard let minimum = block["minimum_risk_score"] else { throw bad("\(prefix)minimum_risk_score: missing") }
+        return ImmuniConfiguration(attenuationThresholds: try list("attenuation_thresholds"), attenuationBucketScores: try list("attenuation_bucket_scores"),
+                                   daysSinceLastExposureBucketScores: try list("days_since_last_exposure_bucket_scores"),
+                                   durationBucketScores: try list("duration_bucket_scores"),
+                                   transmissionRiskBucketScores: try list("transmission_risk_bucket_scores"),
+                                   minimumRiskScore: try integer(minimum, "\(prefix)minimum_risk_score"), exposureInfoMinimumRiskScore: info)
     }
 
     public var v1: GAENv1Configuration {
@@ -137,11 +200,35 @@ public struct ImmuniConfiguration: Sendable, Equatable, Codable {
                             daysSinceLastExposureLevelValues: daysSinceLastExposureBucketScores, durationLevelValues: durationBucketScores,
                             transmissionRiskLevelValues: transmissionRiskBucketScores, attenuationDurationThresholds: attenuationThresholds)
     }
+
+    /// The score an exposure must reach to notify: minimum_risk_score, and
+    /// exposure_info_minimum_risk_score when the file gives it; never 0.
+    public var notificationThreshold: Int { max(minimumRiskScore, exposureInfoMinimumRiskScore ?? 0, 1) }
+}
+
+/// Levenshtein distance, to name the key a misspelt one was probably meant to be.
+enum EditDistance {
+    static func between(_ a: String, _ b: String) -> Int {
+        let x = Array(a.utf8), y = Array(b.utf8)
+        var row = Array(0...y.count)
+        for i in 1...max(x.count, 1) where !x.isEmpty {
+            var prev = row[0]
+            row[0] = i
+            for j in 1...max(y.count, 1) where !y.isEmpty {
+                let cur = row[j]
+                row[j] = min(row[j] + 1, row[j - 1] + 1, prev + (x[i - 1] == y[j - 1] ? 0 : 1))
+                prev = cur
+            }
+        }
+        return x.isEmpty ? y.count : row[y.count]
+    }
 }
 
 public struct ImmuniResult: Sendable, Equatable, Codable {
     public var notified: Bool
     public var maximumRiskScore: Int
+    /// The score that notifies (ImmuniConfiguration.notificationThreshold).
+    public var notificationThreshold: Int
     public var exposures: [GAENv1Exposure]
 }
 
@@ -151,10 +238,12 @@ public enum ImmuniRisk {
         try v1.validate()
         var exposures: [GAENv1Exposure] = []
         for (i, w) in windows.enumerated() where w.reportType != 5 {
-            exposures.append(try GAENv1.score(w, index: i, configuration: v1, today: today))
+            exposures.append(try GAENv1.score(w, index: i, configuration: v1, today: today, durationRounding: c.durationRounding))
         }
         let counted = exposures.filter { $0.counted && $0.riskScore > 0 }
-        return ImmuniResult(notified: !counted.isEmpty, maximumRiskScore: counted.map(\.riskScore).max() ?? 0, exposures: exposures)
+        let best = counted.map(\.riskScore).max() ?? 0
+        return ImmuniResult(notified: best >= c.notificationThreshold, maximumRiskScore: best,
+                            notificationThreshold: c.notificationThreshold, exposures: exposures)
     }
 }
 
@@ -182,6 +271,16 @@ public struct SwissCovidEngine: RiskEngine {
         try p.validate()
         return Rule(p: p)
     }
+
+    public func rule(parameters: Data, source: String, dated: PublishedRiskConfigurations.Dated?,
+                     options: RiskRuleOptions) throws -> (rule: any RiskRule, warnings: [String]) {
+        let clean = ConfigurationText.strippingCommentLines(parameters)
+        var policy = UnknownFieldPolicy(allow: options.allowUnknownFields)
+        try ConfigurationText.checkKeys(clean, known: ConfigurationText.swissCovidKeys, file: source, policy: &policy)
+        let p = try RiskJSON.decodeParameters(SwissCovidConfiguration.self, from: clean, file: source)
+        try p.validate()
+        return (Rule(p: p), policy.warnings)
+    }
 }
 
 /// Immuni's framework v1 score with its own thresholds in the registry.
@@ -196,9 +295,11 @@ public struct ImmuniEngine: RiskEngine {
         func assess(_ entries: [WindowsFileEntry], today: UTCDay, withDetail: Bool) throws -> RiskAssessment {
             let r = try ImmuniRisk.calculate(integerWindows(entries), configuration: p, today: today)
             let best = r.exposures.max { $0.riskScore < $1.riskScore }
+            // A contact never heard has no attenuation: NaN, printed as NA (not 0 dB).
             return RiskAssessment(notified: r.notified,
                                   numbers: [("maximumRiskScore", Double(best?.riskScore ?? 0)), ("minimumRiskScore", Double(p.minimumRiskScore)),
-                                            ("attenuationDb", Double(best?.attenuationDb ?? 0)), ("bucketizedMinutes", best?.durationMinutes ?? 0)],
+                                            ("notificationThreshold", Double(p.notificationThreshold)),
+                                            ("attenuationDb", best.map { Double($0.attenuationDb) } ?? .nan), ("bucketizedMinutes", best?.durationMinutes ?? 0)],
                                   unjudged: unjudgedTransmissionRisk(entries, p.v1),
                                   detail: withDetail ? try RiskJSON.encode(r, pretty: false) : Data())
         }
@@ -208,5 +309,14 @@ public struct ImmuniEngine: RiskEngine {
         let p = try ImmuniConfiguration.decode(from: ConfigurationText.strippingCommentLines(parameters), file: source)
         try p.v1.validate()
         return Rule(p: p)
+    }
+
+    public func rule(parameters: Data, source: String, dated: PublishedRiskConfigurations.Dated?,
+                     options: RiskRuleOptions) throws -> (rule: any RiskRule, warnings: [String]) {
+        var p = try ImmuniConfiguration.decode(from: ConfigurationText.strippingCommentLines(parameters), file: source)
+        try p.v1.validate()
+        p.durationRounding = options.durationRounding
+        let threshold = p.exposureInfoMinimumRiskScore != nil ? "the notification threshold (exposure_info_minimum_risk_score)" : "minimum_risk_score"
+        return (Rule(p: p), ConfigurationReach.warnings(v1: p.v1, threshold: p.notificationThreshold, thresholdName: threshold))
     }
 }

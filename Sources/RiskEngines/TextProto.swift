@@ -11,7 +11,8 @@ public indirect enum TextProtoValue: Sendable, Equatable {
 }
 
 public struct TextProtoMessage: Sendable, Equatable {
-    public var fields: [(name: String, value: TextProtoValue)] = []
+    /// Each field with the line it was written on (errors name it).
+    public var fields: [(name: String, value: TextProtoValue, line: Int)] = []
 
     public static func == (a: TextProtoMessage, b: TextProtoMessage) -> Bool {
         a.fields.count == b.fields.count && zip(a.fields, b.fields).allSatisfy { $0.name == $1.name && $0.value == $1.value }
@@ -101,6 +102,7 @@ public enum TextProto {
                 }
                 if let closing, bytes[i] == closing { i += 1; return m }
                 let name = try identifier()
+                let fieldLine = line
                 skipSpace()
                 var colon = false
                 if i < bytes.count, bytes[i] == UInt8(ascii: ":") { colon = true; i += 1; skipSpace() }
@@ -108,7 +110,7 @@ public enum TextProto {
                 if bytes[i] == UInt8(ascii: "{") || bytes[i] == UInt8(ascii: "<") {
                     let close = bytes[i] == UInt8(ascii: "{") ? UInt8(ascii: "}") : UInt8(ascii: ">")
                     i += 1
-                    m.fields.append((name, .message(try message(closing: close))))
+                    m.fields.append((name, .message(try message(closing: close)), fieldLine))
                 } else if bytes[i] == UInt8(ascii: "[") {
                     guard colon else { throw fail("field '\(name)': expected ':' before a list") }
                     i += 1
@@ -119,14 +121,14 @@ public enum TextProto {
                         if bytes[i] == UInt8(ascii: "{") || bytes[i] == UInt8(ascii: "<") {
                             let close = bytes[i] == UInt8(ascii: "{") ? UInt8(ascii: "}") : UInt8(ascii: ">")
                             i += 1
-                            m.fields.append((name, .message(try message(closing: close))))
+                            m.fields.append((name, .message(try message(closing: close)), fieldLine))
                         } else {
-                            m.fields.append((name, .scalar(try scalar(name))))
+                            m.fields.append((name, .scalar(try scalar(name)), fieldLine))
                         }
                     }
                 } else {
                     guard colon else { throw fail("field '\(name)': expected ':' or '{'") }
-                    m.fields.append((name, .scalar(try scalar(name))))
+                    m.fields.append((name, .scalar(try scalar(name)), fieldLine))
                 }
             }
         }
@@ -154,6 +156,72 @@ public enum TextProto {
     }
 }
 
+/// How unknown fields are treated: an error naming the field and its line (the default: a field
+/// the tool does not know is a value it would silently leave out), or a warning.
+public struct UnknownFieldPolicy: Sendable {
+    public var allow: Bool
+    public private(set) var warnings: [String] = []
+    public init(allow: Bool = false) { self.allow = allow }
+    mutating func record(_ message: String, file: String) throws {
+        guard allow else { throw RiskError.malformedParameters(file: file, detail: message + " (--allow-unknown-fields reads the file without it)") }
+        warnings.append("\(file): \(message): left out")
+    }
+}
+
+/// A text-format message's fields by the names a schema knows. The apps served their
+/// configurations with the .proto's names in more than one spelling (cwa-server's snake_case
+/// `app_defined_1`, `days_since_last_exposure`; the apps' camelCase `appDefined_1`,
+/// `daysSinceLastExposure`; protobuf JSON's `appDefined1`), so names are compared with case and
+/// underscores ignored, which maps each of these to one field and no two fields of one message
+/// to the same key.
+struct TextProtoFields {
+    let path: String
+    private var values: [String: [(value: TextProtoValue, line: Int)]] = [:]
+
+    static func key(_ name: String) -> String { String(name.lowercased().filter { $0 != "_" }) }
+
+    /// `known`: fields read; `ignored`: fields of the message the engines do not read (kept quiet);
+    /// `repeated`: fields that may appear more than once.
+    init(_ m: TextProtoMessage, path: String, known: [String], ignored: [String] = [], repeated: Set<String> = [],
+         file: String, policy: inout UnknownFieldPolicy) throws {
+        self.path = path
+        var canonical: [String: String] = [:]
+        for k in known + ignored { canonical[Self.key(k)] = k }
+        let quiet = Set(ignored)
+        for f in m.fields {
+            guard let name = canonical[Self.key(f.name)] else {
+                try policy.record("line \(f.line): unknown field '\(f.name)' in \(path.isEmpty ? "the top level" : path) (known: \(known.joined(separator: ", ")))",
+                                  file: file)
+                continue
+            }
+            if quiet.contains(name) { continue }
+            if let first = values[name]?.first, !repeated.contains(name) {
+                throw RiskError.malformedParameters(file: file, detail: "line \(f.line): \(Self.join(path, name)) given again (first on line \(first.line)); it is not a repeated field")
+            }
+            values[name, default: []].append((f.value, f.line))
+        }
+    }
+
+    static func join(_ path: String, _ name: String) -> String { path.isEmpty ? name : "\(path).\(name)" }
+
+    func scalar(_ name: String, file: String) throws -> (String, Int)? {
+        guard let v = values[name]?.first else { return nil }
+        guard case let .scalar(s) = v.value else {
+            throw RiskError.malformedParameters(file: file, detail: "line \(v.line): \(Self.join(path, name)): expected a value, got a message")
+        }
+        return (s, v.line)
+    }
+
+    func messages(_ name: String, file: String) throws -> [(TextProtoMessage, Int)] {
+        try (values[name] ?? []).map { v in
+            guard case let .message(m) = v.value else {
+                throw RiskError.malformedParameters(file: file, detail: "line \(v.line): \(Self.join(path, name)): expected a message { ... }, got a value")
+            }
+            return (m, v.line)
+        }
+    }
+}
+
 /// The Corona-Warn-App's v1 configuration as the app and server distributed it: the
 /// `ApplicationConfiguration` message (cwa-server's `applicationConfiguration.proto`) in
 /// protobuf text format, e.g.
@@ -171,69 +239,104 @@ public enum TextProto {
 ///                       defaultBucketOffset: 0 riskScoreNormalizationDivisor: 25 }
 /// ```
 ///
-/// Risk levels are the proto's `RiskLevel` (RISK_LEVEL_UNSPECIFIED 0, LOWEST 1 ... HIGHEST 8,
-/// or the number); each message's fields are listed from the lowest-risk bucket up, the order
-/// of the framework's v1 level values. Increased risk starts at the `min` of the risk class
-/// labelled HIGH.
+/// Field names in any of the spellings the apps served (TextProtoFields); risk levels are the
+/// proto's `RiskLevel` by its full name (RISK_LEVEL_LOWEST), its short name as the apps'
+/// generated code printed it (LOWEST), or the number. Each message's fields are listed from the
+/// lowest-risk bucket up, the order of the framework's v1 level values; an unset field is 0, as
+/// protobuf reads it (a printer of proto3 leaves such fields out). Increased risk starts at the
+/// `min` of the risk class labelled HIGH. Unknown fields are an error naming the field and its
+/// line (`policy` may make them warnings).
 extension CWAv1Configuration {
-    static let riskLevels = ["RISK_LEVEL_UNSPECIFIED": 0, "RISK_LEVEL_LOWEST": 1, "RISK_LEVEL_LOW": 2, "RISK_LEVEL_LOW_MEDIUM": 3,
-                             "RISK_LEVEL_MEDIUM": 4, "RISK_LEVEL_MEDIUM_HIGH": 5, "RISK_LEVEL_HIGH": 6, "RISK_LEVEL_VERY_HIGH": 7,
-                             "RISK_LEVEL_HIGHEST": 8]
+    static let riskLevelNames = ["UNSPECIFIED", "LOWEST", "LOW", "LOW_MEDIUM", "MEDIUM", "MEDIUM_HIGH", "HIGH", "VERY_HIGH", "HIGHEST"]
     static let bucketFields: [(message: String, fields: [String])] = [
         ("transmission", (1...8).map { "app_defined_\($0)" }),
         ("duration", ["eq_0_min", "gt_0_le_5_min", "gt_5_le_10_min", "gt_10_le_15_min", "gt_15_le_20_min", "gt_20_le_25_min",
                       "gt_25_le_30_min", "gt_30_min"]),
         ("days_since_last_exposure", ["ge_14_days", "ge_12_lt_14_days", "ge_10_lt_12_days", "ge_8_lt_10_days", "ge_6_lt_8_days",
                                       "ge_4_lt_6_days", "ge_2_lt_4_days", "ge_0_lt_2_days"]),
+        // `lt_10_dbm` was renamed `le_10_dbm` (cwa-server, 2020-07-08): both spellings are read.
         ("attenuation", ["gt_73_dbm", "gt_63_le_73_dbm", "gt_51_le_63_dbm", "gt_33_le_51_dbm", "gt_27_le_33_dbm", "gt_15_le_27_dbm",
-                         "gt_10_le_15_dbm", "lt_10_dbm"]),
+                         "gt_10_le_15_dbm", "le_10_dbm"]),
     ]
+    /// Top-level fields of the app configuration that hold no risk parameter (app versions,
+    /// features, countries, key download and detection settings): known, not read.
+    static let ignoredTopLevel = ["appVersion", "appFeatures", "supportedCountries", "iosKeyDownloadParameters",
+                                  "androidKeyDownloadParameters", "iosExposureDetectionParameters", "androidExposureDetectionParameters"]
 
     public static func decode(textFormat data: Data, file: String) throws -> CWAv1Configuration {
-        func bad(_ field: String, _ detail: String) -> RiskError { RiskError.malformedParameters(file: file, detail: "\(field): \(detail)") }
-        let root: TextProtoMessage
-        do { root = try TextProto.parse(data) } catch let e as TextProtoError {
+        var policy = UnknownFieldPolicy()
+        return try decode(textFormat: data, file: file, policy: &policy)
+    }
+
+    public static func decode(textFormat data: Data, file: String, policy: inout UnknownFieldPolicy) throws -> CWAv1Configuration {
+        func bad(_ line: Int?, _ field: String, _ detail: String) -> RiskError {
+            RiskError.malformedParameters(file: file, detail: (line.map { "line \($0): " } ?? "") + "\(field): \(detail)")
+        }
+        let parsed: TextProtoMessage
+        do { parsed = try TextProto.parse(data) } catch let e as TextProtoError {
             throw RiskError.malformedParameters(file: file, detail: "protobuf text format, \(e)")
         }
-        func number(_ m: TextProtoMessage, _ name: String, _ path: String) throws -> Double {
-            guard let s = m.scalar(name) else { throw bad(path, "missing") }
-            guard let v = Double(s), v.isFinite else { throw bad(path, "expected a number, got '\(s)'") }
+        func fields(_ m: TextProtoMessage, _ path: String, _ known: [String], ignored: [String] = [], repeated: Set<String> = []) throws -> TextProtoFields {
+            try TextProtoFields(m, path: path, known: known, ignored: ignored, repeated: repeated, file: file, policy: &policy)
+        }
+        func number(_ f: TextProtoFields, _ name: String, default d: Double? = nil) throws -> Double {
+            guard let (s, line) = try f.scalar(name, file: file) else {
+                if let d { return d }
+                throw bad(nil, TextProtoFields.join(f.path, name), "missing")
+            }
+            guard let v = Double(s), v.isFinite else { throw bad(line, TextProtoFields.join(f.path, name), "expected a number, got '\(s)'") }
             return v
         }
-        func integer(_ m: TextProtoMessage, _ name: String, _ path: String, default d: Int? = nil) throws -> Int {
-            guard m.scalar(name) != nil || d == nil else { return d! }
-            let v = try number(m, name, path)
-            guard v == v.rounded(), abs(v) < 1e9 else { throw bad(path, "expected an integer, got \(v)") }
+        func integer(_ f: TextProtoFields, _ name: String, default d: Int? = nil) throws -> Int {
+            let v = try number(f, name, default: d.map(Double.init))
+            guard v == v.rounded(), abs(v) < 1e9 else { throw bad(try f.scalar(name, file: file)?.1, TextProtoFields.join(f.path, name), "expected an integer, got \(v)") }
             return Int(v)
         }
-        let minRiskScore = try integer(root, "minRiskScore", "minRiskScore")
-        guard let exposure = root.message("exposureConfig") else { throw bad("exposureConfig", "missing") }
+        func message(_ f: TextProtoFields, _ name: String) throws -> TextProtoMessage {
+            guard let m = try f.messages(name, file: file).first?.0 else { throw bad(nil, TextProtoFields.join(f.path, name), "missing") }
+            return m
+        }
+        let root = try fields(parsed, "", ["minRiskScore", "riskScoreClasses", "exposureConfig", "attenuationDuration"], ignored: ignoredTopLevel)
+        let minRiskScore = try integer(root, "minRiskScore")
+        let exposure = try fields(try message(root, "exposureConfig"), "exposureConfig", bucketFields.map(\.message),
+                                  ignored: ["transmission_weight", "duration_weight", "days_weight", "attenuation_weight"])
         var values: [String: [Int]] = [:]
-        for (message, fields) in bucketFields {
-            guard let m = exposure.message(message) else { throw bad("exposureConfig.\(message)", "missing") }
-            values[message] = try fields.map { f in
+        for (name, bucketNames) in bucketFields {
+            let path = "exposureConfig.\(name)"
+            var known = bucketNames
+            if name == "attenuation" { known.append("lt_10_dbm") }
+            let m = try fields(try message(exposure, name), path, known)
+            values[name] = try bucketNames.map { f in
+                let given = try m.scalar(f, file: file) ?? (f == "le_10_dbm" ? try m.scalar("lt_10_dbm", file: file) : nil)
                 // An unset field is RISK_LEVEL_UNSPECIFIED (0), as protobuf reads it.
-                guard let s = m.scalar(f) else { return 0 }
-                if let v = riskLevels[s] { return v }
+                guard let (s, line) = given else { return 0 }
+                let short = s.hasPrefix("RISK_LEVEL_") ? String(s.dropFirst("RISK_LEVEL_".count)) : s
+                if let v = riskLevelNames.firstIndex(of: short) { return v }
                 if let v = Int(s), (0...8).contains(v) { return v }
-                throw bad("exposureConfig.\(message).\(f)", "expected a RiskLevel (RISK_LEVEL_LOWEST ... RISK_LEVEL_HIGHEST or 0...8), got '\(s)'")
+                throw bad(line, "\(path).\(f)", "expected a RiskLevel (LOWEST ... HIGHEST, RISK_LEVEL_LOWEST ... RISK_LEVEL_HIGHEST, or 0...8), got '\(s)'")
             }
         }
-        guard let ad = root.message("attenuationDuration") else { throw bad("attenuationDuration", "missing") }
-        guard let th = ad.message("thresholds") else { throw bad("attenuationDuration.thresholds", "missing") }
-        guard let w = ad.message("weights") else { throw bad("attenuationDuration.weights", "missing") }
-        let thresholds = [try integer(th, "lower", "attenuationDuration.thresholds.lower"), try integer(th, "upper", "attenuationDuration.thresholds.upper")]
-        // Unset weights are 0, as protobuf reads them.
-        let weights = try ["low", "mid", "high"].map { w.scalar($0) == nil ? 0 : try number(w, $0, "attenuationDuration.weights.\($0)") }
-        let offset = Double(try integer(ad, "defaultBucketOffset", "attenuationDuration.defaultBucketOffset", default: 0))
-        let divisor = Double(try integer(ad, "riskScoreNormalizationDivisor", "attenuationDuration.riskScoreNormalizationDivisor"))
-        let classes = root.message("riskScoreClasses")?.all("risk_classes").compactMap { v -> TextProtoMessage? in
-            if case let .message(m) = v { return m } else { return nil }
-        } ?? []
-        guard let high = classes.first(where: { $0.scalar("label")?.uppercased() == "HIGH" }) else {
-            throw bad("riskScoreClasses", "no risk_classes labelled HIGH (its min is the increased-risk threshold)")
+        let ad = try fields(try message(root, "attenuationDuration"), "attenuationDuration",
+                            ["thresholds", "weights", "defaultBucketOffset", "riskScoreNormalizationDivisor"])
+        let th = try fields(try message(ad, "thresholds"), "attenuationDuration.thresholds", ["lower", "upper"])
+        let w = try fields(try message(ad, "weights"), "attenuationDuration.weights", ["low", "mid", "high"])
+        // Unset numbers are 0, as protobuf reads them.
+        let thresholds = [try integer(th, "lower", default: 0), try integer(th, "upper", default: 0)]
+        let weights = try ["low", "mid", "high"].map { try number(w, $0, default: 0) }
+        let offset = Double(try integer(ad, "defaultBucketOffset", default: 0))
+        let divisor = Double(try integer(ad, "riskScoreNormalizationDivisor"))
+        var high: TextProtoFields?
+        if let classes = try root.messages("riskScoreClasses", file: file).first?.0 {
+            let c = try fields(classes, "riskScoreClasses", ["risk_classes"], repeated: ["risk_classes"])
+            for (m, _) in try c.messages("risk_classes", file: file) {
+                let rc = try fields(m, "riskScoreClasses.risk_classes", ["label", "min", "max", "url"])
+                if try rc.scalar("label", file: file)?.0.uppercased() == "HIGH" { high = rc }
+            }
         }
-        let increased = try number(high, "min", "riskScoreClasses.risk_classes[HIGH].min")
+        guard let high else {
+            throw bad(nil, "riskScoreClasses", "no risk_classes labelled HIGH (its min is the increased-risk threshold)")
+        }
+        let increased = try number(high, "min", default: 0)
         let v1 = GAENv1Configuration(minimumRiskScore: minRiskScore, attenuationLevelValues: values["attenuation"]!,
                                      daysSinceLastExposureLevelValues: values["days_since_last_exposure"]!,
                                      durationLevelValues: values["duration"]!, transmissionRiskLevelValues: values["transmission"]!,

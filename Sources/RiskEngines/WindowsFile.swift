@@ -69,12 +69,25 @@ public enum WindowsFile {
     public static func parse(_ data: Data) throws -> [WindowsFileEntry] {
         let json: JSONValue
         do { json = try JSONValue.parse(data) } catch {
+            // A CSV (a scan recording, a spreadsheet export) is the usual wrong file here: say so.
+            if let line = csvFirstLine(data) {
+                throw RiskError.malformedWindows(detail: "this looks like CSV (first line '\(line)'), not a JSON windows file: expected a JSON array of exposure windows (docs/risk.md); `gaenctl risk nhs` reads the NHS scan recordings (secondsSinceLastScan,attenuation) as they are")
+            }
             throw RiskError.malformedWindows(detail: "not valid JSON (\(error))")
         }
         guard case let .array(array) = json else {
             throw RiskError.malformedWindows(detail: "top level: expected a JSON array of windows, got \(kind(json))")
         }
         return try array.enumerated().map { i, v in try entry(v, index: i) }
+    }
+
+    /// The first line of `data` when it reads as CSV: no JSON value opens it and it has a comma.
+    static func csvFirstLine(_ data: Data) -> String? {
+        guard let b = data.first(where: { !($0 == 0x20 || $0 == 0x09 || $0 == 0x0A || $0 == 0x0D) }),
+              b != UInt8(ascii: "["), b != UInt8(ascii: "{"), b != UInt8(ascii: "\"") else { return nil }
+        let start = data.firstIndex(of: b)!
+        let line = String(decoding: data[start...].prefix { $0 != 0x0A && $0 != 0x0D }.prefix(80), as: UTF8.self)
+        return line.contains(",") ? line : nil
     }
 
     /// Parses a windows file into the framework's integer windows.

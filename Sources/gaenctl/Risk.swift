@@ -278,6 +278,8 @@ struct Risk: ParsableCommand {
         var publishedConfiguration: String?
         @OptionGroup var windows: WindowsOptions
         @OptionGroup var today: TodayOption
+        @Flag(help: "Read a configuration with fields this tool does not know, leaving them out with a warning on stderr (default: refused, naming the field and its line).")
+        var allowUnknownFields = false
 
         func validate() throws {
             guard (configuration == nil) != (publishedConfiguration == nil) else {
@@ -290,7 +292,11 @@ struct Risk: ParsableCommand {
                 let c: CWAv1Configuration
                 if let configuration {
                     // JSON or the app configuration in protobuf text format.
-                    c = try ConfigurationText.cwaV1(RiskCLI.read(configuration, what: "--configuration"), file: configuration)
+                    var policy = UnknownFieldPolicy(allow: allowUnknownFields)
+                    c = try ConfigurationText.cwaV1(RiskCLI.read(configuration, what: "--configuration"), file: configuration, policy: &policy)
+                    for w in policy.warnings + ConfigurationReach.warnings(cwaV1: c) {
+                        FileHandle.standardError.write(Data("gaenctl risk cwa-v1: warning: \(w)\n".utf8))
+                    }
                 } else {
                     c = try RiskCLI.published(.cwaV1, on: publishedConfiguration!, generation: nil).cwaV1Configuration()
                 }

@@ -148,6 +148,7 @@ struct TrialImportCommand: ParsableCommand {
                     contacts += c
                     total.read += counts.read; total.written += counts.written
                     for (reason, n) in counts.dropped { for _ in 0..<n { total.drop(reason) } }
+                    for (what, n) in counts.notes { for _ in 0..<n { total.note(what) } }
                 }
                 try OutputFile.write(ContactsFile.encode(contacts), to: URL(fileURLWithPath: output))
                 TrialImportCommand.report("histogram", total, output: output)
@@ -175,6 +176,8 @@ struct TrialImportCommand: ParsableCommand {
         var transmissionRiskLevel: Int?
         @Option(help: ArgumentHelp("The attenuation ranges of the columns, when the file's comment does not name them.", valueName: "48-50,50-52,..."))
         var ranges: String?
+        @Option(help: ArgumentHelp("The day the measurements were taken, dating every window (default: the one date the dataset's comments name; without either the import stops).", valueName: "YYYY-MM-DD"))
+        var date: String?
         @Option(name: [.short, .customLong("output")], help: ArgumentHelp("Contacts JSON to write.", valueName: "CONTACTS.json"))
         var output: String
 
@@ -191,6 +194,7 @@ struct TrialImportCommand: ParsableCommand {
             guard HistogramImport.Placement(rawValue: at) != nil else { throw ValidationError("--at: expected midpoint, low or high, got '\(at)'") }
             if let t = transmissionRiskLevel, !(1...8).contains(t) { throw ValidationError("--transmission-risk-level must be 1...8") }
             _ = try parsedRanges()
+            if let date, UTCDay(isoDate: date) == nil { throw ValidationError("--date: expected YYYY-MM-DD, got '\(date)'") }
         }
 
         func run() throws {
@@ -198,7 +202,10 @@ struct TrialImportCommand: ParsableCommand {
                 var options = HistogramImport.Options()
                 options.placement = HistogramImport.Placement(rawValue: at)!
                 options.transmissionRiskLevel = transmissionRiskLevel
-                let (contacts, counts) = try LeithImport.contacts(in: URL(fileURLWithPath: dir), ranges: try parsedRanges(), options: options)
+                let r = try LeithImport.dated(in: URL(fileURLWithPath: dir), ranges: try parsedRanges(), options: options,
+                                              date: date.flatMap(UTCDay.init(isoDate:)))
+                let (contacts, counts) = (r.contacts, r.counts)
+                FileHandle.standardError.write(Data("gaenctl trial import leith: windows dated \(r.day.isoDate) (from \(r.daySource))\n".utf8))
                 try OutputFile.write(ContactsFile.encode(contacts), to: URL(fileURLWithPath: output))
                 TrialImportCommand.report("leith", counts, output: output)
             }
@@ -277,7 +284,8 @@ struct TrialImportCommand: ParsableCommand {
 struct TrialReplayCommand: ParsableCommand {
     /// A rule's number as people read it: whole numbers whole, others to 3 significant decimals.
     static func readable(_ v: Double) -> String {
-        v == v.rounded() && abs(v) < 1e15 ? Format.exact(v) : Format.time((v * 1000).rounded() / 1000)
+        if v.isNaN { return "NA" }  // a number the contact does not have (never heard: no attenuation)
+        return v == v.rounded() && abs(v) < 1e15 ? Format.exact(v) : Format.time((v * 1000).rounded() / 1000)
     }
 
     /// One row per contact and rule: index, label, cluster, distance, a close column per
@@ -292,7 +300,7 @@ struct TrialReplayCommand: ParsableCommand {
                 let j = r.judgements[i]
                 csv.appendRow([String(i), c.label, c.cluster ?? "#\(i)", Format.exact(c.distance)] + distances.map { Replay.isCloseContact(c, within: $0, for: closeFor) ? "true" : "false" }
                               + [r.rule, j.notified ? "true" : "false", j.numbers.first.map { Format.exact($0.value) } ?? "",
-                                 j.numbers.map { "\($0.name)=\(Format.exact($0.value))" }.joined(separator: " "), j.unjudged ?? ""])
+                                 j.numbers.map { "\($0.name)=\($0.value.isNaN ? "NA" : Format.exact($0.value))" }.joined(separator: " "), j.unjudged ?? ""])
             }
         }
         try AtomicOutputFile.write(Data(csv.text.utf8), to: path, mode: 0o644, durable: false)
@@ -304,8 +312,11 @@ struct TrialReplayCommand: ParsableCommand {
         discussion: """
             --rule NAME[=CONFIG], repeatable; NAME one of \(RiskEngineRegistry.names.joined(separator: ", ")) (gaenctl risk engines); CONFIG its \
             configuration file (JSON, may start with # comment lines; cwa-v1 also the CWA app configuration in \
-            protobuf text format; default: the app's published one, the current for cwa and nhs, mid-2020's for \
-            cwa-v1, SwissCovid's and Immuni's published values; gaen-v1 needs one). --rule cwa@DATE and \
+            protobuf text format, in any field spelling the apps served; a field this tool does not know is an error \
+            naming it and its line, a warning with --allow-unknown-fields; default: for cwa and cwa-v1 the configuration \
+            the CWA server published in force on the contacts' latest day, said on stderr (warned when there was none \
+            yet), the current one for nhs, SwissCovid's and Immuni's published values; gaen-v1 needs one). A \
+            configuration under which no contact could ever be notified is warned about. --rule cwa@DATE and \
             cwa-v1@DATE (YYYY-MM-DD): the configuration the CWA server published in force on that day \
             (`gaenctl risk configurations` lists them), named on stderr; repeat with other dates to compare. Each contact is judged from its \
             own windows on its own day. close = distance <= --close-contact. Inputs a rule cannot judge as the app \
@@ -336,6 +347,10 @@ struct TrialReplayCommand: ParsableCommand {
     var verdicts: String?
     @Flag(help: "Also print each contact's verdict per rule and the numbers the rule used.")
     var perContact = false
+    @Flag(help: "Read a configuration with fields this tool does not know, leaving them out with a warning on stderr (default: refused, naming the field and its line).")
+    var allowUnknownFields = false
+    @Option(help: ArgumentHelp("How a v1-scoring rule (gaen-v1, immuni) rounds exposure durations: nearest (5-minute steps, halves down, the framework's reference; default), up, down or none; repeatable.", valueName: "RULE=MODE"))
+    var durationRounding: [String] = []
     @Flag(help: "Print JSON instead of a table.")
     var json = false
 
@@ -344,17 +359,38 @@ struct TrialReplayCommand: ParsableCommand {
         guard !closeContact.isEmpty else { throw ValidationError("give --close-contact METRES (repeatable)") }
         for d in closeContact { guard d >= 0, d.isFinite else { throw ValidationError("--close-contact must be metres >= 0, got \(d)") } }
         if let closeFor { guard closeFor.isFinite, closeFor >= 0, closeFor <= 20_160 else { throw ValidationError("--close-for must be minutes in 0...20160, got \(closeFor)") } }
+        _ = try parsedRounding()
+    }
+
+    /// `--duration-rounding RULE=MODE`, RULE an engine scored the v1 way (gaen-v1, immuni).
+    func parsedRounding() throws -> [String: GAENv1DurationRounding] {
+        var out: [String: GAENv1DurationRounding] = [:]
+        for item in durationRounding {
+            let p = item.split(separator: "=", maxSplits: 1).map(String.init)
+            guard p.count == 2, p[0] == "gaen-v1" || p[0] == "immuni" else {
+                throw ValidationError("--duration-rounding: expected gaen-v1=MODE or immuni=MODE, got '\(item)'")
+            }
+            guard let mode = GAENv1DurationRounding(rawValue: p[1]) else {
+                throw ValidationError("--duration-rounding: '\(p[1])' is not nearest, up, down or none")
+            }
+            out[p[0]] = mode
+        }
+        return out
     }
 
     func run() throws {
         try TrialCommandSupport.run("trial replay") {
             let list = try ContactsFile.read(URL(fileURLWithPath: contacts))
+            let options = ReplayOptions(allowUnknownFields: allowUnknownFields, durationRounding: try parsedRounding(),
+                                        dataDay: ReplayOptions.latestDay(list))
             let rules = try rule.map { spec in
-                try ReplayRule.parse(spec) { path in
+                try ReplayRule.parse(spec, options: options) { path in
                     do { return try Data(contentsOf: URL(fileURLWithPath: path)) } catch { throw CommandFailure("--rule \(spec): cannot read \(path)") }
                 }
             }
             for r in rules {
+                // Warnings among the notes are printed with the results' warnings below.
+                for n in r.notes where !n.hasPrefix("warning: ") { FileHandle.standardError.write(Data("gaenctl trial replay: \(r.spec): \(n)\n".utf8)) }
                 if let p = r.published { FileHandle.standardError.write(Data("gaenctl trial replay: \(r.spec): published configuration \(p.summary)\n".utf8)) }
             }
             let results = try closeContact.flatMap { try Replay.run(list, rules: rules, closeContact: $0, closeFor: closeFor.map { $0 * 60 }) }
@@ -364,7 +400,7 @@ struct TrialReplayCommand: ParsableCommand {
             }
             if json {
                 struct Verdict: Encodable {
-                    var rule: String; var notified: Bool; var numbers: [String: Double]; var unjudged: String?
+                    var rule: String; var notified: Bool; var numbers: [String: Double?]; var unjudged: String?
                     func encode(to encoder: Encoder) throws {
                         enum K: String, CodingKey { case rule, notified, numbers, unjudged }
                         var c = encoder.container(keyedBy: K.self)
@@ -379,7 +415,7 @@ struct TrialReplayCommand: ParsableCommand {
                 let per: [PerContact]? = perContact ? list.enumerated().map { i, c in
                     PerContact(index: i, label: c.label, distance: c.distance, close: Replay.isCloseContact(c, within: closeContact[0], for: closeFor.map { $0 * 60 }), verdicts: first.map { r in
                         let j = r.judgements[i]
-                        return Verdict(rule: r.rule, notified: j.notified, numbers: Dictionary(j.numbers.map { ($0.name, $0.value) }, uniquingKeysWith: { a, _ in a }),
+                        return Verdict(rule: r.rule, notified: j.notified, numbers: Dictionary(j.numbers.map { ($0.name, $0.value.isNaN ? nil : $0.value) }, uniquingKeysWith: { a, _ in a }),
                                        unjudged: j.unjudged)
                     })
                 } : nil

@@ -1174,7 +1174,7 @@ _gaenctl_risk_gaen-v1() {
 
 _gaenctl_risk_cwa-v1() {
     repeating_flags=()
-    non_repeating_flags=(--per-window --version -h --help)
+    non_repeating_flags=(--per-window --allow-unknown-fields --version -h --help)
     repeating_options=()
     non_repeating_options=(--configuration --published-configuration --windows --test-case --today)
     __gaenctl_offer_flags_options 0
@@ -1430,7 +1430,7 @@ _gaenctl_trial_import_leith() {
     repeating_flags=()
     non_repeating_flags=(--version -h --help)
     repeating_options=()
-    non_repeating_options=(--at --transmission-risk-level --ranges -o --output)
+    non_repeating_options=(--at --transmission-risk-level --ranges --date -o --output)
     __gaenctl_offer_flags_options 1
 
     # Offer option value completions
@@ -1442,6 +1442,9 @@ _gaenctl_trial_import_leith() {
         return
         ;;
     '--ranges')
+        return
+        ;;
+    '--date')
         return
         ;;
     '-o'|'--output')
@@ -1545,8 +1548,8 @@ _gaenctl_trial_contacts() {
 
 _gaenctl_trial_replay() {
     repeating_flags=()
-    non_repeating_flags=(--per-contact --json --version -h --help)
-    repeating_options=(--rule --close-contact)
+    non_repeating_flags=(--per-contact --allow-unknown-fields --json --version -h --help)
+    repeating_options=(--rule --close-contact --duration-rounding)
     non_repeating_options=(--contacts --close-for --verdicts)
     __gaenctl_offer_flags_options 0
 
@@ -1565,6 +1568,9 @@ _gaenctl_trial_replay() {
         return
         ;;
     '--verdicts')
+        return
+        ;;
+    '--duration-rounding')
         return
         ;;
     esac

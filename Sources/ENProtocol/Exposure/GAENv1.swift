@@ -132,6 +132,28 @@ public enum GAENv1Buckets {
         let mod = seconds % 300
         return mod <= 150 ? seconds - mod : seconds + 300 - mod
     }
+
+    /// An exposure's duration in seconds under `rounding`.
+    public static func roundedSeconds(_ seconds: Int, _ rounding: GAENv1DurationRounding) -> Int {
+        switch rounding {
+        case .nearest: return bucketizedSeconds(seconds)
+        case .up: return (seconds + 299) / 300 * 300
+        case .down: return seconds / 300 * 300
+        case .none: return seconds
+        }
+    }
+}
+
+/// How an exposure's duration is rounded before it is bucketed. What an app's v1 scores saw
+/// depended on the framework build that reported the duration, which no published app states,
+/// so a replay names the rounding it assumed:
+/// - `nearest` (default): 5-minute steps, nearest, halves down, as the reference implementation
+///   bucketizes (exposure-notifications-internals KeyExposureEvaluator.bucketizeDuration);
+/// - `up`: every started 5 minutes counts (ceiling), an upper bound on what a phone reported;
+/// - `down`: whole 5-minute steps only (floor), a lower bound;
+/// - `none`: the window's own minutes, unrounded.
+public enum GAENv1DurationRounding: String, Sendable, CaseIterable, Codable {
+    case nearest, up, down, none
 }
 
 /// One exposure (one key on one day; here one window) scored the v1 way.
@@ -169,13 +191,13 @@ public enum GAENv1 {
     /// Scores one window as one v1 exposure on `today`, as the reference RiskScoreCalculator does
     /// (exposure-notifications-internals): INVALID transmission risk (0) scores a value of 1.
     public static func score(_ window: ExposureWindow, index: Int, configuration c: GAENv1Configuration,
-                             today: UTCDay) throws -> GAENv1Exposure {
+                             today: UTCDay, durationRounding: GAENv1DurationRounding = .nearest) throws -> GAENv1Exposure {
         let trl = window.transmissionRiskLevel ?? c.defaultTransmissionRiskLevel ?? 0
         guard (0...8).contains(trl) else {
             throw RiskError.invalidWindow(index: index, field: "transmissionRiskLevel", expected: "1...8 (0: invalid)", actual: "\(trl)")
         }
         let attenuation = meanAttenuation(window)
-        let minutes = Double(GAENv1Buckets.bucketizedSeconds(window.totalSeconds)) / 60
+        let minutes = Double(GAENv1Buckets.roundedSeconds(window.totalSeconds, durationRounding)) / 60
         let days = today.rawValue - window.day.rawValue
         let trlValue = trl == 0 ? 1 : c.transmissionRiskLevelValues[GAENv1Buckets.transmissionRisk(trl)]
         let score = c.attenuationLevelValues[GAENv1Buckets.attenuation(attenuation)]

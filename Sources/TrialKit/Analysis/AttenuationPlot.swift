@@ -129,7 +129,7 @@ public struct AttenuationPlot {
         // Thresholds.
         for t in analysis.options.thresholds where t >= yMin && t <= yMax {
             s += "<line x1=\"\(n(Self.left))\" y1=\"\(n(y(t)))\" x2=\"\(n(plotRight))\" y2=\"\(n(y(t)))\" stroke=\"#c60\" stroke-dasharray=\"2 4\"/>"
-            s += "<text x=\"\(n(plotRight - 4))\" y=\"\(n(y(t) - 4))\" text-anchor=\"end\" fill=\"#c60\">\(Int(t)) dB</text>\n"
+            s += "<text x=\"\(n(plotRight - 4))\" y=\"\(n(y(t) - 4))\" text-anchor=\"end\" fill=\"#c60\">\(Format.exact(t)) dB</text>\n"
         }
         // Sightings.
         s += "<g fill-opacity=\"0.3\">\n"

@@ -217,7 +217,7 @@ extension ChannelAnalysis {
         if let c = censored, let far = farthest {
             let beyond = 1 - Statistics.normalCDF((c.limitDb - fit.meanAttenuation(at: max(far, floor))) / max(fit.sigma, 1e-9))
             if beyond > 0.1 || (fit.slopePerDecade > 0 && c.slopePerDecade >= 1.5 * fit.slopePerDecade) || (fit.slopePerDecade <= 0 && c.slopePerDecade > 0) {
-                out.append("censored by sensitivity: nothing weaker than \(Format.fixed(c.limitDb, 1)) dB was received, yet the least-squares model puts \(Format.fixed(beyond * 100, 0)) % of the readings at \(Format.exact(far)) m beyond it; the weak readings that were lost flatten the least-squares slope (\(Format.fixed(fit.slopePerDecade, 2)) dB/decade) — the censoring-aware fit gives \(Format.fixed(c.slopePerDecade, 2)) dB/decade")
+                out.append("censored by sensitivity: nothing weaker than \(Format.fixed(c.limitDb, 1)) dB was received, yet the least-squares model puts \(Format.fixed(beyond * 100, 0)) % of the readings at \(Format.readable(far)) m beyond it; the weak readings that were lost flatten the least-squares slope (\(Format.fixed(fit.slopePerDecade, 2)) dB/decade) — the censoring-aware fit gives \(Format.fixed(c.slopePerDecade, 2)) dB/decade")
             }
         }
         return out

@@ -11,8 +11,13 @@ public struct ReplayRule: Sendable {
     public let spec: String
     /// The engine's name in the registry (RiskEngineRegistry).
     public let engine: String
-    /// With `NAME@DATE`: the published configuration used (its dates and source commit).
+    /// With `NAME@DATE`, or chosen by the contacts' own day: the published configuration used
+    /// (its dates and source commit).
     public private(set) var published: PublishedRiskConfigurations.Dated?
+    /// What people should know about the rule as built, for stderr: the configuration chosen
+    /// and why; those starting "warning: " (unknown fields left out with --allow-unknown-fields,
+    /// a configuration that can notify no one) also go into the results' warnings.
+    public internal(set) var notes: [String] = []
     let rule: any RiskRule
 
     init(spec: String, engine: String, rule: any RiskRule) {
@@ -25,7 +30,7 @@ public struct ReplayRule: Sendable {
     /// gaen-v1 has no app and needs one. `@DATE` (engines with a dated history: cwa, cwa-v1):
     /// the configuration published in force on that day (PublishedRiskConfigurations.dated),
     /// with the calculation of the apps that read it. CONFIG files may start with `#` comment lines.
-    public static func parse(_ spec: String, read: (String) throws -> Data) throws -> ReplayRule {
+    public static func parse(_ spec: String, options: ReplayOptions = ReplayOptions(), read: (String) throws -> Data) throws -> ReplayRule {
         let parts = spec.split(separator: "=", maxSplits: 1).map(String.init)
         let nameAndDate = parts[0].split(separator: "@", maxSplits: 1, omittingEmptySubsequences: false).map(String.init)
         let name = nameAndDate[0]
@@ -46,6 +51,23 @@ public struct ReplayRule: Sendable {
                 throw ReplayError.badRule("'\(spec)': \(e)")
             }
         }
+        var notes: [String] = []
+        if dated == nil, file == nil, let day = options.dataDay, let history = engine.datedRule {
+            // Without a date or a file, the configuration in force on the data's own day: a
+            // replay of June 2020 contacts under the 2022 values answers another question.
+            do {
+                dated = try PublishedRiskConfigurations.published(history, on: day)
+                notes.append("the contacts' latest day is \(day.isoDate): using the configuration published in force that day (give \(name)@DATE or \(name)=CONFIG to choose another)")
+            } catch let e as PublishedRiskConfigurations.DateError {
+                if history == .cwa {
+                    // The exposure-window method did not exist yet: its 2022 values judge 2020 contacts by rules no app then ran.
+                    notes.append("warning: the contacts' latest day is \(day.isoDate), but \(e): using the CWA app's current built-in configuration (v3.2.1, 2022) instead; CWA apps of that time ran the v1 method (--rule cwa-v1)")
+                } else {
+                    // Before the launch the launch values are the nearest published: said, not warned.
+                    notes.append("the contacts' latest day is \(day.isoDate), before the first published configuration (2020-06-15): using those launch values")
+                }
+            }
+        }
         let parameters: Data, source: String
         if let file {
             (parameters, source) = (try read(file), file)
@@ -56,8 +78,11 @@ public struct ReplayRule: Sendable {
         } else {
             throw ReplayError.badRule("'\(spec)': \(name) has no published configuration; give \(name)=CONFIG")
         }
-        var rule = ReplayRule(spec: spec, engine: name, rule: try engine.rule(parameters: parameters, source: source, dated: dated))
+        let options = RiskRuleOptions(allowUnknownFields: options.allowUnknownFields, durationRounding: options.durationRounding[name] ?? .nearest)
+        let built = try engine.rule(parameters: parameters, source: source, dated: dated, options: options)
+        var rule = ReplayRule(spec: spec, engine: name, rule: built.rule)
         rule.published = dated
+        rule.notes = notes + built.warnings.map { "warning: \($0)" }
         return rule
     }
 
@@ -92,8 +117,27 @@ public struct ReplayJudgement: Sendable, Equatable {
 
     public static func == (a: ReplayJudgement, b: ReplayJudgement) -> Bool {
         a.notified == b.notified && a.unjudged == b.unjudged && a.numbers.map(\.name) == b.numbers.map(\.name)
-            && a.numbers.map(\.value) == b.numbers.map(\.value)
+            // NaN (a number that does not exist, e.g. a never-heard contact's attenuation) equals NaN here.
+            && a.numbers.map(\.value.bitPattern) == b.numbers.map(\.value.bitPattern)
     }
+}
+
+/// How `trial replay` builds its rules beyond their specs.
+public struct ReplayOptions: Sendable {
+    /// Unknown fields in a configuration file are warnings (ReplayRule.notes) instead of errors.
+    public var allowUnknownFields = false
+    /// Per v1-scoring rule by engine name (gaen-v1, immuni): how exposure durations are rounded.
+    public var durationRounding: [String: GAENv1DurationRounding] = [:]
+    /// The contacts' latest day: engines with a dated history (cwa, cwa-v1) without a date or a
+    /// file use the configuration published in force on it.
+    public var dataDay: UTCDay?
+
+    public init(allowUnknownFields: Bool = false, durationRounding: [String: GAENv1DurationRounding] = [:], dataDay: UTCDay? = nil) {
+        self.allowUnknownFields = allowUnknownFields; self.durationRounding = durationRounding; self.dataDay = dataDay
+    }
+
+    /// The latest window day of the contacts (nil when none has a window).
+    public static func latestDay(_ contacts: [Contact]) -> UTCDay? { contacts.flatMap { $0.windows.map(\.day) }.max() }
 }
 
 public enum ReplayError: Error, CustomStringConvertible {
@@ -178,7 +222,8 @@ public enum Replay {
             let fp = zip(verdicts, isClose).filter { $0 && !$1 }.count
             let notified = tp + fp
             func ratio(_ a: Int, _ b: Int) -> Double { b == 0 ? .nan : Double(a) / Double(b) }
-            var warnings: [String] = []
+            // The configuration's own warnings (it can notify no one, fields left out) first.
+            var warnings: [String] = rule.notes.filter { $0.hasPrefix("warning: ") }.map { String($0.dropFirst("warning: ".count)) }
             var reasons: [String: Int] = [:]
             for j in judgements { if let u = j.unjudged { reasons[u, default: 0] += 1 } }
             for (reason, n) in reasons.sorted(by: { $0.key < $1.key }) {

@@ -280,7 +280,7 @@ public enum TrialReportWriter {
                           ["count", "distances", "min_distance", "max_distance", "median_attenuation", "mean_attenuation", "slope_db_per_decade"])
         for g in groups {
             w.appendRow((pairs ? [g.receiver, g.transmitter ?? ""] : [g.receiver]) +
-                        [String(g.count), String(g.distances), Format.exact(g.minDistance), Format.exact(g.maxDistance),
+                        [String(g.count), String(g.distances), Format.clean(g.minDistance), Format.clean(g.maxDistance),
                          Format.fixed(g.medianAttenuation, 2), Format.fixed(g.meanAttenuation, 2), g.slopePerDecade.map { Format.fixed($0, 3) } ?? ""])
         }
         return w

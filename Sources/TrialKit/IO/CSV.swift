@@ -317,6 +317,19 @@ public enum Format {
         return "\(v)"
     }
 
+    /// A number computed from input (a product such as 3 ft x 0.3048) without the binary noise
+    /// of the arithmetic: rounded to 12 significant digits, far below any measured precision,
+    /// then written as the shortest decimal that reads back as that: 0.9144000000000001 is
+    /// "0.9144". Numbers read straight from input are unchanged (they already are that shortest
+    /// decimal).
+    public static func clean(_ v: Double) -> String { exact(cleaned(v)) }
+
+    /// `v` rounded to 12 significant digits (clean).
+    public static func cleaned(_ v: Double) -> Double {
+        guard v.isFinite, v != 0 else { return v }
+        return Double(String(format: "%.12g", v)) ?? v
+    }
+
     /// A number for people to read: `significant` significant digits (at least the units),
     /// trailing zeros dropped: 0.5500000000000007 is "0.55", 6.365728552176884 is "6.37", 12.5 is "12.5".
     public static func readable(_ v: Double, significant: Int = 3) -> String {

@@ -365,7 +365,8 @@ public enum RSSITableImport {
             var out = Format.exact(t)
             out += ","; out += cRx.map { CSVWriter.escape(row.string($0)) } ?? fixedRx
             out += ","; out += cTx.map { CSVWriter.escape(row.string($0)) } ?? fixedTx
-            out += ","; out += Format.exact(d * o.distanceScale)
+            // Scaled ranges written without the product's binary noise (3 ft is 0.9144 m, not 0.9144000000000001).
+            out += ","; out += Format.clean(d * o.distanceScale)
             out += ","; out += Format.exact(o.txPower - rssi)
             out += ","; out += Format.exact(rssi)
             out += ","; out += txPower

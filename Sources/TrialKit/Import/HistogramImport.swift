@@ -21,6 +21,8 @@ public enum HistogramImport {
         /// Keep a row with no minutes in any bin as a contact without windows (a pair that was
         /// measured and never heard: a contact no rule can notify), instead of leaving it out.
         public var keepRowsWithoutMinutes = false
+        /// The day of rows without a `date` (nil: 2020-06-01, the histogram's documented default).
+        public var defaultDay: UTCDay? = nil
         public init() {}
     }
 
@@ -59,7 +61,7 @@ public enum HistogramImport {
         let cConf = reader.column("calibration_confidence"), cTRL = reader.column("transmission_risk_level")
         var counts = ImportCounts()
         var out: [Contact] = []
-        let defaultDay = UTCDay(isoDate: "2020-06-01")!
+        let defaultDay = options.defaultDay ?? UTCDay(isoDate: "2020-06-01")!
         try reader.forEachRow { row in
             counts.read += 1
             guard let d = try row.double(cDist, column: "distance") else { counts.drop("without a distance"); return }
@@ -100,6 +102,9 @@ public enum HistogramImport {
                 }
                 return
             }
+            // Said, not silently assumed: cwa and nhs weigh a window by its report type and infectiousness.
+            if cReport.map({ row.isEmpty($0) }) ?? true { counts.note("with report type 1 (CONFIRMED_TEST) assumed (no report_type; cwa and nhs weigh it)") }
+            if cInf.map({ row.isEmpty($0) }) ?? true { counts.note("with infectiousness 1 (STANDARD) assumed (no infectiousness; cwa and nhs weigh it)") }
             let window = WindowsFileEntry(index: 0, dateMillisSinceEpoch: day.millisSinceEpoch,
                                           reportType: try int(cReport, "report_type", 0...5, 1)!, infectiousness: try int(cInf, "infectiousness", 0...2, 1)!,
                                           calibrationConfidence: try int(cConf, "calibration_confidence", 0...3, 0)!,

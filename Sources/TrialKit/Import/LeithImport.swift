@@ -1,3 +1,4 @@
+import ENProtocol
 import Foundation
 
 /// Leith & Farrell's GAEN measurement datasets (Trinity College Dublin; e.g. the Dublin tram
@@ -126,20 +127,58 @@ public enum LeithImport {
         return csv.text
     }
 
-    /// Every dataset in `dir` to contacts.
+    /// The day the windows are dated: `given` (an option), else the one date (YYYY-MM-DD) the
+    /// datasets' comment lines name. The rules weigh a window by its day (days since exposure,
+    /// the configuration in force), so no day is assumed: without either, the import stops.
+    /// Returns the day and where it came from, for the command to print.
+    public static func measurementDay(in dir: URL, given: UTCDay?) throws -> (day: UTCDay, source: String) {
+        if let given { return (given, "--date") }
+        var found: [String: String] = [:]
+        for d in try datasets(in: dir) {
+            for url in [d.attenuations, d.distances, d.pairs] {
+                let m = try matrix(url, columns: nil)
+                for c in m.comments {
+                    var rest = Substring(c)
+                    while let r = rest.range(of: #"\b(19|20)\d\d-[01]\d-[0-3]\d\b"#, options: .regularExpression) {
+                        let s = String(rest[r])
+                        if UTCDay(isoDate: s) != nil, found[s] == nil { found[s] = url.lastPathComponent }
+                        rest = rest[r.upperBound...]
+                    }
+                }
+            }
+        }
+        if found.count == 1, let e = found.first { return (UTCDay(isoDate: e.key)!, "the comment of \(e.value)") }
+        if found.count > 1 {
+            throw Failure(reason: "\(dir.path): the comments name several dates (\(found.keys.sorted().joined(separator: ", "))); give the measurement day with --date YYYY-MM-DD")
+        }
+        throw Failure(reason: "\(dir.path): the dataset names no date in its comments; give the day the measurements were taken with --date YYYY-MM-DD (windows are dated by it, and the rules weigh a window by its day)")
+    }
+
+    /// Every dataset in `dir` to contacts, dated `options.defaultDay` (else measurementDay's).
     public static func contacts(in dir: URL, ranges: [(low: Double, high: Double)]? = nil,
                                 options: HistogramImport.Options) throws -> ([Contact], ImportCounts) {
+        let r = try dated(in: dir, ranges: ranges, options: options, date: options.defaultDay)
+        return (r.contacts, r.counts)
+    }
+
+    /// The contacts with the day they are dated and where it came from (measurementDay), found
+    /// after the files are checked, so a broken dataset is named as such first.
+    public static func dated(in dir: URL, ranges: [(low: Double, high: Double)]? = nil, options: HistogramImport.Options,
+                             date: UTCDay?) throws -> (contacts: [Contact], counts: ImportCounts, day: UTCDay, daySource: String) {
         var options = options
         options.keepRowsWithoutMinutes = true
+        let texts = try datasets(in: dir).map { d in (d, try histogramCSV(d, ranges: ranges)) }
+        let (day, source) = try measurementDay(in: dir, given: date)
+        options.defaultDay = day
         var contacts: [Contact] = []
         var total = ImportCounts()
-        for d in try datasets(in: dir) {
-            let text = try histogramCSV(d, ranges: ranges)
+        for (d, text) in texts {
             let (c, counts) = try HistogramImport.contacts(CSVReader(bytes: Array(text.utf8), file: d.attenuations.path), options: options)
             contacts += c
             total.read += counts.read; total.written += counts.written
             for (reason, n) in counts.dropped { for _ in 0..<n { total.drop(reason) } }
+            for (what, n) in counts.notes { for _ in 0..<n { total.note(what) } }
         }
-        return (contacts, total)
+        return (contacts, total, day, source)
     }
 }

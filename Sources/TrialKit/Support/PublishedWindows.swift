@@ -17,14 +17,29 @@ public enum PublishedWindows {
         public var description: String { "\(file): \(reason)" }
     }
 
-    /// True when `data` is not JSON (its first non-blank character opens no JSON value) but a
-    /// line of numbers: the NHS recordings.
+    /// True when `data` is not JSON (its first non-blank character opens no JSON value) but an
+    /// NHS recording: lines of numbers, or a header line (`secondsSinceLastScan,attenuation`, as
+    /// a spreadsheet saves it) followed by them.
     public static func isHeaderlessCSV(_ data: Data) -> Bool {
         guard let b = data.first(where: { !($0 == 0x20 || $0 == 0x09 || $0 == 0x0A || $0 == 0x0D) }) else { return false }
-        guard (b >= 0x30 && b <= 0x39) || b == UInt8(ascii: "-") || b == UInt8(ascii: ".") else { return false }
+        guard (b >= 0x30 && b <= 0x39) || b == UInt8(ascii: "-") || b == UInt8(ascii: ".") else { return recordingHeader(data) != nil }
         // A bare JSON number is not a windows file either; a comma on the first line makes it CSV.
         let firstLine = data.prefix { $0 != 0x0A }
         return firstLine.contains(UInt8(ascii: ","))
+    }
+
+    /// The columns (seconds, attenuation) named by a recording's header line, when its first
+    /// line is two names, one about seconds and one about attenuation, and a number follows.
+    static func recordingHeader(_ data: Data) -> (seconds: Int, attenuation: Int)? {
+        let lines = data.split(separator: 0x0A, maxSplits: 2, omittingEmptySubsequences: true)
+        guard lines.count >= 2 else { return nil }
+        let names = String(decoding: lines[0], as: UTF8.self).split(separator: ",").map {
+            $0.trimmingCharacters(in: .whitespacesAndNewlines).trimmingCharacters(in: CharacterSet(charactersIn: "\"")).lowercased()
+        }
+        guard names.count == 2, let s = names.firstIndex(where: { $0.contains("second") }),
+              let a = names.firstIndex(where: { $0.contains("atten") }), s != a else { return nil }
+        guard let b = lines[1].first(where: { $0 != 0x20 && $0 != 0x09 }), (b >= 0x30 && b <= 0x39) || b == UInt8(ascii: "-") || b == UInt8(ascii: ".") else { return nil }
+        return (s, a)
     }
 
     /// The windows file for `data` in any of the shapes above (a windows file is returned as
@@ -79,20 +94,24 @@ public enum PublishedWindows {
     /// (the attenuation as the minimum and the typical), dated `day`; reportType 1 (confirmed test),
     /// `infectiousness` (default 1, standard), calibrationConfidence 0.
     public static func nhsRecording(_ data: Data, file: String, day: UTCDay, infectiousness: Int = 1) throws -> Data {
-        let reader = try CSVReader(bytes: Array("seconds,attenuation\n".utf8) + [UInt8](data), file: file)
+        // A header line names the columns; without one the synthetic header shifts lines by one.
+        let header = recordingHeader(data)
+        let columns = header ?? (0, 1)
+        let shift = header == nil ? 1 : 0
+        let reader = try CSVReader(bytes: (header == nil ? Array("seconds,attenuation\n".utf8) : []) + [UInt8](data), file: file)
         var scans: [[String: Any]] = []
         try reader.forEachRow { row in
             // The synthetic header shifts lines by one; errors name the file's own line.
             func number(_ i: Int, _ name: String) throws -> Double {
-                guard row.count == 2 else { throw Invalid(file: file, reason: "line \(row.line - 1): expected secondsSinceLastScan,attenuation, got \(row.count) fields") }
+                guard row.count == 2 else { throw Invalid(file: file, reason: "line \(row.line - shift): expected secondsSinceLastScan,attenuation, got \(row.count) fields") }
                 guard let v = try? row.double(i, column: name), v.isFinite else {
-                    throw Invalid(file: file, reason: "line \(row.line - 1): \(name): expected a number, got '\(row.string(i))'")
+                    throw Invalid(file: file, reason: "line \(row.line - shift): \(name): expected a number, got '\(row.string(i))'")
                 }
                 return v
             }
-            let seconds = try number(0, "secondsSinceLastScan"), attenuation = try number(1, "attenuation")
+            let seconds = try number(columns.seconds, "secondsSinceLastScan"), attenuation = try number(columns.attenuation, "attenuation")
             guard seconds >= 0, (0...255).contains(attenuation) else {
-                throw Invalid(file: file, reason: "line \(row.line - 1): expected seconds >= 0 and attenuation 0...255 dB, got \(row.string(0)),\(row.string(1))")
+                throw Invalid(file: file, reason: "line \(row.line - shift): expected seconds >= 0 and attenuation 0...255 dB, got \(row.string(columns.seconds)),\(row.string(columns.attenuation))")
             }
             scans.append(["secondsSinceLastScan": seconds, "minAttenuationDb": attenuation, "typicalAttenuationDb": attenuation])
         }
