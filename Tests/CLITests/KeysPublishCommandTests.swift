@@ -196,7 +196,8 @@ extension CLI {
         let deadline = Date().addingTimeInterval(timeout)
         while process.isRunning, Date() < deadline { usleep(20_000) }
         if process.isRunning {
-            process.terminate()
+            // SIGKILL: a gaenctl blocked opening a FIFO did not end on SIGTERM (seen with the old publisher).
+            kill(process.processIdentifier, SIGKILL)
             process.waitUntilExit()
             Issue.record("\(program) \(arguments.joined(separator: " ")) still ran after \(timeout) s")
         }
