@@ -130,7 +130,7 @@ let package = Package(
         // the publisher's plan and tree writer and the app's readers side by side, the signed
         // app configuration. Signing and the key export format are ENProtocol's.
         .target(name: "KeyDistribution", dependencies: ["ENProtocol", "PlatformSupport", "RiskEngines", "TrialKit"]),
-        .testTarget(name: "KeyDistributionTests", dependencies: ["KeyDistribution", "ENProtocol"]),
+        .testTarget(name: "KeyDistributionTests", dependencies: ["KeyDistribution", "ENProtocol", "PlatformSupport"]),
         // System library: libcurl (Debian's libcurl4-openssl-dev), the app's HTTP client: security
         // updates through the OS, proxies, IPv6, HTTP/2; one handle keeps the connection alive.
         .systemLibrary(

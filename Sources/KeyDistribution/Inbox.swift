@@ -205,20 +205,3 @@ public enum Inbox {
         return export.keyBatches().flatMap { $0 }
     }
 }
-
-/// Text from the inbox (file and folder names are the boards' to choose) made safe for a
-/// terminal and a log line: control characters, including line breaks and ESC, become escapes,
-/// so a name can neither run terminal sequences nor fake a line of the report.
-public enum SafeText {
-    public static func escaped(_ text: String) -> String {
-        var out = ""
-        for scalar in text.unicodeScalars {
-            switch scalar.value {
-            case 0x5C: out += "\\\\"
-            case 0x00..<0x20, 0x7F..<0xA0, 0x2028, 0x2029: out += "\\u{\(String(scalar.value, radix: 16))}"
-            default: out.unicodeScalars.append(scalar)
-            }
-        }
-        return out
-    }
-}

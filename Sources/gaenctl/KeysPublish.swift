@@ -106,7 +106,7 @@ struct KeysPublish: ParsableCommand {
     /// milliseconds, or one that would overflow the day and hour numbers, is a usage error).
     static func parseTime(_ text: String) throws -> Int64 {
         let range = SubmissionLedger.plausibleTimes
-        let shown = SafeText.escaped(String(text.prefix(64)))
+        let shown = TextSafety.escaped(String(text.prefix(64)))
         var seconds: Int64?
         if let n = Int64(text) { seconds = n } else if let d = try? Date(text, strategy: .iso8601), d.timeIntervalSince1970.isFinite {
             seconds = Int64(exactly: d.timeIntervalSince1970.rounded(.down))
@@ -125,7 +125,7 @@ struct KeysPublish: ParsableCommand {
     /// once rather than waited on or read without end.
     static func readSmall(_ option: String, _ path: String, limit: Int) throws -> Data {
         do { return Data(try SmallFile.read(path, limit: limit)) } catch {
-            throw CommandFailure("\(option) \(SafeText.escaped(path)) \(error)")
+            throw CommandFailure("\(option) \(TextSafety.escaped(path)) \(error)")
         }
     }
 
@@ -169,22 +169,22 @@ struct KeysPublish: ParsableCommand {
                            + "packages published for hours after now are withdrawn.")
             }
             let read = try Inbox.read(inbox, ledger: &ledger, now: moment, budget: budget, retentionDays: retentionDays)
-            for s in read.skipped { printError("gaenctl keys publish: skipped \(SafeText.escaped(s.file)): \(SafeText.escaped(s.reason))") }
+            for s in read.skipped { printError("gaenctl keys publish: skipped \(TextSafety.escaped(s.file)): \(TextSafety.escaped(s.reason))") }
             for (board, report) in read.boards.sorted(by: { $0.key < $1.key }) where report.keysRefused > 0 || report.filesOverBudget > 0 {
                 let reasons = report.refused.sorted { $0.key < $1.key }.map { "\($0.value) \($0.key)" }.joined(separator: ", ")
-                let name = board.isEmpty ? "(files directly in the inbox)" : "'\(SafeText.escaped(board))'"
+                let name = board.isEmpty ? "(files directly in the inbox)" : "'\(TextSafety.escaped(board))'"
                 printError("gaenctl keys publish: board \(name): \(report.keysAccepted) keys accepted, \(report.keysRefused) refused"
                            + (reasons.isEmpty ? "" : " (\(reasons))")
                            + (report.filesOverBudget > 0 ? ", \(report.filesOverBudget) files over its bytes a day not read" : ""))
                 for (_, example) in report.examples.sorted(by: { $0.key < $1.key }) {
-                    printError("gaenctl keys publish:   e.g. \(SafeText.escaped(example))")
+                    printError("gaenctl keys publish:   e.g. \(TextSafety.escaped(example))")
                 }
             }
             // The hours earlier runs published are sealed: read back from the tree, published
             // again as they were, whatever the inbox holds now.
             let sealedBefore = ledger.lastPublishedAt.map { PublicationPlan.floorDiv($0, 3600) } ?? .min
             let sealed = PublishedTree.sealedHours(output: output, region: options.region, before: sealedBefore)
-            for p in sealed.problems { printError("gaenctl keys publish: warning: cannot read back the published \(SafeText.escaped(p)); its hour is planned again") }
+            for p in sealed.problems { printError("gaenctl keys publish: warning: cannot read back the published \(TextSafety.escaped(p)); its hour is planned again") }
             let plan = PublicationPlan.plan(read.keys, now: moment, options: options, sealed: sealed.hours, sealedBefore: sealedBefore)
             let summary = try TreeWriter(options: options, signers: signers, appConfiguration: config).publish(plan, to: output)
             if summary.staleRemoved > 0 { printError("gaenctl keys publish: removed \(summary.staleRemoved) half-built trees of runs that were killed") }

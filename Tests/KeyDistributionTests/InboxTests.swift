@@ -1,5 +1,6 @@
 import ENProtocol
 import Foundation
+import PlatformSupport
 import Testing
 @testable import KeyDistribution
 
@@ -154,7 +155,7 @@ import Testing
 
     @Test("names from the inbox are printed with control characters escaped")
     func safeText() {
-        #expect(SafeText.escaped("a\u{1b}[31mb\nfake line\r\\") == "a\\u{1b}[31mb\\u{a}fake line\\u{d}\\\\")
-        #expect(SafeText.escaped("board-07") == "board-07")
+        #expect(TextSafety.escaped("a\u{1b}[31mb\nfake line\r\\") == "a\\u{1b}[31mb\\nfake line\\r\\\\")
+        #expect(TextSafety.escaped("board-07") == "board-07")
     }
 }
