@@ -141,7 +141,7 @@ import Testing
         try FileManager.default.createDirectory(at: stale.appendingPathComponent("version"), withIntermediateDirectories: true)
         let r = try site.publish([])
         #expect(r.status == 0, "\(r.stderr)")
-        #expect(!r.stderr.contains("\u{1b}") && r.stderr.contains("evil\\u{1b}[2J\\u{a}board"), "\(r.stderr)")
+        #expect(!r.stderr.contains("\u{1b}") && r.stderr.contains("evil\\u{1b}[2J\\nboard"), "\(r.stderr)")
         #expect(!FileManager.default.fileExists(atPath: stale.path))
         #expect(r.stderr.contains("removed 1 half-built tree"), "\(r.stderr)")
     }
