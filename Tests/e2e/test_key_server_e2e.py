@@ -152,3 +152,79 @@ def test_three_boards_the_whole_loop(radio, nodes, bin_dir, tmp_path):
             assert seen.count("member=RiskChanged") == 1 and 'string "high"' in seen, seen
     finally:
         server.stop()
+
+
+@pytest.mark.skipif(FAKETIME is None, reason="libfaketime is not installed (scripts/setup.sh installs the faketime package)")
+def test_one_board_flooding_within_nginx_limits_stops_no_honest_key(radio, nodes, bin_dir, tmp_path):
+    """Issue 29's first chain attack: one authenticated board (board-x) uploads 40 key files of
+    18,000 keys each, every one under nginx's 64 KiB body limit (720,000 keys), beside three
+    honest boards. The publisher's per-board budget keeps board-x to its 15 keys a day, every
+    package stays within what the app and gaend accept, and in the next sync every board's app
+    provides everything it fetched, refuses nothing, and matches the other two boards' keys."""
+    import re
+    import zipfile
+    from bench_publisher_flood import _flood
+
+    r = radio([{"name": "a", "transport": "tcp-server:127.0.0.1:0", "tx_power": TX_POWER},
+               {"name": "b", "transport": "tcp-server:127.0.0.1:0", "x": 1.5, "tx_power": TX_POWER},
+               {"name": "c", "transport": "tcp-server:127.0.0.1:0", "x": 3.0, "tx_power": TX_POWER}],
+              channel={"sigma": 0.0, "loss": 0.0})
+    offset, fake_now = day_ahead_offset(tmp_path)
+    env = faketime_env(offset)
+    passwords = {f"board-{n}": os.urandom(12).hex() for n in "abcx"}
+    server = TrialServer(tmp_path, passwords, env=env)
+    try:
+        signing, signing_pem, public_pem = new_signing_key(tmp_path, "trial")
+        boards = {}
+        for n in "abc":
+            node = nodes(n, r.ready["devices"][n]["connect"])
+            node.start()
+            boards[n] = node
+        for node in boards.values():
+            node.wait_scans(8, timeout=90)
+        gaenctl = str(bin_dir / "gaenctl")
+        for n, node in boards.items():
+            pw = tmp_path / f"{n}.password"
+            pw.write_text(passwords[f"board-{n}"] + "\n")
+            out = subprocess.run(["nice", "-n", "0", gaenctl, "--bus", node.bus.address, "app", "submit", "--server", server.url,
+                                  "--user", f"board-{n}", "--password-file", str(pw), "--consent", "yes",
+                                  "--state-dir", str(tmp_path / f"app-{n}")], capture_output=True, text=True, env=env, timeout=60)
+            assert out.returncode == 0 and out.stdout.startswith("1 keys uploaded"), out.stderr
+        # The flood, through nginx with board-x's own credentials: every upload accepted.
+        staged = tmp_path / "flood-staging"
+        files = _flood(staged, 720_000, fake_now)
+        assert files == 40
+        for i, p in enumerate(sorted(staged.rglob("*.zip"))):
+            assert p.stat().st_size < 64 << 10
+            code = server.put(f"/inbox/board-x/flood-{i:04}.zip", p.read_bytes(), "board-x", passwords["board-x"])
+            assert code in (201, 204), code
+
+        config = tmp_path / "app-config.json"
+        config.write_text(json.dumps(SWISSCOVID_ANY_CONTACT))
+        pub = subprocess.run([gaenctl, "keys", "publish", "--inbox", str(server.srv / "inbox"), "-o", str(server.tree),
+                              "--signing-key", str(signing_pem), "--key-id", "TRIAL", "--key-version", "1", "--country", "DE",
+                              "--region", "DE-TRIAL", "--min-keys", "1", "--app-config", str(config), "--now", str(fake_now)],
+                             capture_output=True, text=True, timeout=300)
+        assert pub.returncode == 0, pub.stderr
+        published = int(pub.stdout.split()[0])
+        # The three honest keys and at most board-x's budget of a day.
+        assert 3 <= published <= 3 + 15, pub.stdout + pub.stderr
+        # Every package within what the app (16 MiB) and gaend (32 MiB a file) accept.
+        largest = max(zipfile.ZipFile(p).getinfo("export.bin").file_size
+                      for p in server.tree.rglob("*") if p.is_file() and p.read_bytes()[:2] == b"PK" and "app_config" not in str(p))
+        assert largest < 4 << 20, largest
+
+        for n, node in boards.items():
+            layout = ["--region", "DE-TRIAL"] if n == "c" else ["--country", "DE"]
+            sync = subprocess.run(["nice", "-n", "0", gaenctl, "--bus", node.bus.address, "app", "sync", "--server", server.keys_url,
+                                   *layout, "--trust", f"TRIAL:1={public_pem}", "--state-dir", str(tmp_path / f"app-{n}"),
+                                   "--journal-socket", str(tmp_path / "no-journal")],
+                                  capture_output=True, text=True, env=env, timeout=180)
+            assert sync.returncode == 0, sync.stdout + sync.stderr
+            m = re.match(r"(\d+) new packages, (\d+) provided, 0 refused$", sync.stdout.strip().splitlines()[-1])
+            assert m and m.group(1) == m.group(2) and int(m.group(1)) >= 1, sync.stdout + sync.stderr
+            # The other two boards' keys matched: windows of both.
+            windows = json.loads(node.ctl("windows", "--json", check=True).stdout)
+            assert len(windows) >= 2, (windows, sync.stderr)
+    finally:
+        server.stop()
