@@ -31,6 +31,13 @@ public struct SyncSettings: Sendable {
     public var minFreeBytes: Int64 = 32 << 20
     public var retentionDays = 14
     public var hourDays = 2
+    /// New files fetched at most per run; more wait for the next runs. A national server's 14
+    /// days are a few hundred files; an index listing hundreds of thousands (a broken or hostile
+    /// server) must not turn one run into as many requests.
+    public var maxNewFilesPerRun = 1_000
+    /// Log lines at most per run for single files (retries, refusals); the rest are counted in
+    /// one line, so a hostile index cannot flood the journal.
+    public var maxLogLinesPerRun = 200
 
     public init(server: String, layout: ServerLayout, trust: KeyExportTrustSet) {
         var s = server
@@ -51,6 +58,9 @@ public struct DownloadOutcome: Sendable {
     public var requests = 0
     public var configuration: AppConfiguration?
     public var serverDate: Int64?
+    /// Indexes that could not be read (the packages they list wait): the run is reported as
+    /// not complete, though what it could fetch is provided.
+    public var incomplete: [String] = []
     public init() {}
 }
 
@@ -68,6 +78,20 @@ public final class SyncRun {
     private var deadline: Double = 0
     private var clockChecked = false
     private var outcome = DownloadOutcome()
+    private var logged = 0, unlogged = 0, newFiles = 0, overCap = 0
+
+    /// A line about one file or request: at most `maxLogLinesPerRun` a run, the rest counted.
+    private func say(_ line: String) {
+        if logged < settings.maxLogLinesPerRun { log(line); logged += 1 } else { unlogged += 1 }
+    }
+
+    /// Whether another new file may be fetched in this run (counts the ones that may not).
+    private func mayFetchNewFile() -> Bool {
+        if newFiles < settings.maxNewFilesPerRun { newFiles += 1; return true }
+        overCap += 1
+        outcome.pending += 1
+        return false
+    }
 
     /// `now` and `sleep` are injected so the backoff and the clock check run on any clock.
     public init(settings: SyncSettings, store: AppStateStore, http: HTTPSession,
@@ -90,7 +114,7 @@ public final class SyncRun {
         var attempt = 0
         while true {
             let remaining = deadline - now()
-            guard remaining > 0 else { log("\(url): the run's time is up; left for the next run"); return nil }
+            guard remaining > 0 else { say("\(url): the run's time is up; left for the next run"); return nil }
             attempt += 1
             outcome.requests += 1
             var retryAfter: Double? = nil
@@ -98,20 +122,20 @@ public final class SyncRun {
                 let r = try http.get(url, etag: etag, maxBytes: maxBytes, timeout: min(settings.perFileTimeout, remaining))
                 try checkClock(r)
                 if r.status == 429 || r.status >= 500 {
-                    log("\(url): HTTP \(r.status)\(r.retryAfter.map { ", Retry-After \($0) s" } ?? "")")
+                    say("\(url): HTTP \(r.status)\(r.retryAfter.map { ", Retry-After \($0) s" } ?? "")")
                     retryAfter = r.retryAfter
                 } else {
                     return r
                 }
             } catch let e as HTTPError {
                 if case .tooLarge = e { throw e }
-                log("\(e)")
+                say("\(e)")
             }
-            guard attempt < settings.attempts else { log("\(url): \(attempt) attempts failed; left for the next run"); return nil }
+            guard attempt < settings.attempts else { say("\(url): \(attempt) attempts failed; left for the next run"); return nil }
             // Exponential backoff with jitter (half to all of the step), at least what the server asked.
             let step = min(settings.backoffCap, settings.backoffBase * pow(2, Double(attempt - 1)))
             let wait = max(retryAfter ?? 0, step * Double.random(in: 0.5...1.0))
-            guard now() + wait < deadline else { log("\(url): retry would pass the run's time; left for the next run"); return nil }
+            guard now() + wait < deadline else { say("\(url): retry would pass the run's time; left for the next run"); return nil }
             sleep(wait)
         }
     }
@@ -134,7 +158,7 @@ public final class SyncRun {
         guard let r = try fetch(url, etag: etag, maxBytes: settings.maxIndexBytes) else { return nil }
         if r.status == 304, let body = try? SmallFile.read(cached, limit: settings.maxIndexBytes) { return Data(body) }
         guard r.status == 200 else {
-            if r.status != 404 { log("\(url): HTTP \(r.status)") }
+            if r.status != 404 { say("\(url): HTTP \(r.status)") }
             return r.status == 404 ? Data() : nil
         }
         try checkSpace(r.body.count)
@@ -166,6 +190,11 @@ public final class SyncRun {
         outcome = DownloadOutcome()
         deadline = now() + settings.runTimeout
         clockChecked = false
+        logged = 0; unlogged = 0; newFiles = 0; overCap = 0
+        defer {
+            if overCap > 0 { log("\(overCap) more new files listed wait for the next runs (at most \(settings.maxNewFilesPerRun) a run)") }
+            if unlogged > 0 { log("\(unlogged) more lines about single files were not printed (at most \(settings.maxLogLinesPerRun) a run)") }
+        }
         let configuration = try loadConfiguration()
         outcome.configuration = configuration
         if let revoked = configuration?.revokedPackages, !revoked.isEmpty {
@@ -233,14 +262,20 @@ public final class SyncRun {
         }
         let countries = try CWALayout.decodeStrings(countriesBody, url: url(CWALayout.countries()))
         guard countries.contains(country) else { throw AppError.server("\(url(CWALayout.countries())): country \(country) is not served (\(countries.joined(separator: ", ")))") }
-        guard let daysBody = try fetchIndex(url(CWALayout.days(country))) else { outcome.pending += 1; return }
-        let days = try CWALayout.decodeStrings(daysBody, url: url(CWALayout.days(country))).compactMap { text -> UTCDay? in
+        // Without the days index the hours of the last days still come (what can be fetched is provided).
+        let daysBody: Data
+        if let body = try fetchIndex(url(CWALayout.days(country))) { daysBody = body } else {
+            outcome.pending += 1
+            outcome.incomplete.append("\(url(CWALayout.days(country))): the days index could not be read; its packages wait for the next run")
+            daysBody = Data()
+        }
+        let days = daysBody.isEmpty ? [] : try CWALayout.decodeStrings(daysBody, url: url(CWALayout.days(country))).compactMap { text -> UTCDay? in
             guard let d = UTCDay(isoDate: text) else { log("\(url(CWALayout.days(country))): '\(text)' is not a date; skipped"); return nil }
             return d
         }
         for day in days.sorted() where day >= oldest && day < today {
             let id = "cwa/\(country)/\(day.isoDate)"
-            guard state.packages[id] == nil else { continue }
+            guard state.packages[id] == nil, mayFetchNewFile() else { continue }
             if try download(id: id, path: CWALayout.day(country, day), kind: .day, day: day, hour: nil,
                             window: (day.unixSeconds, day.unixSeconds + 86_400), revoked: revoked) {
                 replaceHours(of: day, by: id)
@@ -250,11 +285,15 @@ public final class SyncRun {
         for back in stride(from: settings.hourDays - 1, through: 0, by: -1) {
             let day = today.advanced(by: -back)
             guard !listed.contains(day), day >= oldest else { continue }
-            guard let body = try fetchIndex(url(CWALayout.hours(country, day))) else { outcome.pending += 1; continue }
+            guard let body = try fetchIndex(url(CWALayout.hours(country, day))) else {
+                outcome.pending += 1
+                outcome.incomplete.append("\(url(CWALayout.hours(country, day))): the hours index could not be read; its packages wait for the next run")
+                continue
+            }
             if body.isEmpty { continue } // no hour of that day published yet
             for hour in try CWALayout.decodeHours(body, url: url(CWALayout.hours(country, day))).sorted() {
                 let id = "cwa/\(country)/\(day.isoDate)/\(hour)"
-                guard state.packages[id] == nil else { continue }
+                guard state.packages[id] == nil, mayFetchNewFile() else { continue }
                 let start = day.unixSeconds + Int64(hour) * 3600
                 _ = try download(id: id, path: CWALayout.hour(country, day, hour), kind: .hour, day: day, hour: hour,
                                  window: (start, start + 3600), revoked: revoked)
@@ -272,7 +311,7 @@ public final class SyncRun {
         let paths = try GoogleLayout.decodeIndex(body, url: indexURL)
         for path in paths {
             let id = "google/" + path
-            guard state.packages[id] == nil else { continue }
+            guard state.packages[id] == nil, mayFetchNewFile() else { continue }
             _ = try download(id: id, path: path, kind: .file, day: nil, hour: nil, window: nil, revoked: revoked)
         }
         // Files the server no longer lists are past its retention.
@@ -291,19 +330,19 @@ public final class SyncRun {
             r = got
         } catch let e as HTTPError {
             countRefusal()
-            log("refused \(u): \(e)")
+            say("refused \(u): \(e)")
             return false
         }
         guard r.status == 200 else {
             outcome.pending += 1
-            log("\(u): listed in the index but HTTP \(r.status); left for the next run")
+            say("\(u): listed in the index but HTTP \(r.status); left for the next run")
             return false
         }
         outcome.bytes += r.body.count
         let sha = SHA256.hash(r.body).hexString
         guard !revoked.contains(sha) else {
             countRefusal()
-            log("refused \(u): revoked by the configuration (SHA-256 \(sha))")
+            say("refused \(u): revoked by the configuration (SHA-256 \(sha))")
             return false
         }
         let file: KeyExportFile
@@ -315,7 +354,7 @@ public final class SyncRun {
             }
         } catch {
             countRefusal()
-            log("refused \(u): \(error)")
+            say("refused \(u): \(error)")
             return false
         }
         try checkSpace(r.body.count)

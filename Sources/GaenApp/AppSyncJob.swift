@@ -74,6 +74,8 @@ public struct AppSyncJob {
         }
         record.finishedAt = Int64(now())
         if let failure { record.error = failure }
+        // An index that could not be read: what it lists waits, and the run says it did not complete.
+        if record.error.isEmpty && !outcome.incomplete.isEmpty { record.error = outcome.incomplete.joined(separator: "; ") }
         record.pending += sync.waiting.count
         try? sync.finish(record)
         return record

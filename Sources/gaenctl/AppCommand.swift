@@ -82,6 +82,8 @@ struct AppSync: AsyncParsableCommand {
     var fileTimeout: Double = 30
     @Option(parsing: .unconditional, help: "Largest package accepted, in bytes.")
     var maxPackageBytes: Int = 16 << 20
+    @Option(parsing: .unconditional, help: "New files fetched at most per run (more wait for the next runs): a broken or hostile index cannot turn one run into as many requests.")
+    var maxNewFiles: Int = 1_000
     @Option(parsing: .unconditional, help: "Attempts per file.")
     var attempts: Int = 4
     @Option(parsing: .unconditional, help: "Seconds of the first retry's backoff (doubled each time, with jitter).")
@@ -111,6 +113,7 @@ struct AppSync: AsyncParsableCommand {
         try NumericOption.check(fileTimeout, "--file-timeout", 1...3_600)
         try NumericOption.check(maxPackageBytes, "--max-package-bytes", 1_024...(64 << 20), unit: "bytes")
         try NumericOption.check(attempts, "--attempts", 1...20, unit: "attempts")
+        try NumericOption.check(maxNewFiles, "--max-new-files", 1...100_000, unit: "files")
         try NumericOption.check(backoff, "--backoff", 0...3_600)
         try NumericOption.check(maxClockSkew, "--max-clock-skew", 1...NumericOption.day)
         try NumericOption.check(matchWait, "--match-wait", 0...3_600)
@@ -122,6 +125,7 @@ struct AppSync: AsyncParsableCommand {
         settings.runTimeout = runTimeout
         settings.perFileTimeout = fileTimeout
         settings.maxPackageBytes = maxPackageBytes
+        settings.maxNewFilesPerRun = maxNewFiles
         settings.attempts = attempts
         settings.backoffBase = backoff
         settings.maxClockSkew = maxClockSkew

@@ -487,3 +487,53 @@ def test_older_configuration_cannot_bring_back_a_revoked_package(setup):
     assert f"cwa/DE/{iso(today - 3)}" not in state(ctx)["packages"]
     assert state(ctx)["configurationVersions"] == {"TRIAL:2": 2, "TRIAL:1": 2}
 
+
+
+def test_unreadable_days_index_is_a_run_that_did_not_complete(setup):
+    """Issue 29, 14: a days index the server cannot give ended the run with exit 0 and no error.
+    Now its packages wait, what could be fetched is provided, and the run says it did not
+    complete (exit 1, the index named, status.json's error set)."""
+    ctx = setup
+    today = ctx["clock"].today
+    extra = f"location = /keys/{CWA_ROOT}/DE/date {{ return 500; }}\n"
+    s = ctx["server"](extra)
+    t = Tree(s.tree, ctx["signers"])
+    t.day(today - 2, keys(today - 2))
+    t.hour(today, 1, keys(today - 1))
+    out, last = sync(ctx, s.keys_url, "--attempts", "1")
+    assert out.returncode == 1, out.stdout + out.stderr
+    assert last == "1 new packages, 1 provided, 0 refused, 1 waiting", out.stdout + out.stderr
+    assert f"/keys/{CWA_ROOT}/DE/date: the days index could not be read" in out.stderr, out.stderr
+    status = json.loads((ctx["tmp"] / "app/status.json").read_text())
+    assert "days index could not be read" in status["lastSync"]["error"], status
+    # The fault gone: the day package comes, and the run completes.
+    (s.conf / "locations" / "zz-test.conf").write_text("")
+    s.reload()
+    out, last = sync(ctx, s.keys_url)
+    assert out.returncode == 0 and last == "1 new packages, 1 provided, 0 refused", out.stdout + out.stderr
+
+
+def test_a_huge_google_index_costs_a_bounded_run(setup):
+    """Issue 29, 14: an index of 180,000 entries cost 73,217 requests and 180,002 stderr lines
+    in one run. Now a run fetches at most --max-new-files new files (the rest wait, said in one
+    line) and prints at most 200 lines about single files (the rest counted in one line)."""
+    ctx = setup
+    s = ctx["server"]()
+    today = ctx["clock"].today
+    start = today * DAY - 30 * 3600
+    real = f"XX/{start}-{start + 3600}-00001.zip"
+    write_package(s.tree / real, start, start + 3600, "XX", keys(today - 2), ctx["signers"])
+    # 3,000 entries listed, none there (each a 404), after the one real file.
+    bogus = [f"XX/missing/{i:05}.zip" for i in range(3_000)]
+    (s.tree / "XX/index.txt").write_text("\n".join([real] + bogus) + "\n")
+    signed_config(s.tree / "XX/app-config.zip", CONFIG, ctx["signers"])
+    before = len(s.requests())
+    out, last = sync(ctx, s.keys_url, "--max-new-files", "300", layout=("--region", "XX"))
+    requests = len(s.requests()) - before
+    assert last.startswith("1 new packages, 1 provided, 0 refused"), out.stdout + out.stderr
+    # The index, the configuration and 300 files: nothing more.
+    assert requests <= 302 + 5, requests
+    lines = out.stderr.splitlines()
+    assert len(lines) <= 200 + 10, len(lines)
+    assert any("2701 more new files listed wait for the next runs (at most 300 a run)" in l for l in lines), out.stderr[-2000:]
+    assert any("more lines about single files were not printed (at most 200 a run)" in l for l in lines), out.stderr[-2000:]

@@ -442,7 +442,7 @@ _gaenctl_app_sync() {
     repeating_flags=()
     non_repeating_flags=(--version -h --help)
     repeating_options=(--trust)
-    non_repeating_options=(--bus --name --timeout --server --country --region --state-dir --hook --max-provide-calls --run-timeout --file-timeout --max-package-bytes --attempts --backoff --max-clock-skew --match-wait --journal-socket --cacert)
+    non_repeating_options=(--bus --name --timeout --server --country --region --state-dir --hook --max-provide-calls --run-timeout --file-timeout --max-package-bytes --max-new-files --attempts --backoff --max-clock-skew --match-wait --journal-socket --cacert)
     __gaenctl_offer_flags_options 0
 
     # Offer option value completions
@@ -484,6 +484,9 @@ _gaenctl_app_sync() {
         return
         ;;
     '--max-package-bytes')
+        return
+        ;;
+    '--max-new-files')
         return
         ;;
     '--attempts')

@@ -42,7 +42,7 @@ function __gaenctl_parse_tokens -S
             __gaenctl_parse_subcommand 0 'version' 'h/help'
             switch $unparsed_tokens[1]
             case 'sync'
-                __gaenctl_parse_subcommand 0 'bus=' 'name=' 'timeout=' 'server=' 'country=' 'region=' 'trust=+' 'state-dir=' 'hook=' 'max-provide-calls=' 'run-timeout=' 'file-timeout=' 'max-package-bytes=' 'attempts=' 'backoff=' 'max-clock-skew=' 'match-wait=' 'journal-socket=' 'cacert=' 'version' 'h/help'
+                __gaenctl_parse_subcommand 0 'bus=' 'name=' 'timeout=' 'server=' 'country=' 'region=' 'trust=+' 'state-dir=' 'hook=' 'max-provide-calls=' 'run-timeout=' 'file-timeout=' 'max-package-bytes=' 'max-new-files=' 'attempts=' 'backoff=' 'max-clock-skew=' 'match-wait=' 'journal-socket=' 'cacert=' 'version' 'h/help'
             case 'submit'
                 __gaenctl_parse_subcommand 0 'bus=' 'name=' 'timeout=' 'server=' 'user=' 'password-file=' 'consent=' 'state-dir=' 'upload-timeout=' 'cacert=' 'version' 'h/help'
             case 'status'
@@ -303,6 +303,7 @@ complete -c 'gaenctl' -n '__gaenctl_should_offer_completions_for_flags_or_option
 complete -c 'gaenctl' -n '__gaenctl_should_offer_completions_for_flags_or_options "gaenctl app sync" run-timeout' -l 'run-timeout' -d 'Seconds for the whole run.' -rfka ''
 complete -c 'gaenctl' -n '__gaenctl_should_offer_completions_for_flags_or_options "gaenctl app sync" file-timeout' -l 'file-timeout' -d 'Seconds per file.' -rfka ''
 complete -c 'gaenctl' -n '__gaenctl_should_offer_completions_for_flags_or_options "gaenctl app sync" max-package-bytes' -l 'max-package-bytes' -d 'Largest package accepted, in bytes.' -rfka ''
+complete -c 'gaenctl' -n '__gaenctl_should_offer_completions_for_flags_or_options "gaenctl app sync" max-new-files' -l 'max-new-files' -d 'New files fetched at most per run (more wait for the next runs): a broken or hostile index cannot turn one run into as many requests.' -rfka ''
 complete -c 'gaenctl' -n '__gaenctl_should_offer_completions_for_flags_or_options "gaenctl app sync" attempts' -l 'attempts' -d 'Attempts per file.' -rfka ''
 complete -c 'gaenctl' -n '__gaenctl_should_offer_completions_for_flags_or_options "gaenctl app sync" backoff' -l 'backoff' -d 'Seconds of the first retry\'s backoff (doubled each time, with jitter).' -rfka ''
 complete -c 'gaenctl' -n '__gaenctl_should_offer_completions_for_flags_or_options "gaenctl app sync" max-clock-skew' -l 'max-clock-skew' -d 'Largest clock difference to the server\'s Date, in seconds.' -rfka ''
