@@ -1,6 +1,7 @@
 import ArgumentParser
 import ENProtocol
 import Foundation
+import PlatformSupport
 import TrialKit
 
 /// A failure a gaenctl command reports as one line on stderr before exiting with status 1.
@@ -111,11 +112,14 @@ enum KeyFileLoader {
 
     /// Reads at most `limit + 1` bytes, so an oversized file is refused without being read whole.
     static func readBounded(_ path: String, limit: Int) throws -> Data {
-        guard let handle = FileHandle(forReadingAtPath: path) else { throw CommandFailure("\(path): cannot read: \(String(cString: strerror(errno)))") }
-        defer { try? handle.close() }
-        let data = try handle.read(upToCount: limit + 1) ?? Data()
-        guard data.count <= limit else { throw CommandFailure("\(path): \(KeyExportError.fileTooLarge(size: data.count, limit: limit)) (or more)") }
-        return data
+        // SmallFile: a FIFO or a directory is refused at once with what it is (a FIFO hung the
+        // command, a directory printed Foundation's raw NSCocoaErrorDomain error).
+        do { return Data(try SmallFile.read(path, limit: limit)) } catch {
+            if case .tooLarge(let size, let limit, _) = error {
+                throw CommandFailure("\(path): \(KeyExportError.fileTooLarge(size: size, limit: limit))")
+            }
+            throw CommandFailure("\(path) \(error)")
+        }
     }
 
     /// Reads and parses a key file: a ZIP, a bare export.bin or a JSON key list (KeyListFile),
