@@ -330,6 +330,8 @@ struct Risk: ParsableCommand {
         @OptionGroup var todayOption: TodayOption
 
         func validate() throws {
+            // The verdict per window is each engine's own output shape: its dedicated subcommand has it.
+            guard !windowsOptions.perWindow else { throw ValidationError("--per-window: use the engine's own subcommand (gaenctl risk \(engine) --per-window)") }
             guard RiskEngineRegistry.named(engine) != nil else {
                 throw ValidationError("unknown engine '\(TextSafety.escaped(engine))' (one of \(RiskEngineRegistry.names.joined(separator: ", ")))")
             }

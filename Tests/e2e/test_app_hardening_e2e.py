@@ -150,4 +150,10 @@ def test_node_names_with_control_characters_are_refused_at_load(bin_dir, tmp_pat
     config.write_text(f'research:\n  node: "{name}"\n  site: e2e\n')
     # --check-controller reads the config and stops: no controller, bus or store involved.
     out = subprocess.run([str(bin_dir / "gaend"), "--config", config, "--check-controller"], capture_output=True, text=True, timeout=30)
-    assert out.returncode != 0 and "'research.node'" in out.stderr and "printable characters only" in out.stderr, out.stderr
+    # The node is the board's name: the one board-name rule (docs/provision.md), the value escaped.
+    assert out.returncode != 0 and "'research.node'" in out.stderr and "allowed a letter or digit" in out.stderr, out.stderr
+    assert not any(c in out.stderr for c in "\r\0\x1b"), out.stderr
+    # The site is printable text: the same characters there are refused by that rule.
+    config.write_text(f'research:\n  node: board-1\n  site: "{name}"\n')
+    out = subprocess.run([str(bin_dir / "gaend"), "--config", config, "--check-controller"], capture_output=True, text=True, timeout=30)
+    assert out.returncode != 0 and "'research.site'" in out.stderr and "printable characters only" in out.stderr, out.stderr
