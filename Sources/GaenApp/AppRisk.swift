@@ -12,7 +12,7 @@ public enum AppRisk {
             throw AppError.configuration("unknown risk engine '\(configuration.riskEngine)' (one of \(RiskEngineRegistry.appEngineNames.joined(separator: ", ")))")
         }
         let parsed = try WindowsFile.parse(windows)
-        let rule = try engine.rule(parameters: configuration.parameters, source: "the app configuration's parameters", dated: nil)
+        let rule = try engine.rule(parameters: configuration.parameters, source: "the app configuration's parameters", dated: nil, options: RiskRuleOptions()).rule
         let assessment = try rule.assess(parsed, today: today, withDetail: true)
         return RiskRecord(computedAt: time, engine: configuration.riskEngine, level: assessment.notified ? "high" : "low", windows: parsed.count,
                           detail: String(decoding: assessment.detail, as: UTF8.self))

@@ -70,7 +70,7 @@ public struct AppConfiguration: Sendable, Equatable {
         // The engine reads its parameters here, so the publisher never signs, and the app never
         // keeps, a configuration whose engine would refuse them at every run.
         do {
-            _ = try RiskEngineRegistry.named(engine)!.rule(parameters: self.parameters, source: "parameters", dated: nil)
+            _ = try RiskEngineRegistry.named(engine)!.rule(parameters: self.parameters, source: "parameters", dated: nil, options: RiskRuleOptions())
         } catch {
             throw DistributionError.badConfiguration(reason: "the \(engine) engine refuses its parameters: \(error)")
         }

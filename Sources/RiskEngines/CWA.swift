@@ -466,14 +466,10 @@ public struct CWAEngine: RiskEngine {
         }
     }
 
-    public func rule(parameters: Data, source: String, dated: PublishedRiskConfigurations.Dated?) throws -> any RiskRule {
-        // A dated entry is judged with the calculation of the apps that read it.
-        Rule(p: try CWAParameters.decode(from: ConfigurationText.strippingCommentLines(parameters), file: source), generation: dated?.generation)
-    }
-
     public func rule(parameters: Data, source: String, dated: PublishedRiskConfigurations.Dated?,
                      options: RiskRuleOptions) throws -> (rule: any RiskRule, warnings: [String]) {
         let p = try CWAParameters.decode(from: ConfigurationText.strippingCommentLines(parameters), file: source)
+        // A dated entry is judged with the calculation of the apps that read it.
         return (Rule(p: p, generation: dated?.generation), ConfigurationReach.warnings(cwa: p))
     }
 }

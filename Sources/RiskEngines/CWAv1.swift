@@ -163,12 +163,6 @@ public struct CWAv1Engine: RiskEngine {
     }
 
     /// JSON, or the app configuration in protobuf text format as the CWA server published it.
-    public func rule(parameters: Data, source: String, dated: PublishedRiskConfigurations.Dated?) throws -> any RiskRule {
-        let p = try ConfigurationText.cwaV1(parameters, file: source)
-        try p.validate()
-        return Rule(p: p)
-    }
-
     public func rule(parameters: Data, source: String, dated: PublishedRiskConfigurations.Dated?,
                      options: RiskRuleOptions) throws -> (rule: any RiskRule, warnings: [String]) {
         var policy = UnknownFieldPolicy(allow: options.allowUnknownFields)

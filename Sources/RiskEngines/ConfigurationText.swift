@@ -41,6 +41,32 @@ public enum ConfigurationText {
         }
     }
 
+    /// The same for nested objects: `known` lists every key by its dotted path
+    /// (`riskScore.rssiParameters.intercept`); an object whose path is known is walked, an
+    /// unknown key is named by its path and line, with the known keys beside it.
+    public static func checkKeyPaths(_ data: Data, known: [String], file: String, policy: inout UnknownFieldPolicy) throws {
+        guard case let .object(o)? = try? JSONValue.parse(data) else { return }
+        let text = String(decoding: data, as: UTF8.self)
+        let paths = Set(known)
+        func walk(_ object: [String: JSONValue], at prefix: String) throws {
+            let siblings = known.filter { $0.hasPrefix(prefix) }.map { String($0.dropFirst(prefix.count).prefix { $0 != "." }) }
+            for key in object.keys.sorted() {
+                let path = prefix + key
+                if paths.contains(path) { continue }
+                if paths.contains(where: { $0.hasPrefix(path + ".") }) {
+                    if case let .object(inner)? = object[key] { try walk(inner, at: path + ".") }
+                    continue  // not an object where one is expected: the decoder says so
+                }
+                var line = 0
+                if let r = text.range(of: "\"\(key)\"") { line = text[..<r.lowerBound].reduce(1) { $1 == "\n" ? $0 + 1 : $0 } }
+                let names = Array(Set(siblings)).sorted()
+                let near = names.first { $0.lowercased() == key.lowercased() || EditDistance.between($0.lowercased(), key.lowercased()) <= 2 }
+                try policy.record("\(line > 0 ? "line \(line): " : "")unknown key '\(path)'\(near.map { " (did you mean \($0)?)" } ?? "") (known there: \(names.joined(separator: ", ")))", file: file)
+            }
+        }
+        try walk(o, at: "")
+    }
+
     public static let gaenV1Keys = ["minimumRiskScore", "attenuationLevelValues", "daysSinceLastExposureLevelValues", "durationLevelValues",
                                     "transmissionRiskLevelValues", "attenuationDurationThresholds", "defaultTransmissionRiskLevel"]
     public static let cwaV1Keys = gaenV1Keys + ["attenuationDurationWeights", "defaultBucketOffset", "riskScoreNormalizationDivisor", "increasedRiskMinutes",

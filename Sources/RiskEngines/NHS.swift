@@ -306,9 +306,29 @@ public struct NHSEngine: RiskEngine {
         }
     }
 
-    public func rule(parameters: Data, source: String, dated: PublishedRiskConfigurations.Dated?) throws -> any RiskRule {
-        let p = try RiskJSON.decodeParameters(NHSExposureConfiguration.self, from: ConfigurationText.strippingCommentLines(parameters), file: source)
+    /// Every key of the app's published exposure configuration, by its path: the engine reads
+    /// the v2 calculation (and v1's duration weights and the distance model), and knows the
+    /// rest of the file as the app served it, so a misspelt key is named, not read as absent.
+    static let knownKeyPaths: [String] = {
+        let v1 = ["minimumRiskScore", "attenuationDurationThresholds", "attenuationLevelValues", "daysSinceLastExposureLevelValues",
+                  "durationLevelValues", "transmissionRiskLevelValues", "attenuationWeight", "daysSinceLastExposureWeight",
+                  "durationWeight", "transmissionRiskWeight"].map { "exposureNotification." + $0 }
+        let score = ["sampleResolution", "expectedDistance", "minimumDistance", "rssiParameters.weightCoefficient", "rssiParameters.intercept",
+                     "rssiParameters.covariance", "powerLossParameters.wavelength", "powerLossParameters.pathLossFactor",
+                     "powerLossParameters.refDeviceLoss", "observationType", "initialData.mean", "initialData.covariance",
+                     "smootherParameters.alpha", "smootherParameters.beta", "smootherParameters.kappa"].map { "riskScore." + $0 }
+        let v2 = ["daysSinceOnsetToInfectiousness", "infectiousnessWeights", "reportTypeWhenMissing", "riskThreshold"].map { "v2RiskCalculation." + $0 }
+        return v1 + ["riskCalculation.durationBucketWeights", "riskCalculation.riskThreshold"] + score + v2
+    }()
+
+    public func rule(parameters: Data, source: String, dated: PublishedRiskConfigurations.Dated?,
+                     options: RiskRuleOptions) throws -> (rule: any RiskRule, warnings: [String]) {
+        let clean = ConfigurationText.strippingCommentLines(parameters)
+        var policy = UnknownFieldPolicy(allow: options.allowUnknownFields)
+        try ConfigurationText.checkKeyPaths(clean, known: Self.knownKeyPaths, file: source, policy: &policy)
+        let p = try RiskJSON.decodeParameters(NHSExposureConfiguration.self, from: clean, file: source)
         try p.validate()
-        return Rule(p: p)
+        return (Rule(p: p), policy.warnings)
     }
+
 }

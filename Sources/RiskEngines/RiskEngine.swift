@@ -45,12 +45,11 @@ public protocol RiskEngine: Sendable {
     /// The dated history of its published configurations, when it is known (PublishedRiskConfigurations).
     var datedRule: PublishedRiskConfigurations.DatedRule? { get }
     /// Parses and checks parameters (JSON, or a published text format the engine reads);
-    /// `source` names them in errors. `dated`: the published entry they came from, when
-    /// chosen by date (its calculation generation applies).
-    func rule(parameters: Data, source: String, dated: PublishedRiskConfigurations.Dated?) throws -> any RiskRule
-    /// The same, with the stated options of a replay (unknown fields allowed, duration
-    /// rounding), and what the rule's configuration means for its verdicts: unknown fields left
-    /// out, a configuration under which no one could be notified (ConfigurationReach).
+    /// `source` names them in errors. `dated`: the published entry they came from, when chosen
+    /// by date (its calculation generation applies). `options`: what a replay states beyond the
+    /// file (the app and the publisher use the defaults: unknown fields are errors). Returns the
+    /// rule and what its configuration means for its verdicts: unknown fields left out (when
+    /// allowed), a configuration under which no one could be notified (ConfigurationReach).
     func rule(parameters: Data, source: String, dated: PublishedRiskConfigurations.Dated?,
               options: RiskRuleOptions) throws -> (rule: any RiskRule, warnings: [String])
 }
@@ -69,10 +68,6 @@ public struct RiskRuleOptions: Sendable {
 extension RiskEngine {
     public var datedRule: PublishedRiskConfigurations.DatedRule? { nil }
     public var servesApps: Bool { true }
-    public func rule(parameters: Data, source: String, dated: PublishedRiskConfigurations.Dated?,
-                     options: RiskRuleOptions) throws -> (rule: any RiskRule, warnings: [String]) {
-        (try rule(parameters: parameters, source: source, dated: dated), [])
-    }
 }
 
 /// Every engine, in the order listings show them.
@@ -130,12 +125,6 @@ public struct GAENv1Engine: RiskEngine {
                                   unjudged: unjudgedTransmissionRisk(entries, p),
                                   detail: withDetail ? try RiskJSON.encode(scored, pretty: false) : Data())
         }
-    }
-
-    public func rule(parameters: Data, source: String, dated: PublishedRiskConfigurations.Dated?) throws -> any RiskRule {
-        let p = try RiskJSON.decodeParameters(GAENv1Configuration.self, from: ConfigurationText.strippingCommentLines(parameters), file: source)
-        try p.validate()
-        return Rule(p: p)
     }
 
     public func rule(parameters: Data, source: String, dated: PublishedRiskConfigurations.Dated?,

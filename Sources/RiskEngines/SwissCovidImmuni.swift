@@ -266,12 +266,6 @@ public struct SwissCovidEngine: RiskEngine {
         }
     }
 
-    public func rule(parameters: Data, source: String, dated: PublishedRiskConfigurations.Dated?) throws -> any RiskRule {
-        let p = try RiskJSON.decodeParameters(SwissCovidConfiguration.self, from: ConfigurationText.strippingCommentLines(parameters), file: source)
-        try p.validate()
-        return Rule(p: p)
-    }
-
     public func rule(parameters: Data, source: String, dated: PublishedRiskConfigurations.Dated?,
                      options: RiskRuleOptions) throws -> (rule: any RiskRule, warnings: [String]) {
         let clean = ConfigurationText.strippingCommentLines(parameters)
@@ -303,12 +297,6 @@ public struct ImmuniEngine: RiskEngine {
                                   unjudged: unjudgedTransmissionRisk(entries, p.v1),
                                   detail: withDetail ? try RiskJSON.encode(r, pretty: false) : Data())
         }
-    }
-
-    public func rule(parameters: Data, source: String, dated: PublishedRiskConfigurations.Dated?) throws -> any RiskRule {
-        let p = try ImmuniConfiguration.decode(from: ConfigurationText.strippingCommentLines(parameters), file: source)
-        try p.v1.validate()
-        return Rule(p: p)
     }
 
     public func rule(parameters: Data, source: String, dated: PublishedRiskConfigurations.Dated?,

@@ -349,7 +349,10 @@ struct Risk: ParsableCommand {
             }
             let today = try todayOption.day()
             let entries = try windowsOptions.entries(today: today)
-            let a = try RiskCLI.reporting { try e.rule(parameters: data, source: source, dated: nil).assess(entries, today: today, withDetail: true) }
+            let built = try RiskCLI.reporting { try e.rule(parameters: data, source: source, dated: nil, options: RiskRuleOptions()) }
+            // What the configuration means for every verdict (no one could be notified) goes to stderr, beside the JSON.
+            for w in built.warnings { FileHandle.standardError.write(Data("gaenctl: warning: \(TextSafety.escaped(w))\n".utf8)) }
+            let a = try RiskCLI.reporting { try built.rule.assess(entries, today: today, withDetail: true) }
             let result = try JSONSerialization.jsonObject(with: a.detail)
             let out: [String: Any] = ["engine": e.name, "notified": a.notified, "unjudged": a.unjudged ?? NSNull(),
                                       "numbers": Dictionary(uniqueKeysWithValues: a.numbers.map { ($0.name, $0.value) }), "result": result]

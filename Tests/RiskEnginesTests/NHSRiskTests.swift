@@ -124,3 +124,45 @@ import Testing
         }
     }
 }
+
+/// The NHS engine reads the app's published file key by key: every key of the published file is
+/// known, a misspelt nested key is named by its path (not read as absent), and the stated option
+/// downgrades it to a warning.
+@Suite struct NHSConfigurationKeysTests {
+    let engine = NHSEngine()
+
+    @Test func thePublishedFileAndTheFixtureHaveNoUnknownKey() throws {
+        for (data, name) in [(Data(PublishedRiskConfigurations.nhs.utf8), "published"),
+                             (try RiskFixtures.data("nhs/exposure-configuration.json"), "fixture")] {
+            let built = try engine.rule(parameters: data, source: name, dated: nil, options: RiskRuleOptions())
+            #expect(built.warnings.isEmpty, "\(name): \(built.warnings)")
+        }
+    }
+
+    @Test func aMisspeltNestedKeyIsNamedByItsPathAndLine() throws {
+        var text = String(decoding: try RiskFixtures.data("nhs/exposure-configuration.json"), as: UTF8.self)
+        let range = try #require(text.range(of: "\"pathLossFactor\""))
+        text.replaceSubrange(range, with: "\"pathLosFactor\"")
+        let line = text[..<range.lowerBound].reduce(1) { $1 == "\n" ? $0 + 1 : $0 }
+        do {
+            _ = try engine.rule(parameters: Data(text.utf8), source: "nhs.json", dated: nil, options: RiskRuleOptions())
+            Issue.record("a misspelt key was accepted")
+        } catch {
+            let message = "\(error)"
+            #expect(message.contains("nhs.json"), "\(message)")
+            #expect(message.contains("line \(line): unknown key 'riskScore.powerLossParameters.pathLosFactor' (did you mean pathLossFactor?)"), "\(message)")
+        }
+        // With the option, a key the engine does not know is left out with a warning naming it,
+        // and a misspelt required key still fails as missing.
+        #expect(throws: RiskError.self) {
+            _ = try engine.rule(parameters: Data(text.utf8), source: "nhs.json", dated: nil, options: RiskRuleOptions(allowUnknownFields: true))
+        }
+        var extra = String(decoding: try RiskFixtures.data("nhs/exposure-configuration.json"), as: UTF8.self)
+        extra.replaceSubrange(try #require(extra.range(of: "\"pathLossFactor\"")), with: "\"futureField\": 1, \"pathLossFactor\"")
+        #expect(throws: RiskError.self) {
+            _ = try engine.rule(parameters: Data(extra.utf8), source: "nhs.json", dated: nil, options: RiskRuleOptions())
+        }
+        let allowed = try engine.rule(parameters: Data(extra.utf8), source: "nhs.json", dated: nil, options: RiskRuleOptions(allowUnknownFields: true))
+        #expect(allowed.warnings.count == 1 && allowed.warnings[0].contains("'riskScore.powerLossParameters.futureField'"), "\(allowed.warnings)")
+    }
+}
