@@ -14,16 +14,28 @@ run_dir=${GAEND_TEST_RUN_DIR:-$(mktemp -d "${TMPDIR:-/tmp}/gaend-test.XXXXXX")}
 mkdir -p "$run_dir"
 export GAEND_TEST_RUN_DIR=$run_dir
 echo "test run folder: $run_dir"
+# Every temporary file of the run (SwiftPM's, the unit tests', Python's tempfile) goes into the
+# run's folder, not /tmp: TMPDIR points there. Sticky and world-writable like /tmp, with the run
+# folder traversable, because some tests hand files to the test users (gaend-test-app1..4) there.
+chmod 0711 "$run_dir"
+export TMPDIR=$run_dir/tmp
+mkdir -p "$TMPDIR" && chmod 1777 "$TMPDIR"
 status=0
-declare -A seconds
-phase() { # phase NAME COMMAND...: runs it, records its time, a failure fails the run
+declare -A seconds result
+phase() { # phase NAME COMMAND...: runs it (its output also in NAME.log), records its time and result
     local name=$1 start=$SECONDS
     shift
-    "$@" || { echo "FAILED: $name" >&2; status=1; }
+    if "$@" 2>&1 | tee "$run_dir/$name.log"; then result[$name]=passed; else result[$name]=FAILED; echo "FAILED: $name" >&2; status=1; fi
     seconds[$name]=$((SECONDS - start))
 }
-# -rs: every skipped test says why.
+# -rs: every skipped test says why. Each pytest run keeps its temporary folders under the run's
+# folder (--basetemp, kept short: some tests bind Unix sockets there, 108 bytes at most).
 pytest=(python3 -m pytest -q -rs -p no:cacheprovider)
+pytest_in() { # pytest_in NAME ARGS...: pytest with its temporary folders in the run folder
+    local name=$1
+    shift
+    "${pytest[@]}" --basetemp "$run_dir/pt-$name" "$@"
+}
 
 # The board: the release build (static Swift runtime) as `make` builds it, in its own build
 # folder (SwiftPM locks a build folder). It runs beside the debug build from the start: an
@@ -37,22 +49,22 @@ release_build() {
 # Checks that need no Swift build run beside the builds (they wait on qemu-user, Bumble's
 # virtual controllers and promtool more than they compute); each has its log in the run folder,
 # printed when it is collected.
-declare -A bg_pid bg_start
-background() { # background NAME COMMAND...
+declare -A bg_pid
+background() { # background NAME COMMAND...: its own time is taken when it ends, not when collected
     local name=$1
     shift
-    bg_start[$name]=$SECONDS
-    "$@" >"$run_dir/$name.log" 2>&1 &
+    ( start=$(date +%s); rc=0; "$@" || rc=$?; echo "$(( $(date +%s) - start ))" >"$run_dir/$name.seconds"; exit $rc ) \
+        >"$run_dir/$name.log" 2>&1 &
     bg_pid[$name]=$!
 }
 collect() { # collect NAME: waits for it, prints its log, records its time and result
     local name=$1 rc=0
     wait "${bg_pid[$name]}" || rc=$?
-    seconds[$name]=$((SECONDS - bg_start[$name]))
+    seconds[$name]=$(cat "$run_dir/$name.seconds" 2>/dev/null || echo "?")
     echo "--- $name (${seconds[$name]} s, log $run_dir/$name.log)"
     # The whole log of a failure (CI keeps only what is printed), the end of a success.
-    if [ $rc -eq 0 ]; then tail -n 40 "$run_dir/$name.log"; else cat "$run_dir/$name.log"; fi
-    [ $rc -eq 0 ] || { echo "FAILED: $name" >&2; status=1; }
+    if [ $rc -eq 0 ]; then tail -n 40 "$run_dir/$name.log"; result[$name]=passed
+    else cat "$run_dir/$name.log"; result[$name]=FAILED; echo "FAILED: $name" >&2; status=1; fi
 }
 # The layering the package's targets promise: the radio commands, the node's config, the HCI
 # host, GaenBench and the HCI host's tests compile no store and no D-Bus binding
@@ -72,9 +84,9 @@ background release-build release_build
 # the crypto extensions, and the native ones, against published vectors and OpenSSL EVP.
 # C only, independent of the Swift build.
 background arm64-crypto ./scripts/test-arm64-crypto.sh
-background virtual-radio "${pytest[@]}" tools/virtual-radio/tests
+background virtual-radio pytest_in vradio tools/virtual-radio/tests
 # The shipped Prometheus alert rules against their promtool tests (docs/fleet.md).
-background alert-rules "${pytest[@]}" Tests/fleet
+background alert-rules pytest_in fleet Tests/fleet
 phase debug-build swift build --build-tests
 bin="$(swift build --show-bin-path)"
 for name in arm64-crypto virtual-radio alert-rules; do collect "$name"; done
@@ -108,7 +120,7 @@ release_checks() {
     local s=0
     # The daemon's Foundation-free link, its install layout and toolchain-free binaries.
     ./scripts/check-gaend-foundation.sh "$GAEND_RELEASE_DIR" || s=1
-    "${pytest[@]}" Tests/install || s=1
+    pytest_in install Tests/install || s=1
     return $s
 }
 testbed() {
@@ -121,7 +133,7 @@ testbed() {
     # gaend's radio owner missed the watchdog check's 15 s deadline.
     local workers=()
     [ "${GAEND_TESTBED_WORKERS:-1}" -gt 1 ] && workers=(-n "$GAEND_TESTBED_WORKERS")
-    GAEND_TESTBED_OUT="$run_dir/testbed" GAEND_BIN_DIR="$GAEND_RELEASE_DIR" "${pytest[@]}" "${workers[@]}" Tests/testbed
+    GAEND_TESTBED_OUT="$run_dir/testbed" GAEND_BIN_DIR="$GAEND_RELEASE_DIR" pytest_in testbed "${workers[@]}" Tests/testbed
 }
 if [ -x "$GAEND_RELEASE_DIR/gaend" ]; then
     # Debian's kernel under qemu (Tests/testbed) first, as soon as the release build is there:
@@ -133,7 +145,7 @@ if [ -x "$GAEND_RELEASE_DIR/gaend" ]; then
     phase release-checks release_checks
     # On several workers (pytest-xdist): the tests spend most of their time waiting on scaled
     # clocks, and each has its own buses, ports and folders. The longest start first (conftest.py).
-    phase e2e env GAEND_BIN_DIR="$GAEND_RELEASE_DIR" "${pytest[@]}" -n "${GAEND_E2E_WORKERS:-6}" Tests/e2e
+    phase e2e env GAEND_BIN_DIR="$GAEND_RELEASE_DIR" "${pytest[@]}" --basetemp "$run_dir/pt-e2e" -n "${GAEND_E2E_WORKERS:-6}" Tests/e2e
     collect testbed
     [ -f "$run_dir/testbed/timings.json" ] && echo "test bed scenario seconds: $(cat "$run_dir/testbed/timings.json") (logs: $run_dir/testbed)"
 else
@@ -141,9 +153,26 @@ else
     status=1
 fi
 
-echo "phase seconds:"
-for name in layering layering-fleet layering-http layering-pure layering-provision release-build arm64-crypto virtual-radio alert-rules debug-build unit fuzz-replays gen-docs unit-alone release-checks e2e testbed; do
-    printf '  %-14s %s\n' "$name" "${seconds[$name]:-}"
+# The table: each phase's own time (a background phase's until it ended) and its result.
+phases=(layering layering-fleet layering-http layering-pure layering-provision release-build arm64-crypto virtual-radio
+        alert-rules debug-build unit fuzz-replays gen-docs unit-alone release-checks e2e testbed)
+echo "phase               seconds  result"
+for name in "${phases[@]}"; do
+    printf '  %-18s %7s  %s\n' "$name" "${seconds[$name]:--}" "${result[$name]:-not run}"
 done
 echo "total: $SECONDS s"
+# What failed, at the end where it is seen: each failed phase's failing tests and errors, from its log.
+if [ $status -ne 0 ]; then
+    echo "failures:"
+    for name in "${phases[@]}"; do
+        [ "${result[$name]:-}" = FAILED ] || continue
+        echo "  $name (log $run_dir/$name.log):"
+        grep -E '^(FAILED|ERROR) |✘ Test .*(recorded an issue|failed)|[Ee]rror: |^E   |FAILED: ' "$run_dir/$name.log" 2>/dev/null \
+            | grep -v '^FAILED: ' | head -n 30 | sed 's/^/    /' || true
+    done
+    [ -x "$GAEND_RELEASE_DIR/gaend" ] || echo "  release build: no binaries, so no release checks, end-to-end tests or test bed"
+else
+    # A passing run keeps its logs; the temporary files of its tests go (GAEND_TEST_KEEP=1 keeps them).
+    [ "${GAEND_TEST_KEEP:-0}" = 1 ] || rm -rf "$TMPDIR" "$run_dir"/pt-*
+fi
 exit $status
