@@ -180,11 +180,21 @@ let package = Package(
             swiftSettings: daemonModule
         ),
         .testTarget(name: "NodeConfigTests", dependencies: ["NodeConfig", "HCIHost", "ENProtocol", "YAMLReader"]),
-        // The node: schedule, store, exposure, research, D-Bus edge, services (on HCIHost).
+        // The node's encrypted store: scans, keys, key files, markers, the clock mark, the ledger,
+        // on its own executor (GaenSQLite). No D-Bus, no schedule, no services.
+        .target(
+            name: "GaenStore",
+            dependencies: [
+                "HCIHost", "ENProtocol", "HCIProtocol", "PlatformSupport", "GaenSQLite",
+                .product(name: "Logging", package: "swift-log"),
+            ],
+            swiftSettings: daemonModule
+        ),
+        // The node: schedule, exposure, research, D-Bus edge, services (on HCIHost and GaenStore).
         .target(
             name: "BLEDaemon",
             dependencies: [
-                "NodeConfig", "HCIHost", "ENProtocol", "MatchingRuntime", "HCIProtocol", "HCIShim", "DBusCore", "GaendAPI", "PlatformSupport", "GaenSQLite",
+                "NodeConfig", "HCIHost", "ENProtocol", "MatchingRuntime", "HCIProtocol", "HCIShim", "DBusCore", "GaendAPI", "PlatformSupport", "GaenSQLite", "GaenStore",
                 .product(name: "Logging", package: "swift-log"),
                 .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
             ],
@@ -241,12 +251,12 @@ let package = Package(
         .executableTarget(name: "GaenBench", dependencies: ["BenchSupport", "ENProtocol", "MatchingRuntime", "COpenSSL", "CGaenCrypto", "TrialKit"]),
         // GaenStoreBench: the benchmarks that run the encrypted store (ingest, ingest-h4, schedule-idle).
         // StoreFixtures: the ingest benchmark writes StressRecords, the records the store's tests use.
-        .executableTarget(name: "GaenStoreBench", dependencies: ["BenchSupport", "BLEDaemon", "HCIHost", "HCIProtocol", "ENProtocol", "StoreFixtures", .product(name: "Logging", package: "swift-log")]),
+        .executableTarget(name: "GaenStoreBench", dependencies: ["BenchSupport", "BLEDaemon", "GaenStore", "HCIHost", "HCIProtocol", "ENProtocol", "StoreFixtures", .product(name: "Logging", package: "swift-log")]),
         // Deterministic contents for the store: the numbered scan records (StressRecords) that the
         // store's tests, StoreStress and the ingest benchmark write, and the compatibility
         // fixture's contents (StoreFixture). Code for checking and loading the store, no test
         // framework; gaend and gaenctl do not link it.
-        .target(name: "StoreFixtures", dependencies: ["BLEDaemon", "HCIHost", "HCIProtocol", "ENProtocol"]),
+        .target(name: "StoreFixtures", dependencies: ["GaenStore", "HCIHost", "HCIProtocol", "ENProtocol"]),
         // The benchmark executables' entry point, usage error and CPU/memory readings.
         .target(name: "BenchSupport"),
         // Fuzz target for the key-file reader (tools/fuzz/run.sh FuzzKeyFile SECONDS).
@@ -279,12 +289,12 @@ let package = Package(
         ),
         .testTarget(
             name: "BLEDaemonTests",
-            dependencies: ["BLEDaemon", "NodeConfig", "HCIHost", "HCIProtocol", "DBusCore", "GaendAPI", "GaenSQLite", "PlatformSupport", "NodeTestSupport", "StoreFixtures",
+            dependencies: ["BLEDaemon", "GaenStore", "NodeConfig", "HCIHost", "HCIProtocol", "DBusCore", "GaendAPI", "GaenSQLite", "PlatformSupport", "NodeTestSupport", "StoreFixtures",
                            .product(name: "Logging", package: "swift-log")],
             resources: [.copy("Fixtures")]
         ),
         // Test helper: writes a store in a loop until killed (the kill -9 test runs it).
-        .executableTarget(name: "StoreStress", dependencies: ["BLEDaemon", "HCIHost", "ENProtocol", "StoreFixtures"]),
+        .executableTarget(name: "StoreStress", dependencies: ["GaenStore", "HCIHost", "ENProtocol", "StoreFixtures"]),
         // D-Bus binding and API contract against private dbus-daemons and real clients.
         .testTarget(name: "BusTests", dependencies: ["DBusCore", "DBusNames", "GaendAPI", "NodeConfig", "GaendClient", "BLEDaemon", "HCIHost", "gaenctl", "gaend"]),
         // Runs the built executables end to end (they are built by `swift build --build-tests`).

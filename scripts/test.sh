@@ -79,6 +79,8 @@ phase layering-http python3 scripts/target-graph.py HTTPClient --forbid GaenSQLi
 phase layering-pure python3 scripts/target-graph.py ENProtocol HCIProtocol --forbid PlatformSupport,HCIShim,MatchingRuntime
 # Provisioning (gaenctl trial provision) reads the inventory and writes files: no D-Bus, store or daemon.
 phase layering-provision python3 scripts/target-graph.py TrialProvision BoardNames --forbid GaenSQLite,BLEDaemon,DBusCore,HCIHost
+# The store links no D-Bus, daemon or node settings: the node maps its settings into StoreConfiguration.
+phase layering-store python3 scripts/target-graph.py GaenStore StoreFixtures --forbid DBusCore,BLEDaemon,GaendAPI,NodeConfig
 background release-build release_build
 # CGaenCrypto's arm64 paths (AES, lockstep HKDF, dispatch) under qemu-aarch64 with and without
 # the crypto extensions, and the native ones, against published vectors and OpenSSL EVP.
@@ -154,7 +156,7 @@ else
 fi
 
 # The table: each phase's own time (a background phase's until it ended) and its result.
-phases=(layering layering-fleet layering-http layering-pure layering-provision release-build arm64-crypto virtual-radio
+phases=(layering layering-fleet layering-http layering-pure layering-provision layering-store release-build arm64-crypto virtual-radio
         alert-rules debug-build unit fuzz-replays gen-docs unit-alone release-checks e2e testbed)
 echo "phase               seconds  result"
 for name in "${phases[@]}"; do

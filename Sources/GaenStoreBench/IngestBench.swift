@@ -1,9 +1,9 @@
-import BLEDaemon
 import BenchSupport
 import ENProtocol
 import Foundation
 import HCIHost
 import StoreFixtures
+import GaenStore
 #if canImport(Glibc)
 import Glibc
 #endif

@@ -4,6 +4,7 @@ import ENProtocol
 import Foundation
 import HCIHost
 import HCIProtocol
+import GaenStore
 
 /// The whole sighting path on one core, fed from a recorded H4 stream: the H4 framer, the HCI
 /// event decoder, the scanner's GAEN filter (0xFD6F parse into a Sighting), grouping into scans

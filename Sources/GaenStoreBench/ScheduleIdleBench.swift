@@ -5,6 +5,7 @@ import Foundation
 import Synchronization
 import HCIHost
 import Logging
+import GaenStore
 #if canImport(Glibc)
 import Glibc
 #endif

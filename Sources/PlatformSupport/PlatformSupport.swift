@@ -11,7 +11,7 @@ import Darwin
 #endif
 
 /// glibc's allocator, set for a long-running daemon whose work runs on short-lived threads
-/// (store writes, exports, matching: `OwnThread`).
+/// (the store's executor, the blocking pool, callers' transfers: WorkThreads.swift).
 public enum Allocator {
     /// glibc gives threads up to 8 arenas per core, and each keeps the peak of the transient
     /// buffers that ran on it (a scan of tens of thousands of reports: a few MB): on a full

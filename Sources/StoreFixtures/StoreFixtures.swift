@@ -1,4 +1,3 @@
-import BLEDaemon
 import ENProtocol
 #if canImport(FoundationEssentials)
 import FoundationEssentials
@@ -7,6 +6,7 @@ import Foundation
 #endif
 import HCIHost
 import HCIProtocol
+import GaenStore
 
 /// Deterministic scan records numbered 1, 2, ... so a test can check, after a crash, that
 /// every committed record reads back exactly. Used by the tests, by StoreStress (the writer

@@ -7,10 +7,10 @@
 // Also writes and reads the compatibility fixture store (scripts/gen-store-fixture.sh):
 // usage: StoreStress --fixture DIR       (a new store DIR/store.sqlite with StoreFixture's contents; TEKs to DIR/teks.txt)
 //        StoreStress --fixture-read DIR  (opens it and reads every scan: a tampered one is quarantined)
-import BLEDaemon
 import ENProtocol
 import Foundation
 import StoreFixtures
+import GaenStore
 
 let args = CommandLine.arguments
 if args.count == 3, args[1] == "--fixture" || args[1] == "--fixture-read" {

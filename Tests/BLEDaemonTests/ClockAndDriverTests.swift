@@ -7,6 +7,7 @@ import Logging
 import NodeTestSupport
 import Synchronization
 @testable import BLEDaemon
+@testable import GaenStore
 
 @Suite("Clock sync")
 struct ClockSyncTests {

@@ -8,6 +8,7 @@ import NodeConfig
 import NodeTestSupport
 import Testing
 @testable import BLEDaemon
+@testable import GaenStore
 
 /// The node under a synchronised but wrong clock: +40 days and back keeps today's key and the
 /// scans; a jump that holds is genuine and retention follows it; a day whose key is gone gets

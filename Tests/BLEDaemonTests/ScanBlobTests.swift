@@ -6,6 +6,7 @@ import StoreFixtures
 import Testing
 @testable import BLEDaemon
 import HCIProtocol
+@testable import GaenStore
 
 @Suite("Scan record plaintext")
 struct ScanBlobTests {

@@ -5,6 +5,7 @@ import NodeTestSupport
 import StoreFixtures
 import Testing
 @testable import BLEDaemon
+@testable import GaenStore
 #if canImport(Glibc)
 import Glibc
 #endif

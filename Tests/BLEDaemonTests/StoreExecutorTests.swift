@@ -6,6 +6,7 @@ import StoreFixtures
 import Synchronization
 import Testing
 @testable import BLEDaemon
+@testable import GaenStore
 
 /// A one-shot gate a blocked thread waits at (the "slow disk" of these tests): a condition
 /// variable, which a `Mutex` cannot wait on.

@@ -5,6 +5,7 @@ import NodeTestSupport
 import StoreFixtures
 import Testing
 @testable import BLEDaemon
+@testable import GaenStore
 
 /// Stores on boards were written by gaend releases whose store ran on GRDB (schema versions in
 /// GRDB's migrator table, grdb_migrations). The fixture is such a store, as that release left it

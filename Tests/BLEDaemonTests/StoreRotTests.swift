@@ -5,6 +5,7 @@ import NodeTestSupport
 import StoreFixtures
 import Testing
 @testable import BLEDaemon
+@testable import GaenStore
 
 /// Rotten records, empty files, retired key days and the full-disk queue: one fault costs
 /// what it touched and nothing else.

@@ -1,6 +1,7 @@
 import ENProtocol
 import Foundation
 @testable import BLEDaemon
+@testable import GaenStore
 
 /// A throwaway directory with a store key file, removed at deinit.
 final class TempStoreDir {

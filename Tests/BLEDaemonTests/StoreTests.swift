@@ -6,6 +6,7 @@ import NodeTestSupport
 import StoreFixtures
 import Testing
 @testable import BLEDaemon
+@testable import GaenStore
 
 @Suite("Encrypted store")
 struct StoreTests {

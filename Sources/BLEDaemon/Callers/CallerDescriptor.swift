@@ -10,7 +10,7 @@ import Glibc
 import Synchronization
 
 /// Descriptors a D-Bus caller passes (key files in, research exports out): the one place of
-/// the rules that keep a slow or hostile caller from stalling the node. Every transfer runs on a thread of its own (never on the Swift
+/// the rules that keep a slow or hostile caller from stalling the node. Every transfer runs on the transfers' own threads, `CallerTransfers` (never on the Swift
 /// cooperative pool, whose few threads run the radio's path), moves bytes without blocking
 /// (poll with a deadline, then a read or write that cannot wait), is bounded in size, and ends
 /// with `CallerIOError.timeout` when the caller stops moving bytes. So a stalled caller costs
@@ -40,16 +40,6 @@ package enum CallerIOError: Error, Equatable, CustomStringConvertible {
     }
 
     static func seconds(_ s: Double) -> String { s == s.rounded() ? String(Int(s)) : CFormat.fixed(s, decimals: 1) }
-}
-
-/// Blocking work that may wait on a caller or take long, awaited without holding a
-/// cooperative thread: it runs on the daemon's bounded pool (`BlockingPool`), the task's
-/// cancellation sets the flag the work polls. `name` says what the work is (kept for readers
-/// of the call site; the pool's threads are all named gaend.blocking).
-package enum OwnThread {
-    package static func run<T: Sendable>(_ name: String, _ body: @escaping @Sendable (CancelFlag) throws -> T) async throws -> T {
-        try await BlockingPool.run(body)
-    }
 }
 
 /// One descriptor a caller passed, owned (closed when done).

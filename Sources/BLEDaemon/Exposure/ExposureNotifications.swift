@@ -13,10 +13,11 @@ import HCIHost
 import Logging
 import PlatformSupport
 import MatchingRuntime
+import GaenStore
 
 /// The exposure service's state and work (ExposureNotification1's domain side): the node's
 /// key history, provided key files (accepted, stored in their own table, parsed once), the
-/// matching run with its busy state (one at a time, on a thread of its own using every core,
+/// matching run with its busy state (one at a time, on the blocking pool using every core,
 /// beside the radio's path; cancelled and awaited at shutdown), the stored windows and their
 /// summaries, the diagnosis-keys data mapping and the framework's rate limits.
 package actor ExposureNotifications {

@@ -6,6 +6,7 @@ import Foundation
 #endif
 import PlatformSupport
 import Synchronization
+import GaenStore
 
 /// Provided key files as parsed once: matching uses the parsed file of each stored row instead
 /// of decrypting and parsing (validating every key of) it again. After a restart each stored

@@ -12,6 +12,7 @@ import Glibc
 import NodeConfig
 import PlatformSupport
 import Logging
+import GaenStore
 
 /// The node: the composition of its parts, each the one owner of its state, which the
 /// services start and stop (docs/architecture.md):

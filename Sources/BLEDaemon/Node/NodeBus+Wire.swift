@@ -4,6 +4,7 @@ import GaendAPI
 import HCIHost
 import HCIProtocol
 import NodeConfig
+import GaenStore
 
 /// The edge's conversions between the node's domain values and gaend's wire types
 /// (GaendAPI), and the one mapping of the node's errors to D-Bus error names. The typed

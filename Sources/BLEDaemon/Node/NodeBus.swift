@@ -1,5 +1,6 @@
 import DBusCore
 import GaendAPI
+import GaenStore
 import HCIHost
 import HCIProtocol
 import ENProtocol

@@ -103,7 +103,7 @@ struct NodeState: Codable, Equatable, Sendable {
 
 /// The one owner of the node's persistent state (`NodeState`): every part of the node that
 /// changes it (Start/Stop, SetCalibration, the mapping, the rate-limit counts) does so through
-/// `change`, under one lock, and the file is written on a thread of its own (never on a
+/// `change`, under one lock, and the file is written on the blocking pool (never on a
 /// cooperative thread, which the radio's path shares). Saves land in the order the changes
 /// were made: each change takes a ticket under the lock, and a save whose ticket is older than
 /// the one written is skipped (the later state already holds its change).

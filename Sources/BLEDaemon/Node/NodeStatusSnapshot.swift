@@ -1,5 +1,6 @@
 import ENProtocol
 import HCIHost
+import GaenStore
 
 /// What the node reports through `Status` and its counters.
 package struct NodeStatusSnapshot: Sendable, Equatable {

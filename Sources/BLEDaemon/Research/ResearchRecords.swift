@@ -7,6 +7,7 @@ import Foundation
 import HCIHost
 import HCIProtocol
 import PlatformSupport
+import GaenStore
 
 /// The research service's records (Research1's domain side): the sightings export and the
 /// ground-truth markers. Holds no state of its own: exports read the store and the calibration
@@ -20,7 +21,7 @@ package struct ResearchRecords: Sendable {
     package let node: String
     package let site: String
 
-    /// What an export needs; the export itself runs on a thread of its own.
+    /// What an export needs; the export itself runs on the transfers' threads (`CallerTransfers`).
     package var exportContext: ExportContext {
         ExportContext(store: store, currentCorrection: calibration.current.rssiCorrection, node: node, site: site)
     }

@@ -1,4 +1,5 @@
 import ENProtocol
+import GaenStore
 #if canImport(FoundationEssentials)
 import FoundationEssentials
 #else

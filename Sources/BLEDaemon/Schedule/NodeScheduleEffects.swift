@@ -2,6 +2,7 @@ import ENProtocol
 import HCIHost
 import Logging
 import PlatformSupport
+import GaenStore
 
 /// What the node's schedule does (`ScheduleEffects`): a rotation advertises a beacon made from
 /// the day's key in the store, a finished scan is recorded in the store with the RSSI

@@ -7,6 +7,7 @@ import Foundation
 import HCIHost
 import NodeConfig
 import PlatformSupport
+import GaenStore
 
 /// From the configuration (GaendSettings) to the node core's policies: one place where
 /// settings become the schedule, the store configuration, the clock and the sync check.

@@ -39,8 +39,8 @@ package struct StoreService: Service {
 
 // RadioService (the controller, the radio owner and the schedule): RadioService.swift.
 
-/// Matching of provided key files (`ExposureNotifications`): each run on a thread of its own
-/// using every core, beside the radio's path; at shutdown the run in progress is cancelled and
+/// Matching of provided key files (`ExposureNotifications`): each run on the daemon's
+/// blocking pool (`BlockingPool`) using every core, beside the radio's path; at shutdown the run in progress is cancelled and
 /// awaited, before the store it reads and writes closes.
 package struct ExposureService: Service {
     let exposure: ExposureNotifications
@@ -50,8 +50,8 @@ package struct ExposureService: Service {
     }
 }
 
-/// Research exports and key-file reads on callers' descriptors (each on a thread of its own,
-/// non-blocking, with a deadline): at shutdown those in flight are ended and awaited.
+/// Research exports and key-file reads on callers' descriptors (on the transfers' own threads,
+/// `CallerTransfers`, non-blocking, with a deadline): at shutdown those in flight are ended and awaited.
 package struct ResearchService: Service {
     let transfers: CallerTransfers
     package func run() async throws {

@@ -1,5 +1,6 @@
 import ENProtocol
 import Synchronization
+import GaenStore
 
 /// The wall time that has held (`HeldTime`, docs/schedule.md), kept in the store as its
 /// high-water mark: the schedule's readings move it, retention reads the trusted time from it,

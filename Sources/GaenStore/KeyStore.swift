@@ -40,12 +40,12 @@ extension NodeStore {
         do {
             return try locked {
                 do {
-                    return try keyLocked(for: day, now: now)
+                    return try keyOnExecutor(for: day, now: now)
                 } catch StoreError.diskFull {
                     logger.warning("disk full while storing the key of a new day; evicting the oldest scans", metadata: ["store.day": "\(day)"])
                     _ = try? write { db in try db.execute("DELETE FROM scan WHERE id IN (SELECT id FROM scan ORDER BY start_time LIMIT 32)") }
                     ledgerDeleted()
-                    return try keyLocked(for: day, now: now)
+                    return try keyOnExecutor(for: day, now: now)
                 }
             }
         } catch StoreError.corruptRecord(let table, let id, let reason) {
@@ -54,7 +54,7 @@ extension NodeStore {
         }
     }
 
-    func keyLocked(for day: UTCDay, now: Double) throws -> TemporaryExposureKey {
+    func keyOnExecutor(for day: UTCDay, now: Double) throws -> TemporaryExposureKey {
         try write { db in
             let aad = Self.aad("tek", [Int64(day.rawValue)])
             if let sealed = try db.fetchOne("SELECT sealed FROM tek WHERE day = ?", [.int(day.rawValue)], { $0.data(0) }) {

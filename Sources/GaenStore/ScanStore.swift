@@ -74,7 +74,7 @@ extension NodeStore {
                                               "store.pendingBytes": "\(pendingBytes)"])
                 }
             }
-            guard let id = try flushLocked() else {
+            guard let id = try flushOnExecutor() else {
                 throw StoreError.invalidRecord(reason: "scan was queued but not written") // unreachable: the queue held it
             }
             return id
@@ -86,7 +86,7 @@ extension NodeStore {
     package func flushPending() throws -> Int {
         try locked {
             let before = pending.count
-            _ = try flushLocked()
+            _ = try flushOnExecutor()
             return before - pending.count
         }
     }
@@ -113,7 +113,7 @@ extension NodeStore {
         var bytes: Int { 96 + blob.count }
     }
 
-    func flushLocked() throws -> Int64? {
+    func flushOnExecutor() throws -> Int64? {
         var lastID: Int64?
         var written = 0
         defer { if let lastID { ledgerCommitted("scan", upTo: lastID) } }
