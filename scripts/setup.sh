@@ -7,7 +7,7 @@ cd "$(dirname "$0")/.."
 APT_PACKAGES=(libbluetooth-dev libdbus-1-dev libssl-dev libsqlite3-dev zlib1g-dev libyaml-dev pkg-config dbus dbus-daemon protobuf-compiler libcurl4-openssl-dev nginx
               libglib2.0-bin systemd util-linux openssl faketime
               qemu-system-x86 busybox-static kmod udev bluez tshark make binutils
-              prometheus prometheus-node-exporter prometheus-alertmanager)
+              prometheus prometheus-node-exporter prometheus-alertmanager default-jre-headless)
 # libyaml-dev: the config's YAML reader (Sources/YAMLReader on libyaml; the package then
 # depends on libyaml-0-2). gdbus, busctl, setpriv: real D-Bus clients in tests; openssl: demo keys; faketime: clock-step
 # faults. The kernel test bed (Tests/testbed): qemu, busybox for its initramfs, kmod (depmod),
@@ -16,7 +16,8 @@ APT_PACKAGES=(libbluetooth-dev libdbus-1-dev libssl-dev libsqlite3-dev zlib1g-de
 # and tests the alert rules; the fleet e2e runs its own Prometheus and node_exporter on
 # loopback); prometheus-alertmanager: amtool checks the provisioned Alertmanager configuration,
 # and the fleet e2e runs Alertmanager with it to a webhook of its own; nginx's WebDAV PUT is also
-# the collection server of `gaenctl collect`.
+# the collection server of `gaenctl collect`. default-jre-headless: Java for Spark, which reads
+# the trial's daily layout in Tests/e2e/test_spark_layout.py (pyspark from tools/requirements.txt).
 missing=()
 for p in "${APT_PACKAGES[@]}"; do
     dpkg -s "$p" >/dev/null 2>&1 || missing+=("$p")
@@ -47,7 +48,7 @@ if [ "$(id -u)" -eq 0 ] && getent group gaend >/dev/null; then
 fi
 
 # Python packages for the virtual radio (tools/virtual-radio) and its tests.
-if ! python3 -c 'import sys; import bumble, pytest, xdist, jeepney, duckdb' >/dev/null 2>&1 \
+if ! python3 -c 'import sys; import bumble, pytest, xdist, jeepney, duckdb, pyspark' >/dev/null 2>&1 \
    || ! python3 - <<'PY' >/dev/null 2>&1
 import importlib.metadata as m, sys
 sys.exit(0 if m.version("bumble") == "0.0.236" else 1)
