@@ -351,37 +351,6 @@ enum AttenuationPieceParser {
     }
 }
 
-/// Format.time and Format.exact's digits appended as bytes.
-enum ByteFormat {
-    static func appendInt(_ v: Int64, to out: inout [UInt8]) {
-        if v < 0 { out.append(UInt8(ascii: "-")) }
-        appendUInt(v.magnitude, to: &out)
-    }
-
-    static func appendUInt(_ v: UInt64, to out: inout [UInt8]) {
-        let start = out.count
-        var a = v
-        repeat { out.append(UInt8(truncatingIfNeeded: 0x30 + a % 10)); a /= 10 } while a > 0
-        out[start..<out.count].reverse()
-    }
-
-    /// Format.time: milliseconds, trailing zeros dropped.
-    static func appendTime(_ t: Double, to out: inout [UInt8]) {
-        let r = (t * 1000).rounded()
-        guard t.isFinite, abs(r) < 9e15 else { out += Format.time(t).utf8; return }
-        let i = Int64(r)
-        if i < 0 { out.append(UInt8(ascii: "-")) }
-        let a = i.magnitude
-        appendUInt(a / 1000, to: &out)
-        let f = a % 1000
-        guard f != 0 else { return }
-        out.append(UInt8(ascii: "."))
-        out.append(UInt8(truncatingIfNeeded: 0x30 + f / 100))
-        if f % 100 != 0 { out.append(UInt8(truncatingIfNeeded: 0x30 + f / 10 % 10)) }
-        if f % 10 != 0 { out.append(UInt8(truncatingIfNeeded: 0x30 + f % 10)) }
-    }
-}
-
 /// A file read in pieces of about `pieceSize` bytes, each ending at the end of a row (a newline
 /// outside quotes, as CSVReader reads them); a gzip file is inflated whole first.
 final class PieceReader {

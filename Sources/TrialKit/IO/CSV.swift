@@ -356,6 +356,59 @@ public enum Format {
     }
 }
 
+/// `Format`'s numbers appended as bytes to a line being built: the simulator and the
+/// attenuation files write tens of millions of rows, and building each through Strings (a dozen
+/// concatenations and a String per number) took most of their time. Each gives exactly the text
+/// of the `Format` function it names (a test compares them).
+public enum ByteFormat {
+    /// `Format.fixed(v, decimals)`.
+    public static func appendFixed(_ v: Double, _ decimals: Int, to out: inout [UInt8]) {
+        var scale = 1.0
+        for _ in 0..<decimals { scale *= 10 }
+        let r = (v * scale).rounded()
+        guard v.isFinite, abs(r) < 9e15 else { out += Format.fixed(v, decimals).utf8; return }
+        let i = Int64(r)
+        if i < 0 { out.append(UInt8(ascii: "-")) }
+        let a = i.magnitude, s = UInt64(scale)
+        appendUInt(a / s, to: &out)
+        guard decimals > 0 else { return }
+        out.append(UInt8(ascii: "."))
+        // The fraction zero-padded to `decimals` digits.
+        out.append(contentsOf: repeatElement(UInt8(ascii: "0"), count: decimals))
+        var f = a % s, k = out.count - 1
+        while f > 0 { out[k] = UInt8(truncatingIfNeeded: 0x30 + f % 10); f /= 10; k -= 1 }
+    }
+
+    /// `Format.time(t)`: milliseconds, trailing zeros dropped.
+    public static func appendTime(_ t: Double, to out: inout [UInt8]) {
+        let r = (t * 1000).rounded()
+        guard t.isFinite, abs(r) < 9e15 else { out += Format.time(t).utf8; return }
+        let i = Int64(r)
+        if i < 0 { out.append(UInt8(ascii: "-")) }
+        let a = i.magnitude
+        appendUInt(a / 1000, to: &out)
+        let f = a % 1000
+        guard f != 0 else { return }
+        out.append(UInt8(ascii: "."))
+        out.append(UInt8(truncatingIfNeeded: 0x30 + f / 100))
+        if f % 100 != 0 { out.append(UInt8(truncatingIfNeeded: 0x30 + f / 10 % 10)) }
+        if f % 10 != 0 { out.append(UInt8(truncatingIfNeeded: 0x30 + f % 10)) }
+    }
+
+    /// `String(v)`.
+    public static func appendInt(_ v: Int64, to out: inout [UInt8]) {
+        if v < 0 { out.append(UInt8(ascii: "-")) }
+        appendUInt(v.magnitude, to: &out)
+    }
+
+    public static func appendUInt(_ v: UInt64, to out: inout [UInt8]) {
+        let start = out.count
+        var a = v
+        repeat { out.append(UInt8(truncatingIfNeeded: 0x30 + a % 10)); a /= 10 } while a > 0
+        out[start..<out.count].reverse()
+    }
+}
+
 /// Writes output files without Foundation's `Data.write`, which fsyncs every file on Linux:
 /// a 50-node simulation writes about 2,500 files and spent 20 s waiting for the disk.
 /// Output directories are written fresh, so durability per file is not needed; each file is

@@ -64,11 +64,13 @@ public final class DailyFiles {
     let header: String
     let mode: mode_t
     let durable: Bool
-    struct Open { var file: AtomicOutputFile; var buffer: [UInt8] }
+    struct Open { var file: AtomicOutputFile; var buffer: [UInt8]; var rows = 0 }
     var open: [String: Open] = [:]
     /// The files written, relative to the root, with their row counts (after commit).
     public private(set) var written: [(path: String, rows: Int)] = []
-    var rows: [String: Int] = [:]
+    /// The last board and UTC day appended to, and their file: rows come in runs of one board
+    /// and day, so the path is built once per run instead of once per row.
+    var last: (board: String, day: Int64, path: String)?
 
     /// - Parameters:
     ///   - header: the first line of every file (with its newline; empty for JSON lines).
@@ -80,6 +82,17 @@ public final class DailyFiles {
     /// Appends `line` (with its newline) to the file of `board` on the UTC day of `time`.
     public func append(_ line: String, board: String, time: Double) throws {
         try append(line, relativePath: DailyLayout.relativePath(board: board, day: DailyLayout.day(time), file: fileName))
+    }
+
+    /// Appends `line` (with its newline) to the file of `board` on the UTC day of `time`.
+    public func append(bytes line: [UInt8], board: String, time: Double) throws {
+        let day = Int64((time / 86_400).rounded(.down))
+        let path: String
+        if let l = last, l.day == day, l.board == board { path = l.path } else {
+            path = DailyLayout.relativePath(board: board, day: DailyLayout.day(time), file: fileName)
+            last = (board, day, path)
+        }
+        try append(bytes: line, rows: 1, relativePath: path)
     }
 
     func append(_ line: String, relativePath path: String) throws {
@@ -94,7 +107,7 @@ public final class DailyFiles {
             open[path] = Open(file: try AtomicOutputFile(path: url.path, mode: mode, durable: durable), buffer: Array(header.utf8))
         }
         open[path]!.buffer += bytes
-        rows[path, default: 0] += count
+        open[path]!.rows += count
         if open[path]!.buffer.count >= 1 << 16 {
             try open[path]!.file.write(open[path]!.buffer)
             // Not keeping the capacity: hundreds of files may be open at once (50 boards x 14 days).
@@ -108,7 +121,7 @@ public final class DailyFiles {
             let o = open[path]!
             if !o.buffer.isEmpty { try o.file.write(o.buffer) }
             try o.file.commit()
-            written.append((path, rows[path] ?? 0))
+            written.append((path, o.rows))
         }
         open = [:]
     }

@@ -107,10 +107,11 @@ public struct Simulator {
 
     struct Slot {
         var time: Double // relative seconds of the rotation
-        var rpiHex: String
-        var aemHex: String
+        /// The RPI and AEM in hex, as the rows spell them (bytes: every row of the slot copies them).
+        var rpiHex: [UInt8]
+        var aemHex: [UInt8]
         /// The advertising address of the slot: it changes with the RPI, as a phone's does.
-        var address: String
+        var address: [UInt8]
     }
 
     struct NodeTimeline {
@@ -160,7 +161,8 @@ public struct Simulator {
                     let aem = try GAENKeySchedule.associatedEncryptedMetadata(metadata, rpi: rpi, aemk: key.1)
                     // Only the slot in force at the start matters of those before it.
                     if t <= 0, !out.slots.isEmpty, out.slots.last!.time <= 0 { out.slots.removeLast() }
-                    out.slots.append(Slot(time: t, rpiHex: rpi.hexString, aemHex: aem.hexString, address: Self.address(rpi)))
+                    out.slots.append(Slot(time: t, rpiHex: Array(rpi.hexString.utf8), aemHex: Array(aem.hexString.utf8),
+                                          address: Array(Self.address(rpi).utf8)))
                 case .finishScan(let scan) where node.scans:
                     let s = scan.startWall - startUnix, e = scan.endWall - startUnix
                     if s >= 0, e <= duration { out.scans.append((s, e)) }
@@ -188,17 +190,26 @@ public struct Simulator {
         result.site = site
         let advertisers = nodes.filter(\.advertises)
         let total = Double(max(nodes.count - 1, 1))
+        // Each row is built as bytes in one reused buffer (ByteFormat gives Format's text).
+        var line: [UInt8] = []
+        line.reserveCapacity(256)
+        let comma = UInt8(ascii: ","), newline = UInt8(ascii: "\n")
         for (ri, rx) in nodes.enumerated() where rx.scans {
             try output?.receiver(rx.name)
             var writer = SightingsExport.Writer()
-            func emit(_ line: String, _ time: Double) throws {
-                if let output { try output.sighting(node: rx.name, line: line, time: time) } else { writer.appendRawLine(line) }
+            func emit(_ time: Double) throws {
+                if let output { line.append(newline); try output.sighting(node: rx.name, line: line, time: time) }
+                else { writer.appendRawLine(String(decoding: line, as: UTF8.self)) }
             }
-            let tail = "," + String(rx.rssiCorrection) + "," + rx.name + "," + CSVWriter.escape(site ?? "")
+            let tail = Array(("," + String(rx.rssiCorrection) + "," + rx.name + "," + CSVWriter.escape(site ?? "")).utf8)
+            let rxName = Array(rx.name.utf8), siteBytes = Array(siteField.utf8)
             var events: [(t: Double, tx: Int, slot: Int, rssi: Int)] = []
             for scan in timelines[ri].scans where rx.isPresent(at: scan.start) {
                 let mid = (scan.start + scan.end) / 2
-                let scanText = "," + Format.time(startUnix + scan.start) + "," + Format.time(startUnix + scan.end)
+                var scanText: [UInt8] = [comma]
+                ByteFormat.appendTime(startUnix + scan.start, to: &scanText)
+                scanText.append(comma)
+                ByteFormat.appendTime(startUnix + scan.end, to: &scanText)
                 let occupancy = channel.occupancyShiftDb == 0 ? 0
                     : channel.occupancyShiftDb * Double(nodes.filter { $0.isPresent(at: scan.start) }.count - 1) / total
                 let prx = rx.position(at: mid)
@@ -213,9 +224,13 @@ public struct Simulator {
                         if rx.blocks(from: ptx, at: mid) { mean += bodyBlockingDb }
                         if tx.blocks(from: prx, at: mid) { mean += bodyBlockingDb }
                     }
-                    let distanceLine = Format.time(startUnix + scan.start) + "," + rx.name + "," + tx.name + ","
-                        + Format.fixed(d, 2) + "," + Format.fixed(mean, 2) + siteField
-                    if let output { try output.distance(distanceLine) } else { distanceRows.appendRaw(distanceLine) }
+                    line.removeAll(keepingCapacity: true)
+                    ByteFormat.appendTime(startUnix + scan.start, to: &line)
+                    line.append(comma); line += rxName; line.append(comma); line += tx.nameBytes; line.append(comma)
+                    ByteFormat.appendFixed(d, 2, to: &line); line.append(comma)
+                    ByteFormat.appendFixed(mean, 2, to: &line); line += siteBytes
+                    if let output { line.append(newline); try output.distance(line) }
+                    else { distanceRows.appendRaw(String(decoding: line, as: UTF8.self)) }
                     let interval = Self.uniform(&rng) * (advertisingInterval.upperBound - advertisingInterval.lowerBound) + advertisingInterval.lowerBound
                     var t = scan.start + Self.uniform(&rng) * interval
                     while t < scan.end {
@@ -232,15 +247,22 @@ public struct Simulator {
                     }
                 }
                 if events.isEmpty {
-                    try emit(Format.time(startUnix + scan.start) + ",,," + scanText + tail + ",", startUnix + scan.start)
+                    line.removeAll(keepingCapacity: true)
+                    ByteFormat.appendTime(startUnix + scan.start, to: &line)
+                    line += [comma, comma, comma]; line += scanText; line += tail; line.append(comma)
+                    try emit(startUnix + scan.start)
                     result.emptyScans += 1
                     continue
                 }
                 events.sort { $0.t < $1.t }
                 for e in events {
                     let slot = timelines[e.tx].slots[e.slot]
-                    try emit(Format.time(startUnix + e.t) + "," + slot.rpiHex + "," + slot.aemHex + ","
-                             + String(e.rssi) + scanText + tail + "," + slot.address, startUnix + e.t)
+                    line.removeAll(keepingCapacity: true)
+                    ByteFormat.appendTime(startUnix + e.t, to: &line)
+                    line.append(comma); line += slot.rpiHex; line.append(comma); line += slot.aemHex; line.append(comma)
+                    ByteFormat.appendInt(Int64(e.rssi), to: &line)
+                    line += scanText; line += tail; line.append(comma); line += slot.address
+                    try emit(startUnix + e.t)
                 }
                 result.sightings += events.count
             }
@@ -304,6 +326,8 @@ public struct Simulator {
 struct SimNode {
     let index: Int
     let name: String
+    /// The name as rows spell it.
+    let nameBytes: [UInt8]
     let advertises: Bool
     let scans: Bool
     let waypoints: [Scenario.Waypoint]
@@ -321,6 +345,7 @@ struct SimNode {
     init(spec: Scenario.NodeSpec, index: Int, duration: Double, txOffset: Double, rxOffset: Double) throws {
         self.index = index
         name = spec.name
+        nameBytes = Array(spec.name.utf8)
         switch spec.role ?? "both" {
         case "both": advertises = true; scans = true
         case "advertiser": advertises = true; scans = false
@@ -506,10 +531,10 @@ public struct SimulationResult {
 public protocol SimulationOutput: AnyObject {
     /// A receiver's rows begin (it may have none: a node never present).
     func receiver(_ node: String) throws
-    /// One sightings row of `node` (CSV, the export's columns, without its newline) at `time`.
-    func sighting(node: String, line: String, time: Double) throws
-    /// One row of groundtruth/distances.csv (without its newline).
-    func distance(_ line: String) throws
+    /// One sightings row of `node` (CSV, the export's columns, with its newline) at `time`.
+    func sighting(node: String, line: [UInt8], time: Double) throws
+    /// One row of groundtruth/distances.csv (with its newline).
+    func distance(_ line: [UInt8]) throws
 }
 
 /// Writes a streaming simulation's rows into the output directory as they come, in the layout
@@ -519,8 +544,8 @@ public protocol SimulationOutput: AnyObject {
 public final class StreamingSimulationOutput: SimulationOutput {
     let dir: URL
     let daily: DailyFiles?
-    var perNode: [String: (file: AtomicOutputFile, buffer: String)] = [:]
-    var distances: (file: AtomicOutputFile, buffer: String)?
+    var perNode: [String: (file: AtomicOutputFile, buffer: [UInt8])] = [:]
+    var distances: (file: AtomicOutputFile, buffer: [UInt8])?
 
     public init(dir: URL, daily: Bool) throws {
         self.dir = dir
@@ -530,7 +555,7 @@ public final class StreamingSimulationOutput: SimulationOutput {
         self.daily = daily ? DailyFiles(root: dir.appendingPathComponent("sightings"), fileName: "sightings.csv",
                                         header: SightingsExport.header.joined(separator: ",") + "\n") : nil
         let d = try AtomicOutputFile(path: dir.appendingPathComponent("groundtruth/distances.csv").path, durable: false)
-        distances = (d, "scan_start,receiver,transmitter,distance,expected_attenuation,site\n")
+        distances = (d, Array("scan_start,receiver,transmitter,distance,expected_attenuation,site\n".utf8))
     }
 
     /// One file per receiver, even without rows (the header alone), as the held result writes
@@ -538,25 +563,23 @@ public final class StreamingSimulationOutput: SimulationOutput {
     public func receiver(_ node: String) throws {
         guard daily == nil, perNode[node] == nil else { return }
         let f = try AtomicOutputFile(path: dir.appendingPathComponent("sightings/\(node).csv").path, durable: false)
-        perNode[node] = (f, SightingsExport.header.joined(separator: ",") + "\n")
+        perNode[node] = (f, Array((SightingsExport.header.joined(separator: ",") + "\n").utf8))
     }
 
-    public func sighting(node: String, line: String, time: Double) throws {
-        if let daily { try daily.append(line + "\n", board: node, time: time); return }
+    public func sighting(node: String, line: [UInt8], time: Double) throws {
+        if let daily { try daily.append(bytes: line, board: node, time: time); return }
         if perNode[node] == nil { try receiver(node) }
         perNode[node]!.buffer += line
-        perNode[node]!.buffer += "\n"
-        if perNode[node]!.buffer.utf8.count >= 1 << 20 {
-            try perNode[node]!.file.write(Data(perNode[node]!.buffer.utf8))
+        if perNode[node]!.buffer.count >= 1 << 20 {
+            try perNode[node]!.file.write(perNode[node]!.buffer)
             perNode[node]!.buffer.removeAll(keepingCapacity: true)
         }
     }
 
-    public func distance(_ line: String) throws {
+    public func distance(_ line: [UInt8]) throws {
         distances!.buffer += line
-        distances!.buffer += "\n"
-        if distances!.buffer.utf8.count >= 1 << 20 {
-            try distances!.file.write(Data(distances!.buffer.utf8))
+        if distances!.buffer.count >= 1 << 20 {
+            try distances!.file.write(distances!.buffer)
             distances!.buffer.removeAll(keepingCapacity: true)
         }
     }
@@ -565,12 +588,12 @@ public final class StreamingSimulationOutput: SimulationOutput {
         try daily?.commit()
         for node in perNode.keys.sorted() {
             let o = perNode[node]!
-            if !o.buffer.isEmpty { try o.file.write(Data(o.buffer.utf8)) }
+            if !o.buffer.isEmpty { try o.file.write(o.buffer) }
             try o.file.commit()
         }
         perNode = [:]
         if let d = distances {
-            if !d.buffer.isEmpty { try d.file.write(Data(d.buffer.utf8)) }
+            if !d.buffer.isEmpty { try d.file.write(d.buffer) }
             try d.file.commit()
             distances = nil
         }
