@@ -19,7 +19,7 @@ struct TrialNotificationOptions: ParsableArguments {
     @Option(parsing: .unconditionalSingleValue, help: ArgumentHelp("Ground truth: near means within this many metres. Repeatable (each with each --contact-minutes).", valueName: "METRES"))
     var contactDistance: [Double] = []
 
-    @Option(help: ArgumentHelp("A board known positive whose uploaded keys were not collected (then every day of the plan counts). Repeatable.", valueName: "BOARD"))
+    @Option(help: ArgumentHelp("A board known positive whose uploaded keys were not collected (then every day of the collected tree counts). Repeatable.", valueName: "BOARD"))
     var positive: [String] = []
 
     func check() throws {
@@ -27,8 +27,8 @@ struct TrialNotificationOptions: ParsableArguments {
         if placement == nil, !contactMinutes.isEmpty || !contactDistance.isEmpty || !positive.isEmpty {
             throw ValidationError("--contact-minutes, --contact-distance and --positive need --placement and --collected")
         }
-        for m in contactMinutes { try NumericOption.check(m, "--contact-minutes", 0.1...(14 * 1_440)) }
-        for d in contactDistance { try NumericOption.check(d, "--contact-distance", 0.01...10_000) }
+        for m in contactMinutes { try NumericOption.check(m, "--contact-minutes", 0.1...(14 * 1_440), unit: "minutes") }
+        for d in contactDistance { try NumericOption.check(d, "--contact-distance", 0.01...10_000, unit: "metres") }
         for b in positive { if let problem = BoardName.problem(b) { throw ValidationError("--positive: \(problem)") } }
     }
 
@@ -61,7 +61,15 @@ struct TrialNotificationOptions: ParsableArguments {
                 outcomes[board] = .collected(o, keyDays: days)
             }
         }
-        return NotificationVerdicts.judge(plan: plan, outcomes: outcomes, statedPositives: positive, criteria: criteria)
+        // A stated positive counts on every day the tree holds (the days the boards shipped).
+        var days = Set<String>()
+        for entry in (try? FileManager.default.contentsOfDirectory(atPath: collected)) ?? [] where entry.hasPrefix("board=") {
+            for d in (try? FileManager.default.contentsOfDirectory(atPath: collected + "/" + entry)) ?? [] where d.hasPrefix("day=") {
+                let day = String(d.dropFirst("day=".count))
+                if DailyLayout.start(ofDay: day) != nil { days.insert(day) }
+            }
+        }
+        return NotificationVerdicts.judge(plan: plan, outcomes: outcomes, statedPositives: positive, statedDays: days.sorted(), criteria: criteria)
     }
 
     static let csvName = "notifications.csv"

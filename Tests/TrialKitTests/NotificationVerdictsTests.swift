@@ -134,12 +134,13 @@ import Testing
         #expect(kind("e", 2) == .fn)
     }
 
-    @Test func statedPositiveWithoutKeysCountsEveryDay() throws {
+    @Test func statedPositiveWithoutKeysCountsEveryCollectedDay() throws {
         let plan = try PlacementPlan.parse(Array("board,site,x_m,y_m\nx,s,0,0\ny,s,1,0\n".utf8), file: "plan.csv")
         let r = NotificationVerdicts.judge(plan: plan, outcomes: ["x": .notCollected, "y": Self.outcome("y")], statedPositives: ["x"],
-                                           criteria: [.init(minutes: 15, metres: 1.5)])
-        #expect(r.positives.map(\.board) == ["x"] && r.positives[0].days.isEmpty)
-        #expect(r.verdicts.first { $0.board == "y" }?.kind == .fn)
+                                           statedDays: [Self.day, "2025-11-21"], criteria: [.init(minutes: 15, metres: 1.5)])
+        #expect(r.positives.map(\.board) == ["x"] && r.positives[0].days == [Self.day, "2025-11-21"])
+        let y = r.verdicts.first { $0.board == "y" }
+        #expect(y?.kind == .fn && y?.contactMinutes == 2 * 1_440)
         #expect(r.verdicts.first { $0.board == "x" }?.kind == .missing)
     }
 

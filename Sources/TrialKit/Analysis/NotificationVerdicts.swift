@@ -45,8 +45,8 @@ public enum NotificationVerdicts {
 
     public struct Positive: Sendable, Equatable {
         public var board: String
-        /// UTC days (YYYY-MM-DD); empty: every time in the plan (a positive stated by hand
-        /// without collected keys).
+        /// UTC days (YYYY-MM-DD); empty: all along (a positive stated by hand, with no days
+        /// in the collected tree to bound it).
         public var days: [String]
         public var source: String
     }
@@ -69,7 +69,8 @@ public enum NotificationVerdicts {
     }
 
     /// The positives: boards whose collected outcomes list uploaded days, and those stated.
-    public static func positives(_ outcomes: [String: BoardOutcome], stated: [String]) -> [Positive] {
+    /// `statedDays`: the days a stated positive counts on (the collected tree's days).
+    public static func positives(_ outcomes: [String: BoardOutcome], stated: [String], statedDays: [String] = []) -> [Positive] {
         var out: [Positive] = []
         for (board, o) in outcomes.sorted(by: { $0.key < $1.key }) {
             if case .collected(let c, _) = o, !c.submittedDays.isEmpty {
@@ -77,14 +78,16 @@ public enum NotificationVerdicts {
             }
         }
         for b in stated where !out.contains(where: { $0.board == b }) {
-            out.append(Positive(board: b, days: [], source: "stated (--positive); no uploaded keys collected, so every day counts"))
+            out.append(Positive(board: b, days: statedDays, source: statedDays.isEmpty
+                ? "stated (--positive); no uploaded keys collected and no days in the tree, so all along"
+                : "stated (--positive); no uploaded keys collected, so every collected day counts"))
         }
         return out
     }
 
-    public static func judge(plan: PlacementPlan, outcomes: [String: BoardOutcome], statedPositives: [String] = [],
+    public static func judge(plan: PlacementPlan, outcomes: [String: BoardOutcome], statedPositives: [String] = [], statedDays: [String] = [],
                              criteria: [Criterion]) -> Result {
-        let positives = positives(outcomes, stated: statedPositives)
+        let positives = positives(outcomes, stated: statedPositives, statedDays: statedDays)
         var notes: [String] = []
         for b in outcomes.keys.sorted() where !plan.boards.contains(b) {
             notes.append("board \(b) has collected outcomes but is not in the placement plan: not judged")
@@ -188,7 +191,7 @@ public enum NotificationVerdicts {
         } else {
             s += "Positive boards:\n\n"
             for p in r.positives {
-                s += "- \(p.board): \(p.days.isEmpty ? "every day" : p.days.joined(separator: ", ")) (\(p.source))\n"
+                s += "- \(p.board): \(p.days.isEmpty ? "all along" : p.days.joined(separator: ", ")) (\(p.source))\n"
             }
             s += "\n"
         }
