@@ -142,6 +142,15 @@ import Testing
         let y = r.verdicts.first { $0.board == "y" }
         #expect(y?.kind == .fn && y?.contactMinutes == 2 * 1_440)
         #expect(r.verdicts.first { $0.board == "x" }?.kind == .missing)
+        #expect(r.notes.isEmpty)
+    }
+
+    @Test func aBoardThatCouldHaveBeenPositiveWithoutOutcomesIsNamed() throws {
+        let plan = try PlacementPlan.parse(Array("board,site,consent,x_m,y_m\nx,s,yes,0,0\ny,s,no,1,0\n".utf8), file: "plan.csv")
+        let r = NotificationVerdicts.judge(plan: plan, outcomes: ["x": .notCollected, "y": Self.outcome("y")], criteria: [.init(minutes: 15, metres: 1.5)])
+        #expect(r.positives.isEmpty && r.verdicts.first { $0.board == "y" }?.kind == .tn)
+        #expect(r.notes == ["board x could upload its keys (consent yes) but its outcomes are missing: if it was positive, its contacts are not in the ground truth (state it with --positive)"])
+        #expect(NotificationVerdicts.markdown(r, csvName: "n.csv").contains("No positive board"))
     }
 
     @Test func csvAndMarkdown() throws {

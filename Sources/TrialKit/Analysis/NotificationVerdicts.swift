@@ -95,6 +95,12 @@ public enum NotificationVerdicts {
         for p in positives where !plan.isPlaced(p.board) {
             notes.append("positive board \(p.board) has no position in the placement plan: nobody's contact with it is known")
         }
+        // A board that may have uploaded keys but whose outcomes are missing may be a positive the
+        // ground truth does not know of: its contacts would then be counted as not exposed.
+        for b in plan.boards where plan.rows.first(where: { $0.board == b })?.consent == true && !positives.contains(where: { $0.board == b }) {
+            if case .collected = outcomes[b] ?? .notCollected { continue }
+            notes.append("board \(b) could upload its keys (consent yes) but its outcomes are missing: if it was positive, its contacts are not in the ground truth (state it with --positive)")
+        }
         var verdicts: [Verdict] = []
         for c in criteria {
             for board in plan.boards {
