@@ -133,6 +133,9 @@ def test_rehearsed_trial_judges_each_board(radio, nodes, bin_dir, tmp_path):
         for n in POSITIONS:
             out = collect(n, "yes")
             assert out.returncode == 0 and f"shipped board={n}/outcomes (4 files)" in out.stdout, out.stdout + out.stderr
+        # nginx's rule for outcomes is the days': a board writes its own folder only, and nothing else under board=.
+        assert server.put("/collect/board=b/outcomes/app.json", b"{}", "a", passwords["a"]) == 403
+        assert server.put("/collect/board=a/elsewhere/app.json", b"{}", "a", passwords["a"]) == 404
         keys_a = json.loads((collected / "board=a" / "outcomes" / "keys.json").read_text())
         app_a = json.loads((collected / "board=a" / "outcomes" / "app.json").read_text())
         assert len(keys_a) >= 1 and app_a["board"] == "a" and app_a["submittedDays"], app_a
