@@ -116,7 +116,7 @@ public struct PlacementPlan: Sendable, Equatable {
                 guard let v = Double(s), v.isFinite, abs(v) <= 1e7 else { throw fail(name, "metres (a finite number)", i) }
                 return v
             }
-            var row = Row(board: text(board), site: text(site), position: text(position), metricsTarget: text(target),
+            let row = Row(board: text(board), site: text(site), position: text(position), metricsTarget: text(target),
                           controller: text(controller), consent: try flag(consent, "consent"), outcomesConsent: try flag(outcomes, "outcomes_consent"),
                           from: try time(from, "from"), to: try time(to, "to"), x: try metres(x, "x_m"), y: try metres(y, "y_m"))
             guard !row.board.isEmpty else { throw fail("board", "a board name", board) }
