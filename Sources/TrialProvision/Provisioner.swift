@@ -333,10 +333,6 @@ public enum Provisioner {
         return out + "\""
     }
 
-    static func csvField(_ s: String) -> String {
-        s.contains(where: { $0 == "," || $0 == "\"" || $0.isNewline }) ? "\"" + s.replacingOccurrences(of: "\"", with: "\"\"") + "\"" : s
-    }
-
     static func readme(_ inv: Inventory, stamp: String, ca: Bool, trustKey: Bool) -> String {
         var files = "gaend.conf app.env"
         if ca { files += " trial-ca.pem" }
