@@ -79,8 +79,8 @@ let package = Package(
         // `gaenctl trial provision`: a trial's inventory (YAML) -> every board's and the server's
         // configuration (gaend.conf, app.env, passwords, htpasswd, nginx, publisher, Prometheus
         // targets, Alertmanager), written idempotently.
-        .target(name: "TrialProvision", dependencies: ["BoardNames", "YAMLReader"]),
-        .testTarget(name: "TrialProvisionTests", dependencies: ["TrialProvision", "BoardNames", "NodeConfig", "YAMLReader"]),
+        .target(name: "TrialProvision", dependencies: ["BoardNames", "YAMLReader", "TrialKit"]),
+        .testTarget(name: "TrialProvisionTests", dependencies: ["TrialProvision", "BoardNames", "NodeConfig", "YAMLReader", "TrialKit"]),
         // YAML documents -> node trees with marks, on libyaml; standard library only (gaend's config).
         .target(name: "YAMLReader", dependencies: ["CLibYAML"], swiftSettings: daemonModule),
         .testTarget(name: "YAMLReaderTests", dependencies: ["YAMLReader"]),
@@ -155,7 +155,7 @@ let package = Package(
         .testTarget(name: "GaenMetricsTests", dependencies: ["GaenMetrics", "GaenApp", "GaendAPI"]),
         // Collection (`gaenctl collect`): closed days prepared into a spool, shipped over HTTP PUT,
         // read back and checked by SHA-256 before the spool copy goes.
-        .target(name: "GaenCollect", dependencies: ["BoardNames", "GaendClient", "GaendAPI", "DBusCore", "HTTPClient", "TrialKit", "ENProtocol", "PlatformSupport"]),
+        .target(name: "GaenCollect", dependencies: ["GaenApp", "BoardNames", "GaendClient", "GaendAPI", "DBusCore", "HTTPClient", "TrialKit", "ENProtocol", "PlatformSupport"]),
         .testTarget(name: "GaenCollectTests", dependencies: ["GaenCollect", "HTTPClient", "TrialKit"]),
         // Pure HCI wire types and the H4 framer: no I/O, no clock.
         .target(name: "HCIProtocol", swiftSettings: daemonModule),

@@ -59,6 +59,11 @@ public struct AppSubmission {
         return Outcome(keys: keys.count, url: url)
     }
 
+    /// The UTC days whose keys were uploaded (`STATE_DIR/submitted.json`), for the collected outcomes.
+    public static func submittedDays(stateDirectory: String) throws -> Set<String> {
+        try uploadedDays(stateDirectory + "/submitted.json")
+    }
+
     /// The days uploaded before: bounded and a regular file before it is read; an unreadable
     /// record stops the run (read as empty it would upload every day again).
     static func uploadedDays(_ path: String) throws -> Set<String> {

@@ -19,7 +19,11 @@ public final class CollectSpool {
         public var board: String
         public var day: String
         public init(board: String, day: String) { self.board = board; self.day = day }
-        public var relativePath: String { "board=\(DailyLayout.escape(board))/day=\(day)" }
+        /// The end-of-trial keys and app outcomes (`collect --outcomes`): `board=B/outcomes/`.
+        public static let outcomes = CollectedOutcomes.directoryName
+        public var relativePath: String {
+            day == Self.outcomes ? "board=\(DailyLayout.escape(board))/\(Self.outcomes)" : "board=\(DailyLayout.escape(board))/day=\(day)"
+        }
         public static func < (a: Day, b: Day) -> Bool { (a.day, a.board) < (b.day, b.board) }
     }
 
@@ -117,9 +121,9 @@ public final class CollectSpool {
         var days: [Day] = []
         let fm = FileManager.default
         for b in (try? fm.contentsOfDirectory(atPath: pending.path)) ?? [] where b.hasPrefix("board=") {
-            for d in (try? fm.contentsOfDirectory(atPath: pending.appendingPathComponent(b).path)) ?? [] where d.hasPrefix("day=") {
+            for d in (try? fm.contentsOfDirectory(atPath: pending.appendingPathComponent(b).path)) ?? [] where d.hasPrefix("day=") || d == Day.outcomes {
                 let board = String(b.dropFirst("board=".count)).removingPercentEncoding ?? String(b.dropFirst("board=".count))
-                days.append(Day(board: board, day: String(d.dropFirst("day=".count))))
+                days.append(Day(board: board, day: d == Day.outcomes ? d : String(d.dropFirst("day=".count))))
             }
         }
         return days.sorted()

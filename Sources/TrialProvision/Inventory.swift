@@ -44,10 +44,24 @@ public struct Inventory: Sendable, Equatable {
         public var position: String
         /// The trial's consent setting for this board's keys: true uploads them.
         public var consent: Bool
+        /// The participant's consent to collect the board's keys and app outcomes at the end of
+        /// the trial (`gaenctl collect --outcomes`); default no: nothing leaves the board.
+        public var outcomesConsent = false
+        /// Where it stood (metres in the site's plane) and when: the placement plan's rows.
+        public var placements: [Placement] = []
         /// Its address for Prometheus (node_exporter); default: the name.
         public var host: String
         public var metricsPort = 9100
         public var controller = "hci0"
+    }
+
+    /// A board at one place for a while: `from` (inclusive) to `to` (exclusive), Unix seconds,
+    /// nil for the trial's start or end.
+    public struct Placement: Sendable, Equatable {
+        public var from: Double?
+        public var to: Double?
+        public var x: Double
+        public var y: Double
     }
 
     public var trial: String
@@ -137,7 +151,7 @@ extension Inventory {
         var defaults: YAMLMapping?
         if let d = top["defaults"] {
             guard case .mapping(let m) = d else { throw InventoryError(path, d, "defaults: expected a mapping (consent:, controller:, metrics_port:, site:)") }
-            try r.keys(m, ["consent", "controller", "metrics_port", "site"], d)
+            try r.keys(m, ["consent", "outcomes_consent", "controller", "metrics_port", "site"], d)
             defaults = m
         }
         guard let boardsNode = top["boards"], case .sequence(let list) = boardsNode, !list.items.isEmpty else {
@@ -147,7 +161,7 @@ extension Inventory {
         var names = Set<String>(), targets = Set<String>()
         for item in list.items {
             guard case .mapping(let b) = item else { throw InventoryError(path, item, "a board: expected a mapping (name:, site:, position:, consent:)") }
-            try r.keys(b, ["name", "site", "position", "consent", "host", "metrics_port", "controller"], item)
+            try r.keys(b, ["name", "site", "position", "consent", "outcomes_consent", "x", "y", "placements", "host", "metrics_port", "controller"], item)
             let name = try r.string(b, "name", item)
             if let problem = BoardName.problem(name) { throw InventoryError(path, b["name"], "name: \(problem)") }
             guard names.insert(name).inserted else { throw InventoryError(path, b["name"], "board \(name) is listed twice") }
@@ -161,6 +175,11 @@ extension Inventory {
             }
             var board = Board(name: name, site: site, position: try r.optionalString(b, "position") ?? "", consent: consent,
                               host: try r.optionalString(b, "host") ?? name)
+            if let o = value("outcomes_consent") {
+                guard let consent = o.bool else { throw InventoryError(path, o, "board \(name): outcomes_consent: true or false (consent to collect its keys and app outcomes)") }
+                board.outcomesConsent = consent
+            }
+            board.placements = try r.placements(b, item, board: name)
             guard !board.position.contains(where: \.isNewline) else { throw InventoryError(path, b["position"], "board \(name): position: one line") }
             try r.hostPort(board.host + ":1", b["host"], "board \(name): host")
             if let p = value("metrics_port") {
@@ -182,6 +201,17 @@ extension Inventory {
                                   server: server, alerting: alerting, boards: boards)
         inventory.scrapeInterval = try r.duration(top, "scrape_interval") ?? inventory.scrapeInterval
         return inventory
+    }
+}
+
+extension Inventory {
+    /// `YYYY-MM-DDTHH:MM[:SS]Z` as Unix seconds (the inventory's times are UTC, as the boards').
+    static func utcTime(_ s: String) -> Double? {
+        let f = ISO8601DateFormatter()
+        f.formatOptions = [.withInternetDateTime]
+        if let d = f.date(from: s) { return d.timeIntervalSince1970 }
+        f.formatOptions = [.withFullDate, .withTime, .withColonSeparatorInTime, .withDashSeparatorInDate, .withTimeZone]
+        return f.date(from: s)?.timeIntervalSince1970
     }
 }
 
@@ -207,6 +237,38 @@ private struct Reader {
         guard let v = m[key], !v.isNull else { return nil }
         guard let s = v.string, !s.isEmpty else { throw InventoryError(path, v, "\(key): expected a text") }
         return s
+    }
+
+    /// `x:`/`y:` (the whole trial) or `placements:` (a list of `{from:, to:, x:, y:}`), metres
+    /// in the site's plane, times UTC: the board's rows of the placement plan.
+    func placements(_ b: YAMLMapping, _ item: YAMLNode, board: String) throws -> [Inventory.Placement] {
+        func metres(_ m: YAMLMapping, _ key: String, _ node: YAMLNode) throws -> Double {
+            guard let v = m[key] else { throw InventoryError(path, node, "board \(board): \(key): missing (metres; x and y go together)") }
+            guard let d = v.double ?? v.int.map(Double.init), d.isFinite, abs(d) <= 1e7 else { throw InventoryError(path, v, "board \(board): \(key): metres (a number)") }
+            return d
+        }
+        if let list = b["placements"] {
+            guard b["x"] == nil, b["y"] == nil else { throw InventoryError(path, list, "board \(board): give x/y or placements, not both") }
+            guard case .sequence(let seq) = list else { throw InventoryError(path, list, "board \(board): placements: a list of {from:, to:, x:, y:}") }
+            var out: [Inventory.Placement] = []
+            for p in seq.items {
+                guard case .mapping(let m) = p else { throw InventoryError(path, p, "board \(board): a placement: {from:, to:, x:, y:}") }
+                try keys(m, ["from", "to", "x", "y"], p)
+                func time(_ key: String) throws -> Double? {
+                    guard let v = m[key], !v.isNull else { return nil }
+                    guard let s = v.string, let t = Inventory.utcTime(s) else {
+                        throw InventoryError(path, v, "board \(board): \(key): a UTC time such as 2026-11-20T08:00:00Z")
+                    }
+                    return t
+                }
+                let placement = Inventory.Placement(from: try time("from"), to: try time("to"), x: try metres(m, "x", p), y: try metres(m, "y", p))
+                if let f = placement.from, let t = placement.to, t <= f { throw InventoryError(path, m["to"], "board \(board): to: after from") }
+                out.append(placement)
+            }
+            return out
+        }
+        guard b["x"] != nil || b["y"] != nil else { return [] }
+        return [Inventory.Placement(from: nil, to: nil, x: try metres(b, "x", item), y: try metres(b, "y", item))]
     }
 
     func optionalInt(_ m: YAMLMapping, _ key: String, _ range: ClosedRange<Int>) throws -> Int? {

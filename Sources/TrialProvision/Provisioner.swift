@@ -1,4 +1,5 @@
 import Foundation
+import TrialKit
 
 /// One file `gaenctl trial provision` writes: its path under the output directory, its bytes and
 /// its mode (passwords 0600).
@@ -191,6 +192,7 @@ public enum Provisioner {
                 TRUST=--trust \(inv.server.keyID):\(inv.server.keyVersion)=\(trustPath)
                 BOARD=\(b.name)
                 CONSENT=\(b.consent ? "yes" : "no")
+                OUTCOMES_CONSENT=\(b.outcomesConsent ? "yes" : "no")
                 HTTP_OPTIONS=\(attachments.ca == nil ? "" : "--cacert \(caPath)")
                 APP_OPTIONS=
 
@@ -274,10 +276,20 @@ public enum Provisioner {
 
             """))
 
-        var plan = "board,site,position,metrics_target,controller,consent\n"
+        // The trial's placement plan (TrialKit's PlacementPlan: its one reader and writer): a row
+        // per board and placement, or one without coordinates for a board not placed.
+        var rows: [PlacementPlan.Row] = []
         for b in inv.boards {
-            plan += [b.name, b.site, b.position, "\(b.host):\(b.metricsPort)", b.controller, b.consent ? "yes" : "no"].map(csvField).joined(separator: ",") + "\n"
+            let base = PlacementPlan.Row(board: b.name, site: b.site, position: b.position, metricsTarget: "\(b.host):\(b.metricsPort)",
+                                         controller: b.controller, consent: b.consent, outcomesConsent: b.outcomesConsent)
+            if b.placements.isEmpty { rows.append(base) }
+            for p in b.placements {
+                var row = base
+                (row.from, row.to, row.x, row.y) = (p.from, p.to, p.x, p.y)
+                rows.append(row)
+            }
         }
+        let plan = PlacementPlan.csv(rows)
         files.append(ProvisionedFile("placement.csv", plan))
         files.append(ProvisionedFile("README.md", readme(inv, stamp: stamp, ca: attachments.ca != nil, trustKey: attachments.trustKey != nil)))
         return files
@@ -319,10 +331,6 @@ public enum Provisioner {
             }
         }
         return out + "\""
-    }
-
-    static func csvField(_ s: String) -> String {
-        s.contains(where: { $0 == "," || $0 == "\"" || $0.isNewline }) ? "\"" + s.replacingOccurrences(of: "\"", with: "\"\"") + "\"" : s
     }
 
     static func readme(_ inv: Inventory, stamp: String, ca: Bool, trustKey: Bool) -> String {

@@ -2,6 +2,7 @@ import ArgumentParser
 import BoardNames
 import CLISupport
 import Foundation
+import GaenApp
 import GaenCollect
 import GaendClient
 import HTTPClient
@@ -31,7 +32,13 @@ struct CollectCommand: AsyncParsableCommand {
             replaced, so no row is duplicated. The password is read from --password-file (a systemd \
             credential in systemd/gaend-collect@.service), never from the command line. Prints one \
             line per day shipped; exits 1 if a day could not be shipped. Server side: docs/fleet.md; \
-            `gaenctl trial verify DIR` checks the collected tree against the manifests.
+            `gaenctl trial verify DIR` checks the collected tree against the manifests. \
+            At the end of a trial, --outcomes --consent yes also ships the board's own keys \
+            (gaend's key history, which only group gaend-keys may read: run it as the app's user) \
+            and its app's outcomes (risk history, packages provided, gaend's exposure windows; \
+            --app-state) to SERVER/board=<node>/outcomes/ (keys.json, app.json, windows.json, \
+            MANIFEST.sha256), checked back as a day is; with --consent no nothing of them is \
+            read or sent.
             """
     )
 
@@ -61,7 +68,19 @@ struct CollectCommand: AsyncParsableCommand {
     @Option(help: ArgumentHelp("Send this closed day again (YYYY-MM-DD), even if it was shipped. Repeatable.", valueName: "DAY"))
     var resend: [String] = []
 
+    @Flag(help: "Also ship the board's keys and app outcomes (the end of a trial; needs --consent).")
+    var outcomes = false
+
+    @Option(help: ArgumentHelp("The participant's consent to collect the keys and app outcomes: yes or no (OUTCOMES_CONSENT of app.env).", valueName: "yes|no"))
+    var consent: String?
+
+    @Option(help: ArgumentHelp("The app's state directory, for --outcomes (default: $STATE_DIRECTORY, else /var/lib/gaend-app/NAME).", valueName: "DIR"))
+    var appState: String?
+
     func validate() throws {
+        if let consent, !["yes", "no"].contains(consent) { throw ValidationError("--consent: yes or no, got \(TextSafety.quoted(consent))") }
+        if outcomes && consent == nil { throw ValidationError("--outcomes needs --consent yes|no (the participant's consent; no sends nothing)") }
+        if !outcomes && (consent != nil || appState != nil) { throw ValidationError("--consent and --app-state go with --outcomes") }
         guard server.hasPrefix("http://") || server.hasPrefix("https://") else {
             throw ValidationError("--server: expected an http:// or https:// URL, got \(TextSafety.quoted(server))")
         }
@@ -98,6 +117,15 @@ struct CollectCommand: AsyncParsableCommand {
                 throw CommandFailure("--resend \(day): the day is not closed yet (today is \(todayName) UTC)")
             }
             try await CollectRun.prepare(client, spool: spool, board: board, site: labels.site, today: today, days: days, resend: resend)
+            if outcomes {
+                if consent == "yes" {
+                    try await CollectOutcomes.prepare(client, spool: spool, board: board,
+                                                      appStateDirectory: AppPaths.stateDirectory(appState, instance: bus.name),
+                                                      now: Int64(Date().timeIntervalSince1970))
+                } else {
+                    print("outcomes of \(board) not collected: no consent (nothing of them leaves the board)")
+                }
+            }
             http.credentials = HTTPCredentials(user: user ?? board, password: password)
             let base = server.hasSuffix("/") ? server : server + "/"
             for day in try spool.pendingDays() {

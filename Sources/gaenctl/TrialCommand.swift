@@ -46,7 +46,11 @@ struct TrialReportCommand: ParsableCommand {
             key file it matched (keys/phone-1.json -> phone-1). Markers labelled \
             pair:<receiver>/<transmitter> hold for that pair only; other markers for every pair. \
             Instead of sightings and keys, --attenuations takes an attenuation CSV \
-            (time,attenuation[,receiver,transmitter,distance]), e.g. a report's own attenuation.csv.
+            (time,attenuation[,receiver,transmitter,distance]), e.g. a report's own attenuation.csv. \
+            With --placement (the trial's placement plan) and --collected (the collected tree), \
+            the report also says for each board whether its app's notification was right: \
+            notifications.csv and a section of report.md (docs/trial.md); these two alone \
+            write only that.
             """
     )
 
@@ -80,7 +84,11 @@ struct TrialReportCommand: ParsableCommand {
     @Option(help: ArgumentHelp("The attenuation rows as csv (attenuation.csv) or jsonl (attenuation.jsonl, JSON lines).", valueName: "csv|jsonl"))
     var attenuationFormat: String = "csv"
 
+    @OptionGroup var notifications: TrialNotificationOptions
+
     func validate() throws {
+        try notifications.check()
+        if notifications.placement != nil, sightings.isEmpty, keys.isEmpty, attenuations.isEmpty { return }
         if let split, split != "daily" { throw ValidationError("--split: expected 'daily', got '\(split)'") }
         guard attenuationFormat == "csv" || attenuationFormat == "jsonl" else { throw ValidationError("--attenuation-format must be csv or jsonl") }
         if attenuations.isEmpty {
@@ -103,6 +111,13 @@ struct TrialReportCommand: ParsableCommand {
 
     func run() throws {
         try TrialCommandSupport.run("trial report") {
+            // Computed first: a bad plan or outcome fails before any file is written.
+            let verdicts = try notifications.result()
+            if let verdicts, sightings.isEmpty, keys.isEmpty, attenuations.isEmpty {
+                try TrialNotificationOptions.write(verdicts, to: URL(fileURLWithPath: output), appendingToReport: false)
+                print(TrialNotificationOptions.summary(verdicts, output: output))
+                return
+            }
             var options = AnalysisOptions()
             options.thresholds = try parsedThresholds()
             options.closeContactDistance = closeContact
@@ -132,6 +147,10 @@ struct TrialReportCommand: ParsableCommand {
             let report = stream.report(options: options)
             try TrialReportWriter.write(report, tally: stream.tally, to: dir, dailyAttenuation: split == "daily", jsonLines: attenuationFormat == "jsonl")
             print(Self.summary(report, output: output))
+            if let verdicts {
+                try TrialNotificationOptions.write(verdicts, to: dir, appendingToReport: true)
+                print(TrialNotificationOptions.summary(verdicts, output: output))
+            }
         }
     }
 

@@ -134,6 +134,25 @@ struct ShipTests {
         #expect(try spool.loadState().shipped["board=b1/day=2026-01-05"] != nil)
     }
 
+    @Test("The outcomes go to board=B/outcomes/, after the board's days, and are listed as pending until shipped")
+    func outcomesAfterTheDays() throws {
+        let nginx = try LoopbackNginx(readBackFromStored: true)
+        defer { nginx.stop() }
+        let (spool, day, root) = try spoolWithOneDay()
+        defer { try? FileManager.default.removeItem(at: root) }
+        let scratch = try spool.freshScratch()
+        try Data("[]\n".utf8).write(to: scratch.appendingPathComponent(CollectedOutcomes.keysFile))
+        try Data(DayManifest.make(directory: scratch.path, files: [CollectedOutcomes.keysFile]).utf8).write(to: scratch.appendingPathComponent(DayManifest.fileName))
+        let outcomes = CollectOutcomes.spoolDay(board: "b1")
+        try spool.enqueue(scratch, as: outcomes)
+        #expect(outcomes.relativePath == "board=b1/outcomes")
+        #expect(try spool.pendingDays() == [day, outcomes])
+        let http = try HTTPSession()
+        #expect(try spool.ship(outcomes, base: nginx.url, http: http) == 2)
+        #expect(try spool.pendingDays() == [day])
+        #expect(try Data(contentsOf: nginx.stored.appendingPathComponent("board=b1/outcomes/keys.json")) == Data("[]\n".utf8))
+    }
+
     @Test("A server that serves one flipped byte, same size: not shipped, the spool copy kept, the file named")
     func flippedByte() throws {
         let nginx = try LoopbackNginx(readBackFromStored: false)

@@ -3,6 +3,7 @@ import BoardNames
 import Foundation
 import Testing
 @testable import TrialProvision
+import TrialKit
 
 /// Fixed secrets, so a plan is a function of its inputs; counts what was asked for.
 struct CountingSecrets: SecretSource {
@@ -77,6 +78,39 @@ func inventory(boards: Int, extra: String = "") -> String {
 
 @Suite struct ProvisionPlanTests {
     let templates = try! DeployTemplates.load(deployDirectory: repo.appendingPathComponent("deploy").path)
+
+    /// The inventory's positions become the placement plan TrialKit reads back; the outcomes
+    /// consent goes to the plan and the board's app.env.
+    @Test func placementPlanFromTheInventory() throws {
+        var secrets = CountingSecrets()
+        let text = inventory(boards: 0 + 1).replacingOccurrences(of: "position: front}", with: "position: front, x: 1.5, y: -2}") + """
+              - name: mover
+                site: bus 1
+                outcomes_consent: yes
+                placements:
+                  - {from: "2026-11-20T08:00:00Z", to: "2026-11-20T09:00:00Z", x: 0, y: 0}
+                  - {from: "2026-11-20T09:00:00Z", x: 10, y: 0}
+              - {name: nowhere, site: bus 2}
+
+            """
+        let files = try plan(text, secrets: &secrets)
+        let csv = try #require(files["placement.csv"]).contents
+        let plan = try TrialKit.PlacementPlan.parse(Array(csv.utf8), file: "placement.csv")
+        #expect(plan.boards == ["board01", "mover", "nowhere"])
+        #expect(plan.rows.count == 4 && plan.rows[0].x == 1.5 && plan.rows[0].y == -2 && plan.rows[0].outcomesConsent == false)
+        #expect(plan.rows[2].from == 1_795_165_200 && plan.rows[2].to == nil && plan.rows[2].outcomesConsent == true)
+        #expect(!plan.isPlaced("nowhere"))
+        #expect(plan.segments("board01", "mover", from: 1_795_161_600, to: 1_795_165_200).map(\.distance) == [2.5])
+        #expect(files["boards/mover/app.env"]?.contents.contains("\nCONSENT=yes\nOUTCOMES_CONSENT=yes\n") == true)
+        #expect(files["boards/board01/app.env"]?.contents.contains("\nOUTCOMES_CONSENT=no\n") == true)
+        func problem(_ extra: String) -> String {
+            do { _ = try Inventory.parse(inventory(boards: 1) + extra, path: "inv.yml"); return "" } catch { return "\(error)" }
+        }
+        #expect(problem("  - {name: m, site: s, x: 1}\n") == "inv.yml: line 12: board m: y: missing (metres; x and y go together)")
+        #expect(problem("  - {name: m, site: s, x: 1, y: 1, placements: []}\n").hasSuffix("board m: give x/y or placements, not both"))
+        #expect(problem("  - {name: m, site: s, placements: [{from: yesterday, x: 1, y: 1}]}\n").hasSuffix("board m: from: a UTC time such as 2026-11-20T08:00:00Z"))
+        #expect(problem("  - {name: m, site: s, outcomes_consent: maybe}\n").contains("outcomes_consent: true or false"))
+    }
 
     func plan(_ text: String, existing: ExistingSecrets = ExistingSecrets(), secrets: inout CountingSecrets) throws -> [String: ProvisionedFile] {
         let files = try Provisioner.plan(try Inventory.parse(text), inventoryName: "inv.yml", templates: templates, attachments: .init(),

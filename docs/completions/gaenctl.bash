@@ -802,9 +802,9 @@ _gaenctl_metrics() {
 
 _gaenctl_collect() {
     repeating_flags=()
-    non_repeating_flags=(--version -h --help)
+    non_repeating_flags=(--outcomes --version -h --help)
     repeating_options=(--resend)
-    non_repeating_options=(--bus --name --timeout --server --user --password-file --spool --days --limit-rate --cacert)
+    non_repeating_options=(--bus --name --timeout --server --user --password-file --spool --days --limit-rate --cacert --consent --app-state)
     __gaenctl_offer_flags_options 0
 
     # Offer option value completions
@@ -840,6 +840,12 @@ _gaenctl_collect() {
         return
         ;;
     '--resend')
+        return
+        ;;
+    '--consent')
+        return
+        ;;
+    '--app-state')
         return
         ;;
     esac
@@ -1343,8 +1349,8 @@ _gaenctl_trial() {
 _gaenctl_trial_report() {
     repeating_flags=()
     non_repeating_flags=(--version -h --help)
-    repeating_options=(--sightings --keys --markers --attenuations)
-    non_repeating_options=(-o --output --site --close-contact --thresholds --split --attenuation-format)
+    repeating_options=(--sightings --keys --markers --attenuations --contact-minutes --contact-distance --positive)
+    non_repeating_options=(-o --output --site --close-contact --thresholds --split --attenuation-format --placement --collected)
     __gaenctl_offer_flags_options 0
 
     # Offer option value completions
@@ -1377,6 +1383,21 @@ _gaenctl_trial_report() {
         return
         ;;
     '--attenuation-format')
+        return
+        ;;
+    '--placement')
+        return
+        ;;
+    '--collected')
+        return
+        ;;
+    '--contact-minutes')
+        return
+        ;;
+    '--contact-distance')
+        return
+        ;;
+    '--positive')
         return
         ;;
     esac
