@@ -7,6 +7,7 @@ import GaendClient
 import HTTPClient
 import PlatformSupport
 import TrialKit
+import TrialTime
 
 /// `gaenctl collect`: ships the node's closed days to the trial server in the daily layout,
 /// over HTTP PUT (nginx WebDAV, per-board basic authentication). Idempotent and resumable: each
@@ -61,6 +62,8 @@ struct CollectCommand: AsyncParsableCommand {
     @Option(help: ArgumentHelp("Send this closed day again (YYYY-MM-DD), even if it was shipped. Repeatable.", valueName: "DAY"))
     var resend: [String] = []
 
+    @OptionGroup var clock: TrialClockOption
+
     func validate() throws {
         guard server.hasPrefix("http://") || server.hasPrefix("https://") else {
             throw ValidationError("--server: expected an http:// or https:// URL, got \(TextSafety.quoted(server))")
@@ -88,11 +91,16 @@ struct CollectCommand: AsyncParsableCommand {
             throw ExitCode(1)
         }
         http.uploadRateLimit = limitRate
+        let trialClock: TrialClock?
+        do { trialClock = try clock.load() } catch {
+            printError("gaenctl collect: \(error)")
+            throw ExitCode(1)
+        }
         var failures = 0
         try await withDaemon("collect", bus) { client in
             let labels = try await client.labels()
             let board = try CollectRun.boardName(node: labels.node, hostName: ProcessInfo.processInfo.hostName)
-            let today = DailyLayout.dayStart(Date().timeIntervalSince1970)
+            let today = DailyLayout.dayStart(trialClock.now)
             let todayName = DailyLayout.day(today)
             for day in resend where day >= todayName {
                 throw CommandFailure("--resend \(day): the day is not closed yet (today is \(todayName) UTC)")
