@@ -75,7 +75,7 @@ cleanup() {
     exit $STATUS
 }
 trap cleanup EXIT
-trap 'echo "rehearse: interrupted" >&2; exit 130' INT TERM
+trap 'echo "rehearse: interrupted" >&2; STATUS=130; exit 130' INT TERM
 trap 'echo "rehearse: FAILED: line $LINENO: $BASH_COMMAND" >&2' ERR
 echo "== work folder: $WORK"
 START_WALL=$SECONDS
