@@ -76,6 +76,11 @@ let package = Package(
         // The one rule for a trial board's name (research.node, the server's user, the inbox and
         // collection paths, the inventory), standard library only: gaend's config checks it too.
         .target(name: "BoardNames", swiftSettings: daemonModule),
+        // A rehearsal's one trial clock (scale and epoch) and the one reader of its file: gaend
+        // (HCIHost's ScaledClock), the app half, collection and the publisher read trial time
+        // the same way. No store, no D-Bus, no Foundation.
+        .target(name: "TrialTime", dependencies: ["ENProtocol", "PlatformSupport", "YAMLReader"], swiftSettings: daemonModule),
+        .testTarget(name: "TrialTimeTests", dependencies: ["TrialTime", "HCIHost", "KeyDistribution", "GaenApp", "HTTPClient", "ENProtocol", "PlatformSupport"]),
         // `gaenctl trial provision`: a trial's inventory (YAML) -> every board's and the server's
         // configuration (gaend.conf, app.env, passwords, htpasswd, nginx, publisher, Prometheus
         // targets, Alertmanager), written idempotently.
@@ -146,7 +151,7 @@ let package = Package(
         // both layouts, provide batching, gaend's side of a run (provide, match, risk, the
         // RiskChanged signal), the upload of the board's keys, the status text.
         .target(name: "GaenApp", dependencies: ["KeyDistribution", "ENProtocol", "RiskEngines", "HTTPClient", "GaendClient", "GaendAPI",
-                                                "DBusCore", "PlatformSupport"]),
+                                                "DBusCore", "PlatformSupport", "TrialTime"]),
         .testTarget(name: "GaenAppTests", dependencies: ["GaenApp", "HTTPClient", "KeyDistribution", "ENProtocol", "PlatformSupport", "RiskEngines",
                                                         "DBusCore", "GaendAPI"]),
         // The node's state as Prometheus metrics (`gaenctl metrics`): the exposition of one status
@@ -165,7 +170,7 @@ let package = Package(
         .target(
             name: "HCIHost",
             dependencies: [
-                "ENProtocol", "HCIProtocol", "HCIShim", "PlatformSupport",
+                "ENProtocol", "HCIProtocol", "HCIShim", "PlatformSupport", "TrialTime",
                 .product(name: "Logging", package: "swift-log"),
             ],
             swiftSettings: daemonModule
@@ -176,7 +181,7 @@ let package = Package(
         // a tool that reads or edits the config needs neither.
         .target(
             name: "NodeConfig",
-            dependencies: ["HCIHost", "ENProtocol", "DBusNames", "BoardNames", "PlatformSupport", "YAMLReader"],
+            dependencies: ["HCIHost", "ENProtocol", "DBusNames", "BoardNames", "PlatformSupport", "YAMLReader", "TrialTime"],
             swiftSettings: daemonModule
         ),
         .testTarget(name: "NodeConfigTests", dependencies: ["NodeConfig", "HCIHost", "ENProtocol", "YAMLReader"]),
@@ -194,7 +199,7 @@ let package = Package(
         .target(
             name: "BLEDaemon",
             dependencies: [
-                "NodeConfig", "HCIHost", "ENProtocol", "MatchingRuntime", "HCIProtocol", "HCIShim", "DBusCore", "GaendAPI", "PlatformSupport", "GaenSQLite", "GaenStore",
+                "NodeConfig", "HCIHost", "ENProtocol", "MatchingRuntime", "HCIProtocol", "HCIShim", "DBusCore", "GaendAPI", "PlatformSupport", "GaenSQLite", "GaenStore", "TrialTime",
                 .product(name: "Logging", package: "swift-log"),
                 .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
             ],
@@ -203,7 +208,7 @@ let package = Package(
         .executableTarget(
             name: "gaend",
             dependencies: [
-                "BLEDaemon", "NodeConfig", "HCIHost", "DBusCore", "DBusNames", "GaendAPI", "ENProtocol", "PlatformSupport",
+                "BLEDaemon", "NodeConfig", "HCIHost", "DBusCore", "DBusNames", "GaendAPI", "ENProtocol", "PlatformSupport", "TrialTime",
                 .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
                 .product(name: "UnixSignals", package: "swift-service-lifecycle"),
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
@@ -231,7 +236,7 @@ let package = Package(
             name: "gaenctl",
             dependencies: [
                 "ENProtocol", "MatchingRuntime", "RiskEngines", "NodeConfig", "RadioCommands", "CLISupport", "HCIProtocol", "GaendClient", "GaendAPI", "TrialKit", "KeyDistribution", "GaenApp",
-                "GaenMetrics", "GaenCollect", "HTTPClient", "PlatformSupport", "BoardNames", "TrialProvision",
+                "GaenMetrics", "GaenCollect", "HTTPClient", "PlatformSupport", "BoardNames", "TrialProvision", "TrialTime",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
                 // `trial import dp3t` reads DP-3T's SQLite result tables.
                 "GaenSQLite",
@@ -289,7 +294,7 @@ let package = Package(
         ),
         .testTarget(
             name: "BLEDaemonTests",
-            dependencies: ["BLEDaemon", "GaenStore", "NodeConfig", "HCIHost", "HCIProtocol", "DBusCore", "GaendAPI", "GaenSQLite", "PlatformSupport", "NodeTestSupport", "StoreFixtures",
+            dependencies: ["BLEDaemon", "GaenStore", "NodeConfig", "HCIHost", "HCIProtocol", "DBusCore", "GaendAPI", "GaenSQLite", "PlatformSupport", "NodeTestSupport", "StoreFixtures", "TrialTime",
                            .product(name: "Logging", package: "swift-log")],
             resources: [.copy("Fixtures")]
         ),

@@ -5,6 +5,7 @@ import GaendAPI
 import HTTPClient
 import KeyDistribution
 import PlatformSupport
+import TrialTime
 
 /// Which layout the server is read in.
 public enum ServerLayout: Sendable, Equatable {
@@ -72,7 +73,11 @@ public final class SyncRun {
     public let store: AppStateStore
     public var state: AppState
     private let http: HTTPSession
+    /// Real time: the run's deadline, retries, the server's Date.
     private let now: () -> Double
+    /// The trial's time for days and the state's times (`trialClock`), else the real time.
+    private let trialClock: TrialClock?
+    private func calendarNow() -> Double { trialClock?.trialTime(real: now()) ?? now() }
     private let sleep: (Double) -> Void
     private let log: (String) -> Void
     private var deadline: Double = 0
@@ -93,9 +98,12 @@ public final class SyncRun {
         return false
     }
 
-    /// `now` and `sleep` are injected so the backoff and the clock check run on any clock.
+    /// `now` and `sleep` are injected so the backoff and the clock check run on any clock. With
+    /// a rehearsal's `trialClock` the days (today, retention, the daily provide count, a refused
+    /// package's daily retry) and the times kept in the state are the trial's; the run's
+    /// deadline, its retries and the check of the server's Date stay on the real `now`.
     public init(settings: SyncSettings, store: AppStateStore, http: HTTPSession,
-                now: @escaping () -> Double = { Date().timeIntervalSince1970 },
+                now: @escaping () -> Double = { Date().timeIntervalSince1970 }, trialClock: TrialClock? = nil,
                 sleep: @escaping (Double) -> Void = { s in if s > 0 { usleep(UInt32(min(s, 4_000) * 1_000_000)) } },
                 log: @escaping (String) -> Void) throws {
         self.settings = settings
@@ -103,6 +111,7 @@ public final class SyncRun {
         self.state = try store.load()
         self.http = http
         self.now = now
+        self.trialClock = trialClock
         self.sleep = sleep
         self.log = log
     }
@@ -253,7 +262,7 @@ public final class SyncRun {
     }
 
     private func downloadCWA(_ country: String, revoked: Set<String>) throws {
-        let now = self.now()
+        let now = calendarNow()
         let today = UTCDay(unixSeconds: now)
         let oldest = today.advanced(by: -settings.retentionDays)
         // Without the layout's first index nothing can be compared: the run failed (the next one catches up).
@@ -316,7 +325,7 @@ public final class SyncRun {
         }
         // Files the server no longer lists are past its retention.
         let listed = Set(paths.map { "google/" + $0 })
-        let cutoff = Int64(now()) - Int64(settings.retentionDays + 1) * 86_400
+        let cutoff = Int64(calendarNow()) - Int64(settings.retentionDays + 1) * 86_400
         for (id, p) in state.packages where !listed.contains(id) && p.fetchedAt < cutoff { remove(id) }
     }
 
@@ -361,7 +370,7 @@ public final class SyncRun {
         let name = sha + ".zip"
         try store.write(r.body, to: "cache/" + name)
         state.packages[id] = CachedPackage(id: id, url: u, kind: kind, day: day?.isoDate, hour: hour, sha256: sha, etag: r.etag,
-                                           bytes: r.body.count, keys: file.keyCount + file.revisedKeyCount, fetchedAt: Int64(now()),
+                                           bytes: r.body.count, keys: file.keyCount + file.revisedKeyCount, fetchedAt: Int64(calendarNow()),
                                            file: name, providedAt: nil, exportBytes: file.exportBin.count)
         outcome.newPackages += 1
         // Saved after each file: a run cut short keeps what it has.
@@ -415,7 +424,7 @@ public final class SyncRun {
     /// The refused packages due for another try: refused on an earlier UTC day, fewer than
     /// `maxRefusals` times.
     public var dueForRetry: [CachedPackage] {
-        let today = UTCDay(unixSeconds: now())
+        let today = UTCDay(unixSeconds: calendarNow())
         return state.packages.values.filter { p in
             guard p.refused, let at = p.refusedAt else { return false }
             return (p.refusals ?? 1) < Self.maxRefusals && UTCDay(unixSeconds: Double(at)) < today
@@ -425,7 +434,7 @@ public final class SyncRun {
     /// ProvideDiagnosisKeys calls the app may still make today: gaend's own count, and the
     /// app's (`perDay` a UTC day), whichever is lower.
     public func callsLeft(gaendRemaining: UInt32, perDay: Int) -> Int {
-        let today = Int64(UTCDay(unixSeconds: now()).unixSeconds)
+        let today = Int64(UTCDay(unixSeconds: calendarNow()).unixSeconds)
         state.provideCalls.removeAll { $0 < today }
         return max(0, min(Int(min(gaendRemaining, UInt32(Int32.max))), perDay - state.provideCalls.count))
     }
@@ -547,7 +556,7 @@ public final class SyncRun {
                 try store.save(state)
                 continue
             }
-            let t = Int64(now())
+            let t = Int64(calendarNow())
             state.provideCalls.append(t)
             state.lastProvidedAt = t
             for p in batch {
@@ -563,7 +572,7 @@ public final class SyncRun {
 
     private func refuse(_ p: CachedPackage, _ reason: String, _ outcome: inout ProvideOutcome) throws {
         guard var held = state.packages[p.id] else { return }
-        held.refusedAt = Int64(now())
+        held.refusedAt = Int64(calendarNow())
         held.refusal = reason
         held.refusals = (held.refusals ?? 0) + 1
         state.packages[p.id] = held

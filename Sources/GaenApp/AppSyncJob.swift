@@ -5,6 +5,7 @@ import HTTPClient
 import GaendAPI
 import GaendClient
 import KeyDistribution
+import TrialTime
 
 /// What `gaenctl app sync` does besides downloading: gaend's side of one run (provide the
 /// waiting packages within the day's calls, wait for matching, compute the risk with the
@@ -28,10 +29,15 @@ public struct AppSyncJob {
     public let http: HTTPSession
     let log: (String) -> Void
     let now: () -> Double
+    let trialClock: TrialClock?
+    /// The run's record, the risk's day and time: the trial's with a trial clock (SyncRun).
+    func calendarNow() -> Double { trialClock?.trialTime(real: now()) ?? now() }
 
     public init(settings: SyncSettings, stateDirectory: String, options: Options, http: HTTPSession,
-                now: @escaping () -> Double = { Date().timeIntervalSince1970 }, log: @escaping (String) -> Void) {
+                now: @escaping () -> Double = { Date().timeIntervalSince1970 }, trialClock: TrialClock? = nil,
+                log: @escaping (String) -> Void) {
         self.settings = settings
+        self.trialClock = trialClock
         self.stateDirectory = stateDirectory
         self.options = options
         self.http = http
@@ -48,8 +54,9 @@ public struct AppSyncJob {
     /// One whole run. The record is kept in the state (status.json) whatever happens; a
     /// non-empty `error` means the run could not complete.
     public func run(connect: () async throws -> GaendClient) async throws -> SyncRecord {
-        let started = Int64(now())
-        let sync = try SyncRun(settings: settings, store: try AppStateStore(directory: stateDirectory), http: http, now: now, log: log)
+        let started = Int64(calendarNow())
+        let sync = try SyncRun(settings: settings, store: try AppStateStore(directory: stateDirectory), http: http, now: now,
+                               trialClock: trialClock, log: log)
         var record = SyncRecord(startedAt: started, finishedAt: 0, server: settings.server, newPackages: 0, provided: 0, refused: 0,
                                 pending: 0, bytes: 0, error: "")
         var outcome = DownloadOutcome()
@@ -72,7 +79,7 @@ public struct AppSyncJob {
                 failure = "gaend: \(error)"
             }
         }
-        record.finishedAt = Int64(now())
+        record.finishedAt = Int64(calendarNow())
         if let failure { record.error = failure }
         // An index that could not be read: what it lists waits, and the run says it did not complete.
         if record.error.isEmpty && !outcome.incomplete.isEmpty { record.error = outcome.incomplete.joined(separator: "; ") }
@@ -106,7 +113,7 @@ public struct AppSyncJob {
             return
         }
         let windows = try await client.exposureWindows()
-        let at = Int64(now())
+        let at = Int64(calendarNow())
         let risk: RiskRecord
         do {
             risk = try AppRisk.evaluate(configuration, windows: try JSONEncoder().encode(windows), today: UTCDay(unixSeconds: Double(at)), at: at)

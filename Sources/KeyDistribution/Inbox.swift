@@ -67,8 +67,11 @@ public enum Inbox {
     /// their file's submission (not the run's moment), and a board's budget is spent in the
     /// order its files were first seen. So a run later over the same inbox accepts the same
     /// keys, and a published package keeps its keys.
+    ///
+    /// `fileTime` turns a modification time (real Unix seconds) into the publisher's time: the
+    /// identity, or a rehearsal's trial clock (TrialTime), whose `now` is the trial's too.
     public static func read(_ directory: String, ledger: inout SubmissionLedger, now: Int64, budget: Budget = Budget(),
-                            retentionDays: Int = 14) throws -> Result {
+                            retentionDays: Int = 14, fileTime: (Int64) -> Int64 = { $0 }) throws -> Result {
         var result = Result()
         try checkDirectory(directory)
         // Only names and digests are kept between the passes: memory stays flat in the inbox's size.
@@ -105,7 +108,7 @@ public enum Inbox {
                     continue
                 }
                 let digest = SHA256.hash(bytes).map { String(format: "%02x", $0) }.joined()
-                let entry = ledger.submission(digest: digest, file: relative, mtime: Int64(st.st_mtim.tv_sec), size: Int64(bytes.count), now: now)
+                let entry = ledger.submission(digest: digest, file: relative, mtime: fileTime(Int64(st.st_mtim.tv_sec)), size: Int64(bytes.count), now: now)
                 candidates.append(Candidate(path: path, board: board, digest: digest, size: bytes.count, entry: entry))
             }
         }

@@ -180,7 +180,7 @@ package enum ConfigLoader {
         }
 
         func apply(_ root: YAMLNode, to s: inout GaendSettings) throws {
-            let top = ["controller", "state_dir", "store_key_file", "bus", "bus_name", "trust", "trial", "time_scale", "clock",
+            let top = ["controller", "state_dir", "store_key_file", "bus", "bus_name", "trust", "trial", "time_scale", "trial_clock", "clock",
                        "advertising", "scanning", "store", "calibration", "research", "rate_limits", "watchdog", "callers", "capture", "controllers"]
             for (key, keyNode, v) in try mapping(root, "config") {
                 switch key {
@@ -201,6 +201,7 @@ package enum ConfigLoader {
                     }
                 case "trial": s.trial = try bool(v, key)
                 case "time_scale": s.timeScale = try number(v, key, 1...100_000)
+                case "trial_clock": s.trialClockFile = v.isNull ? nil : try string(v, key)
                 case "trust":
                     guard case .sequence(let seq) = v else { throw ConfigError.wrongType(path: path, line: line(v), setting: key, expected: "a list of {id, version, public_key_file}") }
                     s.trust = try seq.items.map { item in

@@ -30,6 +30,10 @@ package struct GaendSettings: Sendable, Equatable {
     package var trial: Bool = false
     /// Runs the whole schedule N times faster than real time (demos, tests).
     package var timeScale: Double = 1
+    /// A rehearsal's trial clock file (`trial_clock:`, `--trial-clock`; TrialTime's TrialClock):
+    /// the node runs on the trial's time, anchored at its epoch, so a restarted node rejoins it.
+    /// Read when the node starts (`makeClock`), not with the config: its checks need the time.
+    package var trialClockFile: String? = nil
     package var clock = ClockSettings()
     package var advertising = AdvertisingSettings()
     package var scanning = ScanningSettings()

@@ -8,6 +8,7 @@ import HTTPClient
 import GaendClient
 import KeyDistribution
 import PlatformSupport
+import TrialTime
 
 /// `gaenctl app`: the phone app's half of the loop on a board, beside gaend (not inside it:
 /// gaend never sees the network). Run by gaend-app@hciN.timer (docs/key-server.md).
@@ -96,6 +97,7 @@ struct AppSync: AsyncParsableCommand {
     var journalSocket: String = "/run/systemd/journal/socket"
     @Option(help: ArgumentHelp("Trust the CA certificates in this PEM file instead of the system's (a trial's private CA).", valueName: "FILE"))
     var cacert: String?
+    @OptionGroup var clock: TrialClockOption
 
     func validate() throws {
         try AppCommand.validateServer(server)
@@ -137,7 +139,7 @@ struct AppSync: AsyncParsableCommand {
         let record: SyncRecord
         do {
             let job = AppSyncJob(settings: settings, stateDirectory: AppCommand.stateDirectory(stateDir, bus: bus), options: options,
-                                 http: try AppCommand.session(caFile: cacert),
+                                 http: try AppCommand.session(caFile: cacert), trialClock: try clock.load(),
                                  log: { printError("gaenctl app sync: \(TextSafety.escaped($0, limit: 4_096))") })
             record = try await job.run(connect: { try await bus.connectToGaend() })
         } catch {
@@ -183,6 +185,7 @@ struct AppSubmit: AsyncParsableCommand {
     var uploadTimeout: Double = 60
     @Option(help: ArgumentHelp("Trust the CA certificates in this PEM file instead of the system's (a trial's private CA).", valueName: "FILE"))
     var cacert: String?
+    @OptionGroup var clock: TrialClockOption
 
     func validate() throws {
         try AppCommand.validateServer(server)
@@ -199,10 +202,15 @@ struct AppSubmit: AsyncParsableCommand {
             throw ExitCode(1)
         }
         let http = try AppCommand.session(caFile: cacert)
+        let trialClock: TrialClock?
+        do { trialClock = try clock.load() } catch {
+            printError("gaenctl app submit: \(error)")
+            throw ExitCode(1)
+        }
         try await withDaemon("app submit", bus) { client in
             let submission = AppSubmission(server: server, user: user, password: password,
                                            stateDirectory: AppCommand.stateDirectory(stateDir, bus: bus), timeout: uploadTimeout, http: http)
-            let outcome = try await submission.run(client: client, today: UTCDay(unixSeconds: Date().timeIntervalSince1970))
+            let outcome = try await submission.run(client: client, today: UTCDay(unixSeconds: trialClock.now))
             if let url = outcome.url { print("\(outcome.keys) keys uploaded to \(url)") } else { print("0 keys uploaded (none new)") }
         }
     }

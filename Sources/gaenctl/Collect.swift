@@ -8,6 +8,7 @@ import GaendClient
 import HTTPClient
 import PlatformSupport
 import TrialKit
+import TrialTime
 
 /// `gaenctl collect`: ships the node's closed days to the trial server in the daily layout,
 /// over HTTP PUT (nginx WebDAV, per-board basic authentication). Idempotent and resumable: each
@@ -77,6 +78,8 @@ struct CollectCommand: AsyncParsableCommand {
     @Option(help: ArgumentHelp("The app's state directory, for --outcomes (default: $STATE_DIRECTORY, else /var/lib/gaend-app/NAME).", valueName: "DIR"))
     var appState: String?
 
+    @OptionGroup var clock: TrialClockOption
+
     func validate() throws {
         if let consent, !["yes", "no"].contains(consent) { throw ValidationError("--consent: yes or no, got \(TextSafety.quoted(consent))") }
         if outcomes && consent == nil { throw ValidationError("--outcomes needs --consent yes|no (the participant's consent; no sends nothing)") }
@@ -107,11 +110,16 @@ struct CollectCommand: AsyncParsableCommand {
             throw ExitCode(1)
         }
         http.uploadRateLimit = limitRate
+        let trialClock: TrialClock?
+        do { trialClock = try clock.load() } catch {
+            printError("gaenctl collect: \(error)")
+            throw ExitCode(1)
+        }
         var failures = 0
         try await withDaemon("collect", bus) { client in
             let labels = try await client.labels()
             let board = try CollectRun.boardName(node: labels.node, hostName: ProcessInfo.processInfo.hostName)
-            let today = DailyLayout.dayStart(Date().timeIntervalSince1970)
+            let today = DailyLayout.dayStart(trialClock.now)
             let todayName = DailyLayout.day(today)
             for day in resend where day >= todayName {
                 throw CommandFailure("--resend \(day): the day is not closed yet (today is \(todayName) UTC)")

@@ -3,6 +3,7 @@ import ENProtocol
 import Foundation
 import KeyDistribution
 import PlatformSupport
+import TrialTime
 
 /// `gaenctl keys publish`: the trial server's publisher (run from a timer): the inbox of
 /// the boards' uploads -> a static tree in the CWA and the Google layouts (docs/key-server.md).
@@ -71,6 +72,7 @@ struct KeysPublish: ParsableCommand {
     var maxBytesPerBoardDay: Int = Inbox.Budget().bytesPerBoardDay
     @Option(help: ArgumentHelp("App configuration JSON to publish signed (docs/key-server.md).", valueName: "FILE"))
     var appConfig: String?
+    @OptionGroup var clock: TrialClockOption
 
     static let codeCharacters = Set("ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-_")
 
@@ -100,6 +102,7 @@ struct KeysPublish: ParsableCommand {
         guard (1...1_000_000).contains(maxKeysPerBoardDay) else { throw ValidationError("--max-keys-per-board-day must be 1...1000000, got \(maxKeysPerBoardDay)") }
         guard (1...(1 << 30)).contains(maxBytesPerBoardDay) else { throw ValidationError("--max-bytes-per-board-day must be 1...\(1 << 30), got \(maxBytesPerBoardDay)") }
         if let now { _ = try Self.parseTime(now) }
+        if now != nil, clock.trialClock != nil { throw ValidationError("give --now or --trial-clock, not both") }
     }
 
     /// `--now`: Unix seconds or ISO 8601, within `SubmissionLedger.plausibleTimes` (a value in
@@ -131,7 +134,10 @@ struct KeysPublish: ParsableCommand {
 
     func run() throws {
         try runReportingFailures("keys publish") {
-            let moment = try now.map(Self.parseTime) ?? Int64(Date().timeIntervalSince1970)
+            // With a trial clock, the moment and the files' times (their modification times, real)
+            // are the trial's.
+            let trialClock = try clock.load()
+            let moment = try now.map(Self.parseTime) ?? Int64(trialClock.now.rounded(.down))
             var signers: [KeyExportSigner] = []
             for (i, path) in signingKey.enumerated() {
                 let pem = try Self.readSmall("--signing-key", path, limit: 64 << 10)
@@ -168,7 +174,8 @@ struct KeysPublish: ParsableCommand {
                            + "an earlier run had a wrong --now or a clock that was ahead. Brought back to now (\(repair.submissionsRedated) submissions redated); "
                            + "packages published for hours after now are withdrawn.")
             }
-            let read = try Inbox.read(inbox, ledger: &ledger, now: moment, budget: budget, retentionDays: retentionDays)
+            let read = try Inbox.read(inbox, ledger: &ledger, now: moment, budget: budget, retentionDays: retentionDays,
+                                     fileTime: { mtime in trialClock.map { Int64($0.trialTime(real: Double(mtime)).rounded(.down)) } ?? mtime })
             for s in read.skipped { printError("gaenctl keys publish: skipped \(TextSafety.escaped(s.file)): \(TextSafety.escaped(s.reason))") }
             for (board, report) in read.boards.sorted(by: { $0.key < $1.key }) where report.keysRefused > 0 || report.filesOverBudget > 0 {
                 let reasons = report.refused.sorted { $0.key < $1.key }.map { "\($0.value) \($0.key)" }.joined(separator: ", ")

@@ -49,6 +49,8 @@ struct Gaend: AsyncParsableCommand {
     // not as an unknown option leaving --time-scale "missing".
     @Option(parsing: .unconditional, help: "Run the whole schedule N times faster than real time (demos, tests): 1...100000.")
     var timeScale: Double?
+    @Option(help: ArgumentHelp("A rehearsal's trial clock file (scale and epoch, docs/runbook.md): the node runs on the trial's time, which every process of the trial and this node after a restart read alike. Not with --time-scale.", valueName: "FILE"))
+    var trialClock: String?
     @Flag(help: "Advertise and scan without a synchronised system clock.")
     var ignoreClockSync = false
     @Option(help: ArgumentHelp("Write every HCI packet, both directions, to FILE as btsnoop (btmon -r, Wireshark); rotated to FILE.1 at 16 MiB.", valueName: "FILE"))
@@ -84,6 +86,10 @@ struct Gaend: AsyncParsableCommand {
                 throw ValidationError("--time-scale must be a number in 1...100000, got \(timeScale)")
             }
             s.timeScale = timeScale
+        }
+        if let trialClock { s.trialClockFile = trialClock }
+        if s.trialClockFile != nil, s.timeScale != 1 {
+            throw ValidationError("give --time-scale (time_scale) or --trial-clock (trial_clock), not both: the trial clock has its own scale")
         }
         if ignoreClockSync { s.clock.requireSync = false }
         if let capture {
@@ -182,7 +188,7 @@ struct Gaend: AsyncParsableCommand {
         logger.info("gaend started", metadata: [
             "config": "\(configSource)",
             "controller": "\(settings.controller)", "bus": "\(address)", "bus.name": "\(settings.busName)", "state": "\(settings.stateDirectory)",
-            "trial": "\(settings.trial)", "time.scale": "\(settings.timeScale)",
+            "trial": "\(settings.trial)", "time.scale": "\(settings.timeScale)", "trial.clock": "\(settings.trialClockFile ?? "none")",
         ])
         signal(SIGPIPE, SIG_IGN)
         // Started in order (store, radio, exposure, research, bus, watchdog) and stopped in

@@ -6,6 +6,7 @@ import Testing
 import Logging
 import NodeTestSupport
 import Synchronization
+import TrialTime
 @testable import BLEDaemon
 @testable import GaenStore
 
@@ -123,6 +124,28 @@ struct SettingsBridgeTests {
         fast.scanning.mode = .fixed
         fast.scanning.fixedPeriodSeconds = 60
         #expect(try NodeSchedule(settings: fast).scan.cadence == .fixedPeriod(60))
+    }
+
+    @Test("trial_clock: the node's clock is the file's trial clock, read as the node starts; not with a time scale; a bad file stops it with the reason")
+    func trialClock() throws {
+        let dir = FileManager.default.temporaryDirectory.appendingPathComponent("node-trial-clock-\(UUID().uuidString)")
+        try FileManager.default.createDirectory(at: dir, withIntermediateDirectories: true)
+        defer { try? FileManager.default.removeItem(at: dir) }
+        let file = dir.appendingPathComponent("clock").path
+        let real = ManualClock(wall: TrialClock.isoTime("2026-11-28T18:40:00Z")! + 30)
+        try Data(TrialClock(scale: 480, realEpoch: real.wallTime() - 30, trialEpoch: TrialClock.isoTime("2026-03-02T00:00:00Z")!, now: real.wallTime()).text.utf8)
+            .write(to: URL(fileURLWithPath: file))
+        var s = try ConfigLoader.parse("trial_clock: \(file)\n")
+        #expect(s.trialClockFile == file)
+        let clock = try #require(try s.makeClock(base: real) as? ScaledClock)
+        #expect(clock.factor == 480 && TrialClock.isoTime(clock.wallTime()) == "2026-03-02T04:00:00Z")
+        #expect(s.makeClockSync().status() == .waived(by: "trial clock \(file)"))
+        s.timeScale = 20
+        #expect(throws: ConfigError.self) { try s.makeClock(base: real) }
+        s.timeScale = 1
+        // Ten seconds before its real epoch: the trial has not started.
+        let early = ManualClock(wall: real.wallTime() - 40)
+        #expect { try s.makeClock(base: early) } throws: { "\($0)".contains("real_epoch 2026-11-28T18:40:00Z is in the future") }
     }
 }
 

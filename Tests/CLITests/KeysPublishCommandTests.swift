@@ -91,6 +91,33 @@ import Testing
         for b in 0..<5 { #expect(published.contains(String(format: "%032x", 10 + b))) }
     }
 
+    @Test("with --trial-clock the publisher's now and the uploads' times are the trial's: a key of the trial's yesterday is published in the trial's 02:00 hour")
+    func trialClock() throws {
+        let site = try Site()
+        // One real second is a trial hour; the rehearsal began 10 s ago at trial 2026-03-02 00:00.
+        let realEpoch = Int64(Date().timeIntervalSince1970) - 10
+        let trialDay: Int64 = 20_514 // 2026-03-02
+        let clock = site.root.appendingPathComponent("clock")
+        try Data("""
+            scale: 3600
+            real_epoch: \(ISO8601DateFormatter().string(from: Date(timeIntervalSince1970: Double(realEpoch))))
+            trial_epoch: 2026-03-02T00:00:00Z
+
+            """.utf8).write(to: clock)
+        // Uploaded (real) at the epoch: trial 2026-03-02 00:00, the key of 2026-03-01.
+        try site.upload("board-a/keys.json", [Self.key(1, day: trialDay - 1)], mtime: realEpoch)
+        let args = ["keys", "publish", "--inbox", site.inbox.path, "-o", site.out.path, "--signing-key", site.pem.path, "--key-id", "T", "--min-keys", "1"]
+        let r = try CLI.runBounded("gaenctl", args + ["--trial-clock", clock.path])
+        #expect(r.status == 0 && r.stdout.hasPrefix("1 keys published"), "\(r.stdout) \(r.stderr)")
+        #expect(Set(try site.publishedKeys()) == [String(format: "%032x", 1)])
+        // Both clocks at once, or a clock that cannot be used, are refused with the reason.
+        let both = try CLI.runBounded("gaenctl", args + ["--trial-clock", clock.path, "--now", String(Self.now)])
+        #expect(both.status == 64 && both.stderr.contains("give --now or --trial-clock, not both"), "\(both.stderr)")
+        try Data("scale: 0\nreal_epoch: 2026-03-02T00:00:00Z\ntrial_epoch: 2026-03-02T00:00:00Z\n".utf8).write(to: clock)
+        let bad = try CLI.runBounded("gaenctl", args + ["--trial-clock", clock.path])
+        #expect(bad.status == 1 && bad.stderr.contains("--trial-clock: trial clock \(clock.path): scale must be a number in 1...100000, got 0.0"), "\(bad.stderr)")
+    }
+
     @Test("--now in milliseconds or at Int64's ends is a usage error naming the range, not a crash")
     func nowValidated() throws {
         let site = try Site()

@@ -165,7 +165,7 @@ _gaend() {
     local -a repeating_flags=()
     local -a non_repeating_flags=(--check-controller --trial --ignore-clock-sync --version -h --help)
     local -a repeating_options=(--trust)
-    local -a non_repeating_options=(--config --controller --state-dir --store-key-file --bus --bus-name --time-scale --capture --log-level)
+    local -a non_repeating_options=(--config --controller --state-dir --store-key-file --bus --bus-name --time-scale --trial-clock --capture --log-level)
     __gaend_offer_flags_options 0
 
     # Offer option value completions
@@ -192,6 +192,9 @@ _gaend() {
         return
         ;;
     '--time-scale')
+        return
+        ;;
+    '--trial-clock')
         return
         ;;
     '--capture')

@@ -20,7 +20,7 @@ function __gaend_parse_tokens -S
     set -l unparsed_tokens (__gaend_tokens -pc)
     switch $unparsed_tokens[1]
     case 'gaend'
-        __gaend_parse_subcommand 0 'config=' 'check-controller' 'controller=' 'state-dir=' 'store-key-file=' 'bus=' 'bus-name=' 'trust=+' 'trial' 'time-scale=' 'ignore-clock-sync' 'capture=' 'log-level=' 'version' 'h/help'
+        __gaend_parse_subcommand 0 'config=' 'check-controller' 'controller=' 'state-dir=' 'store-key-file=' 'bus=' 'bus-name=' 'trust=+' 'trial' 'time-scale=' 'trial-clock=' 'ignore-clock-sync' 'capture=' 'log-level=' 'version' 'h/help'
         switch $unparsed_tokens[1]
         case 'help'
             __gaend_parse_subcommand -r 1 'version'
@@ -87,6 +87,7 @@ complete -c 'gaend' -n '__gaend_should_offer_completions_for_flags_or_options "g
 complete -c 'gaend' -n '__gaend_should_offer_completions_for_flags_or_options "gaend"' -l 'trust' -d 'Trust a P-256 public key for provided key files; repeatable.' -rfka ''
 complete -c 'gaend' -n '__gaend_should_offer_completions_for_flags_or_options "gaend" trial' -l 'trial' -d 'Field-trial mode: research interface on, today\'s key exportable, rate limits off.'
 complete -c 'gaend' -n '__gaend_should_offer_completions_for_flags_or_options "gaend" time-scale' -l 'time-scale' -d 'Run the whole schedule N times faster than real time (demos, tests): 1...100000.' -rfka ''
+complete -c 'gaend' -n '__gaend_should_offer_completions_for_flags_or_options "gaend" trial-clock' -l 'trial-clock' -d 'A rehearsal\'s trial clock file (scale and epoch, docs/runbook.md): the node runs on the trial\'s time, which every process of the trial and this node after a restart read alike. Not with --time-scale.' -rfka ''
 complete -c 'gaend' -n '__gaend_should_offer_completions_for_flags_or_options "gaend" ignore-clock-sync' -l 'ignore-clock-sync' -d 'Advertise and scan without a synchronised system clock.'
 complete -c 'gaend' -n '__gaend_should_offer_completions_for_flags_or_options "gaend" capture' -l 'capture' -d 'Write every HCI packet, both directions, to FILE as btsnoop (btmon -r, Wireshark); rotated to FILE.1 at 16 MiB.' -rfka ''
 complete -c 'gaend' -n '__gaend_should_offer_completions_for_flags_or_options "gaend" log-level' -l 'log-level' -d 'Log level: trace, debug, info, notice, warning, error, critical.' -rfka ''

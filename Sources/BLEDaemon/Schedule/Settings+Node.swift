@@ -8,6 +8,7 @@ import HCIHost
 import NodeConfig
 import PlatformSupport
 import GaenStore
+import TrialTime
 
 /// From the configuration (GaendSettings) to the node core's policies: one place where
 /// settings become the schedule, the store configuration, the clock and the sync check.
@@ -37,17 +38,24 @@ extension StoreConfiguration {
 }
 
 extension GaendSettings {
-    /// The clock the whole node runs on: the system clock, or `--time-scale N` times faster.
-    package func makeClock() throws -> any NodeClock {
-        timeScale == 1 ? SystemClock() : try ScaledClock(factor: timeScale)
+    /// The clock the whole node runs on: the system clock, `--time-scale N` times faster, or a
+    /// rehearsal's trial clock (its file read now, its checks as of the system's wall time).
+    package func makeClock(base: any NodeClock = SystemClock()) throws -> any NodeClock {
+        if let trialClockFile {
+            guard timeScale == 1 else { throw ConfigError.invalid(setting: "trial_clock", reason: "give a trial clock or a time scale, not both: the trial clock has its own scale") }
+            return ScaledClock(trialClock: try TrialClock.load(path: trialClockFile, now: base.wallTime()), base: base)
+        }
+        return timeScale == 1 ? SystemClock() : try ScaledClock(factor: timeScale)
     }
 
     /// The clock-sync check; `clock.requireSync: false` (`--ignore-clock-sync`) waives it. A
-    /// scaled clock is never the system time, so it waives the check too.
+    /// scaled clock (a time scale or a trial clock) is never the system time, so it waives the
+    /// check too.
     package func makeClockSync() -> any ClockSyncSource {
-        let by = timeScale != 1 ? "--time-scale \(CFormat.string("%g", timeScale))"
-            : "configuration: clock.require_sync false or --ignore-clock-sync"
-        return LinuxClockSync(waived: !clock.requireSync || timeScale != 1, waivedBy: by, timedated: TimedatedClockSync())
+        let by = trialClockFile.map { "trial clock \($0)" } ?? (timeScale != 1 ? "--time-scale \(CFormat.string("%g", timeScale))"
+            : "configuration: clock.require_sync false or --ignore-clock-sync")
+        let scaled = timeScale != 1 || trialClockFile != nil
+        return LinuxClockSync(waived: !clock.requireSync || scaled, waivedBy: by, timedated: TimedatedClockSync())
     }
 }
 

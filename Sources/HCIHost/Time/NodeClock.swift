@@ -5,6 +5,7 @@ import FoundationEssentials
 import Foundation
 #endif
 import PlatformSupport
+import TrialTime
 #if canImport(Glibc)
 import Glibc
 #endif
@@ -99,22 +100,41 @@ package struct SystemClock: NodeClock {
 /// A step of the real wall clock shows through as the same step (an NTP correction, or a
 /// fault test's faketime), so a scaled node meets clock steps as a real one does; timers run
 /// on the scaled monotonic time, which never steps.
+///
+/// With a trial clock (`ScaledClock(trialClock:)`, a rehearsal) wall time is the trial clock's
+/// reading of the real wall time instead, anchored at the trial's epoch rather than at this
+/// process's start: every process of the trial, and this node after a restart, reads the same
+/// trial time. A real step of s seconds is then a trial step of s x scale, the same in every
+/// process. Timers run on the scaled monotonic time as above.
 package struct ScaledClock: NodeClock {
     package let factor: Double
     let base: any NodeClock
     let monotonicOrigin: MonotonicInstant
+    package let trialClock: TrialClock?
 
     package init(factor: Double, base: any NodeClock = SystemClock()) throws {
         guard factor.isFinite, factor > 0 else { throw ClockError.invalidTimeScale(factor) }
         self.factor = factor
         self.base = base
         monotonicOrigin = base.monotonicTime()
+        trialClock = nil
+    }
+
+    package init(trialClock: TrialClock, base: any NodeClock = SystemClock()) {
+        factor = trialClock.scale
+        self.base = base
+        monotonicOrigin = base.monotonicTime()
+        self.trialClock = trialClock
     }
 
     private func elapsedReal() -> Double { base.monotonicTime().duration(since: monotonicOrigin) }
 
-    /// The real wall time plus the extra (factor - 1) seconds per real second elapsed.
-    package func wallTime() -> Double { base.wallTime() + elapsedReal() * (factor - 1) }
+    /// The trial clock's reading of the real wall time; without one, the real wall time plus
+    /// the extra (factor - 1) seconds per real second elapsed.
+    package func wallTime() -> Double {
+        if let trialClock { return trialClock.trialTime(real: base.wallTime()) }
+        return base.wallTime() + elapsedReal() * (factor - 1)
+    }
     package func monotonicTime() -> MonotonicInstant { monotonicOrigin.advanced(by: elapsedReal() * factor) }
 
     package func sleep(until deadline: MonotonicInstant) async throws {
