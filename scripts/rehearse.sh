@@ -131,10 +131,14 @@ alerting:
   group_wait: 1s
   group_interval: 1s
   repeat_interval: 1h
+# Every participant agreed to give their keys and app outcomes at the end: the report then judges
+# each board's notification against the placement plan (x, y in metres).
+defaults:
+  outcomes_consent: yes
 boards:
-  - {name: A, site: "${SITE[A]}", position: "bed 1, 0 m", consent: ${CONSENT[A]}, host: 127.0.0.1, metrics_port: ${NE_PORT[A]}}
-  - {name: B, site: "${SITE[B]}", position: "bed 2, 1 m from A", consent: ${CONSENT[B]}, host: 127.0.0.1, metrics_port: ${NE_PORT[B]}}
-  - {name: C, site: "${SITE[C]}", position: "100 m from A", consent: ${CONSENT[C]}, host: 127.0.0.1, metrics_port: ${NE_PORT[C]}}
+  - {name: A, site: "${SITE[A]}", position: "bed 1, 0 m", x: 0, y: 0, consent: ${CONSENT[A]}, host: 127.0.0.1, metrics_port: ${NE_PORT[A]}}
+  - {name: B, site: "${SITE[B]}", position: "bed 2, 1 m from A", x: 1, y: 0, consent: ${CONSENT[B]}, host: 127.0.0.1, metrics_port: ${NE_PORT[B]}}
+  - {name: C, site: "${SITE[C]}", position: "100 m from A", x: 100, y: 0, consent: ${CONSENT[C]}, host: 127.0.0.1, metrics_port: ${NE_PORT[C]}}
 EOF
 "$BIN/gaenctl" trial provision "$WORK/inventory.yml" --out "$WORK/trial-config" --deploy "$ROOT/deploy" > "$WORK/provision.log" 2>&1 \
     || { cat "$WORK/provision.log" >&2; fail "gaenctl trial provision"; }
@@ -410,7 +414,10 @@ echo "[$(label "${line%% *}")] publisher: $(grep -o '[0-9]* keys published' <<<"
 risk() { python3 -c 'import json,sys; s=json.load(open(sys.argv[1]+"/status.json")); r=s.get("risk") or {}; print(r.get("level","none"))' "$WORK/$1/app" 2>/dev/null || echo none; }
 high() { [ "$(risk B)" = high ]; }
 until_trial "$(at 2 8 0)" high || fail "board B did not turn high by day 2 08:00: $(tail -3 "$WORK/B/app.log")"
-# The app run that turned B high, in its own words.
+# The app run that turned B high, in its own words (its status is written during the run, its
+# log line when the run has ended).
+high_logged() { grep -q 'high risk:' "$WORK/B/app.log"; }
+until_trial "$(at 2 9 0)" high_logged || fail "board B is high but its app run never logged it: $(tail -3 "$WORK/B/app.log")"
 line=$(grep -m1 'high risk:' "$WORK/B/app.log")
 echo "${line%% sync:*} board B's app: $(grep -o '[0-9]* new packages, [0-9]* provided, [0-9]* refused' <<<"$line"); $(grep -o 'provided [0-9]* packages: [^g]*windows' <<<"$line")"
 echo "${line%% sync:*} board B: $(grep -o 'high risk: [^(]*' <<<"$line")-> HIGH"
@@ -427,8 +434,10 @@ say "board C synced the same packages and stays $(risk C): it never heard A"
 # ---- collection: the closed days of every board, then the report ----
 wait_trial "$(at 2 4 30)"
 for b in "${BOARDS[@]}"; do
+    # The last collection of the trial: the closed days, then (with consent) the board's keys and app outcomes.
     ctl "$b" collect --server "$SERVER/collect/" --user "$b" --password-file "$CONFIG/boards/$b/app-password" --spool "$WORK/$b/spool" \
-        --cacert "$CONFIG/boards/$b/trial-ca.pem" --trial-clock "$WORK/clock" > "$WORK/$b/collect.log" 2>&1 \
+        --cacert "$CONFIG/boards/$b/trial-ca.pem" --trial-clock "$WORK/clock" \
+        --outcomes --consent yes --app-state "$WORK/$b/app" > "$WORK/$b/collect.log" 2>&1 \
         || { cat "$WORK/$b/collect.log" >&2; fail "gaenctl collect on board $b"; }
     say "board $b: $(grep -o 'board=[^ ]*' "$WORK/$b/collect.log" | tr '\n' ' ')"
 done
@@ -443,6 +452,14 @@ for b in "${BOARDS[@]}"; do ctl "$b" keys history --json > "$WORK/keys/$b.json" 
     --keys "$WORK"/keys/*.json --split daily -o "$WORK/report" > "$WORK/report.log" 2>&1 || { cat "$WORK/report.log" >&2; fail "trial report"; }
 say "trial report written ($(ls "$WORK/report" | wc -l) files):"
 sed 's/^/    /' "$WORK/report.log" | head -20
+# The trial's question: was each board's notification right? From the placement plan and the
+# keys and outcomes the loop itself collected: A (positive) TN, B (1 m from A) TP, C TN.
+"$BIN/gaenctl" trial report --collected "$SRV/collect" --placement "$CONFIG/placement.csv" -o "$WORK/verdicts" > "$WORK/verdicts.log" 2>&1 \
+    || { cat "$WORK/verdicts.log" >&2; fail "trial report --collected --placement"; }
+verdicts=$(python3 -c 'import csv,sys; print(" ".join(r["board"]+"="+r["verdict"] for r in csv.DictReader(open(sys.argv[1]))))' "$WORK/verdicts/notifications.csv")
+say "$(head -1 "$WORK/verdicts.log" | sed "s#$WORK#WORK#")"
+say "each board's notification against the placement plan: $verdicts"
+[ "$verdicts" = "A=TN B=TP C=TN" ] || { sed 's/^/    /' "$WORK/verdicts/notifications.csv" >&2; fail "verdicts $verdicts, expected A=TN B=TP C=TN"; }
 
 STATUS=0
 echo "== rehearsal passed in $(( SECONDS - START_WALL )) s of real time (x$SCALE: $(label "$(trial_now)") on the trial clock)"
