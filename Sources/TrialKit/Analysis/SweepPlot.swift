@@ -49,7 +49,7 @@ public struct SweepPlot {
         let labelRows = FigureLayout.rows(spans, gap: 4)
         for (i, th) in shown.enumerated() {
             s += "<line x1=\"\(n(x(th)))\" y1=\"\(n(Self.top))\" x2=\"\(n(x(th)))\" y2=\"\(n(plotBottom))\" stroke=\"#c60\" stroke-dasharray=\"2 4\"/>"
-            s += "<text class=\"threshold\" x=\"\(n(spans[i].lo))\" y=\"\(n(Self.top + 12 + 13 * Double(labelRows[i])))\" fill=\"#c60\" font-size=\"11\">\(labels[i])</text>\n"
+            s += "<text class=\"threshold\" x=\"\(n(spans[i].lo))\" y=\"\(n(Self.top + 12 + 15 * Double(labelRows[i])))\" fill=\"#c60\" font-size=\"11\">\(labels[i])</text>\n"
         }
         var ly = Self.top + 10
         for (name, colour) in [("recall (TPR)", "#1f77b4"), ("precision", "#d62728"), ("false positive rate", "#7f7f7f")] {

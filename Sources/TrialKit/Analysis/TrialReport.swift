@@ -294,12 +294,14 @@ public enum TrialReportWriter {
         }
     }
 
+    /// Distances to 6 significant digits (a converted 16.563589586801527 m is 16.5636, 3 ft x
+    /// 0.3048 is 0.9144): a summary for people and plotting; attenuation.csv keeps exact values.
     public static func groupsCSV(_ groups: [GroupStats], pairs: Bool) -> CSVWriter {
         var w = CSVWriter(header: (pairs ? ["receiver", "transmitter"] : ["receiver"]) +
                           ["count", "distances", "min_distance", "max_distance", "median_attenuation", "mean_attenuation", "slope_db_per_decade"])
         for g in groups {
             w.appendRow((pairs ? [g.receiver, g.transmitter ?? ""] : [g.receiver]) +
-                        [String(g.count), String(g.distances), Format.clean(g.minDistance), Format.clean(g.maxDistance),
+                        [String(g.count), String(g.distances), Format.readable(g.minDistance, significant: 6), Format.readable(g.maxDistance, significant: 6),
                          Format.fixed(g.medianAttenuation, 2), Format.fixed(g.meanAttenuation, 2), g.slopePerDecade.map { Format.fixed($0, 3) } ?? ""])
         }
         return w
