@@ -256,9 +256,9 @@ public struct ResidualPlot {
         let lx = plotRight + 15
         s += "<circle cx=\"\(n(lx + 8))\" cy=\"\(n(top + 10))\" r=\"3\" fill=\"#1f77b4\" fill-opacity=\"0.5\"/><text x=\"\(n(lx + 22))\" y=\"\(n(top + 14))\">sightings\(b.points.count < analysis.observationCount ? " (sample)" : "")\(b.jitter ? ", jittered" : "")</text>\n"
         s += "<rect x=\"\(n(lx + 4))\" y=\"\(n(top + 28))\" width=\"8\" height=\"8\"/><text x=\"\(n(lx + 22))\" y=\"\(n(top + 36))\">median, quartiles</text>\n"
-        var ly = top + 40
-        s += AttenuationPlot.closeContactLegend(analysis.options.closeContactDistance, x: lx, y: ly + 4)
-        ly += 10
+        var ly = top + 60
+        s += AttenuationPlot.closeContactLegend(analysis.options.closeContactDistance, x: lx, y: ly)
+        ly += 8
         s += b.legendPairs(x: lx, y: &ly)
         s += FigureLayout.footer(caption, x: 8, y: H - 8)
         return s + "</svg>\n"

@@ -20,7 +20,7 @@ public struct SweepPlot {
         func n(_ v: Double) -> String { Format.fixed(v, 1) }
         var s = "<svg xmlns=\"http://www.w3.org/2000/svg\" width=\"\(Int(Self.width))\" height=\"\(Int(Self.height))\" font-family=\"sans-serif\" font-size=\"12\">\n"
         s += "<rect width=\"100%\" height=\"100%\" fill=\"white\"/>\n"
-        s += "<text x=\"\(n(Self.left))\" y=\"22\" font-size=\"14\">Recall and precision by threshold\(site.map { " — " + AttenuationPlot.escape($0) } ?? "") (close: &lt;= \(Format.exact(analysis.options.closeContactDistance)) m)</text>\n"
+        s += "<text x=\"\(n(Self.left))\" y=\"22\" font-size=\"14\">Recall and precision by threshold\(site.map { " — " + AttenuationPlot.escape($0) } ?? "")</text>\n"
         s += "<rect x=\"\(n(Self.left))\" y=\"\(n(Self.top))\" width=\"\(n(plotRight - Self.left))\" height=\"\(n(plotBottom - Self.top))\" fill=\"none\" stroke=\"#444\"/>\n"
         for k in 0...5 {
             let v = Double(k) / 5
@@ -59,6 +59,8 @@ public struct SweepPlot {
         }
         s += "<line x1=\"\(n(plotRight + 12))\" y1=\"\(n(ly))\" x2=\"\(n(plotRight + 32))\" y2=\"\(n(ly))\" stroke=\"#c60\" stroke-dasharray=\"2 4\"/>"
         s += "<text x=\"\(n(plotRight + 38))\" y=\"\(n(ly + 4))\">report thresholds</text>\n"
+        // Close contact is the ground truth behind every rate here; it has no axis, so the legend says it.
+        s += "<text class=\"close-contact\" x=\"\(n(plotRight + 12))\" y=\"\(n(ly + 26))\">close: ≤ \(Format.readable(analysis.options.closeContactDistance, significant: 4)) m</text>\n"
         s += FigureLayout.footer(caption, x: 8, y: Self.height - 8)
         return s + "</svg>\n"
     }

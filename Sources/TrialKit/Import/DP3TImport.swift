@@ -282,8 +282,12 @@ public struct CalibrationUse: Sendable, Equatable {
 
     mutating func add(receiver: CalibrationTable.Resolved, transmitter: CalibrationTable.Resolved) {
         let rk = CalibrationTable.normalise(receiver.model), tk = CalibrationTable.normalise(transmitter.model)
-        models[rk, default: Model(model: receiver.model, measured: receiver.entry.measured, fallback: receiver.fallback, confidence: receiver.entry.confidence)].asReceiver += 1
-        models[tk, default: Model(model: transmitter.model, measured: transmitter.entry.measured, fallback: transmitter.fallback, confidence: transmitter.entry.confidence)].asTransmitter += 1
+        // A model with its own row is named as the table spells it; one from a fallback as the data does.
+        func model(_ r: CalibrationTable.Resolved) -> Model {
+            Model(model: r.fallback == nil ? r.entry.model : r.model, measured: r.entry.measured, fallback: r.fallback, confidence: r.entry.confidence)
+        }
+        models[rk, default: model(receiver)].asReceiver += 1
+        models[tk, default: model(transmitter)].asTransmitter += 1
         let (receiver, transmitter) = (receiver.entry, transmitter.entry)
         rows += 1
         if receiver.measured == false || transmitter.measured == false { rowsWithGeneric += 1 }
