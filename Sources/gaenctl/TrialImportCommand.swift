@@ -39,6 +39,8 @@ struct TrialImportCommand: ParsableCommand {
         var calibration: [String] = []
         @Option(help: ArgumentHelp("Use the calibration table in force on this day (the newest dated on or before it, from the file names).", valueName: "YYYY-MM-DD"))
         var calibrationDate: String?
+        @Option(help: ArgumentHelp("Compare with the table in force on this day (another --calibration): how many rows' attenuation changes, by how much, and which models differ (stderr); the output uses --calibration-date's table.", valueName: "YYYY-MM-DD"))
+        var compareCalibrationDate: String?
         @Option(help: ArgumentHelp("Time zone of timestamps written without one (e.g. UTC, Europe/Zurich); without it such rows are left out and counted.", valueName: "ZONE"))
         var timezone: String?
         @Option(help: ArgumentHelp("For a model the table lacks (or lists below --minimum-calibration-confidence): none (its rows are left out), manufacturer (the median of its manufacturer's rows), default (the table's default row, else its median), or manufacturer,default.", valueName: "none|manufacturer|default|manufacturer,default"))
@@ -98,6 +100,11 @@ struct TrialImportCommand: ParsableCommand {
                 let scenarios = Set(rows.map(\.scenario)).count
                 TrialImportCommand.report("dp3t", counts, output: output + " (\(scenarios) scenario\(scenarios == 1 ? "" : "s"), in the scenario and site columns)")
                 FileHandle.standardError.write(Data("gaenctl trial import dp3t: \(use.summary(table))\n".utf8))
+                if let compareCalibrationDate {
+                    let other = try CalibrationTable.select(tables, date: compareCalibrationDate)
+                    let c = CalibrationComparison(rows, used: table, other: other, options: options, convention: DP3TImport.Convention(rawValue: calibrationConvention)!)
+                    FileHandle.standardError.write(Data("gaenctl trial import dp3t: \(c.summary(used: table, other: other))\n".utf8))
+                }
                 for line in use.details(table) { FileHandle.standardError.write(Data("gaenctl trial import dp3t: \(line)\n".utf8)) }
             }
         }

@@ -1409,7 +1409,7 @@ _gaenctl_trial_import_dp3t() {
     repeating_flags=()
     non_repeating_flags=(--version -h --help)
     repeating_options=(--calibration --model-manufacturer)
-    non_repeating_options=(--calibration-date --timezone --calibration-fallback --minimum-calibration-confidence --calibration-convention -o --output)
+    non_repeating_options=(--calibration-date --compare-calibration-date --timezone --calibration-fallback --minimum-calibration-confidence --calibration-convention -o --output)
     __gaenctl_offer_flags_options -1
 
     # Offer option value completions
@@ -1418,6 +1418,9 @@ _gaenctl_trial_import_dp3t() {
         return
         ;;
     '--calibration-date')
+        return
+        ;;
+    '--compare-calibration-date')
         return
         ;;
     '--timezone')

@@ -121,7 +121,7 @@ function __gaenctl_parse_tokens -S
                 __gaenctl_parse_subcommand 0 'version' 'h/help'
                 switch $unparsed_tokens[1]
                 case 'dp3t'
-                    __gaenctl_parse_subcommand -r 1 'calibration=+' 'calibration-date=' 'timezone=' 'calibration-fallback=' 'minimum-calibration-confidence=' 'model-manufacturer=+' 'calibration-convention=' 'o/output=' 'version' 'h/help'
+                    __gaenctl_parse_subcommand -r 1 'calibration=+' 'calibration-date=' 'compare-calibration-date=' 'timezone=' 'calibration-fallback=' 'minimum-calibration-confidence=' 'model-manufacturer=+' 'calibration-convention=' 'o/output=' 'version' 'h/help'
                 case 'leith'
                     __gaenctl_parse_subcommand 1 'at=' 'transmission-risk-level=' 'ranges=' 'date=' 'o/output=' 'version' 'h/help'
                 case 'histogram'
@@ -571,6 +571,7 @@ complete -c 'gaenctl' -n '__gaenctl_should_offer_completions_for_positional "gae
 complete -c 'gaenctl' -n '__gaenctl_should_offer_completions_for_positional "gaenctl trial import" -eq 1' -fa 'rssi' -d 'Raw RSSI tables by range (MIT-LL style) to an attenuation CSV, with a constant TX power.'
 complete -c 'gaenctl' -n '__gaenctl_should_offer_completions_for_flags_or_options "gaenctl trial import dp3t"' -l 'calibration' -d 'Google\'s EN calibration CSV as published (long headers); repeatable: several tables, one picked by --calibration-date.' -rfka ''
 complete -c 'gaenctl' -n '__gaenctl_should_offer_completions_for_flags_or_options "gaenctl trial import dp3t" calibration-date' -l 'calibration-date' -d 'Use the calibration table in force on this day (the newest dated on or before it, from the file names).' -rfka ''
+complete -c 'gaenctl' -n '__gaenctl_should_offer_completions_for_flags_or_options "gaenctl trial import dp3t" compare-calibration-date' -l 'compare-calibration-date' -d 'Compare with the table in force on this day (another --calibration): how many rows\' attenuation changes, by how much, and which models differ (stderr); the output uses --calibration-date\'s table.' -rfka ''
 complete -c 'gaenctl' -n '__gaenctl_should_offer_completions_for_flags_or_options "gaenctl trial import dp3t" timezone' -l 'timezone' -d 'Time zone of timestamps written without one (e.g. UTC, Europe/Zurich); without it such rows are left out and counted.' -rfka ''
 complete -c 'gaenctl' -n '__gaenctl_should_offer_completions_for_flags_or_options "gaenctl trial import dp3t" calibration-fallback' -l 'calibration-fallback' -d 'For a model the table lacks (or lists below --minimum-calibration-confidence): none (its rows are left out), manufacturer (the median of its manufacturer\'s rows), default (the table\'s default row, else its median), or manufacturer,default.' -rfka ''
 complete -c 'gaenctl' -n '__gaenctl_should_offer_completions_for_flags_or_options "gaenctl trial import dp3t" minimum-calibration-confidence' -l 'minimum-calibration-confidence' -d 'Table rows below this calibration confidence (0 lowest ... 3 high; the table\'s confidence column) count as absent.' -rfka ''

@@ -413,6 +413,23 @@ public enum DP3TImport {
         case dp3t
     }
 
+    /// Each id's model where it was the receiver (the reliable column), per scenario: the same id
+    /// in two scenarios may be two phones.
+    static func receiverModels(_ rows: [Row]) -> [String: String] {
+        var modelOf: [String: String] = [:]
+        for r in rows where !r.receiverModel.isEmpty { modelOf[r.scenario + "\u{1}" + r.receiverID] = modelOf[r.scenario + "\u{1}" + r.receiverID] ?? r.receiverModel }
+        return modelOf
+    }
+
+    /// The row's transmitter model: under the framework convention, one that repeats the
+    /// receiver's is replaced by the model its id has as a receiver; under DP-3T's, as written.
+    static func transmitterModel(_ r: Row, receiverModels modelOf: [String: String], convention: Convention) -> String {
+        let m = r.transmitterModel
+        guard convention == .framework, CalibrationTable.normalise(m) == CalibrationTable.normalise(r.receiverModel), r.transmitterID != r.receiverID,
+              let known = modelOf[r.scenario + "\u{1}" + r.transmitterID], CalibrationTable.normalise(known) != CalibrationTable.normalise(m) else { return m }
+        return known
+    }
+
     public static func convert(_ rows: [Row], calibration: CalibrationTable) -> (CSVWriter, ImportCounts) {
         var use = CalibrationUse()
         return convert(rows, calibration: calibration, use: &use)
@@ -423,10 +440,7 @@ public enum DP3TImport {
     public static func convert(_ rows: [Row], calibration: CalibrationTable, zone: TimeZone? = nil, options: CalibrationTable.Options = .init(),
                                convention: Convention = .framework, use: inout CalibrationUse) -> (CSVWriter, ImportCounts) {
         var counts = ImportCounts()
-        // Each id's model where it was the receiver: the reliable column.
-        var modelOf: [String: String] = [:]
-        // Ids are per experiment: the same id in two scenarios may be two phones.
-        for r in rows where !r.receiverModel.isEmpty { modelOf[r.scenario + "\u{1}" + r.receiverID] = modelOf[r.scenario + "\u{1}" + r.receiverID] ?? r.receiverModel }
+        let modelOf = receiverModels(rows)
         var w = CSVWriter(header: outputHeader)
         var cache: [String: CalibrationTable.Resolved?] = [:]
         let tableName = calibration.name + (convention == .dp3t ? ", DP-3T convention" : "")
@@ -438,12 +452,8 @@ public enum DP3TImport {
             do { t = try seconds(r.timestamp, zone: zone) } catch let e as TimeInput.Invalid where e.zoneless {
                 counts.drop("with a timestamp without a time zone (give --timezone)"); continue
             } catch { counts.drop("with an unreadable timestamp"); continue }
-            var txModel = r.transmitterModel
-            if convention == .framework, CalibrationTable.normalise(txModel) == CalibrationTable.normalise(r.receiverModel), r.transmitterID != r.receiverID,
-               let known = modelOf[r.scenario + "\u{1}" + r.transmitterID], CalibrationTable.normalise(known) != CalibrationTable.normalise(txModel) {
-                txModel = known
-                counts.note("transmitter models corrected (the row repeated the receiver's)")
-            }
+            let txModel = transmitterModel(r, receiverModels: modelOf, convention: convention)
+            if txModel != r.transmitterModel { counts.note("transmitter models corrected (the row repeated the receiver's)") }
             func resolved(_ m: String) -> CalibrationTable.Resolved? {
                 if let c = cache[m] { return c }
                 let v = calibration.resolve(m, options: options)
@@ -473,6 +483,67 @@ public enum DP3TImport {
             counts.written += 1
         }
         return (w, counts)
+    }
+}
+
+/// Two calibration tables over the same rows (`trial import dp3t --compare-calibration-date`):
+/// the models whose values differ and what that does to the attenuations, so a result can say
+/// how much it depends on the table chosen.
+public struct CalibrationComparison: Sendable {
+    /// Rows both tables calibrate, and of them the ones whose attenuation differs.
+    public var rowsBoth = 0, rowsChanged = 0
+    /// Rows only the first (used) or only the second table calibrates.
+    public var rowsOnlyUsed = 0, rowsOnlyOther = 0
+    public var meanShift = 0.0, largestShift = 0.0
+    /// Models used whose TX or correction differ: (model, used, other).
+    public var differing: [(model: String, used: CalibrationTable.Entry, other: CalibrationTable.Entry)] = []
+
+    /// The rows read with `used` and with `other` under the same options and convention (rows
+    /// without a distance or an RSSI are skipped, as the import skips them).
+    public init(_ rows: [DP3TImport.Row], used: CalibrationTable, other: CalibrationTable, options: CalibrationTable.Options = .init(),
+                convention: DP3TImport.Convention = .framework) {
+        var sum = 0.0
+        var seen: Set<String> = []
+        let modelOf = DP3TImport.receiverModels(rows)
+        func attenuation(_ t: CalibrationTable, _ r: DP3TImport.Row, txModel: String, rssi: Double) -> Double? {
+            guard let rx = t.resolve(r.receiverModel, options: options), let tx = t.resolve(txModel, options: options) else { return nil }
+            return convention == .framework ? tx.entry.tx - (rssi + rx.entry.rssiCorrection) : rx.entry.tx - (rssi + tx.entry.rssiCorrection)
+        }
+        for r in rows {
+            guard r.distance.map({ $0 >= 0 }) == true, let rssi = r.rssi, rssi != 127, rssi != -127 else { continue }
+            let txModel = DP3TImport.transmitterModel(r, receiverModels: modelOf, convention: convention)
+            for m in [r.receiverModel, txModel] where seen.insert(CalibrationTable.normalise(m)).inserted {
+                if let a = used.resolve(m, options: options)?.entry, let b = other.resolve(m, options: options)?.entry,
+                   a.tx != b.tx || a.rssiCorrection != b.rssiCorrection {
+                    differing.append((m, a, b))
+                }
+            }
+            switch (attenuation(used, r, txModel: txModel, rssi: rssi), attenuation(other, r, txModel: txModel, rssi: rssi)) {
+            case let (a?, b?):
+                rowsBoth += 1
+                if a != b { rowsChanged += 1 }
+                sum += b - a
+                largestShift = max(largestShift, abs(b - a))
+            case (.some, nil): rowsOnlyUsed += 1
+            case (nil, .some): rowsOnlyOther += 1
+            case (nil, nil): break
+            }
+        }
+        meanShift = rowsBoth > 0 ? sum / Double(rowsBoth) : 0
+        differing.sort { $0.model < $1.model }
+    }
+
+    /// One line for stderr.
+    public func summary(used: CalibrationTable, other: CalibrationTable) -> String {
+        var s = "compared with \(other.name): \(rowsChanged) of the \(rowsBoth) rows both tables calibrate change attenuation"
+        s += " (mean \(Format.fixed(meanShift, 2)) dB, largest \(Format.readable(largestShift)) dB; \(other.name) minus \(used.name))"
+        s += "; \(rowsOnlyUsed) rows only \(used.name) calibrates, \(rowsOnlyOther) only \(other.name)"
+        if !differing.isEmpty {
+            s += "; models that differ: " + differing.map {
+                "'\($0.model)' TX \(Format.exact($0.used.tx)) -> \(Format.exact($0.other.tx)), correction \(Format.exact($0.used.rssiCorrection)) -> \(Format.exact($0.other.rssiCorrection))"
+            }.joined(separator: "; ")
+        }
+        return s
     }
 }
 
