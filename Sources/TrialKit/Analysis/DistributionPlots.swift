@@ -96,7 +96,7 @@ public struct HeatmapPlot {
         var s = """
         <svg xmlns="http://www.w3.org/2000/svg" width="\(Int(Self.width))" height="\(Int(Self.height))" viewBox="0 0 \(Int(Self.width)) \(Int(Self.height))" font-family="sans-serif" font-size="12">
         <rect x="0" y="0" width="\(Int(Self.width))" height="\(Int(Self.height))" fill="white"/>
-        <text x="\(n(Self.left))" y="22" font-size="15">Attenuation by distance (share of each distance's readings)\(site.map { " – " + AttenuationPlot.escape($0) } ?? "")</text>
+        <text x="\(n(Self.left))" y="22" font-size="15">Attenuation by distance (heat map)\(site.map { " – " + AttenuationPlot.escape($0) } ?? "")</text>
 
         """
         guard !columns.isEmpty else { return s + "<text x=\"\(n(Self.left))\" y=\"60\">no readings</text>\n</svg>\n" }

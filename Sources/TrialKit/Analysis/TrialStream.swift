@@ -13,7 +13,7 @@ public final class TrialStream {
     /// caller may set it before streaming, from `SightingsExport.firstSite`, so that every
     /// attenuation row carries it).
     public var site: String?
-    /// Every site the rows named (attenuation files): more than one is a pooled report.
+    /// Every site the rows named: more than one is a pooled report.
     public internal(set) var sites: Set<String> = []
     let siteFilter: String?
     let transmitters: [TransmitterKeys]
@@ -65,6 +65,9 @@ public final class TrialStream {
             }
         }
         if site == nil, let s = rows.first(where: { $0.site != nil })?.site { site = s }
+        // Every site, for a pooled report's title: rows of one site come in runs.
+        var last: String?
+        for r in rows { if let s = r.site, s != last { last = s; sites.insert(s) } }
         counts.rows += rows.count
         for s in rows { if s.isEmptyScan { counts.emptyScans += 1 } else { counts.reports += 1 } }
         for s in rows { if let start = s.scanStart { let k = ScanKey(node: s.node ?? "", start: start); if scans[k] == nil { scans[k] = [] } } }
