@@ -7,7 +7,8 @@ cd "$(dirname "$0")/.."
 APT_PACKAGES=(libbluetooth-dev libdbus-1-dev libssl-dev libsqlite3-dev zlib1g-dev libyaml-dev pkg-config dbus dbus-daemon protobuf-compiler libcurl4-openssl-dev nginx
               libglib2.0-bin systemd util-linux openssl faketime
               qemu-system-x86 busybox-static kmod udev bluez tshark make binutils
-              prometheus prometheus-node-exporter prometheus-alertmanager default-jre-headless)
+              prometheus prometheus-node-exporter prometheus-alertmanager default-jre-headless librsvg2-bin)
+# librsvg2-bin: rsvg-convert renders the trial report's figures to PNG in Tests/e2e/test_report_figures.py.
 # libyaml-dev: the config's YAML reader (Sources/YAMLReader on libyaml; the package then
 # depends on libyaml-0-2). gdbus, busctl, setpriv: real D-Bus clients in tests; openssl: demo keys; faketime: clock-step
 # faults. The kernel test bed (Tests/testbed): qemu, busybox for its initramfs, kmod (depmod),

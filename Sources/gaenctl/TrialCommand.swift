@@ -144,7 +144,11 @@ struct TrialReportCommand: ParsableCommand {
                 }
                 try rows.commit()
             } catch { rows.discard(); throw error }
-            let report = stream.report(options: options)
+            var report = stream.report(options: options)
+            // Each figure's footer names its data and, for imported attenuations, the calibration table.
+            let inputs = attenuations.isEmpty ? sightings + keys + markers : attenuations + markers
+            let tables = attenuations.flatMap { TrialStream.calibrationTables(named: URL(fileURLWithPath: $0)) }
+            report.sources = ReportSources(inputs: inputs, calibration: tables.reduce(into: [String]()) { if !$0.contains($1) { $0.append($1) } })
             try TrialReportWriter.write(report, tally: stream.tally, to: dir, dailyAttenuation: split == "daily", jsonLines: attenuationFormat == "jsonl")
             print(Self.summary(report, output: output))
             if let verdicts {

@@ -26,8 +26,11 @@ struct TrialImportCommand: ParsableCommand {
                 Input rows: receiver_id, receiver_model, transmitter_id, transmitter_model, timestamp, rssi, tx_power, \
                 ground_truth_distance (every table of a SQLite file that has these columns; a CSV export with them). \
                 attenuation = TX of the transmitter's model - (RSSI + RSSI correction of the receiver's model), from \
-                Google's EN calibration CSV. Writes time,receiver,transmitter,distance,attenuation,rssi,tx_power, \
-                receiver_model,transmitter_model,rssi_correction,calibration_tx, which trial report --attenuations reads.
+                Google's EN calibration CSV (--calibration-convention dp3t: TX of the receiver's, correction of the \
+                transmitter's, as DP-3T's analysis). Models the table lacks are named with their rows; \
+                --calibration-fallback states what replaces them. Writes time,receiver,transmitter,distance,attenuation, \
+                rssi,tx_power,receiver_model,transmitter_model,rssi_correction,calibration_tx,...,calibration_table, \
+                which trial report --attenuations reads.
                 """)
 
         @Argument(help: ArgumentHelp("Result tables: SQLite files or CSV exports (.csv.gz read directly).", valueName: "FILE"))
@@ -36,28 +39,73 @@ struct TrialImportCommand: ParsableCommand {
         var calibration: [String] = []
         @Option(help: ArgumentHelp("Use the calibration table in force on this day (the newest dated on or before it, from the file names).", valueName: "YYYY-MM-DD"))
         var calibrationDate: String?
+        @Option(help: ArgumentHelp("Compare with the table in force on this day (another --calibration): how many rows' attenuation changes, by how much, and which models differ (stderr); the output uses --calibration-date's table.", valueName: "YYYY-MM-DD"))
+        var compareCalibrationDate: String?
         @Option(help: ArgumentHelp("Time zone of timestamps written without one (e.g. UTC, Europe/Zurich); without it such rows are left out and counted.", valueName: "ZONE"))
         var timezone: String?
+        @Option(help: ArgumentHelp("For a model the table lacks (or lists below --minimum-calibration-confidence): none (its rows are left out), manufacturer (the median of its manufacturer's rows), default (the table's default row, else its median), or manufacturer,default.", valueName: "none|manufacturer|default|manufacturer,default"))
+        var calibrationFallback: String = "none"
+        @Option(help: ArgumentHelp("Table rows below this calibration confidence (0 lowest ... 3 high; the table's confidence column) count as absent.", valueName: "0-3"))
+        var minimumCalibrationConfidence: Int?
+        @Option(help: ArgumentHelp("The manufacturer of a model the table lacks, for --calibration-fallback manufacturer (else guessed from the table's model names); repeatable.", valueName: "MODEL=OEM"))
+        var modelManufacturer: [String] = []
+        @Option(help: ArgumentHelp("framework: TX of the transmitter's model, correction of the receiver's (a transmitter model repeating the receiver's is corrected from the ids); dp3t: TX of the receiver's model, correction of the transmitter's, the model column as written, as DP-3T's own analysis.", valueName: "framework|dp3t"))
+        var calibrationConvention: String = "framework"
         @Option(name: [.short, .customLong("output")], help: ArgumentHelp("Attenuation CSV to write.", valueName: "OUT.csv"))
         var output: String
 
         func validate() throws {
             guard !calibration.isEmpty else { throw ValidationError("give --calibration CSV (Google's EN calibration table)") }
             _ = try TrialCommandSupport.zone(timezone)
+            _ = try calibrationOptions()
+            guard DP3TImport.Convention(rawValue: calibrationConvention) != nil else {
+                throw ValidationError("--calibration-convention: expected framework or dp3t, got '\(calibrationConvention)'")
+            }
+        }
+
+        func calibrationOptions() throws -> CalibrationTable.Options {
+            var o = CalibrationTable.Options()
+            guard let f = CalibrationTable.Fallback(rawValue: calibrationFallback.replacingOccurrences(of: " ", with: "")) else {
+                throw ValidationError("--calibration-fallback: expected none, manufacturer, default or manufacturer,default, got '\(calibrationFallback)'")
+            }
+            o.fallback = f
+            if let m = minimumCalibrationConfidence {
+                try NumericOption.check(m, "--minimum-calibration-confidence", 0...3, unit: "confidence levels")
+                o.minimumConfidence = m
+            }
+            for pair in modelManufacturer {
+                let parts = pair.split(separator: "=", maxSplits: 1).map { $0.trimmingCharacters(in: .whitespaces) }
+                guard parts.count == 2, !parts[0].isEmpty, !parts[1].isEmpty else {
+                    throw ValidationError("--model-manufacturer: expected MODEL=OEM (e.g. SM-A405FN=samsung), got '\(pair)'")
+                }
+                o.manufacturers[parts[0]] = parts[1]
+            }
+            return o
         }
 
         func run() throws {
             try TrialCommandSupport.run("trial import dp3t") {
                 let tables = try calibration.map { try CalibrationTable(CSVReader(contentsOf: URL(fileURLWithPath: $0))) }
                 let table = try CalibrationTable.select(tables, date: calibrationDate)
+                let options = try calibrationOptions()
+                if options.minimumConfidence != nil, !table.hasConfidenceColumn {
+                    throw CommandFailure("--minimum-calibration-confidence: \(table.source) has no calibration confidence column (header: \(try CSVReader(contentsOf: URL(fileURLWithPath: table.source)).header.joined(separator: ",")))")
+                }
                 var rows: [DP3TImport.Row] = []
                 for f in files { rows += try Self.read(f) }
                 var use = CalibrationUse()
-                let (csv, counts) = DP3TImport.convert(rows, calibration: table, zone: try TrialCommandSupport.zone(timezone), use: &use)
+                let (csv, counts) = DP3TImport.convert(rows, calibration: table, zone: try TrialCommandSupport.zone(timezone), options: options,
+                                                       convention: DP3TImport.Convention(rawValue: calibrationConvention)!, use: &use)
                 try csv.write(to: URL(fileURLWithPath: output))
                 let scenarios = Set(rows.map(\.scenario)).count
                 TrialImportCommand.report("dp3t", counts, output: output + " (\(scenarios) scenario\(scenarios == 1 ? "" : "s"), in the scenario and site columns)")
                 FileHandle.standardError.write(Data("gaenctl trial import dp3t: \(use.summary(table))\n".utf8))
+                if let compareCalibrationDate {
+                    let other = try CalibrationTable.select(tables, date: compareCalibrationDate)
+                    let c = CalibrationComparison(rows, used: table, other: other, options: options, convention: DP3TImport.Convention(rawValue: calibrationConvention)!)
+                    FileHandle.standardError.write(Data("gaenctl trial import dp3t: \(c.summary(used: table, other: other))\n".utf8))
+                }
+                for line in use.details(table) { FileHandle.standardError.write(Data("gaenctl trial import dp3t: \(line)\n".utf8)) }
             }
         }
 

@@ -17,17 +17,17 @@ import Testing
         return out
     }
 
-    /// (x, font size, label) of each distance label under the heat map.
+    /// (x, font size, label) of each tick label under the axis (`<text class="tick">`, 12 px).
     static func columnLabels(_ svg: String) throws -> [(x: Double, size: Double, label: String)] {
-        let re = try NSRegularExpression(pattern: #"<text x="([0-9.-]+)" y="[0-9.-]+" text-anchor="middle" font-size="([0-9]+)">([^<]*)</text>"#)
+        let re = try NSRegularExpression(pattern: #"<text class="tick" x="([0-9.-]+)" y="[0-9.-]+" text-anchor="middle">([^<]*)</text>"#)
         let ns = svg as NSString
         return re.matches(in: svg, range: NSRange(location: 0, length: ns.length)).map { m in
-            (Double(ns.substring(with: m.range(at: 1)))!, Double(ns.substring(with: m.range(at: 2)))!, ns.substring(with: m.range(at: 3)))
+            (Double(ns.substring(with: m.range(at: 1)))!, 12, ns.substring(with: m.range(at: 2)))
         }
     }
 
-    /// Three decades of distances, binned logarithmically (30 columns, 21 px each): the labels
-    /// are rounded bin centres and thinned so that neighbours keep a gap.
+    /// Three decades of distances, binned logarithmically (30 columns): the axis is logarithmic
+    /// with ticks on the 1-2-5 steps, short and apart, whatever the number of columns.
     @Test func binnedHeatmapTicksAreShortAndDoNotOverlap() throws {
         let distances = (0..<300).map { pow(10, -1 + 3 * Double($0) / 300) }
         let obs = Self.observations(distances: distances, perDistance: 3, spread: 3)
@@ -35,7 +35,11 @@ import Testing
         #expect(analysis.distances.count >= 28, "binned: \(analysis.distances.count)")
         let labels = try Self.columnLabels(HeatmapPlot(analysis: analysis, tally: ObservationTally(obs), site: nil).svg())
         #expect(labels.count >= 5 && labels.count < analysis.distances.count, "\(labels.map(\.label))")
-        for l in labels { #expect(l.label.count <= 4, "\(l.label)") }
+        for l in labels {
+            #expect(l.label.count <= 4, "\(l.label)")
+            let v = Double(l.label)!, mantissa = v / pow(10, log10(v).rounded(.down))
+            #expect([1.0, 2, 5].contains { abs($0 - mantissa) < 1e-9 }, "\(l.label) is not on a 1-2-5 step")
+        }
         for (a, b) in zip(labels, labels.dropFirst()) {
             // About 0.6 em per character, half of each label on either side of its tick, 4 px apart at least.
             let needed = 0.6 * a.size * Double(a.label.count + b.label.count) / 2 + 4
@@ -53,8 +57,9 @@ import Testing
         let svg = plot.svg()
         let darkest = HeatmapPlot.shade(1)
         #expect(svg.components(separatedBy: "fill=\"\(darkest)\">").count - 1 >= 60, "full columns at the darkest shade")
-        #expect(svg.contains("fill=\"\(darkest)\" fill-opacity=\"0.35\"><title>10 m (1 readings)"))
-        #expect(svg.contains(">≥ 5 %</text>") && svg.contains("faded: 1 column with"))
+        // The tooltip names the column's distance and its edges (halfway, in log distance, to 3 m).
+        #expect(svg.contains("fill=\"\(darkest)\" fill-opacity=\"0.35\"><title>10 m, 5.48-12.6 m (1 readings)"), "\(svg)")
+        #expect(svg.contains(">darkest: ≥ 5 %</text>") && svg.contains("faded: 1 column with"))
     }
 
     /// Receivers named board-1, board-2, board-10 come in the order people count them in every
@@ -98,5 +103,45 @@ import Testing
         #expect(csv == "distance_low,distance_high,scans_present,scans_heard,detection_probability\n# not computed: \(why)\n")
         let md = try String(contentsOf: dir.appendingPathComponent("report/report.md"), encoding: .utf8)
         #expect(md.contains("Detection probability by distance: not computed: \(why)."))
+    }
+
+    /// Round ticks: a step of 1, 2 or 5 x 10^k, ticks on its multiples (never 9, 19, 29).
+    @Test func ticksAreRoundNumbers() {
+        #expect(FigureLayout.ticks(from: 9, to: 100, maxTicks: 9) == [20, 40, 60, 80, 100])
+        #expect(FigureLayout.ticks(from: 0, to: 7.3, maxTicks: 6) == [0, 2, 4, 6])
+        #expect(FigureLayout.ticks(from: 40, to: 80, maxTicks: 9) == [40, 45, 50, 55, 60, 65, 70, 75, 80])
+        #expect(FigureLayout.tickLabel(2.5, step: 0.5) == "2.5" && FigureLayout.tickLabel(60, step: 10) == "60")
+        // Labels in rows: overlapping intervals never share one.
+        let rows = FigureLayout.rows([(0, 30), (20, 50), (40, 70), (60, 90)], gap: 4)
+        #expect(rows == [0, 1, 0, 1])
+    }
+
+    /// Nine thresholds 2.5 dB apart: every label as given (57.5 dB, not 57), none on another,
+    /// the x ticks on round numbers, and the close-contact distance and footer named.
+    @Test func sweepLabelsKeepTheirValueAndDoNotCollide() throws {
+        var options = AnalysisOptions()
+        options.thresholds = [50, 52.5, 55, 57.5, 60, 62.5, 65, 67.5, 70]
+        let obs = Self.observations(distances: [0.1, 0.5, 1, 2, 4, 8], perDistance: 40, spread: 20)
+        var plot = SweepPlot(analysis: ChannelAnalysis(tally: ObservationTally(obs), options: options), site: "lab")
+        plot.caption = ReportSources(inputs: ["/data/a.csv"], calibration: ["en-calibration-2020-12.csv (2020-12-01)"]).caption
+        let svg = plot.svg()
+        let re = try NSRegularExpression(pattern: ##"<text class="threshold" x="([0-9.]+)" y="([0-9.]+)" fill="#c60" font-size="11">([^<]*)</text>"##)
+        let ns = svg as NSString
+        struct Label { var x: Double; var y: Double; var text: String; var right: Double { x + Double(text.count) * 11 * 0.62 } }
+        let labels: [Label] = re.matches(in: svg, range: NSRange(location: 0, length: ns.length)).map { m in
+            Label(x: Double(ns.substring(with: m.range(at: 1)))!, y: Double(ns.substring(with: m.range(at: 2)))!, text: ns.substring(with: m.range(at: 3)))
+        }
+        #expect(labels.map { $0.text } == ["50 dB", "52.5 dB", "55 dB", "57.5 dB", "60 dB", "62.5 dB", "65 dB", "67.5 dB", "70 dB"])
+        for (i, a) in labels.enumerated() {
+            for b in labels[(i + 1)...] {
+                let apartX: Bool = a.right <= b.x || b.right <= a.x
+                let apartY: Bool = abs(a.y - b.y) >= 13.75
+                #expect(apartX || apartY, "\(a) and \(b)")
+            }
+        }
+        let ticks = try NSRegularExpression(pattern: #"<text class="tick"[^>]*>([0-9.]+)</text>"#)
+        let values = ticks.matches(in: svg, range: NSRange(location: 0, length: ns.length)).map { Double(ns.substring(with: $0.range(at: 1)))! }
+        #expect(values.count >= 4 && values.allSatisfy { $0.truncatingRemainder(dividingBy: 5) == 0 }, "\(values)")
+        #expect(svg.contains("data: a.csv; calibration: en-calibration-2020-12.csv (2020-12-01)"))
     }
 }

@@ -1429,8 +1429,8 @@ _gaenctl_trial_import() {
 _gaenctl_trial_import_dp3t() {
     repeating_flags=()
     non_repeating_flags=(--version -h --help)
-    repeating_options=(--calibration)
-    non_repeating_options=(--calibration-date --timezone -o --output)
+    repeating_options=(--calibration --model-manufacturer)
+    non_repeating_options=(--calibration-date --compare-calibration-date --timezone --calibration-fallback --minimum-calibration-confidence --calibration-convention -o --output)
     __gaenctl_offer_flags_options -1
 
     # Offer option value completions
@@ -1441,7 +1441,22 @@ _gaenctl_trial_import_dp3t() {
     '--calibration-date')
         return
         ;;
+    '--compare-calibration-date')
+        return
+        ;;
     '--timezone')
+        return
+        ;;
+    '--calibration-fallback')
+        return
+        ;;
+    '--minimum-calibration-confidence')
+        return
+        ;;
+    '--model-manufacturer')
+        return
+        ;;
+    '--calibration-convention')
         return
         ;;
     '-o'|'--output')

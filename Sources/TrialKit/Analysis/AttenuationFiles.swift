@@ -47,6 +47,7 @@ extension TrialStream {
             counts.withoutGroundTruth += out.withoutGroundTruth
             counts.withGroundTruth += out.withGroundTruth
             if site == nil, let s = out.firstSite { site = s }
+            sites.formUnion(out.sites)
             tally.merge(out.tally)
             if let rows {
                 if let daily = rows.daily {
@@ -171,6 +172,8 @@ enum AttenuationPieceParser {
         var rows = 0, withGroundTruth = 0, withoutGroundTruth = 0
         var newlines = 0
         var firstSite: String?
+        /// Every site the piece's rows name (a pooled report says so in its title).
+        var sites: Set<String> = []
         var assumedSite: String?
         /// Some row was written with the site assumed for before the piece (`assumedSite`, or none
         /// until the piece's own first site).
@@ -274,10 +277,13 @@ enum AttenuationPieceParser {
         func int(_ v: Int?) { if let v { ByteFormat.appendInt(Int64(v), to: &line) } }
 
         var header = piece.hasHeader
+        var lastSite: [UInt8] = []
         try CSVReader.scan(piece.bytes, file: piece.file) { row in
             if header { header = false; return true }
             if let cs = c.site, !row.isEmpty(cs) {
                 if let filter, !row.withText(cs, { $0.elementsEqual(filter) }) { return true }
+                // Rows of one site come in runs: a site is looked up only where the run changes.
+                if !row.withText(cs, { $0.elementsEqual(lastSite) }) { let t = row.string(cs); lastSite = Array(t.utf8); out.sites.insert(t) }
                 if out.firstSite == nil {
                     let s = row.string(cs)
                     out.firstSite = s
@@ -475,5 +481,23 @@ final class PieceResults: @unchecked Sendable {
         defer { condition.unlock() }
         while done[index] == nil { condition.wait() }
         return done.removeValue(forKey: index)!
+    }
+}
+
+extension TrialStream {
+    /// The calibration tables an attenuation CSV names in its `calibration_table` column (as
+    /// `trial import dp3t` writes it), from the file's first piece only: a figure's footer
+    /// names them without a second pass over the rows. Empty for files without the column.
+    public static func calibrationTables(named url: URL, pieceSize: Int = 1 << 20) -> [String] {
+        guard let reader = try? PieceReader(url: url, pieceSize: pieceSize), var bytes = try? reader.next() else { return [] }
+        // Up to the last whole line of the piece.
+        if let end = bytes.lastIndex(of: 0x0a) { bytes.removeSubrange((end + 1)...) }
+        guard let csv = try? CSVReader(bytes: bytes, file: url.path), let c = csv.column("calibration_table") else { return [] }
+        var seen: [String] = []
+        try? csv.forEachRow { row in
+            let t = row.string(c)
+            if !t.isEmpty, !seen.contains(t) { seen.append(t) }
+        }
+        return seen
     }
 }

@@ -18,9 +18,18 @@ public struct AttenuationPlot {
     public let site: String?
     public let curve: [CurvePoint]
     let xMin: Double, xMax: Double, yMin: Double, yMax: Double
+    /// The footer line naming the data (FigureLayout.footer).
+    public var caption: String?
 
-    static let width = 850.0, height = 520.0
-    static let left = 70.0, right = 220.0, top = 40.0, bottom = 60.0
+    /// The plot area is 560 px wide; the legend beside it as wide as its longest pair name
+    /// (names are never cut: two devices that differ only at the end stay apart).
+    static let plotWidth = 560.0, height = 560.0
+    static let left = 70.0, top = 84.0, bottom = 80.0
+    var right: Double { max(220, 40 + (pairNames.count > 1 && pairsColoured ? pairNames.map { FigureLayout.textWidth($0, size: 10) }.max() ?? 0 : 0)) }
+    var width: Double { Self.left + Self.plotWidth + right }
+    /// Pairs get their own colour only while the palette has one for each; beyond that colours
+    /// would repeat and say nothing, so the points are one colour and pairs.csv lists the pairs.
+    var pairsColoured: Bool { pairNames.count > 1 && pairNames.count <= Self.palette.count }
 
     public init(analysis: ChannelAnalysis, observations: [Observation], site: String?) {
         self.init(analysis: analysis, tally: ObservationTally(observations), site: site)
@@ -86,7 +95,7 @@ public struct AttenuationPlot {
     }
 
     func x(_ d: Double) -> Double {
-        Self.left + (log10(d) - log10(xMin)) / (log10(xMax) - log10(xMin)) * (Self.width - Self.left - Self.right)
+        Self.left + (log10(d) - log10(xMin)) / (log10(xMax) - log10(xMin)) * Self.plotWidth
     }
 
     func y(_ a: Double) -> Double {
@@ -97,10 +106,10 @@ public struct AttenuationPlot {
 
     public func svg() -> String {
         let n = Self.n
-        let plotRight = Self.width - Self.right, plotBottom = Self.height - Self.bottom
+        let width = self.width, plotRight = Self.left + Self.plotWidth, plotBottom = Self.height - Self.bottom
         var s = """
-        <svg xmlns="http://www.w3.org/2000/svg" width="\(Int(Self.width))" height="\(Int(Self.height))" viewBox="0 0 \(Int(Self.width)) \(Int(Self.height))" font-family="sans-serif" font-size="12">
-        <rect x="0" y="0" width="\(Int(Self.width))" height="\(Int(Self.height))" fill="white"/>
+        <svg xmlns="http://www.w3.org/2000/svg" width="\(Int(width))" height="\(Int(Self.height))" viewBox="0 0 \(Int(width)) \(Int(Self.height))" font-family="sans-serif" font-size="12">
+        <rect x="0" y="0" width="\(Int(width))" height="\(Int(Self.height))" fill="white"/>
         <text x="\(n(Self.left))" y="22" font-size="15">Attenuation against distance\(site.map { " – " + Self.escape($0) } ?? "")</text>
 
         """
@@ -124,18 +133,19 @@ public struct AttenuationPlot {
             s += "<text x=\"\(n(Self.left - 8))\" y=\"\(n(yv + 4))\" text-anchor=\"end\">\(Int(yt))</text>\n"
             yt += 10
         }
-        s += "<text x=\"\(n((Self.left + plotRight) / 2))\" y=\"\(n(Self.height - 15))\" text-anchor=\"middle\">distance (m, log scale)</text>\n"
+        s += "<text x=\"\(n((Self.left + plotRight) / 2))\" y=\"\(n(plotBottom + 40))\" text-anchor=\"middle\">distance (m, log scale)</text>\n"
         s += "<text transform=\"translate(18 \(n((Self.top + plotBottom) / 2))) rotate(-90)\" text-anchor=\"middle\">attenuation (dB)</text>\n"
-        // Thresholds.
-        for t in analysis.options.thresholds where t >= yMin && t <= yMax {
-            s += "<line x1=\"\(n(Self.left))\" y1=\"\(n(y(t)))\" x2=\"\(n(plotRight))\" y2=\"\(n(y(t)))\" stroke=\"#c60\" stroke-dasharray=\"2 4\"/>"
-            s += "<text x=\"\(n(plotRight - 4))\" y=\"\(n(y(t) - 4))\" text-anchor=\"end\" fill=\"#c60\">\(Format.exact(t)) dB</text>\n"
-        }
+        // Thresholds: labels at the right end, moved left a column when two would overlap.
+        s += Self.thresholdLines(analysis.options.thresholds.filter { $0 >= yMin && $0 <= yMax }, left: Self.left, right: plotRight, y: y)
+        // The close-contact distance.
+        s += Self.closeContactLine(analysis.options.closeContactDistance, x: x, xMin: xMin, xMax: xMax, top: Self.top, bottom: plotBottom)
+        // n per distance above the plot.
+        s += Self.counts(analysis.distances.map { (x(max($0.distance, analysis.options.minimumDistance)), $0.count) }, top: Self.top)
         // Sightings.
         s += "<g fill-opacity=\"0.3\">\n"
         for (k, p) in points.enumerated() where p.attenuation >= yMin && p.attenuation <= yMax {
             let dx = jitter ? pow(10, 0.017 * Self.offset(k, 1)) : 1, dy = jitter ? 0.4 * Self.offset(k, 2) : 0
-            let colour = pairNames.count > 1 ? Self.palette[pointPairs[k] % Self.palette.count] : Self.palette[0]
+            let colour = pairsColoured ? Self.palette[pointPairs[k] % Self.palette.count] : Self.palette[0]
             s += "<circle cx=\"\(n(x(min(max(p.distance * dx, xMin), xMax))))\" cy=\"\(n(y(p.attenuation + dy)))\" r=\"2\" fill=\"\(colour)\"/>"
         }
         s += "\n</g>\n"
@@ -161,15 +171,7 @@ public struct AttenuationPlot {
         let lx = plotRight + 15
         var ly = Self.top + 10
         s += "<circle cx=\"\(n(lx + 8))\" cy=\"\(n(ly))\" r=\"3\" fill=\"#1f77b4\" fill-opacity=\"0.5\"/><text x=\"\(n(lx + 22))\" y=\"\(n(ly + 4))\">sightings\(points.count < analysis.observationCount ? " (sample)" : "")\(jitter ? ", jittered" : "")</text>\n"
-        if pairNames.count > 1 {
-            ly += 16
-            s += "<text x=\"\(n(lx + 4))\" y=\"\(n(ly + 4))\" font-size=\"10\">pairs: transmitter → receiver</text>\n"
-            for (k, name) in pairNames.prefix(8).enumerated() {
-                ly += 16
-                s += "<circle cx=\"\(n(lx + 8))\" cy=\"\(n(ly))\" r=\"3\" fill=\"\(Self.palette[k % Self.palette.count])\"/><text x=\"\(n(lx + 22))\" y=\"\(n(ly + 4))\" font-size=\"10\">\(Self.escape(String(name.prefix(22))))</text>\n"
-            }
-            if pairNames.count > 8 { ly += 16; s += "<text x=\"\(n(lx + 22))\" y=\"\(n(ly + 4))\" font-size=\"10\">\(pairNames.count - 8) more pairs (colours repeat)</text>\n" }
-        }
+        s += legendPairs(x: lx, y: &ly)
         ly += 22
         s += "<rect x=\"\(n(lx + 4))\" y=\"\(n(ly - 4))\" width=\"8\" height=\"8\"/><line x1=\"\(n(lx + 8))\" y1=\"\(n(ly - 9))\" x2=\"\(n(lx + 8))\" y2=\"\(n(ly + 9))\" stroke=\"black\" stroke-width=\"2\"/><text x=\"\(n(lx + 22))\" y=\"\(n(ly + 4))\">median, quartiles</text>\n"
         if let fit = analysis.fit {
@@ -186,8 +188,69 @@ public struct AttenuationPlot {
         }
         ly += 10
         s += "<line x1=\"\(n(lx))\" y1=\"\(n(ly))\" x2=\"\(n(lx + 16))\" y2=\"\(n(ly))\" stroke=\"#c60\" stroke-dasharray=\"2 4\"/><text x=\"\(n(lx + 22))\" y=\"\(n(ly + 4))\">thresholds</text>\n"
+        ly += 20
+        s += Self.closeContactLegend(analysis.options.closeContactDistance, x: lx, y: ly)
+        s += "<text x=\"\(n(lx))\" y=\"\(n(ly + 20))\" font-size=\"10\">n: readings per distance (top)</text>\n"
+        s += FigureLayout.footer(caption, x: 8, y: Self.height - 8)
         s += "</svg>\n"
         return s
+    }
+
+    /// The pairs in the legend: each with its colour and full name when they are coloured, else
+    /// how many there are and where they are listed.
+    func legendPairs(x lx: Double, y ly: inout Double) -> String {
+        let n = Self.n
+        guard pairNames.count > 1 else { return "" }
+        var s = ""
+        ly += 16
+        guard pairsColoured else {
+            s += "<text class=\"legend-pairs\" x=\"\(n(lx + 4))\" y=\"\(n(ly + 4))\" font-size=\"10\">\(pairNames.count) pairs, one colour</text>\n"
+            ly += 13
+            s += "<text x=\"\(n(lx + 4))\" y=\"\(n(ly + 4))\" font-size=\"10\">(pairs.csv lists them)</text>\n"
+            return s
+        }
+        s += "<text x=\"\(n(lx + 4))\" y=\"\(n(ly + 4))\" font-size=\"10\">pairs: transmitter → receiver</text>\n"
+        for (k, name) in pairNames.enumerated() {
+            ly += 16
+            s += "<circle cx=\"\(n(lx + 8))\" cy=\"\(n(ly))\" r=\"3\" fill=\"\(Self.palette[k % Self.palette.count])\"/><text class=\"legend-pair\" x=\"\(n(lx + 22))\" y=\"\(n(ly + 4))\" font-size=\"10\">\(Self.escape(name))</text>\n"
+        }
+        return s
+    }
+
+    /// Dashed horizontal lines at the thresholds, each labelled at the right end; labels that
+    /// would overlap (thresholds closer than a line of text) move left one column each.
+    static func thresholdLines(_ thresholds: [Double], left: Double, right: Double, y: (Double) -> Double) -> String {
+        let labels = thresholds.map { "\(Format.readable($0, significant: 6)) dB" }
+        let widest = labels.map { FigureLayout.textWidth($0, size: 12) }.max() ?? 0
+        let rows = FigureLayout.rows(thresholds.map { (lo: y($0) - 14, hi: y($0)) }, gap: 1)
+        var s = ""
+        for (i, t) in thresholds.enumerated() {
+            s += "<line x1=\"\(n(left))\" y1=\"\(n(y(t)))\" x2=\"\(n(right))\" y2=\"\(n(y(t)))\" stroke=\"#c60\" stroke-dasharray=\"2 4\"/>"
+            s += "<text class=\"threshold\" x=\"\(n(right - 4 - Double(rows[i]) * (widest + 10)))\" y=\"\(n(y(t) - 4))\" text-anchor=\"end\" fill=\"#c60\">\(labels[i])</text>\n"
+        }
+        return s
+    }
+
+    /// The vertical line at the close-contact distance (ground truth "close": at most this far).
+    static func closeContactLine(_ d: Double, x: (Double) -> Double, xMin: Double, xMax: Double, top: Double, bottom: Double) -> String {
+        guard d >= xMin, d <= xMax else { return "" }
+        let xv = x(d)
+        return "<line class=\"close-contact\" x1=\"\(n(xv))\" y1=\"\(n(top))\" x2=\"\(n(xv))\" y2=\"\(n(bottom))\" stroke=\"\(FigureLayout.closeContactColour)\" stroke-width=\"2\" stroke-dasharray=\"8 3\"/>\n"
+    }
+
+    static func closeContactLegend(_ d: Double, x lx: Double, y ly: Double) -> String {
+        "<line x1=\"\(n(lx + 8))\" y1=\"\(n(ly - 8))\" x2=\"\(n(lx + 8))\" y2=\"\(n(ly + 8))\" stroke=\"\(FigureLayout.closeContactColour)\" stroke-width=\"2\" stroke-dasharray=\"8 3\"/><text x=\"\(n(lx + 22))\" y=\"\(n(ly + 4))\">close: ≤ \(Format.readable(d, significant: 4)) m</text>\n"
+    }
+
+    /// Each distance's number of readings, written upwards above the plot at its x; counts
+    /// that would touch a neighbour are left to the tables (distances.csv has every n).
+    static func counts(_ at: [(x: Double, count: Int)], top: Double) -> String {
+        let kept = FigureLayout.thinned(centres: at.map(\.x), widths: at.map { _ in 11 }, gap: 1)
+        var s = "<g font-size=\"9\" fill=\"#333\">"
+        for i in kept {
+            s += "<text class=\"n\" transform=\"translate(\(n(at[i].x + 3)) \(n(top - 4))) rotate(-90)\">n=\(at[i].count)</text>"
+        }
+        return s + "</g>\n"
     }
 
     static func distanceLabel(_ d: Double) -> String {

@@ -37,6 +37,17 @@ public struct TrialReport: Sendable, Codable {
     /// True when the input was attenuation rows (--attenuations), not matched sightings: there is
     /// no matching step to count.
     public var attenuationInput: Bool?
+    /// Every site (scenario) the rows came from, when more than one: the report pools them.
+    public var sites: [String]?
+    /// The input files and calibration tables, named in each figure's footer.
+    public var sources: ReportSources?
+
+    /// The report's name in titles: its site, or for rows of several sites "pooled: N sites (a, b, c, ...)".
+    public var label: String? {
+        guard let sites, sites.count > 1 else { return site }
+        let sorted = sites.sorted(by: NaturalOrder.less)
+        return "\(sites.count) sites pooled (\(sorted.count == 2 ? "\(sorted[0]), \(sorted[1])" : "\(sorted[0]) ... \(sorted[sorted.count - 1])"))"
+    }
 
     public init(site: String?, counts: Counts, observations: [Observation], options: AnalysisOptions,
                 detectionByDistance: [DetectionProbability] = []) {
@@ -170,7 +181,7 @@ public enum TrialPipeline {
     /// The observations of an attenuation CSV handed to `body` one by one, in file order.
     public static func forEachObservation(attenuationCSV reader: CSVReader, groundTruth: GroundTruth,
                                           _ body: (Observation) throws -> Void) throws -> TrialReport.Counts {
-        try forEachObservation(attenuationCSV: reader, groundTruth: groundTruth, site: nil, firstSite: { _ in }, body)
+        try forEachObservation(attenuationCSV: reader, groundTruth: groundTruth, site: nil, firstSite: { _ in }, everySite: { _ in }, body)
     }
 
     /// With `site`, rows whose `site` column names another site are left out (a `trial import
@@ -178,7 +189,7 @@ public enum TrialPipeline {
     /// The TX power is the one the attenuation used: `calibration_tx` when the file has it
     /// (a calibrated import), else `tx_power`.
     public static func forEachObservation(attenuationCSV reader: CSVReader, groundTruth: GroundTruth, site: String?,
-                                          firstSite: (String) -> Void,
+                                          firstSite: (String) -> Void, everySite: (String) -> Void = { _ in },
                                           _ body: (Observation) throws -> Void) throws -> TrialReport.Counts {
         let cTime = try reader.requireColumn("time"), cAtt = try reader.requireColumn("attenuation")
         let cRx = reader.column("receiver"), cTx = reader.column("transmitter"), cDist = reader.column("distance")
@@ -193,6 +204,7 @@ public enum TrialPipeline {
                 let s = row.string(cSite)
                 if let site, s != site { return }
                 if !seenSite { seenSite = true; firstSite(s) }
+                everySite(s)
             }
             counts.rows += 1; counts.reports += 1; counts.matched += 1
             let t = try row.requireDouble(cTime, column: "time")
@@ -244,7 +256,9 @@ public enum TrialReportWriter {
         try OutputFile.write(Data(markdown(report, dailyAttenuation: dailyAttenuation, jsonLines: jsonLines).utf8), to: dir.appendingPathComponent("report.md"))
         try distancesCSV(report.analysis).write(to: dir.appendingPathComponent("distances.csv"))
         try fitCSV(report.analysis).write(to: dir.appendingPathComponent("fit.csv"))
-        let plot = AttenuationPlot(analysis: report.analysis, tally: tally, site: report.site)
+        let caption = report.sources?.caption
+        var plot = AttenuationPlot(analysis: report.analysis, tally: tally, site: report.label)
+        plot.caption = caption
         try curveCSV(plot).write(to: dir.appendingPathComponent("curve.csv"))
         try detectionCSV(report.analysis).write(to: dir.appendingPathComponent("detection.csv"))
         try OutputFile.write(Data(plot.svg().utf8), to: dir.appendingPathComponent("plot.svg"))
@@ -253,14 +267,19 @@ public enum TrialReportWriter {
         try sweepCSV(report.analysis).write(to: dir.appendingPathComponent("sweep.csv"))
         var dp = CSVWriter(header: ["distance_low", "distance_high", "scans_present", "scans_heard", "detection_probability"])
         for r in report.detectionByDistance {
-            dp.appendRow([Format.exact(r.distanceLow), Format.exact(r.distanceHigh), String(r.scans), String(r.heard), Format.fixed(r.probability, 4)])
+            dp.appendRow([Format.readable(r.distanceLow, significant: 4), Format.readable(r.distanceHigh, significant: 4), String(r.scans), String(r.heard), Format.fixed(r.probability, 4)])
         }
         // Empty, the file says why (a comment line; pandas reads it with comment="#").
         if report.detectionByDistance.isEmpty { dp.appendRaw("# not computed: " + (report.detectionProbabilityNote ?? "no scans with a transmitter present")) }
         try dp.write(to: dir.appendingPathComponent("detection_probability.csv"))
-        try OutputFile.write(Data(SweepPlot(analysis: report.analysis, site: report.site).svg().utf8), to: dir.appendingPathComponent("sweep.svg"))
-        try OutputFile.write(Data(HeatmapPlot(analysis: report.analysis, tally: tally, site: report.site).svg().utf8), to: dir.appendingPathComponent("heatmap.svg"))
-        if let residuals = ResidualPlot(analysis: report.analysis, tally: tally, site: report.site) {
+        var sweep = SweepPlot(analysis: report.analysis, site: report.label)
+        sweep.caption = caption
+        try OutputFile.write(Data(sweep.svg().utf8), to: dir.appendingPathComponent("sweep.svg"))
+        var heatmap = HeatmapPlot(analysis: report.analysis, tally: tally, site: report.label)
+        heatmap.caption = caption
+        try OutputFile.write(Data(heatmap.svg().utf8), to: dir.appendingPathComponent("heatmap.svg"))
+        if var residuals = ResidualPlot(analysis: report.analysis, tally: tally, site: report.label) {
+            residuals.caption = caption
             try OutputFile.write(Data(residuals.svg().utf8), to: dir.appendingPathComponent("residuals.svg"))
         }
         if let t = report.tobitFit {
@@ -275,12 +294,14 @@ public enum TrialReportWriter {
         }
     }
 
+    /// Distances to 6 significant digits (a converted 16.563589586801527 m is 16.5636, 3 ft x
+    /// 0.3048 is 0.9144): a summary for people and plotting; attenuation.csv keeps exact values.
     public static func groupsCSV(_ groups: [GroupStats], pairs: Bool) -> CSVWriter {
         var w = CSVWriter(header: (pairs ? ["receiver", "transmitter"] : ["receiver"]) +
                           ["count", "distances", "min_distance", "max_distance", "median_attenuation", "mean_attenuation", "slope_db_per_decade"])
         for g in groups {
             w.appendRow((pairs ? [g.receiver, g.transmitter ?? ""] : [g.receiver]) +
-                        [String(g.count), String(g.distances), Format.clean(g.minDistance), Format.clean(g.maxDistance),
+                        [String(g.count), String(g.distances), Format.readable(g.minDistance, significant: 6), Format.readable(g.maxDistance, significant: 6),
                          Format.fixed(g.medianAttenuation, 2), Format.fixed(g.meanAttenuation, 2), g.slopePerDecade.map { Format.fixed($0, 3) } ?? ""])
         }
         return w
@@ -402,8 +423,10 @@ public enum TrialReportWriter {
         let a = r.analysis
         func f(_ v: Double, _ d: Int = 1) -> String { v.isNaN ? "n/a" : Format.fixed(v, d) }
         func pct(_ v: Double) -> String { v.isNaN ? "n/a" : Format.fixed(v * 100, 1) + " %" }
-        var s = "# Trial report\(r.site.map { ": \($0)" } ?? "")\n\n"
-        if let site = r.site { s += "Site (dataset): \(site).\n\n" }
+        var s = "# Trial report\(r.label.map { ": \($0)" } ?? "")\n\n"
+        if let sites = r.sites, sites.count > 1 { s += "Sites (datasets), pooled: \(sites.sorted(by: NaturalOrder.less).joined(separator: ", ")).\n\n" }
+        else if let site = r.site { s += "Site (dataset): \(site).\n\n" }
+        if let sources = r.sources { s += "Sources: \(sources.caption).\n\n" }
         let c = r.counts
         s += "## Data\n\n"
         if r.attenuationInput == true {

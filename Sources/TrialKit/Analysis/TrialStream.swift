@@ -13,6 +13,8 @@ public final class TrialStream {
     /// caller may set it before streaming, from `SightingsExport.firstSite`, so that every
     /// attenuation row carries it).
     public var site: String?
+    /// Every site the rows named: more than one is a pooled report.
+    public internal(set) var sites: Set<String> = []
     let siteFilter: String?
     let transmitters: [TransmitterKeys]
     let groundTruth: GroundTruth
@@ -63,6 +65,9 @@ public final class TrialStream {
             }
         }
         if site == nil, let s = rows.first(where: { $0.site != nil })?.site { site = s }
+        // Every site, for a pooled report's title: rows of one site come in runs.
+        var last: String?
+        for r in rows { if let s = r.site, s != last { last = s; sites.insert(s) } }
         counts.rows += rows.count
         for s in rows { if s.isEmptyScan { counts.emptyScans += 1 } else { counts.reports += 1 } }
         for s in rows { if let start = s.scanStart { let k = ScanKey(node: s.node ?? "", start: start); if scans[k] == nil { scans[k] = [] } } }
@@ -112,7 +117,7 @@ public final class TrialStream {
         attenuationInput = true
         // The first row's site labels the report and the rows written after it.
         let c = try TrialPipeline.forEachObservation(attenuationCSV: reader, groundTruth: groundTruth, site: siteFilter,
-                                                     firstSite: { [self] s in if site == nil { site = s } }) { try add($0) }
+                                                     firstSite: { [self] s in if site == nil { site = s } }, everySite: { [self] in sites.insert($0) }) { try add($0) }
         counts.rows += c.rows; counts.reports += c.reports; counts.matched += c.matched
         counts.withoutGroundTruth += c.withoutGroundTruth
     }
@@ -170,6 +175,7 @@ public final class TrialStream {
         var r = TrialReport(site: site, counts: counts, tally: tally, options: options, detectionByDistance: detection())
         r.tobitFit = tobitFit(minimumDistance: options.minimumDistance)
         if attenuationInput { r.attenuationInput = true }
+        if siteFilter == nil, sites.count > 1 { r.sites = sites.sorted(by: NaturalOrder.less) }
         if r.detectionByDistance.isEmpty {
             r.detectionProbabilityNote = scans.isEmpty
                 ? (attenuationInput ? "the input is attenuation rows, which carry no scans (it needs sightings exports with their empty scans, scan_start)"

@@ -17,13 +17,22 @@ public struct CalibrationTable: Sendable {
         public var tx: Double
         /// `has direct measurement`: true (yes), false (no: generic values), nil (the table has no such column).
         public var measured: Bool?
+        /// `calibration confidence`: the framework's levels, 0 (lowest) ... 3 (high); nil without the column.
+        public var confidence: Int?
 
-        public init(oem: String, model: String, rssiCorrection: Double, tx: Double, measured: Bool? = nil) {
+        public init(oem: String, model: String, rssiCorrection: Double, tx: Double, measured: Bool? = nil, confidence: Int? = nil) {
             self.oem = oem; self.model = model; self.rssiCorrection = rssiCorrection; self.tx = tx; self.measured = measured
+            self.confidence = confidence
         }
     }
 
     public private(set) var byModel: [String: Entry] = [:]
+    /// Whether the table has a calibration confidence column.
+    public private(set) var hasConfidenceColumn = false
+    /// The table's own row for devices it does not list, when it has one (model or device `default`).
+    public private(set) var defaultRow: Entry?
+    /// Every row in table order (the fallbacks take medians over them).
+    public private(set) var entries: [Entry] = []
     /// Where the table came from (its file) and the date it was published, when known (from the
     /// file name: `...2020-06-13...`, `...20200613...` or `...2020-06...`).
     public var source: String = ""
@@ -84,7 +93,10 @@ public struct CalibrationTable: Sendable {
         let cTx = try require(["tx"], "tx")
         let cOem = find(["oem", "manufacturer", "brand"])
         let cMeasured = find(["hasdirectmeasurement", "directmeasurement", "measured"])
+        let cConfidence = find(["calibrationconfidence", "confidence"])
+        let cDevice = keys.firstIndex(of: "device")
         hasMeasuredColumn = cMeasured != nil
+        hasConfidenceColumn = cConfidence != nil
         source = reader.file
         date = Self.date(inFileName: URL(fileURLWithPath: reader.file).lastPathComponent)
         try reader.forEachRow { row in
@@ -100,14 +112,65 @@ public struct CalibrationTable: Sendable {
                     throw CSVError.badValue(file: reader.file, line: row.line, column: reader.header[cMeasured], expected: "yes or no", actual: other)
                 }
             }
-            // The first entry of a model wins (the table lists a model once per manufacturer at most).
-            if byModel[model] == nil {
-                byModel[model] = Entry(oem: cOem.map { row.string($0) } ?? "", model: row.string(cModel), rssiCorrection: corr, tx: tx, measured: measured)
+            var confidence: Int?
+            if let cConfidence {
+                let text = row.string(cConfidence).trimmingCharacters(in: .whitespaces)
+                guard let v = Int(text), (0...3).contains(v) else {
+                    throw CSVError.badValue(file: reader.file, line: row.line, column: reader.header[cConfidence], expected: "a calibration confidence 0...3", actual: text)
+                }
+                confidence = v
             }
+            let entry = Entry(oem: cOem.map { row.string($0) } ?? "", model: row.string(cModel), rssiCorrection: corr, tx: tx, measured: measured, confidence: confidence)
+            if model == "DEFAULT" || cDevice.map({ Self.normalise(row.string($0)) == "DEFAULT" }) == true {
+                if defaultRow == nil { defaultRow = entry }
+                return
+            }
+            entries.append(entry)
+            // The first entry of a model wins (the table lists a model once per manufacturer at most).
+            if byModel[model] == nil { byModel[model] = entry }
         }
     }
 
     public func entry(_ model: String) -> Entry? { byModel[Self.normalise(model)] }
+
+    /// The values for devices the table does not list: its own default row, else the median
+    /// RSSI correction and median TX over every row, to whole dB as the framework applies them
+    /// (stated as such).
+    public var defaultEntry: (entry: Entry, how: String) {
+        if let d = defaultRow { return (d, "the table's default row") }
+        let corr = Statistics.median(entries.map(\.rssiCorrection)).rounded(), tx = Statistics.median(entries.map(\.tx)).rounded()
+        return (Entry(oem: "", model: "default", rssiCorrection: corr, tx: tx, measured: false, confidence: 0),
+                "the median of the table's \(entries.count) rows (it has no default row)")
+    }
+
+    /// The manufacturer of a model the table does not list: the one `given` names for it, else
+    /// the table's manufacturer whose model names share the longest start with it (at least 3
+    /// characters, `SM-` for Samsung), when exactly one does.
+    public func manufacturer(of model: String, given: [String: String] = [:]) -> (oem: String, how: String)? {
+        let m = Self.normalise(model)
+        if let g = given.first(where: { Self.normalise($0.key) == m }) { return (g.value, "as given") }
+        var best = 0
+        var oems: Set<String> = []
+        for e in entries where !e.oem.isEmpty {
+            let k = zip(m, Self.normalise(e.model)).prefix { $0 == $1 }.count
+            if k > best { best = k; oems = [e.oem.lowercased()] } else if k == best { oems.insert(e.oem.lowercased()) }
+        }
+        guard best >= 3, oems.count == 1, let oem = oems.first else { return nil }
+        return (oem, "the table's \(oem) models start like it ('\(String(m.prefix(best)))')")
+    }
+
+    /// A manufacturer's values: the median RSSI correction and TX over its rows, to whole dB.
+    public func manufacturerEntry(_ oem: String) -> Entry? {
+        let rows = entries.filter { $0.oem.lowercased() == oem.lowercased() }
+        guard !rows.isEmpty else { return nil }
+        return Entry(oem: oem, model: "\(oem) (median of \(rows.count) rows)", rssiCorrection: Statistics.median(rows.map(\.rssiCorrection)).rounded(),
+                     tx: Statistics.median(rows.map(\.tx)).rounded(), measured: false, confidence: 1)
+    }
+
+    /// "en-calibration-2020-12.csv (2020-12-01)": the table as output rows and figures name it.
+    public var name: String {
+        URL(fileURLWithPath: source).lastPathComponent + (date.map { " (\($0))" } ?? "")
+    }
 
     public enum SelectionError: Error, CustomStringConvertible {
         case undated(file: String)
@@ -140,6 +203,56 @@ public struct CalibrationTable: Sendable {
     }
 }
 
+extension CalibrationTable {
+    /// What to use for a model the table does not list (or lists below the minimum confidence).
+    public enum Fallback: String, Sendable, CaseIterable {
+        /// Leave its rows out (and name the model).
+        case none
+        /// Its manufacturer's median values; rows of a model whose manufacturer is unknown are left out.
+        case manufacturer
+        /// The table's default (its default row, else its median).
+        case `default`
+        /// The manufacturer's, else the table's default.
+        case manufacturerThenDefault = "manufacturer,default"
+    }
+
+    public struct Options: Sendable {
+        public var fallback: Fallback = .none
+        /// Rows below this confidence count as absent (then the fallback applies); needs the column.
+        public var minimumConfidence: Int?
+        /// Manufacturers of models the table does not list, as the user states them (MODEL -> OEM).
+        public var manufacturers: [String: String] = [:]
+        public init() {}
+    }
+
+    /// A model's values and where they came from.
+    public struct Resolved: Sendable, Equatable {
+        public var model: String
+        public var entry: Entry
+        /// nil: the model's own row; else "manufacturer samsung (...)" or "default (...)".
+        public var fallback: String?
+    }
+
+    /// The model's values under `options`: its own row (at the minimum confidence or above),
+    /// else the fallback's, else nil.
+    public func resolve(_ model: String, options: Options) -> Resolved? {
+        if let e = entry(model), e.confidence.map({ $0 >= (options.minimumConfidence ?? 0) }) ?? true { return Resolved(model: model, entry: e) }
+        let below = entry(model) != nil
+        let why = below ? "below confidence \(options.minimumConfidence ?? 0)" : "not in the table"
+        if options.fallback == .manufacturer || options.fallback == .manufacturerThenDefault {
+            let oem = entry(model).map { ($0.oem.lowercased(), "its row's") } ?? manufacturer(of: model, given: options.manufacturers)
+            if let oem, !oem.oem.isEmpty, let e = manufacturerEntry(oem.oem) {
+                return Resolved(model: model, entry: e, fallback: "manufacturer \(oem.oem) (\(why); manufacturer \(oem.how))")
+            }
+        }
+        if options.fallback == .default || options.fallback == .manufacturerThenDefault {
+            let d = defaultEntry
+            return Resolved(model: model, entry: d.entry, fallback: "default (\(why); \(d.how))")
+        }
+        return nil
+    }
+}
+
 /// Which calibration rows an import used: per model, measured or generic, and how many output
 /// rows leaned on it (as receiver or as transmitter).
 public struct CalibrationUse: Sendable, Equatable {
@@ -148,21 +261,58 @@ public struct CalibrationUse: Sendable, Equatable {
         public var measured: Bool?
         public var asReceiver = 0
         public var asTransmitter = 0
+        /// The fallback that gave its values (nil: its own row) and the row's confidence.
+        public var fallback: String?
+        public var confidence: Int?
     }
 
     public private(set) var models: [String: Model] = [:]
+    /// Models the table could not calibrate (nor a fallback): rows left out, as receiver and as transmitter.
+    public private(set) var missing: [String: Model] = [:]
     /// Output rows with at least one generic (not measured) value.
     public private(set) var rowsWithGeneric = 0
     public private(set) var rows = 0
 
     public init() {}
 
-    mutating func add(receiver: CalibrationTable.Entry, transmitter: CalibrationTable.Entry) {
+    mutating func missing(_ model: String, asReceiver: Bool) {
+        let k = CalibrationTable.normalise(model)
+        if asReceiver { missing[k, default: Model(model: model)].asReceiver += 1 } else { missing[k, default: Model(model: model)].asTransmitter += 1 }
+    }
+
+    mutating func add(receiver: CalibrationTable.Resolved, transmitter: CalibrationTable.Resolved) {
         let rk = CalibrationTable.normalise(receiver.model), tk = CalibrationTable.normalise(transmitter.model)
-        models[rk, default: Model(model: receiver.model, measured: receiver.measured)].asReceiver += 1
-        models[tk, default: Model(model: transmitter.model, measured: transmitter.measured)].asTransmitter += 1
+        // A model with its own row is named as the table spells it; one from a fallback as the data does.
+        func model(_ r: CalibrationTable.Resolved) -> Model {
+            Model(model: r.fallback == nil ? r.entry.model : r.model, measured: r.entry.measured, fallback: r.fallback, confidence: r.entry.confidence)
+        }
+        models[rk, default: model(receiver)].asReceiver += 1
+        models[tk, default: model(transmitter)].asTransmitter += 1
+        let (receiver, transmitter) = (receiver.entry, transmitter.entry)
         rows += 1
         if receiver.measured == false || transmitter.measured == false { rowsWithGeneric += 1 }
+    }
+
+    /// Lines naming what the summary's counts hide: each model the table lacks with its rows
+    /// left out, each fallback used, and the confidence of the rows used.
+    public func details(_ table: CalibrationTable) -> [String] {
+        func rows(_ m: Model) -> String { "\(m.asReceiver) rows as receiver, \(m.asTransmitter) as transmitter" }
+        let order: (Model, Model) -> Bool = { ($0.asReceiver + $0.asTransmitter, $1.model) > ($1.asReceiver + $1.asTransmitter, $0.model) }
+        var out: [String] = []
+        if !missing.isEmpty {
+            out.append("models not in the calibration table \(table.name), rows left out: "
+                       + missing.values.sorted(by: order).map { "'\($0.model)' (\(rows($0)))" }.joined(separator: "; "))
+        }
+        let fallen = models.values.filter { $0.fallback != nil }
+        if !fallen.isEmpty {
+            out.append("models calibrated by a fallback: " + fallen.sorted(by: order).map { "'\($0.model)' from \($0.fallback!) (\(rows($0)))" }.joined(separator: "; "))
+        }
+        if table.hasConfidenceColumn {
+            var byLevel: [Int: Int] = [:]
+            for m in models.values { byLevel[m.confidence ?? 0, default: 0] += 1 }
+            out.append("calibration confidence of the models used: " + byLevel.keys.sorted(by: >).map { "\(byLevel[$0]!) at \($0) (\(["lowest", "low", "medium", "high"][$0]))" }.joined(separator: ", "))
+        }
+        return out
     }
 
     /// "calibration 2020-12-01 (file): 3 models used, 2 measured (A, B), 1 generic (C); 40 of 120 rows use a generic value".
@@ -222,7 +372,7 @@ public enum DP3TImport {
     /// `reported_tx_power` the row's own (what the Android API reported), so a row can be recomputed.
     public static let outputHeader = ["time", "receiver", "transmitter", "distance", "attenuation", "rssi", "tx_power",
                                       "receiver_model", "transmitter_model", "rssi_correction", "calibration_tx", "reported_tx_power",
-                                      "calibration_measured", "scenario", "site"]
+                                      "calibration_measured", "calibration_confidence", "calibration_fallback", "calibration_table", "scenario", "site"]
 
     /// A scenario's name from its file: the name without directories and extensions
     /// (`.csv`, `.csv.gz`, `.sqlite`, `.db`).
@@ -253,6 +403,33 @@ public enum DP3TImport {
         return v > 1e11 && Double(text.trimmingCharacters(in: .whitespaces)) != nil ? v / 1000 : v
     }
 
+    /// Which model gives the TX and which the RSSI correction.
+    public enum Convention: String, Sendable, CaseIterable {
+        /// The framework's: TX of the transmitter's model, correction of the receiver's; a
+        /// transmitter model that repeats the receiver's is corrected from the ids.
+        case framework
+        /// DP-3T's own analysis: TX of the receiver's model, correction of the transmitter's,
+        /// the transmitter_model column as written (uncorrected), to reproduce their figures.
+        case dp3t
+    }
+
+    /// Each id's model where it was the receiver (the reliable column), per scenario: the same id
+    /// in two scenarios may be two phones.
+    static func receiverModels(_ rows: [Row]) -> [String: String] {
+        var modelOf: [String: String] = [:]
+        for r in rows where !r.receiverModel.isEmpty { modelOf[r.scenario + "\u{1}" + r.receiverID] = modelOf[r.scenario + "\u{1}" + r.receiverID] ?? r.receiverModel }
+        return modelOf
+    }
+
+    /// The row's transmitter model: under the framework convention, one that repeats the
+    /// receiver's is replaced by the model its id has as a receiver; under DP-3T's, as written.
+    static func transmitterModel(_ r: Row, receiverModels modelOf: [String: String], convention: Convention) -> String {
+        let m = r.transmitterModel
+        guard convention == .framework, CalibrationTable.normalise(m) == CalibrationTable.normalise(r.receiverModel), r.transmitterID != r.receiverID,
+              let known = modelOf[r.scenario + "\u{1}" + r.transmitterID], CalibrationTable.normalise(known) != CalibrationTable.normalise(m) else { return m }
+        return known
+    }
+
     public static func convert(_ rows: [Row], calibration: CalibrationTable) -> (CSVWriter, ImportCounts) {
         var use = CalibrationUse()
         return convert(rows, calibration: calibration, use: &use)
@@ -260,13 +437,13 @@ public enum DP3TImport {
 
     /// `convert`, telling which calibration rows (measured or generic) the output used.
     /// Timestamps without a zone are read in `zone`; without one they are left out and counted.
-    public static func convert(_ rows: [Row], calibration: CalibrationTable, zone: TimeZone? = nil, use: inout CalibrationUse) -> (CSVWriter, ImportCounts) {
+    public static func convert(_ rows: [Row], calibration: CalibrationTable, zone: TimeZone? = nil, options: CalibrationTable.Options = .init(),
+                               convention: Convention = .framework, use: inout CalibrationUse) -> (CSVWriter, ImportCounts) {
         var counts = ImportCounts()
-        // Each id's model where it was the receiver: the reliable column.
-        var modelOf: [String: String] = [:]
-        // Ids are per experiment: the same id in two scenarios may be two phones.
-        for r in rows where !r.receiverModel.isEmpty { modelOf[r.scenario + "\u{1}" + r.receiverID] = modelOf[r.scenario + "\u{1}" + r.receiverID] ?? r.receiverModel }
+        let modelOf = receiverModels(rows)
         var w = CSVWriter(header: outputHeader)
+        var cache: [String: CalibrationTable.Resolved?] = [:]
+        let tableName = calibration.name + (convention == .dp3t ? ", DP-3T convention" : "")
         for r in rows {
             counts.read += 1
             guard let d = r.distance, d >= 0 else { counts.drop("without ground truth distance"); continue }
@@ -275,24 +452,98 @@ public enum DP3TImport {
             do { t = try seconds(r.timestamp, zone: zone) } catch let e as TimeInput.Invalid where e.zoneless {
                 counts.drop("with a timestamp without a time zone (give --timezone)"); continue
             } catch { counts.drop("with an unreadable timestamp"); continue }
-            var txModel = r.transmitterModel
-            if CalibrationTable.normalise(txModel) == CalibrationTable.normalise(r.receiverModel), r.transmitterID != r.receiverID,
-               let known = modelOf[r.scenario + "\u{1}" + r.transmitterID], CalibrationTable.normalise(known) != CalibrationTable.normalise(txModel) {
-                txModel = known
-                counts.note("transmitter models corrected (the row repeated the receiver's)")
+            let txModel = transmitterModel(r, receiverModels: modelOf, convention: convention)
+            if txModel != r.transmitterModel { counts.note("transmitter models corrected (the row repeated the receiver's)") }
+            func resolved(_ m: String) -> CalibrationTable.Resolved? {
+                if let c = cache[m] { return c }
+                let v = calibration.resolve(m, options: options)
+                cache[m] = .some(v)
+                return v
             }
-            guard let rx = calibration.entry(r.receiverModel) else { counts.drop("receiver model not in the calibration table"); continue }
-            guard let tx = calibration.entry(txModel) else { counts.drop("transmitter model not in the calibration table"); continue }
-            let attenuation = tx.tx - (rssi + rx.rssiCorrection)
-            use.add(receiver: rx, transmitter: tx)
+            let rxResolved = resolved(r.receiverModel), txResolved = resolved(txModel)
+            // Every side the table lacks is counted against its model, so the summary can name it.
+            if rxResolved == nil { use.missing(r.receiverModel, asReceiver: true) }
+            if txResolved == nil { use.missing(txModel, asReceiver: false) }
+            guard let rxResolved else { counts.drop("receiver model not in the calibration table"); continue }
+            guard let txResolved else { counts.drop("transmitter model not in the calibration table"); continue }
+            let rx = rxResolved.entry, tx = txResolved.entry
+            // framework: TX of the transmitter, correction of the receiver; dp3t: the other way round.
+            let (txPower, correction) = convention == .framework ? (tx.tx, rx.rssiCorrection) : (rx.tx, tx.rssiCorrection)
+            let attenuation = txPower - (rssi + correction)
+            use.add(receiver: rxResolved, transmitter: txResolved)
             // Measured: both rows measured; no: either generic; empty: the table does not say.
             let measured = rx.measured == false || tx.measured == false ? "no" : (rx.measured == true && tx.measured == true ? "yes" : "")
+            let confidence = [rx.confidence, tx.confidence].compactMap { $0 }.min().map(String.init) ?? ""
+            let fallback = [rxResolved.fallback.map { _ in "receiver:" + (rxResolved.fallback!.hasPrefix("default") ? "default" : "manufacturer") },
+                            txResolved.fallback.map { _ in "transmitter:" + (txResolved.fallback!.hasPrefix("default") ? "default" : "manufacturer") }]
+                .compactMap { $0 }.joined(separator: " ")
             w.appendRow([Format.exact(t), r.receiverID, r.transmitterID, Format.exact(d), Format.exact(attenuation), Format.exact(rssi),
-                         Format.exact(tx.tx), r.receiverModel, txModel, Format.exact(rx.rssiCorrection), Format.exact(tx.tx),
-                         r.txPower.map(Format.exact) ?? "", measured, r.scenario, r.scenario])
+                         Format.exact(txPower), r.receiverModel, txModel, Format.exact(correction), Format.exact(txPower),
+                         r.txPower.map(Format.exact) ?? "", measured, confidence, fallback, tableName, r.scenario, r.scenario])
             counts.written += 1
         }
         return (w, counts)
+    }
+}
+
+/// Two calibration tables over the same rows (`trial import dp3t --compare-calibration-date`):
+/// the models whose values differ and what that does to the attenuations, so a result can say
+/// how much it depends on the table chosen.
+public struct CalibrationComparison: Sendable {
+    /// Rows both tables calibrate, and of them the ones whose attenuation differs.
+    public var rowsBoth = 0, rowsChanged = 0
+    /// Rows only the first (used) or only the second table calibrates.
+    public var rowsOnlyUsed = 0, rowsOnlyOther = 0
+    public var meanShift = 0.0, largestShift = 0.0
+    /// Models used whose TX or correction differ: (model, used, other).
+    public var differing: [(model: String, used: CalibrationTable.Entry, other: CalibrationTable.Entry)] = []
+
+    /// The rows read with `used` and with `other` under the same options and convention (rows
+    /// without a distance or an RSSI are skipped, as the import skips them).
+    public init(_ rows: [DP3TImport.Row], used: CalibrationTable, other: CalibrationTable, options: CalibrationTable.Options = .init(),
+                convention: DP3TImport.Convention = .framework) {
+        var sum = 0.0
+        var seen: Set<String> = []
+        let modelOf = DP3TImport.receiverModels(rows)
+        func attenuation(_ t: CalibrationTable, _ r: DP3TImport.Row, txModel: String, rssi: Double) -> Double? {
+            guard let rx = t.resolve(r.receiverModel, options: options), let tx = t.resolve(txModel, options: options) else { return nil }
+            return convention == .framework ? tx.entry.tx - (rssi + rx.entry.rssiCorrection) : rx.entry.tx - (rssi + tx.entry.rssiCorrection)
+        }
+        for r in rows {
+            guard r.distance.map({ $0 >= 0 }) == true, let rssi = r.rssi, rssi != 127, rssi != -127 else { continue }
+            let txModel = DP3TImport.transmitterModel(r, receiverModels: modelOf, convention: convention)
+            for m in [r.receiverModel, txModel] where seen.insert(CalibrationTable.normalise(m)).inserted {
+                if let a = used.resolve(m, options: options)?.entry, let b = other.resolve(m, options: options)?.entry,
+                   a.tx != b.tx || a.rssiCorrection != b.rssiCorrection {
+                    differing.append((m, a, b))
+                }
+            }
+            switch (attenuation(used, r, txModel: txModel, rssi: rssi), attenuation(other, r, txModel: txModel, rssi: rssi)) {
+            case let (a?, b?):
+                rowsBoth += 1
+                if a != b { rowsChanged += 1 }
+                sum += b - a
+                largestShift = max(largestShift, abs(b - a))
+            case (.some, nil): rowsOnlyUsed += 1
+            case (nil, .some): rowsOnlyOther += 1
+            case (nil, nil): break
+            }
+        }
+        meanShift = rowsBoth > 0 ? sum / Double(rowsBoth) : 0
+        differing.sort { $0.model < $1.model }
+    }
+
+    /// One line for stderr.
+    public func summary(used: CalibrationTable, other: CalibrationTable) -> String {
+        var s = "compared with \(other.name): \(rowsChanged) of the \(rowsBoth) rows both tables calibrate change attenuation"
+        s += " (mean \(Format.fixed(meanShift, 2)) dB, largest \(Format.readable(largestShift)) dB; \(other.name) minus \(used.name))"
+        s += "; \(rowsOnlyUsed) rows only \(used.name) calibrates, \(rowsOnlyOther) only \(other.name)"
+        if !differing.isEmpty {
+            s += "; models that differ: " + differing.map {
+                "'\($0.model)' TX \(Format.exact($0.used.tx)) -> \(Format.exact($0.other.tx)), correction \(Format.exact($0.used.rssiCorrection)) -> \(Format.exact($0.other.rssiCorrection))"
+            }.joined(separator: "; ")
+        }
+        return s
     }
 }
 
