@@ -49,7 +49,7 @@ if [ "$(id -u)" -eq 0 ] && getent group gaend >/dev/null; then
 fi
 
 # Python packages for the virtual radio (tools/virtual-radio) and its tests.
-if ! python3 -c 'import sys; import bumble, pytest, xdist, jeepney, duckdb, pyspark' >/dev/null 2>&1 \
+if ! python3 -c 'import sys; import bumble, pytest, xdist, jeepney, duckdb, pyspark, PIL' >/dev/null 2>&1 \
    || ! python3 - <<'PY' >/dev/null 2>&1
 import importlib.metadata as m, sys
 sys.exit(0 if m.version("bumble") == "0.0.236" else 1)

@@ -356,7 +356,7 @@ _gaenctl_keys_publish() {
     repeating_flags=()
     non_repeating_flags=(--version -h --help)
     repeating_options=(--signing-key --key-id --key-version)
-    non_repeating_options=(--inbox -o --country --region --now --embargo-hours --min-keys --hour-days --retention-days --max-keys-per-file --max-keys-per-day --max-keys-per-board-day --max-bytes-per-board-day --app-config)
+    non_repeating_options=(--inbox -o --country --region --now --embargo-hours --min-keys --hour-days --retention-days --max-keys-per-file --max-keys-per-day --max-keys-per-board-day --max-bytes-per-board-day --app-config --trial-clock)
     __gaenctl_offer_flags_options 0
 
     # Offer option value completions
@@ -412,6 +412,9 @@ _gaenctl_keys_publish() {
     '--app-config')
         return
         ;;
+    '--trial-clock')
+        return
+        ;;
     esac
 }
 
@@ -442,7 +445,7 @@ _gaenctl_app_sync() {
     repeating_flags=()
     non_repeating_flags=(--version -h --help)
     repeating_options=(--trust)
-    non_repeating_options=(--bus --name --timeout --server --country --region --state-dir --hook --max-provide-calls --run-timeout --file-timeout --max-package-bytes --max-new-files --attempts --backoff --max-clock-skew --match-wait --journal-socket --cacert)
+    non_repeating_options=(--bus --name --timeout --server --country --region --state-dir --hook --max-provide-calls --run-timeout --file-timeout --max-package-bytes --max-new-files --attempts --backoff --max-clock-skew --match-wait --journal-socket --cacert --trial-clock)
     __gaenctl_offer_flags_options 0
 
     # Offer option value completions
@@ -507,6 +510,9 @@ _gaenctl_app_sync() {
     '--cacert')
         return
         ;;
+    '--trial-clock')
+        return
+        ;;
     esac
 }
 
@@ -514,7 +520,7 @@ _gaenctl_app_submit() {
     repeating_flags=()
     non_repeating_flags=(--version -h --help)
     repeating_options=()
-    non_repeating_options=(--bus --name --timeout --server --user --password-file --consent --state-dir --upload-timeout --cacert)
+    non_repeating_options=(--bus --name --timeout --server --user --password-file --consent --state-dir --upload-timeout --cacert --trial-clock)
     __gaenctl_offer_flags_options 0
 
     # Offer option value completions
@@ -547,6 +553,9 @@ _gaenctl_app_submit() {
         return
         ;;
     '--cacert')
+        return
+        ;;
+    '--trial-clock')
         return
         ;;
     esac
@@ -804,7 +813,7 @@ _gaenctl_collect() {
     repeating_flags=()
     non_repeating_flags=(--outcomes --version -h --help)
     repeating_options=(--resend)
-    non_repeating_options=(--bus --name --timeout --server --user --password-file --spool --days --limit-rate --cacert --consent --app-state)
+    non_repeating_options=(--bus --name --timeout --server --user --password-file --spool --days --limit-rate --cacert --consent --app-state --trial-clock)
     __gaenctl_offer_flags_options 0
 
     # Offer option value completions
@@ -846,6 +855,9 @@ _gaenctl_collect() {
         return
         ;;
     '--app-state')
+        return
+        ;;
+    '--trial-clock')
         return
         ;;
     esac
