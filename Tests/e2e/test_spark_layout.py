@@ -35,7 +35,11 @@ def test_spark_reads_the_daily_layout_with_the_documented_schemas(tmp_path):
     subprocess.run([gaenctl, "trial", "report", "--sightings", *csvs, "--keys", *sorted(map(str, (sims["csv"] / "keys").glob("*.json"))),
                     "--markers", sims["csv"] / "groundtruth/markers.csv", "--split", "daily", "-o", report], check=True, capture_output=True)
 
+    # The JVM writes into the test's folder only: its temporary files there, no hsperfdata_USER in
+    # /tmp (the JVM puts that in /tmp whatever TMPDIR says), Spark's scratch space there.
+    os.environ["JAVA_TOOL_OPTIONS"] = f"-XX:-UsePerfData -Djava.io.tmpdir={tmp_path}"
     spark = (SparkSession.builder.master("local[2]").appName("gaend-layout").config("spark.ui.enabled", "false")
+             .config("spark.local.dir", str(tmp_path / "spark"))
              .config("spark.sql.session.timeZone", "UTC").getOrCreate())
     try:
         s = spark.read.option("header", True).schema(SIGHTINGS).csv(str(sims["csv"] / "sightings"))
