@@ -322,8 +322,12 @@ for b in "${BOARDS[@]}"; do
     node_status "$b" >/dev/null 2>&1 || { tail -20 "$WORK/$b/gaend.log" >&2; fail "node $b did not start"; }
 done
 # Ground truth for the report: each board's distance to its nearest other board, from now.
-ctl A mark --label "1 m from B" --distance 1 >/dev/null && ctl B mark --label "1 m from A" --distance 1 >/dev/null \
-    && ctl C mark --label "99 m from B" --distance 99 >/dev/null || fail "gaenctl mark"
+# Each board marks the true distance to each other board as a pair marker (pair:RECEIVER/TRANSMITTER):
+# a marker without a pair holds for every pair of the trial (docs/trial.md).
+ctl A mark --label "pair:A/B" --distance 1 >/dev/null && ctl A mark --label "pair:A/C" --distance 100 >/dev/null \
+    && ctl B mark --label "pair:B/A" --distance 1 >/dev/null && ctl B mark --label "pair:B/C" --distance 99 >/dev/null \
+    && ctl C mark --label "pair:C/A" --distance 100 >/dev/null && ctl C mark --label "pair:C/B" --distance 99 >/dev/null \
+    || fail "gaenctl mark"
 say "boards A, B (1 m from A) and C (100 m away: out of range) on air, on the trial clock; A is the board that will test positive"
 
 # The publisher, as gaend-publish.timer runs it (every hour on the server), here every 2 s
