@@ -31,25 +31,23 @@ public enum ConfigurationText {
     /// the decoder does not know would otherwise be left out without a word (a misspelt
     /// `minimumRiskScore` read as absent). Each unknown key is named with its line.
     public static func checkKeys(_ data: Data, known: [String], file: String, policy: inout UnknownFieldPolicy) throws {
-        guard case let .object(o)? = try? JSONValue.parse(data) else { return }  // the decoder reports syntax and shape
-        let text = String(decoding: data, as: UTF8.self)
-        for key in o.keys.sorted() where !known.contains(key) {
-            var line = 0
-            if let r = text.range(of: "\"\(key)\"") { line = text[..<r.lowerBound].reduce(1) { $1 == "\n" ? $0 + 1 : $0 } }
-            let near = known.first { $0.lowercased() == key.lowercased() || EditDistance.between($0.lowercased(), key.lowercased()) <= 2 }
-            try policy.record("\(line > 0 ? "line \(line): " : "")unknown key '\(key)'\(near.map { " (did you mean \($0)?)" } ?? "") (known: \(known.joined(separator: ", ")))", file: file)
-        }
+        try checkKeyPaths(data, known: known, file: file, policy: &policy)
     }
 
     /// The same for nested objects: `known` lists every key by its dotted path
     /// (`riskScore.rssiParameters.intercept`); an object whose path is known is walked, an
-    /// unknown key is named by its path and line, with the known keys beside it.
+    /// unknown key is named by its path and line, with the keys known at its level beside it.
     public static func checkKeyPaths(_ data: Data, known: [String], file: String, policy: inout UnknownFieldPolicy) throws {
-        guard case let .object(o)? = try? JSONValue.parse(data) else { return }
+        guard case let .object(o)? = try? JSONValue.parse(data) else { return }  // the decoder reports syntax and shape
         let text = String(decoding: data, as: UTF8.self)
         let paths = Set(known)
         func walk(_ object: [String: JSONValue], at prefix: String) throws {
-            let siblings = known.filter { $0.hasPrefix(prefix) }.map { String($0.dropFirst(prefix.count).prefix { $0 != "." }) }
+            // The keys known at this level, in the order `known` gives them.
+            var names: [String] = []
+            for p in known where p.hasPrefix(prefix) {
+                let name = String(p.dropFirst(prefix.count).prefix { $0 != "." })
+                if !names.contains(name) { names.append(name) }
+            }
             for key in object.keys.sorted() {
                 let path = prefix + key
                 if paths.contains(path) { continue }
@@ -59,9 +57,8 @@ public enum ConfigurationText {
                 }
                 var line = 0
                 if let r = text.range(of: "\"\(key)\"") { line = text[..<r.lowerBound].reduce(1) { $1 == "\n" ? $0 + 1 : $0 } }
-                let names = Array(Set(siblings)).sorted()
                 let near = names.first { $0.lowercased() == key.lowercased() || EditDistance.between($0.lowercased(), key.lowercased()) <= 2 }
-                try policy.record("\(line > 0 ? "line \(line): " : "")unknown key '\(path)'\(near.map { " (did you mean \($0)?)" } ?? "") (known there: \(names.joined(separator: ", ")))", file: file)
+                try policy.record("\(line > 0 ? "line \(line): " : "")unknown key '\(path)'\(near.map { " (did you mean \($0)?)" } ?? "") (known: \(names.joined(separator: ", ")))", file: file)
             }
         }
         try walk(o, at: "")

@@ -81,7 +81,7 @@ public final class DailyFiles {
 
     /// Appends `line` (with its newline) to the file of `board` on the UTC day of `time`.
     public func append(_ line: String, board: String, time: Double) throws {
-        try append(line, relativePath: DailyLayout.relativePath(board: board, day: DailyLayout.day(time), file: fileName))
+        try append(bytes: Array(line.utf8), board: board, time: time)
     }
 
     /// Appends `line` (with its newline) to the file of `board` on the UTC day of `time`.
@@ -93,10 +93,6 @@ public final class DailyFiles {
             last = (board, day, path)
         }
         try append(bytes: line, rows: 1, relativePath: path)
-    }
-
-    func append(_ line: String, relativePath path: String) throws {
-        try append(bytes: line.utf8, rows: 1, relativePath: path)
     }
 
     /// `rows` whole lines (each with its newline) to the file at `path`.
