@@ -6,6 +6,7 @@ import FoundationEssentials
 #else
 import Foundation
 #endif
+import PlatformSupport
 #if canImport(Glibc)
 import Glibc
 #endif
@@ -18,7 +19,7 @@ extension BLEDaemon {
         guard let e = error as? CocoaError else { return "\(error)" }
         let reason: String
         if let posix = e.underlying as? POSIXError {
-            reason = String(cString: strerror(posix.code.rawValue))
+            reason = SystemCallError.reason(code: posix.code.rawValue)
         } else if let underlying = e.underlying {
             reason = "\(underlying)"
         } else {

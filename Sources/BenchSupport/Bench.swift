@@ -28,6 +28,17 @@ package func runBenchmark(tool: String, _ benchmarks: [String: ([String]) throws
     exit(0)
 }
 
+/// A benchmark's options, `--name value` each: every value goes to its name's setter (a value
+/// that does not parse leaves the default, as the setter decides); an unknown name is refused.
+package func parseBenchOptions(_ args: [String], _ setters: [String: (String) -> Void]) throws {
+    var i = 0
+    while i < args.count {
+        guard let set = setters[args[i]] else { throw BenchError.usage("unknown option \(args[i])") }
+        set(i + 1 < args.count ? args[i + 1] : "")
+        i += 2
+    }
+}
+
 /// This process's use of the machine, as the benchmarks report it.
 package enum ProcessUsage {
     /// User and system CPU seconds so far.

@@ -1,4 +1,5 @@
 import Foundation
+import PlatformSupport
 
 /// A change to high risk, told three ways: a journal entry with a stable MESSAGE_ID (so
 /// `journalctl MESSAGE_ID=...` finds every one on every board), a D-Bus signal (sent by the
@@ -20,19 +21,9 @@ public enum HighRiskAnnouncement {
         let fd = Glibc.socket(AF_UNIX, Int32(SOCK_DGRAM.rawValue) | Int32(SOCK_CLOEXEC.rawValue), 0)
         guard fd >= 0 else { return false }
         defer { close(fd) }
-        var addr = sockaddr_un()
-        addr.sun_family = sa_family_t(AF_UNIX)
-        let path = Array(socket.utf8)
-        guard path.count < MemoryLayout.size(ofValue: addr.sun_path) else { return false }
-        withUnsafeMutableBytes(of: &addr.sun_path) { raw in
-            for (i, b) in path.enumerated() { raw[i] = b }
-        }
+        guard let address = UnixSocketAddress(path: socket) else { return false }
         let data = Array(text.utf8)
-        let sent = withUnsafePointer(to: &addr) { p in
-            p.withMemoryRebound(to: sockaddr.self, capacity: 1) { sa in
-                sendto(fd, data, data.count, 0, sa, socklen_t(MemoryLayout<sockaddr_un>.size))
-            }
-        }
+        let sent = address.withSockaddr { sendto(fd, data, data.count, 0, $0, $1) }
         return sent == data.count
     }
 

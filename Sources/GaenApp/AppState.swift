@@ -224,13 +224,9 @@ public struct AppStateStore: Sendable {
 
     public func write(_ data: Data, to name: String) throws {
         let path = directory + "/" + name
-        let temp = path + ".tmp"
-        guard FileManager.default.createFile(atPath: temp, contents: data, attributes: [.posixPermissions: 0o644]) else {
-            throw AppError.state("\(temp): cannot write")
+        do throws(SystemCallError) { try AtomicFile.write(data, to: path, mode: 0o644) } catch {
+            throw AppError.state("\(path): cannot replace: \(error.description)")
         }
-        let fd = open(temp, O_RDONLY | O_CLOEXEC)
-        if fd >= 0 { fsync(fd); close(fd) }
-        guard rename(temp, path) == 0 else { throw AppError.state("\(path): cannot replace: \(String(cString: strerror(errno)))") }
     }
 
     public func cachePath(_ file: String) -> String { cacheDirectory + "/" + file }

@@ -165,7 +165,7 @@ enum MatchBench {
 
         /// Key i's TEK words and day.
         func words(_ i: Int) -> (UInt64, UInt64, UTCDay) {
-            var rng = SplitMix64(seed: seed ^ UInt64(i) &* 0x9E37_79B9_7F4A_7C15)
+            var rng = SeededRandom(seed: seed ^ UInt64(i) &* 0x9E37_79B9_7F4A_7C15)
             let a = rng.next(), b = rng.next()
             return (a, b, firstDay.advanced(by: Int(rng.next() % UInt64(days))))
         }
@@ -223,7 +223,7 @@ enum MatchBench {
     }
 
     static func makeSightings(_ o: Options, keys: KeyStream, firstDay: UTCDay) throws -> [Sighting] {
-        var rng = SplitMix64(seed: 42)
+        var rng = SeededRandom(seed: 42)
         var out: [Sighting] = []
         out.reserveCapacity(o.rpis * o.sightingsPerRPI)
         let schedule = try GAENKeySchedule()
@@ -346,17 +346,4 @@ enum MatchBench {
     }
 
     static func peakRSSMegabytes() -> Double { Double(ProcessUsage.peakKiB()) / 1024 }
-}
-
-/// SplitMix64: a tiny deterministic generator for reproducible benchmark data (not for keys).
-struct SplitMix64 {
-    var state: UInt64
-    init(seed: UInt64) { state = seed }
-    mutating func next() -> UInt64 {
-        state &+= 0x9E37_79B9_7F4A_7C15
-        var z = state
-        z = (z ^ (z >> 30)) &* 0xBF58_476D_1CE4_E5B9
-        z = (z ^ (z >> 27)) &* 0x94D0_49BB_1331_11EB
-        return z ^ (z >> 31)
-    }
 }

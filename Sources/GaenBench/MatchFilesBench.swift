@@ -35,7 +35,7 @@ enum MatchFilesBench {
 
         // Sightings: per RPI four reports 230 s apart (one per scan), as a busy site records them.
         let schedule = try GAENKeySchedule()
-        var rng = SplitMix64(seed: 42)
+        var rng = SeededRandom(seed: 42)
         var rows: [(time: Double, line: String)] = []
         rows.reserveCapacity(sightingCount)
         let start = Double(firstDay.unixSeconds), span = Double(days * 86_400 - 1200)

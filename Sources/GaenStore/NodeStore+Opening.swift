@@ -210,11 +210,10 @@ extension NodeStore {
         var n = 1
         while access(aside, F_OK) == 0 { n += 1; aside = "\(path).damaged-\(stamp)-\(n)" }
         guard rename(path, aside) == 0 else {
-            throw StoreError.database(code: 14, message: "cannot set the damaged store \(path) aside: \(String(cString: strerror(errno)))")
+            throw StoreError.database(code: 14, message: "cannot set the damaged store \(path) aside: \(SystemCallError.lastReason)")
         }
         for suffix in ["-wal", "-shm"] where access(path + suffix, F_OK) == 0 { rename(path + suffix, aside + suffix) }
-        let dirFD = Glibc.open(directory(of: path), O_RDONLY | O_DIRECTORY | O_CLOEXEC)
-        if dirFD >= 0 { fsync(dirFD); Glibc.close(dirFD) }
+        AtomicFile.syncDirectory(of: path)
         return aside
     }
 

@@ -121,7 +121,7 @@ extension NodeStore {
         for suffix in ["", "-journal", "-wal", "-shm"] { unlink(temporary + suffix) }
         // SQLite would create the file with the umask's mode; the store is private.
         let fd = Glibc.open(temporary, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0o600)
-        guard fd >= 0 else { throw StoreError.database(code: 14 /* SQLITE_CANTOPEN */, message: "cannot create \(temporary): \(String(cString: strerror(errno)))") }
+        guard fd >= 0 else { throw StoreError.database(code: 14 /* SQLITE_CANTOPEN */, message: "cannot create \(temporary): \(SystemCallError.lastReason)") }
         Glibc.close(fd)
         do {
             let db = try Connection(path: temporary, options: [.readWrite])
@@ -137,21 +137,15 @@ extension NodeStore {
             unlink(temporary)
             throw mapped(error, pending: 0)
         }
-        let fileFD = Glibc.open(temporary, O_RDONLY | O_CLOEXEC)
-        if fileFD >= 0 { fsync(fileFD); Glibc.close(fileFD) }
-        guard rename(temporary, path) == 0 else {
-            let reason = String(cString: strerror(errno))
-            unlink(temporary)
-            throw StoreError.database(code: 14, message: "cannot rename \(temporary) to \(path): \(reason)")
+        do throws(SystemCallError) { try AtomicFile.replace(path, with: temporary) } catch {
+            throw StoreError.database(code: 14, message: "cannot rename \(temporary) to \(path): \(error.reason)")
         }
-        let dirFD = Glibc.open(directory(of: path), O_RDONLY | O_DIRECTORY | O_CLOEXEC)
-        if dirFD >= 0 { fsync(dirFD); Glibc.close(dirFD) }
     }
 
     /// Whether `path` is the only entry of its directory besides key files (a new state directory).
     static func isAloneInDirectory(_ path: String) -> Bool {
         let name = path.split(separator: "/", omittingEmptySubsequences: false).last.map(String.init) ?? path
-        guard let dir = opendir(directory(of: path)) else { return false }
+        guard let dir = opendir(PathName.directory(of: path)) else { return false }
         defer { closedir(dir) }
         while let entry = readdir(dir) {
             let entryName = withUnsafeBytes(of: entry.pointee.d_name) { String(decoding: $0.prefix { $0 != 0 }, as: UTF8.self) }
@@ -159,12 +153,6 @@ extension NodeStore {
             guard entryName == name || entryName.hasSuffix("key") else { return false }
         }
         return true
-    }
-
-    /// The directory part of `path` ("." for a bare name).
-    static func directory(of path: String) -> String {
-        guard let slash = path.lastIndex(of: "/") else { return "." }
-        return slash == path.startIndex ? "/" : String(path[..<slash])
     }
 
     /// Read-only check of the key check value: wrong key, foreign file and non-SQLite file

@@ -45,7 +45,7 @@ package struct StoreKey: Sendable, CustomStringConvertible, CustomDebugStringCon
             if stat(path, &st) == 0 { return try load(file: path, requirePrivate: false) }
             let e = errno
             guard e == ENOENT else {
-                throw StoreError.keyFileUnreadable(path: path, reason: String(cString: strerror(e)) + "; " + accessFacts(path))
+                throw StoreError.keyFileUnreadable(path: path, reason: SystemCallError.reason(code: e) + "; " + accessFacts(path))
             }
             let present = (try? FileManager.default.contentsOfDirectory(atPath: dir))?.sorted() ?? []
             throw StoreError.noKeySource(credentialPath: path + " (the directory holds: "
@@ -61,7 +61,7 @@ package struct StoreKey: Sendable, CustomStringConvertible, CustomDebugStringCon
         var st = stat()
         guard stat(path, &st) == 0 else {
             let e = errno
-            throw StoreError.keyFileUnreadable(path: path, reason: String(cString: strerror(e)) + (e == ENOENT ? "" : "; " + accessFacts(path)))
+            throw StoreError.keyFileUnreadable(path: path, reason: SystemCallError.reason(code: e) + (e == ENOENT ? "" : "; " + accessFacts(path)))
         }
         if requirePrivate {
             let mode = UInt32(st.st_mode) & 0o777
@@ -92,13 +92,13 @@ package struct StoreKey: Sendable, CustomStringConvertible, CustomDebugStringCon
         let fd = open(path, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0o600)
         guard fd >= 0 else {
             if errno == EEXIST { throw StoreError.keyFileExists(path: path) }
-            throw StoreError.keyFileUnreadable(path: path, reason: String(cString: strerror(errno)))
+            throw StoreError.keyFileUnreadable(path: path, reason: SystemCallError.lastReason)
         }
         defer { close(fd) }
         let text = Array((key.bytes.hexString + "\n").utf8)
         let written = text.withUnsafeBytes { write(fd, $0.baseAddress, $0.count) }
         guard written == text.count, fsync(fd) == 0 else {
-            throw StoreError.keyFileUnreadable(path: path, reason: "write failed: \(String(cString: strerror(errno)))")
+            throw StoreError.keyFileUnreadable(path: path, reason: "write failed: \(SystemCallError.lastReason)")
         }
         return key
     }
@@ -112,7 +112,7 @@ package struct StoreKey: Sendable, CustomStringConvertible, CustomDebugStringCon
 func accessFacts(_ path: String) -> String {
     func describe(_ p: String) -> String {
         var st = stat()
-        guard lstat(p, &st) == 0 else { return "cannot be examined (\(String(cString: strerror(errno))))" }
+        guard lstat(p, &st) == 0 else { return "cannot be examined (\(SystemCallError.lastReason))" }
         let mode = String(UInt32(st.st_mode) & 0o7777, radix: 8)
         let kind = (UInt32(st.st_mode) & UInt32(S_IFMT)) == UInt32(S_IFDIR) ? "a directory, " : ""
         return "\(kind)mode \(String(repeating: "0", count: max(0, 4 - mode.count)) + mode), owner uid \(st.st_uid) gid \(st.st_gid)"

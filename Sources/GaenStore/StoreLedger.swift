@@ -4,6 +4,7 @@ import FoundationEssentials
 #else
 import Foundation
 #endif
+import PlatformSupport
 #if canImport(Glibc)
 import Glibc
 #endif
@@ -83,7 +84,7 @@ struct StoreLedger {
     /// Reads both slots; the intact one that opens with the highest generation wins.
     func read() -> ReadResult {
         let fd = Glibc.open(path, O_RDONLY | O_CLOEXEC | O_NOFOLLOW)
-        guard fd >= 0 else { return errno == ENOENT ? .absent : .damaged("cannot open: \(String(cString: strerror(errno)))") }
+        guard fd >= 0 else { return errno == ENOENT ? .absent : .damaged("cannot open: \(SystemCallError.lastReason)") }
         defer { Glibc.close(fd) }
         var best: (Contents, UInt64)?
         var intactButClosed = false
@@ -116,22 +117,22 @@ struct StoreLedger {
         guard slot.count <= Self.slotSize else { throw LedgerError(description: "ledger record too large (\(slot.count) bytes)") }
         slot.append(Data(count: Self.slotSize - slot.count))
         let fd = Glibc.open(path, O_RDWR | O_CREAT | O_CLOEXEC | O_NOFOLLOW, 0o600)
-        guard fd >= 0 else { throw LedgerError(description: "cannot open \(path): \(String(cString: strerror(errno)))") }
+        guard fd >= 0 else { throw LedgerError(description: "cannot open \(path): \(SystemCallError.lastReason)") }
         defer { Glibc.close(fd) }
         // Both slots' blocks are allocated at once, so that later writes overwrite allocated
         // blocks and a full disk does not stop them.
         var st = stat()
         if fstat(fd, &st) == 0, st.st_size < 2 * Self.slotSize {
             let rc = posix_fallocate(fd, 0, off_t(2 * Self.slotSize))
-            if rc != 0 { throw LedgerError(description: "cannot allocate \(path): \(String(cString: strerror(rc)))") }
+            if rc != 0 { throw LedgerError(description: "cannot allocate \(path): \(SystemCallError.reason(code: rc))") }
         }
         let offset = off_t(Int(next % 2) * Self.slotSize)
         let n = slot.withUnsafeBytes { pwrite(fd, $0.baseAddress, Self.slotSize, offset) }
         guard n == Self.slotSize else {
-            throw LedgerError(description: "cannot write \(path): \(n < 0 ? String(cString: strerror(errno)) : "short write")")
+            throw LedgerError(description: "cannot write \(path): \(n < 0 ? SystemCallError.lastReason : "short write")")
         }
         if sync && fdatasync(fd) != 0 {
-            throw LedgerError(description: "cannot sync \(path): \(String(cString: strerror(errno)))")
+            throw LedgerError(description: "cannot sync \(path): \(SystemCallError.lastReason)")
         }
         generation = next
         contents = trimmed

@@ -19,18 +19,12 @@ enum IngestBench {
         var seconds = 2.0
         var durabilities: [StoreConfiguration.Durability] = [.full, .normal]
         var base = FileManager.default.temporaryDirectory.path
-        var i = 0
-        while i < args.count {
-            let value = i + 1 < args.count ? args[i + 1] : ""
-            switch args[i] {
-            case "--reports": reportCounts = value.split(separator: ",").compactMap { Int($0) }
-            case "--seconds": seconds = Double(value) ?? seconds
-            case "--durability": durabilities = value == "both" ? [.full, .normal] : [StoreConfiguration.Durability(rawValue: value) ?? .full]
-            case "--dir": base = value
-            default: throw BenchError.usage("unknown option \(args[i])")
-            }
-            i += 2
-        }
+        try parseBenchOptions(args, [
+            "--reports": { reportCounts = $0.split(separator: ",").compactMap { Int($0) } },
+            "--seconds": { seconds = Double($0) ?? seconds },
+            "--durability": { durabilities = $0 == "both" ? [.full, .normal] : [StoreConfiguration.Durability(rawValue: $0) ?? .full] },
+            "--dir": { base = $0 },
+        ])
         let dir = (base as NSString).appendingPathComponent("gaend-ingest-\(getpid())")
         try FileManager.default.createDirectory(atPath: dir, withIntermediateDirectories: true)
         defer { try? FileManager.default.removeItem(atPath: dir) }

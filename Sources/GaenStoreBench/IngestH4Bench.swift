@@ -17,16 +17,10 @@ enum IngestH4Bench {
     static func run(_ args: [String]) throws {
         var perScan = 300
         var seconds = 3.0
-        var i = 0
-        while i < args.count {
-            let value = i + 1 < args.count ? args[i + 1] : ""
-            switch args[i] {
-            case "--reports-per-scan": perScan = Int(value) ?? perScan
-            case "--seconds": seconds = Double(value) ?? seconds
-            default: throw BenchError.usage("unknown option \(args[i])")
-            }
-            i += 2
-        }
+        try parseBenchOptions(args, [
+            "--reports-per-scan": { perScan = Int($0) ?? perScan },
+            "--seconds": { seconds = Double($0) ?? seconds },
+        ])
         let stream = try recordedStream(events: 20_000)
         let dir = FileManager.default.temporaryDirectory.appendingPathComponent("gaend-ingest-h4-\(getpid())").path
         try FileManager.default.createDirectory(atPath: dir, withIntermediateDirectories: true)

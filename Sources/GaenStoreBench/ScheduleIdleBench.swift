@@ -23,18 +23,12 @@ enum ScheduleIdleBench {
     static func run(_ args: [String]) throws {
         var scale = 120.0, seconds = 30.0, reports = 5
         var base = FileManager.default.temporaryDirectory.path
-        var i = 0
-        while i < args.count {
-            let value = i + 1 < args.count ? args[i + 1] : ""
-            switch args[i] {
-            case "--scale": scale = Double(value) ?? scale
-            case "--seconds": seconds = Double(value) ?? seconds
-            case "--reports": reports = Int(value) ?? reports
-            case "--dir": base = value
-            default: throw BenchError.usage("unknown option \(args[i])")
-            }
-            i += 2
-        }
+        try parseBenchOptions(args, [
+            "--scale": { scale = Double($0) ?? scale },
+            "--seconds": { seconds = Double($0) ?? seconds },
+            "--reports": { reports = Int($0) ?? reports },
+            "--dir": { base = $0 },
+        ])
         // The benchmarks' entry point is synchronous; this one runs actors.
         let result = ResultBox()
         let done = DispatchSemaphore(value: 0)

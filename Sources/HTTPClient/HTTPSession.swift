@@ -82,7 +82,7 @@ public final class HTTPSession {
         if let caFile {
             // Checked here so a typo is one clear message, not a TLS failure per file.
             var st = stat()
-            guard stat(caFile, &st) == 0 else { throw HTTPError.file(path: caFile, reason: "cannot be opened: " + String(cString: strerror(errno))) }
+            guard stat(caFile, &st) == 0 else { throw HTTPError.file(path: caFile, reason: "cannot be opened: " + SystemCallError.lastReason) }
             guard (st.st_mode & S_IFMT) == S_IFREG else { throw HTTPError.file(path: caFile, reason: "is not a regular file") }
         }
         guard curl_global_init(3 /* CURL_GLOBAL_DEFAULT: SSL | WIN32 */) == CURLE_OK, let h = curl_easy_init() else {
@@ -121,7 +121,7 @@ public final class HTTPSession {
     /// PUT the regular file at `path` to `url`, streamed from disk.
     public func put(_ url: String, file path: String, timeout: Double) throws -> HTTPResponse {
         let fd = open(path, O_RDONLY | O_CLOEXEC | O_NONBLOCK)
-        guard fd >= 0 else { throw HTTPError.file(path: path, reason: "cannot be opened: " + String(cString: strerror(errno))) }
+        guard fd >= 0 else { throw HTTPError.file(path: path, reason: "cannot be opened: " + SystemCallError.lastReason) }
         // A FIFO or device would block or never end: only regular files are sent.
         var st = stat()
         guard fstat(fd, &st) == 0, (st.st_mode & S_IFMT) == S_IFREG else {
@@ -130,7 +130,7 @@ public final class HTTPSession {
         }
         guard let f = fdopen(fd, "rb") else {
             close(fd)
-            throw HTTPError.file(path: path, reason: "cannot be read: " + String(cString: strerror(errno)))
+            throw HTTPError.file(path: path, reason: "cannot be read: " + SystemCallError.lastReason)
         }
         defer { fclose(f) }
         return try perform(url, method: .put(.file(f, size: Int64(st.st_size))), headers: [], maxBytes: 64 << 10, timeout: timeout)

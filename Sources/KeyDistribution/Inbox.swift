@@ -183,13 +183,13 @@ public enum Inbox {
     static func checkDirectory(_ directory: String) throws {
         var st = stat()
         guard stat(directory, &st) == 0 else {
-            throw PublishError.io(path: directory, reason: "cannot read the inbox: \(String(cString: strerror(errno)))")
+            throw PublishError.io(path: directory, reason: "cannot read the inbox: \(SystemCallError.lastReason)")
         }
         guard st.st_mode & S_IFMT == S_IFDIR else {
             throw PublishError.io(path: directory, reason: "the inbox is \(SmallFile.kind(of: st.st_mode) ?? "a regular file"), not a directory")
         }
         guard access(directory, R_OK | X_OK) == 0 else {
-            throw PublishError.io(path: directory, reason: "cannot read the inbox: \(String(cString: strerror(errno)))")
+            throw PublishError.io(path: directory, reason: "cannot read the inbox: \(SystemCallError.lastReason)")
         }
     }
 
@@ -197,9 +197,9 @@ public enum Inbox {
     static func reason(of error: any Error) -> String {
         let ns = error as NSError
         if let underlying = ns.userInfo[NSUnderlyingErrorKey] as? NSError, underlying.domain == NSPOSIXErrorDomain {
-            return String(cString: strerror(Int32(underlying.code)))
+            return SystemCallError.reason(code: Int32(underlying.code))
         }
-        return ns.domain == NSPOSIXErrorDomain ? String(cString: strerror(Int32(ns.code))) : "\(error)"
+        return ns.domain == NSPOSIXErrorDomain ? SystemCallError.reason(code: Int32(ns.code)) : "\(error)"
     }
 
     static func decode(_ data: Data, file: String) throws -> [DiagnosisKey] {

@@ -32,14 +32,15 @@ public enum CWALayout {
     public static func hour(_ country: String, _ day: UTCDay, _ hour: Int) -> String { "\(root)/\(country)/date/\(day.isoDate)/hour/\(hour)" }
     public static func appConfig(_ country: String) -> String { "version/v1/configuration/country/\(country)/app_config" }
 
-    /// `["DE", ...]` or `["2020-07-01", ...]`.
+    /// `["DE", ...]` or `["2020-07-01", ...]`: written by the project's one JSON writer, which
+    /// escapes what a string may hold.
     public static func encodeStrings(_ values: [String]) -> Data {
-        Data(("[" + values.map { "\"\($0)\"" }.joined(separator: ",") + "]").utf8)
+        Data(JSONValue.array(values.map(JSONValue.string)).serialized().utf8)
     }
 
     /// `[0, 1, ...]`.
     public static func encodeHours(_ hours: [Int]) -> Data {
-        Data(("[" + hours.map(String.init).joined(separator: ",") + "]").utf8)
+        Data(JSONValue.array(hours.map { .int(Int64($0)) }).serialized().utf8)
     }
 
     /// A JSON array of strings (country or date index). Anything else is an error naming `url`.

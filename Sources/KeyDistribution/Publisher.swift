@@ -252,7 +252,7 @@ public struct TreeWriter {
         // One publisher at a time (a timer run and a manual run).
         let lockPath = out + ".lock"
         let lock = open(lockPath, O_RDWR | O_CREAT | O_CLOEXEC, 0o644)
-        guard lock >= 0 else { throw PublishError.io(path: lockPath, reason: String(cString: strerror(errno))) }
+        guard lock >= 0 else { throw PublishError.io(path: lockPath, reason: SystemCallError.lastReason) }
         defer { close(lock) }
         guard flock(lock, LOCK_EX | LOCK_NB) == 0 else { throw PublishError.busy(path: lockPath) }
 
@@ -275,11 +275,11 @@ public struct TreeWriter {
         if fm.fileExists(atPath: out) {
             if let e = exchangePaths(staging, out) {
                 try? fm.removeItem(atPath: staging)
-                throw PublishError.io(path: out, reason: "cannot swap in the new tree: \(String(cString: strerror(e)))")
+                throw PublishError.io(path: out, reason: "cannot swap in the new tree: \(SystemCallError.reason(code: e))")
             }
             try? fm.removeItem(atPath: staging) // the old tree now
         } else if rename(staging, out) != 0 {
-            let reason = String(cString: strerror(errno))
+            let reason = SystemCallError.lastReason
             try? fm.removeItem(atPath: staging)
             throw PublishError.io(path: out, reason: "cannot move the new tree in: \(reason)")
         }

@@ -1,5 +1,6 @@
 import ENProtocol
 import Foundation
+import PlatformSupport
 
 /// When the publisher first saw each inbox file, kept beside the tree (`OUT.ledger.json`, not
 /// served). A file's time is its submission time, but an upload's modification time is the
@@ -112,10 +113,10 @@ public struct SubmissionLedger: Codable, Sendable {
     public func save(_ path: String) throws {
         let encoder = JSONEncoder()
         encoder.outputFormatting = [.sortedKeys]
-        let temp = path + ".tmp"
-        guard FileManager.default.createFile(atPath: temp, contents: try encoder.encode(self)) else {
-            throw PublishError.io(path: temp, reason: "cannot write")
+        // Not served, nothing secret: readable as the tree beside it is.
+        let data = try encoder.encode(self)
+        do throws(SystemCallError) { try AtomicFile.write(data, to: path, mode: 0o644) } catch {
+            throw PublishError.io(path: path, reason: error.description)
         }
-        guard rename(temp, path) == 0 else { throw PublishError.io(path: path, reason: String(cString: strerror(errno))) }
     }
 }

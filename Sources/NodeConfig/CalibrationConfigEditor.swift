@@ -184,7 +184,7 @@ package enum CalibrationConfigEditor {
         var info = stat()
         guard stat(target, &info) == 0 else {
             if errno == ENOENT { return (target, nil, nil) }
-            throw CalibrationConfigEditError.readFailed(path: path, reason: ConfigFile.errorText())
+            throw CalibrationConfigEditError.readFailed(path: path, reason: SystemCallError.lastReason)
         }
         guard (info.st_mode & S_IFMT) == S_IFREG else { throw CalibrationConfigEditError.readFailed(path: path, reason: "not a regular file") }
         let bytes: [UInt8]
@@ -198,37 +198,17 @@ package enum CalibrationConfigEditor {
     }
 
     static func replace(_ target: String, with data: [UInt8], mode: mode_t, owner: (uid_t, gid_t)?, shownAs path: String) throws {
-        func failure(_ what: String) -> CalibrationConfigEditError {
-            .writeFailed(path: path, reason: "\(what): \(ConfigFile.errorText())")
+        func failure(_ what: String, _ reason: String = SystemCallError.lastReason) -> CalibrationConfigEditError {
+            .writeFailed(path: path, reason: "\(what): \(reason)")
         }
-        let directory = ConfigFile.directory(of: target)
-        var template = Array((directory + "/." + ConfigFile.name(of: target) + ".XXXXXX").utf8CString)
-        let fd = mkstemp(&template)
-        guard fd >= 0 else { throw failure("cannot create a temporary file in \(directory)") }
-        let temporary = String(decoding: template.prefix { $0 != 0 }.map { UInt8(bitPattern: $0) }, as: UTF8.self)
-        var done = false
-        defer {
-            if !done { unlink(temporary) }
+        let file: AtomicFile
+        do throws(SystemCallError) { file = try AtomicFile(path: target, mode: mode) } catch {
+            throw failure("cannot create a temporary file in \(PathName.directory(of: target))", error.reason)
         }
-        do {
-            defer { close(fd) }
-            var offset = 0
-            while offset < data.count {
-                do throws(SystemCallError) {
-                    offset += try systemCall("write") { data.withUnsafeBytes { write(fd, $0.baseAddress! + offset, $0.count - offset) } }
-                } catch {
-                    throw CalibrationConfigEditError.writeFailed(path: path, reason: "write failed: \(error.reason)")
-                }
-            }
-            // The owner first: chown clears set-id bits, fchmod then sets the exact mode.
-            if let owner, fchown(fd, owner.0, owner.1) != 0, errno != EPERM { throw failure("cannot set the owner") }
-            guard fchmod(fd, mode) == 0 else { throw failure("cannot set the mode") }
-            guard fsync(fd) == 0 else { throw failure("fsync failed") }
-        }
-        guard rename(temporary, target) == 0 else { throw failure("rename failed") }
-        done = true
-        // The rename itself is durable once the directory is flushed.
-        let dfd = open(directory, O_RDONLY | O_DIRECTORY)
-        if dfd >= 0 { _ = fsync(dfd); close(dfd) }
+        do throws(SystemCallError) { try file.write(data) } catch { throw failure("write failed", error.reason) }
+        // The owner first: chown clears set-id bits, fchmod then sets the exact mode again.
+        if let owner, fchown(file.descriptor, owner.0, owner.1) != 0, errno != EPERM { throw failure("cannot set the owner") }
+        guard fchmod(file.descriptor, mode) == 0 else { throw failure("cannot set the mode") }
+        do throws(SystemCallError) { try file.commit() } catch { throw failure("\(error.function) failed", error.reason) }
     }
 }

@@ -7,7 +7,7 @@ import Glibc
 /// (the daemon imports FoundationEssentials only, for its idle footprint, and this needs none of it).
 enum ConfigFile {
     enum ReadFailure: Error, Equatable {
-        /// open/read failed: strerror's text.
+        /// open/read failed: the system's reason.
         case system(String)
         /// More than the limit: the file's size, or for a pipe or device the bytes read so far.
         case tooLarge(bytes: Int)
@@ -17,7 +17,7 @@ enum ConfigFile {
     /// regular file larger than the limit is refused by its size, unread).
     static func read(_ path: String, limit: Int) -> Result<[UInt8], ReadFailure> {
         let fd = open(path, O_RDONLY | O_CLOEXEC)
-        guard fd >= 0 else { return .failure(.system(errorText())) }
+        guard fd >= 0 else { return .failure(.system(SystemCallError.lastReason)) }
         defer { close(fd) }
         var info = stat()
         if fstat(fd, &info) == 0, info.st_mode & S_IFMT == S_IFREG, Int(info.st_size) > limit {
@@ -49,22 +49,9 @@ enum ConfigFile {
             let n = readlink(current, &buffer, buffer.count - 1)
             guard n > 0 else { break }
             let target = String(decoding: buffer[..<n].map { UInt8(bitPattern: $0) }, as: UTF8.self)
-            current = target.hasPrefix("/") ? target : directory(of: current) + "/" + target
+            current = target.hasPrefix("/") ? target : PathName.directory(of: current) + "/" + target
         }
         return current
     }
 
-    /// The directory part of a path ("." for a bare name).
-    static func directory(of path: String) -> String {
-        guard let slash = path.lastIndex(of: "/") else { return "." }
-        return slash == path.startIndex ? "/" : String(path[..<slash])
-    }
-
-    /// The last component of a path.
-    static func name(of path: String) -> String {
-        guard let slash = path.lastIndex(of: "/") else { return path }
-        return String(path[path.index(after: slash)...])
-    }
-
-    static func errorText() -> String { String(cString: strerror(errno)) }
 }

@@ -37,10 +37,10 @@ public enum SmallFile {
     /// The bytes of the regular file at `path`, at most `limit` of them.
     public static func read(_ path: String, limit: Int) throws(Failure) -> [UInt8] {
         let fd = open(path, O_RDONLY | O_NONBLOCK | O_CLOEXEC)
-        guard fd >= 0 else { throw .cannotOpen(String(cString: strerror(errno))) }
+        guard fd >= 0 else { throw .cannotOpen(SystemCallError.lastReason) }
         defer { close(fd) }
         var st = stat()
-        guard fstat(fd, &st) == 0 else { throw .cannotRead(String(cString: strerror(errno))) }
+        guard fstat(fd, &st) == 0 else { throw .cannotRead(SystemCallError.lastReason) }
         if let kind = kind(of: st.st_mode) { throw .notARegularFile(kind) }
         guard Int(st.st_size) <= limit else { throw .tooLarge(size: Int(st.st_size), limit: limit, grew: false) }
         var out = [UInt8]()

@@ -16,13 +16,13 @@ struct CommandFailure: Error, CustomStringConvertible {
 func fileErrorReason(_ error: any Error) -> String {
     let ns = error as NSError
     if let posix = ns.userInfo[NSUnderlyingErrorKey] as? NSError, posix.domain == NSPOSIXErrorDomain {
-        return String(cString: strerror(Int32(posix.code)))
+        return SystemCallError.reason(code: Int32(posix.code))
     }
-    if ns.domain == NSPOSIXErrorDomain { return String(cString: strerror(Int32(ns.code))) }
+    if ns.domain == NSPOSIXErrorDomain { return SystemCallError.reason(code: Int32(ns.code)) }
     if let e = error as? CocoaError {
         switch e.code {
-        case .fileReadNoSuchFile, .fileNoSuchFile: return String(cString: strerror(ENOENT))
-        case .fileReadNoPermission, .fileWriteNoPermission: return String(cString: strerror(EACCES))
+        case .fileReadNoSuchFile, .fileNoSuchFile: return SystemCallError.reason(code: ENOENT)
+        case .fileReadNoPermission, .fileWriteNoPermission: return SystemCallError.reason(code: EACCES)
         default: break
         }
     }

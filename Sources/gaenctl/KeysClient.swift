@@ -126,7 +126,7 @@ struct KeysProvide: AsyncParsableCommand {
         let bin = try KeyFileLoader.unsignedExport(fromKeyList: data, path: path)
         var template = Array((FileManager.default.temporaryDirectory.path + "/gaenctl-keys-XXXXXX").utf8CString)
         let tmp = template.withUnsafeMutableBufferPointer { mkstemp($0.baseAddress!) }
-        guard tmp >= 0 else { throw CommandFailure("cannot create a temporary file: \(String(cString: strerror(errno)))") }
+        guard tmp >= 0 else { throw CommandFailure("cannot create a temporary file: \(SystemCallError.lastReason)") }
         let handle = DBusUnixFD(owning: tmp)
         _ = fcntl(tmp, F_SETFD, FD_CLOEXEC)
         template.withUnsafeBufferPointer { _ = unlink($0.baseAddress!) }
@@ -140,7 +140,7 @@ struct KeysProvide: AsyncParsableCommand {
                 written += n
             }
         }
-        guard lseek(tmp, 0, SEEK_SET) == 0 else { throw CommandFailure("cannot rewind a temporary file: \(String(cString: strerror(errno)))") }
+        guard lseek(tmp, 0, SEEK_SET) == 0 else { throw CommandFailure("cannot rewind a temporary file: \(SystemCallError.lastReason)") }
         printError("gaenctl keys provide: note: \(path): a JSON key list, passed as an unsigned export")
         return handle
     }
@@ -152,10 +152,10 @@ struct KeysProvide: AsyncParsableCommand {
             for path in files {
                 // O_NONBLOCK: opening a FIFO must not wait for a writer; only regular files go on.
                 let fd = open(path, O_RDONLY | O_CLOEXEC | O_NONBLOCK)
-                guard fd >= 0 else { throw CommandFailure("\(path): cannot open: \(String(cString: strerror(errno)))") }
+                guard fd >= 0 else { throw CommandFailure("\(path): cannot open: \(SystemCallError.lastReason)") }
                 let handle = DBusUnixFD(owning: fd)
                 var st = stat()
-                guard fstat(fd, &st) == 0 else { throw CommandFailure("\(path): cannot stat: \(String(cString: strerror(errno)))") }
+                guard fstat(fd, &st) == 0 else { throw CommandFailure("\(path): cannot stat: \(SystemCallError.lastReason)") }
                 if let kind = SmallFile.kind(of: st.st_mode) {
                     throw CommandFailure("\(path): is \(kind), not a key file: give a ZIP, an export.bin or a JSON key list")
                 }

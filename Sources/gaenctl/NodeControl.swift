@@ -8,12 +8,7 @@ struct StartCommand: AsyncParsableCommand {
     static let configuration = CommandConfiguration(commandName: "start", abstract: "Enable gaend's node: advertising and scanning start.")
     @OptionGroup var bus: BusOptions
 
-    func run() async throws {
-        try await withDaemon("start", bus) { client in
-            try await client.start()
-            print("gaend: enabled")
-        }
-    }
+    func run() async throws { try await setNodeEnabled(true, bus) }
 }
 
 /// `gaenctl stop`: disable the node; keys, sightings and results are kept.
@@ -21,11 +16,14 @@ struct StopCommand: AsyncParsableCommand {
     static let configuration = CommandConfiguration(commandName: "stop", abstract: "Disable gaend's node: advertising and scanning stop; data is kept.")
     @OptionGroup var bus: BusOptions
 
-    func run() async throws {
-        try await withDaemon("stop", bus) { client in
-            try await client.stop()
-            print("gaend: disabled")
-        }
+    func run() async throws { try await setNodeEnabled(false, bus) }
+}
+
+/// What `start` and `stop` do: enable or disable the node and say which it is now.
+func setNodeEnabled(_ enabled: Bool, _ bus: BusOptions) async throws {
+    try await withDaemon(enabled ? "start" : "stop", bus) { client in
+        if enabled { try await client.start() } else { try await client.stop() }
+        print("gaend: \(enabled ? "enabled" : "disabled")")
     }
 }
 

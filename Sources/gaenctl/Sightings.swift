@@ -6,6 +6,7 @@ import Foundation
 import TrialKit
 import GaendClient
 import GaendAPI
+import PlatformSupport
 
 /// `gaenctl sightings watch|export`: raw sightings from gaend's research interface.
 struct SightingsCommand: AsyncParsableCommand {
@@ -217,7 +218,7 @@ struct SightingsExport: AsyncParsableCommand {
                 // succeeded: a failed export leaves an existing file byte for byte.
                 rows = try await AtomicOutputFile.with(path: output, mode: 0o600) { out in
                     let fd = dup(out.descriptor)
-                    guard fd >= 0 else { throw CommandFailure("cannot write \(output): \(String(cString: strerror(errno)))") }
+                    guard fd >= 0 else { throw CommandFailure("cannot write \(output): \(SystemCallError.lastReason)") }
                     return Int(try await client.exportSightings(to: DBusUnixFD(owning: fd), from: range.fromMs, to: range.toMs, format: format))
                 }
             } else {
@@ -240,7 +241,7 @@ struct SightingsExport: AsyncParsableCommand {
         let scratch = try AtomicOutputFile(path: root.appendingPathComponent(".export").path, mode: 0o600, durable: false)
         defer { scratch.discard() }
         let fd = dup(scratch.descriptor)
-        guard fd >= 0 else { throw CommandFailure("cannot write in \(dir): \(String(cString: strerror(errno)))") }
+        guard fd >= 0 else { throw CommandFailure("cannot write in \(dir): \(SystemCallError.lastReason)") }
         let rows = Int(try await client.exportSightings(to: DBusUnixFD(owning: fd), from: range.fromMs, to: range.toMs, format: format))
         let written = try SightingsDailySplit.split(descriptor: scratch.descriptor, jsonLines: format == "jsonl", board: board, into: root)
         for w in written { printError("  \(w.path): \(w.rows) rows") }

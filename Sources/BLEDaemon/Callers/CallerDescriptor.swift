@@ -59,7 +59,7 @@ package final class CallerDescriptor: @unchecked Sendable {
         self.what = what
         var st = stat()
         guard fstat(fd, &st) == 0 else {
-            let reason = String(cString: strerror(errno))
+            let reason = SystemCallError.lastReason
             close(fd)
             throw CallerIOError.failed(what: what, reason: "fstat failed: \(reason)")
         }
@@ -74,7 +74,7 @@ package final class CallerDescriptor: @unchecked Sendable {
         if !isSocket && !isRegular {
             let flags = fcntl(fd, F_GETFL)
             if flags < 0 || fcntl(fd, F_SETFL, flags | O_NONBLOCK) < 0 {
-                let reason = String(cString: strerror(errno))
+                let reason = SystemCallError.lastReason
                 close(fd)
                 throw CallerIOError.failed(what: what, reason: "cannot make it non-blocking: \(reason)")
             }

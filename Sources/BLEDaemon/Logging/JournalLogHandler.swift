@@ -130,17 +130,11 @@ package struct JournalLogHandler: LogHandler {
 package final class JournalSocket: Sendable {
     package static let defaultPath = "/run/systemd/journal/socket"
     private let descriptor: Int32
-    private let address: sockaddr_un
+    private let address: UnixSocketAddress
 
     /// Nil when the socket cannot be made or the path does not fit.
     package init?(path: String = JournalSocket.defaultPath, sendTimeout: Duration = .milliseconds(250)) {
-        var a = sockaddr_un()
-        a.sun_family = sa_family_t(AF_UNIX)
-        let bytes = Array(path.utf8)
-        guard bytes.count < MemoryLayout.size(ofValue: a.sun_path) else { return nil }
-        withUnsafeMutableBytes(of: &a.sun_path) { raw in
-            for (i, b) in bytes.enumerated() { raw[i] = b }
-        }
+        guard let a = UnixSocketAddress(path: path) else { return nil }
         let fd = Glibc.socket(AF_UNIX, Int32(SOCK_DGRAM.rawValue) | Int32(SOCK_CLOEXEC.rawValue), 0)
         guard fd >= 0 else { return nil }
         let (seconds, attoseconds) = sendTimeout.components
@@ -154,14 +148,8 @@ package final class JournalSocket: Sendable {
 
     /// Whether journald took the entry.
     package func send(_ entry: [UInt8]) -> Bool {
-        var a = address
         let n = entry.withUnsafeBytes { buf in
-            withUnsafePointer(to: &a) {
-                $0.withMemoryRebound(to: sockaddr.self, capacity: 1) {
-                    sendto(descriptor, buf.baseAddress, buf.count, Int32(MSG_NOSIGNAL), $0,
-                           socklen_t(MemoryLayout<sockaddr_un>.size))
-                }
-            }
+            address.withSockaddr { sendto(descriptor, buf.baseAddress, buf.count, Int32(MSG_NOSIGNAL), $0, $1) }
         }
         return n == entry.count
     }

@@ -97,8 +97,14 @@ struct NodeState: Codable, Equatable, Sendable {
     func save(path: String) throws {
         let encoder = JSONEncoder()
         encoder.outputFormatting = [.sortedKeys, .prettyPrinted]
-        try encoder.encode(self).write(to: URL(fileURLWithPath: path), options: .atomic)
+        let data = try encoder.encode(self)
+        do throws(SystemCallError) { try AtomicFile.write(data, to: path, mode: 0o644) } catch {
+            throw SaveFailure(description: "\(path): \(error.reason)")
+        }
     }
+
+    /// A failed save as "path: reason", as `BLEDaemon.fileErrorText` words a read's failure.
+    struct SaveFailure: Error, CustomStringConvertible { let description: String }
 }
 
 /// The one owner of the node's persistent state (`NodeState`): every part of the node that

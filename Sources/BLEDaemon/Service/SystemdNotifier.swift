@@ -3,6 +3,7 @@ import FoundationEssentials
 #else
 import Foundation
 #endif
+import PlatformSupport
 #if canImport(Glibc)
 import Glibc
 #endif
@@ -34,7 +35,7 @@ package struct SystemdNotifier: Sendable {
         package var description: String {
             switch self {
             case .pathTooLong(let p): return "NOTIFY_SOCKET path too long: \(p)"
-            case .system(let f, let e): return "\(f) failed: \(String(cString: strerror(e)))"
+            case .system(let f, let e): return "\(f) failed: \(SystemCallError.reason(code: e))"
             }
         }
     }
@@ -45,23 +46,9 @@ package struct SystemdNotifier: Sendable {
         let fd = socket(AF_UNIX, Int32(SOCK_DGRAM.rawValue) | Int32(SOCK_CLOEXEC.rawValue), 0)
         guard fd >= 0 else { throw NotifyError.system(function: "socket", errno: errno) }
         defer { close(fd) }
-        var address = sockaddr_un()
-        address.sun_family = sa_family_t(AF_UNIX)
-        // A leading '@' names an abstract socket: the kernel wants a NUL byte there instead.
-        var pathBytes = Array(socketPath.utf8)
-        if pathBytes.first == UInt8(ascii: "@") { pathBytes[0] = 0 }
-        let capacity = MemoryLayout.size(ofValue: address.sun_path)
-        guard pathBytes.count < capacity else { throw NotifyError.pathTooLong(socketPath) }
-        withUnsafeMutableBytes(of: &address.sun_path) { raw in
-            raw.copyBytes(from: pathBytes)
-        }
-        let length = socklen_t(MemoryLayout<sa_family_t>.size + pathBytes.count + (pathBytes.first == 0 ? 0 : 1))
+        guard let address = UnixSocketAddress(path: socketPath, abstractAt: true) else { throw NotifyError.pathTooLong(socketPath) }
         let message = Array(state.utf8)
-        let sent = withUnsafePointer(to: &address) { ptr in
-            ptr.withMemoryRebound(to: sockaddr.self, capacity: 1) { sa in
-                sendto(fd, message, message.count, Int32(MSG_NOSIGNAL), sa, length)
-            }
-        }
+        let sent = address.withSockaddr { sendto(fd, message, message.count, Int32(MSG_NOSIGNAL), $0, $1) }
         guard sent == message.count else { throw NotifyError.system(function: "sendto", errno: errno) }
     }
 

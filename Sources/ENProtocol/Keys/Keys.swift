@@ -14,53 +14,53 @@ public enum KeyMaterialError: Error, Equatable, CustomStringConvertible {
     }
 }
 
-/// A Temporary Exposure Key's 16 secret bytes. Its description is redacted so that a key
-/// never reaches a log by accident; use `hexString` where showing it is the point.
-public struct TemporaryExposureKey: Hashable, Sendable, CustomStringConvertible, CustomDebugStringConvertible {
-    public static let length = 16
-    public let bytes: Data
+/// A value of bytes whose number the spec fixes (a key, an identifier, metadata): the length
+/// check, the hex form and reading one from hex that every such value shares.
+public protocol FixedLengthBytes: Hashable, Sendable {
+    static var length: Int { get }
+    /// What the value is, for errors ("rolling proximity identifier").
+    static var what: String { get }
+    var bytes: Data { get }
+    init(bytes: Data) throws
+}
 
-    public init(bytes: Data) throws {
-        guard bytes.count == Self.length else {
-            throw KeyMaterialError.wrongLength(what: "temporary exposure key", expected: Self.length, actual: bytes.count)
-        }
-        self.bytes = Data(bytes) // rebase so indices start at 0
+extension FixedLengthBytes {
+    /// `bytes`, rebased so indices start at 0, when there are `length` of them.
+    public static func checked(_ bytes: Data) throws -> Data {
+        guard bytes.count == length else { throw KeyMaterialError.wrongLength(what: what, expected: length, actual: bytes.count) }
+        return Data(bytes)
     }
 
     public init(hex: String) throws { try self.init(bytes: Data(hex: hex)) }
-
     public var hexString: String { bytes.hexString }
+}
+
+/// A Temporary Exposure Key's 16 secret bytes. Its description is redacted so that a key
+/// never reaches a log by accident; use `hexString` where showing it is the point.
+public struct TemporaryExposureKey: FixedLengthBytes, CustomStringConvertible, CustomDebugStringConvertible {
+    public static let length = 16
+    public static let what = "temporary exposure key"
+    public let bytes: Data
+    public init(bytes: Data) throws { self.bytes = try Self.checked(bytes) }
     public var description: String { "TemporaryExposureKey(<redacted>)" }
     public var debugDescription: String { description }
 }
 
 /// Rolling Proximity Identifier: 16 bytes broadcast in the 0xFD6F service data.
-public struct RollingProximityIdentifier: Hashable, Sendable, CustomStringConvertible {
+public struct RollingProximityIdentifier: FixedLengthBytes, CustomStringConvertible {
     public static let length = 16
+    public static let what = "rolling proximity identifier"
     public let bytes: Data
-    public init(bytes: Data) throws {
-        guard bytes.count == Self.length else {
-            throw KeyMaterialError.wrongLength(what: "rolling proximity identifier", expected: Self.length, actual: bytes.count)
-        }
-        self.bytes = Data(bytes)
-    }
-    public init(hex: String) throws { try self.init(bytes: Data(hex: hex)) }
-    public var hexString: String { bytes.hexString }
+    public init(bytes: Data) throws { self.bytes = try Self.checked(bytes) }
     public var description: String { hexString }
 }
 
 /// Associated Encrypted Metadata: the 4 metadata bytes encrypted under AEMK with the RPI as IV.
-public struct AssociatedEncryptedMetadata: Hashable, Sendable, CustomStringConvertible {
+public struct AssociatedEncryptedMetadata: FixedLengthBytes, CustomStringConvertible {
     public static let length = 4
+    public static let what = "associated encrypted metadata"
     public let bytes: Data
-    public init(bytes: Data) throws {
-        guard bytes.count == Self.length else {
-            throw KeyMaterialError.wrongLength(what: "associated encrypted metadata", expected: Self.length, actual: bytes.count)
-        }
-        self.bytes = Data(bytes)
-    }
-    public init(hex: String) throws { try self.init(bytes: Data(hex: hex)) }
-    public var hexString: String { bytes.hexString }
+    public init(bytes: Data) throws { self.bytes = try Self.checked(bytes) }
     public var description: String { hexString }
 }
 

@@ -69,13 +69,7 @@ public struct NodeSchedule: Sendable {
         }
 
         guard reading.synchronized else {
-            if advertising != nil {
-                actions.append(.stopAdvertising)
-                advertising = nil
-            }
-            nextRotation = nil
-            nextScanStart = nil
-            paused = true
+            pause(&actions)
             return actions
         }
 
@@ -111,6 +105,12 @@ public struct NodeSchedule: Sendable {
             actions.append(.finishScan(running.completed(atMonotonic: now)))
             currentScan = nil
         }
+        pause(&actions)
+        return actions
+    }
+
+    /// Advertising stops and no timer runs until an `advance` with a synchronised clock.
+    private mutating func pause(_ actions: inout [ScheduleAction]) {
         if advertising != nil {
             actions.append(.stopAdvertising)
             advertising = nil
@@ -118,7 +118,6 @@ public struct NodeSchedule: Sendable {
         nextRotation = nil
         nextScanStart = nil
         paused = true
-        return actions
     }
 
     /// The monotonic time at which `advance` has something to do next.

@@ -283,17 +283,11 @@ package struct SystemTransportConnector: HCITransportConnector {
 
     private static func connectUnix(path: String) throws -> Int32 {
         let fd = try systemCall("socket(AF_UNIX)") { socket(AF_UNIX, Int32(SOCK_STREAM.rawValue) | Int32(SOCK_CLOEXEC.rawValue), 0) }
-        var addr = sockaddr_un()
-        addr.sun_family = sa_family_t(AF_UNIX)
-        let bytes = Array(path.utf8)
-        withUnsafeMutableBytes(of: &addr.sun_path) { raw in
-            for (i, b) in bytes.prefix(raw.count - 1).enumerated() { raw[i] = b }
-        }
         do {
-            _ = try withUnsafePointer(to: &addr) { p in
-                try p.withMemoryRebound(to: sockaddr.self, capacity: 1) { sa in
-                    try systemCall("connect(\(path))") { Glibc.connect(fd, sa, socklen_t(MemoryLayout<sockaddr_un>.size)) }
-                }
+            // A path too long for an address is refused, not cut short to name another socket.
+            guard let address = UnixSocketAddress(path: path) else { throw SystemCallError(function: "connect(\(path))", errno: ENAMETOOLONG) }
+            _ = try address.withSockaddr { sa, length in
+                try systemCall("connect(\(path))") { Glibc.connect(fd, sa, length) }
             }
         } catch {
             Glibc.close(fd)

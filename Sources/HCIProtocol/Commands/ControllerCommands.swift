@@ -17,8 +17,7 @@ public struct HCISetEventMask: HCICommand {
         var w = ByteWriter(); w.u64(mask.rawValue); return w.bytes
     }
     public init(parameters: ArraySlice<UInt8>) throws {
-        try Self.checkParameters(parameters)
-        var r = ByteReader(parameters, what: Self.name)
+        var r = try Self.parameterReader(parameters)
         mask = HCIEventMask(rawValue: try r.u64("Event_Mask"))
     }
 }
@@ -48,8 +47,7 @@ public struct HCIReadLocalVersionInformation: HCICommand {
     public init(parameters: ArraySlice<UInt8>) throws { try Self.checkParameters(parameters) }
 
     public static func decodeReturnParameters(_ afterStatus: ArraySlice<UInt8>) throws -> ReturnParameters {
-        try checkReturn(afterStatus)
-        var r = ByteReader(afterStatus, what: "\(name) return")
+        var r = try returnReader(afterStatus)
         return ReturnParameters(
             hciVersion: try r.u8("HCI_Version"), hciSubversion: try r.u16("HCI_Subversion"),
             lmpVersion: try r.u8("LMP_Version"), companyIdentifier: try r.u16("Company_Identifier"),
@@ -88,8 +86,7 @@ public struct HCIReadLocalSupportedFeatures: HCICommand {
     public func encodeParameters() -> [UInt8] { [] }
     public init(parameters: ArraySlice<UInt8>) throws { try Self.checkParameters(parameters) }
     public static func decodeReturnParameters(_ afterStatus: ArraySlice<UInt8>) throws -> LMPFeatures {
-        try checkReturn(afterStatus)
-        var r = ByteReader(afterStatus, what: "\(name) return")
+        var r = try returnReader(afterStatus)
         return LMPFeatures(rawValue: try r.u64("LMP_Features"))
     }
     public static func encodeReturnParameters(_ v: LMPFeatures) -> [UInt8] {
@@ -106,8 +103,7 @@ public struct HCIReadBDAddr: HCICommand {
     public func encodeParameters() -> [UInt8] { [] }
     public init(parameters: ArraySlice<UInt8>) throws { try Self.checkParameters(parameters) }
     public static func decodeReturnParameters(_ afterStatus: ArraySlice<UInt8>) throws -> BDAddress {
-        try checkReturn(afterStatus)
-        var r = ByteReader(afterStatus, what: "\(name) return")
+        var r = try returnReader(afterStatus)
         return try r.address("BD_ADDR")
     }
     public static func encodeReturnParameters(_ v: BDAddress) -> [UInt8] { v.littleEndianBytes }

@@ -46,6 +46,18 @@ extension HCICommand {
         try info.returnParameters.check(afterStatus.count + 1, what: "\(name) return parameters")
     }
 
+    /// The parameters' reader, once their length has been checked: how every decoder starts.
+    static func parameterReader(_ parameters: ArraySlice<UInt8>) throws -> ByteReader {
+        try checkParameters(parameters)
+        return ByteReader(parameters, what: name)
+    }
+
+    /// The return parameters' reader, once their length has been checked.
+    static func returnReader(_ afterStatus: ArraySlice<UInt8>) throws -> ByteReader {
+        try checkReturn(afterStatus)
+        return ByteReader(afterStatus, what: "\(name) return")
+    }
+
     /// The whole H4 command packet.
     public var packet: H4Packet {
         let params = encodeParameters()

@@ -7,8 +7,7 @@ public struct HCILESetEventMask: HCICommand {
     public init(mask: LEEventMask) { self.mask = mask }
     public func encodeParameters() -> [UInt8] { var w = ByteWriter(); w.u64(mask.rawValue); return w.bytes }
     public init(parameters: ArraySlice<UInt8>) throws {
-        try Self.checkParameters(parameters)
-        var r = ByteReader(parameters, what: Self.name)
+        var r = try Self.parameterReader(parameters)
         mask = LEEventMask(rawValue: try r.u64("LE_Event_Mask"))
     }
 }
@@ -22,8 +21,7 @@ public struct HCILEReadLocalSupportedFeatures: HCICommand {
     public func encodeParameters() -> [UInt8] { [] }
     public init(parameters: ArraySlice<UInt8>) throws { try Self.checkParameters(parameters) }
     public static func decodeReturnParameters(_ afterStatus: ArraySlice<UInt8>) throws -> LEFeatures {
-        try checkReturn(afterStatus)
-        var r = ByteReader(afterStatus, what: "\(name) return")
+        var r = try returnReader(afterStatus)
         return LEFeatures(rawValue: try r.u64("LE_Features"))
     }
     public static func encodeReturnParameters(_ v: LEFeatures) -> [UInt8] { var w = ByteWriter(); w.u64(v.rawValue); return w.bytes }
@@ -37,8 +35,7 @@ public struct HCILESetRandomAddress: HCICommand {
     public init(address: BDAddress) { self.address = address }
     public func encodeParameters() -> [UInt8] { address.littleEndianBytes }
     public init(parameters: ArraySlice<UInt8>) throws {
-        try Self.checkParameters(parameters)
-        var r = ByteReader(parameters, what: Self.name)
+        var r = try Self.parameterReader(parameters)
         address = try r.address("Random_Address")
     }
 }
@@ -85,8 +82,7 @@ public struct HCILESetAdvertisingParameters: HCICommand {
     }
 
     public init(parameters: ArraySlice<UInt8>) throws {
-        try Self.checkParameters(parameters)
-        var r = ByteReader(parameters, what: Self.name)
+        var r = try Self.parameterReader(parameters)
         let minimum = try AdvertisingInterval(units: try r.u16("Advertising_Interval_Min"))
         let maximum = try AdvertisingInterval(units: try r.u16("Advertising_Interval_Max"))
         let rawType = try r.u8("Advertising_Type")
@@ -115,8 +111,7 @@ public struct HCILEReadAdvertisingPhysicalChannelTxPower: HCICommand {
     public func encodeParameters() -> [UInt8] { [] }
     public init(parameters: ArraySlice<UInt8>) throws { try Self.checkParameters(parameters) }
     public static func decodeReturnParameters(_ afterStatus: ArraySlice<UInt8>) throws -> ReturnParameters {
-        try checkReturn(afterStatus)
-        var r = ByteReader(afterStatus, what: "\(name) return")
+        var r = try returnReader(afterStatus)
         return ReturnParameters(txPowerDBm: try r.i8("TX_Power_Level"))
     }
     public static func encodeReturnParameters(_ v: ReturnParameters) -> [UInt8] { [UInt8(bitPattern: v.txPowerDBm)] }
@@ -141,8 +136,7 @@ public struct HCILESetAdvertisingData: HCICommand {
     }
 
     public init(parameters: ArraySlice<UInt8>) throws {
-        try Self.checkParameters(parameters)
-        var r = ByteReader(parameters, what: Self.name)
+        var r = try Self.parameterReader(parameters)
         let length = Int(try r.u8("Advertising_Data_Length"))
         guard length <= Self.maximumLength else {
             throw HCIDecodingError.invalidValue(what: "\(Self.name).Advertising_Data_Length", expected: "0...31", actual: "\(length)")
@@ -158,8 +152,7 @@ public struct HCILESetAdvertisingEnable: HCICommand {
     public init(enabled: Bool) { self.enabled = enabled }
     public func encodeParameters() -> [UInt8] { [enabled ? 1 : 0] }
     public init(parameters: ArraySlice<UInt8>) throws {
-        try Self.checkParameters(parameters)
-        var r = ByteReader(parameters, what: Self.name)
+        var r = try Self.parameterReader(parameters)
         enabled = try decodeBool(try r.u8("Advertising_Enable"), "\(Self.name).Advertising_Enable")
     }
 }
@@ -194,8 +187,7 @@ public struct HCILESetScanParameters: HCICommand {
     }
 
     public init(parameters: ArraySlice<UInt8>) throws {
-        try Self.checkParameters(parameters)
-        var r = ByteReader(parameters, what: Self.name)
+        var r = try Self.parameterReader(parameters)
         let rawType = try r.u8("LE_Scan_Type")
         guard let type = LEScanType(rawValue: rawType) else {
             throw HCIDecodingError.invalidValue(what: "\(Self.name).LE_Scan_Type", expected: "0x00...0x01", actual: "0x\(hex2(rawType))")
@@ -220,8 +212,7 @@ public struct HCILESetScanEnable: HCICommand {
     }
     public func encodeParameters() -> [UInt8] { [enabled ? 1 : 0, filterDuplicates ? 1 : 0] }
     public init(parameters: ArraySlice<UInt8>) throws {
-        try Self.checkParameters(parameters)
-        var r = ByteReader(parameters, what: Self.name)
+        var r = try Self.parameterReader(parameters)
         enabled = try decodeBool(try r.u8("LE_Scan_Enable"), "\(Self.name).LE_Scan_Enable")
         filterDuplicates = try decodeBool(try r.u8("Filter_Duplicates"), "\(Self.name).Filter_Duplicates")
     }

@@ -91,8 +91,7 @@ public struct HCICommandCompleteEvent: Equatable, Sendable {
     }
 
     public init(parameters: ArraySlice<UInt8>) throws {
-        try HCIMessageTable.event(Self.eventCode)!.parameters.check(parameters.count, what: "Command Complete parameters")
-        var r = ByteReader(parameters, what: "Command Complete")
+        var r = try eventParameterReader(Self.eventCode, parameters)
         numHCICommandPackets = try r.u8("Num_HCI_Command_Packets")
         opcode = HCIOpcode(rawValue: try r.u16("Command_Opcode"))
         returnParameters = try r.bytes(r.remaining, "Return_Parameters")
@@ -126,8 +125,7 @@ public struct HCICommandStatusEvent: Equatable, Sendable {
     }
 
     public init(parameters: ArraySlice<UInt8>) throws {
-        try HCIMessageTable.event(Self.eventCode)!.parameters.check(parameters.count, what: "Command Status parameters")
-        var r = ByteReader(parameters, what: "Command Status")
+        var r = try eventParameterReader(Self.eventCode, parameters)
         status = HCIStatusCode(rawValue: try r.u8("Status"))
         numHCICommandPackets = try r.u8("Num_HCI_Command_Packets")
         opcode = HCIOpcode(rawValue: try r.u16("Command_Opcode"))
@@ -145,8 +143,7 @@ public struct HCIHardwareErrorEvent: Equatable, Sendable {
     public var hardwareCode: UInt8
     public init(hardwareCode: UInt8) { self.hardwareCode = hardwareCode }
     public init(parameters: ArraySlice<UInt8>) throws {
-        try HCIMessageTable.event(Self.eventCode)!.parameters.check(parameters.count, what: "Hardware Error parameters")
-        var r = ByteReader(parameters, what: "Hardware Error")
+        var r = try eventParameterReader(Self.eventCode, parameters)
         hardwareCode = try r.u8("Hardware_Code")
     }
     public func encodeParameters() -> [UInt8] { [hardwareCode] }
@@ -166,8 +163,7 @@ public struct HCIDisconnectionCompleteEvent: Equatable, Sendable {
     }
 
     public init(parameters: ArraySlice<UInt8>) throws {
-        try HCIMessageTable.event(Self.eventCode)!.parameters.check(parameters.count, what: "Disconnection Complete parameters")
-        var r = ByteReader(parameters, what: "Disconnection Complete")
+        var r = try eventParameterReader(Self.eventCode, parameters)
         status = HCIStatusCode(rawValue: try r.u8("Status"))
         let handle = try r.u16("Connection_Handle")
         guard handle <= 0x0EFF else {
@@ -180,4 +176,12 @@ public struct HCIDisconnectionCompleteEvent: Equatable, Sendable {
     public func encodeParameters() -> [UInt8] {
         var w = ByteWriter(); w.u8(status.rawValue); w.u16(connectionHandle); w.u8(reason.rawValue); return w.bytes
     }
+}
+
+/// An event's parameters' reader, once their length has been checked against the table (whose
+/// name for the event the errors use): how every event decoder starts.
+func eventParameterReader(_ code: UInt8, _ parameters: ArraySlice<UInt8>) throws -> ByteReader {
+    let info = HCIMessageTable.event(code)!
+    try info.parameters.check(parameters.count, what: "\(info.name) parameters")
+    return ByteReader(parameters, what: info.name)
 }

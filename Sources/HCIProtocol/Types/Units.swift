@@ -1,20 +1,28 @@
-/// Advertising interval in 0.625 ms units, 0x0020...0x4000 (20 ms ... 10.24 s)
-/// (Vol 4 Part E, 7.8.5 Advertising_Interval_Min/Max).
-public struct AdvertisingInterval: Hashable, Comparable, Sendable, CustomStringConvertible {
-    public static let validUnits: ClosedRange<UInt16> = 0x0020...0x4000
-    public let units: UInt16
+/// A duration the controller counts in 0.625 ms slots, within the range the spec sets for its
+/// use: the checks, conversions and text every such parameter shares.
+public protocol SlotDuration: Hashable, Comparable, Sendable, CustomStringConvertible {
+    static var validUnits: ClosedRange<UInt16> { get }
+    /// What the value is, for errors ("advertising interval").
+    static var what: String { get }
+    var units: UInt16 { get }
+    init(units: UInt16) throws
+}
 
-    public init(units: UInt16) throws {
-        guard Self.validUnits.contains(units) else {
-            throw HCIParameterError(what: "advertising interval", expected: "0x0020...0x4000 (20-10240 ms)", actual: "0x\(hex4(units))")
+extension SlotDuration {
+    /// `units` when `validUnits` holds it; otherwise an error giving the range in units and ms.
+    public static func checked(_ units: UInt16) throws -> UInt16 {
+        guard validUnits.contains(units) else {
+            let range = validUnits
+            throw HCIParameterError(what: what, expected: "0x\(hex4(range.lowerBound))...0x\(hex4(range.upperBound)) (\(millisecondsRange))",
+                                    actual: "0x\(hex4(units))")
         }
-        self.units = units
+        return units
     }
 
     /// Rounds to the nearest 0.625 ms unit.
     public init(milliseconds: Double) throws {
         guard milliseconds.isFinite, milliseconds >= 0, milliseconds < 65536 * 0.625 else {
-            throw HCIParameterError(what: "advertising interval", expected: "20-10240 ms", actual: "\(milliseconds) ms")
+            throw HCIParameterError(what: Self.what, expected: Self.millisecondsRange, actual: "\(milliseconds) ms")
         }
         try self.init(units: UInt16((milliseconds / 0.625).rounded()))
     }
@@ -22,31 +30,33 @@ public struct AdvertisingInterval: Hashable, Comparable, Sendable, CustomStringC
     public var milliseconds: Double { Double(units) * 0.625 }
     public static func < (a: Self, b: Self) -> Bool { a.units < b.units }
     public var description: String { "\(milliseconds) ms" }
+
+    /// "20-10240 ms": the valid range in milliseconds, whole ones without a point.
+    static var millisecondsRange: String {
+        func text(_ units: UInt16) -> String {
+            let ms = Double(units) * 0.625
+            return ms == ms.rounded() ? String(Int(ms)) : String(ms)
+        }
+        return "\(text(validUnits.lowerBound))-\(text(validUnits.upperBound)) ms"
+    }
+}
+
+/// Advertising interval in 0.625 ms units, 0x0020...0x4000 (20 ms ... 10.24 s)
+/// (Vol 4 Part E, 7.8.5 Advertising_Interval_Min/Max).
+public struct AdvertisingInterval: SlotDuration {
+    public static let validUnits: ClosedRange<UInt16> = 0x0020...0x4000
+    public static let what = "advertising interval"
+    public let units: UInt16
+    public init(units: UInt16) throws { self.units = try Self.checked(units) }
 }
 
 /// LE scan interval or window in 0.625 ms units, 0x0004...0x4000 (2.5 ms ... 10.24 s)
 /// (Vol 4 Part E, 7.8.10 LE_Scan_Interval / LE_Scan_Window).
-public struct ScanTiming: Hashable, Comparable, Sendable, CustomStringConvertible {
+public struct ScanTiming: SlotDuration {
     public static let validUnits: ClosedRange<UInt16> = 0x0004...0x4000
+    public static let what = "scan interval/window"
     public let units: UInt16
-
-    public init(units: UInt16) throws {
-        guard Self.validUnits.contains(units) else {
-            throw HCIParameterError(what: "scan interval/window", expected: "0x0004...0x4000 (2.5-10240 ms)", actual: "0x\(hex4(units))")
-        }
-        self.units = units
-    }
-
-    public init(milliseconds: Double) throws {
-        guard milliseconds.isFinite, milliseconds >= 0, milliseconds < 65536 * 0.625 else {
-            throw HCIParameterError(what: "scan interval/window", expected: "2.5-10240 ms", actual: "\(milliseconds) ms")
-        }
-        try self.init(units: UInt16((milliseconds / 0.625).rounded()))
-    }
-
-    public var milliseconds: Double { Double(units) * 0.625 }
-    public static func < (a: Self, b: Self) -> Bool { a.units < b.units }
-    public var description: String { "\(milliseconds) ms" }
+    public init(units: UInt16) throws { self.units = try Self.checked(units) }
 }
 
 /// Advertising channels 37, 38, 39 (7.8.5 Advertising_Channel_Map); never empty.
