@@ -18,17 +18,10 @@ func fuzzOne(_ data: Data) {
 }
 
 @_cdecl("LLVMFuzzerTestOneInput")
-public func fuzzAdvertisement(_ data: UnsafePointer<UInt8>?, _ size: Int) -> CInt {
-    guard let data else { return 0 }
-    fuzzOne(Data(bytes: data, count: size))
-    return 0
-}
+public func fuzzAdvertisement(_ data: UnsafePointer<UInt8>?, _ size: Int) -> CInt { FuzzEntry.run(data, size, fuzzOne) }
 
-// Under -DFUZZING, libFuzzer's own main() calls LLVMFuzzerTestOneInput above (see
-// Sources/FuzzHCIEvent); only the ordinary build gets our entry point, the corpus replayer.
+// Under -DFUZZING (tools/fuzz/run.sh) libFuzzer's own main() calls LLVMFuzzerTestOneInput and an
+// entry point of ours would collide with it; only the ordinary build gets one, the corpus replayer.
 #if !FUZZING
-@main
-struct FuzzAdvertisementMain {
-    static func main() { FuzzEntry.main(name: "FuzzAdvertisement", fuzzAdvertisement) }
-}
+@main struct FuzzAdvertisementMain { static func main() { FuzzEntry.main(name: "FuzzAdvertisement", fuzzAdvertisement) } }
 #endif

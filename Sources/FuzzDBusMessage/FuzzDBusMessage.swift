@@ -27,17 +27,10 @@ func fuzzOne(_ data: Data) {
 }
 
 @_cdecl("LLVMFuzzerTestOneInput")
-public func fuzzDBusMessage(_ data: UnsafePointer<UInt8>?, _ size: Int) -> CInt {
-    guard let data else { return 0 }
-    fuzzOne(Data(bytes: data, count: size))
-    return 0
-}
+public func fuzzDBusMessage(_ data: UnsafePointer<UInt8>?, _ size: Int) -> CInt { FuzzEntry.run(data, size, fuzzOne) }
 
-// Under -DFUZZING libFuzzer's own main() drives LLVMFuzzerTestOneInput; only the ordinary
-// build gets our entry point, the corpus replayer (@main: fuzz builds compile as libraries).
+// Under -DFUZZING (tools/fuzz/run.sh) libFuzzer's own main() calls LLVMFuzzerTestOneInput and an
+// entry point of ours would collide with it; only the ordinary build gets one, the corpus replayer.
 #if !FUZZING
-@main
-struct FuzzDBusMessageMain {
-    static func main() { FuzzEntry.main(name: "FuzzDBusMessage", fuzzDBusMessage) }
-}
+@main struct FuzzDBusMessageMain { static func main() { FuzzEntry.main(name: "FuzzDBusMessage", fuzzDBusMessage) } }
 #endif

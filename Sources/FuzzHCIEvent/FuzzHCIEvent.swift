@@ -38,18 +38,10 @@ func fuzzOne(_ bytes: [UInt8]) {
 }
 
 @_cdecl("LLVMFuzzerTestOneInput")
-public func fuzzHCIEvent(_ data: UnsafePointer<UInt8>?, _ size: Int) -> CInt {
-    guard let data else { return 0 }
-    fuzzOne(Array(UnsafeBufferPointer(start: data, count: size)))
-    return 0
-}
+public func fuzzHCIEvent(_ data: UnsafePointer<UInt8>?, _ size: Int) -> CInt { FuzzEntry.run(data, size) { fuzzOne(Array($0)) } }
 
-// SwiftPM's --sanitize=fuzzer (tools/fuzz/run.sh) compiles executables as libraries and
-// links libFuzzer's own main(), which calls LLVMFuzzerTestOneInput above; an entry point of
-// ours would collide with it. Only the ordinary build gets one: the corpus replayer.
+// Under -DFUZZING (tools/fuzz/run.sh) libFuzzer's own main() calls LLVMFuzzerTestOneInput and an
+// entry point of ours would collide with it; only the ordinary build gets one, the corpus replayer.
 #if !FUZZING
-@main
-struct FuzzHCIEventReplay {
-    static func main() { FuzzEntry.main(name: "FuzzHCIEvent", fuzzHCIEvent) }
-}
+@main struct FuzzHCIEventMain { static func main() { FuzzEntry.main(name: "FuzzHCIEvent", fuzzHCIEvent) } }
 #endif

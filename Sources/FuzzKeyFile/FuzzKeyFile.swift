@@ -61,17 +61,10 @@ func fuzzOne(_ data: Data) {
 }
 
 @_cdecl("LLVMFuzzerTestOneInput")
-public func fuzzKeyFile(_ start: UnsafePointer<UInt8>?, _ count: Int) -> CInt {
-    fuzzOne(start.map { Data(bytes: $0, count: count) } ?? Data())
-    return 0
-}
+public func fuzzKeyFile(_ data: UnsafePointer<UInt8>?, _ size: Int) -> CInt { FuzzEntry.run(data, size, fuzzOne) }
 
+// Under -DFUZZING (tools/fuzz/run.sh) libFuzzer's own main() calls LLVMFuzzerTestOneInput and an
+// entry point of ours would collide with it; only the ordinary build gets one, the corpus replayer.
 #if !FUZZING
-// Only in normal builds: with -sanitize=fuzzer on Swift 6.3/Linux, an @main here collides with
-// libFuzzer's own main at link time ("multiple definition of 'main'"), and libFuzzer's main is
-// what should run anyway.
-@main
-struct FuzzKeyFileMain {
-    static func main() { FuzzEntry.main(name: "FuzzKeyFile", fuzzKeyFile) }
-}
+@main struct FuzzKeyFileMain { static func main() { FuzzEntry.main(name: "FuzzKeyFile", fuzzKeyFile) } }
 #endif

@@ -7,6 +7,13 @@ import Foundation
 public typealias FuzzCallback = @convention(c) (UnsafePointer<UInt8>?, Int) -> CInt
 
 public enum FuzzEntry {
+    /// One input of libFuzzer's LLVMFuzzerTestOneInput as bytes (a null pointer is the empty
+    /// input), handed to the target's `fuzzOne`; libFuzzer wants 0 back.
+    public static func run(_ data: UnsafePointer<UInt8>?, _ size: Int, _ fuzzOne: (Data) -> Void) -> CInt {
+        fuzzOne(data.map { Data(bytes: $0, count: size) } ?? Data())
+        return 0
+    }
+
     public static func main(name: String, _ callback: FuzzCallback) -> Never {
         let paths = CommandLine.arguments.dropFirst()
         if paths.isEmpty {

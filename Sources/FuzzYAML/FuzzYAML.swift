@@ -52,10 +52,8 @@ public func fuzzYAML(_ start: UnsafePointer<UInt8>?, _ count: Int) -> CInt {
     return 0
 }
 
+// Under -DFUZZING (tools/fuzz/run.sh) libFuzzer brings its own main(); only the ordinary build
+// gets an entry point, the corpus replayer.
 #if !FUZZING
-// Only in normal builds (libFuzzer brings its own main; see FuzzKeyFile).
-@main
-struct FuzzYAMLMain {
-    static func main() { FuzzEntry.main(name: "FuzzYAML", fuzzYAML) }
-}
+@main struct FuzzYAMLMain { static func main() { FuzzEntry.main(name: "FuzzYAML", fuzzYAML) } }
 #endif

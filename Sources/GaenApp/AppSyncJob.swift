@@ -5,6 +5,7 @@ import HTTPClient
 import GaendAPI
 import GaendClient
 import KeyDistribution
+import PlatformSupport
 import TrialTime
 
 /// What `gaenctl app sync` does besides downloading: gaend's side of one run (provide the
@@ -131,7 +132,7 @@ public struct AppSyncJob {
         var fds: [DBusUnixFD] = []
         for path in paths {
             let fd = open(path, O_RDONLY | O_CLOEXEC)
-            guard fd >= 0 else { throw AppError.state("\(path): cannot open: \(String(cString: strerror(errno)))") }
+            guard fd >= 0 else { throw AppError.state("\(path): cannot open: \(SystemCallError.lastReason)") }
             fds.append(DBusUnixFD(owning: fd))
         }
         // Unguessable, as `keys provide`'s: another connection cannot forge this call's result.

@@ -40,7 +40,7 @@ public enum CollectRun {
             let export = try AtomicOutputFile(path: scratch.appendingPathComponent(".export").path, mode: 0o600, durable: false)
             defer { export.discard() }
             let fd = dup(export.descriptor)
-            guard fd >= 0 else { throw CollectError("cannot write in \(scratch.path): \(String(cString: strerror(errno)))") }
+            guard fd >= 0 else { throw CollectError("cannot write in \(scratch.path): \(SystemCallError.lastReason)") }
             _ = try await client.exportSightings(to: DBusUnixFD(owning: fd), from: Int64(range.from * 1000), to: Int64(range.to * 1000), format: "csv")
             let written = try SightingsDailySplit.split(descriptor: export.descriptor, jsonLines: false, board: board, into: scratch, mode: 0o600)
             for w in written {

@@ -45,7 +45,7 @@ public final class CollectSpool {
             throw CollectError("cannot create the spool \(path): \(error.localizedDescription)")
         }
         lockFD = open(root.appendingPathComponent(".lock").path, O_RDWR | O_CREAT | O_CLOEXEC, 0o600)
-        guard lockFD >= 0 else { throw CollectError("cannot open \(path)/.lock: \(String(cString: strerror(errno)))") }
+        guard lockFD >= 0 else { throw CollectError("cannot open \(path)/.lock: \(SystemCallError.lastReason)") }
         guard flock(lockFD, LOCK_EX | LOCK_NB) == 0 else {
             close(lockFD)
             throw CollectError("another gaenctl collect is using \(path)")

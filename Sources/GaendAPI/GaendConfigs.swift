@@ -1,19 +1,66 @@
 import DBusCore
 
-/// The `a{sv}` configurations of gaend's API (docs/dbus.md), each a typed value with one
-/// encoder (`dbusValue`) and one throwing decoder (`init(dbus:)`). The decoder refuses an
-/// unknown key and a value of the wrong type, naming the key and the type it expects; ranges,
-/// counts and required keys are the node's to check (they are the domain's rules).
+/// The `a{sv}` configurations of gaend's API (docs/dbus.md), each a typed value whose key
+/// table gives its one encoder (`dbusValue`) and one throwing decoder (`init(dbus:)`). The
+/// decoder refuses an unknown key and a value of the wrong type, naming the key and the type it
+/// expects; ranges, counts and required keys are the node's to check (they are the domain's rules).
 ///
 /// Integer keys accept any D-Bus integer type that fits in `i` (clients in dynamic languages
 /// cannot always choose), doubles only `d`; dict values may come wrapped in variants.
 public protocol GaendConfig: GaendWireValue {
-    /// The keys, in documentation order.
-    static var keys: [String] { get }
+    /// Every key unset.
+    init()
+    /// What an error calls the value ("config", "mapping").
+    static var what: String { get }
+    /// The key table, in documentation order: each key's name, type and field, once. The
+    /// decoder, the encoder and the list of known keys all come from it.
+    static var fields: [GaendConfigField<Self>] { get }
 }
 
 extension GaendConfig {
     public static var type: DBusType { .dict(key: .string, value: .variant) }
+
+    /// The keys, in documentation order.
+    public static var keys: [String] { fields.map(\.key) }
+
+    public init(dbus value: DBusValue) throws(GaendWireError) {
+        let d = try GaendVardict(value, what: Self.what, keys: Self.keys)
+        self.init()
+        for field in Self.fields { try field.read(d, &self) }
+    }
+
+    public var dbusValue: DBusValue {
+        var w = GaendVardictWriter()
+        for field in Self.fields { field.write(self, &w) }
+        return w.value
+    }
+}
+
+/// One key of a configuration's table: its name and the optional field it fills, typed by the
+/// constructor used (`i`, `d`, `ai`, `ad`, `a{id}`, `a{ii}`).
+public struct GaendConfigField<Config> {
+    public let key: String
+    let read: (GaendVardict, inout Config) throws(GaendWireError) -> Void
+    let write: (Config, inout GaendVardictWriter) -> Void
+
+    public static func int32(_ key: String, _ field: WritableKeyPath<Config, Int32?>) -> Self {
+        Self(key: key, read: { (d, c) throws(GaendWireError) in c[keyPath: field] = try d.int32(key) }, write: { c, w in w.set(key, c[keyPath: field]) })
+    }
+    public static func double(_ key: String, _ field: WritableKeyPath<Config, Double?>) -> Self {
+        Self(key: key, read: { (d, c) throws(GaendWireError) in c[keyPath: field] = try d.double(key) }, write: { c, w in w.set(key, c[keyPath: field]) })
+    }
+    public static func int32s(_ key: String, _ field: WritableKeyPath<Config, [Int32]?>) -> Self {
+        Self(key: key, read: { (d, c) throws(GaendWireError) in c[keyPath: field] = try d.int32s(key) }, write: { c, w in w.set(key, c[keyPath: field]) })
+    }
+    public static func doubles(_ key: String, _ field: WritableKeyPath<Config, [Double]?>) -> Self {
+        Self(key: key, read: { (d, c) throws(GaendWireError) in c[keyPath: field] = try d.doubles(key) }, write: { c, w in w.set(key, c[keyPath: field]) })
+    }
+    public static func int32ToDouble(_ key: String, _ field: WritableKeyPath<Config, [Int32: Double]?>) -> Self {
+        Self(key: key, read: { (d, c) throws(GaendWireError) in c[keyPath: field] = try d.int32ToDouble(key) }, write: { c, w in w.set(key, c[keyPath: field]) })
+    }
+    public static func int32ToInt32(_ key: String, _ field: WritableKeyPath<Config, [Int32: Int32]?>) -> Self {
+        Self(key: key, read: { (d, c) throws(GaendWireError) in c[keyPath: field] = try d.int32ToInt32(key) }, write: { c, w in w.set(key, c[keyPath: field]) })
+    }
 }
 
 /// The reader of one `a{sv}`: each key read once with its type.
@@ -106,8 +153,18 @@ struct GaendVardictWriter {
 
 /// The summary configuration of `GetDailySummaries` (Android's DailySummariesConfig).
 public struct GaendDailySummariesConfig: GaendConfig {
-    public static let keys = ["attenuation_bucket_thresholds_db", "attenuation_bucket_weights", "infectiousness_weights",
-                              "report_type_weights", "days_since_exposure_threshold", "minimum_window_score"]
+    public static let what = "config"
+    public static var fields: [GaendConfigField<Self>] {
+        [
+            .int32s("attenuation_bucket_thresholds_db", \.attenuationBucketThresholdsDb),
+            .doubles("attenuation_bucket_weights", \.attenuationBucketWeights),
+            .int32ToDouble("infectiousness_weights", \.infectiousnessWeights),
+            .int32ToDouble("report_type_weights", \.reportTypeWeights),
+            .int32("days_since_exposure_threshold", \.daysSinceExposureThreshold),
+            .double("minimum_window_score", \.minimumWindowScore),
+        ]
+    }
+
     /// Required: 3 ascending thresholds (dB).
     public var attenuationBucketThresholdsDb: [Int32]?
     /// Required: 4 weights.
@@ -119,6 +176,8 @@ public struct GaendDailySummariesConfig: GaendConfig {
     public var daysSinceExposureThreshold: Int32?
     public var minimumWindowScore: Double?
 
+    public init() {}
+
     public init(attenuationBucketThresholdsDb: [Int32]? = nil, attenuationBucketWeights: [Double]? = nil,
                 infectiousnessWeights: [Int32: Double]? = nil, reportTypeWeights: [Int32: Double]? = nil,
                 daysSinceExposureThreshold: Int32? = nil, minimumWindowScore: Double? = nil) {
@@ -129,39 +188,30 @@ public struct GaendDailySummariesConfig: GaendConfig {
         self.daysSinceExposureThreshold = daysSinceExposureThreshold
         self.minimumWindowScore = minimumWindowScore
     }
-
-    public init(dbus value: DBusValue) throws(GaendWireError) {
-        let d = try GaendVardict(value, what: "config", keys: Self.keys)
-        attenuationBucketThresholdsDb = try d.int32s("attenuation_bucket_thresholds_db")
-        attenuationBucketWeights = try d.doubles("attenuation_bucket_weights")
-        infectiousnessWeights = try d.int32ToDouble("infectiousness_weights")
-        reportTypeWeights = try d.int32ToDouble("report_type_weights")
-        daysSinceExposureThreshold = try d.int32("days_since_exposure_threshold")
-        minimumWindowScore = try d.double("minimum_window_score")
-    }
-
-    public var dbusValue: DBusValue {
-        var w = GaendVardictWriter()
-        w.set("attenuation_bucket_thresholds_db", attenuationBucketThresholdsDb)
-        w.set("attenuation_bucket_weights", attenuationBucketWeights)
-        w.set("infectiousness_weights", infectiousnessWeights)
-        w.set("report_type_weights", reportTypeWeights)
-        w.set("days_since_exposure_threshold", daysSinceExposureThreshold)
-        w.set("minimum_window_score", minimumWindowScore)
-        return w.value
-    }
 }
 
 /// The v1 configuration of `GetExposureSummary` (Android's ExposureConfiguration).
 public struct GaendExposureConfigurationV1: GaendConfig {
-    public static let keys = ["attenuation_duration_thresholds", "minimum_risk_score", "attenuation_scores",
-                              "days_since_last_exposure_scores", "duration_scores", "transmission_risk_scores"]
+    public static let what = "config"
+    public static var fields: [GaendConfigField<Self>] {
+        [
+            .int32s("attenuation_duration_thresholds", \.attenuationDurationThresholds),
+            .int32("minimum_risk_score", \.minimumRiskScore),
+            .int32s("attenuation_scores", \.attenuationScores),
+            .int32s("days_since_last_exposure_scores", \.daysSinceLastExposureScores),
+            .int32s("duration_scores", \.durationScores),
+            .int32s("transmission_risk_scores", \.transmissionRiskScores),
+        ]
+    }
+
     public var attenuationDurationThresholds: [Int32]?
     public var minimumRiskScore: Int32?
     public var attenuationScores: [Int32]?
     public var daysSinceLastExposureScores: [Int32]?
     public var durationScores: [Int32]?
     public var transmissionRiskScores: [Int32]?
+
+    public init() {}
 
     public init(attenuationDurationThresholds: [Int32]? = nil, minimumRiskScore: Int32? = nil, attenuationScores: [Int32]? = nil,
                 daysSinceLastExposureScores: [Int32]? = nil, durationScores: [Int32]? = nil, transmissionRiskScores: [Int32]? = nil) {
@@ -172,58 +222,31 @@ public struct GaendExposureConfigurationV1: GaendConfig {
         self.durationScores = durationScores
         self.transmissionRiskScores = transmissionRiskScores
     }
-
-    public init(dbus value: DBusValue) throws(GaendWireError) {
-        let d = try GaendVardict(value, what: "config", keys: Self.keys)
-        attenuationDurationThresholds = try d.int32s("attenuation_duration_thresholds")
-        minimumRiskScore = try d.int32("minimum_risk_score")
-        attenuationScores = try d.int32s("attenuation_scores")
-        daysSinceLastExposureScores = try d.int32s("days_since_last_exposure_scores")
-        durationScores = try d.int32s("duration_scores")
-        transmissionRiskScores = try d.int32s("transmission_risk_scores")
-    }
-
-    public var dbusValue: DBusValue {
-        var w = GaendVardictWriter()
-        w.set("attenuation_duration_thresholds", attenuationDurationThresholds)
-        w.set("minimum_risk_score", minimumRiskScore)
-        w.set("attenuation_scores", attenuationScores)
-        w.set("days_since_last_exposure_scores", daysSinceLastExposureScores)
-        w.set("duration_scores", durationScores)
-        w.set("transmission_risk_scores", transmissionRiskScores)
-        return w.value
-    }
 }
 
 /// The diagnosis keys data mapping (Android's DiagnosisKeysDataMapping), as
 /// `SetDiagnosisKeysDataMapping` takes it and `GetDiagnosisKeysDataMapping` returns it.
 public struct GaendDataMapping: GaendConfig {
-    public static let keys = ["days_since_onset_to_infectiousness", "report_type_when_missing",
-                              "infectiousness_when_days_since_onset_missing"]
+    public static let what = "mapping"
+    public static var fields: [GaendConfigField<Self>] {
+        [
+            .int32ToInt32("days_since_onset_to_infectiousness", \.daysSinceOnsetToInfectiousness),
+            .int32("report_type_when_missing", \.reportTypeWhenMissing),
+            .int32("infectiousness_when_days_since_onset_missing", \.infectiousnessWhenDaysSinceOnsetMissing),
+        ]
+    }
+
     /// Days since onset (-14...14) to infectiousness (0...2).
     public var daysSinceOnsetToInfectiousness: [Int32: Int32]?
     public var reportTypeWhenMissing: Int32?
     public var infectiousnessWhenDaysSinceOnsetMissing: Int32?
+
+    public init() {}
 
     public init(daysSinceOnsetToInfectiousness: [Int32: Int32]? = nil, reportTypeWhenMissing: Int32? = nil,
                 infectiousnessWhenDaysSinceOnsetMissing: Int32? = nil) {
         self.daysSinceOnsetToInfectiousness = daysSinceOnsetToInfectiousness
         self.reportTypeWhenMissing = reportTypeWhenMissing
         self.infectiousnessWhenDaysSinceOnsetMissing = infectiousnessWhenDaysSinceOnsetMissing
-    }
-
-    public init(dbus value: DBusValue) throws(GaendWireError) {
-        let d = try GaendVardict(value, what: "mapping", keys: Self.keys)
-        daysSinceOnsetToInfectiousness = try d.int32ToInt32("days_since_onset_to_infectiousness")
-        reportTypeWhenMissing = try d.int32("report_type_when_missing")
-        infectiousnessWhenDaysSinceOnsetMissing = try d.int32("infectiousness_when_days_since_onset_missing")
-    }
-
-    public var dbusValue: DBusValue {
-        var w = GaendVardictWriter()
-        w.set("days_since_onset_to_infectiousness", daysSinceOnsetToInfectiousness)
-        w.set("report_type_when_missing", reportTypeWhenMissing)
-        w.set("infectiousness_when_days_since_onset_missing", infectiousnessWhenDaysSinceOnsetMissing)
-        return w.value
     }
 }

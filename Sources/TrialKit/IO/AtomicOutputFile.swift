@@ -4,18 +4,16 @@ import PlatformSupport
 import Glibc
 #endif
 
-/// An output file that appears only when the command that writes it succeeds: the bytes go to
-/// a temporary file beside the target (same directory, so same file system) which is renamed
-/// over the target by `commit()`. A command that fails, throws or is killed never truncates or
-/// replaces an existing file; at worst a hidden `.NAME.tmp-XXXXXX` is left behind.
+/// An output file that appears only when the command that writes it succeeds: PlatformSupport's
+/// `AtomicFile` (written beside the target, renamed over it by `commit()`) with gaenctl's error,
+/// which names the file. A command that fails, throws or is killed never truncates or replaces
+/// an existing file; at worst a hidden `.NAME.tmp-XXXXXX` is left behind.
 /// Every file gaenctl writes goes through here (exports, key files, reports, simulations).
 public final class AtomicOutputFile: @unchecked Sendable {
     public let path: String
+    private let file: AtomicFile
     /// The temporary file's descriptor (owned: closed by `commit()`/`discard()`).
-    public let descriptor: Int32
-    private let temporaryPath: String
-    private let durable: Bool
-    private var finished = false
+    public var descriptor: Int32 { file.descriptor }
 
     public struct Failure: Error, CustomStringConvertible {
         public let path: String
@@ -31,69 +29,25 @@ public final class AtomicOutputFile: @unchecked Sendable {
     ///     of a freshly written directory (reports, simulations) skip it.
     public init(path: String, mode: mode_t = 0o600, durable: Bool = true) throws {
         self.path = path
-        self.durable = durable
-        let url = URL(fileURLWithPath: path)
-        let dir = url.deletingLastPathComponent().path
-        var template = Array("\(dir)/.\(url.lastPathComponent).tmp-XXXXXX".utf8CString)
-        let fd = template.withUnsafeMutableBufferPointer { mkstemp($0.baseAddress!) }
-        guard fd >= 0 else { throw Failure(path: path, reason: String(cString: strerror(errno))) }
-        _ = fcntl(fd, F_SETFD, FD_CLOEXEC)
-        temporaryPath = template.withUnsafeBufferPointer { String(cString: $0.baseAddress!) }
-        descriptor = fd
-        _ = fchmod(fd, mode)
+        do throws(SystemCallError) { file = try AtomicFile(path: path, mode: mode, durable: durable) } catch {
+            throw Failure(path: path, reason: error.reason)
+        }
     }
 
     /// Appends bytes to the temporary file.
     public func write(_ data: some DataProtocol) throws {
         for region in data.regions {
-            try region.withUnsafeBytes { raw in
-                var offset = 0
-                while offset < raw.count {
-                    let n: Int
-                    do throws(SystemCallError) { n = try systemCall("write") { Glibc.write(descriptor, raw.baseAddress! + offset, raw.count - offset) } } catch {
-                        throw Failure(path: path, reason: error.reason)
-                    }
-                    offset += n
-                }
-            }
+            do throws(SystemCallError) { try file.write(region) } catch { throw Failure(path: path, reason: error.reason) }
         }
     }
 
-    /// Puts the finished file in place of the target.
+    /// Puts the finished file in place of the target; on failure the target is left as it was.
     public func commit() throws {
-        guard !finished else { return }
-        finished = true
-        if durable, fsync(descriptor) != 0 {
-            let reason = String(cString: strerror(errno))
-            _ = close(descriptor); _ = unlink(temporaryPath)
-            throw Failure(path: path, reason: reason)
-        }
-        guard close(descriptor) == 0 else {
-            let reason = String(cString: strerror(errno))
-            _ = unlink(temporaryPath)
-            throw Failure(path: path, reason: reason)
-        }
-        guard rename(temporaryPath, path) == 0 else {
-            let reason = String(cString: strerror(errno))
-            _ = unlink(temporaryPath)
-            throw Failure(path: path, reason: reason)
-        }
-        if durable {
-            // The rename itself survives a power cut only once the directory is on disk.
-            let dir = open(URL(fileURLWithPath: path).deletingLastPathComponent().path, O_RDONLY | O_DIRECTORY | O_CLOEXEC)
-            if dir >= 0 { _ = fsync(dir); _ = close(dir) }
-        }
+        do throws(SystemCallError) { try file.commit() } catch { throw Failure(path: path, reason: error.reason) }
     }
 
     /// Drops the temporary file; the target is left as it was.
-    public func discard() {
-        guard !finished else { return }
-        finished = true
-        _ = close(descriptor)
-        _ = unlink(temporaryPath)
-    }
-
-    deinit { discard() }
+    public func discard() { file.discard() }
 
     /// Writes `data` to `path` atomically.
     public static func write(_ data: some DataProtocol, to path: String, mode: mode_t = 0o600, durable: Bool = true) throws {

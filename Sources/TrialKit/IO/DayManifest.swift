@@ -28,7 +28,7 @@ public enum DayManifest {
     /// SHA-256 of a file, read in 1 MiB pieces (a day of a busy board is large), lower-case hex.
     public static func sha256(file path: String) throws -> String {
         let fd = open(path, O_RDONLY | O_CLOEXEC)
-        guard fd >= 0 else { throw Failure("cannot read \(path): \(String(cString: strerror(errno)))") }
+        guard fd >= 0 else { throw Failure("cannot read \(path): \(SystemCallError.lastReason)") }
         defer { close(fd) }
         var ctx = SHA256_CTX()
         SHA256_Init(&ctx)
