@@ -7,7 +7,7 @@ import TrialKit
 struct Trial: ParsableCommand {
     static let configuration = CommandConfiguration(
         abstract: "Field trials: provisioning from the inventory, attenuation against ground-truth distance, importers, contacts from readings, rule replay, collected data checks.",
-        subcommands: [TrialReportCommand.self, TrialImportCommand.self, TrialContactsCommand.self, TrialReplayCommand.self, TrialVerifyCommand.self, TrialProvisionCommand.self]
+        subcommands: [TrialReportCommand.self, TrialImportCommand.self, TrialContactsCommand.self, TrialReplayCommand.self, TrialVerifyCommand.self, TrialProvisionCommand.self, TrialCalibrateCommand.self]
     )
 }
 

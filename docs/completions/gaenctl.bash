@@ -1347,13 +1347,13 @@ _gaenctl_trial() {
     unset 'unparsed_words[0]'
     unparsed_words=("${unparsed_words[@]}")
     case "${subcommand}" in
-    report|import|contacts|replay|verify|provision)
+    report|import|contacts|replay|verify|provision|calibrate)
         # Offer subcommand argument completions
         "_gaenctl_trial_${subcommand}"
         ;;
     *)
         # Offer subcommand completions
-        COMPREPLY+=($(compgen -W 'report import contacts replay verify provision' -- "${cur}"))
+        COMPREPLY+=($(compgen -W 'report import contacts replay verify provision calibrate' -- "${cur}"))
         ;;
     esac
 }
@@ -1648,6 +1648,39 @@ _gaenctl_trial_provision() {
         return
         ;;
     '--deploy')
+        return
+        ;;
+    esac
+}
+
+_gaenctl_trial_calibrate() {
+    repeating_flags=()
+    non_repeating_flags=(--version -h --help)
+    repeating_options=(--site)
+    non_repeating_options=(--by --reference --maximum-distance --minimum-rows --oem -o --output)
+    __gaenctl_offer_flags_options -1
+
+    # Offer option value completions
+    case "${prev}" in
+    '--by')
+        return
+        ;;
+    '--reference')
+        return
+        ;;
+    '--site')
+        return
+        ;;
+    '--maximum-distance')
+        return
+        ;;
+    '--minimum-rows')
+        return
+        ;;
+    '--oem')
+        return
+        ;;
+    '-o'|'--output')
         return
         ;;
     esac
