@@ -11,7 +11,8 @@ struct TrialVerifyCommand: ParsableCommand {
         commandName: "verify",
         abstract: "Check a collected tree's days against their SHA-256 manifests.",
         discussion: """
-            For every DIR/board=<node>/day=<YYYY-MM-DD>/ prints one line: complete (the manifest \
+            For every DIR/board=<node>/day=<YYYY-MM-DD>/ and DIR/board=<node>/outcomes/ (keys and \
+            app outcomes, collect --outcomes) prints one line: complete (the manifest \
             and every file it lists, with its digest), incomplete (no manifest yet: an upload \
             under way or cut; the board sends it again) or corrupt (a listed file missing or \
             different). With --json prints {"complete":[...],"incomplete":[...],"corrupt":{day: \
@@ -37,7 +38,10 @@ struct TrialVerifyCommand: ParsableCommand {
             var complete: [String] = [], incomplete: [String] = [], corrupt: [(String, [String])] = []
             for b in try fm.contentsOfDirectory(atPath: dir).sorted() where b.hasPrefix("board=") {
                 let boardDir = dir + "/" + b
-                for d in ((try? fm.contentsOfDirectory(atPath: boardDir)) ?? []).sorted() where d.hasPrefix("day=") {
+                // The days, then the keys and outcomes shipped once at the end (board=B/outcomes/),
+                // which carry a manifest of the same form.
+                let entries = ((try? fm.contentsOfDirectory(atPath: boardDir)) ?? []).sorted()
+                for d in entries.filter({ $0.hasPrefix("day=") }) + entries.filter({ $0 == CollectedOutcomes.directoryName }) {
                     let day = "\(b)/\(d)"
                     switch DayManifest.check(directory: boardDir + "/" + d) {
                     case .complete: complete.append(day)

@@ -161,5 +161,15 @@ def test_rehearsed_trial_judges_each_board(radio, nodes, bin_dir, tmp_path):
                               "-o", str(report), "--contact-distance", "1.5", "--contact-distance", "0.5"], capture_output=True, text=True)
         assert out.returncode == 0, out.stderr
         assert "notifications (15 min within 0.5 m): TP 0, FP 1, FN 0, TN 2, missing 1" in out.stdout, out.stdout
+        # The server's check covers the outcomes as it covers the days; a changed file is named.
+        out = subprocess.run([gaenctl, "trial", "verify", "--json", str(collected)], capture_output=True, text=True, timeout=60)
+        assert out.returncode == 0, out.stdout + out.stderr
+        verified = json.loads(out.stdout)
+        assert {"board=a/outcomes", "board=b/outcomes"} <= set(verified["complete"]), verified
+        assert not any(d.startswith("board=d/outcomes") for d in verified["complete"] + verified["incomplete"]), verified  # no consent
+        app_json = collected / "board=b" / "outcomes" / "app.json"
+        app_json.write_text(app_json.read_text().replace('"high"', '"low"'))
+        out = subprocess.run([gaenctl, "trial", "verify", str(collected)], capture_output=True, text=True, timeout=60)
+        assert out.returncode == 1 and "board=b/outcomes: corrupt" in out.stdout and "app.json" in out.stdout, out.stdout
     finally:
         server.stop()
