@@ -109,7 +109,11 @@ import Testing
         let v = Dictionary(uniqueKeysWithValues: r.verdicts.map { ($0.board, $0) })
         #expect(v["a"]?.kind == .tp)
         #expect(abs((v["a"]?.contactMinutes ?? 0) - 20) < 1e-6 && v["a"]?.contactDistance == 1 && v["a"]?.appHighDay == "2025-11-21")
+        // a met the criterion at 10:15 on the 20th (15 of its 20 minutes) and its app was high at 03:00 on the 21st.
+        #expect(v["a"]?.criterionReachedAt == Self.dayStart + 10.25 * 3_600 && v["a"]?.notificationDelayHours == 16.75)
+        #expect(v["a"]?.reason.hasSuffix("the app found high risk on 2025-11-21, 16.8 h after the contact reached the criterion") == true)
         #expect(v["b"]?.kind == .tn)
+        #expect(v["b"]?.criterionReachedAt == nil && v["c"]?.notificationDelayHours == nil)
         #expect(abs((v["b"]?.contactMinutes ?? 0) - 10) < 1e-6)
         #expect(v["c"]?.kind == .fp && v["c"]?.contactMinutes == 0 && v["c"]?.contactDistance == 5)
         #expect(v["c"]?.reason == "no time within 1.5 m of a positive board (closest: p at 5.00 m) (needed 15 min); the app found high risk on 2025-11-21")
@@ -157,13 +161,14 @@ import Testing
         let r = try Self.result()
         let csv = NotificationVerdicts.csv(r)
         let lines = csv.split(separator: "\n")
-        #expect(lines[0] == "criterion_minutes,criterion_distance_m,board,verdict,should_notify,notified,contact_minutes,contact_board,contact_distance_m,app_high_day,outcomes,reason")
+        #expect(lines[0] == "criterion_minutes,criterion_distance_m,board,verdict,should_notify,notified,contact_minutes,contact_board,contact_distance_m,app_high_day,criterion_reached_at,notification_delay_hours,outcomes,reason")
         #expect(lines.count == 1 + 8)
-        #expect(lines.contains { $0.hasPrefix("15,1.5,a,TP,true,true,20.00,p,1.000,2025-11-21,collected,") })
+        #expect(lines.contains { $0.hasPrefix("15,1.5,a,TP,true,true,20.00,p,1.000,2025-11-21,2025-11-20T10:15:00Z,16.75,collected,") })
         #expect(lines.contains { $0.hasPrefix("15,1.5,f,missing,true,,") })
         let md = NotificationVerdicts.markdown(r, csvName: "notifications.csv")
         #expect(md.contains("| a | TP | 20.0 min, p at 1.00 m | high on 2025-11-21 |"))
         #expect(md.contains("TP 1, FP 1, FN 0, TN 3; 3 boards missing (not counted)."))
         #expect(md.contains("| false positive rate | 25.0 % |"))
+        #expect(md.contains("Delay from reaching the criterion to the app's first high risk (true positives): median 16.8 h, range 16.8-16.8 h (1 board)."))
     }
 }

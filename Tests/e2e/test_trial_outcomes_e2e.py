@@ -152,6 +152,10 @@ def test_rehearsed_trial_judges_each_board(radio, nodes, bin_dir, tmp_path):
         assert {b: row["verdict"] for b, row in rows.items()} == {"a": "TN", "b": "TP", "c": "TN", "d": "missing"}, rows
         assert rows["b"]["contact_board"] == "a" and float(rows["b"]["contact_distance_m"]) == 1.0
         assert float(rows["b"]["contact_minutes"]) >= 15 and rows["b"]["app_high_day"], rows["b"]
+        # When b's contact met the criterion, and how long its app took to say so.
+        delay = float(rows["b"]["notification_delay_hours"])
+        assert rows["b"]["criterion_reached_at"].endswith("Z") and f" h {'before' if delay < 0 else 'after'} the contact reached the criterion" in rows["b"]["reason"], rows["b"]
+        assert rows["c"]["criterion_reached_at"] == "" and rows["c"]["notification_delay_hours"] == ""
         assert rows["c"]["contact_distance_m"] == "3000.000" and rows["c"]["notified"] == "false"
         assert rows["d"]["outcomes"] == "no-consent" and rows["d"]["should_notify"] == "true"
         md = (report / "report.md").read_text()

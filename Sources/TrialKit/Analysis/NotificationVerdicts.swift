@@ -39,6 +39,12 @@ public enum NotificationVerdicts {
         public var contactDistance: Double?
         /// The UTC day the app first found high risk.
         public var appHighDay: String?
+        /// When the contact reached the criterion (its minutes within its distance of the
+        /// contact board), Unix seconds; nil when it never did.
+        public var criterionReachedAt: Double?
+        /// From reaching the criterion to the app's first high risk, hours, for a board that
+        /// reached it and was notified (negative: the app was high before, from another exposure).
+        public var notificationDelayHours: Double?
         public var outcomes: String
         public var reason: String
     }
@@ -112,29 +118,33 @@ public enum NotificationVerdicts {
 
     static func verdict(_ board: String, plan: PlacementPlan, outcome: BoardOutcome, positives: [Positive], criterion c: Criterion) -> Verdict {
         // The ground truth: the longest qualifying contact with one positive board.
-        var best: (minutes: Double, board: String?, distance: Double?) = (0, nil, nil)
+        var best: (minutes: Double, board: String?, distance: Double?, reachedAt: Double?) = (0, nil, nil, nil)
         var closest: (board: String, distance: Double)?
         for p in positives where p.board != board {
             let windows: [(Double, Double)] = p.days.isEmpty ? [(-.infinity, .infinity)]
                 : p.days.compactMap { DailyLayout.start(ofDay: $0) }.map { ($0, $0 + 86_400) }
-            var seconds = 0.0, nearest: Double?
+            var seconds = 0.0, nearest: Double?, reachedAt: Double?
+            // Days in order and each day's segments in order: the moment the criterion is met
+            // is found on the way.
             for (from, to) in windows {
                 for s in plan.segments(board, p.board, from: from, to: to) {
                     if closest == nil || s.distance < closest!.distance { closest = (p.board, s.distance) }
                     guard s.distance <= c.metres else { continue }
+                    let needed = c.minutes * 60 - seconds
+                    if reachedAt == nil, needed <= s.to - s.from { reachedAt = s.from + max(needed, 0) }
                     seconds += s.to - s.from
                     nearest = min(nearest ?? s.distance, s.distance)
                 }
             }
             let minutes = seconds / 60
-            if minutes > best.minutes { best = (minutes, p.board, nearest) }
+            if minutes > best.minutes { best = (minutes, p.board, nearest, reachedAt) }
         }
-        if best.board == nil, let closest { best = (0, closest.board, closest.distance) }
+        if best.board == nil, let closest { best = (0, closest.board, closest.distance, nil) }
         let should = best.minutes >= c.minutes
         let placed = plan.isPlaced(board)
         var v = Verdict(criterion: c, board: board, kind: .missing, shouldNotify: placed ? should : nil, notified: nil,
                         contactMinutes: best.minutes, contactBoard: best.board, contactDistance: best.distance, appHighDay: nil,
-                        outcomes: "collected", reason: "")
+                        criterionReachedAt: should ? best.reachedAt : nil, outcomes: "collected", reason: "")
         let contact = best.board.map { b in
             best.minutes > 0 ? "\(Format.fixed(best.minutes, 1)) min within \(Format.clean(c.metres)) m of positive \(b) (closest \(Format.fixed(best.distance ?? 0, 2)) m)"
                 : "no time within \(Format.clean(c.metres)) m of a positive board\(best.distance.map { " (closest: \(b) at \(Format.fixed($0, 2)) m)" } ?? "")"
@@ -162,7 +172,13 @@ public enum NotificationVerdicts {
             case (true, false): v.kind = .fn
             case (false, false): v.kind = .tn
             }
-            let app = high.map { "the app found high risk on \(DailyLayout.day(Double($0)))" } ?? "the app never found high risk"
+            var app = high.map { "the app found high risk on \(DailyLayout.day(Double($0)))" } ?? "the app never found high risk"
+            if let high, let reached = v.criterionReachedAt {
+                let hours = (Double(high) - reached) / 3600
+                v.notificationDelayHours = hours
+                app += hours < 0 ? ", \(Format.fixed(-hours, 1)) h before the contact reached the criterion (another exposure?)"
+                    : ", \(Format.fixed(hours, 1)) h after the contact reached the criterion"
+            }
             v.reason = "\(contact) (needed \(Format.clean(c.minutes)) min); \(app)"
             return v
         }
@@ -171,7 +187,8 @@ public enum NotificationVerdicts {
     // MARK: output
 
     public static let csvHeader = ["criterion_minutes", "criterion_distance_m", "board", "verdict", "should_notify", "notified",
-                                   "contact_minutes", "contact_board", "contact_distance_m", "app_high_day", "outcomes", "reason"]
+                                   "contact_minutes", "contact_board", "contact_distance_m", "app_high_day", "criterion_reached_at",
+                                   "notification_delay_hours", "outcomes", "reason"]
 
     /// One row per board and criterion, for R and pandas.
     public static func csv(_ r: Result) -> String {
@@ -180,7 +197,8 @@ public enum NotificationVerdicts {
         for v in r.verdicts {
             w.appendRow([Format.clean(v.criterion.minutes), Format.clean(v.criterion.metres), v.board, v.kind.rawValue, flag(v.shouldNotify),
                          flag(v.notified), Format.fixed(v.contactMinutes, 2), v.contactBoard ?? "", v.contactDistance.map { Format.fixed($0, 3) } ?? "",
-                         v.appHighDay ?? "", v.outcomes, v.reason])
+                         v.appHighDay ?? "", v.criterionReachedAt.map(PlacementPlan.utc) ?? "",
+                         v.notificationDelayHours.map { Format.fixed($0, 2) } ?? "", v.outcomes, v.reason])
         }
         return w.text
     }
@@ -214,6 +232,15 @@ public enum NotificationVerdicts {
             let (rates, acc, missing) = r.summary(c)
             s += "\nTP \(rates.tp), FP \(rates.fp), FN \(rates.close - rates.tp), TN \(rates.far - rates.fp); "
             s += "\(missing) board\(missing == 1 ? "" : "s") missing (not counted).\n\n"
+            // The framework's timeline: keys of day D are uploaded once D is over, published at
+            // the next completed hour after the embargo, and fetched in each board's daily slot.
+            let delays = r.verdicts.filter { $0.criterion == c && $0.kind == .tp }.compactMap(\.notificationDelayHours).sorted()
+            if !delays.isEmpty {
+                let median = delays.count % 2 == 1 ? delays[delays.count / 2] : (delays[delays.count / 2 - 1] + delays[delays.count / 2]) / 2
+                s += "Delay from reaching the criterion to the app's first high risk (true positives): median \(Format.fixed(median, 1)) h, "
+                s += "range \(Format.fixed(delays.first!, 1))-\(Format.fixed(delays.last!, 1)) h (\(delays.count) board\(delays.count == 1 ? "" : "s")). "
+                s += "Keys of a day are uploaded once it is over, so a notification comes a day or more after the contact.\n\n"
+            }
             s += "| rate | value | 95 % Wilson | 95 % bootstrap (by board) |\n|---|---|---|---|\n"
             s += "| true positive rate | \(pct(rates.tpr)) | \(ci(acc.tprWilson)) | \(ci(acc.tprBootstrap)) |\n"
             s += "| false positive rate | \(pct(rates.fpr)) | \(ci(acc.fprWilson)) | \(ci(acc.fprBootstrap)) |\n"
