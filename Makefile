@@ -53,6 +53,9 @@ TMPFILESDIR ?= $(PREFIX)/lib/tmpfiles.d
 # The installed units' paths: the binaries, the docs (the units in the tree say /usr/local).
 UNITPATHS = -e 's|/usr/local/bin/gaend|$(BINDIR)/gaend|g' -e 's|/usr/local/bin/gaenctl|$(BINDIR)/gaenctl|g' -e 's|/usr/local/share/doc/gaend|$(DOCDIR)|g'
 
+# Every unit the board gets (install and uninstall both read this list).
+BOARD_UNITS := gaend@.service gaend-store-key.service gaend-app@.service gaend-app@.timer gaend-metrics@.service gaend-metrics@.timer gaend-collect@.service gaend-collect@.timer gaend-outcomes@.service
+
 .PHONY: all build bench test install activate uninstall man deb install-server activate-server deb-server
 
 all: build
@@ -83,7 +86,7 @@ install:
 	    $(DESTDIR)$(BASHCOMPDIR) $(DESTDIR)$(ZSHCOMPDIR) $(DESTDIR)$(FISHCOMPDIR)
 	install -m 0755 $(BUILT)/gaend $(DESTDIR)$(BINDIR)/gaend
 	install -m 0755 $(BUILT)/gaenctl $(DESTDIR)$(BINDIR)/gaenctl
-	for u in gaend@.service gaend-store-key.service gaend-app@.service gaend-app@.timer gaend-metrics@.service gaend-metrics@.timer gaend-collect@.service gaend-collect@.timer; do \
+	for u in $(BOARD_UNITS); do \
 	    sed $(UNITPATHS) systemd/$$u > $(DESTDIR)$(UNITDIR)/$$u; \
 	    chmod 0644 $(DESTDIR)$(UNITDIR)/$$u; done
 	install -m 0644 udev/99-gaend.rules $(DESTDIR)$(UDEVDIR)/99-gaend.rules
@@ -161,10 +164,10 @@ activate-server:
 	fi
 
 uninstall:
-	rm -f $(DESTDIR)$(BINDIR)/gaend $(DESTDIR)$(BINDIR)/gaenctl $(DESTDIR)$(UNITDIR)/gaend@.service \
-	    $(DESTDIR)$(UNITDIR)/gaend-store-key.service $(DESTDIR)$(UDEVDIR)/99-gaend.rules \
+	rm -f $(DESTDIR)$(BINDIR)/gaend $(DESTDIR)$(BINDIR)/gaenctl $(addprefix $(DESTDIR)$(UNITDIR)/,$(BOARD_UNITS)) \
+	    $(DESTDIR)$(UDEVDIR)/99-gaend.rules \
 	    $(DESTDIR)$(SYSUSERSDIR)/gaend.conf $(DESTDIR)$(DBUSPOLICYDIR)/org.gaend.conf \
-	    $(DESTDIR)$(DBUSPOLICYDIR)/org.gaend.App1.conf \
+	    $(DESTDIR)$(DBUSPOLICYDIR)/org.gaend.App1.conf $(addprefix $(DESTDIR)$(DBUSIFACEDIR)/,$(notdir $(wildcard dbus/*.xml))) \
 	    $(DESTDIR)$(MANDIR)/man8/gaend.8 $(DESTDIR)$(MANDIR)/man1/gaenctl.1 $(DESTDIR)$(MANDIR)/man5/gaend.conf.5 \
 	    $(DESTDIR)$(BASHCOMPDIR)/gaenctl $(DESTDIR)$(BASHCOMPDIR)/gaend $(DESTDIR)$(ZSHCOMPDIR)/_gaenctl \
 	    $(DESTDIR)$(ZSHCOMPDIR)/_gaend $(DESTDIR)$(FISHCOMPDIR)/gaenctl.fish $(DESTDIR)$(FISHCOMPDIR)/gaend.fish

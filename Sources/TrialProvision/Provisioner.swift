@@ -353,6 +353,9 @@ public enum Provisioner {
             sudo systemctl enable --now gaend-app@hci0.timer gaend-metrics@hci0.timer gaend-collect@hci0.timer
             ```
 
+            When the trial ends, after the last days were collected: `sudo systemctl start gaend-outcomes@hci0` on each
+            board ships its keys and app outcomes if its participant consented (OUTCOMES_CONSENT in app.env).
+
             ## The server (server/), after installing the server package (docs/key-server.md)
 
             ```sh

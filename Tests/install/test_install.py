@@ -55,6 +55,19 @@ def test_layout_for_both_prefixes(built, tmp_path):
     assert "/usr/local/bin/gaend --controller %I" in (local / "usr/local/lib/systemd/system/gaend@.service").read_text()
 
 
+def test_uninstall_removes_what_install_put(built, tmp_path):
+    """Every unit among them (the app, metrics, collection and outcomes units were left behind
+    once); only the directories and the administrator's /etc/gaend remain."""
+    stage = tmp_path / "stage"
+    make_install(stage, "PREFIX=/usr")
+    units = {p.name for p in (stage / "usr/lib/systemd/system").iterdir()}
+    assert {"gaend-outcomes@.service", "gaend-collect@.timer", "gaend-app@.timer"} <= units, units
+    p = subprocess.run(["make", "-C", str(REPO), "uninstall", f"DESTDIR={stage}", "PREFIX=/usr"], capture_output=True, text=True, timeout=300)
+    assert p.returncode == 0, p.stderr
+    left = sorted(str(f.relative_to(stage)) for f in stage.rglob("*") if f.is_file())
+    assert left == ["etc/gaend/gaend.conf.example"], left
+
+
 def test_installed_binaries_run_with_the_toolchain_hidden(built, tmp_path):
     if os.geteuid() != 0 or shutil.which("unshare") is None:
         pytest.skip("needs root and unshare(1) for a private mount namespace")
