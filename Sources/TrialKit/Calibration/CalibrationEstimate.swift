@@ -258,8 +258,11 @@ extension CalibrationEstimate {
         let beta = factor.solve(xty)
         let g = factor.inverse()
 
-        // Pass 3: residuals, summed per pair into the sandwich's score vectors.
-        var scores = [Double](repeating: 0, count: pairs.count * p)
+        // Pass 3: residuals, summed per pair into the sandwich's score vectors. A pair's rows
+        // share their site, receiver and transmitter, so its score has four entries: the sum of
+        // its residuals (intercept, R and T) and of log-distance times residual (slope).
+        var pairIndex: [(site: Int, receiver: Int, transmitter: Int)] = Array(repeating: (0, 0, 0), count: pairs.count)
+        var residualSum = [Double](repeating: 0, count: pairs.count), slopeSum = [Double](repeating: 0, count: pairs.count)
         var rss = 0.0
         _ = try forEachRow(urls, options: options) { row in
             let (idx, x) = design(row)
@@ -268,21 +271,21 @@ extension CalibrationEstimate {
             let e = row.attenuation - fitted
             rss += e * e
             let c = pairs["\(row.site)\u{0}\(row.receiver)\u{0}\(row.transmitter)"]!
-            for a in 0..<4 { scores[c * p + idx[a]] += x[a] * e }
+            pairIndex[c] = (idx[0] / 2, idx[2], idx[3])
+            residualSum[c] += e
+            slopeSum[c] += x[1] * e
         }
         let clusters = pairs.count
         let smallSample = clusters > 1 ? Double(clusters) / Double(clusters - 1) : 1
-        // Var(beta_j) = sum over pairs of (G score)_j^2: only the device parameters are needed.
+        // Var(beta_j) = sum over pairs of (G score)_j^2; only the device parameters are needed.
         var variance = [Double](repeating: 0, count: p)
-        var u = [Double](repeating: 0, count: p)
         for c in 0..<clusters {
-            let base = c * p
+            let (site, r, t) = pairIndex[c]
             for j in (2 * S)..<p {
-                var sum = 0.0
-                for k in 0..<p where scores[base + k] != 0 { sum += g[j * p + k] * scores[base + k] }
-                u[j] = sum
+                let row = j * p
+                let u = (g[row + 2 * site] + g[row + r] + g[row + t]) * residualSum[c] + g[row + 2 * site + 1] * slopeSum[c]
+                variance[j] += u * u
             }
-            for j in (2 * S)..<p { variance[j] += u[j] * u[j] }
         }
         let dof = max(rows - (p - 2), 1)
         let sigma = (rss / Double(dof)).squareRoot()
