@@ -332,8 +332,17 @@ def test_trial_through_shipped_units(kernel, tmp_path):
     for c in ("hci0", "hci1"):
         assert len(runs[f"gaend-metrics@{c}.service"]) >= 3 and set(runs[f"gaend-metrics@{c}.service"]) == {"done"}, runs
         assert re.search(r"^gaend_up(\{[^}]*\})? 1$", r["metrics_files"][c] or "", re.M), r["metrics_files"][c]
+        # On air: the board scanned (it holds its controller).
+        scans = re.search(r"^gaend_scans_total\{[^}]*\} ([0-9]+)$", r["metrics_files"][c] or "", re.M)
+        assert scans and int(scans.group(1)) > 0, r["metrics_files"][c]
+    # Every unit's threads got the nice values libdispatch asks for (no sandbox refused them).
+    assert not any(r["thread_priority"].values()), r["thread_priority"]
     # No unit failed, and no errors from the gaend units, the publisher or nginx (nor systemd's
-    # about them), and no warning about the units' files.
+    # about them), and no warning about the units' files. One error is expected: gaend finding
+    # its controller busy while the kernel's own power-on of the new controller is still under
+    # way (slow under TCG: its commands time out on the virtual radio), then retrying and
+    # opening it; that it did is checked above (the metrics' scans).
+    expected = "controller not available; retrying"
     assert not r["failed_units"].strip(), r["failed_units"]
-    assert not r["journal_errors"], r["journal_errors"]
+    assert not [e for e in r["journal_errors"] if expected not in e["message"]], r["journal_errors"]
     assert not r["unit_file_warnings"], r["unit_file_warnings"]
