@@ -261,13 +261,17 @@ def scenario() -> None:
     record("nginx", unit_state("nginx.service"))
     assert unit_state("nginx.service") == "active", run(["journalctl", "--no-pager", "-b", "-u", "nginx"]).stdout[-3000:]
 
-    dropins()
-    systemctl("daemon-reload")
-    # The radio first (Bumble's start takes a while under TCG), then the clock, the publisher's
-    # timer (enabled by the package) restarted with its shortened schedule, and the controllers.
-    vr = VRadio([f"name={n},transport=tcp-server:127.0.0.1:0,x={b['x']},tx_power=-20,sensitivity=-95" for n, b in BOARDS.items()])
+    # The radio first (Bumble's start takes a while under TCG), then the clock (the publisher
+    # and gaend refuse to run without it), the drop-ins, the publisher's timer (enabled by the
+    # package) restarted with its shortened schedule, and the controllers. The radio's default
+    # TX power (0 dBm): a negative one breaks the kernel's LE Read Transmit Power at the
+    # controller's setup (Bumble cannot encode it; the command times out and the kernel's setup
+    # never ends, so gaend finds the controller busy for good).
+    vr = VRadio([f"name={n},transport=tcp-server:127.0.0.1:0,x={b['x']},sensitivity=-95" for n, b in BOARDS.items()])
     r0, t0 = write_clock()
     record("clock", {"real_epoch": r0, "trial_epoch": t0, "scale": SCALE})
+    dropins()
+    systemctl("daemon-reload")
     systemctl("restart", "gaend-publish.timer")
     for n, b in BOARDS.items():
         index = vr.plug(n)
