@@ -31,8 +31,9 @@ TRIAL = Path("/root/trial")
 CLOCK_BOARD = "/etc/gaend/trial-clock"
 CLOCK_SERVER = "/etc/gaend-trial/trial-clock"
 BOARDS = {"A": {"controller": "hci0", "x": 0, "consent": "yes"}, "B": {"controller": "hci1", "x": 1, "consent": "no"}}
-# systemd's "job finished" message (its JOB_RESULT field says how: done, failed, skipped ...).
-JOB_DONE_ID = "39f53479d3a045ac8e11786248231fbf"
+# systemd's messages at the end of a start job: finished, and failed (their JOB_RESULT field
+# says how: done, failed, ...).
+JOB_DONE_IDS = ("39f53479d3a045ac8e11786248231fbf", "be02cf6855d2428ba40df7e9d022f03d")
 ENV = {"DEBIAN_FRONTEND": "noninteractive", "PATH": "/usr/sbin:/usr/bin:/sbin:/bin", "HOME": "/root", "LANG": "C.UTF-8"}
 
 
@@ -65,7 +66,8 @@ def unit_messages(unit: str) -> list[dict]:
 
 def job_results(unit: str) -> list[str]:
     """systemd's result of each start job of the unit this boot (one per timer run)."""
-    return [e.get("JOB_RESULT", "") for e in journal("_PID=1", "UNIT=" + unit, "MESSAGE_ID=" + JOB_DONE_ID)
+    # Two values of one field: journalctl matches either.
+    return [e.get("JOB_RESULT", "") for e in journal("_PID=1", "UNIT=" + unit, *("MESSAGE_ID=" + i for i in JOB_DONE_IDS))
             if e.get("JOB_TYPE") == "start"]
 
 
