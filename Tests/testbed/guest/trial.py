@@ -323,6 +323,9 @@ def scenario() -> None:
         record("steps", steps)
         if not ok:
             break
+    # The loop is done: the timers stop, so that the journal read below is final, and read
+    # without their load (a journal query takes seconds under TCG).
+    sh(["systemctl", "stop", *timers, "gaend-publish.timer"])
     first_publication = published()[:1]
     record("publication", {"first": first_publication[0]["m"] if first_publication else None,
                            "trial_time": iso(t0 + (first_publication[0]["t"] - r0) * SCALE) if first_publication else None,
@@ -332,11 +335,11 @@ def scenario() -> None:
     units = ["gaend-publish.service", "nginx.service"] + [f"gaend{k}@{b['controller']}.service" for b in BOARDS.values()
                                                          for k in ("", "-app", "-metrics", "-collect")]
     record("runs", {u: job_results(u) for u in units})
+    lines = {u: [m["m"] for m in unit_messages(u)] for u in units}
     # Each unit's lines (gaend's own: its last 60, its schedule's "ran late" lines left out).
-    record("messages", {u: [m["m"] for m in unit_messages(u) if "ran late" not in m["m"]][-60 if u.startswith("gaend@") else None:]
-                        for u in units})
+    record("messages", {u: [m for m in lines[u] if "ran late" not in m][-60 if u.startswith("gaend@") else None:] for u in units})
     # libdispatch's complaint when a unit's sandbox refuses its threads' nice values.
-    record("thread_priority", {u: len([m for m in unit_messages(u) if "thread priority" in m["m"]]) for u in units})
+    record("thread_priority", {u: len([m for m in lines[u] if "thread priority" in m]) for u in units})
     record("metrics_files", {b["controller"]: (Path(f"/var/lib/prometheus/node-exporter/gaend-{b['controller']}.prom").read_text()
                                                if Path(f"/var/lib/prometheus/node-exporter/gaend-{b['controller']}.prom").exists() else None)
                              for b in BOARDS.values()})
@@ -356,7 +359,6 @@ def scenario() -> None:
     record("unit_file_warnings", [message(e) for e in journal("_PID=1", "-p", "warning")
                                   if "gaend" in message(e) or "nginx" in message(e)][:30])
     record("failed_units", run(["systemctl", "--failed", "--no-legend", "--plain", "--no-pager"]).stdout)
-    sh(["systemctl", "stop", *timers, "gaend-publish.timer"])
     vr.stop()
 
 
