@@ -338,11 +338,19 @@ def test_trial_through_shipped_units(kernel, tmp_path):
     # Every unit's threads got the nice values libdispatch asks for (no sandbox refused them).
     assert not any(r["thread_priority"].values()), r["thread_priority"]
     # No unit failed, and no errors from the gaend units, the publisher or nginx (nor systemd's
-    # about them), and no warning about the units' files. One error is expected: gaend finding
-    # its controller busy while the kernel's own power-on of the new controller is still under
-    # way (slow under TCG: its commands time out on the virtual radio), then retrying and
-    # opening it; that it did is checked above (the metrics' scans).
-    expected = "controller not available; retrying"
+    # about them), and no warning about the units' files. Expected, each only when gaend
+    # recovered from it: finding its controller busy while the kernel's own power-on of the new
+    # controller is still under way, then retrying and opening it (checked above: the metrics'
+    # scans); and, on a loaded host under TCG, its radio owner answering the watchdog's
+    # question later than 15 s once (gaend says so at priority crit), then live again, without
+    # a restart (one start job of gaend@ each).
+    def recovered(e: dict) -> bool:
+        said = r["messages"].get(e["unit"], [])
+        if "controller not available; retrying" in e["message"]:
+            return True
+        if "the radio path is not live" in e["message"]:
+            return any("the radio path is live again" in m for m in said) and runs.get(e["unit"]) == ["done"]
+        return False
     assert not r["failed_units"].strip(), r["failed_units"]
-    assert not [e for e in r["journal_errors"] if expected not in e["message"]], r["journal_errors"]
+    assert not [e for e in r["journal_errors"] if not recovered(e)], r["journal_errors"]
     assert not r["unit_file_warnings"], r["unit_file_warnings"]
