@@ -29,7 +29,7 @@ struct Gaend: AsyncParsableCommand {
 
     @Option(help: ArgumentHelp("YAML config file (gaend.conf(5)); without it /etc/gaend/gaend.conf if present, else built-in defaults.", valueName: "FILE"))
     var config: String?
-    @Flag(help: "Only check whether the config's `controllers:` gives --controller to gaend: exit 0 if so, 1 if it stays with bluetoothd (gaend@.service's ExecCondition).")
+    @Flag(help: "Only check whether the config's `controllers:` gives --controller to gaend: exit 0 if so, 1 if it stays with bluetoothd, 255 if the config cannot be used (gaend@.service's ExecCondition: skipped on 1, failed on 255).")
     var checkController = false
     @Option(help: ArgumentHelp("Controller: hciN, hci:N, serial:/dev/ttyX[:baud], tcp:HOST:PORT, unix:PATH.", valueName: "ADDR"))
     var controller: String?
@@ -133,7 +133,17 @@ struct Gaend: AsyncParsableCommand {
         }
 
         let settings: GaendSettings
-        do { settings = try self.settings() } catch let e as ValidationError { throw e } catch { throw fail("\(error)") }
+        do { settings = try self.settings() } catch {
+            // As gaend@.service's ExecCondition, any status 1...254 only skips the unit (as for a
+            // controller left to bluetoothd): a config that cannot be used must fail it, so that
+            // the mistake shows in `systemctl --failed` instead of a silently skipped board.
+            if checkController {
+                Self.writeStandardError("\(journal ? "<3>" : "")gaend: \(error)\n")
+                throw ExitCode(255)
+            }
+            if let e = error as? ValidationError { throw e }
+            throw fail("\(error)")
+        }
         if checkController {
             guard settings.controllers.includes(settings.controller) else {
                 Self.writeStandardError("gaend: \(settings.controller) is not among the controllers of \(configSource); left to bluetoothd\n")

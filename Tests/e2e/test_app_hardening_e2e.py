@@ -151,9 +151,10 @@ def test_node_names_with_control_characters_are_refused_at_load(bin_dir, tmp_pat
     # --check-controller reads the config and stops: no controller, bus or store involved.
     out = subprocess.run([str(bin_dir / "gaend"), "--config", config, "--check-controller"], capture_output=True, text=True, timeout=30)
     # The node is the board's name: the one board-name rule (docs/provision.md), the value escaped.
-    assert out.returncode != 0 and "'research.node'" in out.stderr and "allowed a letter or digit" in out.stderr, out.stderr
+    # Status 255, not 1: as gaend@.service's ExecCondition, 1 would only skip the unit.
+    assert out.returncode == 255 and "'research.node'" in out.stderr and "allowed a letter or digit" in out.stderr, out.stderr
     assert not any(c in out.stderr for c in "\r\0\x1b"), out.stderr
     # The site is printable text: the same characters there are refused by that rule.
     config.write_text(f'research:\n  node: board-1\n  site: "{name}"\n')
     out = subprocess.run([str(bin_dir / "gaend"), "--config", config, "--check-controller"], capture_output=True, text=True, timeout=30)
-    assert out.returncode != 0 and "'research.site'" in out.stderr and "printable characters only" in out.stderr, out.stderr
+    assert out.returncode == 255 and "'research.site'" in out.stderr and "printable characters only" in out.stderr, out.stderr

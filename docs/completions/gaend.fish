@@ -78,7 +78,7 @@ end
 
 complete -c 'gaend' -f
 complete -c 'gaend' -n '__gaend_should_offer_completions_for_flags_or_options "gaend" config' -l 'config' -d 'YAML config file (gaend.conf(5)); without it /etc/gaend/gaend.conf if present, else built-in defaults.' -rfka ''
-complete -c 'gaend' -n '__gaend_should_offer_completions_for_flags_or_options "gaend" check-controller' -l 'check-controller' -d 'Only check whether the config\'s `controllers:` gives --controller to gaend: exit 0 if so, 1 if it stays with bluetoothd (gaend@.service\'s ExecCondition).'
+complete -c 'gaend' -n '__gaend_should_offer_completions_for_flags_or_options "gaend" check-controller' -l 'check-controller' -d 'Only check whether the config\'s `controllers:` gives --controller to gaend: exit 0 if so, 1 if it stays with bluetoothd, 255 if the config cannot be used (gaend@.service\'s ExecCondition: skipped on 1, failed on 255).'
 complete -c 'gaend' -n '__gaend_should_offer_completions_for_flags_or_options "gaend" controller' -l 'controller' -d 'Controller: hciN, hci:N, serial:/dev/ttyX[:baud], tcp:HOST:PORT, unix:PATH.' -rfka ''
 complete -c 'gaend' -n '__gaend_should_offer_completions_for_flags_or_options "gaend" state-dir' -l 'state-dir' -d 'State directory holding the store.' -rfka ''
 complete -c 'gaend' -n '__gaend_should_offer_completions_for_flags_or_options "gaend" store-key-file' -l 'store-key-file' -d 'The store\'s 32-byte key file (default: the systemd credential store-key).' -rfka ''
