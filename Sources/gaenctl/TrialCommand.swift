@@ -134,10 +134,9 @@ struct TrialReportCommand: ParsableCommand {
                 stream.onObservation = { try rows.append($0, site: stream.site) }
                 if attenuations.isEmpty {
                     if stream.site == nil { stream.site = sightings.lazy.compactMap { TrialKit.SightingsExport.firstSite(URL(fileURLWithPath: $0)) }.first }
-                    for path in sightings {
-                        let receiver = TrialInputs.receiverName(ofSightingsFile: path)
-                        try TrialKit.SightingsExport.forEachPiece(URL(fileURLWithPath: path)) { try stream.addSightings($0, receiver: receiver) }
-                    }
+                    // Read in pieces on every core, matched against one RPI table; the rows go to `rows` directly.
+                    try stream.addSightingsFiles(sightings.map { .init(url: URL(fileURLWithPath: $0), receiver: TrialInputs.receiverName(ofSightingsFile: $0)) },
+                                                 rows: rows)
                 } else {
                     // Read in pieces on every core; the rows go to `rows` directly.
                     try stream.addAttenuationFiles(attenuations.map { URL(fileURLWithPath: $0) }, rows: rows)

@@ -23,7 +23,7 @@ extension TrialStream {
         let format: AttenuationPieceParser.Output = rows == nil ? .none : (rows!.jsonLines ? .jsonLines : .csv)
         let settings = AttenuationPieceParser.Settings(groundTruth: groundTruth, siteFilter: siteFilter, output: format,
                                                        daily: rows?.daily != nil)
-        let results = PieceResults()
+        let results = PieceResults<AttenuationPieceParser.Result>()
         var pending: [(piece: AttenuationPiece, index: Int)] = []
         var submitted = 0
         // The site in force before a piece is known only once the pieces before it are merged;
@@ -464,19 +464,20 @@ final class PieceReader {
     }
 }
 
-/// The workers' results by piece index, taken in order by the merging thread.
-final class PieceResults: @unchecked Sendable {
+/// The workers' results by piece index, taken in order by the merging thread (NSCondition:
+/// the merging thread sleeps until its piece is done).
+final class PieceResults<Value: Sendable>: @unchecked Sendable {
     private let condition = NSCondition()
-    private var done: [Int: Result<AttenuationPieceParser.Result, any Error>] = [:]
+    private var done: [Int: Result<Value, any Error>] = [:]
 
-    func put(_ index: Int, _ result: Result<AttenuationPieceParser.Result, any Error>) {
+    func put(_ index: Int, _ result: Result<Value, any Error>) {
         condition.lock()
         done[index] = result
         condition.broadcast()
         condition.unlock()
     }
 
-    func take(_ index: Int) -> Result<AttenuationPieceParser.Result, any Error> {
+    func take(_ index: Int) -> Result<Value, any Error> {
         condition.lock()
         defer { condition.unlock() }
         while done[index] == nil { condition.wait() }
