@@ -421,3 +421,25 @@ enum SightingsPieceParser {
         return out
     }
 }
+
+extension RPITable {
+    public static let csvHeader = ["rpi", "transmitter", "interval", "match_from", "match_to", "tx_power_mask",
+                                   "key_rolling_start", "key_rolling_period"]
+
+    /// The table as CSV, one row per RPI the matcher uses (`trial rpis`, the DuckDB recipe
+    /// from sightings joins it): a sighting matches a row when its RPI is `rpi` and
+    /// floor(time / 600) is within match_from...match_to (the interval +- the tolerance); its
+    /// TX power is Int8(AEM byte 1 XOR tx_power_mask).
+    public func writeCSV(to file: AtomicOutputFile, names: [String]) throws {
+        var text = Self.csvHeader.joined(separator: ",") + "\n"
+        for (rpi, e) in ordered {
+            // A second key deriving the same RPI is not the one the matcher uses.
+            guard let used = table[Key(rpi.bytes)], used.key == e.key, used.interval == e.interval else { continue }
+            let k = keys[e.key].key
+            text += "\(rpi.hexString),\(CSVWriter.escape(names[e.transmitter])),\(e.interval),\(Int(e.interval) - tolerance),"
+            text += "\(Int(e.interval) + tolerance),\(try txPowerMask(rpi, key: e.key)),\(k.rollingStartIntervalNumber.rawValue),\(k.rollingPeriod)\n"
+            if text.utf8.count >= 1 << 16 { try file.write(Data(text.utf8)); text = "" }
+        }
+        try file.write(Data(text.utf8))
+    }
+}
