@@ -278,12 +278,19 @@ enum AttenuationPieceParser {
 
         var header = piece.hasHeader
         var lastSite: [UInt8] = []
+        // The site of the run of rows (a row that names its site keeps it in the rows written).
+        var lastSiteText = "", lastSiteField: [UInt8] = []
         try CSVReader.scan(piece.bytes, file: piece.file) { row in
             if header { header = false; return true }
+            var ownSite = false
             if let cs = c.site, !row.isEmpty(cs) {
                 if let filter, !row.withText(cs, { $0.elementsEqual(filter) }) { return true }
                 // Rows of one site come in runs: a site is looked up only where the run changes.
-                if !row.withText(cs, { $0.elementsEqual(lastSite) }) { let t = row.string(cs); lastSite = Array(t.utf8); out.sites.insert(t) }
+                if !row.withText(cs, { $0.elementsEqual(lastSite) }) {
+                    let t = row.string(cs); lastSite = Array(t.utf8); out.sites.insert(t)
+                    lastSiteText = t; lastSiteField = siteBytes(t)
+                }
+                ownSite = true
                 if out.firstSite == nil {
                     let s = row.string(cs)
                     out.firstSite = s
@@ -315,7 +322,7 @@ enum AttenuationPieceParser {
             if out.tally.wholeDecibels, a != a.rounded() { out.tally.wholeDecibels = false }
 
             if settings.output == .none { return true }
-            if siteFromBefore { out.dependsOnSiteBefore = true }
+            if siteFromBefore, !ownSite { out.dependsOnSiteBefore = true }
             line.removeAll(keepingCapacity: true)
             switch settings.output {
             case .none: break
@@ -325,7 +332,7 @@ enum AttenuationPieceParser {
                 line.append(0x2C); csvField(row, c.transmitter)
                 line.append(0x2C); exact(d)
                 line.append(0x2C); exact(a)
-                line += siteField
+                line += ownSite ? lastSiteField : siteField
                 line.append(0x2C); if let r = c.rpi { row.withText(r) { line += $0 } }
                 line.append(0x2C); int(txPower)
                 line.append(0x2C); int(rssi)
@@ -335,7 +342,7 @@ enum AttenuationPieceParser {
                 let rpi = c.rpi.map { row.string($0) }.flatMap { $0.isEmpty ? nil : $0 }
                 let o = Observation(time: t, receiver: pairs[p].names.receiver, transmitter: pairs[p].names.transmitter, distance: d,
                                     attenuation: a, rpi: rpi, txPower: txPower, rssi: rssi, rssiCorrection: correction)
-                line += TrialReportWriter.attenuationJSONLine(o, site: inForce).utf8
+                line += TrialReportWriter.attenuationJSONLine(o, site: ownSite ? lastSiteText : inForce).utf8
                 line.append(0x0A)
             }
             if settings.daily {
