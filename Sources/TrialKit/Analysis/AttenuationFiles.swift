@@ -126,15 +126,15 @@ struct AttenuationColumns: Sendable {
 }
 
 extension CSVReader {
-    /// The site of the first data row, when it has one (the workers' guess of the report's site).
+    /// The first site a row of these bytes names (the workers' guess of the report's site).
     func firstSite(_ columns: AttenuationColumns) -> String? {
         guard let c = columns.site else { return nil }
         var found: String?
         var header = true
         try? Self.scan(bytes, file: file) { row in
             if header { header = false; return true }
-            if !row.isEmpty(c) { found = row.string(c) }
-            return false
+            if !row.isEmpty(c) { found = row.string(c); return false }
+            return true // rows before the first site name none
         }
         return found
     }
@@ -209,8 +209,6 @@ enum AttenuationPieceParser {
         let c = piece.columns
         let filter = settings.siteFilter.map { Array($0.utf8) }
         var inForce = settings.siteFilter ?? siteBefore
-        // Whether the site written is still the one assumed for before the piece.
-        var siteFromBefore = settings.siteFilter == nil
         func siteBytes(_ s: String?) -> [UInt8] { Array(("," + CSVWriter.escape(s ?? "")).utf8) }
         var siteField = siteBytes(inForce)
         var pairs: [Pair] = []
@@ -294,7 +292,7 @@ enum AttenuationPieceParser {
                 if out.firstSite == nil {
                     let s = row.string(cs)
                     out.firstSite = s
-                    if inForce == nil { inForce = s; siteField = siteBytes(s); siteFromBefore = false }
+                    if inForce == nil { inForce = s; siteField = siteBytes(s) }
                 }
             }
             out.rows += 1
@@ -322,7 +320,9 @@ enum AttenuationPieceParser {
             if out.tally.wholeDecibels, a != a.rounded() { out.tally.wholeDecibels = false }
 
             if settings.output == .none { return true }
-            if siteFromBefore, !ownSite { out.dependsOnSiteBefore = true }
+            // A row written with a site not its own took the one in force before the piece, or
+            // (none assumed) the piece's first: both hold only if the guess was right.
+            if settings.siteFilter == nil, !ownSite { out.dependsOnSiteBefore = true }
             line.removeAll(keepingCapacity: true)
             switch settings.output {
             case .none: break
