@@ -7,7 +7,7 @@ import TrialKit
 struct Trial: ParsableCommand {
     static let configuration = CommandConfiguration(
         abstract: "Field trials: provisioning from the inventory, attenuation against ground-truth distance, importers, contacts from readings, rule replay, collected data checks.",
-        subcommands: [TrialReportCommand.self, TrialImportCommand.self, TrialContactsCommand.self, TrialReplayCommand.self, TrialVerifyCommand.self, TrialProvisionCommand.self, TrialCalibrateCommand.self]
+        subcommands: [TrialReportCommand.self, TrialRPIsCommand.self, TrialImportCommand.self, TrialContactsCommand.self, TrialReplayCommand.self, TrialVerifyCommand.self, TrialProvisionCommand.self, TrialCalibrateCommand.self]
     )
 }
 
@@ -131,13 +131,12 @@ struct TrialReportCommand: ParsableCommand {
             let dir = URL(fileURLWithPath: output)
             let rows = try AttenuationRowsWriter(reportDirectory: dir, daily: split == "daily", jsonLines: attenuationFormat == "jsonl")
             do {
-                stream.onObservation = { try rows.append($0, site: stream.site) }
+                stream.onObservation = { try rows.append($0, site: stream.rowSite ?? stream.site) }
                 if attenuations.isEmpty {
                     if stream.site == nil { stream.site = sightings.lazy.compactMap { TrialKit.SightingsExport.firstSite(URL(fileURLWithPath: $0)) }.first }
-                    for path in sightings {
-                        let receiver = TrialInputs.receiverName(ofSightingsFile: path)
-                        try TrialKit.SightingsExport.forEachPiece(URL(fileURLWithPath: path)) { try stream.addSightings($0, receiver: receiver) }
-                    }
+                    // Read in pieces on every core, matched against one RPI table; the rows go to `rows` directly.
+                    try stream.addSightingsFiles(sightings.map { .init(url: URL(fileURLWithPath: $0), receiver: TrialInputs.receiverName(ofSightingsFile: $0)) },
+                                                 rows: rows)
                 } else {
                     // Read in pieces on every core; the rows go to `rows` directly.
                     try stream.addAttenuationFiles(attenuations.map { URL(fileURLWithPath: $0) }, rows: rows)
@@ -168,5 +167,42 @@ struct TrialReportCommand: ParsableCommand {
             s += "; no fit: \(r.analysis.fitError ?? "no data")"
         }
         return s + "; report in \(output)"
+    }
+}
+
+/// `gaenctl trial rpis`: the keys' RPI table as CSV, for matching sightings outside gaenctl
+/// (the DuckDB recipe from sightings, docs/trial.md).
+struct TrialRPIsCommand: ParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "rpis",
+        abstract: "Write the keys' RPIs (with the transmitter, interval, matching window and AEM mask) as CSV.",
+        discussion: """
+            One row per RPI: rpi,transmitter,interval,match_from,match_to,tx_power_mask,key_rolling_start,\
+            key_rolling_period. A sighting matches a row when its rpi is the row's and floor(time / 600) lies \
+            in match_from..match_to (the matcher's 2-hour clock tolerance); its TX power is the signed byte \
+            (AEM byte 1) XOR tx_power_mask, used when it lies in -50..20. Revoked keys, keys with a rolling \
+            period outside 1..144 and repeated TEKs are left out, as trial report leaves them out.
+            """
+    )
+
+    @Option(parsing: .upToNextOption, help: ArgumentHelp("JSON key lists of the transmitters, one file per transmitter.", valueName: "FILE"))
+    var keys: [String] = []
+
+    @Option(name: [.short, .customLong("output")], help: ArgumentHelp("CSV file to write.", valueName: "FILE"))
+    var output: String
+
+    func validate() throws {
+        guard !keys.isEmpty else { throw ValidationError("give --keys") }
+    }
+
+    func run() throws {
+        try TrialCommandSupport.run("trial rpis") {
+            let transmitters = try keys.map(TrialInputs.readKeys)
+            let table = try RPITable(transmitters)
+            // Written whole and renamed into place: a failed run leaves an existing file as it was.
+            let file = try AtomicOutputFile(path: output, mode: 0o644, durable: false)
+            do { try table.writeCSV(to: file, names: transmitters.map(\.name)); try file.commit() } catch { file.discard(); throw error }
+            print("\(table.ordered.count) RPIs of \(table.keys.count) keys of \(transmitters.count) transmitters; wrote \(output)")
+        }
     }
 }

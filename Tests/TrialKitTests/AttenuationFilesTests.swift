@@ -65,7 +65,7 @@ import Testing
         if pieces {
             try stream.addAttenuationFiles(urls, rows: rows, pieceSize: pieceSize, threads: 2)
         } else {
-            stream.onObservation = { try rows.append($0, site: stream.site) }
+            stream.onObservation = { try rows.append($0, site: stream.rowSite ?? stream.site) }
             for u in urls { try stream.addAttenuations(fileAt: u) }
         }
         try rows.commit()
@@ -125,6 +125,29 @@ import Testing
         }
         #expect(message(true) == message(false))
         #expect(message(true).hasPrefix("\(a.path):303: column 'attenuation'"))
+    }
+
+    /// A pooled report (no --site) over several sites: each row written keeps the site its input
+    /// row names; a row naming none takes the report's (the first site seen, once seen), on both paths.
+    @Test(arguments: [false, true]) func pooledRowsKeepTheirOwnSite(pieces: Bool) throws {
+        let dir = FileManager.default.temporaryDirectory.appendingPathComponent("att-\(UUID().uuidString)")
+        defer { try? FileManager.default.removeItem(at: dir) }
+        try FileManager.default.createDirectory(at: dir, withIntermediateDirectories: true)
+        var text = "time,attenuation,distance,site\n"
+        let sites = ["", "hall", "annex", "annex", "\"a, b\"", ""]
+        for i in 0..<600 { text += "\(1_700_000_000 + i),\(50 + i % 30),2,\(sites[i % sites.count])\n" }
+        let url = dir.appendingPathComponent("pooled.csv")
+        try Data(text.utf8).write(to: url)
+        let out = dir.appendingPathComponent("out")
+        try Self.report([url], into: out, site: nil, daily: false, jsonLines: false, pieces: pieces, pieceSize: 300)
+        let rows = try CSVReader(contentsOf: out.appendingPathComponent("attenuation.csv"))
+        let c = try #require(rows.column("site"))
+        var written: [String] = []
+        try rows.forEachRow { written.append($0.string(c)) }
+        // A row naming no site takes the report's once it is known (the first site seen); the
+        // very first row comes before any.
+        let want = (0..<600).map { i in i == 0 ? "" : ["hall", "hall", "annex", "annex", "a, b", "hall"][i % 6] }
+        #expect(written == want)
     }
 
     @Test func rowEndsOutsideQuotes() {

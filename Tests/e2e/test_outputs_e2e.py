@@ -67,6 +67,16 @@ def test_failed_offline_commands_leave_files_alone(bin_dir, tmp_path):
     assert p.returncode != 0
     assert digest(target) == before
     assert sorted(x.name for x in tmp_path.iterdir()) == ["keys.zip"]
+    # trial rpis with a key list that is not one: an earlier RPI table stays.
+    rpis = tmp_path / "rpis.csv"
+    rpis.write_bytes(b"rpi,transmitter\n" * 100)
+    bad = tmp_path / "bad.json"
+    bad.write_text("[{\"key\": \"not base64\"}]")
+    before = digest(rpis)
+    p = subprocess.run([str(bin_dir / "gaenctl"), "trial", "rpis", "--keys", str(bad), "-o", str(rpis)], capture_output=True, text=True, timeout=60)
+    assert p.returncode == 1 and "trial rpis" in p.stderr, p.stderr
+    assert digest(rpis) == before
+    assert sorted(x.name for x in tmp_path.iterdir()) == ["bad.json", "keys.zip", "rpis.csv"]
 
 
 def tree(root) -> dict:

@@ -1347,13 +1347,13 @@ _gaenctl_trial() {
     unset 'unparsed_words[0]'
     unparsed_words=("${unparsed_words[@]}")
     case "${subcommand}" in
-    report|import|contacts|replay|verify|provision|calibrate)
+    report|rpis|import|contacts|replay|verify|provision|calibrate)
         # Offer subcommand argument completions
         "_gaenctl_trial_${subcommand}"
         ;;
     *)
         # Offer subcommand completions
-        COMPREPLY+=($(compgen -W 'report import contacts replay verify provision calibrate' -- "${cur}"))
+        COMPREPLY+=($(compgen -W 'report rpis import contacts replay verify provision calibrate' -- "${cur}"))
         ;;
     esac
 }
@@ -1410,6 +1410,24 @@ _gaenctl_trial_report() {
         return
         ;;
     '--positive')
+        return
+        ;;
+    esac
+}
+
+_gaenctl_trial_rpis() {
+    repeating_flags=()
+    non_repeating_flags=(--version -h --help)
+    repeating_options=(--keys)
+    non_repeating_options=(-o --output)
+    __gaenctl_offer_flags_options 0
+
+    # Offer option value completions
+    case "${prev}" in
+    '--keys')
+        return
+        ;;
+    '-o'|'--output')
         return
         ;;
     esac

@@ -117,6 +117,8 @@ function __gaenctl_parse_tokens -S
             switch $unparsed_tokens[1]
             case 'report'
                 __gaenctl_parse_subcommand 0 'sightings=+' 'keys=+' 'markers=+' 'attenuations=+' 'o/output=' 'site=' 'close-contact=' 'thresholds=' 'split=' 'attenuation-format=' 'placement=' 'collected=' 'contact-minutes=+' 'contact-distance=+' 'positive=+' 'version' 'h/help'
+            case 'rpis'
+                __gaenctl_parse_subcommand 0 'keys=+' 'o/output=' 'version' 'h/help'
             case 'import'
                 __gaenctl_parse_subcommand 0 'version' 'h/help'
                 switch $unparsed_tokens[1]
@@ -555,6 +557,7 @@ complete -c 'gaenctl' -n '__gaenctl_should_offer_completions_for_flags_or_option
 complete -c 'gaenctl' -n '__gaenctl_should_offer_completions_for_flags_or_options "gaenctl trial" version' -l 'version' -d 'Show the version.'
 complete -c 'gaenctl' -n '__gaenctl_should_offer_completions_for_flags_or_options "gaenctl trial" h help' -s 'h' -l 'help' -d 'Show help information.'
 complete -c 'gaenctl' -n '__gaenctl_should_offer_completions_for_positional "gaenctl trial" -eq 1' -fa 'report' -d 'Match sightings against keys, join ground truth, fit the channel and write a report directory.'
+complete -c 'gaenctl' -n '__gaenctl_should_offer_completions_for_positional "gaenctl trial" -eq 1' -fa 'rpis' -d 'Write the keys\' RPIs (with the transmitter, interval, matching window and AEM mask) as CSV.'
 complete -c 'gaenctl' -n '__gaenctl_should_offer_completions_for_positional "gaenctl trial" -eq 1' -fa 'import' -d 'Convert published trial data (DP-3T tables, Leith & Farrell datasets, histograms, raw RSSI tables) to the toolkit\'s formats.'
 complete -c 'gaenctl' -n '__gaenctl_should_offer_completions_for_positional "gaenctl trial" -eq 1' -fa 'contacts' -d 'Turn readings over time (trial import dp3t/rssi output) into contacts: exposure windows as the framework forms them, and each pair\'s distance over time.'
 complete -c 'gaenctl' -n '__gaenctl_should_offer_completions_for_positional "gaenctl trial" -eq 1' -fa 'replay' -d 'Replay notification rules per contact against ground truth: true/false positives per rule.'
@@ -578,6 +581,10 @@ complete -c 'gaenctl' -n '__gaenctl_should_offer_completions_for_flags_or_option
 complete -c 'gaenctl' -n '__gaenctl_should_offer_completions_for_flags_or_options "gaenctl trial report"' -l 'positive' -d 'A board known positive whose uploaded keys were not collected (then every day of the collected tree counts). Repeatable.' -rfka ''
 complete -c 'gaenctl' -n '__gaenctl_should_offer_completions_for_flags_or_options "gaenctl trial report" version' -l 'version' -d 'Show the version.'
 complete -c 'gaenctl' -n '__gaenctl_should_offer_completions_for_flags_or_options "gaenctl trial report" h help' -s 'h' -l 'help' -d 'Show help information.'
+complete -c 'gaenctl' -n '__gaenctl_should_offer_completions_for_flags_or_options "gaenctl trial rpis"' -l 'keys' -d 'JSON key lists of the transmitters, one file per transmitter.' -rfka ''
+complete -c 'gaenctl' -n '__gaenctl_should_offer_completions_for_flags_or_options "gaenctl trial rpis" o output' -s 'o' -l 'output' -d 'CSV file to write.' -rfka ''
+complete -c 'gaenctl' -n '__gaenctl_should_offer_completions_for_flags_or_options "gaenctl trial rpis" version' -l 'version' -d 'Show the version.'
+complete -c 'gaenctl' -n '__gaenctl_should_offer_completions_for_flags_or_options "gaenctl trial rpis" h help' -s 'h' -l 'help' -d 'Show help information.'
 complete -c 'gaenctl' -n '__gaenctl_should_offer_completions_for_flags_or_options "gaenctl trial import" version' -l 'version' -d 'Show the version.'
 complete -c 'gaenctl' -n '__gaenctl_should_offer_completions_for_flags_or_options "gaenctl trial import" h help' -s 'h' -l 'help' -d 'Show help information.'
 complete -c 'gaenctl' -n '__gaenctl_should_offer_completions_for_positional "gaenctl trial import" -eq 1' -fa 'dp3t' -d 'DP-3T bt-measurements result tables (SQLite or CSV) to an attenuation CSV.'

@@ -23,7 +23,7 @@ extension TrialStream {
         let format: AttenuationPieceParser.Output = rows == nil ? .none : (rows!.jsonLines ? .jsonLines : .csv)
         let settings = AttenuationPieceParser.Settings(groundTruth: groundTruth, siteFilter: siteFilter, output: format,
                                                        daily: rows?.daily != nil)
-        let results = PieceResults()
+        let results = PieceResults<AttenuationPieceParser.Result>()
         var pending: [(piece: AttenuationPiece, index: Int)] = []
         var submitted = 0
         // The site in force before a piece is known only once the pieces before it are merged;
@@ -126,15 +126,15 @@ struct AttenuationColumns: Sendable {
 }
 
 extension CSVReader {
-    /// The site of the first data row, when it has one (the workers' guess of the report's site).
+    /// The first site a row of these bytes names (the workers' guess of the report's site).
     func firstSite(_ columns: AttenuationColumns) -> String? {
         guard let c = columns.site else { return nil }
         var found: String?
         var header = true
         try? Self.scan(bytes, file: file) { row in
             if header { header = false; return true }
-            if !row.isEmpty(c) { found = row.string(c) }
-            return false
+            if !row.isEmpty(c) { found = row.string(c); return false }
+            return true // rows before the first site name none
         }
         return found
     }
@@ -209,8 +209,6 @@ enum AttenuationPieceParser {
         let c = piece.columns
         let filter = settings.siteFilter.map { Array($0.utf8) }
         var inForce = settings.siteFilter ?? siteBefore
-        // Whether the site written is still the one assumed for before the piece.
-        var siteFromBefore = settings.siteFilter == nil
         func siteBytes(_ s: String?) -> [UInt8] { Array(("," + CSVWriter.escape(s ?? "")).utf8) }
         var siteField = siteBytes(inForce)
         var pairs: [Pair] = []
@@ -278,16 +276,23 @@ enum AttenuationPieceParser {
 
         var header = piece.hasHeader
         var lastSite: [UInt8] = []
+        // The site of the run of rows (a row that names its site keeps it in the rows written).
+        var lastSiteText = "", lastSiteField: [UInt8] = []
         try CSVReader.scan(piece.bytes, file: piece.file) { row in
             if header { header = false; return true }
+            var ownSite = false
             if let cs = c.site, !row.isEmpty(cs) {
                 if let filter, !row.withText(cs, { $0.elementsEqual(filter) }) { return true }
                 // Rows of one site come in runs: a site is looked up only where the run changes.
-                if !row.withText(cs, { $0.elementsEqual(lastSite) }) { let t = row.string(cs); lastSite = Array(t.utf8); out.sites.insert(t) }
+                if !row.withText(cs, { $0.elementsEqual(lastSite) }) {
+                    let t = row.string(cs); lastSite = Array(t.utf8); out.sites.insert(t)
+                    lastSiteText = t; lastSiteField = siteBytes(t)
+                }
+                ownSite = true
                 if out.firstSite == nil {
                     let s = row.string(cs)
                     out.firstSite = s
-                    if inForce == nil { inForce = s; siteField = siteBytes(s); siteFromBefore = false }
+                    if inForce == nil { inForce = s; siteField = siteBytes(s) }
                 }
             }
             out.rows += 1
@@ -315,7 +320,9 @@ enum AttenuationPieceParser {
             if out.tally.wholeDecibels, a != a.rounded() { out.tally.wholeDecibels = false }
 
             if settings.output == .none { return true }
-            if siteFromBefore { out.dependsOnSiteBefore = true }
+            // A row written with a site not its own took the one in force before the piece, or
+            // (none assumed) the piece's first: both hold only if the guess was right.
+            if settings.siteFilter == nil, !ownSite { out.dependsOnSiteBefore = true }
             line.removeAll(keepingCapacity: true)
             switch settings.output {
             case .none: break
@@ -325,7 +332,7 @@ enum AttenuationPieceParser {
                 line.append(0x2C); csvField(row, c.transmitter)
                 line.append(0x2C); exact(d)
                 line.append(0x2C); exact(a)
-                line += siteField
+                line += ownSite ? lastSiteField : siteField
                 line.append(0x2C); if let r = c.rpi { row.withText(r) { line += $0 } }
                 line.append(0x2C); int(txPower)
                 line.append(0x2C); int(rssi)
@@ -335,7 +342,7 @@ enum AttenuationPieceParser {
                 let rpi = c.rpi.map { row.string($0) }.flatMap { $0.isEmpty ? nil : $0 }
                 let o = Observation(time: t, receiver: pairs[p].names.receiver, transmitter: pairs[p].names.transmitter, distance: d,
                                     attenuation: a, rpi: rpi, txPower: txPower, rssi: rssi, rssiCorrection: correction)
-                line += TrialReportWriter.attenuationJSONLine(o, site: inForce).utf8
+                line += TrialReportWriter.attenuationJSONLine(o, site: ownSite ? lastSiteText : inForce).utf8
                 line.append(0x0A)
             }
             if settings.daily {
@@ -464,19 +471,20 @@ final class PieceReader {
     }
 }
 
-/// The workers' results by piece index, taken in order by the merging thread.
-final class PieceResults: @unchecked Sendable {
+/// The workers' results by piece index, taken in order by the merging thread (NSCondition:
+/// the merging thread sleeps until its piece is done).
+final class PieceResults<Value: Sendable>: @unchecked Sendable {
     private let condition = NSCondition()
-    private var done: [Int: Result<AttenuationPieceParser.Result, any Error>] = [:]
+    private var done: [Int: Result<Value, any Error>] = [:]
 
-    func put(_ index: Int, _ result: Result<AttenuationPieceParser.Result, any Error>) {
+    func put(_ index: Int, _ result: Result<Value, any Error>) {
         condition.lock()
         done[index] = result
         condition.broadcast()
         condition.unlock()
     }
 
-    func take(_ index: Int) -> Result<AttenuationPieceParser.Result, any Error> {
+    func take(_ index: Int) -> Result<Value, any Error> {
         condition.lock()
         defer { condition.unlock() }
         while done[index] == nil { condition.wait() }

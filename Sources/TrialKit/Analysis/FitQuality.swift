@@ -78,12 +78,15 @@ public struct TobitFit: Sendable, Codable, Equatable {
         guard nHeard >= 3 else { return nil }
         let xs = Set(heard.map(\.x) + censored.map(\.x))
         guard xs.count >= 2 else { return nil }
+        // Sorted first: the callers' points come from dictionaries, and the start's sums (so the
+        // last digits of the result) must not depend on their order.
+        let heard = heard.sorted { ($0.x, $0.y) < ($1.x, $1.y) }
         let initial: (a: Double, b: Double, sigma: Double)
         if let start { initial = start } else {
             guard let ols = try? LinearFit(weighted: heard) else { return nil }
             initial = (ols.intercept, ols.slope, max(ols.residualSigma, 0.5))
         }
-        let h = heard.sorted { ($0.x, $0.y) < ($1.x, $1.y) }.map { ($0.x, $0.y, Double($0.count)) }
+        let h = heard.map { ($0.x, $0.y, Double($0.count)) }
         let c = censored.sorted { $0.x < $1.x }.map { ($0.x, Double($0.count)) }
         func nll(_ v: [Double]) -> Double {
             let a = v[0], b = v[1], ls = v[2], s = exp(ls)

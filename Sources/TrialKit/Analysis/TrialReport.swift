@@ -185,11 +185,13 @@ public enum TrialPipeline {
     }
 
     /// With `site`, rows whose `site` column names another site are left out (a `trial import
-    /// dp3t` file holds several scenarios, one per site); `firstSite` is told the first site seen.
+    /// dp3t` file holds several scenarios, one per site); `firstSite` is told the first site seen,
+    /// `rowSite` each row's own site (nil when it names none) before `body` gets the row.
     /// The TX power is the one the attenuation used: `calibration_tx` when the file has it
     /// (a calibrated import), else `tx_power`.
     public static func forEachObservation(attenuationCSV reader: CSVReader, groundTruth: GroundTruth, site: String?,
                                           firstSite: (String) -> Void, everySite: (String) -> Void = { _ in },
+                                          rowSite: (String?) -> Void = { _ in },
                                           _ body: (Observation) throws -> Void) throws -> TrialReport.Counts {
         let cTime = try reader.requireColumn("time"), cAtt = try reader.requireColumn("attenuation")
         let cRx = reader.column("receiver"), cTx = reader.column("transmitter"), cDist = reader.column("distance")
@@ -205,6 +207,9 @@ public enum TrialPipeline {
                 if let site, s != site { return }
                 if !seenSite { seenSite = true; firstSite(s) }
                 everySite(s)
+                rowSite(s)
+            } else {
+                rowSite(nil)
             }
             counts.rows += 1; counts.reports += 1; counts.matched += 1
             let t = try row.requireDouble(cTime, column: "time")

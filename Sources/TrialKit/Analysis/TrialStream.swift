@@ -15,6 +15,9 @@ public final class TrialStream {
     public var site: String?
     /// Every site the rows named: more than one is a pooled report.
     public internal(set) var sites: Set<String> = []
+    /// While an attenuation row is handed to `onObservation`: its own site, when it names one
+    /// (a pooled report's rows keep their sites: `rows.append(o, site: stream.rowSite ?? stream.site)`).
+    public internal(set) var rowSite: String?
     let siteFilter: String?
     let transmitters: [TransmitterKeys]
     let groundTruth: GroundTruth
@@ -117,7 +120,9 @@ public final class TrialStream {
         attenuationInput = true
         // The first row's site labels the report and the rows written after it.
         let c = try TrialPipeline.forEachObservation(attenuationCSV: reader, groundTruth: groundTruth, site: siteFilter,
-                                                     firstSite: { [self] s in if site == nil { site = s } }, everySite: { [self] in sites.insert($0) }) { try add($0) }
+                                                     firstSite: { [self] s in if site == nil { site = s } }, everySite: { [self] in sites.insert($0) },
+                                                     rowSite: { [self] in rowSite = $0 }) { try add($0) }
+        rowSite = nil
         counts.rows += c.rows; counts.reports += c.reports; counts.matched += c.matched
         counts.withoutGroundTruth += c.withoutGroundTruth
     }

@@ -78,7 +78,7 @@ public enum TrialInputs {
         let out = dir.appendingPathComponent("report")
         let rows = try AttenuationRowsWriter(reportDirectory: out, daily: false)
         do {
-            stream.onObservation = { try rows.append($0, site: stream.site) }
+            stream.onObservation = { try rows.append($0, site: stream.rowSite ?? stream.site) }
             let sightingFiles = try files("sightings")
             stream.site = sightingFiles.lazy.compactMap { SightingsExport.firstSite(URL(fileURLWithPath: $0)) }.first
             for path in sightingFiles {

@@ -1,0 +1,677 @@
+import ENProtocol
+import Foundation
+#if canImport(Glibc)
+import Glibc
+#endif
+
+/// The keys' RPIs derived once (one AES block per key and interval) into a table shared
+/// read-only by the workers of `addSightingsFiles`, by the rule of ProjectMatcher
+/// (ENProtocol's ExposureMatcher): a sighting in interval i matches RPI_j of a key when
+/// |i - j| <= the clock tolerance (12 intervals); revoked keys, keys with a rolling period
+/// outside 1...144 and a TEK already given by an earlier key are left out; a match whose
+/// decrypted TX power is implausible is counted, not used. `trial rpis` writes the same table.
+public struct RPITable: Sendable {
+    struct Key: Hashable, Sendable {
+        var low: UInt64, high: UInt64
+        init(low: UInt64, high: UInt64) { self.low = low; self.high = high }
+        init(_ d: Data) {
+            (low, high) = d.withUnsafeBytes { ($0.loadUnaligned(fromByteOffset: 0, as: UInt64.self),
+                                               $0.loadUnaligned(fromByteOffset: 8, as: UInt64.self)) }
+        }
+    }
+
+    public struct Entry: Sendable {
+        public var transmitter: Int
+        /// Index into `keys` (the key's AEMK and its own fields).
+        public var key: Int
+        public var interval: UInt32
+    }
+
+    public struct KeyInfo: Sendable {
+        public var transmitter: Int
+        public var key: DiagnosisKey
+        public var aemk: AssociatedEncryptedMetadataKey
+    }
+
+    let table: [Key: Entry]
+    public let keys: [KeyInfo]
+    public let tolerance: Int
+    /// Every RPI in derivation order (transmitter, key, interval), for `trial rpis`.
+    public let ordered: [(rpi: RollingProximityIdentifier, entry: Entry)]
+
+    public init(_ transmitters: [TransmitterKeys], tolerance: Int = SightingIndex.defaultTolerance) throws {
+        let schedule = try GAENKeySchedule()
+        var table: [Key: Entry] = [:]
+        var keys: [KeyInfo] = []
+        var ordered: [(RollingProximityIdentifier, Entry)] = []
+        var seen: Set<TemporaryExposureKey> = []
+        for (t, tx) in transmitters.enumerated() {
+            for k in tx.keys where !seen.contains(k.key) && k.reportType != .revoked {
+                seen.insert(k.key)
+                // ExposureMatcher counts such keys as invalid and derives nothing for them.
+                guard (1...Int(ENIntervalNumber.perDay)).contains(Int(k.rollingPeriod)), k.key.bytes.count == 16 else { continue }
+                let index = keys.count
+                keys.append(KeyInfo(transmitter: t, key: k, aemk: schedule.associatedEncryptedMetadataKey(for: k.key)))
+                let rpis = try schedule.rollingProximityIdentifiers(for: k.key, from: k.rollingStartIntervalNumber, count: Int(k.rollingPeriod))
+                for (j, rpi) in rpis.enumerated() {
+                    let e = Entry(transmitter: t, key: index, interval: k.rollingStartIntervalNumber.rawValue + UInt32(j))
+                    ordered.append((rpi, e))
+                    let rk = Key(rpi.bytes)
+                    if table[rk] == nil { table[rk] = e }
+                }
+            }
+        }
+        self.table = table; self.keys = keys; self.tolerance = tolerance; self.ordered = ordered
+    }
+
+    func entry(_ rpi: RollingProximityIdentifier) -> Entry? { table[Key(rpi.bytes)] }
+
+    /// The AES-CTR keystream byte over the AEM's TX power byte (byte 1): TX power =
+    /// Int8(bitPattern: AEM byte 1 XOR this). DuckDB gets this instead of the AEMK.
+    public func txPowerMask(_ rpi: RollingProximityIdentifier, key: Int) throws -> UInt8 {
+        // Decrypting a zero AEM gives the keystream itself.
+        let zero = try AssociatedEncryptedMetadata(bytes: Data(count: 4))
+        return UInt8(bitPattern: try GAENKeySchedule.decryptMetadata(zero, rpi: rpi, aemk: keys[key].aemk).txPower)
+    }
+}
+
+/// `trial report --sightings` over many files on every core (the design of
+/// addAttenuationFiles): each file is read in pieces cut at row ends; a worker thread parses a
+/// piece, matches it against the shared RPITable, joins ground truth, counts it and renders its
+/// attenuation rows; the pieces are merged on the calling thread in input order, so the report,
+/// the rows and the first error (file and line) are those of addSightings piece by piece
+/// (Tests/TrialKitTests/SightingsFilesTests.swift compares the two). At most `threads + 1`
+/// pieces are in flight: memory does not grow with rows.
+extension TrialStream {
+    public struct SightingsInput: Sendable {
+        public var url: URL
+        /// The name a row without a `node` takes (TrialInputs.receiverName).
+        public var receiver: String?
+        public init(url: URL, receiver: String?) { self.url = url; self.receiver = receiver }
+    }
+
+    /// Reads sightings files (CSV or JSON lines) and writes their analysed rows to `rows` (not
+    /// through `onObservation`).
+    public func addSightingsFiles(_ inputs: [SightingsInput], rows: AttenuationRowsWriter?, pieceSize: Int = 4 << 20,
+                                  threads: Int = ProcessInfo.processInfo.activeProcessorCount) throws {
+        let table = try RPITable(transmitters)
+        let output: SightingsPieceParser.Output = rows == nil ? .none : (rows!.jsonLines ? .jsonLines : .csv)
+        let settings = SightingsPieceParser.Settings(table: table, names: transmitters.map(\.name), nameID: nameID, groundTruth: groundTruth,
+                                                     siteFilter: siteFilter, output: output, daily: rows?.daily != nil)
+        let results = PieceResults<SightingsPieceParser.Result>()
+        var pending: [(piece: SightingsPiece, index: Int, guess: String?)] = []
+        var submitted = 0
+        var fileLines = 0
+
+        func merge() throws {
+            let (piece, index, guess) = pending.removeFirst()
+            // As forEachPiece numbers them: a later piece carries the header again.
+            let shift = piece.first ? 0 : fileLines - (piece.headerLines)
+            var out: SightingsPieceParser.Result
+            do {
+                out = try results.take(index).get()
+                // The worker guessed the site in force; the rows are rendered again if it was wrong.
+                if out.rendered > 0, (site ?? out.firstSite) != (guess ?? out.firstSite) {
+                    out = try SightingsPieceParser.parse(piece, settings: settings, siteBefore: site)
+                }
+            } catch let e as SightingsFormatError {
+                throw SightingsFileError(file: piece.file, reason: SightingsExport.shifted(e, by: shift).description)
+            }
+            fileLines = (piece.first ? 0 : fileLines) + out.lines
+            if site == nil, let s = out.firstSite { site = s }
+            sites.formUnion(out.sites)
+            counts.rows += out.rows; counts.emptyScans += out.emptyScans; counts.reports += out.reports
+            counts.matched += out.matched; counts.implausibleMetadata += out.implausible
+            counts.withoutGroundTruth += out.withoutGroundTruth; counts.withGroundTruth += out.withGroundTruth
+            weakest = max(weakest, out.weakest)
+            if !out.wholeDecibels { wholeDecibels = false }
+            // A scan already seen (it began in an earlier piece) takes this piece's hearings one
+            // by one, in order, so its sums are those of the rows one by one.
+            var replay: Set<Int32> = []
+            for (i, k) in out.scanKeys.enumerated() {
+                if scans[k] == nil { scans[k] = out.heard[i] } else { replay.insert(Int32(i)) }
+            }
+            if !replay.isEmpty {
+                for h in out.hearings where replay.contains(h.scan) {
+                    let k = out.scanKeys[Int(h.scan)]
+                    if let i = scans[k]!.firstIndex(where: { $0.id == h.id }) {
+                        scans[k]![i].sum += h.attenuation; scans[k]![i].count += 1
+                    } else {
+                        scans[k]!.append(Heard(id: h.id, sum: h.attenuation, count: 1))
+                    }
+                }
+            }
+            tally.merge(out.tally)
+            if let rows {
+                if let daily = rows.daily {
+                    for b in out.daily {
+                        try daily.append(bytes: b.bytes, rows: b.rows,
+                                         relativePath: DailyLayout.relativePath(board: b.board, day: DailyLayout.day(b.time), file: daily.fileName))
+                    }
+                } else {
+                    try rows.append(bytes: out.text)
+                }
+            }
+        }
+
+        do {
+            for input in inputs {
+                let reader = try SightingsPieceReader(url: input.url, pieceSize: pieceSize)
+                var first = true
+                while let bytes = try reader.next() {
+                    let piece = SightingsPiece(bytes: bytes, header: first ? [] : reader.header, file: input.url.path,
+                                               receiver: input.receiver, first: first, jsonLines: reader.jsonLines)
+                    first = false
+                    while pending.count > max(1, threads) { try merge() }
+                    let index = submitted, guess = site
+                    submitted += 1
+                    pending.append((piece, index, guess))
+                    DispatchQueue.global().async {
+                        results.put(index, Result { try SightingsPieceParser.parse(piece, settings: settings, siteBefore: guess) })
+                    }
+                }
+            }
+            while !pending.isEmpty { try merge() }
+        } catch {
+            // Let the workers finish with what they hold before the error is reported.
+            for p in pending { _ = results.take(p.index) }
+            throw error
+        }
+    }
+}
+
+/// A run of whole rows of one sightings file; a piece after the first has the file's header
+/// put back in front (as SightingsExport.forEachPiece does).
+struct SightingsPiece: Sendable {
+    var bytes: [UInt8]
+    var header: [UInt8]
+    var file: String
+    var receiver: String?
+    var first: Bool
+    var jsonLines: Bool
+    var headerLines: Int { header.isEmpty ? 0 : 1 }
+}
+
+/// A sightings file read in pieces of about `pieceSize` bytes cut where forEachPiece cuts:
+/// after the last newline outside quotes (JSON lines: the last newline).
+final class SightingsPieceReader {
+    let url: URL
+    let pieceSize: Int
+    private let handle: FileHandle
+    private var pending: [UInt8] = []
+    private var atEnd = false
+    private var started = false
+    private(set) var jsonLines = false
+    /// The header row of a CSV file, with its newline (empty for JSON lines).
+    private(set) var header: [UInt8] = []
+
+    init(url: URL, pieceSize: Int) throws {
+        self.url = url
+        self.pieceSize = max(1, pieceSize)
+        do { handle = try FileHandle(forReadingFrom: url) } catch {
+            throw SightingsFileError(file: url.path, reason: "cannot read: \(error.localizedDescription)")
+        }
+    }
+
+    deinit { try? handle.close() }
+
+    private func read() throws {
+        do {
+            let more = try handle.read(upToCount: pieceSize) ?? Data()
+            if more.count < pieceSize { atEnd = true }
+            pending += more
+        } catch {
+            throw SightingsFileError(file: url.path, reason: "cannot read: \(error.localizedDescription)")
+        }
+    }
+
+    /// The next piece; nil after the last. The first piece is returned even when empty (the
+    /// parser's error for an empty file is the one-thread path's).
+    func next() throws -> [UInt8]? {
+        if !started {
+            try read()
+            jsonLines = pending.first(where: { !($0 == 0x20 || $0 == 0x0a || $0 == 0x0d || $0 == 0x09) }) == UInt8(ascii: "{")
+        }
+        while pending.count < pieceSize, !atEnd { try read() }
+        if started, pending.isEmpty { return nil }
+        while true {
+            if atEnd {
+                defer { pending = [] }
+                return finish(pending)
+            }
+            if let cut = lastRowEnd() {
+                let piece = Array(pending[..<cut])
+                pending.removeSubrange(..<cut)
+                return finish(piece)
+            }
+            try read() // one row longer than what is pending
+        }
+    }
+
+    private func finish(_ piece: [UInt8]) -> [UInt8] {
+        if !started {
+            started = true
+            if !jsonLines, let nl = piece.firstIndex(of: 0x0A) { header = Array(piece[...nl]) }
+        }
+        return piece
+    }
+
+    /// After the last newline outside quotes (quotes toggle, as forEachPiece counts them).
+    private func lastRowEnd() -> Int? {
+        pending.withUnsafeBufferPointer { b -> Int? in
+            guard let base = b.baseAddress, b.count > 0 else { return nil }
+            if jsonLines || memchr(base, 0x22, b.count) == nil {
+                var i = b.count - 1
+                while i >= 0 { if b[i] == 0x0A { return i + 1 }; i -= 1 }
+                return nil
+            }
+            var quoted = false, last: Int?
+            for i in 0..<b.count {
+                if b[i] == 0x22 { quoted.toggle() } else if b[i] == 0x0A, !quoted { last = i + 1 }
+            }
+            return last
+        }
+    }
+}
+
+/// One piece of sightings parsed, matched, joined and rendered on a worker thread: what
+/// TrialStream.addSightings and AttenuationRowsWriter.append do for its rows.
+enum SightingsPieceParser {
+    enum Output: Sendable { case none, csv, jsonLines }
+
+    struct Settings: Sendable {
+        var table: RPITable
+        var names: [String]
+        var nameID: [Int32]
+        var groundTruth: GroundTruth
+        var siteFilter: String?
+        var output: Output
+        var daily: Bool
+    }
+
+    struct Hearing: Sendable { var scan: Int32; var id: Int32; var attenuation: Double }
+
+    struct Result: Sendable {
+        /// Rows of the piece as forEachPiece counts them (newlines outside quotes).
+        var lines = 0
+        var rows = 0, emptyScans = 0, reports = 0, matched = 0, implausible = 0
+        var withGroundTruth = 0, withoutGroundTruth = 0
+        var firstSite: String?
+        var sites: Set<String> = []
+        var weakest = -Double.infinity
+        var wholeDecibels = true
+        /// Every scan of the piece in order of first appearance, what each heard, and every
+        /// hearing in order (replayed when a scan began in an earlier piece).
+        var scanKeys: [TrialStream.ScanKey] = []
+        var heard: [[TrialStream.Heard]] = []
+        var hearings: [Hearing] = []
+        var tally = ObservationTally.Part()
+        /// Attenuation rows rendered (a wrong site guess renders them again).
+        var rendered = 0
+        var text: [UInt8] = []
+        var daily: [AttenuationPieceParser.DailyRows] = []
+    }
+
+    static func countLines(_ bytes: [UInt8], quotes: Bool) -> Int {
+        bytes.withUnsafeBufferPointer { b in
+            guard var p = b.baseAddress.map(UnsafeRawPointer.init) else { return 0 }
+            if !quotes || memchr(p, 0x22, b.count) == nil {
+                var n = 0
+                let end = p + b.count
+                while p < end, let hit = memchr(p, 0x0A, end - p) { n += 1; p = UnsafeRawPointer(hit) + 1 }
+                return n
+            }
+            var n = 0, quoted = false
+            for x in b { if x == 0x22 { quoted.toggle() } else if x == 0x0A, !quoted { n += 1 } }
+            return n
+        }
+    }
+
+    /// A row reduced to what the report uses: names as indices into the piece's name list, the
+    /// RPI as two words (no String or Data per row).
+    struct Row {
+        var time: Double
+        var scanStart: Double? // nil: no scan
+        var rpiLow: UInt64 = 0, rpiHigh: UInt64 = 0
+        var aem: UInt32 = 0
+        var rssi: Int32 = 0
+        var correction: Int32 = 0
+        var report = false
+        var node: Int32 = -1, site: Int32 = -1
+    }
+
+    /// The rows and their distinct names.
+    struct Rows {
+        var rows: [Row] = []
+        var names: [String] = []
+        var nameIndex: [String: Int32] = [:]
+        mutating func name(_ s: String?) -> Int32 {
+            guard let s, !s.isEmpty else { return -1 }
+            if let i = nameIndex[s] { return i }
+            names.append(s); nameIndex[s] = Int32(names.count - 1)
+            return Int32(names.count - 1)
+        }
+    }
+
+    static func parse(_ piece: SightingsPiece, settings: Settings, siteBefore: String?) throws -> Result {
+        var out = Result()
+        out.lines = countLines(piece.bytes, quotes: !piece.jsonLines)
+        // Blank lines only (forEachPiece leaves such a piece out; its lines still count).
+        if !piece.first, piece.bytes.allSatisfy({ $0 == 0x20 || $0 == 0x0a || $0 == 0x0d || $0 == 0x09 }) { return out }
+        // The usual export straight from the bytes; anything else it does not take (quotes, blanks
+        // around a field, a bad value) goes through ENProtocol's reader, whose errors are the report's.
+        var rows: Rows
+        if let fast = fastRows(piece) { rows = fast } else {
+            rows = Rows()
+            for r in try SightingsFile.records(Data(piece.header + piece.bytes)) {
+                var row = Row(time: r.time, scanStart: r.scanStart)
+                if let rpi = r.rpi, let aem = r.aem, let rssi = r.rssi {
+                    let k = RPITable.Key(rpi.bytes)
+                    row.rpiLow = k.low; row.rpiHigh = k.high
+                    row.aem = aem.bytes.withUnsafeBytes { $0.loadUnaligned(as: UInt32.self) }
+                    row.rssi = Int32(rssi); row.report = true
+                }
+                row.correction = Int32(r.rssiCorrection)
+                row.node = rows.name(r.node); row.site = rows.name(r.site)
+                rows.rows.append(row)
+            }
+        }
+        return try analyse(rows, piece: piece, settings: settings, siteBefore: siteBefore, into: out)
+    }
+
+    /// The rows of a CSV piece without quotes whose every field reads as ENProtocol's reader
+    /// reads it (parseUnquotedCSV, validate); nil when any does not.
+    static func fastRows(_ piece: SightingsPiece) -> Rows? {
+        if piece.jsonLines { return nil }
+        let all = piece.header + piece.bytes
+        return all.withUnsafeBufferPointer { b -> Rows? in
+            guard let base = b.baseAddress, b.count > 0, memchr(base, 0x22, b.count) == nil else { return nil }
+            var rows = Rows()
+            var columns: [Int] = [] // time, rpi, aem, rssi, scan_start, scan_end, rssi_correction, node, site, address
+            var count = 0
+            var starts: [Int] = [], ends: [Int] = []
+            var lineStart = 0
+            func text(_ f: Int) -> UnsafeBufferPointer<UInt8> { UnsafeBufferPointer(rebasing: b[starts[f]..<ends[f]]) }
+            func blank(_ c: UInt8) -> Bool { c == 0x20 || c == 0x09 }
+            func hex(_ c: UInt8) -> UInt64? {
+                switch c {
+                case 0x30...0x39: return UInt64(c - 0x30)
+                case 0x61...0x66: return UInt64(c - 0x61 + 10)
+                default: return nil
+                }
+            }
+            func int(_ t: UnsafeBufferPointer<UInt8>) -> Int? {
+                guard !t.isEmpty, t.count <= 6 else { return nil }
+                var i = 0, neg = false, v = 0
+                if t[0] == 0x2D { neg = true; i = 1 } else if t[0] == 0x2B { i = 1 }
+                guard i < t.count else { return nil }
+                while i < t.count { guard t[i] >= 0x30, t[i] <= 0x39 else { return nil }; v = v * 10 + Int(t[i] - 0x30); i += 1 }
+                return neg ? -v : v
+            }
+            func seconds(_ t: UnsafeBufferPointer<UInt8>) -> Double? {
+                // Digits and one point only, short enough to be a small String (no allocation).
+                guard !t.isEmpty, t.count <= 15, t.allSatisfy({ ($0 >= 0x30 && $0 <= 0x39) || $0 == 0x2E }) else { return nil }
+                guard let v = Double(String(decoding: t, as: UTF8.self)), v.isFinite, v >= 0 else { return nil }
+                return v
+            }
+            var nameCache: [Int: (bytes: [UInt8], index: Int32)] = [:] // by column: the last name seen
+            func name(_ column: Int) -> Int32 {
+                let t = text(column)
+                if t.isEmpty { return -1 }
+                if let c = nameCache[column], c.bytes.elementsEqual(t) { return c.index }
+                let i = rows.name(String(decoding: t, as: UTF8.self))
+                nameCache[column] = (Array(t), i)
+                return i
+            }
+            while lineStart < b.count {
+                var lineEnd = lineStart
+                if let hit = memchr(base + lineStart, 0x0A, b.count - lineStart) {
+                    lineEnd = UnsafePointer<UInt8>(hit.assumingMemoryBound(to: UInt8.self)) - base
+                } else { lineEnd = b.count }
+                let next = lineEnd + 1
+                if lineEnd > lineStart, b[lineEnd - 1] == 0x0D { lineEnd -= 1 }
+                defer { lineStart = next }
+                if lineEnd == lineStart { continue }
+                starts.removeAll(keepingCapacity: true); ends.removeAll(keepingCapacity: true)
+                var fs = lineStart
+                var i = lineStart
+                while i < lineEnd {
+                    if b[i] == 0x2C { starts.append(fs); ends.append(i); fs = i + 1 }
+                    i += 1
+                }
+                starts.append(fs); ends.append(lineEnd)
+                if columns.isEmpty {
+                    var names: [String] = []
+                    for f in 0..<starts.count {
+                        let t = text(f)
+                        if let c = t.first, blank(c) { return nil }
+                        if let c = t.last, blank(c) { return nil }
+                        names.append(String(decoding: t, as: UTF8.self))
+                    }
+                    func col(_ n: String) -> Int { names.firstIndex(of: n) ?? -1 }
+                    columns = ["time", "rpi", "aem", "rssi", "scan_start", "scan_end", "rssi_correction", "node", "site", "address"].map(col)
+                    if columns[0...3].contains(-1) || (columns[4] < 0) != (columns[5] < 0) { return nil }
+                    count = names.count
+                    continue
+                }
+                guard starts.count == count else { return nil }
+                guard let time = seconds(text(columns[0])) else { return nil }
+                var row = Row(time: time, scanStart: nil)
+                if columns[4] >= 0 {
+                    let s = text(columns[4]), e = text(columns[5])
+                    if !(s.isEmpty && e.isEmpty) {
+                        guard let start = seconds(s), let end = seconds(e), end >= start else { return nil }
+                        row.scanStart = start
+                    }
+                }
+                if columns[6] >= 0, !text(columns[6]).isEmpty {
+                    guard let c = int(text(columns[6])), (-100...100).contains(c) else { return nil }
+                    row.correction = Int32(c)
+                }
+                let rpi = text(columns[1]), aem = text(columns[2]), rssi = text(columns[3])
+                let address = columns[9] >= 0 ? text(columns[9]) : UnsafeBufferPointer(rebasing: b[0..<0])
+                if rpi.isEmpty {
+                    guard aem.isEmpty, rssi.isEmpty, address.isEmpty else { return nil }
+                } else {
+                    guard rpi.count == 32, aem.count == 8 else { return nil }
+                    var words: [UInt64] = [0, 0]
+                    for w in 0..<2 {
+                        var v: UInt64 = 0
+                        for k in 0..<8 { // little-endian words, as RPITable.Key loads the bytes
+                            guard let hi = hex(rpi[w * 16 + 2 * k]), let lo = hex(rpi[w * 16 + 2 * k + 1]) else { return nil }
+                            v |= (hi << 4 | lo) << (8 * UInt64(k))
+                        }
+                        words[w] = v
+                    }
+                    var a: UInt32 = 0
+                    for k in 0..<4 {
+                        guard let hi = hex(aem[2 * k] | 0x20), let lo = hex(aem[2 * k + 1] | 0x20) else { return nil }
+                        a |= UInt32(hi << 4 | lo) << (8 * UInt32(k))
+                    }
+                    guard let r = int(rssi), (-127...20).contains(r) else { return nil }
+                    // The address is not used, but a bad one is the reader's error.
+                    if !address.isEmpty {
+                        guard address.count == 17 else { return nil }
+                        for k in 0..<17 {
+                            if k % 3 == 2 { guard address[k] == 0x3A else { return nil } } else {
+                                guard hex(address[k] | 0x20) != nil else { return nil }
+                            }
+                        }
+                    }
+                    row.rpiLow = words[0]; row.rpiHigh = words[1]; row.aem = a; row.rssi = Int32(r); row.report = true
+                }
+                if columns[7] >= 0 { row.node = name(columns[7]) }
+                if columns[8] >= 0 { row.site = name(columns[8]) }
+                rows.rows.append(row)
+            }
+            return columns.isEmpty ? nil : rows
+        }
+    }
+
+    static func analyse(_ input: Rows, piece: SightingsPiece, settings: Settings, siteBefore: String?, into result: Result) throws -> Result {
+        var out = result
+        var names = input.names
+        // Rows without a node take the file's receiver; with a site filter, other sites' rows go.
+        var receiver: Int32 = -1
+        if let r = piece.receiver {
+            if let i = names.firstIndex(of: r) { receiver = Int32(i) } else { names.append(r); receiver = Int32(names.count - 1) }
+        }
+        let filter: Int32? = settings.siteFilter.map { f in names.firstIndex(of: f).map(Int32.init) ?? -2 }
+        var rows = input.rows
+        if filter != nil || receiver >= 0 {
+            rows = []
+            rows.reserveCapacity(input.rows.count)
+            for var r in input.rows {
+                if let filter, r.site >= 0, r.site != filter { continue }
+                if r.node < 0 { r.node = receiver }
+                rows.append(r)
+            }
+        }
+        func text(_ i: Int32) -> String? { i < 0 ? nil : names[Int(i)] }
+        out.firstSite = rows.first(where: { $0.site >= 0 }).map { names[Int($0.site)] }
+        let site = siteBefore ?? out.firstSite
+        var last: Int32 = -1
+        for r in rows where r.site >= 0 && r.site != last { last = r.site; out.sites.insert(names[Int(r.site)]) }
+        out.rows = rows.count
+        struct ScanID: Hashable { var node: Int32; var start: Double }
+        var scanIndex: [ScanID: Int32] = [:]
+        for r in rows {
+            if r.report { out.reports += 1 } else { out.emptyScans += 1 }
+            if let start = r.scanStart {
+                let k = ScanID(node: r.node, start: start)
+                if scanIndex[k] == nil {
+                    scanIndex[k] = Int32(out.scanKeys.count)
+                    out.scanKeys.append(TrialStream.ScanKey(node: text(r.node) ?? "", start: start)); out.heard.append([])
+                }
+            }
+        }
+        let siteField = Array(("," + CSVWriter.escape(site ?? "")).utf8)
+        struct CacheKey: Hashable { var low: UInt64, high: UInt64, aem: UInt32 }
+        var cache: [CacheKey: BluetoothMetadata] = [:]
+        // Per (receiver name, transmitter) pair: its index in the tally and its rendered names.
+        struct PairID: Hashable { var node: Int32; var transmitter: Int }
+        var pairs: [PairID: (pair: NodePair, part: Int32, prefix: [UInt8])] = [:]
+        var pairIndex: [NodePair: Int32] = [:]
+        var buckets: [AttenuationPieceParser.BucketKey: Int] = [:]
+        var receivers: [String: Int32] = [:]
+        var numbers: [UInt64: [UInt8]] = [:]
+        var line: [UInt8] = []
+        line.reserveCapacity(256)
+        let digits = Array("0123456789abcdef".utf8)
+        let tolerance = Int64(settings.table.tolerance)
+        for r in rows where r.report {
+            guard let e = settings.table.table[RPITable.Key(low: r.rpiLow, high: r.rpiHigh)] else { continue }
+            let i = Int64(ENIntervalNumber(unixSeconds: r.time).rawValue)
+            guard abs(i - Int64(e.interval)) <= tolerance else { continue }
+            let ck = CacheKey(low: r.rpiLow, high: r.rpiHigh, aem: r.aem)
+            let md: BluetoothMetadata
+            if let m = cache[ck] { md = m } else {
+                let rpi = try RollingProximityIdentifier(bytes: withUnsafeBytes(of: (r.rpiLow, r.rpiHigh)) { Data($0) })
+                let aem = try AssociatedEncryptedMetadata(bytes: withUnsafeBytes(of: r.aem) { Data($0) })
+                md = try GAENKeySchedule.decryptMetadata(aem, rpi: rpi, aemk: settings.table.keys[e.key].aemk)
+                cache[ck] = md
+            }
+            guard BluetoothMetadata.plausibleTxPower.contains(Int(md.txPower)) else { out.implausible += 1; continue }
+            out.matched += 1
+            // As ProjectMatcher: TX power - (the row's RSSI + its correction).
+            let attenuation = Double(Int(md.txPower)) - Double(Int(r.rssi) + Int(r.correction))
+            out.weakest = max(out.weakest, attenuation)
+            if attenuation != attenuation.rounded() { out.wholeDecibels = false }
+            if let start = r.scanStart {
+                let si = scanIndex[ScanID(node: r.node, start: start)]!, id = settings.nameID[e.transmitter]
+                out.hearings.append(Hearing(scan: si, id: id, attenuation: attenuation))
+                if let h = out.heard[Int(si)].firstIndex(where: { $0.id == id }) {
+                    out.heard[Int(si)][h].sum += attenuation; out.heard[Int(si)][h].count += 1
+                } else {
+                    out.heard[Int(si)].append(TrialStream.Heard(id: id, sum: attenuation, count: 1))
+                }
+            }
+            let pid = PairID(node: r.node, transmitter: e.transmitter)
+            if pairs[pid] == nil {
+                let pair = NodePair(receiver: text(r.node) ?? "", transmitter: settings.names[e.transmitter])
+                pairs[pid] = (pair, -1, Array(("," + CSVWriter.escape(pair.receiver) + "," + CSVWriter.escape(pair.transmitter) + ",").utf8))
+            }
+            let pair = pairs[pid]!.pair
+            guard let d = settings.groundTruth.distance(at: r.time, pair: pair) else { out.withoutGroundTruth += 1; continue }
+            out.withGroundTruth += 1
+            if pairs[pid]!.part < 0 {
+                if let known = pairIndex[pair] { pairs[pid]!.part = known } else {
+                    pairs[pid]!.part = Int32(out.tally.pairs.count); pairIndex[pair] = pairs[pid]!.part; out.tally.pairs.append(pair)
+                }
+            }
+            let p = pairs[pid]!.part
+            out.tally.cells[ObservationTally.Cell(pair: p, distance: d, attenuation: attenuation), default: 0] += 1
+            out.tally.distances.append(d); out.tally.attenuations.append(attenuation); out.tally.pairOfRow.append(p)
+            if out.tally.wholeDecibels, attenuation != attenuation.rounded() { out.tally.wholeDecibels = false }
+            if settings.output == .none { continue }
+            line.removeAll(keepingCapacity: true)
+            if settings.output == .jsonLines {
+                let rpi = withUnsafeBytes(of: (r.rpiLow, r.rpiHigh)) { Data($0) }.hexString
+                let o = Observation(time: r.time, receiver: pair.receiver, transmitter: pair.transmitter, distance: d, attenuation: attenuation,
+                                    rpi: rpi, txPower: Int(md.txPower), rssi: Int(r.rssi), rssiCorrection: Int(r.correction))
+                line += TrialReportWriter.attenuationJSONLine(o, site: site).utf8
+            } else {
+                // TrialReportWriter.attenuationLine, as bytes.
+                func exact(_ v: Double) {
+                    if v.isFinite, v == v.rounded(), abs(v) < 1e15 { ByteFormat.appendInt(Int64(v), to: &line); return }
+                    if let b = numbers[v.bitPattern] { line += b; return }
+                    let b = Array(Format.exact(v).utf8)
+                    numbers[v.bitPattern] = b
+                    line += b
+                }
+                ByteFormat.appendTime(r.time, to: &line)
+                line += pairs[pid]!.prefix
+                exact(d); line.append(0x2C); exact(attenuation)
+                line += siteField
+                line.append(0x2C)
+                func hex(_ w: UInt64) {
+                    for k in 0..<8 { let byte = Int((w >> (8 * UInt64(k))) & 0xff); line.append(digits[byte >> 4]); line.append(digits[byte & 15]) }
+                }
+                hex(r.rpiLow); hex(r.rpiHigh)
+                line.append(0x2C); ByteFormat.appendInt(Int64(md.txPower), to: &line)
+                line.append(0x2C); ByteFormat.appendInt(Int64(r.rssi), to: &line)
+                line.append(0x2C); ByteFormat.appendInt(Int64(r.correction), to: &line)
+            }
+            line.append(0x0A)
+            out.rendered += 1
+            if settings.daily {
+                let rx: Int32
+                if let known = receivers[pair.receiver] { rx = known } else { rx = Int32(receivers.count); receivers[pair.receiver] = rx }
+                let key = AttenuationPieceParser.BucketKey(receiver: rx, day: Int((r.time / 86_400).rounded(.down)))
+                let b: Int
+                if let known = buckets[key] { b = known } else {
+                    b = out.daily.count
+                    buckets[key] = b
+                    out.daily.append(AttenuationPieceParser.DailyRows(board: pair.receiver, time: r.time))
+                }
+                out.daily[b].bytes += line
+                out.daily[b].rows += 1
+            } else {
+                out.text += line
+            }
+        }
+        return out
+    }
+}
+
+extension RPITable {
+    public static let csvHeader = ["rpi", "transmitter", "interval", "match_from", "match_to", "tx_power_mask",
+                                   "key_rolling_start", "key_rolling_period"]
+
+    /// The table as CSV, one row per RPI the matcher uses (`trial rpis`, the DuckDB recipe
+    /// from sightings joins it): a sighting matches a row when its RPI is `rpi` and
+    /// floor(time / 600) is within match_from...match_to (the interval +- the tolerance); its
+    /// TX power is Int8(AEM byte 1 XOR tx_power_mask).
+    public func writeCSV(to file: AtomicOutputFile, names: [String]) throws {
+        var text = Self.csvHeader.joined(separator: ",") + "\n"
+        for (rpi, e) in ordered {
+            // A second key deriving the same RPI is not the one the matcher uses.
+            guard let used = table[Key(rpi.bytes)], used.key == e.key, used.interval == e.interval else { continue }
+            let k = keys[e.key].key
+            text += "\(rpi.hexString),\(CSVWriter.escape(names[e.transmitter])),\(e.interval),\(Int(e.interval) - tolerance),"
+            text += "\(Int(e.interval) + tolerance),\(try txPowerMask(rpi, key: e.key)),\(k.rollingStartIntervalNumber.rawValue),\(k.rollingPeriod)\n"
+            if text.utf8.count >= 1 << 16 { try file.write(Data(text.utf8)); text = "" }
+        }
+        try file.write(Data(text.utf8))
+    }
+}
