@@ -446,9 +446,12 @@ for b in "${BOARDS[@]}"; do
     say "board $b: $(grep -o 'board=[^ ]*' "$WORK/$b/collect.log" | tr '\n' ' ')"
 done
 "$BIN/gaenctl" trial verify --strict "$SRV/collect" > "$WORK/verify.log" 2>&1 || { cat "$WORK/verify.log" >&2; fail "trial verify"; }
-days=$(grep -cw complete "$WORK/verify.log" || true)
+# trial verify lists each board's days and, once shipped, its outcomes/.
+days=$(grep -c '/day=.*: complete$' "$WORK/verify.log" || true)
+outcomes=$(grep -c '/outcomes: complete$' "$WORK/verify.log" || true)
 [ "$days" = 3 ] || { cat "$WORK/verify.log" >&2; fail "$days board days complete on the server, expected 3 (day 1 of A, B and C)"; }
-say "server: $days board days collected and complete (trial verify --strict)"
+[ "$outcomes" = 3 ] || { cat "$WORK/verify.log" >&2; fail "$outcomes boards' outcomes complete on the server, expected 3 (A, B and C)"; }
+say "server: $days board days collected and complete, and $outcomes boards' outcomes (trial verify --strict)"
 mkdir -p "$WORK/keys"
 for b in "${BOARDS[@]}"; do ctl "$b" keys history --json > "$WORK/keys/$b.json" || fail "keys history of $b"; done
 # shellcheck disable=SC2086
