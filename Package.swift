@@ -19,7 +19,7 @@ let package = Package(
         .executable(name: "gaenctl", targets: ["gaenctl"]),
         .executable(name: "FuzzHCIEvent", targets: ["FuzzHCIEvent"]),
         .library(name: "ENProtocol", targets: ["ENProtocol"]),
-        .library(name: "TrialKit", targets: ["TrialKit"]),
+        .library(name: "TrialKit", targets: ["TrialKit", "TrialFormats"]),
     ],
     dependencies: [
         .package(url: "https://github.com/apple/swift-argument-parser", from: "1.5.0"),
@@ -128,13 +128,18 @@ let package = Package(
         // framework's own summaries (ENProtocol).
         .target(name: "RiskEngines", dependencies: ["ENProtocol"]),
         .testTarget(name: "RiskEnginesTests", dependencies: ["RiskEngines", "ENProtocol", "YAMLReader"], resources: [.copy("Fixtures")]),
+        // The trial's files that a board writes and the toolkit reads: CSV, markers, JSON key
+        // lists, the daily layout, day manifests, collected outcomes, atomic output files.
+        // FoundationEssentials only, so that the board's gaenctl (GaenCollect) links no full
+        // Foundation; TrialKit builds its analyses on them.
+        .target(name: "TrialFormats", dependencies: ["ENProtocol", "PlatformSupport", "CGaenZlib", "COpenSSL"], swiftSettings: daemonModule),
         // Field-trial toolkit: channel analysis, trial reports, simulation, calibration.
-        .target(name: "TrialKit", dependencies: ["ENProtocol", "MatchingRuntime", "RiskEngines", "CGaenZlib", "COpenSSL", "PlatformSupport"]),
-        .testTarget(name: "TrialKitTests", dependencies: ["TrialKit", "ENProtocol"]),
+        .target(name: "TrialKit", dependencies: ["TrialFormats", "ENProtocol", "MatchingRuntime", "RiskEngines", "CGaenZlib", "COpenSSL", "PlatformSupport"]),
+        .testTarget(name: "TrialKitTests", dependencies: ["TrialKit", "TrialFormats", "ENProtocol"]),
         // The key server's published layouts (CWA distribution layout, Google key server layout):
         // the publisher's plan and tree writer and the app's readers side by side, the signed
         // app configuration. Signing and the key export format are ENProtocol's.
-        .target(name: "KeyDistribution", dependencies: ["ENProtocol", "PlatformSupport", "RiskEngines", "TrialKit"]),
+        .target(name: "KeyDistribution", dependencies: ["ENProtocol", "PlatformSupport", "RiskEngines", "TrialFormats"]),
         .testTarget(name: "KeyDistributionTests", dependencies: ["KeyDistribution", "ENProtocol", "PlatformSupport"]),
         // System library: libcurl (Debian's libcurl4-openssl-dev), the app's HTTP client: security
         // updates through the OS, proxies, IPv6, HTTP/2; one handle keeps the connection alive.
@@ -160,8 +165,8 @@ let package = Package(
         .testTarget(name: "GaenMetricsTests", dependencies: ["GaenMetrics", "GaenApp", "GaendAPI"]),
         // Collection (`gaenctl collect`): closed days prepared into a spool, shipped over HTTP PUT,
         // read back and checked by SHA-256 before the spool copy goes.
-        .target(name: "GaenCollect", dependencies: ["GaenApp", "BoardNames", "GaendClient", "GaendAPI", "DBusCore", "HTTPClient", "TrialKit", "ENProtocol", "PlatformSupport"]),
-        .testTarget(name: "GaenCollectTests", dependencies: ["GaenCollect", "HTTPClient", "TrialKit"]),
+        .target(name: "GaenCollect", dependencies: ["GaenApp", "BoardNames", "GaendClient", "GaendAPI", "DBusCore", "HTTPClient", "TrialFormats", "ENProtocol", "PlatformSupport"]),
+        .testTarget(name: "GaenCollectTests", dependencies: ["GaenCollect", "HTTPClient", "TrialFormats"]),
         // Pure HCI wire types and the H4 framer: no I/O, no clock.
         .target(name: "HCIProtocol", swiftSettings: daemonModule),
         // The HCI host: transports, the controller session, the capture, the radio owner (the one
@@ -235,7 +240,7 @@ let package = Package(
         .executableTarget(
             name: "gaenctl",
             dependencies: [
-                "ENProtocol", "MatchingRuntime", "RiskEngines", "NodeConfig", "RadioCommands", "CLISupport", "HCIProtocol", "GaendClient", "GaendAPI", "TrialKit", "KeyDistribution", "GaenApp",
+                "ENProtocol", "MatchingRuntime", "RiskEngines", "NodeConfig", "RadioCommands", "CLISupport", "HCIProtocol", "GaendClient", "GaendAPI", "TrialKit", "TrialFormats", "KeyDistribution", "GaenApp",
                 "GaenMetrics", "GaenCollect", "HTTPClient", "PlatformSupport", "BoardNames", "TrialProvision", "TrialTime",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
                 // `trial import dp3t` reads DP-3T's SQLite result tables.
@@ -253,7 +258,7 @@ let package = Package(
         .target(name: "FuzzSupport"),
         // Benchmarks print figures; they are not tests (run: scripts/bench.sh).
         // GaenBench: matching, key files, simulation; it compiles no store and no D-Bus.
-        .executableTarget(name: "GaenBench", dependencies: ["BenchSupport", "ENProtocol", "MatchingRuntime", "COpenSSL", "CGaenCrypto", "TrialKit"]),
+        .executableTarget(name: "GaenBench", dependencies: ["BenchSupport", "ENProtocol", "MatchingRuntime", "COpenSSL", "CGaenCrypto", "TrialKit", "TrialFormats"]),
         // GaenStoreBench: the benchmarks that run the encrypted store (ingest, ingest-h4, schedule-idle).
         // StoreFixtures: the ingest benchmark writes StressRecords, the records the store's tests use.
         .executableTarget(name: "GaenStoreBench", dependencies: ["BenchSupport", "BLEDaemon", "GaenStore", "HCIHost", "HCIProtocol", "ENProtocol", "StoreFixtures", .product(name: "Logging", package: "swift-log")]),
@@ -303,6 +308,6 @@ let package = Package(
         // D-Bus binding and API contract against private dbus-daemons and real clients.
         .testTarget(name: "BusTests", dependencies: ["DBusCore", "DBusNames", "GaendAPI", "NodeConfig", "GaendClient", "BLEDaemon", "HCIHost", "gaenctl", "gaend"]),
         // Runs the built executables end to end (they are built by `swift build --build-tests`).
-        .testTarget(name: "CLITests", dependencies: ["gaenctl", "ENProtocol", "NodeTestSupport"]),
+        .testTarget(name: "CLITests", dependencies: ["gaenctl", "ENProtocol", "TrialFormats", "NodeTestSupport"]),
     ]
 )

@@ -1,6 +1,7 @@
 import ENProtocol
 import Foundation
 import TrialKit
+import TrialFormats
 
 /// `GaenBench simulate`: the trial toolkit end to end on a 2-hour, 50-node scenario (it
 /// should run in under a minute on a 2-core machine). A conference hall of 30 m x 20 m, indoor-crowd channel,

@@ -3,7 +3,7 @@ import Foundation
 import GaenApp
 import GaendClient
 import PlatformSupport
-import TrialKit
+import TrialFormats
 
 /// `gaenctl collect --outcomes`: at the end of a trial, with the participant's consent, the
 /// board's own keys and its app's outcomes go to the trial server beside its days, in

@@ -6,7 +6,7 @@ import GaendAPI
 import GaendClient
 import HTTPClient
 import PlatformSupport
-import TrialKit
+import TrialFormats
 
 /// One run of `gaenctl collect`: prepare the closed days into the spool, ship what is pending.
 public enum CollectRun {
@@ -50,7 +50,7 @@ public enum CollectRun {
                 let dayName = String(dayDir.lastPathComponent.dropFirst("day=".count))
                 guard let start = CollectSpool.dayStart(dayName), start < today else { continue }
                 let marks = try await client.markers(from: Int64(start * 1000), to: Int64((start + 86_400) * 1000)).map {
-                    TrialKit.Marker(time: Double($0.time) / 1000, label: $0.label, distance: $0.distance < 0 ? nil : $0.distance, note: $0.note)
+                    TrialFormats.Marker(time: Double($0.time) / 1000, label: $0.label, distance: $0.distance < 0 ? nil : $0.distance, note: $0.note)
                 }
                 try Data(MarkersFile.csv(marks, node: board, site: site).text.utf8).write(to: dayDir.appendingPathComponent("markers.csv"))
                 try CollectSpool.json(["txPower": .int(Int64(research.txPower)), "rssiCorrection": .int(Int64(research.rssiCorrection)),

@@ -3,7 +3,7 @@ import Foundation
 import GaendClient
 import HTTPClient
 import PlatformSupport
-import TrialKit
+import TrialFormats
 
 /// Why collection stopped, in words for the operator.
 public struct CollectError: Error, CustomStringConvertible {

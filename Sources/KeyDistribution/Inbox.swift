@@ -1,7 +1,7 @@
 import ENProtocol
 import Foundation
 import PlatformSupport
-import TrialKit
+import TrialFormats
 
 /// The publisher's inbox: the files the boards uploaded (the web server's WebDAV PUT puts
 /// them there, one folder per board), export zips, bare export.bin or JSON key lists, signed

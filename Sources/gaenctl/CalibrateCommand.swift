@@ -5,6 +5,7 @@ import Foundation
 import GaendClient
 import GaendAPI
 import TrialKit
+import TrialFormats
 
 /// `gaenctl calibrate`: the guided RSSI calibration against a reference transmitter at 1 m,
 /// saved into gaend's YAML config and/or applied to the running node.

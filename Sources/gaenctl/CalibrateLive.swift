@@ -4,6 +4,7 @@ import ENProtocol
 import Foundation
 import GaendClient
 import TrialKit
+import TrialFormats
 
 /// The scans gaend reported since the live calibration subscribed, each reduced to the
 /// reference's readings as it arrives.

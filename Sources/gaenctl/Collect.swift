@@ -9,6 +9,7 @@ import HTTPClient
 import PlatformSupport
 import TrialKit
 import TrialTime
+import TrialFormats
 
 /// `gaenctl collect`: ships the node's closed days to the trial server in the daily layout,
 /// over HTTP PUT (nginx WebDAV, per-board basic authentication). Idempotent and resumable: each

@@ -3,6 +3,7 @@ import ENProtocol
 import Foundation
 import PlatformSupport
 import TrialKit
+import TrialFormats
 
 /// A failure a gaenctl command reports as one line on stderr before exiting with status 1.
 struct CommandFailure: Error, CustomStringConvertible {

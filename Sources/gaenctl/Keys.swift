@@ -2,6 +2,7 @@ import ArgumentParser
 import ENProtocol
 import Foundation
 import TrialKit
+import TrialFormats
 
 /// `gaenctl keys`: key export files (inspect, create) and a running node's keys (`history`,
 /// `provide`: KeysClient.swift).

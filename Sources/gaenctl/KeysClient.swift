@@ -7,6 +7,7 @@ import Foundation
 import PlatformSupport
 import TrialKit
 import GaendClient
+import TrialFormats
 
 /// `gaenctl keys history`: the node's own TEKs (authorized callers only), printed or written
 /// as a signed key export file.

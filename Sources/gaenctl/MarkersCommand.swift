@@ -3,6 +3,7 @@ import NodeConfig
 import Foundation
 import GaendClient
 import TrialKit
+import TrialFormats
 
 /// `gaenctl markers export`: the node's ground-truth markers (recorded with `gaenctl mark`) as
 /// the markers CSV `gaenctl trial report --markers` reads, with the node and site labels.
@@ -52,7 +53,7 @@ struct MarkersExport: AsyncParsableCommand {
             }
             let marks = try await client.markers(from: range.fromMs, to: range.toMs).map {
                 // gaend's markers: milliseconds, and a negative distance for "unknown".
-                TrialKit.Marker(time: Double($0.time) / 1000, label: $0.label, distance: $0.distance < 0 ? nil : $0.distance, note: $0.note)
+                TrialFormats.Marker(time: Double($0.time) / 1000, label: $0.label, distance: $0.distance < 0 ? nil : $0.distance, note: $0.note)
             }
             let csv = MarkersFile.csv(marks, node: labels.node, site: labels.site)
             if let output = range.output {

@@ -6,6 +6,7 @@ import GaendClient
 import GaendAPI
 import GaenMetrics
 import TrialKit
+import TrialFormats
 
 /// `gaenctl metrics`: the node's state in the Prometheus text exposition format, for
 /// node_exporter's textfile collector (gaend opens no listening socket; a timer writes the file).

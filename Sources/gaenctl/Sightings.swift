@@ -7,6 +7,7 @@ import TrialKit
 import GaendClient
 import GaendAPI
 import PlatformSupport
+import TrialFormats
 
 /// `gaenctl sightings watch|export`: raw sightings from gaend's research interface.
 struct SightingsCommand: AsyncParsableCommand {

@@ -2,6 +2,7 @@ import ArgumentParser
 import ENProtocol
 import Foundation
 import TrialKit
+import TrialFormats
 
 /// `gaenctl simulate`: a scenario on a virtual clock, output as real boards export it.
 struct Simulate: ParsableCommand {

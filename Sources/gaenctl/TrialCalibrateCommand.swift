@@ -1,6 +1,7 @@
 import ArgumentParser
 import Foundation
 import TrialKit
+import TrialFormats
 
 /// `gaenctl trial calibrate`: per-device calibration estimated from a trial's own readings at
 /// known distances (TrialKit's CalibrationEstimate; docs/trial.md).

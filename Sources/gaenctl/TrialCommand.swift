@@ -2,6 +2,7 @@ import ArgumentParser
 import ENProtocol
 import Foundation
 import TrialKit
+import TrialFormats
 
 /// `gaenctl trial`: the field-trial toolkit's analysis (docs/trial.md).
 struct Trial: ParsableCommand {

@@ -5,6 +5,7 @@ import RiskEngines
 import Foundation
 import GaenSQLite
 import TrialKit
+import TrialFormats
 
 /// `gaenctl trial import ...`: published trial data to the toolkit's formats (docs/trial.md,
 /// "Importing published data"). Each importer prints what it read, wrote and left out (and why).

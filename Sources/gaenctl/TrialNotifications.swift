@@ -3,6 +3,7 @@ import BoardNames
 import CLISupport
 import Foundation
 import TrialKit
+import TrialFormats
 
 /// `trial report --placement PLAN --collected DIR`: each board's notification against the
 /// trial's ground truth (TrialKit's `NotificationVerdicts`; docs/trial.md).

@@ -2,6 +2,7 @@ import ArgumentParser
 import ENProtocol
 import Foundation
 import TrialKit
+import TrialFormats
 
 /// `gaenctl trial verify DIR`: the collection server's check of a collected tree
 /// (`board=<node>/day=<day>/` directories uploaded by `gaenctl collect`): each day's files

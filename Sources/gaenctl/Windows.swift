@@ -3,6 +3,7 @@ import ENProtocol
 import GaendClient
 import Foundation
 import TrialKit
+import TrialFormats
 
 /// `gaenctl windows`: the ExposureWindows the framework would give an app for these sightings.
 struct WindowsCommand: AsyncParsableCommand {

@@ -1,5 +1,6 @@
 import Foundation
 import Testing
+import TrialFormats
 
 /// `gaenctl trial import ...` on small fixtures in the published layouts
 /// (docs/trial-examples/), `trial replay` on a histogram fixture with answers worked out by

@@ -2,7 +2,7 @@ import Foundation
 import GaenCollect
 import HTTPClient
 import Testing
-import TrialKit
+import TrialFormats
 
 /// Debian's nginx on loopback (never a mock): one location that takes PUTs into `stored/` and
 /// serves GETs from a root the test chooses (`stored/` itself, or a copy it tampered with), and

@@ -3,6 +3,7 @@ import Testing
 @testable import TrialKit
 #if canImport(Glibc)
 import Glibc
+import TrialFormats
 #endif
 
 /// The one writer of gaenctl's output files: a failure at any step leaves an existing file

@@ -2,6 +2,7 @@ import ENProtocol
 import Foundation
 import Testing
 @testable import TrialKit
+import TrialFormats
 
 /// `trial report --attenuations` reads files in pieces on worker threads (AttenuationFiles):
 /// the report directory must be byte for byte the one of reading the rows one by one.

@@ -2,6 +2,7 @@ import ENProtocol
 import Foundation
 import Testing
 @testable import TrialKit
+import TrialFormats
 
 /// Bugs of the trial toolkit, each with the input that showed it.
 @Suite struct TrialBugFixTests {

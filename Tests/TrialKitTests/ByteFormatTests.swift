@@ -1,6 +1,7 @@
 import Foundation
 import Testing
 @testable import TrialKit
+import TrialFormats
 
 /// The byte formatters the simulator and the attenuation files build rows with give exactly the
 /// text of the `Format` functions the rest of the toolkit writes (the two must never drift: a

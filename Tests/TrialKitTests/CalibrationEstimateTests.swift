@@ -2,6 +2,7 @@ import ENProtocol
 import Foundation
 import Testing
 @testable import TrialKit
+import TrialFormats
 
 /// Calibration estimated from a trial's own readings: known device offsets come back, the
 /// clustered standard errors cover the truth as often as they claim, and data that cannot

@@ -1,6 +1,7 @@
 import Foundation
 import Testing
 @testable import TrialKit
+import TrialFormats
 
 /// Google's calibration table as the DP-3T import uses it: the confidence column, the stated
 /// fallbacks for models it lacks, the DP-3T convention, and the models it could not calibrate

@@ -2,6 +2,7 @@ import ENProtocol
 import Foundation
 import Testing
 @testable import TrialKit
+import TrialFormats
 
 @Suite struct CalibrationTests {
     static let rpi = try! RollingProximityIdentifier(hex: "00112233445566778899aabbccddeeff")

@@ -2,6 +2,7 @@ import ENProtocol
 import Foundation
 import Testing
 @testable import TrialKit
+import TrialFormats
 
 /// The many-boards layout: one file per board per UTC day, Hive-style directories.
 @Suite struct DailyLayoutTests {

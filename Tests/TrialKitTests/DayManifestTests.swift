@@ -1,6 +1,7 @@
 import Foundation
 import Testing
 @testable import TrialKit
+import TrialFormats
 
 /// The collected day's SHA-256 manifest (sha256sum's format) and the server's check of a day.
 @Suite("Collected days: the SHA-256 manifest")

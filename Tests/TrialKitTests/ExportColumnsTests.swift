@@ -2,6 +2,7 @@ import ENProtocol
 import Foundation
 import Testing
 @testable import TrialKit
+import TrialFormats
 
 /// The export fields: markers with explicit receiver/transmitter columns (the `pair:`
 /// label still read), and attenuation.csv rows that carry rpi, TX power and RSSI for an exact join.

@@ -2,6 +2,7 @@ import ENProtocol
 import Foundation
 import Testing
 @testable import TrialKit
+import TrialFormats
 
 @Suite struct SightingsFileTests {
     @Test func readsColumnsByNameWithEmptyScansAndQuotes() throws {

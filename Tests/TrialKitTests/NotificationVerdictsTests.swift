@@ -1,6 +1,7 @@
 import Foundation
 import Testing
 @testable import TrialKit
+import TrialFormats
 
 /// The placement plan's reader and writer, and each board's verdict against ground truth.
 @Suite struct PlacementPlanTests {

@@ -3,6 +3,7 @@ import Foundation
 import RiskEngines
 import Testing
 @testable import TrialKit
+import TrialFormats
 
 /// Configurations read as the apps served them, or refused naming what is wrong (issue 32):
 /// the CWA v1 app configuration in protobuf text format in every spelling the apps served,

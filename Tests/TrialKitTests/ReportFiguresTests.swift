@@ -1,6 +1,7 @@
 import Foundation
 import Testing
 @testable import TrialKit
+import TrialFormats
 
 /// The report's figures and tables as a reader gets them: tick labels that do not run into one
 /// another, a colour scale that one sparse bin cannot wash out, receivers and pairs in natural

@@ -2,6 +2,7 @@ import ENProtocol
 import Foundation
 import Testing
 @testable import TrialKit
+import TrialFormats
 
 /// `trial report --sightings` reads files in pieces on worker threads against one RPI table
 /// (SightingsFiles): the report directory must be byte for byte the one of addSightings piece

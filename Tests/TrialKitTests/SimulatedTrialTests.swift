@@ -2,6 +2,7 @@ import ENProtocol
 import Foundation
 import Testing
 @testable import TrialKit
+import TrialFormats
 
 /// A simulated trial whose report recovers the channel it was given,
 /// and whose detection table matches the analytic expectation of the model. Everything goes

@@ -2,6 +2,7 @@ import ENProtocol
 import Foundation
 import Testing
 @testable import TrialKit
+import TrialFormats
 
 /// The Tobit fit over scans: scans that did not hear a present transmitter are censored
 /// observations, and with them the fit recovers a channel that least squares flattens.

@@ -1,7 +1,7 @@
 """Output files: a failed command never truncates or replaces an existing file.
 
 Every file gaenctl writes goes to a temporary file beside the target and is renamed over it
-only when the command succeeded (TrialKit's AtomicOutputFile)."""
+only when the command succeeded (TrialFormats' AtomicOutputFile)."""
 
 from __future__ import annotations
 

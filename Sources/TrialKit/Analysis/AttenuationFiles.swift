@@ -2,6 +2,7 @@ import Foundation
 import PlatformSupport
 #if canImport(Glibc)
 import Glibc
+import TrialFormats
 #endif
 
 /// `trial report --attenuations` over many files on every core: the files are read in pieces

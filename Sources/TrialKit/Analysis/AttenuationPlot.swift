@@ -1,4 +1,5 @@
 import Foundation
+import TrialFormats
 
 /// Attenuation against distance (log scale) as SVG text: sightings (a deterministic sample of
 /// at most `maximumPoints`), per-distance medians with quartile bars, the fitted curve with

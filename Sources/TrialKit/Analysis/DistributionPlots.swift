@@ -1,4 +1,5 @@
 import Foundation
+import TrialFormats
 
 /// heatmap.svg: how attenuation is distributed at each distance. One column per row of the
 /// report's distance table (a distance, or a logarithmic bin when there are many), one cell per

@@ -1,4 +1,5 @@
 import Foundation
+import TrialFormats
 
 /// What the report's figures share: tick steps on round numbers, label widths, labels kept
 /// apart, and the footer that names the figure's data. The figures are SVG text and no font

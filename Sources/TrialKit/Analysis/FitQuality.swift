@@ -1,4 +1,5 @@
 import Foundation
+import TrialFormats
 
 /// The log-distance model fitted with the sensitivity limit taken into account. Readings weaker
 /// than the receiver's sensitivity are never recorded, so at long range only the strongest

@@ -1,4 +1,5 @@
 import Foundation
+import TrialFormats
 
 /// Each board's notification against the trial's own ground truth (docs/trial.md, "Was each
 /// board's notification right"): the placement plan gives the distance between any two boards

@@ -1,4 +1,5 @@
 import Foundation
+import TrialFormats
 
 /// The analysed sightings as the report needs them, gathered while they stream in: a count per
 /// distinct (pair, distance, attenuation). Every statistic of the report (quantiles, the fits,

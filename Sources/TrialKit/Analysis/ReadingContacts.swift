@@ -1,6 +1,7 @@
 import ENProtocol
 import Foundation
 import RiskEngines
+import TrialFormats
 
 /// Contacts from time series (`gaenctl trial contacts`): readings of pairs over time (what
 /// `trial import dp3t` and `trial import rssi` write, or a board's collected sightings joined

@@ -2,6 +2,7 @@ import ENProtocol
 import Foundation
 #if canImport(Glibc)
 import Glibc
+import TrialFormats
 #endif
 
 /// The keys' RPIs derived once (one AES block per key and interval) into a table shared

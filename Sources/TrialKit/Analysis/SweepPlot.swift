@@ -1,4 +1,5 @@
 import Foundation
+import TrialFormats
 
 /// Recall and precision against the attenuation threshold (sweep.svg): where a threshold trades
 /// missed close contacts for false alarms at this site.

@@ -1,5 +1,6 @@
 import ENProtocol
 import Foundation
+import TrialFormats
 
 /// A trial's data after matching and the ground-truth join, and its analysis.
 public struct TrialReport: Sendable, Codable {

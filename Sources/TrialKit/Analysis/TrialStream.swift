@@ -1,5 +1,6 @@
 import ENProtocol
 import Foundation
+import TrialFormats
 
 /// `trial report` as a stream: sightings (or attenuation rows) go in piece by piece, are matched
 /// and joined to ground truth, handed to `onObservation` (attenuation.csv is written from

@@ -1,5 +1,6 @@
 import ENProtocol
 import Foundation
+import TrialFormats
 
 public enum CalibrationError: Error, Equatable, CustomStringConvertible {
     case noOrientations

@@ -1,4 +1,5 @@
 import Foundation
+import TrialFormats
 
 /// Per-device calibration estimated from a trial's own readings at known distances: how much
 /// attenuation each device adds when it receives and when it transmits, beyond the site's

@@ -1,6 +1,7 @@
 import ENProtocol
 import Foundation
 import PlatformSupport
+import TrialFormats
 
 /// The trial's placement plan (docs/provision.md, "The placement plan"): where each board stood
 /// and when, so that the distance between any two boards at any time is known. One CSV,

@@ -1,5 +1,6 @@
 import ENProtocol
 import Foundation
+import TrialFormats
 
 /// A row of the sightings export (docs/sightings-format.md). ENProtocol's reader is the one
 /// reader of the format; the toolkit works on its records.

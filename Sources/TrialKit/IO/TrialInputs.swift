@@ -1,5 +1,6 @@
 import ENProtocol
 import Foundation
+import TrialFormats
 
 /// Reading a trial's files the way `gaenctl trial report` does, shared with the benchmark.
 public enum TrialInputs {

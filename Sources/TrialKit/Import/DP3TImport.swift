@@ -1,4 +1,5 @@
 import Foundation
+import TrialFormats
 
 /// Google's Exposure Notifications calibration table: the CSV Google published for the
 /// framework, one row per device. As published its header is long, e.g.

@@ -1,6 +1,7 @@
 import ENProtocol
 import RiskEngines
 import Foundation
+import TrialFormats
 
 /// Attenuation-duration histograms to contacts (`gaenctl trial import histogram`).
 ///

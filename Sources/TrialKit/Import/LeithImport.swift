@@ -1,5 +1,6 @@
 import ENProtocol
 import Foundation
+import TrialFormats
 
 /// Leith & Farrell's GAEN measurement datasets (Trinity College Dublin; e.g. the Dublin tram
 /// dataset, github.com/doug-leith/dublintram_gaen_dataset, June 2020) to contacts

@@ -1,5 +1,6 @@
 import ENProtocol
 import Foundation
+import TrialFormats
 
 /// Runs a scenario on a virtual clock: every node runs the node's own schedule policy
 /// (ENProtocol `NodeSchedule`: rotation every 10-20 min, a 4 s scan every 210-300 s), the real

@@ -1,6 +1,7 @@
 import ENProtocol
 import Foundation
 import RiskEngines
+import TrialFormats
 
 /// Exposure windows in the shapes the apps' own test data publish them, turned into the windows
 /// file of docs/risk.md (the Android API shape) for `gaenctl risk`:

@@ -1,5 +1,9 @@
 import CGaenZlib
+#if canImport(FoundationEssentials)
+import FoundationEssentials
+#else
 import Foundation
+#endif
 
 /// gzip files (`.csv.gz`, as datasets are often published) read directly: a file that starts
 /// with the gzip magic is inflated, whatever its name; every other file is returned as is.

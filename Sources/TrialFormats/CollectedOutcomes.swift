@@ -1,5 +1,9 @@
 import ENProtocol
+#if canImport(FoundationEssentials)
+import FoundationEssentials
+#else
 import Foundation
+#endif
 import PlatformSupport
 
 /// A board's keys and app outcomes as `gaenctl collect --outcomes` ships them at the end of a
@@ -28,6 +32,12 @@ public struct CollectedOutcomes: Codable, Sendable, Equatable {
         /// When gaend accepted it (Unix seconds); nil: covered by a package provided before.
         public var providedAt: Int64?
         public init(id: String, keys: Int, providedAt: Int64?) { self.id = id; self.keys = keys; self.providedAt = providedAt }
+    }
+
+    /// A collected app.json or keys.json that cannot be read, with the file in its text.
+    public struct Failure: Error, CustomStringConvertible, Equatable {
+        public var description: String
+        public init(_ description: String) { self.description = description }
     }
 
     public static let formatVersion = 1
@@ -69,9 +79,9 @@ public struct CollectedOutcomes: Codable, Sendable, Equatable {
     public static func decode(_ data: Data, file: String) throws -> CollectedOutcomes {
         let o: CollectedOutcomes
         do { o = try JSONDecoder().decode(CollectedOutcomes.self, from: data) } catch {
-            throw PlacementPlanError("\(file): not a collected app.json (\(error))")
+            throw Failure("\(file): not a collected app.json (\(error))")
         }
-        guard o.formatVersion == formatVersion else { throw PlacementPlanError("\(file): format version \(o.formatVersion), this gaenctl reads \(formatVersion)") }
+        guard o.formatVersion == formatVersion else { throw Failure("\(file): format version \(o.formatVersion), this gaenctl reads \(formatVersion)") }
         return o
     }
 
@@ -82,14 +92,14 @@ public struct CollectedOutcomes: Codable, Sendable, Equatable {
         let app = dir.appendingPathComponent(appFile).path
         guard FileManager.default.fileExists(atPath: app) else { return nil }
         let bytes: [UInt8]
-        do { bytes = try SmallFile.read(app, limit: 16 << 20) } catch { throw PlacementPlanError("\(app) \(error)") }
+        do { bytes = try SmallFile.read(app, limit: 16 << 20) } catch { throw Failure("\(app) \(error)") }
         let o = try decode(Data(bytes), file: app)
-        guard o.board == board else { throw PlacementPlanError("\(app): written for board \(o.board), found under board=\(board)") }
+        guard o.board == board else { throw Failure("\(app): written for board \(o.board), found under board=\(board)") }
         var days: [String] = []
         let keys = dir.appendingPathComponent(keysFile).path
         if FileManager.default.fileExists(atPath: keys) {
             let k: [UInt8]
-            do { k = try SmallFile.read(keys, limit: 16 << 20) } catch { throw PlacementPlanError("\(keys) \(error)") }
+            do { k = try SmallFile.read(keys, limit: 16 << 20) } catch { throw Failure("\(keys) \(error)") }
             days = Set(try KeyListFile.decode(Data(k), file: keys).map { DailyLayout.day(Double($0.rollingStartIntervalNumber.rawValue) * 600) }).sorted()
         }
         return (o, days)

@@ -1,4 +1,8 @@
+#if canImport(FoundationEssentials)
+import FoundationEssentials
+#else
 import Foundation
+#endif
 
 /// A ground-truth marker (docs/sightings-format.md): from `time` until the next marker of the
 /// same scope, the true distance is `distance` metres (nil: unknown, e.g. a break or a node

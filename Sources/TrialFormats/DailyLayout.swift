@@ -1,5 +1,9 @@
 import ENProtocol
+#if canImport(FoundationEssentials)
+import FoundationEssentials
+#else
 import Foundation
+#endif
 import PlatformSupport
 #if canImport(Glibc)
 import Glibc
@@ -27,6 +31,7 @@ public enum DailyLayout {
     /// empty name as `_`.
     public static func escape(_ value: String) -> String {
         guard !value.isEmpty else { return "_" }
+        let hex: [Character] = ["0", "1", "2", "3", "4", "5", "6", "7", "8", "9", "A", "B", "C", "D", "E", "F"]
         var out = ""
         for b in value.utf8 {
             switch b {
@@ -34,10 +39,10 @@ public enum DailyLayout {
                  UInt8(ascii: "-"), UInt8(ascii: "_"), UInt8(ascii: "."):
                 out.append(Character(UnicodeScalar(b)))
             default:
-                out += String(format: "%%%02X", b)
+                out += "%" + String([hex[Int(b >> 4)], hex[Int(b & 0xf)]])
             }
         }
-        return out == "." || out == ".." ? out.replacingOccurrences(of: ".", with: "%2E") : out
+        return out == "." || out == ".." ? out.replacing(".", with: "%2E") : out
     }
 
     /// `board=<board>/day=<day>/<file>`, relative to the export directory.
@@ -60,7 +65,7 @@ public enum DailyLayout {
 /// succeeds (AtomicOutputFile), so a failed run leaves no half files and replaces none.
 public final class DailyFiles {
     let root: URL
-    let fileName: String
+    package let fileName: String
     let header: String
     let mode: mode_t
     let durable: Bool
@@ -96,7 +101,7 @@ public final class DailyFiles {
     }
 
     /// `rows` whole lines (each with its newline) to the file at `path`.
-    func append(bytes: some Collection<UInt8>, rows count: Int, relativePath path: String) throws {
+    package func append(bytes: some Collection<UInt8>, rows count: Int, relativePath path: String) throws {
         if open[path] == nil {
             let url = root.appendingPathComponent(path)
             try FileManager.default.createDirectory(at: url.deletingLastPathComponent(), withIntermediateDirectories: true)
@@ -143,7 +148,7 @@ public enum SightingsDailySplit {
     /// Reads `descriptor` from offset 0 to its end; returns the files written and their rows.
     public static func split(descriptor: Int32, jsonLines: Bool, board: String, into root: URL, mode: mode_t = 0o600) throws -> [(path: String, rows: Int)] {
         let files = DailyFiles(root: root, fileName: jsonLines ? "sightings.jsonl" : "sightings.csv",
-                               header: jsonLines ? "" : SightingsExport.header.joined(separator: ",") + "\n", mode: mode, durable: true)
+                               header: jsonLines ? "" : SightingsFileWriter.csvHeader.joined(separator: ",") + "\n", mode: mode, durable: true)
         var pending: [UInt8] = []
         var offset: off_t = 0
         var line = 0

@@ -1,5 +1,9 @@
 import COpenSSL
+#if canImport(FoundationEssentials)
+import FoundationEssentials
+#else
 import Foundation
+#endif
 import PlatformSupport
 #if canImport(Glibc)
 import Glibc
@@ -48,7 +52,7 @@ public enum DayManifest {
 
     public static func isValidName(_ name: String) -> Bool {
         !name.isEmpty && name != "." && name != ".." && name.utf8.count <= 255
-            && name.unicodeScalars.allSatisfy { $0.isASCII && (CharacterSet.alphanumerics.contains($0) || "._-".unicodeScalars.contains($0)) }
+            && name.unicodeScalars.allSatisfy { $0.isASCII && (("a"..."z").contains($0) || ("A"..."Z").contains($0) || ("0"..."9").contains($0) || "._-".unicodeScalars.contains($0)) }
     }
 
     /// The manifest of `files` in `directory`.
@@ -91,10 +95,12 @@ public enum DayManifest {
 
     public static func check(directory: String) -> DayState {
         let path = directory + "/" + fileName
-        guard let handle = FileHandle(forReadingAtPath: path) else { return .incomplete }
-        defer { try? handle.close() }
-        guard let data = try? handle.read(upToCount: maximumBytes + 1), data.count <= maximumBytes,
-              let text = String(data: data, encoding: .utf8) else { return .corrupt(["\(fileName) unreadable or larger than \(maximumBytes) bytes"]) }
+        let bytes: [UInt8]
+        do { bytes = try SmallFile.read(path, limit: maximumBytes) } catch {
+            if case .cannotOpen = error { return .incomplete }
+            return .corrupt(["\(fileName) unreadable or larger than \(maximumBytes) bytes"])
+        }
+        guard let text = String(validating: bytes, as: UTF8.self) else { return .corrupt(["\(fileName) unreadable or larger than \(maximumBytes) bytes"]) }
         let entries: [Entry]
         do { entries = try parse(text) } catch { return .corrupt(["\(error)"]) }
         var problems: [String] = []

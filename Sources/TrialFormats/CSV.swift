@@ -1,4 +1,12 @@
+#if canImport(FoundationEssentials)
+import FoundationEssentials
+#else
 import Foundation
+#endif
+import PlatformSupport
+#if canImport(Glibc)
+import Glibc
+#endif
 
 /// Why a CSV file could not be read.
 public enum CSVError: Error, Equatable, CustomStringConvertible {
@@ -24,7 +32,7 @@ public enum CSVError: Error, Equatable, CustomStringConvertible {
 /// million rows and wants numbers parsed straight from the bytes, without a String per field.
 public struct CSVReader {
     public let file: String
-    let bytes: [UInt8]
+    package let bytes: [UInt8]
     public private(set) var header: [String] = []
     private var columnIndex: [String: Int] = [:]
 
@@ -34,7 +42,7 @@ public struct CSVReader {
         var headerFields: [String] = []
         var found = false
         try Self.scan(bytes, file: file) { row in
-            headerFields = (0..<row.count).map { row.string($0).trimmingCharacters(in: .whitespaces) }
+            headerFields = (0..<row.count).map { row.string($0).trimmingWhitespaces() }
             found = true
             return false
         }
@@ -67,7 +75,7 @@ public struct CSVReader {
 
     /// The tokenizer: fields as byte ranges, unescaped only when a caller asks for a String.
     /// Lines are counted from 1 at the start of `bytes` (a piece of a file counts from its start).
-    static func scan(_ bytes: [UInt8], file: String, _ body: (CSVRow) throws -> Bool) throws {
+    package static func scan(_ bytes: [UInt8], file: String, _ body: (CSVRow) throws -> Bool) throws {
         try bytes.withUnsafeBufferPointer { buf in
             var row = CSVRow(buffer: buf, file: file)
             var i = 0
@@ -151,7 +159,7 @@ public struct CSVRow {
     func isEscaped(_ i: Int) -> Bool { i < count && escaped[i] }
 
     /// The field's text as bytes to `body`: the bytes themselves, or the unescaped text's.
-    func withText<R>(_ i: Int, _ body: (UnsafeBufferPointer<UInt8>) throws -> R) rethrows -> R {
+    package func withText<R>(_ i: Int, _ body: (UnsafeBufferPointer<UInt8>) throws -> R) rethrows -> R {
         guard isEscaped(i) else { return try withBytes(i, body) }
         var s = string(i)
         return try s.withUTF8(body)
@@ -160,14 +168,14 @@ public struct CSVRow {
     public func string(_ i: Int) -> String {
         guard i < count else { return "" }
         let s = String(decoding: UnsafeBufferPointer(rebasing: buffer[starts[i]..<ends[i]]), as: UTF8.self)
-        return escaped[i] ? s.replacingOccurrences(of: "\"\"", with: "\"") : s
+        return escaped[i] ? s.replacing("\"\"", with: "\"") : s
     }
 
     /// The field as a Double; nil when empty. Fast path for plain decimals, else Foundation.
     public func double(_ i: Int, column: String) throws -> Double? {
         guard i < count, starts[i] < ends[i] else { return nil }
         if let v = Self.parseDecimal(buffer, starts[i], ends[i]) { return v }
-        let s = string(i).trimmingCharacters(in: .whitespaces)
+        let s = string(i).trimmingWhitespaces()
         if s.isEmpty { return nil }
         guard let v = Double(s), v.isFinite else {
             throw CSVError.badValue(file: file, line: line, column: column, expected: "a number", actual: s)
@@ -278,7 +286,7 @@ public struct CSVWriter {
 
     public static func escape(_ f: String) -> String {
         guard f.contains(where: { $0 == "," || $0 == "\"" || $0 == "\n" || $0 == "\r" }) else { return f }
-        return "\"" + f.replacingOccurrences(of: "\"", with: "\"\"") + "\""
+        return "\"" + f.replacing("\"", with: "\"\"") + "\""
     }
 
     public func write(to url: URL) throws {
@@ -327,7 +335,7 @@ public enum Format {
     /// `v` rounded to 12 significant digits (clean).
     public static func cleaned(_ v: Double) -> Double {
         guard v.isFinite, v != 0 else { return v }
-        return Double(String(format: "%.12g", v)) ?? v
+        return Double(CFormat.string("%.12g", v)) ?? v
     }
 
     /// A number for people to read: `significant` significant digits (at least the units),

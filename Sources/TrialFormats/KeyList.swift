@@ -1,5 +1,9 @@
 import ENProtocol
+#if canImport(FoundationEssentials)
+import FoundationEssentials
+#else
 import Foundation
+#endif
 
 /// The JSON key list of `gaenctl keys create` (and what `keys inspect` prints per key): an
 /// array of `{"keyData": 32 hex digits, "rollingStartIntervalNumber", "rollingPeriod"?,
@@ -34,34 +38,36 @@ public enum KeyListFile {
                                            "reportType", "daysSinceOnsetOfSymptoms"]
 
     public static func decode(_ data: Data, file: String) throws -> [DiagnosisKey] {
-        let parsed: Any
-        do { parsed = try JSONSerialization.jsonObject(with: data) } catch {
+        // JSONValue, not JSONSerialization: this file is on FoundationEssentials (the board's
+        // gaenctl links no full Foundation); its numbers and booleans read as NSNumber's did.
+        let parsed: JSONValue
+        do { parsed = try JSONValue.parse(data) } catch {
             throw KeyListError.notAKeyList(file: file, reason: "not valid JSON")
         }
-        if let array = parsed as? [Any] {
+        if case .array(let array) = parsed {
             return try array.enumerated().map { i, v in try key(v, file: file, index: i) }
         }
-        if let doc = parsed as? [String: Any], let list = doc["temporaryExposureKeys"] as? [Any] {
+        if case .object(let doc) = parsed, case .array(let list)? = doc["temporaryExposureKeys"] {
             return try list.enumerated().map { i, v in try publishedKey(v, file: file, index: i) }
         }
         throw KeyListError.notAKeyList(file: file, reason: "expected a JSON array of {keyData, rollingStartIntervalNumber, ...} or {temporaryExposureKeys: [...]}")
     }
 
     /// One key object of the `keys create` array.
-    public static func key(_ value: Any, file: String, index: Int) throws -> DiagnosisKey {
+    public static func key(_ value: JSONValue, file: String, index: Int) throws -> DiagnosisKey {
         func fail(_ reason: String) -> KeyListError { .badKey(file: file, index: index, reason: reason) }
-        guard let o = value as? [String: Any] else { throw fail(": expected a JSON object") }
+        guard case .object(let o) = value else { throw fail(": expected a JSON object") }
         if let unknown = o.keys.sorted().first(where: { !knownFields.contains($0) }) {
             throw fail(": unknown field '\(unknown)' (fields: \(knownFields.sorted().joined(separator: ", ")))")
         }
         let int = integerReader(o, fail)
-        guard let hex = o["keyData"] as? String else { throw fail(".keyData: missing (32 hex digits)") }
+        guard case .string(let hex)? = o["keyData"] else { throw fail(".keyData: missing (32 hex digits)") }
         let tek: TemporaryExposureKey
         do { tek = try TemporaryExposureKey(hex: hex) } catch { throw fail(".keyData: \(error)") }
         guard let start = try int("rollingStartIntervalNumber", 0...Int64(UInt32.max)) else { throw fail(".rollingStartIntervalNumber: missing") }
         var report: ReportType? = nil
-        if let r = o["reportType"], !(r is NSNull) {
-            if let name = r as? String {
+        if let r = o["reportType"], r != .null {
+            if case .string(let name) = r {
                 guard let t = reportTypeNames[name] else {
                     throw fail(".reportType: unknown name '\(name)' (one of \(reportTypeNames.keys.sorted().joined(separator: ", ")) or 0...5)")
                 }
@@ -79,11 +85,11 @@ public enum KeyListFile {
     }
 
     /// One key of a publish request.
-    static func publishedKey(_ value: Any, file: String, index: Int) throws -> DiagnosisKey {
+    static func publishedKey(_ value: JSONValue, file: String, index: Int) throws -> DiagnosisKey {
         func fail(_ reason: String) -> KeyListError { .badKey(file: file, index: index, reason: reason) }
-        guard let o = value as? [String: Any] else { throw fail(": expected a JSON object") }
+        guard case .object(let o) = value else { throw fail(": expected a JSON object") }
         let int = integerReader(o, fail)
-        guard let b64 = o["key"] as? String else { throw fail(".key: missing (base64 of 16 bytes)") }
+        guard case .string(let b64)? = o["key"] else { throw fail(".key: missing (base64 of 16 bytes)") }
         guard let bytes = Data(base64Encoded: b64), bytes.count == 16 else { throw fail(".key: expected base64 of 16 bytes, got '\(b64)'") }
         guard let start = try int("rollingStartNumber", 0...Int64(UInt32.max)) else { throw fail(".rollingStartNumber: missing") }
         return DiagnosisKey(key: try TemporaryExposureKey(bytes: bytes), rollingStartIntervalNumber: ENIntervalNumber(UInt32(start)),
@@ -92,14 +98,13 @@ public enum KeyListFile {
     }
 
     /// An optional integer field in a range; a string, a fraction or a value outside is an error.
-    static func integerReader(_ o: [String: Any], _ fail: @escaping (String) -> KeyListError) -> (String, ClosedRange<Int64>) throws -> Int64? {
+    static func integerReader(_ o: [String: JSONValue], _ fail: @escaping (String) -> KeyListError) -> (String, ClosedRange<Int64>) throws -> Int64? {
         { name, range in
-            guard let v = o[name], !(v is NSNull) else { return nil }
-            guard let n = v as? NSNumber,
-                  n.doubleValue == n.doubleValue.rounded(), range.contains(n.int64Value) else {
+            guard let v = o[name], v != .null else { return nil }
+            guard let d = v.number, d == d.rounded(), let n = Int64(exactly: d), range.contains(n) else {
                 throw fail(".\(name): expected an integer in \(range.lowerBound)...\(range.upperBound), got \(v)")
             }
-            return n.int64Value
+            return n
         }
     }
 
