@@ -3,8 +3,10 @@
 // Layers (one direction of dependency): executables -> BLEDaemon -> HCIProtocol, ENProtocol -> COpenSSL, CGaenCrypto, CGaenZlib.
 import PackageDescription
 
-// The modules gaend links import FoundationEssentials only (its idle footprint: full Foundation brings
-// CoreFoundation, ICU and FoundationInternationalization, ~1.5 MiB of the idle daemon's pages).
+// The modules gaend links, and those of the board's gaenctl (the app, metrics, collection, the key
+// server's layouts and their clients), import FoundationEssentials only (the idle daemon's
+// footprint and the board's binaries' size: full Foundation brings CoreFoundation, ICU and
+// FoundationInternationalization, ~1.5 MiB of the idle daemon's pages and ~40 MB of a binary).
 // With member import visibility a Foundation-only member (String(format:), trimmingCharacters...)
 // is a compile error in them even when a dependency imports Foundation (Tests/install checks the
 // linked binary).
@@ -103,7 +105,7 @@ let package = Package(
         // encoder and decoder each, shared by the daemon and the client (the API edge).
         .target(name: "GaendAPI", dependencies: ["DBusCore"], swiftSettings: daemonModule),
         // Client library of gaend's D-Bus API, used by gaenctl and the tests.
-        .target(name: "GaendClient", dependencies: ["DBusCore", "DBusNames", "GaendAPI"]),
+        .target(name: "GaendClient", dependencies: ["DBusCore", "DBusNames", "GaendAPI"], swiftSettings: daemonModule),
         // The few Linux calls Swift cannot make comfortably (HCI user channel, ioctls, termios, thread names).
         .target(name: "HCIShim", path: "Sources/HCIShim"),
         // The matcher's AES (AES-NI/VAES/ARMv8, chosen at run time) and lockstep HKDF (SHA-NI):
@@ -126,7 +128,7 @@ let package = Package(
         // The national apps' risk engines (CWA, NHS, SwissCovid, Immuni) and their published
         // configurations: the app side and the trial toolkit use them; the daemon uses only the
         // framework's own summaries (ENProtocol).
-        .target(name: "RiskEngines", dependencies: ["ENProtocol"]),
+        .target(name: "RiskEngines", dependencies: ["ENProtocol"], swiftSettings: daemonModule),
         .testTarget(name: "RiskEnginesTests", dependencies: ["RiskEngines", "ENProtocol", "YAMLReader"], resources: [.copy("Fixtures")]),
         // The trial's files that a board writes and the toolkit reads: CSV, markers, JSON key
         // lists, the daily layout, day manifests, collected outcomes, atomic output files.
@@ -139,7 +141,7 @@ let package = Package(
         // The key server's published layouts (CWA distribution layout, Google key server layout):
         // the publisher's plan and tree writer and the app's readers side by side, the signed
         // app configuration. Signing and the key export format are ENProtocol's.
-        .target(name: "KeyDistribution", dependencies: ["ENProtocol", "PlatformSupport", "RiskEngines", "TrialFormats"]),
+        .target(name: "KeyDistribution", dependencies: ["ENProtocol", "PlatformSupport", "RiskEngines", "TrialFormats"], swiftSettings: daemonModule),
         .testTarget(name: "KeyDistributionTests", dependencies: ["KeyDistribution", "ENProtocol", "PlatformSupport"]),
         // System library: libcurl (Debian's libcurl4-openssl-dev), the app's HTTP client: security
         // updates through the OS, proxies, IPv6, HTTP/2; one handle keeps the connection alive.
@@ -151,21 +153,21 @@ let package = Package(
         ),
         // The one HTTP client (libcurl): the app's downloads and uploads, `gaenctl collect`'s
         // uploads and read-back; a trial's private CA, bounded bodies, no redirect with credentials.
-        .target(name: "HTTPClient", dependencies: ["CCurl", "PlatformSupport"]),
+        .target(name: "HTTPClient", dependencies: ["CCurl", "PlatformSupport"], swiftSettings: daemonModule),
         // The app half on a board (gaenctl app): sync state and cache, the download run over
         // both layouts, provide batching, gaend's side of a run (provide, match, risk, the
         // RiskChanged signal), the upload of the board's keys, the status text.
         .target(name: "GaenApp", dependencies: ["KeyDistribution", "ENProtocol", "RiskEngines", "HTTPClient", "GaendClient", "GaendAPI",
-                                                "DBusCore", "PlatformSupport", "TrialTime"]),
+                                                "DBusCore", "PlatformSupport", "TrialTime"], swiftSettings: daemonModule),
         .testTarget(name: "GaenAppTests", dependencies: ["GaenApp", "HTTPClient", "KeyDistribution", "ENProtocol", "PlatformSupport", "RiskEngines",
                                                         "DBusCore", "GaendAPI"]),
         // The node's state as Prometheus metrics (`gaenctl metrics`): the exposition of one status
         // reading and of the app's status.
-        .target(name: "GaenMetrics", dependencies: ["GaenApp", "GaendAPI", "GaendClient", "ENProtocol", "HCIProtocol"]),
+        .target(name: "GaenMetrics", dependencies: ["GaenApp", "GaendAPI", "GaendClient", "ENProtocol", "HCIProtocol"], swiftSettings: daemonModule),
         .testTarget(name: "GaenMetricsTests", dependencies: ["GaenMetrics", "GaenApp", "GaendAPI"]),
         // Collection (`gaenctl collect`): closed days prepared into a spool, shipped over HTTP PUT,
         // read back and checked by SHA-256 before the spool copy goes.
-        .target(name: "GaenCollect", dependencies: ["GaenApp", "BoardNames", "GaendClient", "GaendAPI", "DBusCore", "HTTPClient", "TrialFormats", "ENProtocol", "PlatformSupport"]),
+        .target(name: "GaenCollect", dependencies: ["GaenApp", "BoardNames", "GaendClient", "GaendAPI", "DBusCore", "HTTPClient", "TrialFormats", "ENProtocol", "PlatformSupport"], swiftSettings: daemonModule),
         .testTarget(name: "GaenCollectTests", dependencies: ["GaenCollect", "HTTPClient", "TrialFormats"]),
         // Pure HCI wire types and the H4 framer: no I/O, no clock.
         .target(name: "HCIProtocol", swiftSettings: daemonModule),
@@ -224,7 +226,8 @@ let package = Package(
         // What gaenctl's commands share: the failure type, JSON lines on stdout, numeric option checks.
         .target(
             name: "CLISupport",
-            dependencies: ["ENProtocol", .product(name: "ArgumentParser", package: "swift-argument-parser")]
+            dependencies: ["ENProtocol", "PlatformSupport", .product(name: "ArgumentParser", package: "swift-argument-parser")],
+            swiftSettings: daemonModule
         ),
         // `gaenctl radio probe|advertise|scan`: drives a controller through the HCI host alone,
         // so the radio commands compile no store and no D-Bus layer (scripts/target-graph.py

@@ -1,4 +1,11 @@
+#if canImport(FoundationEssentials)
+import FoundationEssentials
+#else
 import Foundation
+#endif
+#if canImport(Glibc)
+import Glibc
+#endif
 import PlatformSupport
 
 /// A change to high risk, told three ways: a journal entry with a stable MESSAGE_ID (so
@@ -14,9 +21,9 @@ public enum HighRiskAnnouncement {
     @discardableResult
     public static func journal(_ message: String, fields: [String: String], socket: String = "/run/systemd/journal/socket") -> Bool {
         guard FileManager.default.fileExists(atPath: socket) else { return false }
-        var text = "MESSAGE_ID=\(messageID)\nPRIORITY=4\nSYSLOG_IDENTIFIER=gaenctl-app\nMESSAGE=\(message.replacingOccurrences(of: "\n", with: " "))\n"
+        var text = "MESSAGE_ID=\(messageID)\nPRIORITY=4\nSYSLOG_IDENTIFIER=gaenctl-app\nMESSAGE=\(message.replacing(scalar: "\n", with: " "))\n"
         for (k, v) in fields.sorted(by: { $0.key < $1.key }) where k.allSatisfy({ $0.isUppercase || $0.isNumber || $0 == "_" }) {
-            text += "\(k)=\(v.replacingOccurrences(of: "\n", with: " "))\n"
+            text += "\(k)=\(v.replacing(scalar: "\n", with: " "))\n"
         }
         let fd = Glibc.socket(AF_UNIX, Int32(SOCK_DGRAM.rawValue) | Int32(SOCK_CLOEXEC.rawValue), 0)
         guard fd >= 0 else { return false }
@@ -30,14 +37,18 @@ public enum HighRiskAnnouncement {
     /// Runs `command` through /bin/sh with the result in its environment (GAEN_RISK_LEVEL,
     /// GAEN_RISK_ENGINE, GAEN_RISK_SINCE, GAEN_NODE); waits at most `timeout` seconds.
     public static func hook(_ command: String, environment: [String: String], timeout: Double = 30) -> String? {
-        let p = Process()
-        p.executableURL = URL(fileURLWithPath: "/bin/sh")
-        p.arguments = ["-c", command]
-        p.environment = ProcessInfo.processInfo.environment.merging(environment) { _, new in new }
-        do { try p.run() } catch { return "cannot start: \(error.localizedDescription)" }
+        let child: ChildProcess
+        do {
+            child = try ChildProcess.spawn("/bin/sh", arguments: ["-c", command],
+                                           environment: ProcessInfo.processInfo.environment.merging(environment) { _, new in new })
+        } catch { return "cannot start: \(error.reason)" }
         let deadline = Date().addingTimeInterval(timeout)
-        while p.isRunning && Date() < deadline { usleep(50_000) }
-        if p.isRunning { p.terminate(); return "still running after \(Int(timeout)) s; stopped" }
-        return p.terminationStatus == 0 ? nil : "exit status \(p.terminationStatus)"
+        var status = child.exitStatus()
+        while status == nil && Date() < deadline {
+            usleep(50_000)
+            status = child.exitStatus()
+        }
+        guard let status else { child.terminate(); return "still running after \(Int(timeout)) s; stopped" }
+        return status == 0 ? nil : "exit status \(status)"
     }
 }

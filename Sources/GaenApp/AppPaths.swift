@@ -1,4 +1,11 @@
+#if canImport(FoundationEssentials)
+import FoundationEssentials
+#else
 import Foundation
+#endif
+#if canImport(Glibc)
+import Glibc
+#endif
 
 /// Where the app half keeps its state, and the node name it reports, from the gaend instance it
 /// serves (`--name hci0` of `org.gaend.hci0`).

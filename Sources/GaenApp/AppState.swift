@@ -1,4 +1,11 @@
+#if canImport(FoundationEssentials)
+import FoundationEssentials
+#else
 import Foundation
+#endif
+#if canImport(Glibc)
+import Glibc
+#endif
 import PlatformSupport
 
 /// A package the app holds: where it came from, what it was, whether gaend has it.
@@ -186,7 +193,7 @@ public struct AppStateStore: Sendable {
         do {
             try FileManager.default.createDirectory(atPath: directory + "/cache", withIntermediateDirectories: true,
                                                     attributes: [.posixPermissions: 0o700])
-        } catch { throw AppError.state("\(directory): cannot create the state directory: \(error.localizedDescription)") }
+        } catch { throw AppError.state("\(directory): cannot create the state directory: \(SystemCallError.reason(of: error))") }
     }
 
     public func load() throws -> AppState {

@@ -1,5 +1,12 @@
 import ENProtocol
+#if canImport(FoundationEssentials)
+import FoundationEssentials
+#else
 import Foundation
+#endif
+#if canImport(Glibc)
+import Glibc
+#endif
 import PlatformSupport
 
 /// The app's status as `gaenctl status` and `gaenctl app status` print it. Text that came from

@@ -1,7 +1,15 @@
 import ENProtocol
+#if canImport(FoundationEssentials)
+import FoundationEssentials
+#else
 import Foundation
+#endif
+#if canImport(Glibc)
+import Glibc
+#endif
 import HTTPClient
 import PlatformSupport
+import GaendAPI
 import GaendClient
 
 /// `gaenctl app submit`: the board's own keys of the days that have rolled, uploaded once to the

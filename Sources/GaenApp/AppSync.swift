@@ -1,6 +1,13 @@
 import DBusCore
 import ENProtocol
+#if canImport(FoundationEssentials)
+import FoundationEssentials
+#else
 import Foundation
+#endif
+#if canImport(Glibc)
+import Glibc
+#endif
 import GaendAPI
 import HTTPClient
 import KeyDistribution

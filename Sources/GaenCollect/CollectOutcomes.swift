@@ -1,13 +1,21 @@
 import ENProtocol
+#if canImport(FoundationEssentials)
+import FoundationEssentials
+#else
 import Foundation
+#endif
+#if canImport(Glibc)
+import Glibc
+#endif
 import GaenApp
+import GaendAPI
 import GaendClient
 import PlatformSupport
 import TrialFormats
 
 /// `gaenctl collect --outcomes`: at the end of a trial, with the participant's consent, the
 /// board's own keys and its app's outcomes go to the trial server beside its days, in
-/// `board=B/outcomes/` (TrialKit's `CollectedOutcomes` is the layout). The keys come through
+/// `board=B/outcomes/` (TrialFormats' `CollectedOutcomes` is the layout). The keys come through
 /// gaend's D-Bus boundary exactly as `app submit` reads them (GetTemporaryExposureKeyHistory,
 /// which answers only group gaend-keys); the outcomes from the app's own state directory.
 public enum CollectOutcomes {

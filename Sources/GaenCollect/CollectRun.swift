@@ -1,7 +1,14 @@
 import BoardNames
 import DBusCore
 import ENProtocol
+#if canImport(FoundationEssentials)
+import FoundationEssentials
+#else
 import Foundation
+#endif
+#if canImport(Glibc)
+import Glibc
+#endif
 import GaendAPI
 import GaendClient
 import HTTPClient

@@ -1,5 +1,13 @@
 import ENProtocol
+#if canImport(FoundationEssentials)
+import FoundationEssentials
+#else
 import Foundation
+#endif
+#if canImport(Glibc)
+import Glibc
+#endif
+import GaendAPI
 import GaendClient
 import HTTPClient
 import PlatformSupport
@@ -42,7 +50,7 @@ public final class CollectSpool {
     public init(path: String) throws {
         root = URL(fileURLWithPath: path)
         do { try FileManager.default.createDirectory(at: root.appendingPathComponent("pending"), withIntermediateDirectories: true) } catch {
-            throw CollectError("cannot create the spool \(path): \(error.localizedDescription)")
+            throw CollectError("cannot create the spool \(path): \(SystemCallError.reason(of: error))")
         }
         lockFD = open(root.appendingPathComponent(".lock").path, O_RDWR | O_CREAT | O_CLOEXEC, 0o600)
         guard lockFD >= 0 else { throw CollectError("cannot open \(path)/.lock: \(SystemCallError.lastReason)") }
@@ -75,9 +83,20 @@ public final class CollectSpool {
         copy.currentRPI = nil
         let encoder = JSONEncoder()
         encoder.outputFormatting = [.sortedKeys]
-        var object = try JSONSerialization.jsonObject(with: encoder.encode(copy)) as? [String: Any] ?? [:]
-        object["busName"] = busName
-        return try JSONSerialization.data(withJSONObject: object, options: [.sortedKeys]) + Data("\n".utf8)
+        return try encoder.encode(StatusWithBusName(status: copy, busName: busName)) + Data("\n".utf8)
+    }
+
+    /// The status's own fields and `busName` in one object (one keyed container: JSONEncoder
+    /// merges the two encodings into it, and sorts the keys).
+    private struct StatusWithBusName: Encodable {
+        var status: GaendNodeStatus
+        var busName: String
+        enum Key: String, CodingKey { case busName }
+        func encode(to encoder: any Encoder) throws {
+            try status.encode(to: encoder)
+            var container = encoder.container(keyedBy: Key.self)
+            try container.encode(busName, forKey: .busName)
+        }
     }
 
     /// The spool's own small files are read bounded and only when regular files: a FIFO put in
@@ -122,7 +141,7 @@ public final class CollectSpool {
         let fm = FileManager.default
         for b in (try? fm.contentsOfDirectory(atPath: pending.path)) ?? [] where b.hasPrefix("board=") {
             for d in (try? fm.contentsOfDirectory(atPath: pending.appendingPathComponent(b).path)) ?? [] where d.hasPrefix("day=") || d == Day.outcomes {
-                let board = String(b.dropFirst("board=".count)).removingPercentEncoding ?? String(b.dropFirst("board=".count))
+                let board = DailyLayout.unescape(String(b.dropFirst("board=".count))) ?? String(b.dropFirst("board=".count))
                 days.append(Day(board: board, day: d == Day.outcomes ? d : String(d.dropFirst("day=".count))))
             }
         }

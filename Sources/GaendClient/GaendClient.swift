@@ -1,6 +1,10 @@
 import DBusCore
 import GaendAPI
+#if canImport(FoundationEssentials)
+import FoundationEssentials
+#else
 import Foundation
+#endif
 
 /// The node's state: ExposureNotification1's properties, decoded by their one decoder
 /// (`GaendExposureProperties`, GaendAPI).

@@ -1,6 +1,13 @@
 import CCurl
+#if canImport(FoundationEssentials)
+import FoundationEssentials
+#else
 import Foundation
+#endif
 import PlatformSupport
+#if canImport(Glibc)
+import Glibc
+#endif
 
 /// One HTTP response, its body bounded.
 public struct HTTPResponse: Sendable {
@@ -223,7 +230,7 @@ public final class HTTPSession {
             if line.hasPrefix("HTTP/") { t.headers = [:] } // a new response (after a redirect or 100)
             if let colon = line.firstIndex(of: ":"), t.headers.count < 64 {
                 let name = line[..<colon].lowercased()
-                let value = line[line.index(after: colon)...].trimmingCharacters(in: .whitespacesAndNewlines)
+                let value = String(line[line.index(after: colon)...]).trimmingWhitespacesAndNewlines()
                 t.headers[name] = value
             }
             return n
@@ -292,7 +299,7 @@ public final class HTTPSession {
 
     /// The URL without any user information, for messages.
     public static func redacted(_ url: String) -> String {
-        guard let scheme = url.range(of: "://"), let at = url[scheme.upperBound...].firstIndex(of: "@"),
+        guard let scheme = url.firstRange(of: "://"), let at = url[scheme.upperBound...].firstIndex(of: "@"),
               !url[scheme.upperBound..<at].contains("/") else { return url }
         return String(url[..<scheme.upperBound]) + String(url[url.index(after: at)...])
     }

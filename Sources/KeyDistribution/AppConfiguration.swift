@@ -1,5 +1,12 @@
 import ENProtocol
+#if canImport(FoundationEssentials)
+import FoundationEssentials
+#else
 import Foundation
+#endif
+#if canImport(Glibc)
+import Glibc
+#endif
 import RiskEngines
 
 /// The app configuration a key server publishes signed beside its packages (the CWA's
@@ -42,18 +49,22 @@ public struct AppConfiguration: Sendable, Equatable {
 
     public init(json data: Data) throws {
         guard data.count <= Self.maxSize else { throw DistributionError.badConfiguration(reason: "\(data.count) bytes, more than \(Self.maxSize)") }
-        guard let object = try? JSONSerialization.jsonObject(with: data) as? [String: Any] else {
+        guard case .object(let object)? = try? JSONValue.parse(data) else {
             throw DistributionError.badConfiguration(reason: "not a JSON object")
         }
-        guard let engine = object["riskEngine"] as? String, Self.engines.contains(engine) else {
+        guard case .string(let engine)? = object["riskEngine"], Self.engines.contains(engine) else {
             throw DistributionError.badConfiguration(reason: "riskEngine must be one of \(Self.engines.sorted().joined(separator: ", "))")
         }
-        guard let parameters = object["parameters"], JSONSerialization.isValidJSONObject(parameters) else {
+        // An object or an array, as JSONSerialization.isValidJSONObject took (the engine judges which).
+        guard let parameters = object["parameters"], Self.isContainer(parameters) else {
             throw DistributionError.badConfiguration(reason: "parameters must be a JSON object (the engine's parameter file)")
         }
         var revoked: Set<String> = []
         if let list = object["revokedPackages"] {
-            guard let strings = list as? [String], strings.allSatisfy({ $0.count == 64 && $0.allSatisfy(\.isHexDigit) }) else {
+            let items: [JSONValue]
+            if case .array(let a) = list { items = a } else { items = [.null] }
+            let strings = items.compactMap { if case .string(let s) = $0 { s } else { nil } }
+            guard strings.count == items.count, strings.allSatisfy({ $0.count == 64 && $0.allSatisfy(\.isHexDigit) }) else {
                 throw DistributionError.badConfiguration(reason: "revokedPackages must be an array of SHA-256 hashes (64 hex digits)")
             }
             revoked = Set(strings.map { $0.lowercased() })
@@ -65,7 +76,7 @@ public struct AppConfiguration: Sendable, Equatable {
         }
         self.version = version
         self.riskEngine = engine
-        self.parameters = try JSONSerialization.data(withJSONObject: parameters, options: [.sortedKeys])
+        self.parameters = Data(Self.integral(parameters).serialized().utf8)
         self.revokedPackages = revoked
         // The engine reads its parameters here, so the publisher never signs, and the app never
         // keeps, a configuration whose engine would refuse them at every run.
@@ -73,6 +84,25 @@ public struct AppConfiguration: Sendable, Equatable {
             _ = try RiskEngineRegistry.named(engine)!.rule(parameters: self.parameters, source: "parameters", dated: nil, options: RiskRuleOptions())
         } catch {
             throw DistributionError.badConfiguration(reason: "the \(engine) engine refuses its parameters: \(error)")
+        }
+    }
+
+    static func isContainer(_ value: JSONValue) -> Bool {
+        switch value {
+        case .object, .array: true
+        default: false
+        }
+    }
+
+    /// The parameters with their whole numbers written as integers ("3", not "3.0"), as
+    /// JSONSerialization wrote them: JSONValue reads every number as a double, and an engine's
+    /// integer field reads "3", whatever it makes of "3.0".
+    static func integral(_ value: JSONValue) -> JSONValue {
+        switch value {
+        case .double(let d) where d == d.rounded() && abs(d) < 9_007_199_254_740_992: .int(Int64(d))
+        case .array(let a): .array(a.map(integral))
+        case .object(let o): .object(o.mapValues(integral))
+        default: value
         }
     }
 

@@ -1,5 +1,12 @@
 import ENProtocol
+#if canImport(FoundationEssentials)
+import FoundationEssentials
+#else
 import Foundation
+#endif
+#if canImport(Glibc)
+import Glibc
+#endif
 import PlatformSupport
 import TrialFormats
 
@@ -84,8 +91,8 @@ public enum Inbox {
             switch Swift.Result(catching: { try FileManager.default.contentsOfDirectory(atPath: dir) }) {
             case .success(let listed): names = listed.sorted()
             case .failure(let error):
-                if dir == directory { throw PublishError.io(path: dir, reason: "cannot read the inbox: \(Self.reason(of: error))") }
-                result.skipped.append(Skipped(file: dir, reason: "cannot read the folder: \(Self.reason(of: error))"))
+                if dir == directory { throw PublishError.io(path: dir, reason: "cannot read the inbox: \(SystemCallError.reason(of: error))") }
+                result.skipped.append(Skipped(file: dir, reason: "cannot read the folder: \(SystemCallError.reason(of: error))"))
                 return
             }
             for name in names where !name.hasPrefix(".") {
@@ -107,7 +114,7 @@ public enum Inbox {
                     result.skipped.append(Skipped(file: path, reason: error.description))
                     continue
                 }
-                let digest = SHA256.hash(bytes).map { String(format: "%02x", $0) }.joined()
+                let digest = SHA256.hash(bytes).hexString
                 let entry = ledger.submission(digest: digest, file: relative, mtime: fileTime(Int64(st.st_mtim.tv_sec)), size: Int64(bytes.count), now: now)
                 candidates.append(Candidate(path: path, board: board, digest: digest, size: bytes.count, entry: entry))
             }
@@ -144,7 +151,7 @@ public enum Inbox {
             do {
                 // Read again (the first pass kept only its digest); the bytes must still be those.
                 let bytes = try SmallFile.read(c.path, limit: maxFileSize)
-                guard SHA256.hash(bytes).map({ String(format: "%02x", $0) }).joined() == c.digest else {
+                guard SHA256.hash(bytes).hexString == c.digest else {
                     result.skipped.append(Skipped(file: c.path, reason: "changed while the publisher read it; taken on the next run"))
                     continue
                 }
@@ -191,15 +198,6 @@ public enum Inbox {
         guard access(directory, R_OK | X_OK) == 0 else {
             throw PublishError.io(path: directory, reason: "cannot read the inbox: \(SystemCallError.lastReason)")
         }
-    }
-
-    /// Foundation's errors name a Cocoa domain and a number; the system's reason is underneath.
-    static func reason(of error: any Error) -> String {
-        let ns = error as NSError
-        if let underlying = ns.userInfo[NSUnderlyingErrorKey] as? NSError, underlying.domain == NSPOSIXErrorDomain {
-            return SystemCallError.reason(code: Int32(underlying.code))
-        }
-        return ns.domain == NSPOSIXErrorDomain ? SystemCallError.reason(code: Int32(ns.code)) : "\(error)"
     }
 
     static func decode(_ data: Data, file: String) throws -> [DiagnosisKey] {

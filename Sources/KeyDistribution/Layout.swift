@@ -1,5 +1,13 @@
 import ENProtocol
+#if canImport(FoundationEssentials)
+import FoundationEssentials
+#else
 import Foundation
+#endif
+#if canImport(Glibc)
+import Glibc
+#endif
+import PlatformSupport
 
 /// The two published layouts of a key server, as a static tree a plain web server serves.
 ///
@@ -45,11 +53,11 @@ public enum CWALayout {
 
     /// A JSON array of strings (country or date index). Anything else is an error naming `url`.
     public static func decodeStrings(_ data: Data, url: String) throws -> [String] {
-        guard let array = try? JSONSerialization.jsonObject(with: data) as? [Any] else {
+        guard case .array(let array)? = try? JSONValue.parse(data) else {
             throw DistributionError.badIndex(url: url, reason: "not a JSON array")
         }
         return try array.map {
-            guard let s = $0 as? String, !s.isEmpty, s.count <= 64 else {
+            guard case .string(let s) = $0, !s.isEmpty, s.count <= 64 else {
                 throw DistributionError.badIndex(url: url, reason: "an entry is not a short string")
             }
             return s
@@ -58,11 +66,12 @@ public enum CWALayout {
 
     /// A JSON array of hours 0...23.
     public static func decodeHours(_ data: Data, url: String) throws -> [Int] {
-        guard let array = try? JSONSerialization.jsonObject(with: data) as? [Any] else {
+        guard case .array(let array)? = try? JSONValue.parse(data) else {
             throw DistributionError.badIndex(url: url, reason: "not a JSON array")
         }
         return try array.map {
-            guard let n = $0 as? Int, (0...23).contains(n) else {
+            // A whole number (or a boolean, as 1 or 0), as NSNumber's `as? Int` took it.
+            guard let n = $0.integer, (0...23).contains(n) else {
                 throw DistributionError.badIndex(url: url, reason: "an entry is not an hour 0...23")
             }
             return n
@@ -84,7 +93,7 @@ public enum GoogleLayout {
     public static func decodeIndex(_ data: Data, url: String) throws -> [String] {
         guard let text = String(data: data, encoding: .utf8) else { throw DistributionError.badIndex(url: url, reason: "not UTF-8") }
         return try text.split(whereSeparator: { $0 == "\n" || $0 == "\r" }).compactMap { line in
-            let path = line.trimmingCharacters(in: .whitespaces)
+            let path = String(line).trimmingWhitespaces()
             if path.isEmpty { return nil }
             guard path.count <= 512, !path.hasPrefix("/"), !path.contains("://"),
                   !path.split(separator: "/").contains(".."), path.allSatisfy({ $0.isASCII && !$0.isWhitespace && $0 != "?" && $0 != "#" }) else {

@@ -1,5 +1,12 @@
 import ENProtocol
+#if canImport(FoundationEssentials)
+import FoundationEssentials
+#else
 import Foundation
+#endif
+#if canImport(Glibc)
+import Glibc
+#endif
 import PlatformSupport
 
 /// A key as it arrived in the inbox: the key and when it was submitted (the file's time).
@@ -240,13 +247,13 @@ public struct TreeWriter {
 
     public func publish(_ plan: PublicationPlan, to output: String) throws -> Summary {
         let out = URL(fileURLWithPath: output).standardizedFileURL.path
-        let parent = (out as NSString).deletingLastPathComponent
+        let parent = PathName.directory(of: out)
         let fm = FileManager.default
-        var isDir: ObjCBool = false
-        if fm.fileExists(atPath: out, isDirectory: &isDir), !isDir.boolValue { throw PublishError.notADirectory(path: out) }
+        var isDir = false
+        if fm.fileExists(atPath: out, isDirectory: &isDir), !isDir { throw PublishError.notADirectory(path: out) }
         if !fm.fileExists(atPath: parent) {
             do { try fm.createDirectory(atPath: parent, withIntermediateDirectories: true) } catch {
-                throw PublishError.io(path: parent, reason: error.localizedDescription)
+                throw PublishError.io(path: parent, reason: SystemCallError.reason(of: error))
             }
         }
         // One publisher at a time (a timer run and a manual run).
@@ -256,7 +263,7 @@ public struct TreeWriter {
         defer { close(lock) }
         guard flock(lock, LOCK_EX | LOCK_NB) == 0 else { throw PublishError.busy(path: lockPath) }
 
-        let name = (out as NSString).lastPathComponent
+        let name = PathName.name(of: out)
         let staging = "\(parent)/.\(name).new-\(getpid())"
         var summary = Summary()
         // A publisher killed mid-run left its half-built tree; with the lock held, no other
@@ -266,11 +273,11 @@ public struct TreeWriter {
         }
         do {
             try fm.createDirectory(atPath: staging, withIntermediateDirectories: true)
-            try write(plan, staging: staging, old: isDir.boolValue ? out : nil, summary: &summary)
+            try write(plan, staging: staging, old: isDir ? out : nil, summary: &summary)
         } catch {
             try? fm.removeItem(atPath: staging)
             if let e = error as? PublishError { throw e }
-            throw PublishError.io(path: staging, reason: "\(error)")
+            throw PublishError.io(path: staging, reason: SystemCallError.reason(of: error))
         }
         if fm.fileExists(atPath: out) {
             if let e = exchangePaths(staging, out) {
@@ -290,7 +297,7 @@ public struct TreeWriter {
         let o = options
         func put(_ relative: String, _ data: Data) throws {
             let path = staging + "/" + relative
-            try FileManager.default.createDirectory(atPath: (path as NSString).deletingLastPathComponent, withIntermediateDirectories: true)
+            try FileManager.default.createDirectory(atPath: PathName.directory(of: path), withIntermediateDirectories: true)
             guard FileManager.default.createFile(atPath: path, contents: data, attributes: [.posixPermissions: 0o644]) else {
                 throw PublishError.io(path: path, reason: "cannot write")
             }
@@ -358,7 +365,7 @@ public enum PublishedTree {
               let paths = try? GoogleLayout.decodeIndex(index, url: GoogleLayout.index(region)) else { return ([:], []) }
         var hours: [Int64: [DiagnosisKey]] = [:], problems: [String] = []
         for path in paths {
-            let name = (path as NSString).lastPathComponent
+            let name = PathName.name(of: path)
             let parts = name.dropLast(4).split(separator: "-")
             guard path.hasPrefix(region + "/"), name.hasSuffix(".zip"), parts.count == 3, let start = Int64(parts[0]), start % 3600 == 0 else { continue }
             let hour = start / 3600

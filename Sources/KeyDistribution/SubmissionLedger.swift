@@ -1,5 +1,12 @@
 import ENProtocol
+#if canImport(FoundationEssentials)
+import FoundationEssentials
+#else
 import Foundation
+#endif
+#if canImport(Glibc)
+import Glibc
+#endif
 import PlatformSupport
 
 /// When the publisher first saw each inbox file, kept beside the tree (`OUT.ledger.json`, not

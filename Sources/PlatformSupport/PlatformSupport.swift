@@ -114,6 +114,16 @@ extension String {
         return String(scalars[first...last])
     }
 
+    /// The string without leading and trailing white space and line ends (the Unicode
+    /// White_Space scalars): what Foundation's `trimmingCharacters(in: .whitespacesAndNewlines)`
+    /// removed (Z* categories, tab, U+000A...U+000D and U+0085: the same set).
+    public func trimmingWhitespacesAndNewlines() -> String {
+        let scalars = unicodeScalars
+        guard let first = scalars.firstIndex(where: { !$0.properties.isWhitespace }) else { return "" }
+        let last = scalars.lastIndex(where: { !$0.properties.isWhitespace })!
+        return String(scalars[first...last])
+    }
+
     /// Every `scalar` replaced by `replacement`, scalar by scalar (as NSString's
     /// replacingOccurrences did for these ASCII cases: a "\r\n" is one Character but two
     /// scalars, and its "\n" is replaced).

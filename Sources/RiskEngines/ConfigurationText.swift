@@ -56,7 +56,7 @@ public enum ConfigurationText {
                     continue  // not an object where one is expected: the decoder says so
                 }
                 var line = 0
-                if let r = text.range(of: "\"\(key)\"") { line = text[..<r.lowerBound].reduce(1) { $1 == "\n" ? $0 + 1 : $0 } }
+                if let r = text.firstRange(of: "\"\(key)\"") { line = text[..<r.lowerBound].reduce(1) { $1 == "\n" ? $0 + 1 : $0 } }
                 let near = names.first { $0.lowercased() == key.lowercased() || EditDistance.between($0.lowercased(), key.lowercased()) <= 2 }
                 try policy.record("\(line > 0 ? "line \(line): " : "")unknown key '\(path)'\(near.map { " (did you mean \($0)?)" } ?? "") (known: \(names.joined(separator: ", ")))", file: file)
             }

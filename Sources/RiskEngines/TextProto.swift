@@ -1,5 +1,9 @@
 import ENProtocol
+#if canImport(FoundationEssentials)
+import FoundationEssentials
+#else
 import Foundation
+#endif
 
 /// Protobuf text format (what `protoc --encode`/`--decode` and the apps' repositories write):
 /// `name: value`, `name { ... }` (or `name: { ... }`, `<...>`), `#` comments, repeated fields as

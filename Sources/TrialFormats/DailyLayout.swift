@@ -45,6 +45,34 @@ public enum DailyLayout {
         return out == "." || out == ".." ? out.replacing(".", with: "%2E") : out
     }
 
+    /// A directory name's partition value: every `%XX` as its byte (what Foundation's
+    /// `removingPercentEncoding` did); nil when a `%` is not followed by two hex digits or the
+    /// bytes are not UTF-8.
+    public static func unescape(_ name: String) -> String? {
+        func hexValue(_ c: UInt8) -> UInt8? {
+            switch c {
+            case UInt8(ascii: "0")...UInt8(ascii: "9"): c - UInt8(ascii: "0")
+            case UInt8(ascii: "a")...UInt8(ascii: "f"): c - UInt8(ascii: "a") + 10
+            case UInt8(ascii: "A")...UInt8(ascii: "F"): c - UInt8(ascii: "A") + 10
+            default: nil
+            }
+        }
+        let utf8 = Array(name.utf8)
+        var out: [UInt8] = []
+        var i = 0
+        while i < utf8.count {
+            if utf8[i] == UInt8(ascii: "%") {
+                guard i + 2 < utf8.count, let hi = hexValue(utf8[i + 1]), let lo = hexValue(utf8[i + 2]) else { return nil }
+                out.append(hi << 4 | lo)
+                i += 3
+            } else {
+                out.append(utf8[i])
+                i += 1
+            }
+        }
+        return String(validating: out, as: UTF8.self)
+    }
+
     /// `board=<board>/day=<day>/<file>`, relative to the export directory.
     public static func relativePath(board: String, day: String, file: String) -> String {
         "board=\(escape(board))/day=\(day)/\(file)"

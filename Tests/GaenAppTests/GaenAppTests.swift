@@ -3,7 +3,7 @@ import ENProtocol
 import Foundation
 import GaendAPI
 import HTTPClient
-import KeyDistribution
+@testable import KeyDistribution
 import RiskEngines
 import Testing
 @testable import GaenApp
@@ -84,6 +84,22 @@ import Testing
         } throws: { "\($0)".contains("the cwa engine refuses its parameters") }
         // Engines an app never shipped are not for app configurations.
         #expect(throws: DistributionError.self) { try AppConfiguration(json: Data(#"{"riskEngine":"gaen-v1","parameters":{}}"#.utf8)) }
+    }
+
+    /// The parameters are kept as the same JSON (read on FoundationEssentials, without
+    /// JSONSerialization): whole numbers as integers, keys sorted; every published engine's
+    /// parameters read back as what was given.
+    @Test func configurationKeepsItsParameters() throws {
+        let c = try AppConfiguration(json: Data(#"{"riskEngine":"nhs","parameters":\#(PublishedRiskConfigurations.nhs)}"#.utf8))
+        let given = try JSONSerialization.jsonObject(with: Data(PublishedRiskConfigurations.nhs.utf8)) as? NSDictionary
+        #expect(try JSONSerialization.jsonObject(with: c.parameters) as? NSDictionary == given)
+        let shape = try AppConfiguration.integral(JSONValue.parse(Data(#"{"b":[1.5,2,-3,1e20],"a":{"n":null,"t":true}}"#.utf8)))
+        #expect(shape.serialized() == #"{"a":{"n":null,"t":true},"b":[1.5,2,-3,1e+20]}"#)
+        // As JSONSerialization.isValidJSONObject: an object or an array, nothing else.
+        #expect(throws: DistributionError.self) { try AppConfiguration(json: Data(#"{"riskEngine":"nhs","parameters":3}"#.utf8)) }
+        #expect(throws: DistributionError.self) {
+            try AppConfiguration(json: Data(#"{"riskEngine":"nhs","parameters":\#(PublishedRiskConfigurations.nhs),"revokedPackages":["\#(String(repeating: "a", count: 64))",1]}"#.utf8))
+        }
     }
 
     /// The example the server package installs as /etc/gaend-trial/app-config.json is one the

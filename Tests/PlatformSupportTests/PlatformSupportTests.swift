@@ -30,6 +30,44 @@ import Glibc
         }
     }
 
+    @Test func trimsWhitespacesAndNewlinesAsFoundationDid() {
+        for s in ["", " ", "\t", " a ", "\ta b\t", "\u{00A0}x\u{3000}", "\n x \n", "x\u{2003}", " \u{301}a", "é ", "\r\n", "\u{85}v\u{2028}", "\u{0B}\u{0C}w\u{2029}"] {
+            #expect(s.trimmingWhitespacesAndNewlines() == s.trimmingCharacters(in: .whitespacesAndNewlines), "\(Array(s.unicodeScalars))")
+        }
+    }
+
+    /// Foundation's file errors in the C library's words, read from the error (not from how
+    /// a process that links full Foundation renders it).
+    @Test func namesFileErrorsInTheCLibrarysWords() {
+        func reason(_ body: () throws -> Void) -> String {
+            do { try body(); return "" } catch { return SystemCallError.reason(of: error) }
+        }
+        #expect(reason { _ = try Data(contentsOf: URL(fileURLWithPath: "/nonexistent/gaend")) } == "No such file or directory")
+        #expect(reason { _ = try String(contentsOfFile: "/", encoding: .utf8) } == "Is a directory")
+        #expect(reason { try FileManager.default.createDirectory(atPath: "/proc/gaend/x", withIntermediateDirectories: true) } == "No such file or directory")
+        #expect(reason { throw POSIXError(.EACCES) } == "Permission denied")
+        #expect(reason { throw SmallFile.Failure.notARegularFile("a directory") } == "is a directory, not a regular file")
+    }
+
+    @Test func runsAChildWithItsEnvironmentAndNoInheritedDescriptors() throws {
+        // A descriptor without close-on-exec: the child must not have it.
+        let fd = open("/dev/null", O_RDONLY)
+        defer { close(fd) }
+        let child = try ChildProcess.spawn("/bin/sh", arguments: ["-c", "test ! -e /proc/self/fd/\(fd) && test \"$GAEND_X\" = 'a b' && exit 3"],
+                                           environment: ["GAEND_X": "a b", "PATH": "/usr/bin:/bin"])
+        var status = child.exitStatus()
+        while status == nil { usleep(10_000); status = child.exitStatus() }
+        #expect(status == 3)
+        // Ended by a signal: its number, as Process's terminationStatus gave.
+        let sleeper = try ChildProcess.spawn("/bin/sleep", arguments: ["60"], environment: [:])
+        #expect(sleeper.exitStatus() == nil)
+        sleeper.terminate()
+        status = nil
+        while status == nil { usleep(10_000); status = sleeper.exitStatus() }
+        #expect(status == SIGTERM)
+        #expect(throws: SystemCallError.self) { try ChildProcess.spawn("/nonexistent/gaend", arguments: [], environment: [:]) }
+    }
+
     @Test func replacesScalarsAsNSStringDid() {
         for s in ["", "a", "a\nb", "\r\n", "x\n\n", "\"q\"", "a\"\u{301}b"] {
             #expect(s.replacing(scalar: "\n", with: "\\n") == s.replacingOccurrences(of: "\n", with: "\\n"))

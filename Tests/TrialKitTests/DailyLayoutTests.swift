@@ -30,6 +30,14 @@ import TrialFormats
         #expect(DailyLayout.escape("..") == "%2E%2E")
         #expect(DailyLayout.escape("") == "_")
         #expect(TrialInputs.receiverName(ofSightingsFile: "x/board=a%2Fb%3Dc%20d/day=2026-11-20/sightings.csv") == "a/b=c d")
+        // unescape reads back what escape wrote, and refuses what Foundation's
+        // removingPercentEncoding refused.
+        for name in ["board-1", "a/b=c d", "..", ".", "é ü", "%", "100%"] {
+            #expect(DailyLayout.unescape(DailyLayout.escape(name)) == name)
+        }
+        for name in ["_", "a%2fb", "a%2Fb", "%", "%4", "%G1", "x%FF", "%C3%A9", "plain"] {
+            #expect(DailyLayout.unescape(name) == name.removingPercentEncoding, "\(name)")
+        }
         #expect(TrialInputs.receiverName(ofSightingsFile: "x/sightings/board-7.csv") == "board-7")
     }
 

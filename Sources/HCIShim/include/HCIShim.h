@@ -27,4 +27,5 @@ int gaend_serial_configure(int fd, unsigned baud, int rtscts);
 #include "gaend_thread.h"
 #include "gaend_rename.h"
 #include "gaend_malloc.h"
+#include "gaend_spawn.h"
 #endif
