@@ -238,12 +238,27 @@ let package = Package(
                 "HCIHost", "HCIProtocol", "ENProtocol", "CLISupport",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
                 .product(name: "Logging", package: "swift-log"),
-            ]
+            ],
+            swiftSettings: daemonModule
+        ),
+        // The commands a board runs (`gaenctl status|keys|app|metrics|collect|start|stop`, with
+        // RadioCommands' `radio`), the board gaenctl's root and what gaenctl's commands share
+        // (bus options, the failure line, key files): one copy, which the full gaenctl and the
+        // board's (gaend's binary called as gaenctl) both list. FoundationEssentials only, like
+        // everything it links (scripts/check-gaend-foundation.sh checks the linked binary).
+        .target(
+            name: "BoardCommands",
+            dependencies: [
+                "RadioCommands", "CLISupport", "GaenApp", "GaenMetrics", "GaenCollect", "KeyDistribution", "HTTPClient", "GaendClient", "GaendAPI",
+                "DBusCore", "ENProtocol", "HCIProtocol", "NodeConfig", "PlatformSupport", "BoardNames", "TrialFormats", "TrialTime",
+                .product(name: "ArgumentParser", package: "swift-argument-parser"),
+            ],
+            swiftSettings: daemonModule
         ),
         .executableTarget(
             name: "gaenctl",
             dependencies: [
-                "ENProtocol", "MatchingRuntime", "RiskEngines", "NodeConfig", "RadioCommands", "CLISupport", "HCIProtocol", "GaendClient", "GaendAPI", "TrialKit", "TrialFormats", "KeyDistribution", "GaenApp",
+                "BoardCommands", "ENProtocol", "MatchingRuntime", "RiskEngines", "NodeConfig", "RadioCommands", "CLISupport", "HCIProtocol", "GaendClient", "GaendAPI", "TrialKit", "TrialFormats", "KeyDistribution", "GaenApp",
                 "GaenMetrics", "GaenCollect", "HTTPClient", "PlatformSupport", "BoardNames", "TrialProvision", "TrialTime",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
                 // `trial import dp3t` reads DP-3T's SQLite result tables.

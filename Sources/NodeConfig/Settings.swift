@@ -176,6 +176,12 @@ extension CalibrationConfidence {
         guard let i = Self.configNames.firstIndex(of: configName) else { return nil }
         self.init(rawValue: i)
     }
+
+    /// A level as the node reports it (0-3), by the config's name; another number as itself
+    /// (`gaenctl status`, `gaenctl windows`).
+    package static func name(ofLevel level: Int32) -> String {
+        CalibrationConfidence(rawValue: Int(level)).map(\.configName) ?? "\(level)"
+    }
 }
 
 package struct ResearchSettings: Sendable, Equatable {

@@ -1,6 +1,14 @@
 import ArgumentParser
 import CLISupport
+#if canImport(FoundationEssentials)
+import FoundationEssentials
+#else
 import Foundation
+#endif
+#if canImport(Glibc)
+import Glibc
+#endif
+import Dispatch
 import Synchronization
 import HCIHost
 import Logging

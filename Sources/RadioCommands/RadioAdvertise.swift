@@ -1,7 +1,14 @@
 import ArgumentParser
 import CLISupport
 import ENProtocol
+#if canImport(FoundationEssentials)
+import FoundationEssentials
+#else
 import Foundation
+#endif
+#if canImport(Glibc)
+import Glibc
+#endif
 import HCIHost
 import HCIProtocol
 import Logging

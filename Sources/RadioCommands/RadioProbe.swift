@@ -1,5 +1,12 @@
 import ArgumentParser
+#if canImport(FoundationEssentials)
+import FoundationEssentials
+#else
 import Foundation
+#endif
+#if canImport(Glibc)
+import Glibc
+#endif
 import HCIHost
 
 /// `gaenctl radio probe --controller ADDR`: brings the controller up and prints its facts as

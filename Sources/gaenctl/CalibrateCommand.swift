@@ -1,7 +1,9 @@
 import ArgumentParser
+import BoardCommands
 import NodeConfig
 import ENProtocol
 import Foundation
+import PlatformSupport
 import GaendClient
 import GaendAPI
 import TrialKit
@@ -93,11 +95,6 @@ struct Calibrate: AsyncParsableCommand {
         }
     }
 
-    /// A confidence level as the node reports it (0-3), by the config's name.
-    static func name(_ level: Int32) -> String {
-        CalibrationConfidence(rawValue: Int(level)).map(\.configName) ?? "\(level)"
-    }
-
     var orientationNames: [String] {
         orientations.split(separator: ",").map { $0.trimmingCharacters(in: .whitespaces) }.filter { !$0.isEmpty }
     }
@@ -135,7 +132,7 @@ struct Calibrate: AsyncParsableCommand {
             try await calibrate(client)
         } catch let e as ExitCode { throw e } catch let e as ValidationError { throw e } catch {
             var message = String(describing: error)
-            if let e = error as? CocoaError { message = "\(e.filePath ?? "file"): \(fileErrorReason(e))" }
+            if let e = error as? CocoaError { message = "\(e.filePath ?? "file"): \(SystemCallError.reason(of: e))" }
             printError("gaenctl calibrate: \(message.replacingOccurrences(of: "\n", with: " "))")
             throw ExitCode(1)
         }
@@ -168,7 +165,7 @@ struct Calibrate: AsyncParsableCommand {
             let now = try await client.calibration()
             nodeCalibration = now
             printError("gaend's calibration now: tx_power \(now.txPower) dBm, rssi_correction \(now.rssiCorrection) dB, "
-                       + "calibration_confidence \(Self.name(now.calibrationConfidence)); readings are taken as received, before it")
+                       + "calibration_confidence \(CalibrationConfidence.name(ofLevel: now.calibrationConfidence)); readings are taken as received, before it")
             var source = try await LiveCalibrationSource.start(client: client, reference: reference,
                                                                secondsPerOrientation: secondsPerOrientation, minimumSamples: minSamples)
             defer { source.stop() }
@@ -238,7 +235,7 @@ struct Calibrate: AsyncParsableCommand {
                 throw CommandFailure("SetCalibration failed\(config.map { " (\($0) was saved)" } ?? ""): \(error)")
             }
             let now = try await client.calibration()
-            print("applied to gaend: tx_power \(now.txPower) dBm, rssi_correction \(now.rssiCorrection) dB, calibration_confidence \(Self.name(now.calibrationConfidence))")
+            print("applied to gaend: tx_power \(now.txPower) dBm, rssi_correction \(now.rssiCorrection) dB, calibration_confidence \(CalibrationConfidence.name(ofLevel: now.calibrationConfidence))")
         }
     }
 }

@@ -1,3 +1,4 @@
+import BoardCommands
 import DBusCore
 import GaendAPI
 import ENProtocol

@@ -1,4 +1,5 @@
 import ArgumentParser
+import BoardCommands
 import NodeConfig
 import Foundation
 import GaendClient

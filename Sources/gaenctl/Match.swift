@@ -1,4 +1,5 @@
 import ArgumentParser
+import BoardCommands
 import ENProtocol
 import Foundation
 import TrialKit

@@ -1,6 +1,8 @@
 import ArgumentParser
+import BoardCommands
 import ENProtocol
 import Foundation
+import PlatformSupport
 import MatchingRuntime
 
 /// Options shared by `match` and `windows`: a sightings export, key files, trust, threads.
@@ -46,7 +48,7 @@ enum MatchRun {
         guard let sightings = o.sightings else { throw CommandFailure("give the sightings export with --sightings FILE and key files with --keys FILE...") }
         let data: Data
         do { data = try Data(contentsOf: URL(fileURLWithPath: sightings)) } catch {
-            throw CommandFailure("\(sightings): cannot read: \(fileErrorReason(error))")
+            throw CommandFailure("\(sightings): cannot read: \(SystemCallError.reason(of: error))")
         }
         let log: SightingsLog
         do { log = try SightingsFile.parse(data, requiring: requirement) } catch { throw CommandFailure("\(sightings): \(error)") }

@@ -1,4 +1,5 @@
 import ArgumentParser
+import BoardCommands
 import CLISupport
 import DBusCore
 import ENProtocol
@@ -235,7 +236,7 @@ struct SightingsExport: AsyncParsableCommand {
     func exportDaily(_ client: GaendClient, into dir: String) async throws -> Int {
         let root = URL(fileURLWithPath: dir)
         do { try FileManager.default.createDirectory(at: root, withIntermediateDirectories: true) } catch {
-            throw CommandFailure("cannot create \(dir): \(fileErrorReason(error))")
+            throw CommandFailure("cannot create \(dir): \(SystemCallError.reason(of: error))")
         }
         var board = try await client.labels().node
         if board.isEmpty { board = ProcessInfo.processInfo.hostName }

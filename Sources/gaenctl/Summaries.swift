@@ -1,4 +1,5 @@
 import ArgumentParser
+import BoardCommands
 import DBusCore
 import ENProtocol
 import RiskEngines

@@ -1,6 +1,7 @@
 import ArgumentParser
 import ENProtocol
 import Foundation
+import PlatformSupport
 import TrialKit
 import TrialFormats
 
@@ -29,7 +30,7 @@ enum TrialCommandSupport {
         do { try body() } catch let e as ExitCode { throw e } catch let e as ValidationError { throw e } catch {
             var message = String(describing: error)
             // Foundation's file errors describe themselves as a whole NSError dump; say path and reason.
-            if let e = error as? CocoaError { message = "\(e.filePath ?? "file"): \(fileErrorReason(e))" }
+            if let e = error as? CocoaError { message = "\(e.filePath ?? "file"): \(SystemCallError.reason(of: e))" }
             FileHandle.standardError.write(Data("gaenctl \(command): \(message.replacingOccurrences(of: "\n", with: " "))\n".utf8))
             throw ExitCode(1)
         }

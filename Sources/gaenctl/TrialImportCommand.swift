@@ -1,4 +1,5 @@
 import ArgumentParser
+import BoardCommands
 import CLISupport
 import ENProtocol
 import RiskEngines

@@ -1,4 +1,5 @@
 import ArgumentParser
+import BoardCommands
 import BoardNames
 import CLISupport
 import Foundation

@@ -1,8 +1,11 @@
 import ArgumentParser
+import BoardCommands
 import ENProtocol
 import GaendClient
 import Foundation
+import PlatformSupport
 import TrialKit
+import NodeConfig
 import TrialFormats
 
 /// `gaenctl windows`: the ExposureWindows the framework would give an app for these sightings.
@@ -40,7 +43,7 @@ struct WindowsCommand: AsyncParsableCommand {
             if let mapping {
                 let data: Data
                 do { data = try Data(contentsOf: URL(fileURLWithPath: mapping)) } catch {
-                    throw CommandFailure("\(mapping): cannot read: \(fileErrorReason(error))")
+                    throw CommandFailure("\(mapping): cannot read: \(SystemCallError.reason(of: error))")
                 }
                 do { dataMapping = try DiagnosisKeysDataMapping(json: data) } catch { throw CommandFailure("\(mapping): \(error)") }
             }
@@ -78,7 +81,7 @@ extension WindowsCommand {
                 // by the name status and the config use.
                 let report = ReportType(rawValue: Int(w.reportType)).map(Self.name) ?? "\(w.reportType)"
                 let infectiousness = Infectiousness(rawValue: Int(w.infectiousness)).map { "\($0)".uppercased() } ?? "\(w.infectiousness)"
-                print("\(day)  report type \(report)  infectiousness \(infectiousness)  calibration confidence \(Calibrate.name(w.calibrationConfidence))  "
+                print("\(day)  report type \(report)  infectiousness \(infectiousness)  calibration confidence \(CalibrationConfidence.name(ofLevel: w.calibrationConfidence))  "
                       + "\(w.scanInstances.count) scans, \(seconds) s (\(Format.fixed(Double(seconds) / 60, 1) + " min"))")
                 for s in w.scanInstances {
                     print("    typical attenuation \(s.typicalAttenuationDb) dB, minimum \(s.minAttenuationDb) dB, \(s.secondsSinceLastScan) s since last scan")

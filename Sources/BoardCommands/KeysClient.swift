@@ -3,9 +3,15 @@ import CLISupport
 import DBusCore
 import GaendAPI
 import ENProtocol
+#if canImport(FoundationEssentials)
+import FoundationEssentials
+#else
 import Foundation
+#endif
+#if canImport(Glibc)
+import Glibc
+#endif
 import PlatformSupport
-import TrialKit
 import GaendClient
 import TrialFormats
 

@@ -7,7 +7,9 @@ import GaendClient
 /// subcommand that talks to gaend (`@OptionGroup var bus: BusOptions`). Also declared on the
 /// root command so that `gaenctl --bus ADDRESS status` works as well as
 /// `gaenctl status --bus ADDRESS`.
-struct BusOptions: ParsableArguments {
+package struct BusOptions: ParsableArguments {
+    package init() {}
+
     @Option(name: .customLong("bus"), help: "gaend's bus: system, session, or a D-Bus address (e.g. unix:path=/tmp/bus).")
     var bus: String = "system"
 
@@ -19,7 +21,7 @@ struct BusOptions: ParsableArguments {
     @Option(name: .customLong("timeout"), help: "Seconds to wait for each reply from gaend.")
     var timeoutSeconds: Double = 25
 
-    func validate() throws {
+    package func validate() throws {
         do {
             _ = try BusAddress(parsing: bus)
         } catch {
@@ -33,7 +35,7 @@ struct BusOptions: ParsableArguments {
 
     /// Connects to the bus (a failure is a `DBusBindingError`), then finds gaend's name there
     /// (`--name`, or discovery: a `GaendDiscoveryError`). The caller closes `client.bus`.
-    func connectToGaend() async throws -> GaendClient {
+    package func connectToGaend() async throws -> GaendClient {
         let client = try BusClient(bus: try BusAddress(parsing: bus), timeout: .milliseconds(Int(timeoutSeconds * 1000)))
         do {
             return GaendClient(bus: client, destination: try await GaendDiscovery.resolve(name, on: client))

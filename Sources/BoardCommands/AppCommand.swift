@@ -2,7 +2,14 @@ import ArgumentParser
 import BoardNames
 import CLISupport
 import ENProtocol
+#if canImport(FoundationEssentials)
+import FoundationEssentials
+#else
 import Foundation
+#endif
+#if canImport(Glibc)
+import Glibc
+#endif
 import GaenApp
 import HTTPClient
 import GaendClient
@@ -12,12 +19,14 @@ import TrialTime
 
 /// `gaenctl app`: the phone app's half of the loop on a board, beside gaend (not inside it:
 /// gaend never sees the network). Run by gaend-app@hciN.timer (docs/key-server.md).
-struct AppCommand: AsyncParsableCommand {
-    static let configuration = CommandConfiguration(
+package struct AppCommand: AsyncParsableCommand {
+    package static let configuration = CommandConfiguration(
         commandName: "app",
         abstract: "The app half on a board: download the trial server's key packages, provide them to gaend, compute the risk; upload the board's keys.",
         subcommands: [AppSync.self, AppSubmit.self, AppStatusCommand.self]
     )
+
+    package init() {}
 
     static func stateDirectory(_ explicit: String?, bus: BusOptions) -> String {
         AppPaths.stateDirectory(explicit, instance: bus.name)
@@ -236,7 +245,7 @@ struct AppStatusCommand: ParsableCommand {
             if json {
                 let encoder = JSONEncoder()
                 encoder.outputFormatting = [.sortedKeys, .prettyPrinted]
-                FileHandle.standardOutput.write(try encoder.encode(status))
+                StandardStream.write(Array(try encoder.encode(status)), to: STDOUT_FILENO)
                 print("")
             } else {
                 for line in AppStatusText.lines(status) { print(line) }

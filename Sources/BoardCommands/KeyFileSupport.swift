@@ -1,43 +1,29 @@
 import ArgumentParser
 import ENProtocol
+#if canImport(FoundationEssentials)
+import FoundationEssentials
+#else
 import Foundation
+#endif
+#if canImport(Glibc)
+import Glibc
+#endif
 import PlatformSupport
-import TrialKit
 import TrialFormats
 
 /// A failure a gaenctl command reports as one line on stderr before exiting with status 1.
-struct CommandFailure: Error, CustomStringConvertible {
-    var description: String
-    init(_ description: String) { self.description = description }
-}
-
-/// Why a file could not be read or written, in the C library's words ("No such file or
-/// directory"), the same in every command; Foundation's own text ("The file doesn't exist.")
-/// only where no system error is underneath.
-func fileErrorReason(_ error: any Error) -> String {
-    let ns = error as NSError
-    if let posix = ns.userInfo[NSUnderlyingErrorKey] as? NSError, posix.domain == NSPOSIXErrorDomain {
-        return SystemCallError.reason(code: Int32(posix.code))
-    }
-    if ns.domain == NSPOSIXErrorDomain { return SystemCallError.reason(code: Int32(ns.code)) }
-    if let e = error as? CocoaError {
-        switch e.code {
-        case .fileReadNoSuchFile, .fileNoSuchFile: return SystemCallError.reason(code: ENOENT)
-        case .fileReadNoPermission, .fileWriteNoPermission: return SystemCallError.reason(code: EACCES)
-        default: break
-        }
-    }
-    return ns.localizedDescription
+package struct CommandFailure: Error, CustomStringConvertible {
+    package var description: String
+    package init(_ description: String) { self.description = description }
 }
 
 /// Prints `message` as one line on stderr.
-func printError(_ message: String) {
-    let line = message.replacingOccurrences(of: "\n", with: " ") + "\n"
-    FileHandle.standardError.write(Data(line.utf8))
+package func printError(_ message: String) {
+    StandardStream.writeError(message.replacing(scalar: "\n", with: " ") + "\n")
 }
 
 /// Runs a command body, turning any failure into one stderr line and exit status 1.
-func runReportingFailures(_ command: String, _ body: () throws -> Void) throws {
+package func runReportingFailures(_ command: String, _ body: () throws -> Void) throws {
     do {
         try body()
     } catch let e as ExitCode {
@@ -50,14 +36,16 @@ func runReportingFailures(_ command: String, _ body: () throws -> Void) throws {
 
 /// `--trust ID[:VERSION]=PEMFILE`, shared by every command that reads key files
 /// (`keys inspect`, `match`).
-struct TrustOptions: ParsableArguments {
+package struct TrustOptions: ParsableArguments {
+    package init() {}
+
     @Option(name: .customLong("trust"),
             help: ArgumentHelp("Trust a P-256 public key (PEM file) for signatures by key id ID (and VERSION, if given). Repeatable; with it, a file no trusted key verifies is rejected.",
                                valueName: "ID[:VERSION]=PEMFILE"))
     var trust: [String] = []
 
     /// nil when no `--trust` was given (signatures are then not required).
-    func trustSet() throws -> KeyExportTrustSet? {
+    package func trustSet() throws -> KeyExportTrustSet? {
         guard !trust.isEmpty else { return nil }
         var set = KeyExportTrustSet()
         for spec in trust {
@@ -74,7 +62,7 @@ struct TrustOptions: ParsableArguments {
             guard !id.isEmpty else { throw CommandFailure("--trust '\(spec)': the key id is empty") }
             let pem: String
             do { pem = try String(contentsOfFile: path, encoding: .utf8) } catch {
-                throw CommandFailure("--trust: cannot read \(path): \(fileErrorReason(error))")
+                throw CommandFailure("--trust: cannot read \(path): \(SystemCallError.reason(of: error))")
             }
             do { set.add(keyId: id, version: version, key: try P256PublicKey(pem: pem)) } catch {
                 throw CommandFailure("--trust: \(path): \(error)")
@@ -84,7 +72,7 @@ struct TrustOptions: ParsableArguments {
     }
 }
 
-enum KeyFileLoader {
+package enum KeyFileLoader {
     /// A JSON key list (KeyListFile) as a bare, unsigned export.bin (header + protobuf), the
     /// form every reader of key files takes; its time range spans the keys' intervals.
     static func unsignedExport(fromKeyList data: Data, path: String) throws -> Data {
@@ -106,8 +94,8 @@ enum KeyFileLoader {
         }
         let header = KeyExportHeader(covering: keys, region: region)
         let zip = try KeyExportWriter.signedArchive(header: header, keys: keys, signingKey: signer, keyId: keyId, keyVersion: keyVersion)
-        do { try AtomicOutputFile.write(zip, to: output, mode: 0o600) } catch {
-            throw CommandFailure("cannot write \(output): \(fileErrorReason(error))")
+        do { try AtomicOutputFile.write(zip, to: output, mode: 0o600) } catch let e as AtomicOutputFile.Failure {
+            throw CommandFailure("cannot write \(output): \(e.reason)")
         }
     }
 
@@ -129,7 +117,7 @@ enum KeyFileLoader {
     /// is refused. With a trust set, a file no trusted key verifies is rejected whole; without
     /// one, a note on stderr says that no signature was required. Returns the file and, with a
     /// trust set, the signature that verified.
-    static func load(_ path: String, trust: KeyExportTrustSet?, limits: KeyExportLimits = .default)
+    package static func load(_ path: String, trust: KeyExportTrustSet?, limits: KeyExportLimits = .default)
         throws -> (file: KeyExportFile, verifiedBy: KeyExportSignatureInfo?) {
         let data = try readBounded(path, limit: limits.maxFileSize)
         if KeyInputKind.detect(data) == .jsonKeyList {

@@ -2,14 +2,23 @@ import ArgumentParser
 import DBusCore
 import ENProtocol
 import GaendAPI
+#if canImport(FoundationEssentials)
+import FoundationEssentials
+#else
 import Foundation
+#endif
+#if canImport(Glibc)
+import Glibc
+#endif
 import GaenApp
 import GaendClient
 import HCIProtocol
+import NodeConfig
+import PlatformSupport
 
 /// `gaenctl status`: the node's state from org.gaend.ExposureNotification1's properties.
-struct Status: AsyncParsableCommand {
-    static let configuration = CommandConfiguration(
+package struct Status: AsyncParsableCommand {
+    package static let configuration = CommandConfiguration(
         abstract: "Show gaend's state: enabled, status, counts of advertisements, scans and sightings.",
         discussion: """
             With --json prints one object {"busName","version","enabled","status":[...],"trialMode", \
@@ -43,6 +52,8 @@ struct Status: AsyncParsableCommand {
             0xFD6F service data. See docs/dbus.md.
             """
     )
+
+    package init() {}
 
     @OptionGroup var bus: BusOptions
 
@@ -116,7 +127,7 @@ struct Status: AsyncParsableCommand {
             var text = c.name
             if let a = c.address { text += ", address \(a)" } else { text += " (not answering: \(c.problem ?? "no answer yet"))" }
             if let id = c.manufacturer {
-                text += ", \(c.manufacturerName ?? "unknown") (company 0x\(String(format: "%04X", id)))"
+                text += ", \(c.manufacturerName ?? "unknown") (company 0x\(CFormat.string("%04X", id)))"
             }
             if let h = c.hciVersion { text += ", HCI \(CoreVersion.name(h))" }
             if let l = c.lmpVersion { text += ", LMP \(CoreVersion.name(l))" }
@@ -128,7 +139,7 @@ struct Status: AsyncParsableCommand {
             lines.append("advertising:    \(text)")
         }
         if let tx = s.txPower, let rssi = s.rssiCorrection, let conf = s.calibrationConfidence {
-            lines.append("calibration:    TX power \(tx) dBm, RSSI correction \(rssi) dB, confidence \(Calibrate.name(conf))")
+            lines.append("calibration:    TX power \(tx) dBm, RSSI correction \(rssi) dB, confidence \(CalibrationConfidence.name(ofLevel: conf))")
         }
         if let node = s.node, let site = s.site {
             lines.append("labels:         node \(node.isEmpty ? "(none)" : node), site \(site.isEmpty ? "(none)" : site)")
@@ -136,7 +147,7 @@ struct Status: AsyncParsableCommand {
         return lines
     }
 
-    func run() async throws {
+    package func run() async throws {
         try await withDaemon("status", bus) { client in
             let s = try await client.status()
             if json {

@@ -1,16 +1,25 @@
 import ArgumentParser
 import ENProtocol
+#if canImport(FoundationEssentials)
+import FoundationEssentials
+#else
 import Foundation
-import TrialKit
+#endif
+#if canImport(Glibc)
+import Glibc
+#endif
+import PlatformSupport
 import TrialFormats
 
 /// `gaenctl keys`: key export files (inspect, create) and a running node's keys (`history`,
 /// `provide`: KeysClient.swift).
-struct Keys: ParsableCommand {
-    static let configuration = CommandConfiguration(
+package struct Keys: ParsableCommand {
+    package static let configuration = CommandConfiguration(
         abstract: "Read, check and write GAEN key export files.",
         subcommands: [KeysInspect.self, KeysCreate.self, KeysHistory.self, KeysProvide.self, KeysPublish.self]
     )
+
+    package init() {}
 }
 
 /// JSON field names of a key, shared by `inspect` output and `create` input.
@@ -37,7 +46,7 @@ struct ChunkedOutput {
         if buffer.utf8.count >= 1 << 20 { flush() }
     }
     mutating func flush() {
-        FileHandle.standardOutput.write(Data(buffer.utf8))
+        StandardStream.writeOutput(buffer)
         buffer = ""
     }
 }

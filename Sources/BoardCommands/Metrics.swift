@@ -1,17 +1,24 @@
 import ArgumentParser
 import DBusCore
+#if canImport(FoundationEssentials)
+import FoundationEssentials
+#else
 import Foundation
+#endif
+#if canImport(Glibc)
+import Glibc
+#endif
 import GaenApp
 import GaendClient
 import GaendAPI
 import GaenMetrics
-import TrialKit
+import PlatformSupport
 import TrialFormats
 
 /// `gaenctl metrics`: the node's state in the Prometheus text exposition format, for
 /// node_exporter's textfile collector (gaend opens no listening socket; a timer writes the file).
-struct MetricsCommand: AsyncParsableCommand {
-    static let configuration = CommandConfiguration(
+package struct MetricsCommand: AsyncParsableCommand {
+    package static let configuration = CommandConfiguration(
         commandName: "metrics",
         abstract: "Print the node's state as Prometheus metrics (text exposition format).",
         discussion: """
@@ -26,6 +33,8 @@ struct MetricsCommand: AsyncParsableCommand {
             """
     )
 
+    package init() {}
+
     @OptionGroup var bus: BusOptions
 
     @Option(name: .shortAndLong, help: ArgumentHelp("Write to FILE (atomically) instead of standard output.", valueName: "FILE"))
@@ -35,7 +44,7 @@ struct MetricsCommand: AsyncParsableCommand {
                                valueName: "DIR"))
     var appState: String?
 
-    func run() async throws {
+    package func run() async throws {
         let text: String
         var failure: String?
         do {
@@ -68,9 +77,8 @@ struct MetricsCommand: AsyncParsableCommand {
     /// The label set of `gaend_up` in the file being replaced, so that a node that stopped
     /// answering keeps its series' identity (node, site) in the alert.
     private func previousLabels() -> String? {
-        guard let output, let handle = FileHandle(forReadingAtPath: output) else { return nil }
-        defer { try? handle.close() }
-        guard let data = try? handle.read(upToCount: 1 << 20), let text = String(data: data, encoding: .utf8) else { return nil }
+        // Bounded, and only a regular file (SmallFile): a FIFO in its place is not waited on.
+        guard let output, let bytes = try? SmallFile.read(output, limit: 1 << 20), let text = String(validating: bytes, as: UTF8.self) else { return nil }
         for line in text.split(separator: "\n") where line.hasPrefix("gaend_up{") {
             guard let end = line.lastIndex(of: "}") else { return nil }
             return String(line[line.index(line.startIndex, offsetBy: "gaend_up".count)...end])

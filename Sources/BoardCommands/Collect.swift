@@ -1,13 +1,19 @@
 import ArgumentParser
 import BoardNames
 import CLISupport
+#if canImport(FoundationEssentials)
+import FoundationEssentials
+#else
 import Foundation
+#endif
+#if canImport(Glibc)
+import Glibc
+#endif
 import GaenApp
 import GaenCollect
 import GaendClient
 import HTTPClient
 import PlatformSupport
-import TrialKit
 import TrialTime
 import TrialFormats
 
@@ -17,8 +23,8 @@ import TrialFormats
 /// status at preparation, and a SHA-256 manifest), uploaded file by file with the manifest last,
 /// checked back, and only then removed from the spool; a run cut anywhere leaves the day there
 /// for the next run. A day sent again replaces its files on the server (no duplicate rows).
-struct CollectCommand: AsyncParsableCommand {
-    static let configuration = CommandConfiguration(
+package struct CollectCommand: AsyncParsableCommand {
+    package static let configuration = CommandConfiguration(
         commandName: "collect",
         abstract: "Ship the node's closed days to the trial server (daily layout over HTTP PUT).",
         discussion: """
@@ -43,6 +49,8 @@ struct CollectCommand: AsyncParsableCommand {
             read or sent.
             """
     )
+
+    package init() {}
 
     @OptionGroup var bus: BusOptions
 
@@ -81,7 +89,7 @@ struct CollectCommand: AsyncParsableCommand {
 
     @OptionGroup var clock: TrialClockOption
 
-    func validate() throws {
+    package func validate() throws {
         if let consent, !["yes", "no"].contains(consent) { throw ValidationError("--consent: yes or no, got \(TextSafety.quoted(consent))") }
         if outcomes && consent == nil { throw ValidationError("--outcomes needs --consent yes|no (the participant's consent; no sends nothing)") }
         if !outcomes && (consent != nil || appState != nil) { throw ValidationError("--consent and --app-state go with --outcomes") }
@@ -95,7 +103,7 @@ struct CollectCommand: AsyncParsableCommand {
         if let user, let problem = BoardName.problem(user) { throw ValidationError("--user: \(problem)") }
     }
 
-    func run() async throws {
+    package func run() async throws {
         let password: String
         do { password = try HTTPCredentials.readPassword(passwordFile) } catch {
             printError("gaenctl collect: --password-file \(error)")

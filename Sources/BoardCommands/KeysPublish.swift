@@ -1,6 +1,13 @@
 import ArgumentParser
 import ENProtocol
+#if canImport(FoundationEssentials)
+import FoundationEssentials
+#else
 import Foundation
+#endif
+#if canImport(Glibc)
+import Glibc
+#endif
 import KeyDistribution
 import PlatformSupport
 import TrialTime

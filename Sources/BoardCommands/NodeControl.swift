@@ -1,22 +1,35 @@
 import ArgumentParser
 import DBusCore
+#if canImport(FoundationEssentials)
+import FoundationEssentials
+#else
 import Foundation
+#endif
+#if canImport(Glibc)
+import Glibc
+#endif
 import GaendClient
 
 /// `gaenctl start`: enable the node (advertising and scanning; persists across restarts).
-struct StartCommand: AsyncParsableCommand {
-    static let configuration = CommandConfiguration(commandName: "start", abstract: "Enable gaend's node: advertising and scanning start.")
+package struct StartCommand: AsyncParsableCommand {
+    package static let configuration = CommandConfiguration(commandName: "start", abstract: "Enable gaend's node: advertising and scanning start.")
+
+    package init() {}
+
     @OptionGroup var bus: BusOptions
 
-    func run() async throws { try await setNodeEnabled(true, bus) }
+    package func run() async throws { try await setNodeEnabled(true, bus) }
 }
 
 /// `gaenctl stop`: disable the node; keys, sightings and results are kept.
-struct StopCommand: AsyncParsableCommand {
-    static let configuration = CommandConfiguration(commandName: "stop", abstract: "Disable gaend's node: advertising and scanning stop; data is kept.")
+package struct StopCommand: AsyncParsableCommand {
+    package static let configuration = CommandConfiguration(commandName: "stop", abstract: "Disable gaend's node: advertising and scanning stop; data is kept.")
+
+    package init() {}
+
     @OptionGroup var bus: BusOptions
 
-    func run() async throws { try await setNodeEnabled(false, bus) }
+    package func run() async throws { try await setNodeEnabled(false, bus) }
 }
 
 /// What `start` and `stop` do: enable or disable the node and say which it is now.
@@ -29,7 +42,7 @@ func setNodeEnabled(_ enabled: Bool, _ bus: BusOptions) async throws {
 
 /// Connects, runs `body`, closes; any failure (a named D-Bus error included) becomes one
 /// stderr line "gaenctl COMMAND: error" and exit status 1.
-func withDaemon(_ command: String, _ bus: BusOptions, _ body: (GaendClient) async throws -> Void) async throws {
+package func withDaemon(_ command: String, _ bus: BusOptions, _ body: (GaendClient) async throws -> Void) async throws {
     let client: GaendClient
     do { client = try await bus.connectToGaend() } catch where error is GaendDiscoveryError || error is DBusNamedError {
         // No single gaend on the bus, or discovery's own calls to the bus failed (a policy, a broken bus).
@@ -60,6 +73,6 @@ func withDaemon(_ command: String, _ bus: BusOptions, _ body: (GaendClient) asyn
 }
 
 /// Milliseconds since the epoch as an ISO 8601 UTC time, for people.
-func isoTime(ms: Int64) -> String {
+package func isoTime(ms: Int64) -> String {
     Date(timeIntervalSince1970: Double(ms) / 1000).formatted(.iso8601)
 }
