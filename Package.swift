@@ -143,14 +143,11 @@ let package = Package(
         // app configuration. Signing and the key export format are ENProtocol's.
         .target(name: "KeyDistribution", dependencies: ["ENProtocol", "PlatformSupport", "RiskEngines", "TrialFormats"], swiftSettings: daemonModule),
         .testTarget(name: "KeyDistributionTests", dependencies: ["KeyDistribution", "ENProtocol", "PlatformSupport"]),
-        // System library: libcurl (Debian's libcurl4-openssl-dev), the app's HTTP client: security
-        // updates through the OS, proxies, IPv6, HTTP/2; one handle keeps the connection alive.
-        .systemLibrary(
-            name: "CCurl",
-            path: "Sources/CCurl",
-            pkgConfig: "libcurl",
-            providers: [.apt(["libcurl4-openssl-dev"])]
-        ),
+        // libcurl (Debian's libcurl4-openssl-dev), the app's HTTP client: security updates through
+        // the OS, proxies, IPv6, HTTP/2; one handle keeps the connection alive. Loaded when first
+        // used (dlopen), not linked: gaend's binary holds the board's gaenctl, and the idle daemon
+        // makes no HTTP request (Sources/CCurl/include/gaend_curl.h says what it cost).
+        .target(name: "CCurl", path: "Sources/CCurl"),
         // The one HTTP client (libcurl): the app's downloads and uploads, `gaenctl collect`'s
         // uploads and read-back; a trial's private CA, bounded bodies, no redirect with credentials.
         .target(name: "HTTPClient", dependencies: ["CCurl", "PlatformSupport"], swiftSettings: daemonModule),

@@ -91,9 +91,10 @@ trap 'rm -rf "$stage"' EXIT
 make --no-print-directory install DESTDIR="$stage" PREFIX=/usr SYSCONFDIR=/etc >/dev/null
 strip --strip-unneeded "$stage/usr/bin/gaend" "$stage/usr/bin/gaenctl"
 
-# Runtime libraries -> their packages (no versions: what this Debian release ships).
-deps=$(for b in "$stage/usr/bin/gaend" "$stage/usr/bin/gaenctl"; do ldd "$b"; done \
-    | awk '/=> \// {print $3}' | sort -u \
+# Runtime libraries -> their packages (no versions: what this Debian release ships): those the
+# binaries link, and libcurl, which HTTPClient loads when first used (dlopen: Sources/CCurl).
+deps=$( { for b in "$stage/usr/bin/gaend" "$stage/usr/bin/gaenctl"; do ldd "$b"; done | awk '/=> \// {print $3}'
+          ldconfig -p | awk '$1 == "libcurl.so.4" && /=> \// {print $NF; exit}'; } | sort -u \
     | while read -r lib; do dpkg -S "$(realpath "$lib")" 2>/dev/null || dpkg -S "$lib" 2>/dev/null || true; done \
     | cut -d: -f1 | sort -u | paste -sd, | sed 's/,/, /g')
 

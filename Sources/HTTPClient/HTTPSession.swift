@@ -92,7 +92,8 @@ public final class HTTPSession {
             guard stat(caFile, &st) == 0 else { throw HTTPError.file(path: caFile, reason: "cannot be opened: " + SystemCallError.lastReason) }
             guard (st.st_mode & S_IFMT) == S_IFREG else { throw HTTPError.file(path: caFile, reason: "is not a regular file") }
         }
-        guard curl_global_init(3 /* CURL_GLOBAL_DEFAULT: SSL | WIN32 */) == CURLE_OK, let h = curl_easy_init() else {
+        guard gaend_curl_load() == 0 else { throw HTTPError.setup(reason: String(cString: gaend_curl_load_error())) }
+        guard gaend_curl_global_init(3 /* CURL_GLOBAL_DEFAULT: SSL | WIN32 */) == CURLE_OK, let h = gaend_curl_easy_init() else {
             throw HTTPError.setup(reason: "curl_easy_init failed")
         }
         handle = h
@@ -101,7 +102,7 @@ public final class HTTPSession {
         self.caFile = caFile
     }
 
-    deinit { curl_easy_cleanup(handle) }
+    deinit { gaend_curl_easy_cleanup(handle) }
 
     /// GET `url`; with `etag`, a conditional GET (304 when unchanged). The body is bounded by
     /// `maxBytes` (the transfer stops there: `HTTPError.tooLarge`), the whole request by `timeout`.
@@ -168,17 +169,17 @@ public final class HTTPSession {
 
     private func set(_ option: CURLoption, _ value: Int) throws {
         let rc = gaend_curl_set_long(handle, option, value)
-        guard rc == CURLE_OK else { throw HTTPError.setup(reason: "option \(option.rawValue): \(String(cString: curl_easy_strerror(rc)))") }
+        guard rc == CURLE_OK else { throw HTTPError.setup(reason: "option \(option.rawValue): \(String(cString: gaend_curl_easy_strerror(rc)))") }
     }
 
     private func set(_ option: CURLoption, _ value: String) throws {
         let rc = value.withCString { gaend_curl_set_string(handle, option, $0) }
-        guard rc == CURLE_OK else { throw HTTPError.setup(reason: "option \(option.rawValue): \(String(cString: curl_easy_strerror(rc)))") }
+        guard rc == CURLE_OK else { throw HTTPError.setup(reason: "option \(option.rawValue): \(String(cString: gaend_curl_easy_strerror(rc)))") }
     }
 
     private func setOffset(_ option: CURLoption, _ value: Int64) throws {
         let rc = gaend_curl_set_offset(handle, option, curl_off_t(value))
-        guard rc == CURLE_OK else { throw HTTPError.setup(reason: "option \(option.rawValue): \(String(cString: curl_easy_strerror(rc)))") }
+        guard rc == CURLE_OK else { throw HTTPError.setup(reason: "option \(option.rawValue): \(String(cString: gaend_curl_easy_strerror(rc)))") }
     }
 
     private func perform(_ url: String, method: Method, headers: [String], maxBytes: Int, timeout: Double,
@@ -192,7 +193,7 @@ public final class HTTPSession {
         let context = Unmanaged.passRetained(transfer)
         defer { context.release() }
         // Options are set afresh each time (a handle keeps them), the connection stays.
-        curl_easy_reset(h)
+        gaend_curl_easy_reset(h)
         try set(CURLOPT_URL, url)
         try set(CURLOPT_PROTOCOLS_STR, "http,https")
         try set(CURLOPT_REDIR_PROTOCOLS_STR, "http,https")
@@ -236,10 +237,10 @@ public final class HTTPSession {
             return n
         }
         var list: UnsafeMutablePointer<curl_slist>? = nil
-        for header in headers { list = curl_slist_append(list, header) }
+        for header in headers { list = gaend_curl_slist_append(list, header) }
         // No "Expect: 100-continue": nginx answers a refused PUT at once either way.
-        if case .put = method { list = curl_slist_append(list, "Expect:") }
-        defer { curl_slist_free_all(list) }
+        if case .put = method { list = gaend_curl_slist_append(list, "Expect:") }
+        defer { gaend_curl_slist_free_all(list) }
         if let list { _ = gaend_curl_set_slist(h, CURLOPT_HTTPHEADER, list) }
         if let credentials {
             try set(CURLOPT_HTTPAUTH, 1 /* CURLAUTH_BASIC */)
@@ -272,9 +273,9 @@ public final class HTTPSession {
                 try setOffset(CURLOPT_INFILESIZE_LARGE, Int64(d.count))
             }
         }
-        let rc = curl_easy_perform(h)
+        let rc = gaend_curl_easy_perform(h)
         if transfer.overflow || rc == CURLE_FILESIZE_EXCEEDED { throw HTTPError.tooLarge(url: url, limit: maxBytes) }
-        guard rc == CURLE_OK else { throw HTTPError.transport(url: url, reason: String(cString: curl_easy_strerror(rc))) }
+        guard rc == CURLE_OK else { throw HTTPError.transport(url: url, reason: String(cString: gaend_curl_easy_strerror(rc))) }
         var status = 0
         _ = gaend_curl_get_long(h, CURLINFO_RESPONSE_CODE, &status)
         var length: curl_off_t = -1
@@ -287,7 +288,7 @@ public final class HTTPSession {
 
     /// An HTTP date (IMF-fixdate and the two obsolete forms) as Unix seconds, through libcurl's parser.
     public static func httpDate(_ text: String) -> Int64? {
-        let t = curl_getdate(text, nil)
+        let t = gaend_curl_getdate(text)
         return t < 0 ? nil : Int64(t)
     }
 
