@@ -212,6 +212,8 @@ let package = Package(
         .executableTarget(
             name: "gaend",
             dependencies: [
+                // The board's gaenctl, run when the binary is called as gaenctl (GaendMain).
+                "BoardCommands",
                 "BLEDaemon", "NodeConfig", "HCIHost", "DBusCore", "DBusNames", "GaendAPI", "ENProtocol", "PlatformSupport", "TrialTime",
                 .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
                 .product(name: "UnixSignals", package: "swift-service-lifecycle"),

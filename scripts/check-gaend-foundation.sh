@@ -2,7 +2,9 @@
 # Checks that the release gaend (`make build`) links none of full Foundation, Foundation's
 # internationalization, its ICU or CoreFoundation: the daemon is on FoundationEssentials only
 # (those libraries were ~1.5 MiB of the idle daemon's resident pages;
-# scripts/measure-idle.sh measures it). Run by scripts/test.sh after `make build`.
+# scripts/measure-idle.sh measures it). The binary is the board's gaenctl too (called as
+# `gaenctl`: BoardCommands), so this checks the board's commands as well (full Foundation with
+# its ICU data is ~40 MB of a static binary). Run by scripts/test.sh after `make build`.
 #
 # How: each forbidden static library's own symbols (strong definitions: none of them is defined
 # by FoundationEssentials, the standard library or dispatch) must not be defined in gaend. On a

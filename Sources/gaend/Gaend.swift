@@ -1,7 +1,9 @@
 import ArgumentParser
 import BLEDaemon
+import BoardCommands
 import DBusCore
 import DBusNames
+import Dispatch
 import GaendAPI
 import ENProtocol
 #if canImport(FoundationEssentials)
@@ -251,6 +253,14 @@ struct Gaend: AsyncParsableCommand {
 @main
 enum GaendMain {
     static func main() {
+        // The board's gaenctl is this binary called by that name (`gaenctl` links to `gaend`):
+        // one static Swift runtime and FoundationEssentials for both, which two binaries would
+        // each carry (issue 31). A short-lived command: it ends the main thread in
+        // dispatch_main, as an async main does (the footprint reason below is the daemon's).
+        if PathName.name(of: CommandLine.arguments.first ?? "") == "gaenctl" {
+            Task.detached { await BoardGaenCtl.main() }
+            dispatchMain()
+        }
         // Started before the main thread blocks its signals: the pool's first threads are made
         // from this one and inherit its mask, as under dispatch_main.
         Task.detached {

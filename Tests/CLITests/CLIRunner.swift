@@ -27,7 +27,8 @@ enum CLI {
         try stdin.write(to: paths[0])
         for p in paths.dropFirst() { _ = FileManager.default.createFile(atPath: p.path, contents: nil) }
         let process = Process()
-        process.executableURL = productsDirectory.appendingPathComponent(program)
+        // A path runs as it is (the board's gaenctl: a link named gaenctl to gaend), a name from the products.
+        process.executableURL = program.hasPrefix("/") ? URL(fileURLWithPath: program) : productsDirectory.appendingPathComponent(program)
         process.arguments = arguments
         // The app half's default state root moved into this run's folder (absent there): a
         // `gaenctl status` must not read what a real board's app left in /var/lib/gaend-app.
@@ -42,6 +43,16 @@ enum CLI {
                          stdout: try String(contentsOf: paths[1], encoding: .utf8),
                          stderr: try String(contentsOf: paths[2], encoding: .utf8))
     }
+
+    /// The board's gaenctl as the board package installs it: a link named `gaenctl` to the
+    /// built gaend (which runs the board's commands when called by that name).
+    static let boardGaenctl: String = {
+        let dir = FileManager.default.temporaryDirectory.appendingPathComponent("board-\(UUID().uuidString)")
+        try? FileManager.default.createDirectory(at: dir, withIntermediateDirectories: true)
+        let link = dir.appendingPathComponent("gaenctl").path
+        try? FileManager.default.createSymbolicLink(atPath: link, withDestinationPath: productsDirectory.appendingPathComponent("gaend").path)
+        return link
+    }()
 
     static func json(_ text: String) throws -> Any {
         try JSONSerialization.jsonObject(with: Data(text.utf8))
