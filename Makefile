@@ -1,7 +1,11 @@
 # Build and install gaend.
 #   make                     release build, Swift standard library linked in (no toolchain needed to run)
-#   sudo make install        installs and activates (users, udev, systemd, D-Bus); see README "On a board"
+#   sudo make install        the board: gaend, whose binary is the board's gaenctl too (a link named
+#                            gaenctl), units, udev, D-Bus; installs and activates; README "On a board"
 #   make install DESTDIR=/tmp/stage PREFIX=/usr   stages a package tree (nothing activated)
+#   sudo make install-research  the full gaenctl with the research tools (trial, simulate, risk,
+#                            calibrate...) for the analyst's machine or the server, as gaenctl-research
+#                            and as gaenctl (a superset of the board's); its deploy files and examples
 #   sudo make install-server the trial server's part (publisher user and units, nginx site,
 #                            /etc/gaend-trial): docs/key-server.md; gaenctl comes from `make install`
 PREFIX ?= /usr/local
@@ -56,7 +60,7 @@ UNITPATHS = -e 's|/usr/local/bin/gaend|$(BINDIR)/gaend|g' -e 's|/usr/local/bin/g
 # Every unit the board gets (install and uninstall both read this list).
 BOARD_UNITS := gaend@.service gaend-store-key.service gaend-app@.service gaend-app@.timer gaend-metrics@.service gaend-metrics@.timer gaend-collect@.service gaend-collect@.timer gaend-outcomes@.service
 
-.PHONY: all build bench test install activate uninstall man deb install-server activate-server deb-server
+.PHONY: all build bench test install activate uninstall man deb install-research uninstall-research deb-research install-server activate-server deb-server
 
 all: build
 
@@ -79,13 +83,15 @@ man: build
 	./scripts/gen-docs.sh $(BUILT)
 
 install:
-	@test -x $(BUILT)/gaend -a -x $(BUILT)/gaenctl || { echo "make install: build first: make" >&2; exit 1; }
+	@test -x $(BUILT)/gaend || { echo "make install: build first: make" >&2; exit 1; }
 	install -d $(DESTDIR)$(BINDIR) $(DESTDIR)$(UNITDIR) $(DESTDIR)$(UDEVDIR) $(DESTDIR)$(SYSUSERSDIR) \
 	    $(DESTDIR)$(DBUSPOLICYDIR) $(DESTDIR)$(DBUSIFACEDIR) $(DESTDIR)$(DOCDIR) $(DESTDIR)$(SYSCONFDIR)/gaend \
 	    $(DESTDIR)$(MANDIR)/man1 $(DESTDIR)$(MANDIR)/man5 $(DESTDIR)$(MANDIR)/man8 \
 	    $(DESTDIR)$(BASHCOMPDIR) $(DESTDIR)$(ZSHCOMPDIR) $(DESTDIR)$(FISHCOMPDIR)
 	install -m 0755 $(BUILT)/gaend $(DESTDIR)$(BINDIR)/gaend
-	install -m 0755 $(BUILT)/gaenctl $(DESTDIR)$(BINDIR)/gaenctl
+	# The board's gaenctl is gaend's binary called by that name (one static Swift runtime for
+	# both: issue 31); a full gaenctl installed by install-research is kept (a superset).
+	test "$$(readlink $(DESTDIR)$(BINDIR)/gaenctl 2>/dev/null)" = gaenctl-research || ln -sfn gaend $(DESTDIR)$(BINDIR)/gaenctl
 	for u in $(BOARD_UNITS); do \
 	    sed $(UNITPATHS) systemd/$$u > $(DESTDIR)$(UNITDIR)/$$u; \
 	    chmod 0644 $(DESTDIR)$(UNITDIR)/$$u; done
@@ -107,6 +113,17 @@ install:
 	install -m 0644 README.md $(DESTDIR)$(DOCDIR)/README.md
 	install -m 0644 docs/key-server.md $(DESTDIR)$(DOCDIR)/key-server.md
 	cp -r docs $(DESTDIR)$(DOCDIR)/
+	@if [ -z "$(DESTDIR)" ]; then $(MAKE) --no-print-directory activate; fi
+
+# The full gaenctl (every command: the board's and the research tools) for the analyst's machine
+# or the trial server: gaenctl-research, and gaenctl a link to it (its commands are a superset of
+# the board's gaenctl, which it replaces where both are installed), with what `trial provision`
+# reads beside it (share/gaend/deploy) and the example trial.
+install-research:
+	@test -x $(BUILT)/gaenctl || { echo "make install-research: build first: make" >&2; exit 1; }
+	install -d $(DESTDIR)$(BINDIR)
+	install -m 0755 $(BUILT)/gaenctl $(DESTDIR)$(BINDIR)/gaenctl-research
+	ln -sfn gaenctl-research $(DESTDIR)$(BINDIR)/gaenctl
 	install -d $(DESTDIR)$(DOCDIR)/examples/trial
 	install -m 0644 examples/trial/* $(DESTDIR)$(DOCDIR)/examples/trial/
 	# The shipped server files `gaenctl trial provision` adapts (it looks beside its own binary).
@@ -114,7 +131,16 @@ install:
 	install -m 0644 deploy/server/nginx/gaend-trial.conf $(DESTDIR)$(DATADIR)/gaend/deploy/server/nginx/
 	install -m 0644 deploy/server/nginx/locations/*.conf $(DESTDIR)$(DATADIR)/gaend/deploy/server/nginx/locations/
 	install -m 0644 deploy/prometheus/*.yml $(DESTDIR)$(DATADIR)/gaend/deploy/prometheus/
-	@if [ -z "$(DESTDIR)" ]; then $(MAKE) --no-print-directory activate; fi
+
+# Back to the board's gaenctl where gaend is installed.
+uninstall-research:
+	rm -f $(DESTDIR)$(BINDIR)/gaenctl-research
+	if [ "$$(readlink $(DESTDIR)$(BINDIR)/gaenctl 2>/dev/null)" = gaenctl-research ]; then \
+	    rm -f $(DESTDIR)$(BINDIR)/gaenctl; \
+	    if [ -x $(DESTDIR)$(BINDIR)/gaend ]; then ln -s gaend $(DESTDIR)$(BINDIR)/gaenctl; fi; \
+	fi
+	rm -rf $(DESTDIR)$(DOCDIR)/examples $(DESTDIR)$(DATADIR)/gaend
+	-rmdir $(DESTDIR)$(DOCDIR) 2>/dev/null
 
 # What a package's maintainer scripts do: the users and groups, then dbus-daemon reloaded (it
 # read the new policy when it appeared, before user gaend existed, and dropped that user's
@@ -164,18 +190,26 @@ activate-server:
 	fi
 
 uninstall:
-	rm -f $(DESTDIR)$(BINDIR)/gaend $(DESTDIR)$(BINDIR)/gaenctl $(addprefix $(DESTDIR)$(UNITDIR)/,$(BOARD_UNITS)) \
+	# gaenctl goes with gaend when it is gaend's (install-research's full gaenctl stays).
+	if [ "$$(readlink $(DESTDIR)$(BINDIR)/gaenctl 2>/dev/null)" = gaend ]; then rm -f $(DESTDIR)$(BINDIR)/gaenctl; fi
+	rm -f $(DESTDIR)$(BINDIR)/gaend $(addprefix $(DESTDIR)$(UNITDIR)/,$(BOARD_UNITS)) \
 	    $(DESTDIR)$(UDEVDIR)/99-gaend.rules \
 	    $(DESTDIR)$(SYSUSERSDIR)/gaend.conf $(DESTDIR)$(DBUSPOLICYDIR)/org.gaend.conf \
 	    $(DESTDIR)$(DBUSPOLICYDIR)/org.gaend.App1.conf $(addprefix $(DESTDIR)$(DBUSIFACEDIR)/,$(notdir $(wildcard dbus/*.xml))) \
 	    $(DESTDIR)$(MANDIR)/man8/gaend.8 $(DESTDIR)$(MANDIR)/man1/gaenctl.1 $(DESTDIR)$(MANDIR)/man5/gaend.conf.5 \
 	    $(DESTDIR)$(BASHCOMPDIR)/gaenctl $(DESTDIR)$(BASHCOMPDIR)/gaend $(DESTDIR)$(ZSHCOMPDIR)/_gaenctl \
 	    $(DESTDIR)$(ZSHCOMPDIR)/_gaend $(DESTDIR)$(FISHCOMPDIR)/gaenctl.fish $(DESTDIR)$(FISHCOMPDIR)/gaend.fish
-	rm -rf $(DESTDIR)$(DOCDIR) $(DESTDIR)$(DATADIR)/gaend
+	rm -rf $(DESTDIR)$(DOCDIR)
+	# Left by a make install of before issue 31 (the research tools' files are install-research's now).
+	test -e $(DESTDIR)$(BINDIR)/gaenctl-research || rm -rf $(DESTDIR)$(DATADIR)/gaend
 
 # A Debian package of this build: gaend_VERSION_ARCH.deb in the current directory.
 deb: build
 	./scripts/build-deb.sh
+
+# The research package: gaend-research_VERSION_ARCH.deb (the full gaenctl).
+deb-research: build
+	./scripts/build-deb.sh --research
 
 # The trial server's package: gaend-trial-server_VERSION_all.deb (depends on gaend for gaenctl).
 deb-server:

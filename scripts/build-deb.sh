@@ -5,14 +5,20 @@
 # the binaries load (dpkg -S), so the same script serves amd64 and arm64 builds.
 # Maintainer scripts: the users (systemd-sysusers), udev and systemd told about the new files,
 # controllers already present handed over; on removal the units are stopped.
+# /usr/bin/gaenctl is an alternative (update-alternatives): the board's gaenctl (gaend's binary,
+# priority 10), or the full one of the research package (priority 20), a superset of it.
+# With --research: gaend-research_VERSION_ARCH.deb, the full gaenctl with the research tools
+# (`make install-research PREFIX=/usr`: /usr/bin/gaenctl-research, the deploy files `trial
+# provision` reads, the example trial), for the analyst's machine or the trial server; it
+# needs no gaend.
 # With --server: the trial server's package instead, gaend-trial-server_VERSION_all.deb
 # (`make install-server PREFIX=/usr`: the publisher's user, directories and units, the nginx
 # site, /etc/gaend-trial), which depends on this version's gaend for gaenctl; needs no build.
-# Usage: scripts/build-deb.sh [--server] [OUT_DIR]
+# Usage: scripts/build-deb.sh [--server | --research] [OUT_DIR]
 set -euo pipefail
 cd "$(dirname "$0")/.."
-server=0
-if [ "${1:-}" = --server ]; then server=1; shift; fi
+server=0 research=0
+if [ "${1:-}" = --server ]; then server=1; shift; elif [ "${1:-}" = --research ]; then research=1; shift; fi
 out=$(realpath "${1:-.}")
 if [ "$server" = 1 ]; then
     base=$(sed -n 's/.*static let string = "\([0-9.]*\)".*/\1/p' Sources/GaendAPI/GaendVersion.swift)
@@ -88,15 +94,67 @@ arch=$(dpkg --print-architecture)
 stage=$(mktemp -d)
 trap 'rm -rf "$stage"' EXIT
 
-make --no-print-directory install DESTDIR="$stage" PREFIX=/usr SYSCONFDIR=/etc >/dev/null
-strip --strip-unneeded "$stage/usr/bin/gaend" "$stage/usr/bin/gaenctl"
+# Runtime libraries of the binaries given -> their packages (no versions: what this Debian
+# release ships): those they link, and libcurl, which HTTPClient loads when first used (dlopen:
+# Sources/CCurl).
+depends() {
+    { for b in "$@"; do ldd "$b"; done | awk '/=> \// {print $3}'
+      ldconfig -p | awk '$1 == "libcurl.so.4" && /=> \// {print $NF; exit}'; } | sort -u \
+        | while read -r lib; do dpkg -S "$(realpath "$lib")" 2>/dev/null || dpkg -S "$lib" 2>/dev/null || true; done \
+        | cut -d: -f1 | sort -u | paste -sd, | sed 's/,/, /g'
+}
 
-# Runtime libraries -> their packages (no versions: what this Debian release ships): those the
-# binaries link, and libcurl, which HTTPClient loads when first used (dlopen: Sources/CCurl).
-deps=$( { for b in "$stage/usr/bin/gaend" "$stage/usr/bin/gaenctl"; do ldd "$b"; done | awk '/=> \// {print $3}'
-          ldconfig -p | awk '$1 == "libcurl.so.4" && /=> \// {print $NF; exit}'; } | sort -u \
-    | while read -r lib; do dpkg -S "$(realpath "$lib")" 2>/dev/null || dpkg -S "$lib" 2>/dev/null || true; done \
-    | cut -d: -f1 | sort -u | paste -sd, | sed 's/,/, /g')
+if [ "$research" = 1 ]; then
+    make --no-print-directory install-research DESTDIR="$stage" PREFIX=/usr >/dev/null
+    # /usr/bin/gaenctl is the alternative the maintainer scripts set.
+    rm "$stage/usr/bin/gaenctl"
+    strip --strip-unneeded "$stage/usr/bin/gaenctl-research"
+    mkdir -p "$stage/DEBIAN"
+    cat > "$stage/DEBIAN/control" <<CONTROL
+Package: gaend-research
+Version: $version
+Architecture: $arch
+Maintainer: gaend developers <gaend@localhost>
+Depends: $(depends "$stage/usr/bin/gaenctl-research")
+Suggests: gaend, duckdb
+Section: science
+Priority: optional
+Installed-Size: $(du -sk "$stage" | cut -f1)
+Homepage: https://localhost/gaend
+Description: gaend's research tools: the full gaenctl for the analyst's machine
+ The full gaenctl (as /usr/bin/gaenctl through update-alternatives, and
+ gaenctl-research): the board's commands and the research tools, which a board's
+ gaenctl does not hold: trial provision, import, verify, report and replay,
+ simulate, risk, match, windows, derive, calibrate. Provisioning reads the
+ shipped server files from /usr/share/gaend/deploy.
+CONTROL
+    cat > "$stage/DEBIAN/postinst" <<'SCRIPT'
+#!/bin/sh
+set -e
+if [ "$1" = configure ]; then
+    # A superset of the board's gaenctl (gaend's, priority 10): the full one wins where both are.
+    update-alternatives --install /usr/bin/gaenctl gaenctl /usr/bin/gaenctl-research 20
+fi
+SCRIPT
+    cat > "$stage/DEBIAN/prerm" <<'SCRIPT'
+#!/bin/sh
+set -e
+if [ "$1" = remove ] || [ "$1" = deconfigure ]; then
+    update-alternatives --remove gaenctl /usr/bin/gaenctl-research
+fi
+SCRIPT
+    chmod 0755 "$stage/DEBIAN/postinst" "$stage/DEBIAN/prerm"
+    deb="$out/gaend-research_${version}_${arch}.deb"
+    dpkg-deb --root-owner-group -Zgzip --build "$stage" "$deb" >/dev/null
+    echo "$deb"
+    exit 0
+fi
+
+make --no-print-directory install DESTDIR="$stage" PREFIX=/usr SYSCONFDIR=/etc >/dev/null
+# /usr/bin/gaenctl (gaend's binary by that name) is the alternative the maintainer scripts set.
+rm "$stage/usr/bin/gaenctl"
+strip --strip-unneeded "$stage/usr/bin/gaend"
+deps=$(depends "$stage/usr/bin/gaend")
 
 mkdir -p "$stage/DEBIAN"
 cat > "$stage/DEBIAN/control" <<CONTROL
@@ -114,8 +172,11 @@ Description: Google/Apple Exposure Notification node for Linux boards
  gaend drives a Bluetooth LE controller through the kernel's HCI user channel,
  advertises rotating Rolling Proximity Identifiers under service 0xFD6F as a
  phone does, scans, keeps every sighting in an encrypted store and exposes a
- D-Bus API; gaenctl is its client and the researcher's toolbox. udev starts
- gaend@hciN.service for each controller (controllers: in gaend.conf).
+ D-Bus API; gaenctl (the same binary) is its client on the board: status,
+ keys, the app half, metrics, collection, radio. udev starts gaend@hciN.service
+ for each controller (controllers: in gaend.conf). The research tools (trial
+ provision and reports, simulation, risk engines, calibration) are the full
+ gaenctl's, in gaend-research.
 CONTROL
 echo /etc/gaend/gaend.conf.example > "$stage/DEBIAN/conffiles"
 
@@ -123,6 +184,9 @@ cat > "$stage/DEBIAN/postinst" <<'SCRIPT'
 #!/bin/sh
 set -e
 if [ "$1" = configure ]; then
+    # The board's gaenctl: gaend's binary called by that name (the research package's full
+    # gaenctl, priority 20, wins where both are installed).
+    update-alternatives --install /usr/bin/gaenctl gaenctl /usr/bin/gaend 10
     systemd-sysusers /usr/lib/sysusers.d/gaend.conf
     if [ -d /run/systemd/system ]; then
         # dbus-daemon read the policy at unpack, before user gaend existed: its rules for
@@ -140,6 +204,9 @@ cat > "$stage/DEBIAN/prerm" <<'SCRIPT'
 set -e
 if [ "$1" = remove ] && [ -d /run/systemd/system ]; then
     systemctl stop 'gaend@*.service' gaend-store-key.service || true
+fi
+if [ "$1" = remove ] || [ "$1" = deconfigure ]; then
+    update-alternatives --remove gaenctl /usr/bin/gaend
 fi
 SCRIPT
 cat > "$stage/DEBIAN/postrm" <<'SCRIPT'

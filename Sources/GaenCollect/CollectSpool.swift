@@ -181,7 +181,11 @@ public final class CollectSpool {
             throw CollectError("the server's \(DayManifest.fileName) differs from the one sent (HTTP \(back.status)); the day is sent again next run")
         }
         for e in entries {
-            let size = (try? FileManager.default.attributesOfItem(atPath: dir.appendingPathComponent(e.name).path)[.size] as? Int64) ?? nil
+            // stat(2), not FileManager's attributes: their size is an NSNumber under full
+            // Foundation and a UInt under FoundationEssentials (the board's gaenctl), which
+            // one cast cannot read both ways.
+            var st = stat()
+            let size: Int64? = stat(dir.appendingPathComponent(e.name).path, &st) == 0 ? Int64(st.st_size) : nil
             var hasher = ENProtocol.SHA256.Hasher()
             var received: Int64 = 0
             let limit = Int(min(size ?? 0, Int64(Int.max / 2))) + 1

@@ -5,8 +5,10 @@ from __future__ import annotations
 
 import json
 import os
+import shutil
 import subprocess
 import sys
+import tempfile
 import time
 from pathlib import Path
 
@@ -50,12 +52,56 @@ def isolated_app_state(tmp_path_factory):
     yield
 
 
+# The commands of the board's gaenctl (gaend's binary called as gaenctl: BoardCommands).
+BOARD_COMMANDS = ("keys", "app", "radio", "status", "metrics", "collect", "start", "stop")
+
+
+def _board_bin_dir(real: Path, into: Path) -> Path:
+    """GAEND_E2E_GAENCTL=board: a folder like the build's, whose `gaenctl` runs the board's
+    commands through the board's gaenctl (a link named gaenctl to gaend, as the board package
+    installs it) and the research tools through the full one, so the tests of the board's
+    commands run the binary a board has."""
+    board = into / "board"
+    board.mkdir(mode=0o755)
+    (board / "gaenctl").symlink_to(real / "gaend")
+    shim = into / "bin"
+    shim.mkdir(mode=0o755)
+    for entry in real.iterdir():
+        if entry.name != "gaenctl":
+            (shim / entry.name).symlink_to(entry)
+    words = " | ".join(BOARD_COMMANDS)
+    (shim / "gaenctl").write_text(f"""#!/bin/sh
+# The command: the first word that is neither an option nor a root option's value.
+skip=0
+for a in "$@"; do
+    if [ $skip = 1 ]; then skip=0; continue; fi
+    case "$a" in
+        --bus|--name|--timeout) skip=1 ;;
+        -*) ;;
+        {words.replace(" | ", "|")}) exec "{board}/gaenctl" "$@" ;;
+        *) break ;;
+    esac
+done
+exec "{real}/gaenctl" "$@"
+""")
+    (shim / "gaenctl").chmod(0o755)
+    return shim
+
+
 @pytest.fixture(scope="session")
 def bin_dir() -> Path:
     d = _bin_dir()
     if not (d / "gaenctl").exists():
         pytest.fail(f"gaenctl not built in {d}; run swift build first")
-    return d
+    if os.environ.get("GAEND_E2E_GAENCTL") == "board":
+        # In the run's folder (traversable: some tests run gaenctl as the test users), not
+        # pytest's, which only its owner can enter.
+        into = Path(tempfile.mkdtemp(prefix="board-gaenctl-", dir=os.environ.get("GAEND_TEST_RUN_DIR")))
+        into.chmod(0o755)
+        yield _board_bin_dir(d, into)
+        shutil.rmtree(into, ignore_errors=True)
+        return
+    yield d
 
 
 @pytest.fixture
