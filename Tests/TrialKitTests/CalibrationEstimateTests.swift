@@ -168,4 +168,17 @@ import TrialFormats
             #expect(row.rssiCorrection == Double(d.proposedRssiCorrection!) && row.tx == Double(d.proposedTxPower!))
         }
     }
+
+    /// Names come from the files and gaenctl prints the markdown: a terminal escape in a board's
+    /// name is printed escaped, and a `|` does not split the table.
+    @Test func namesFromTheFilesArePrintedEscaped() throws {
+        let hostile = "a\u{1B}]0;pwned\u{07}|x"
+        let csv = "receiver,transmitter,distance,attenuation,site\n" + Self.allPairs([hostile, "b", "c"], site: "hall")
+        let md = try CalibrationEstimate.estimate([try Self.write(csv)]).markdown(inputs: ["f.csv"])
+        #expect(!md.contains("\u{1B}") && !md.contains("\u{07}"))
+        #expect(md.contains("| a\\u{1b}]0;pwned\\u{7}\\|x |"), "\(md)")
+        var options = CalibrationEstimate.Options()
+        options.reference = "z\u{1B}"
+        #expect { try CalibrationEstimate.estimate([try Self.write(csv)], options: options) } throws: { !"\($0)".contains("\u{1B}") }
+    }
 }

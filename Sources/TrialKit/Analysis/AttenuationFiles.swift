@@ -50,16 +50,7 @@ extension TrialStream {
             if site == nil, let s = out.firstSite { site = s }
             sites.formUnion(out.sites)
             tally.merge(out.tally)
-            if let rows {
-                if let daily = rows.daily {
-                    for b in out.daily {
-                        try daily.append(bytes: b.bytes, rows: b.rows,
-                                         relativePath: DailyLayout.relativePath(board: b.board, day: DailyLayout.day(b.time), file: daily.fileName))
-                    }
-                } else {
-                    try rows.append(bytes: out.lines)
-                }
-            }
+            try rows?.append(piece: out.lines, daily: out.daily)
         }
         func drain() throws { while !pending.isEmpty { try merge() } }
 

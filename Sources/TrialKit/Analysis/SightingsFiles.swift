@@ -143,16 +143,7 @@ extension TrialStream {
                 }
             }
             tally.merge(out.tally)
-            if let rows {
-                if let daily = rows.daily {
-                    for b in out.daily {
-                        try daily.append(bytes: b.bytes, rows: b.rows,
-                                         relativePath: DailyLayout.relativePath(board: b.board, day: DailyLayout.day(b.time), file: daily.fileName))
-                    }
-                } else {
-                    try rows.append(bytes: out.text)
-                }
-            }
+            try rows?.append(piece: out.text, daily: out.daily)
         }
 
         do {

@@ -223,8 +223,16 @@ public final class AttenuationRowsWriter {
         if buffer.utf8.count >= 1 << 16 { try single!.write(Data(buffer.utf8)); buffer = "" }
     }
 
-    /// Rows already rendered (AttenuationFiles), to the single file.
-    func append(bytes: [UInt8]) throws {
+    /// A worker's piece of rows already rendered (AttenuationFiles, SightingsFiles): its
+    /// single-file bytes, or its blocks per board and day in the daily layout.
+    func append(piece bytes: [UInt8], daily blocks: [AttenuationPieceParser.DailyRows]) throws {
+        if let daily {
+            for b in blocks {
+                try daily.append(bytes: b.bytes, rows: b.rows,
+                                 relativePath: DailyLayout.relativePath(board: b.board, day: DailyLayout.day(b.time), file: daily.fileName))
+            }
+            return
+        }
         if !buffer.isEmpty { try single!.write(Data(buffer.utf8)); buffer = "" }
         if !bytes.isEmpty { try single!.write(bytes) }
     }

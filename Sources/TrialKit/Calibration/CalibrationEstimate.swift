@@ -1,4 +1,5 @@
 import Foundation
+import PlatformSupport
 import TrialFormats
 
 /// Per-device calibration estimated from a trial's own readings at known distances: how much
@@ -192,7 +193,7 @@ extension CalibrationEstimate {
         }
         guard rows > 0 else { throw Invalid("no readings with a distance\(options.sites.isEmpty ? "" : " at the sites given")\(options.maximumDistance == nil ? "" : " within the distance given")") }
         for (s, d) in siteDistances.enumerated() where d.count < 2 {
-            throw Invalid("site '\(siteNames[s])': every reading at one distance, so its channel's slope cannot be fitted and the devices cannot be told from it")
+            throw Invalid("site \(TextSafety.quoted(siteNames[s])): every reading at one distance, so its channel's slope cannot be fitted and the devices cannot be told from it")
         }
         // A receiver's offset is told from a transmitter's only through the pairs linking them:
         // where the receivers and transmitters fall into groups that never heard one another,
@@ -201,13 +202,13 @@ extension CalibrationEstimate {
         let groups = components.groups()
         if groups.count > 1 {
             let described = groups.prefix(4).map { g in "{" + g.sorted().prefix(6).map { name in
-                "\(name.hasPrefix("r:") ? "receiver" : "transmitter") \(name.dropFirst(2))"
+                "\(name.hasPrefix("r:") ? "receiver" : "transmitter") \(TextSafety.escaped(String(name.dropFirst(2))))"
             }.joined(separator: ", ") + (g.count > 6 ? ", ..." : "") + "}" }
             throw Invalid("the receivers and transmitters fall into \(groups.count) groups that never heard one another (\(described.joined(separator: "; "))\(groups.count > 4 ? "; ..." : "")): their offsets cannot be compared; estimate each group alone (--site) or add readings that link them")
         }
         if let reference = options.reference {
             guard receivers[reference] != nil, transmitters[reference] != nil else {
-                throw Invalid("reference '\(reference)' must have received and transmitted; known \(options.grouping.rawValue)s: \(Set(rxNames + txNames).sorted().joined(separator: ", "))")
+                throw Invalid("reference \(TextSafety.quoted(reference)) must have received and transmitted; known \(options.grouping.rawValue)s: \(Set(rxNames + txNames).sorted().map { TextSafety.escaped($0) }.joined(separator: ", "))")
             }
         }
 
@@ -252,8 +253,8 @@ extension CalibrationEstimate {
         case .success(let f): factor = f
         case .failure(let undetermined):
             let j = undetermined.index
-            let what = j < 2 * S ? "site '\(siteNames[j / 2])''s \(j % 2 == 0 ? "channel" : "slope")"
-                : j < 2 * S + nR ? "receiver '\(rxNames[j - 2 * S])'" : "transmitter '\(txNames[j - 2 * S - nR])'"
+            let what = j < 2 * S ? "site \(TextSafety.quoted(siteNames[j / 2]))'s \(j % 2 == 0 ? "channel" : "slope")"
+                : j < 2 * S + nR ? "receiver \(TextSafety.quoted(rxNames[j - 2 * S]))" : "transmitter \(TextSafety.quoted(txNames[j - 2 * S - nR]))"
             throw Invalid("the readings do not determine the offsets: \(what) cannot be told apart from the others (a site whose devices appear nowhere else, or a device heard by too few others); estimate the sites alone (--site) or add readings that link them")
         }
         let beta = factor.solve(xty)
@@ -369,18 +370,21 @@ extension CalibrationEstimate {
     }
 
     public func markdown(inputs: [String]) -> String {
+        // Names come from the files: printed (gaenctl prints the markdown) with control
+        // characters escaped, and a `|` cannot split a table cell.
+        func cell(_ name: String) -> String { TextSafety.escaped(name).replacingOccurrences(of: "|", with: "\\|") }
         var md = "# Calibration estimated from the trial's readings\n\n"
         md += "\(rows) readings (\(rowsSkipped) left out) of \(clusters) pairs from \(inputs.count) file(s); one device per \(grouping.rawValue); "
-        md += reference.map { "offsets relative to the reference '\($0)'.\n\n" } ?? "offsets relative to the mean device.\n\n"
+        md += reference.map { "offsets relative to the reference \(TextSafety.quoted($0)).\n\n" } ?? "offsets relative to the mean device.\n\n"
         md += "Model: attenuation = a[site] + s[site] log10(d) + R[receiver] + T[transmitter]; residual sigma \(Format.fixed(sigma, 2)) dB. "
         md += "Standard errors clustered by pair. Proposed rssi correction = current + R; proposed TX power = current - T (whole dB).\n\n"
         md += "| site | readings | A(1 m) dB | slope dB/decade |\n| --- | ---: | ---: | ---: |\n"
-        for c in channels { md += "| \(c.site.isEmpty ? "(none)" : c.site) | \(c.rows) | \(Format.fixed(c.attenuationAt1m, 1)) | \(Format.fixed(c.slopePerDecade, 1)) |\n" }
+        for c in channels { md += "| \(c.site.isEmpty ? "(none)" : cell(c.site)) | \(c.rows) | \(Format.fixed(c.attenuationAt1m, 1)) | \(Format.fixed(c.slopePerDecade, 1)) |\n" }
         md += "\n| device | R (dB) | T (dB) | rssi correction | tx | confidence | note |\n| --- | ---: | ---: | --- | --- | ---: | --- |\n"
         func pm(_ v: Double?, _ se: Double?) -> String { v.map { "\(Format.fixed($0, 1)) ± \(Format.fixed(se ?? .nan, 2))" } ?? "" }
         func change(_ a: Int?, _ b: Int?) -> String { a.map { "\($0) → \(b.map(String.init) ?? "")" } ?? "" }
         for d in devices {
-            md += "| \(d.name) | \(pm(d.receiverOffset, d.receiverStandardError)) | \(pm(d.transmitterOffset, d.transmitterStandardError)) | "
+            md += "| \(cell(d.name)) | \(pm(d.receiverOffset, d.receiverStandardError)) | \(pm(d.transmitterOffset, d.transmitterStandardError)) | "
             md += "\(change(d.currentRssiCorrection, d.proposedRssiCorrection)) | \(change(d.currentTxPower, d.proposedTxPower)) | \(d.confidence) | \(d.notes.joined(separator: "; ")) |\n"
         }
         return md
