@@ -7,7 +7,8 @@
 #                            calibrate...) for the analyst's machine or the server, as gaenctl-research
 #                            and as gaenctl (a superset of the board's); its deploy files and examples
 #   sudo make install-server the trial server's part (publisher user and units, nginx site,
-#                            /etc/gaend-trial): docs/key-server.md; gaenctl comes from `make install`
+#                            /etc/gaend-trial): docs/key-server.md; gaenctl comes from
+#                            `make install-research` (the server provisions the trial and publishes)
 PREFIX ?= /usr/local
 DESTDIR ?=
 SYSCONFDIR ?= /etc
@@ -124,8 +125,9 @@ install-research:
 	install -d $(DESTDIR)$(BINDIR)
 	install -m 0755 $(BUILT)/gaenctl $(DESTDIR)$(BINDIR)/gaenctl-research
 	ln -sfn gaenctl-research $(DESTDIR)$(BINDIR)/gaenctl
-	install -d $(DESTDIR)$(DOCDIR)/examples/trial
-	install -m 0644 examples/trial/* $(DESTDIR)$(DOCDIR)/examples/trial/
+	# The example trial in the research tools' own folder (the board's doc folder is gaend's).
+	install -d $(DESTDIR)$(DATADIR)/gaend/examples/trial
+	install -m 0644 examples/trial/* $(DESTDIR)$(DATADIR)/gaend/examples/trial/
 	# The shipped server files `gaenctl trial provision` adapts (it looks beside its own binary).
 	install -d $(DESTDIR)$(DATADIR)/gaend/deploy/server/nginx/locations $(DESTDIR)$(DATADIR)/gaend/deploy/prometheus
 	install -m 0644 deploy/server/nginx/gaend-trial.conf $(DESTDIR)$(DATADIR)/gaend/deploy/server/nginx/
@@ -139,8 +141,7 @@ uninstall-research:
 	    rm -f $(DESTDIR)$(BINDIR)/gaenctl; \
 	    if [ -x $(DESTDIR)$(BINDIR)/gaend ]; then ln -s gaend $(DESTDIR)$(BINDIR)/gaenctl; fi; \
 	fi
-	rm -rf $(DESTDIR)$(DOCDIR)/examples $(DESTDIR)$(DATADIR)/gaend
-	-rmdir $(DESTDIR)$(DOCDIR) 2>/dev/null
+	rm -rf $(DESTDIR)$(DATADIR)/gaend
 
 # What a package's maintainer scripts do: the users and groups, then dbus-daemon reloaded (it
 # read the new policy when it appeared, before user gaend existed, and dropped that user's
@@ -159,8 +160,8 @@ activate:
 # The trial server (docs/key-server.md): the publisher's user and directories (sysusers,
 # tmpfiles), its units (timer enabled), the nginx site in /etc/nginx/gaend-trial, the
 # publisher's settings and an example app configuration in /etc/gaend-trial (kept if present:
-# they are the trial's). gaenctl itself is `make install`'s (the server package depends on the
-# board package for it).
+# they are the trial's). gaenctl itself is `make install-research`'s (the server package depends
+# on the research tools' package: the server provisions the trial and runs `gaenctl keys publish`).
 SERVERUNITS = gaend-publish.service gaend-publish.timer
 install-server:
 	install -d $(DESTDIR)$(UNITDIR) $(DESTDIR)$(SYSUSERSDIR) $(DESTDIR)$(TMPFILESDIR) \
@@ -207,7 +208,7 @@ uninstall:
 deb: build
 	./scripts/build-deb.sh
 
-# The research package: gaend-research_VERSION_ARCH.deb (the full gaenctl).
+# The research tools' package: gaend-research-tools_VERSION_ARCH.deb (the full gaenctl).
 deb-research: build
 	./scripts/build-deb.sh --research
 

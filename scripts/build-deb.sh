@@ -7,13 +7,14 @@
 # controllers already present handed over; on removal the units are stopped.
 # /usr/bin/gaenctl is an alternative (update-alternatives): the board's gaenctl (gaend's binary,
 # priority 10), or the full one of the research package (priority 20), a superset of it.
-# With --research: gaend-research_VERSION_ARCH.deb, the full gaenctl with the research tools
+# With --research: gaend-research-tools_VERSION_ARCH.deb, the full gaenctl with the research tools
 # (`make install-research PREFIX=/usr`: /usr/bin/gaenctl-research, the deploy files `trial
 # provision` reads, the example trial), for the analyst's machine or the trial server; it
 # needs no gaend.
 # With --server: the trial server's package instead, gaend-trial-server_VERSION_all.deb
 # (`make install-server PREFIX=/usr`: the publisher's user, directories and units, the nginx
-# site, /etc/gaend-trial), which depends on this version's gaend for gaenctl; needs no build.
+# site, /etc/gaend-trial), which depends on this version's gaend-research-tools for gaenctl (the
+# server provisions the trial and publishes); needs no build.
 # Usage: scripts/build-deb.sh [--server | --research] [OUT_DIR]
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -33,7 +34,7 @@ Package: gaend-trial-server
 Version: $version
 Architecture: all
 Maintainer: gaend developers <gaend@localhost>
-Depends: gaend (= $version), nginx, systemd, openssl
+Depends: gaend-research-tools (= $version), nginx, systemd, openssl
 Recommends: prometheus, prometheus-alertmanager
 Section: net
 Priority: optional
@@ -111,7 +112,7 @@ if [ "$research" = 1 ]; then
     strip --strip-unneeded "$stage/usr/bin/gaenctl-research"
     mkdir -p "$stage/DEBIAN"
     cat > "$stage/DEBIAN/control" <<CONTROL
-Package: gaend-research
+Package: gaend-research-tools
 Version: $version
 Architecture: $arch
 Maintainer: gaend developers <gaend@localhost>
@@ -144,7 +145,7 @@ if [ "$1" = remove ] || [ "$1" = deconfigure ]; then
 fi
 SCRIPT
     chmod 0755 "$stage/DEBIAN/postinst" "$stage/DEBIAN/prerm"
-    deb="$out/gaend-research_${version}_${arch}.deb"
+    deb="$out/gaend-research-tools_${version}_${arch}.deb"
     dpkg-deb --root-owner-group -Zgzip --build "$stage" "$deb" >/dev/null
     echo "$deb"
     exit 0
@@ -176,7 +177,7 @@ Description: Google/Apple Exposure Notification node for Linux boards
  keys, the app half, metrics, collection, radio. udev starts gaend@hciN.service
  for each controller (controllers: in gaend.conf). The research tools (trial
  provision and reports, simulation, risk engines, calibration) are the full
- gaenctl's, in gaend-research.
+ gaenctl's, in gaend-research-tools.
 CONTROL
 echo /etc/gaend/gaend.conf.example > "$stage/DEBIAN/conffiles"
 

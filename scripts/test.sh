@@ -79,6 +79,9 @@ phase layering-http python3 scripts/target-graph.py HTTPClient --forbid GaenSQLi
 phase layering-pure python3 scripts/target-graph.py ENProtocol HCIProtocol --forbid PlatformSupport,HCIShim,MatchingRuntime
 # Provisioning (gaenctl trial provision) reads the inventory and writes files: no D-Bus, store or daemon.
 phase layering-provision python3 scripts/target-graph.py TrialProvision BoardNames --forbid GaenSQLite,BLEDaemon,DBusCore,HCIHost
+# The board's gaenctl (BoardCommands, in gaend's binary) and what it links hold none of the
+# research tools (TrialKit, provisioning) and no store or daemon: the lean board (issue 31).
+phase layering-board python3 scripts/target-graph.py BoardCommands GaenCollect KeyDistribution TrialFormats --forbid TrialKit,TrialProvision,MatchingRuntime,GaenSQLite,BLEDaemon
 # The store links no D-Bus, daemon or node settings: the node maps its settings into StoreConfiguration.
 phase layering-store python3 scripts/target-graph.py GaenStore StoreFixtures --forbid DBusCore,BLEDaemon,GaendAPI,NodeConfig
 background release-build release_build
@@ -147,7 +150,9 @@ if [ -x "$GAEND_RELEASE_DIR/gaend" ]; then
     phase release-checks release_checks
     # On several workers (pytest-xdist): the tests spend most of their time waiting on scaled
     # clocks, and each has its own buses, ports and folders. The longest start first (conftest.py).
-    phase e2e env GAEND_BIN_DIR="$GAEND_RELEASE_DIR" "${pytest[@]}" --basetemp "$run_dir/pt-e2e" -n "${GAEND_E2E_WORKERS:-6}" Tests/e2e
+    # The board's commands run in the board's gaenctl (gaend's binary called as gaenctl, as the
+    # board package installs it), the research tools in the full one (GAEND_E2E_GAENCTL).
+    phase e2e env GAEND_BIN_DIR="$GAEND_RELEASE_DIR" GAEND_E2E_GAENCTL="${GAEND_E2E_GAENCTL:-board}" "${pytest[@]}" --basetemp "$run_dir/pt-e2e" -n "${GAEND_E2E_WORKERS:-6}" Tests/e2e
     collect testbed
     [ -f "$run_dir/testbed/timings.json" ] && echo "test bed scenario seconds: $(cat "$run_dir/testbed/timings.json") (logs: $run_dir/testbed)"
 else
@@ -156,7 +161,7 @@ else
 fi
 
 # The table: each phase's own time (a background phase's until it ended) and its result.
-phases=(layering layering-fleet layering-http layering-pure layering-provision layering-store release-build arm64-crypto virtual-radio
+phases=(layering layering-fleet layering-http layering-pure layering-provision layering-board layering-store release-build arm64-crypto virtual-radio
         alert-rules debug-build unit fuzz-replays gen-docs unit-alone release-checks e2e testbed)
 echo "phase               seconds  result"
 for name in "${phases[@]}"; do

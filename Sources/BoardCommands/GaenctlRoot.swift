@@ -70,11 +70,11 @@ extension GaenctlRoot {
 /// The board's gaenctl: the commands a board runs, in gaend's own binary (`gaenctl` is a link
 /// to `gaend`, which runs this when called by that name: one static Swift runtime for both).
 /// The research tools (`trial`, `simulate`, `risk`, `match`, `calibrate`, ...) are the full
-/// gaenctl's, in the gaend-research package.
+/// gaenctl's, in the gaend-research-tools package.
 package struct BoardGaenCtl: GaenctlRoot {
     package static let configuration = CommandConfiguration(
         commandName: "gaenctl",
-        abstract: "Client of gaend on a board (the research tools are the full gaenctl's, package gaend-research).",
+        abstract: "Client of gaend on a board (the research tools are the full gaenctl's, package gaend-research-tools).",
         version: GaendVersion.string,
         subcommands: [
             Keys.self,
@@ -105,7 +105,7 @@ package struct BoardGaenCtl: GaenctlRoot {
             if ["--bus", "--name", "--timeout"].contains(first) { arguments = arguments.dropFirst() }
         }
         if let command = arguments.first, researchCommands.contains(command) {
-            StandardStream.writeError("Error: 'gaenctl \(command)' is one of the research tools, not in a board's gaenctl: they are the full gaenctl's (package gaend-research, `make install-research`).\n")
+            StandardStream.writeError("Error: 'gaenctl \(command)' is one of the research tools, not in a board's gaenctl: they are the full gaenctl's (package gaend-research-tools, `make install-research`).\n")
             exit(withError: ExitCode.validationFailure)
         }
         await runMain()

@@ -41,6 +41,9 @@ def test_layout_for_both_prefixes(built, tmp_path):
               "usr/share/bash-completion/completions/gaenctl", "usr/share/zsh/vendor-completions/_gaenctl",
               "usr/share/fish/vendor_completions.d/gaenctl.fish", "etc/gaend/gaend.conf.example"]:
         assert (usr / f).exists(), f
+    # The board's gaenctl is gaend's binary by that name (issue 31: one static runtime for both).
+    assert os.readlink(usr / "usr/bin/gaenctl") == "gaend"
+    assert not (usr / "usr/bin/gaenctl-research").exists() and not (usr / "usr/share/gaend").exists()
     unit = (usr / "usr/lib/systemd/system/gaend@.service").read_text()
     assert "/usr/bin/gaend --controller %I" in unit and "/usr/local" not in unit
     metrics = (usr / "usr/lib/systemd/system/gaend-metrics@.service").read_text()
@@ -68,6 +71,37 @@ def test_uninstall_removes_what_install_put(built, tmp_path):
     assert left == ["etc/gaend/gaend.conf.example"], left
 
 
+def make_install_research(stage: Path, *args: str) -> None:
+    p = subprocess.run(["make", "-C", str(REPO), "install-research", f"DESTDIR={stage}", *args], capture_output=True, text=True, timeout=300)
+    assert p.returncode == 0, p.stderr
+
+
+def test_research_tools_beside_the_board_and_back(built, tmp_path):
+    """`make install-research`: the full gaenctl as gaenctl-research and as gaenctl (a superset of
+    the board's); a board `make install` afterwards keeps it; `uninstall-research` gives gaenctl
+    back to gaend; the board's uninstall leaves the research tools alone."""
+    stage = tmp_path / "stage"
+    make_install(stage, "PREFIX=/usr")
+    make_install_research(stage, "PREFIX=/usr")
+    bin_dir = stage / "usr/bin"
+    assert os.readlink(bin_dir / "gaenctl") == "gaenctl-research"
+    assert (stage / "usr/share/gaend/examples/trial/inventory.yml").exists()
+    make_install(stage, "PREFIX=/usr")
+    assert os.readlink(bin_dir / "gaenctl") == "gaenctl-research"
+    p = subprocess.run(["make", "-C", str(REPO), "uninstall-research", f"DESTDIR={stage}", "PREFIX=/usr"], capture_output=True, text=True, timeout=300)
+    assert p.returncode == 0, p.stderr
+    assert os.readlink(bin_dir / "gaenctl") == "gaend" and not (bin_dir / "gaenctl-research").exists()
+    assert not (stage / "usr/share/gaend").exists()
+    # Research tools alone (the analyst's machine), then a board's install and uninstall beside them.
+    other = tmp_path / "other"
+    make_install_research(other, "PREFIX=/usr")
+    make_install(other, "PREFIX=/usr")
+    p = subprocess.run(["make", "-C", str(REPO), "uninstall", f"DESTDIR={other}", "PREFIX=/usr"], capture_output=True, text=True, timeout=300)
+    assert p.returncode == 0, p.stderr
+    assert os.readlink(other / "usr/bin/gaenctl") == "gaenctl-research" and (other / "usr/bin/gaenctl-research").exists()
+    assert (other / "usr/share/gaend/deploy/server/nginx/locations/keys.conf").exists()
+
+
 def test_installed_binaries_run_with_the_toolchain_hidden(built, tmp_path):
     if os.geteuid() != 0 or shutil.which("unshare") is None:
         pytest.skip("needs root and unshare(1) for a private mount namespace")
@@ -77,6 +111,8 @@ def test_installed_binaries_run_with_the_toolchain_hidden(built, tmp_path):
     toolchain = Path(swift).resolve().parents[2]  # /opt/swift/usr/bin/swift -> /opt/swift
     stage = tmp_path / "stage"
     make_install(stage, "PREFIX=/usr")
+    research = tmp_path / "research"
+    make_install_research(research, "PREFIX=/usr")
     empty = tmp_path / "empty"
     empty.mkdir()
     bin_dir = stage / "usr/bin"
@@ -88,13 +124,14 @@ test -z "$(ls -A {toolchain})"
 {bin_dir}/gaend --help >/dev/null
 {bin_dir}/gaenctl --help >/dev/null
 {bin_dir}/gaenctl radio --help >/dev/null
-{bin_dir}/gaenctl derive --tek 75c734c6dd1a782de7a965da5eb93125 --interval 2642976 --count 1
+{bin_dir}/gaenctl keys --help >/dev/null
+{research}/usr/bin/gaenctl-research derive --tek 75c734c6dd1a782de7a965da5eb93125 --interval 2642976 --count 1
 """
     p = subprocess.run(["unshare", "-m", "--propagation", "private", "sh", "-c", script], capture_output=True, text=True, timeout=120)
     assert p.returncode == 0, p.stdout + p.stderr
     assert "8be6cd371c5c891604bfbe49df845096" in p.stdout, p.stdout  # interval 2642976's RPI (as in tools/virtual-radio tests)
-    for b in ("gaend", "gaenctl"):
-        ldd = subprocess.run(["ldd", str(bin_dir / b)], capture_output=True, text=True).stdout
+    for b in (bin_dir / "gaend", research / "usr/bin/gaenctl-research"):
+        ldd = subprocess.run(["ldd", str(b)], capture_output=True, text=True).stdout
         assert "libswift" not in ldd and "libFoundation" not in ldd, ldd
 
 
@@ -154,14 +191,14 @@ def test_server_user_created(tmp_path):
 @pytest.mark.skipif(shutil.which("dpkg-deb") is None, reason="dpkg-deb not installed")
 def test_server_package(tmp_path):
     """scripts/build-deb.sh --server: the server's package, its settings as conffiles, gaenctl
-    from the board's package of the same version."""
+    from the research tools' package of the same version (provision, publish)."""
     p = subprocess.run([str(REPO / "scripts/build-deb.sh"), "--server", str(tmp_path)], capture_output=True, text=True, timeout=300)
     assert p.returncode == 0, p.stderr
     deb = Path(p.stdout.strip())
     assert deb.name.startswith("gaend-trial-server_") and deb.name.endswith("_all.deb")
     info = subprocess.run(["dpkg-deb", "-f", str(deb), "Depends", "Version"], capture_output=True, text=True, check=True).stdout
     version = info.split("Version: ")[1].strip()
-    assert f"gaend (= {version})" in info
+    assert f"gaend-research-tools (= {version})" in info
     conffiles = subprocess.run(["dpkg-deb", "--ctrl-tarfile", str(deb)], capture_output=True, check=True).stdout
     import io
     import tarfile
@@ -175,14 +212,50 @@ def test_server_package(tmp_path):
 
 
 def test_installed_gaenctl_provisions_from_its_own_deploy_copy(built, tmp_path):
-    """`make install` puts the shipped server files beside gaenctl (share/gaend/deploy), so
+    """`make install-research` puts the shipped server files beside gaenctl (share/gaend/deploy), so
     `gaenctl trial provision` works from an installed system without --deploy and without the clone."""
     stage = tmp_path / "stage"
-    make_install(stage, "PREFIX=/usr")
+    make_install_research(stage, "PREFIX=/usr")
     assert (stage / "usr/share/gaend/deploy/server/nginx/locations/keys.conf").exists()
-    assert (stage / "usr/share/doc/gaend/examples/trial/inventory.yml").exists()
+    assert (stage / "usr/share/gaend/examples/trial/inventory.yml").exists()
     out = tmp_path / "out"
-    p = subprocess.run([str(stage / "usr/bin/gaenctl"), "trial", "provision", str(stage / "usr/share/doc/gaend/examples/trial/inventory.yml"),
+    p = subprocess.run([str(stage / "usr/bin/gaenctl"), "trial", "provision", str(stage / "usr/share/gaend/examples/trial/inventory.yml"),
                         "--out", str(out)], cwd=tmp_path, capture_output=True, text=True, timeout=120)
     assert p.returncode == 0, p.stderr
     assert (out / "server/nginx/locations/keys.conf").read_text() == (REPO / "deploy/server/nginx/locations/keys.conf").read_text()
+
+
+@pytest.mark.skipif(shutil.which("dpkg-deb") is None, reason="dpkg-deb not installed")
+def test_board_and_research_packages(built, tmp_path):
+    """The board's package holds gaend, whose binary is the board's gaenctl through
+    update-alternatives (priority 10); the research tools' package the full gaenctl (priority 20,
+    a superset, so it wins where both are installed) and what `trial provision` reads."""
+    # build-deb.sh packs $SCRATCH/release: the build under test.
+    scratch = {"SCRATCH": str(built.parent)}
+    debs = {}
+    for kind, args in (("board", []), ("research", ["--research"])):
+        p = subprocess.run([str(REPO / "scripts/build-deb.sh"), *args, str(tmp_path)], capture_output=True, text=True, timeout=600,
+                           env={**os.environ, **scratch})
+        assert p.returncode == 0, p.stderr
+        debs[kind] = Path(p.stdout.strip().splitlines()[-1])
+    assert debs["board"].name.startswith("gaend_") and debs["research"].name.startswith("gaend-research-tools_")
+    import io
+    import tarfile
+
+    def control(deb: Path, name: str) -> str:
+        tar = subprocess.run(["dpkg-deb", "--ctrl-tarfile", str(deb)], capture_output=True, check=True).stdout
+        with tarfile.open(fileobj=io.BytesIO(tar)) as t:
+            return t.extractfile("./" + name).read().decode()
+
+    board = subprocess.run(["dpkg-deb", "-c", str(debs["board"])], capture_output=True, text=True, check=True).stdout
+    assert "./usr/bin/gaend\n" in board, board
+    assert "./usr/bin/gaenctl" not in board and "./usr/share/gaend/" not in board, board
+    assert "update-alternatives --install /usr/bin/gaenctl gaenctl /usr/bin/gaend 10" in control(debs["board"], "postinst")
+    assert "update-alternatives --remove gaenctl /usr/bin/gaend" in control(debs["board"], "prerm")
+    research = subprocess.run(["dpkg-deb", "-c", str(debs["research"])], capture_output=True, text=True, check=True).stdout
+    assert "./usr/bin/gaenctl-research" in research and "./usr/share/gaend/deploy/server/nginx/locations/keys.conf" in research
+    assert "./usr/bin/gaend\n" not in research and "./usr/lib/systemd" not in research, research
+    assert "update-alternatives --install /usr/bin/gaenctl gaenctl /usr/bin/gaenctl-research 20" in control(debs["research"], "postinst")
+    # The research tools need no daemon: no dependency on gaend, and no unit or udev rule of it.
+    depends = subprocess.run(["dpkg-deb", "-f", str(debs["research"]), "Depends"], capture_output=True, text=True, check=True).stdout
+    assert "gaend" not in depends, depends

@@ -277,6 +277,9 @@ def test_package_and_bluez_coexistence(kernel, tmp_path):
     assert not r.get("missing_depends"), f"the guest (the host's root) lacks {r.get('missing_depends')}: run scripts/setup.sh"
     assert r["apt_install"]["rc"] == 0, r["apt_install"]
     assert r["gaend_status"]["rc"] == 0 and '"active"' in r["gaend_status"]["stdout"], r["gaend_status"]
+    # /usr/bin/gaenctl is the board's (gaend's binary); a research tool names its package.
+    bg = r["board_gaenctl"]
+    assert bg["path"] == "/usr/bin/gaend" and bg["research_rc"] == 64 and "gaend-research-tools" in bg["research_stderr"], bg
     assert "left to bluetoothd" in r["gaend_hci1"]["journal"], r["gaend_hci1"]
     assert r["bluetoothd"] == "active"
     found = r["bluez_discovery"]
@@ -293,7 +296,7 @@ def test_trial_through_shipped_units(kernel, tmp_path):
     debs = tmp_path / "debs"
     debs.mkdir()
     built = []
-    for args in ([], ["--server"]):
+    for args in ([], ["--research"], ["--server"]):
         # The board's package from the build SCRATCH names, as in the package scenario.
         p = subprocess.run([str(REPO / "scripts/build-deb.sh"), *args, str(debs)], capture_output=True, text=True, timeout=900)
         assert p.returncode == 0, p.stderr

@@ -3,6 +3,7 @@ the controller the config gives it (hci0) while Debian's bluetoothd keeps the ot
 and BlueZ's own discovery on hci1 seeing gaend's beacon with service data 0xFD6F.
 """
 import glob
+import os
 import json
 import subprocess
 import time
@@ -72,6 +73,10 @@ def scenario() -> None:
     record("bluez_discovery", {"found": ok, "devices": seen[:5], "all": bluez_devices()[:5]})
     status = run(["/usr/bin/gaenctl", "--name", "hci0", "status", "--json"], timeout=LONG)
     record("gaend_status", {"rc": status.returncode, "stdout": status.stdout, "stderr": status.stderr})
+    # The board's gaenctl is gaend's binary (update-alternatives); the research tools are not here.
+    research = run(["/usr/bin/gaenctl", "trial", "report", "--help"], timeout=LONG)
+    record("board_gaenctl", {"path": os.path.realpath("/usr/bin/gaenctl"), "research_rc": research.returncode,
+                             "research_stderr": research.stderr[-500:]})
     record("hci0_owner", run(["journalctl", "--no-pager", "-b", "-u", "gaend@hci0", "-o", "cat"]).stdout[-2000:])
     vr.stop()
 

@@ -1,7 +1,8 @@
 """Trial scenario: a trial's whole loop through the shipped units and timers under systemd.
 
-The board package and the trial server package are installed with apt, the trial is provisioned
-from a two-board inventory with `gaenctl trial provision` and its files put where the provisioned
+The board package, the research tools' and the trial server package are installed with apt
+(every unit runs the board's gaenctl, gaend's binary), the trial is provisioned from a two-board
+inventory with `gaenctl-research trial provision` and its files put where the provisioned
 README says; nginx serves the installed site. Board A (hci0, positive: consent yes) runs on the
 board's own /etc/gaend configuration; board B (hci1, 1 m away) is a second board on the same guest,
 so its instances get drop-ins that point them at B's files (one guest stands for two boards; a
@@ -76,8 +77,8 @@ def iso(t: float) -> str:
 
 
 def install_packages() -> None:
-    debs = sorted(glob.glob(str(WORK / "gaend_*.deb"))) + sorted(glob.glob(str(WORK / "gaend-trial-server_*.deb")))
-    assert len(debs) == 2, debs
+    debs = [d for kind in ("gaend_", "gaend-research-tools_", "gaend-trial-server_") for d in sorted(glob.glob(str(WORK / f"{kind}*.deb")))]
+    assert len(debs) == 3, debs
     # man-db's trigger re-indexes the host's manual pages over 9p (minutes under TCG); not ours.
     Path("/var/lib/man-db/auto-update").unlink(missing_ok=True)
     names = []
@@ -88,10 +89,18 @@ def install_packages() -> None:
     q = run(["dpkg-query", "-W", "-f", "${Package} ${Status}\n", *sorted(set(names))])
     installed = {l.split()[0] for l in q.stdout.splitlines() if l.endswith(" installed")}
     record("missing_depends", [n for n in sorted(set(names)) if n.split(":")[0] not in installed])
-    # As a trial engineer would: both packages in one apt call (the server's depends on the board's).
+    # As a trial engineer would: the three packages in one apt call (the server's depends on the
+    # research tools').
     inst = run(["apt", "install", "-y"] + ["./" + Path(d).name for d in debs], timeout=900, cwd=WORK, env=ENV)
     record("apt_install", {"rc": inst.returncode, "stdout": inst.stdout[-3000:], "stderr": inst.stderr[-3000:]})
     assert inst.returncode == 0, inst.stderr[-2000:]
+    # This guest is the server and both boards. The research tools' full gaenctl took over
+    # /usr/bin/gaenctl (priority 20); the units run the board's gaenctl (gaend's binary), as on a
+    # board that has only gaend's package, and the research commands below say gaenctl-research.
+    alt = run(["update-alternatives", "--set", "gaenctl", "/usr/bin/gaend"])
+    record("alternatives", {"rc": alt.returncode, "stdout": alt.stdout, "stderr": alt.stderr,
+                            "gaenctl": os.path.realpath("/usr/bin/gaenctl")})
+    assert alt.returncode == 0 and os.path.realpath("/usr/bin/gaenctl") == "/usr/bin/gaend", alt.stderr
 
 
 def provision() -> Path:
@@ -135,8 +144,8 @@ alerting:
 boards:
 {boards}
 """)
-    # The installed gaenctl, with the deploy files the board package ships beside it.
-    p = sh(["/usr/bin/gaenctl", "trial", "provision", TRIAL / "inventory.yml", "--out", TRIAL / "config"])
+    # The research tools' gaenctl, with the deploy files its package ships beside it.
+    p = sh(["/usr/bin/gaenctl-research", "trial", "provision", TRIAL / "inventory.yml", "--out", TRIAL / "config"])
     record("provision", p.stdout[-2000:])
     return TRIAL / "config"
 
@@ -343,7 +352,7 @@ def scenario() -> None:
     record("metrics_files", {b["controller"]: (Path(f"/var/lib/prometheus/node-exporter/gaend-{b['controller']}.prom").read_text()
                                                if Path(f"/var/lib/prometheus/node-exporter/gaend-{b['controller']}.prom").exists() else None)
                              for b in BOARDS.values()})
-    verify = run(["/usr/bin/gaenctl", "trial", "verify", "--strict", "/var/lib/gaend-trial/collect"])
+    verify = run(["/usr/bin/gaenctl-research", "trial", "verify", "--strict", "/var/lib/gaend-trial/collect"])
     record("verify", {"rc": verify.returncode, "stdout": verify.stdout[-3000:], "stderr": verify.stderr[-2000:]})
     record("timers", run(["systemctl", "list-timers", "--all", "--no-pager"]).stdout)
     # The boot's errors (priority err and worse) of the gaend units, the publisher and nginx,
