@@ -186,7 +186,8 @@ public enum Provisioner {
                 """))
             files.append(ProvisionedFile("\(dir)/app.env", """
                 # \(stamp)
-                # /etc/gaend/app.env of board \(b.name): read by gaend-app@\(b.controller).service and gaend-collect@\(b.controller).service.
+                # /etc/gaend/app.env of board \(b.name): read by gaend-app@\(b.controller).service, gaend-collect@\(b.controller).service
+                # and gaend-outcomes@\(b.controller).service.
                 SERVER=\(inv.server.url)
                 LAYOUT=--country \(inv.server.country)
                 TRUST=--trust \(inv.server.keyID):\(inv.server.keyVersion)=\(trustPath)
@@ -194,6 +195,8 @@ public enum Provisioner {
                 CONSENT=\(b.consent ? "yes" : "no")
                 OUTCOMES_CONSENT=\(b.outcomesConsent ? "yes" : "no")
                 HTTP_OPTIONS=\(attachments.ca == nil ? "" : "--cacert \(caPath)")
+                # Empty for a trial; a rehearsal puts --trial-clock FILE here (docs/runbook.md, "Rehearsal under systemd").
+                TRIAL_OPTIONS=
                 APP_OPTIONS=
 
                 """))
@@ -223,6 +226,8 @@ public enum Provisioner {
             KEY_ID=\(inv.server.keyID)
             KEY_VERSION=\(inv.server.keyVersion)
             PUBLISH_OPTIONS=--country \(inv.server.country)\(region) --min-keys \(inv.server.minKeys) --app-config \(inv.server.appConfig)
+            # Empty for a trial; a rehearsal puts --trial-clock FILE here (docs/runbook.md, "Rehearsal under systemd").
+            TRIAL_OPTIONS=
 
             """))
 

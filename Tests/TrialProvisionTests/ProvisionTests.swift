@@ -140,6 +140,9 @@ func inventory(boards: Int, extra: String = "") -> String {
         #expect(files["server/alertmanager/alertmanager.yml"]?.contents.contains("url: \"http://127.0.0.1:9/hook\"") == true)
         // No CA in the inventory: the system's store.
         #expect(files["boards/board01/app.env"]?.contents.contains("HTTP_OPTIONS=\n") == true)
+        // A rehearsal's --trial-clock has its own variable, empty for a trial, on both sides.
+        #expect(files["boards/board01/app.env"]?.contents.contains("\nTRIAL_OPTIONS=\nAPP_OPTIONS=\n") == true)
+        #expect(files["server/publish.env"]?.contents.hasSuffix("\nTRIAL_OPTIONS=\n") == true)
     }
 
     /// Kept passwords keep their hashes: the second plan is the first, byte for byte.
