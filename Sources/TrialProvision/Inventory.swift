@@ -187,8 +187,8 @@ extension Inventory {
                 board.metricsPort = port
             }
             if let c = value("controller") {
-                guard let controller = c.string, controller.hasPrefix("hci"), let n = Int(controller.dropFirst(3)), n >= 0, n < 1000 else {
-                    throw InventoryError(path, c, "board \(name): controller: a kernel controller name (hci0)")
+                guard let controller = c.string, Inventory.isControllerName(controller) else {
+                    throw InventoryError(path, c, "board \(name): controller: a kernel controller name hci0...hci65535 as the kernel spells it (the board's units are gaend@hciN), got '\(c.string ?? "?")'")
                 }
                 board.controller = controller
             }
@@ -205,6 +205,15 @@ extension Inventory {
 }
 
 extension Inventory {
+    /// A board's controller: a kernel controller gaend's config takes (`controllers:`, HCIHost's
+    /// ControllerAddress: hci0...hci65535), spelt as the kernel names it, because it is also the
+    /// instance of the board's units: gaend would read hci01 or hci:1 as hci1, but udev starts
+    /// gaend@hci1, and gaend-app@hci01 would be another instance with another state directory.
+    public static func isControllerName(_ s: String) -> Bool {
+        guard s.hasPrefix("hci"), let n = Int(s.dropFirst(3)), (0...65_535).contains(n) else { return false }
+        return s == "hci\(n)"
+    }
+
     /// `YYYY-MM-DDTHH:MM[:SS]Z` as Unix seconds (the inventory's times are UTC, as the boards').
     static func utcTime(_ s: String) -> Double? {
         let f = ISO8601DateFormatter()

@@ -186,7 +186,8 @@ public enum Provisioner {
                 """))
             files.append(ProvisionedFile("\(dir)/app.env", """
                 # \(stamp)
-                # /etc/gaend/app.env of board \(b.name): read by gaend-app@\(b.controller).service and gaend-collect@\(b.controller).service.
+                # /etc/gaend/app.env of board \(b.name): read by gaend-app@\(b.controller).service, gaend-collect@\(b.controller).service
+                # and gaend-outcomes@\(b.controller).service.
                 SERVER=\(inv.server.url)
                 LAYOUT=--country \(inv.server.country)
                 TRUST=--trust \(inv.server.keyID):\(inv.server.keyVersion)=\(trustPath)
@@ -194,6 +195,8 @@ public enum Provisioner {
                 CONSENT=\(b.consent ? "yes" : "no")
                 OUTCOMES_CONSENT=\(b.outcomesConsent ? "yes" : "no")
                 HTTP_OPTIONS=\(attachments.ca == nil ? "" : "--cacert \(caPath)")
+                # Empty for a trial; a rehearsal puts --trial-clock FILE here (docs/runbook.md, "Rehearsal under systemd").
+                TRIAL_OPTIONS=
                 APP_OPTIONS=
 
                 """))
@@ -202,6 +205,7 @@ public enum Provisioner {
             files.append(ProvisionedFile("\(dir)/app-password", password + "\n", mode: 0o600))
             if let ca = attachments.ca { files.append(ProvisionedFile("\(dir)/trial-ca.pem", ca)) }
             if let key = attachments.trustKey { files.append(ProvisionedFile("\(dir)/trial-key.pem", key)) }
+            files.append(ProvisionedFile("\(dir)/README.md", boardReadme(b, trial: inv.trial, stamp: stamp, ca: attachments.ca != nil, trustKey: attachments.trustKey != nil)))
             htpasswd.append("\(b.name):\(try hash(password, kept: existing.htpasswd[b.name], secrets: &secrets, hasher: hasher))")
         }
 
@@ -223,6 +227,8 @@ public enum Provisioner {
             KEY_ID=\(inv.server.keyID)
             KEY_VERSION=\(inv.server.keyVersion)
             PUBLISH_OPTIONS=--country \(inv.server.country)\(region) --min-keys \(inv.server.minKeys) --app-config \(inv.server.appConfig)
+            # Empty for a trial; a rehearsal puts --trial-clock FILE here (docs/runbook.md, "Rehearsal under systemd").
+            TRIAL_OPTIONS=
 
             """))
 
@@ -333,10 +339,49 @@ public enum Provisioner {
         return out + "\""
     }
 
-    static func readme(_ inv: Inventory, stamp: String, ca: Bool, trustKey: Bool) -> String {
+    /// The files a board installs under /etc/gaend (its password apart: 0600).
+    static func boardFiles(ca: Bool, trustKey: Bool) -> String {
         var files = "gaend.conf app.env"
         if ca { files += " trial-ca.pem" }
         if trustKey { files += " trial-key.pem" }
+        return files
+    }
+
+    /// The units a board enables, named by its controller: they are instances of it.
+    static func boardTimers(_ controller: String) -> String {
+        "gaend-app@\(controller).timer gaend-metrics@\(controller).timer gaend-collect@\(controller).timer"
+    }
+
+    /// boards/NAME/README.md: that board's own install lines, with its controller's units. Only
+    /// what its other files already depend on (no site or position), so that a change to those
+    /// does not rewrite it.
+    static func boardReadme(_ b: Inventory.Board, trial: String, stamp: String, ca: Bool, trustKey: Bool) -> String {
+        """
+        # Board \(b.name) of trial \(trial)
+
+        \(stamp)
+
+        Its controller: \(b.controller) (gaend@\(b.controller) and the units below are its instances). In this folder, on the board:
+
+        ```sh
+        sudo install -m 0644 \(boardFiles(ca: ca, trustKey: trustKey)) /etc/gaend/
+        sudo install -m 0600 app-password /etc/gaend/app-password
+        sudo systemctl enable --now \(boardTimers(b.controller))
+        ```
+
+        When the trial ends, after the last days were collected: `sudo systemctl start gaend-outcomes@\(b.controller)`
+        ships the board's keys and app outcomes if its participant consented (OUTCOMES_CONSENT in app.env).
+
+        """
+    }
+
+    static func readme(_ inv: Inventory, stamp: String, ca: Bool, trustKey: Bool) -> String {
+        let files = boardFiles(ca: ca, trustKey: trustKey)
+        // One controller for every board: name it. Several: CONTROLLER, and which board has which.
+        let byController = Dictionary(grouping: inv.boards, by: \.controller)
+        let controller = byController.count == 1 ? inv.boards[0].controller : "CONTROLLER"
+        let which = byController.count == 1 ? "" : "\nCONTROLLER is the board's controller: " + byController.keys.sorted { $0.count != $1.count ? $0.count < $1.count : $0 < $1 }
+            .map { c in "\(c) for \(byController[c]!.map(\.name).joined(separator: ", "))" }.joined(separator: "; ") + ".\n"
         return """
             # Trial \(inv.trial): provisioned configuration
 
@@ -344,16 +389,16 @@ public enum Provisioner {
 
             Time zone of the sites: \(inv.timeZone). Boards, server and reports keep UTC: convert with it for the people on site.
             \(inv.placementPlan.map { "Placement plan: \($0); each board's site and position: placement.csv.\n" } ?? "Each board's site and position: placement.csv.\n")
-            ## Each board (boards/NAME/)
+            ## Each board (boards/NAME/, its own lines in boards/NAME/README.md)
 
             ```sh
             cd boards/NAME
             sudo install -m 0644 \(files) /etc/gaend/
             sudo install -m 0600 app-password /etc/gaend/app-password
-            sudo systemctl enable --now gaend-app@hci0.timer gaend-metrics@hci0.timer gaend-collect@hci0.timer
+            sudo systemctl enable --now \(boardTimers(controller))
             ```
-
-            When the trial ends, after the last days were collected: `sudo systemctl start gaend-outcomes@hci0` on each
+            \(which)
+            When the trial ends, after the last days were collected: `sudo systemctl start gaend-outcomes@\(controller)` on each
             board ships its keys and app outcomes if its participant consented (OUTCOMES_CONSENT in app.env).
 
             ## The server (server/), after installing the server package (docs/key-server.md)

@@ -10,9 +10,10 @@ struct TrialProvisionCommand: ParsableCommand {
         discussion: """
             Reads the inventory (YAML: boards with names, sites, positions and consent; the server; \
             the time zone; the CA; the alerts' webhook) and writes under --out: boards/NAME/ \
-            (gaend.conf, app.env, app-password 0600, the CA and trust key), server/ (the nginx site \
-            with the boards' htpasswd, publish.env, Prometheus' config with the boards as file_sd \
-            targets and the alert rules, Alertmanager's config), placement.csv and README.md. \
+            (gaend.conf, app.env, app-password 0600, the CA and trust key, a README.md naming the units \
+            of its controller), server/ (the nginx site with the boards' htpasswd, publish.env, \
+            Prometheus' config with the boards as file_sd targets and the alert rules, Alertmanager's \
+            config), placement.csv and README.md. \
             Passwords are generated once and kept; a file is rewritten only when its content \
             changes, so running it again on the same inventory changes nothing.
             """)

@@ -140,6 +140,54 @@ func inventory(boards: Int, extra: String = "") -> String {
         #expect(files["server/alertmanager/alertmanager.yml"]?.contents.contains("url: \"http://127.0.0.1:9/hook\"") == true)
         // No CA in the inventory: the system's store.
         #expect(files["boards/board01/app.env"]?.contents.contains("HTTP_OPTIONS=\n") == true)
+        // A rehearsal's --trial-clock has its own variable, empty for a trial, on both sides.
+        #expect(files["boards/board01/app.env"]?.contents.contains("\nTRIAL_OPTIONS=\nAPP_OPTIONS=\n") == true)
+        #expect(files["server/publish.env"]?.contents.hasSuffix("\nTRIAL_OPTIONS=\n") == true)
+    }
+
+    /// A board's controller names its units in the READMEs (its own and the trial's), as in its
+    /// gaend.conf; the default is hci0.
+    @Test func readmesNameEachBoardsController() throws {
+        var secrets = CountingSecrets()
+        let text = inventory(boards: 3).replacingOccurrences(of: "name: board02, site: \"bus 2\", position: front}", with: "name: board02, site: \"bus 2\", position: front, controller: hci1}")
+        let files = try plan(text, secrets: &secrets)
+        for (board, controller, other) in [("board01", "hci0", "hci1"), ("board02", "hci1", "hci0"), ("board03", "hci0", "hci1")] {
+            let readme = try #require(files["boards/\(board)/README.md"]).contents
+            #expect(readme.contains("sudo systemctl enable --now gaend-app@\(controller).timer gaend-metrics@\(controller).timer gaend-collect@\(controller).timer\n"), "\(board)")
+            #expect(readme.contains("`sudo systemctl start gaend-outcomes@\(controller)`") && !readme.contains(other), "\(board)")
+            #expect(try ConfigLoader.parse(try #require(files["boards/\(board)/gaend.conf"]).contents).controllers == .only([.hci(index: controller == "hci1" ? 1 : 0)]))
+        }
+        let top = try #require(files["README.md"]).contents
+        #expect(top.contains("gaend-app@CONTROLLER.timer") && top.contains("CONTROLLER is the board's controller: hci0 for board01, board03; hci1 for board02.\n"))
+
+        // One controller for every board (here from defaults): the trial's README names it.
+        let same = try plan(inventory(boards: 2).replacingOccurrences(of: "  consent: yes\n", with: "  consent: yes\n  controller: hci12\n"), secrets: &secrets)
+        let sameTop = try #require(same["README.md"]).contents
+        #expect(sameTop.contains("sudo systemctl enable --now gaend-app@hci12.timer gaend-metrics@hci12.timer gaend-collect@hci12.timer\n"))
+        #expect(sameTop.contains("gaend-outcomes@hci12") && !sameTop.contains("hci0") && !sameTop.contains("CONTROLLER"))
+        #expect(same["boards/board02/README.md"]?.contents.contains("gaend-app@hci12.timer") == true)
+    }
+
+    /// The inventory takes the kernel controllers gaend's config takes, spelt as their units'
+    /// instances: anything else is refused naming the board, the key and the line.
+    @Test func controllerNames() throws {
+        func problem(_ controller: String, inDefaults: Bool = false) -> String {
+            let text = inDefaults
+                ? inventory(boards: 1).replacingOccurrences(of: "  consent: yes\n", with: "  consent: yes\n  controller: \"\(controller)\"\n")
+                : inventory(boards: 1).replacingOccurrences(of: "position: front}", with: "position: front, controller: \"\(controller)\"}")
+            do { _ = try Inventory.parse(text, path: "inv.yml"); return "" } catch { return "\(error)" }
+        }
+        for good in ["hci0", "hci1", "hci9", "hci10", "hci65535"] {
+            #expect(problem(good) == "", "\(good)")
+            #expect(problem(good, inDefaults: true) == "", "\(good)")
+            #expect(try ConfigLoader.parse("controllers: [\(good)]").controllers == .only([.hci(index: Int(good.dropFirst(3))!)]), "\(good)")
+        }
+        for bad in ["", "hci", "hci01", "hci+1", "hci-0", "hci:1", "hci65536", "hci1 ", "HCI0", "bt0", "hci٣", "tcp:127.0.0.1:9000"] {
+            #expect(problem(bad) == "inv.yml: line 11: board board01: controller: a kernel controller name hci0...hci65535 as the kernel spells it (the board's units are gaend@hciN), got '\(bad)'", "\(bad)")
+            #expect(problem(bad, inDefaults: true).hasPrefix("inv.yml: line 10: board board01: controller: "), "\(bad)")
+        }
+        // Not a text at all.
+        #expect(throws: InventoryError.self) { try Inventory.parse(inventory(boards: 1).replacingOccurrences(of: "position: front}", with: "position: front, controller: [hci0]}")) }
     }
 
     /// Kept passwords keep their hashes: the second plan is the first, byte for byte.

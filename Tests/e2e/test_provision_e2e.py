@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import base64
 import os
+import re
 import shutil
 import ssl
 import subprocess
@@ -109,6 +110,47 @@ def test_twenty_boards_written_once(provisioned, bin_dir):
     after = snapshot(out)
     assert after["boards/board03/app-password"] == before["boards/board03/app-password"]
     assert after[ "server/nginx/boards.htpasswd"] == before["server/nginx/boards.htpasswd"]
+
+
+def exec_starts(unit: Path) -> list[str]:
+    """The unit's ExecStart= commands, continuation lines joined."""
+    text = unit.read_text().replace("\\\n", " ")
+    return [line.split("=", 1)[1].lstrip("-") for line in text.splitlines() if line.startswith("ExecStart=")]
+
+
+def test_units_take_trial_options_where_gaenctl_takes_the_trial_clock(provisioned, bin_dir):
+    """Every shipped unit running a gaenctl command that accepts --trial-clock (asked of the
+    built gaenctl's --help) passes $TRIAL_OPTIONS, and no other does; every variable a unit
+    expands from app.env or publish.env is one the provisioned file sets (systemd would expand
+    a missing one to nothing, silently)."""
+    _, _, out, _ = provisioned
+    env_files = {"/etc/gaend/app.env": out / "boards/board01/app.env", "/etc/gaend-trial/publish.env": out / "server/publish.env"}
+    takers = []
+    for unit in sorted([*(REPO / "systemd").glob("*.service"), *(REPO / "deploy/server/systemd").glob("*.service")]):
+        text = unit.read_text()
+        env = next((env_files[f] for f in env_files if f"EnvironmentFile={f}\n" in text), None)
+        for command in exec_starts(unit):
+            words = command.split()
+            if not words[0].endswith("/gaenctl"):
+                continue
+            sub = [w for w in words[1:3] if not w.startswith("-")]
+            help_text = subprocess.run([str(bin_dir / "gaenctl"), *sub, "--help"], capture_output=True, text=True, timeout=30).stdout
+            assert "USAGE" in help_text.upper(), (unit.name, sub, help_text)
+            takes = "--trial-clock" in help_text
+            assert ("$TRIAL_OPTIONS" in words) == takes, (unit.name, " ".join(sub), takes)
+            if takes:
+                takers.append(f"{unit.name}: {' '.join(sub)}")
+                assert env is not None, f"{unit.name}: no provisioned environment file for $TRIAL_OPTIONS"
+            if env is not None:
+                names = {line.split("=", 1)[0] for line in env.read_text().splitlines() if "=" in line and not line.startswith("#")}
+                used = set(re.findall(r"\$\{?([A-Z_]+)\}?", command)) - {"CREDENTIALS_DIRECTORY"}
+                assert used <= names, (unit.name, sorted(used - names))
+    # The units this is about, so that a renamed command cannot make the check vacuous.
+    assert sorted(takers) == ["gaend-app@.service: app submit", "gaend-app@.service: app sync", "gaend-collect@.service: collect",
+                      "gaend-outcomes@.service: collect", "gaend-publish.service: keys publish"], takers
+    for env in env_files.values():
+        assert "\nTRIAL_OPTIONS=\n" in env.read_text()
+    assert "\nTRIAL_OPTIONS=\n" in (REPO / "deploy/server/publish.env").read_text()
 
 
 def test_a_bad_inventory_writes_nothing(tmp_path, bin_dir):

@@ -668,9 +668,13 @@ class VirtualController(bumble_controller.Controller):
         )
 
     def on_hci_le_read_transmit_power_command(self, _command):
-        power = _clamp(self.tx_power, -127, 20)
+        # Min_TX_Power and Max_TX_Power are signed octets (Core 7.8.74, -127...20 dBm), but
+        # Bumble declares them unsigned and raises ValueError for a negative power: the command
+        # went unanswered and the kernel's controller setup waited on it. The octet's two's
+        # complement is what the host reads back as the signed power.
+        octet = _clamp(self.tx_power, -127, 20) & 0xFF
         return hci.HCI_LE_Read_Transmit_Power_ReturnParameters(
-            status=hci.HCI_ErrorCode.SUCCESS, min_tx_power=power, max_tx_power=power
+            status=hci.HCI_ErrorCode.SUCCESS, min_tx_power=octet, max_tx_power=octet
         )
 
     def _advertising_set(self, handle: int) -> VirtualAdvertisingSet:

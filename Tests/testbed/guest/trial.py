@@ -155,7 +155,7 @@ def add_option(env_file: str, key: str, extra: str) -> str:
     lines, found = [], False
     for line in env_file.splitlines():
         if line.startswith(key + "="):
-            line, found = f"{line} {extra}", True
+            line, found = (f"{line} {extra}" if line != key + "=" else line + extra), True
         lines.append(line)
     if not found:
         lines.append(f"{key}={extra}")
@@ -165,7 +165,7 @@ def add_option(env_file: str, key: str, extra: str) -> str:
 def board_files(config: Path, name: str, etc: Path) -> None:
     """A board's provisioned files in `etc` (the board's /etc/gaend), with the rehearsal's
     additions: the trial clock for gaend (trial_clock:) and for the app and collection (their
-    --trial-clock in HTTP_OPTIONS, which app submit, app sync and collect all get), and a radio
+    --trial-clock in TRIAL_OPTIONS, which app submit, app sync and collect all get), and a radio
     schedule for compressed time as scripts/rehearse.sh has (a 4 s scan, the longest allowed,
     every 30 s lasts 27 ms of real time at x150; with the shortest advertising interval, 20 ms,
     about one advertisement a scan)."""
@@ -182,7 +182,7 @@ scanning:
   duration_seconds: 4
   fixed_period_seconds: 30
 """)
-    (etc / "app.env").write_text(add_option((src / "app.env").read_text(), "HTTP_OPTIONS", f"--trial-clock {CLOCK_BOARD}"))
+    (etc / "app.env").write_text(add_option((src / "app.env").read_text(), "TRIAL_OPTIONS", f"--trial-clock {CLOCK_BOARD}"))
     for f, mode in (("app-password", 0o600), ("trial-ca.pem", 0o644), ("trial-key.pem", 0o644)):
         (etc / f).write_bytes((src / f).read_bytes())
         os.chmod(etc / f, mode)
@@ -198,7 +198,7 @@ def install_config(config: Path) -> None:
     # As the provisioned README says: nginx's workers (www-data) read the passwords.
     sh(["cp", "-r", "--", f"{config}/server/nginx/.", "/etc/nginx/gaend-trial/"])
     sh(["chgrp", "www-data", "/etc/nginx/gaend-trial/boards.htpasswd"])
-    publish = add_option((config / "server/publish.env").read_text(), "PUBLISH_OPTIONS", f"--trial-clock {CLOCK_SERVER}")
+    publish = add_option((config / "server/publish.env").read_text(), "TRIAL_OPTIONS", f"--trial-clock {CLOCK_SERVER}")
     Path("/etc/gaend-trial/publish.env").write_text(publish)
     key = Path("/etc/gaend-trial/signing-key.pem")
     key.write_bytes((TRIAL / "ca/signing-key.pem").read_bytes())

@@ -22,6 +22,7 @@ LE_READ_ADV_TX_POWER = 0x2007
 LE_SET_ADV_DATA = 0x2008
 LE_SET_ADV_ENABLE = 0x200A
 LE_SET_SCAN_ENABLE = 0x200C
+LE_READ_TRANSMIT_POWER = 0x204B
 INQUIRY = 0x0401  # known to Bumble as a Command Status command, not implemented
 VENDOR = 0xFC01
 
@@ -86,6 +87,30 @@ def test_read_advertising_tx_power_returns_configured_power(radio):
     event, event2 = run(scenario())
     assert _status_of_complete(event) == 0 and event[7] == (-7) & 0xFF
     assert event2[7] == 5
+
+
+def test_read_transmit_power_answers_signed_powers(radio):
+    """LE Read Transmit Power's Min_TX_Power and Max_TX_Power are signed octets (-127...20 dBm):
+    a negative power is answered (it was refused by Bumble's unsigned field, and the kernel's
+    controller setup waited for the answer forever), an out-of-range one is clamped."""
+    r = radio(devices=[{"name": "a", "transport": "tcp-server:127.0.0.1:0", "tx_power": -7}])
+
+    async def scenario():
+        client = await H4Client.connect(r.tcp("a"))
+        events = [await client.command(LE_READ_TRANSMIT_POWER)]
+        for power in (5, -127, -200, 25, 0):
+            r.ok(cmd="set", device="a", tx_power=power)
+            events.append(await client.command(LE_READ_TRANSMIT_POWER))
+        await client.close()
+        return events
+
+    events = run(scenario())
+    # Command Complete (6 bytes): 1 command, the opcode, success, min, max.
+    powers = [-7, 5, -127, -127, 20, 0]
+    for event, power in zip(events, powers):
+        assert event == bytes([0x04, 0x0E, 0x06, 0x01]) + LE_READ_TRANSMIT_POWER.to_bytes(2, "little") \
+            + bytes([0x00, power & 0xFF, power & 0xFF]), (power, event.hex())
+    assert len(events) == len(powers)
 
 
 def test_invalid_advertising_interval_is_rejected(radio):
