@@ -151,6 +151,36 @@ import TrialFormats
         #expect(written == want)
     }
 
+    /// The same from JSON lines (attenuation.jsonl as a report writes it): a line's "site" is
+    /// its own, and --site keeps only that site's lines.
+    @Test(arguments: [false, true]) func jsonLinesRowsKeepTheirOwnSite(pieces: Bool) throws {
+        let dir = FileManager.default.temporaryDirectory.appendingPathComponent("att-\(UUID().uuidString)")
+        defer { try? FileManager.default.removeItem(at: dir) }
+        try FileManager.default.createDirectory(at: dir, withIntermediateDirectories: true)
+        let sites = ["", "hall", "annex", "annex", "a, b", ""]
+        var text = ""
+        for i in 0..<600 {
+            let site = sites[i % sites.count]
+            text += "{\"time\":\(1_700_000_000 + i),\"attenuation\":\(50 + i % 30),\"distance\":2" + (site.isEmpty ? "" : ",\"site\":\"\(site)\"") + "}\n"
+        }
+        let url = dir.appendingPathComponent("pooled.jsonl")
+        try Data(text.utf8).write(to: url)
+        func written(site: String?) throws -> [String] {
+            let out = dir.appendingPathComponent("out-\(site ?? "all")")
+            try Self.report([url], into: out, site: site, daily: false, jsonLines: false, pieces: pieces, pieceSize: 300)
+            let rows = try CSVReader(contentsOf: out.appendingPathComponent("attenuation.csv"))
+            let c = try #require(rows.column("site"))
+            var w: [String] = []
+            try rows.forEachRow { w.append($0.string(c)) }
+            return w
+        }
+        let want = (0..<600).map { i in i == 0 ? "" : ["hall", "hall", "annex", "annex", "a, b", "hall"][i % 6] }
+        #expect(try written(site: nil) == want)
+        // Only annex's lines, and the lines naming no site (as for a CSV: they are the site's).
+        let annex = (0..<600).filter { sites[$0 % 6] == "annex" || sites[$0 % 6].isEmpty }.count
+        #expect(try written(site: "annex") == Array(repeating: "annex", count: annex))
+    }
+
     @Test func rowEndsOutsideQuotes() {
         func cut(_ s: String) -> Int? { PieceReader.lastRowEnd(Array(s.utf8)) }
         #expect(cut("a,b\nc,d") == 4)

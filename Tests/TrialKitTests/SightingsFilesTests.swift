@@ -57,7 +57,8 @@ import TrialFormats
         if threads {
             try stream.addSightingsFiles(t.inputs, rows: rows, pieceSize: pieceSize, threads: 2)
         } else {
-            stream.onObservation = { try rows.append($0, site: stream.site) }
+            // As gaenctl does: a pooled report's rows keep their sighting's site.
+            stream.onObservation = { try rows.append($0, site: stream.rowSite ?? stream.site) }
             for input in t.inputs {
                 try SightingsExport.forEachPiece(input.url, pieceBytes: 50_000) { try stream.addSightings($0, receiver: input.receiver) }
             }
@@ -80,6 +81,12 @@ import TrialFormats
         let report = try #require(String(data: a["/report.json"]!, encoding: .utf8))
         if site != "annex" { #expect(report.contains("\"implausibleMetadata\" : ") && !report.contains("\"implausibleMetadata\" : 0,")) }
         if site == nil { #expect(!report.contains("\"withoutGroundTruth\" : 0\n") && report.contains("a \\\"big\\\", hall")) }
+        // A pooled report's attenuation rows keep the site of their own sighting (the extra
+        // file's "annex" rows), not the report's first site; with --site only that site's.
+        let written = a.filter { $0.key.contains("attenuation") }.values.map { String(decoding: $0, as: UTF8.self) }.joined()
+        let annex = jsonLines ? "\"site\":\"annex\"" : ",annex,"
+        if site == nil { #expect(written.contains(annex)) }
+        if let site { #expect(!written.isEmpty && (site == "annex") == written.contains(annex)) }
         for size in [1000, 1, 1 << 20] {
             let many = dir.appendingPathComponent("many-\(size)")
             try Self.report(t, into: many, site: site, daily: daily, jsonLines: jsonLines, threads: true, pieceSize: size)

@@ -64,11 +64,16 @@ extension TrialStream {
                 if first.first(where: { !blank($0) }) == UInt8(ascii: "{") {
                     try drain()
                     while let more = try reader.next() { first += more }
-                    let c = try TrialPipeline.forEachObservation(attenuationJSONLines: Data(first), file: url.path, groundTruth: groundTruth) { o in
+                    // A line's own site, else the report's (as the CSV pieces write them).
+                    var own: String?
+                    let c = try TrialPipeline.forEachObservation(attenuationJSONLines: Data(first), file: url.path, groundTruth: groundTruth, site: siteFilter,
+                                                                 firstSite: { s in if site == nil { site = s } }, everySite: { sites.insert($0) },
+                                                                 rowSite: { own = $0 }) { o in
                         counts.withGroundTruth += 1
                         tally.add(o)
-                        try rows?.append(o, site: site)
+                        try rows?.append(o, site: own ?? site)
                     }
+                    if siteGuess == nil { siteGuess = site }
                     counts.rows += c.rows; counts.reports += c.reports; counts.matched += c.matched
                     counts.withoutGroundTruth += c.withoutGroundTruth
                     continue

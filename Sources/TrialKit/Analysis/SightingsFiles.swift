@@ -537,7 +537,15 @@ enum SightingsPieceParser {
                 }
             }
         }
-        let siteField = Array(("," + CSVWriter.escape(site ?? "")).utf8)
+        // Each row's site field: the sighting's own site (a pooled report's rows keep theirs),
+        // else the site in force; rendered once per site.
+        var siteFields: [Int32: [UInt8]] = [:]
+        func siteField(_ i: Int32) -> [UInt8] {
+            if let f = siteFields[i] { return f }
+            let f = Array(("," + CSVWriter.escape((i >= 0 ? names[Int(i)] : site) ?? "")).utf8)
+            siteFields[i] = f
+            return f
+        }
         struct CacheKey: Hashable { var low: UInt64, high: UInt64, aem: UInt32 }
         var cache: [CacheKey: BluetoothMetadata] = [:]
         // Per (receiver name, transmitter) pair: its index in the tally and its rendered names.
@@ -601,7 +609,7 @@ enum SightingsPieceParser {
                 let rpi = withUnsafeBytes(of: (r.rpiLow, r.rpiHigh)) { Data($0) }.hexString
                 let o = Observation(time: r.time, receiver: pair.receiver, transmitter: pair.transmitter, distance: d, attenuation: attenuation,
                                     rpi: rpi, txPower: Int(md.txPower), rssi: Int(r.rssi), rssiCorrection: Int(r.correction))
-                line += TrialReportWriter.attenuationJSONLine(o, site: site).utf8
+                line += TrialReportWriter.attenuationJSONLine(o, site: r.site >= 0 ? names[Int(r.site)] : site).utf8
             } else {
                 // TrialReportWriter.attenuationLine, as bytes.
                 func exact(_ v: Double) {
@@ -614,7 +622,7 @@ enum SightingsPieceParser {
                 ByteFormat.appendTime(r.time, to: &line)
                 line += pairs[pid]!.prefix
                 exact(d); line.append(0x2C); exact(attenuation)
-                line += siteField
+                line += siteField(r.site)
                 line.append(0x2C)
                 func hex(_ w: UInt64) {
                     for k in 0..<8 { let byte = Int((w >> (8 * UInt64(k))) & 0xff); line.append(digits[byte >> 4]); line.append(digits[byte & 15]) }

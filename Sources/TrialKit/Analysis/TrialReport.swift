@@ -133,8 +133,13 @@ public enum TrialPipeline {
     /// The observations of attenuation JSON lines (TrialReportWriter.attenuationJSONLine: `time`
     /// and `attenuation` required; `receiver`, `transmitter`, `distance`, `rpi`, `txPower`,
     /// `rssi`, `rssiCorrection` optional, null as absent), checked as the CSV's are.
-    public static func forEachObservation(attenuationJSONLines data: Data, file: String, groundTruth: GroundTruth,
+    /// `site`, `firstSite`, `everySite` and `rowSite` as for an attenuation CSV (below): a line's
+    /// `"site"` (attenuationJSONLine writes it) is its site.
+    public static func forEachObservation(attenuationJSONLines data: Data, file: String, groundTruth: GroundTruth, site: String? = nil,
+                                          firstSite: (String) -> Void = { _ in }, everySite: (String) -> Void = { _ in },
+                                          rowSite: (String?) -> Void = { _ in },
                                           _ body: (Observation) throws -> Void) throws -> TrialReport.Counts {
+        var seenSite = false
         var counts = TrialReport.Counts()
         var lineNumber = 0
         for raw in data.split(separator: UInt8(ascii: "\n"), omittingEmptySubsequences: false) {
@@ -161,6 +166,14 @@ public enum TrialPipeline {
                 guard let v = o[k], !(v is NSNull) else { return nil }
                 guard let s = v as? String else { throw bad(k, "a string", v) }
                 return s
+            }
+            if let s = try string("site"), !s.isEmpty {
+                if let site, s != site { continue }
+                if !seenSite { seenSite = true; firstSite(s) }
+                everySite(s)
+                rowSite(s)
+            } else {
+                rowSite(nil)
             }
             counts.rows += 1; counts.reports += 1; counts.matched += 1
             guard let t = try number("time") else { throw bad("time", "Unix seconds", nil) }

@@ -16,8 +16,9 @@ public final class TrialStream {
     public var site: String?
     /// Every site the rows named: more than one is a pooled report.
     public internal(set) var sites: Set<String> = []
-    /// While an attenuation row is handed to `onObservation`: its own site, when it names one
-    /// (a pooled report's rows keep their sites: `rows.append(o, site: stream.rowSite ?? stream.site)`).
+    /// While an attenuation row is handed to `onObservation`: its own site (the attenuation row's,
+    /// or the sighting's it comes from), when it names one (a pooled report's rows keep their
+    /// sites: `rows.append(o, site: stream.rowSite ?? stream.site)`).
     public internal(set) var rowSite: String?
     let siteFilter: String?
     let transmitters: [TransmitterKeys]
@@ -93,6 +94,9 @@ public final class TrialStream {
             }
             let pair = NodePair(receiver: s.node ?? "", transmitter: transmitters[m.transmitter].name)
             guard let d = groundTruth.distance(at: s.time, pair: pair) else { counts.withoutGroundTruth += 1; continue }
+            // A pooled report's rows keep the site of the sighting they come from.
+            rowSite = s.site
+            defer { rowSite = nil }
             try add(Observation(time: s.time, receiver: pair.receiver, transmitter: pair.transmitter,
                                 distance: d, attenuation: m.attenuation, rpi: s.rpi?.hexString, txPower: m.txPower,
                                 rssi: s.rssi, rssiCorrection: s.rssiCorrection))
@@ -108,7 +112,10 @@ public final class TrialStream {
         let data = Data(try Gzip.contents(of: url))
         if data.first(where: { !($0 == 0x20 || $0 == 0x0a || $0 == 0x0d || $0 == 0x09) }) == UInt8(ascii: "{") {
             attenuationInput = true
-            let c = try TrialPipeline.forEachObservation(attenuationJSONLines: data, file: url.path, groundTruth: groundTruth) { try add($0) }
+            let c = try TrialPipeline.forEachObservation(attenuationJSONLines: data, file: url.path, groundTruth: groundTruth, site: siteFilter,
+                                                         firstSite: { [self] s in if site == nil { site = s } }, everySite: { [self] in sites.insert($0) },
+                                                         rowSite: { [self] in rowSite = $0 }) { try add($0) }
+            rowSite = nil
             counts.rows += c.rows; counts.reports += c.reports; counts.matched += c.matched
             counts.withoutGroundTruth += c.withoutGroundTruth
         } else {
