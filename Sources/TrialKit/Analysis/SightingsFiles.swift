@@ -538,13 +538,14 @@ enum SightingsPieceParser {
             }
         }
         // Each row's site field: the sighting's own site (a pooled report's rows keep theirs),
-        // else the site in force; rendered once per site.
-        var siteFields: [Int32: [UInt8]] = [:]
+        // else the site in force; rendered again only where the run of one site changes.
+        var fieldSite: Int32 = .min, field: [UInt8] = []
         func siteField(_ i: Int32) -> [UInt8] {
-            if let f = siteFields[i] { return f }
-            let f = Array(("," + CSVWriter.escape((i >= 0 ? names[Int(i)] : site) ?? "")).utf8)
-            siteFields[i] = f
-            return f
+            if i != fieldSite {
+                fieldSite = i
+                field = Array(("," + CSVWriter.escape((i >= 0 ? names[Int(i)] : site) ?? "")).utf8)
+            }
+            return field
         }
         struct CacheKey: Hashable { var low: UInt64, high: UInt64, aem: UInt32 }
         var cache: [CacheKey: BluetoothMetadata] = [:]
