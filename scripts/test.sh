@@ -97,8 +97,9 @@ bin="$(swift build --show-bin-path)"
 for name in arm64-crypto virtual-radio alert-rules; do collect "$name"; done
 
 # The unit tests run in parallel on every core.
-# Three suites run in a process of their own, after the rest (beside the end of the release
-# build). The store-executor suite stalls a store's thread on purpose and saturates the pool;
+# Three suites run in a process of their own, after the rest and after the release build, with
+# nothing else of the run beside them (beside the release build's last link, the liveness suite's
+# radio owner once answered 2 ms past its deadline). The store-executor suite stalls a store's thread on purpose and saturates the pool;
 # if it fails, its 20 s stall would starve other suites. The watchdog suites time the node's
 # feeding to the second: the liveness suite under load it makes itself (a matching run, a CPU
 # hog), the grace suite with scripted late answers. The other tests' load in the same process
@@ -119,8 +120,8 @@ fuzz_replays() {
 phase fuzz-replays fuzz_replays
 # The committed man pages and completions are what the binaries' help gives.
 phase gen-docs ./scripts/gen-docs.sh --check "$bin"
-phase unit-alone swift test --skip-build --filter "$separate"
 collect release-build
+phase unit-alone swift test --skip-build --filter "$separate"
 release_checks() {
     local s=0
     # The daemon's Foundation-free link, its install layout and toolchain-free binaries.
