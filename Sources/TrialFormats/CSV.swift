@@ -410,10 +410,13 @@ public enum ByteFormat {
     }
 
     public static func appendUInt(_ v: UInt64, to out: inout [UInt8]) {
-        let start = out.count
-        var a = v
-        repeat { out.append(UInt8(truncatingIfNeeded: 0x30 + a % 10)); a /= 10 } while a > 0
-        out[start..<out.count].reverse()
+        // The digits right to left into a buffer on the stack, then one append: a report renders
+        // several numbers per row of millions, and an append per digit was a tenth of its time.
+        withUnsafeTemporaryAllocation(of: UInt8.self, capacity: 20) { digits in
+            var k = 20, a = v
+            repeat { k -= 1; digits[k] = UInt8(truncatingIfNeeded: 0x30 + a % 10); a /= 10 } while a > 0
+            out.append(contentsOf: UnsafeBufferPointer(rebasing: digits[k..<20]))
+        }
     }
 }
 

@@ -75,18 +75,32 @@ public struct GroundTruth: Sendable {
     /// The marker in force at `time` for the pair: the pair's own timeline if it has one,
     /// else the unscoped one. Nil before the first marker.
     public func marker(at time: Double, pair: NodePair) -> Marker? {
-        let timeline = perPair[pair] ?? global
-        // Last marker with marker.time <= time (binary search).
-        var lo = 0, hi = timeline.count
-        while lo < hi {
-            let mid = (lo + hi) / 2
-            if timeline[mid].time <= time { lo = mid + 1 } else { hi = mid }
-        }
-        return lo == 0 ? nil : timeline[lo - 1]
+        timeline(for: pair).marker(at: time)
     }
 
     public func distance(at time: Double, pair: NodePair) -> Double? {
         marker(at: time, pair: pair)?.distance
+    }
+
+    /// The timeline that holds for the pair, for a caller that asks about one pair many times
+    /// (it hashes the pair's two names once, not per row).
+    public func timeline(for pair: NodePair) -> Timeline { Timeline(markers: perPair[pair] ?? global) }
+
+    /// One pair's markers in time order.
+    public struct Timeline: Sendable {
+        let markers: [Marker]
+
+        /// The last marker with marker.time <= time (binary search); nil before the first.
+        public func marker(at time: Double) -> Marker? {
+            var lo = 0, hi = markers.count
+            while lo < hi {
+                let mid = (lo + hi) / 2
+                if markers[mid].time <= time { lo = mid + 1 } else { hi = mid }
+            }
+            return lo == 0 ? nil : markers[lo - 1]
+        }
+
+        public func distance(at time: Double) -> Double? { marker(at: time)?.distance }
     }
 }
 

@@ -132,4 +132,32 @@ import TrialFormats
         #expect(message(true) == message(false))
         #expect(message(true).contains("\(bad.path): ") && message(true).contains("334"), "\(message(true))")
     }
+
+    /// The sightings' time fields are read without a String: the value and the refusals must be
+    /// those of `Double(String)` under the reader's rules (digits and points, 15 characters at
+    /// most, finite, not negative) for every such text.
+    @Test func timeFieldsReadAsDoubleReadsThem() {
+        func reference(_ s: String) -> Double? {
+            guard !s.isEmpty, s.count <= 15, s.utf8.allSatisfy({ ($0 >= 0x30 && $0 <= 0x39) || $0 == 0x2E }) else { return nil }
+            guard let v = Double(s), v.isFinite, v >= 0 else { return nil }
+            return v
+        }
+        func fast(_ s: String) -> Double? {
+            Array(s.utf8).withUnsafeBufferPointer { SightingsPieceParser.decimalSeconds($0) }
+        }
+        var texts = ["", "0", "5.", ".5", ".", "..", "1.2.3", "0.0", "00000000000001", "999999999999999", "9999999999999999",
+                     "99999999999999.9", "0.00000000000001", "1793578407.865", "1793578407.86", "1793578411.86", "1732104000.0005",
+                     "1.5e3", "-1", "+1", " 1", "1 ", "1,5", "0x10", "inf", "nan", "1..5", "12.", ".12"]
+        var rng = SystemRandomNumberGenerator()
+        for _ in 0..<50_000 {
+            let length = Int.random(in: 1...16, using: &rng)
+            var digits = (0..<length).map { _ in Character(String(Int.random(in: 0...9, using: &rng))) }
+            if Bool.random(using: &rng) { digits[Int.random(in: 0..<length, using: &rng)] = "." }
+            texts.append(String(digits))
+        }
+        for t in texts {
+            let (a, b) = (fast(t), reference(t))
+            #expect(a?.bitPattern == b?.bitPattern, "\(t): \(String(describing: a)) against \(String(describing: b))")
+        }
+    }
 }

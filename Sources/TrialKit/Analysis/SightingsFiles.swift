@@ -373,8 +373,33 @@ enum SightingsPieceParser {
 
     /// The rows of a CSV piece without quotes whose every field reads as ENProtocol's reader
     /// reads it (parseUnquotedCSV, validate); nil when any does not.
+    /// 10^0 ... 10^15, each exact as a Double (5^k < 2^53 for k <= 22).
+    static let exactPowersOfTen: [Double] = [1e0, 1e1, 1e2, 1e3, 1e4, 1e5, 1e6, 1e7, 1e8, 1e9, 1e10, 1e11, 1e12, 1e13, 1e14, 1e15]
+
+    /// A time field as ENProtocol's reader takes it (digits and points, at most 15 characters,
+    /// what `Double(String)` reads, finite and not negative), nil otherwise.
+    static func decimalSeconds(_ t: UnsafeBufferPointer<UInt8>, powers: [Double] = exactPowersOfTen) -> Double? {
+        guard !t.isEmpty, t.count <= 15 else { return nil }
+        // Digits with at most one point between digits: at most 15 digits make an integer below
+        // 2^53 and a power of ten up to 10^14, both exact as Doubles, so the one division is
+        // correctly rounded: the Double strtod gives, without a String (strtod was a tenth of
+        // `trial report --sightings`).
+        var mantissa: UInt64 = 0, point = -1, plain = true
+        for (k, c) in t.enumerated() {
+            if c >= 0x30, c <= 0x39 { mantissa = mantissa * 10 + UInt64(c - 0x30) }
+            else if c == 0x2E, point < 0, k > 0, k < t.count - 1 { point = k }
+            else { plain = false; break }
+        }
+        if plain { return point < 0 ? Double(mantissa) : Double(mantissa) / powers[t.count - 1 - point] }
+        // Anything else as before: the same acceptance as the reader's.
+        guard t.allSatisfy({ ($0 >= 0x30 && $0 <= 0x39) || $0 == 0x2E }) else { return nil }
+        guard let v = Double(String(decoding: t, as: UTF8.self)), v.isFinite, v >= 0 else { return nil }
+        return v
+    }
+
     static func fastRows(_ piece: SightingsPiece) -> Rows? {
         if piece.jsonLines { return nil }
+        let exactPowersOfTen = Self.exactPowersOfTen
         let all = piece.header + piece.bytes
         return all.withUnsafeBufferPointer { b -> Rows? in
             guard let base = b.baseAddress, b.count > 0, memchr(base, 0x22, b.count) == nil else { return nil }
@@ -400,19 +425,15 @@ enum SightingsPieceParser {
                 while i < t.count { guard t[i] >= 0x30, t[i] <= 0x39 else { return nil }; v = v * 10 + Int(t[i] - 0x30); i += 1 }
                 return neg ? -v : v
             }
-            func seconds(_ t: UnsafeBufferPointer<UInt8>) -> Double? {
-                // Digits and one point only, short enough to be a small String (no allocation).
-                guard !t.isEmpty, t.count <= 15, t.allSatisfy({ ($0 >= 0x30 && $0 <= 0x39) || $0 == 0x2E }) else { return nil }
-                guard let v = Double(String(decoding: t, as: UTF8.self)), v.isFinite, v >= 0 else { return nil }
-                return v
-            }
-            var nameCache: [Int: (bytes: [UInt8], index: Int32)] = [:] // by column: the last name seen
-            func name(_ column: Int) -> Int32 {
+            func seconds(_ t: UnsafeBufferPointer<UInt8>) -> Double? { decimalSeconds(t, powers: exactPowersOfTen) }
+            // The node and site columns: the last name each held (rows of a file repeat them).
+            var lastNames: [(bytes: [UInt8], index: Int32)] = [([], -1), ([], -1)]
+            func name(_ column: Int, slot: Int) -> Int32 {
                 let t = text(column)
                 if t.isEmpty { return -1 }
-                if let c = nameCache[column], c.bytes.elementsEqual(t) { return c.index }
+                if lastNames[slot].index >= 0, lastNames[slot].bytes.elementsEqual(t) { return lastNames[slot].index }
                 let i = rows.name(String(decoding: t, as: UTF8.self))
-                nameCache[column] = (Array(t), i)
+                lastNames[slot] = (Array(t), i)
                 return i
             }
             while lineStart < b.count {
@@ -466,15 +487,15 @@ enum SightingsPieceParser {
                     guard aem.isEmpty, rssi.isEmpty, address.isEmpty else { return nil }
                 } else {
                     guard rpi.count == 32, aem.count == 8 else { return nil }
-                    var words: [UInt64] = [0, 0]
-                    for w in 0..<2 {
+                    func word(_ w: Int) -> UInt64? {
                         var v: UInt64 = 0
                         for k in 0..<8 { // little-endian words, as RPITable.Key loads the bytes
                             guard let hi = hex(rpi[w * 16 + 2 * k]), let lo = hex(rpi[w * 16 + 2 * k + 1]) else { return nil }
                             v |= (hi << 4 | lo) << (8 * UInt64(k))
                         }
-                        words[w] = v
+                        return v
                     }
+                    guard let low = word(0), let high = word(1) else { return nil }
                     var a: UInt32 = 0
                     for k in 0..<4 {
                         guard let hi = hex(aem[2 * k] | 0x20), let lo = hex(aem[2 * k + 1] | 0x20) else { return nil }
@@ -490,10 +511,10 @@ enum SightingsPieceParser {
                             }
                         }
                     }
-                    row.rpiLow = words[0]; row.rpiHigh = words[1]; row.aem = a; row.rssi = Int32(r); row.report = true
+                    row.rpiLow = low; row.rpiHigh = high; row.aem = a; row.rssi = Int32(r); row.report = true
                 }
-                if columns[7] >= 0 { row.node = name(columns[7]) }
-                if columns[8] >= 0 { row.site = name(columns[8]) }
+                if columns[7] >= 0 { row.node = name(columns[7], slot: 0) }
+                if columns[8] >= 0 { row.site = name(columns[8], slot: 1) }
                 rows.rows.append(row)
             }
             return columns.isEmpty ? nil : rows
@@ -527,14 +548,23 @@ enum SightingsPieceParser {
         out.rows = rows.count
         struct ScanID: Hashable { var node: Int32; var start: Double }
         var scanIndex: [ScanID: Int32] = [:]
-        for r in rows {
+        // Each row's scan (-1: none), found once here; a scan's rows come together, so the
+        // last one found is tried first.
+        var scanOfRow = [Int32](repeating: -1, count: rows.count)
+        var lastScan: (id: ScanID, index: Int32)?
+        for (n, r) in rows.enumerated() {
             if r.report { out.reports += 1 } else { out.emptyScans += 1 }
             if let start = r.scanStart {
                 let k = ScanID(node: r.node, start: start)
-                if scanIndex[k] == nil {
-                    scanIndex[k] = Int32(out.scanKeys.count)
+                if let lastScan, lastScan.id == k { scanOfRow[n] = lastScan.index; continue }
+                let index: Int32
+                if let known = scanIndex[k] { index = known } else {
+                    index = Int32(out.scanKeys.count)
+                    scanIndex[k] = index
                     out.scanKeys.append(TrialStream.ScanKey(node: text(r.node) ?? "", start: start)); out.heard.append([])
                 }
+                scanOfRow[n] = index
+                lastScan = (k, index)
             }
         }
         // Each row's site field: the sighting's own site (a pooled report's rows keep theirs),
@@ -549,18 +579,29 @@ enum SightingsPieceParser {
         }
         struct CacheKey: Hashable { var low: UInt64, high: UInt64, aem: UInt32 }
         var cache: [CacheKey: BluetoothMetadata] = [:]
-        // Per (receiver name, transmitter) pair: its index in the tally and its rendered names.
-        struct PairID: Hashable { var node: Int32; var transmitter: Int }
-        var pairs: [PairID: (pair: NodePair, part: Int32, prefix: [UInt8])] = [:]
+        // Per (receiver, transmitter) pair met in the piece: its names, its ground truth, its
+        // index in the tally and its rendered names, found by index, not by hashing names per row.
+        struct PairSlot {
+            var pair: NodePair
+            var timeline: GroundTruth.Timeline
+            var part: Int32 = -1 // its index in the tally, once it has a row with ground truth
+            var prefix: [UInt8]
+            var receiver: Int32 // its receiver's index among the piece's daily buckets
+        }
+        var slots: [PairSlot] = []
+        let transmitterCount = settings.names.count
+        // (node + 1) * transmitters + transmitter -> slot (-1: not met yet); node -1 is "no node".
+        var slotOf = [Int32](repeating: -1, count: (names.count + 1) * transmitterCount)
         var pairIndex: [NodePair: Int32] = [:]
         var buckets: [AttenuationPieceParser.BucketKey: Int] = [:]
+        var lastBucket: (key: AttenuationPieceParser.BucketKey, index: Int)?
         var receivers: [String: Int32] = [:]
         var numbers: [UInt64: [UInt8]] = [:]
         var line: [UInt8] = []
         line.reserveCapacity(256)
         let digits = Array("0123456789abcdef".utf8)
         let tolerance = Int64(settings.table.tolerance)
-        for r in rows where r.report {
+        for (n, r) in rows.enumerated() where r.report {
             guard let e = settings.table.table[RPITable.Key(low: r.rpiLow, high: r.rpiHigh)] else { continue }
             let i = Int64(ENIntervalNumber(unixSeconds: r.time).rawValue)
             guard abs(i - Int64(e.interval)) <= tolerance else { continue }
@@ -578,8 +619,8 @@ enum SightingsPieceParser {
             let attenuation = Double(Int(md.txPower)) - Double(Int(r.rssi) + Int(r.correction))
             out.weakest = max(out.weakest, attenuation)
             if attenuation != attenuation.rounded() { out.wholeDecibels = false }
-            if let start = r.scanStart {
-                let si = scanIndex[ScanID(node: r.node, start: start)]!, id = settings.nameID[e.transmitter]
+            if r.scanStart != nil {
+                let si = scanOfRow[n], id = settings.nameID[e.transmitter]
                 out.hearings.append(Hearing(scan: si, id: id, attenuation: attenuation))
                 if let h = out.heard[Int(si)].firstIndex(where: { $0.id == id }) {
                     out.heard[Int(si)][h].sum += attenuation; out.heard[Int(si)][h].count += 1
@@ -587,20 +628,26 @@ enum SightingsPieceParser {
                     out.heard[Int(si)].append(TrialStream.Heard(id: id, sum: attenuation, count: 1))
                 }
             }
-            let pid = PairID(node: r.node, transmitter: e.transmitter)
-            if pairs[pid] == nil {
+            let at = Int(r.node + 1) * transmitterCount + e.transmitter
+            if slotOf[at] < 0 {
                 let pair = NodePair(receiver: text(r.node) ?? "", transmitter: settings.names[e.transmitter])
-                pairs[pid] = (pair, -1, Array(("," + CSVWriter.escape(pair.receiver) + "," + CSVWriter.escape(pair.transmitter) + ",").utf8))
+                let rx: Int32
+                if let known = receivers[pair.receiver] { rx = known } else { rx = Int32(receivers.count); receivers[pair.receiver] = rx }
+                slotOf[at] = Int32(slots.count)
+                slots.append(PairSlot(pair: pair, timeline: settings.groundTruth.timeline(for: pair),
+                                      prefix: Array(("," + CSVWriter.escape(pair.receiver) + "," + CSVWriter.escape(pair.transmitter) + ",").utf8),
+                                      receiver: rx))
             }
-            let pair = pairs[pid]!.pair
-            guard let d = settings.groundTruth.distance(at: r.time, pair: pair) else { out.withoutGroundTruth += 1; continue }
+            let slot = Int(slotOf[at])
+            let pair = slots[slot].pair
+            guard let d = slots[slot].timeline.distance(at: r.time) else { out.withoutGroundTruth += 1; continue }
             out.withGroundTruth += 1
-            if pairs[pid]!.part < 0 {
-                if let known = pairIndex[pair] { pairs[pid]!.part = known } else {
-                    pairs[pid]!.part = Int32(out.tally.pairs.count); pairIndex[pair] = pairs[pid]!.part; out.tally.pairs.append(pair)
+            if slots[slot].part < 0 {
+                if let known = pairIndex[pair] { slots[slot].part = known } else {
+                    slots[slot].part = Int32(out.tally.pairs.count); pairIndex[pair] = slots[slot].part; out.tally.pairs.append(pair)
                 }
             }
-            let p = pairs[pid]!.part
+            let p = slots[slot].part
             out.tally.cells[ObservationTally.Cell(pair: p, distance: d, attenuation: attenuation), default: 0] += 1
             out.tally.distances.append(d); out.tally.attenuations.append(attenuation); out.tally.pairOfRow.append(p)
             if out.tally.wholeDecibels, attenuation != attenuation.rounded() { out.tally.wholeDecibels = false }
@@ -621,14 +668,18 @@ enum SightingsPieceParser {
                     line += b
                 }
                 ByteFormat.appendTime(r.time, to: &line)
-                line += pairs[pid]!.prefix
+                line += slots[slot].prefix
                 exact(d); line.append(0x2C); exact(attenuation)
                 line += siteField(r.site)
                 line.append(0x2C)
-                func hex(_ w: UInt64) {
-                    for k in 0..<8 { let byte = Int((w >> (8 * UInt64(k))) & 0xff); line.append(digits[byte >> 4]); line.append(digits[byte & 15]) }
+                // The RPI's 32 hex digits in one append.
+                withUnsafeTemporaryAllocation(of: UInt8.self, capacity: 32) { text in
+                    for k in 0..<16 {
+                        let byte = Int(((k < 8 ? r.rpiLow : r.rpiHigh) >> (8 * UInt64(k % 8))) & 0xff)
+                        text[2 * k] = digits[byte >> 4]; text[2 * k + 1] = digits[byte & 15]
+                    }
+                    line.append(contentsOf: UnsafeBufferPointer(text))
                 }
-                hex(r.rpiLow); hex(r.rpiHigh)
                 line.append(0x2C); ByteFormat.appendInt(Int64(md.txPower), to: &line)
                 line.append(0x2C); ByteFormat.appendInt(Int64(r.rssi), to: &line)
                 line.append(0x2C); ByteFormat.appendInt(Int64(r.correction), to: &line)
@@ -636,15 +687,15 @@ enum SightingsPieceParser {
             line.append(0x0A)
             out.rendered += 1
             if settings.daily {
-                let rx: Int32
-                if let known = receivers[pair.receiver] { rx = known } else { rx = Int32(receivers.count); receivers[pair.receiver] = rx }
-                let key = AttenuationPieceParser.BucketKey(receiver: rx, day: Int((r.time / 86_400).rounded(.down)))
+                let key = AttenuationPieceParser.BucketKey(receiver: slots[slot].receiver, day: Int((r.time / 86_400).rounded(.down)))
                 let b: Int
-                if let known = buckets[key] { b = known } else {
+                if let lastBucket, lastBucket.key == key { b = lastBucket.index }
+                else if let known = buckets[key] { b = known } else {
                     b = out.daily.count
                     buckets[key] = b
                     out.daily.append(AttenuationPieceParser.DailyRows(board: pair.receiver, time: r.time))
                 }
+                lastBucket = (key, b)
                 out.daily[b].bytes += line
                 out.daily[b].rows += 1
             } else {
