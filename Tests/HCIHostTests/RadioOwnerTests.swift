@@ -53,6 +53,31 @@ struct RadioOwnerTests {
         #expect(await owner.snapshot.controller == RadioOwner.ControllerState.missing)
     }
 
+    /// A connector with no controller behind it (unplugged, or taken by another host).
+    struct MissingConnector: HCITransportConnector {
+        var description: String { "missing" }
+        func connect() async throws -> any HCITransport { throw HCISessionError.notRunning(state: "no controller") }
+    }
+
+    @Test("the first bring-up ends only once the controller is held, or found missing (readiness waits for it)")
+    func firstBringUpEnds() async throws {
+        let inner = ScriptedConnector()
+        let owner = RadioOwner(clock: ManualClock(wall: 1_795_000_000), configuration: .init(), logger: logger)
+        #expect(await owner.firstBringUpEnded == false)
+        await owner.start(connector: SlowConnector(inner: inner, delay: .milliseconds(300)), configuration: HCISessionConfiguration())
+        try await Task.sleep(for: .milliseconds(50))
+        #expect(await owner.firstBringUpEnded == false, "ended while the controller was still being opened")
+        try await waitUntil { await owner.firstBringUpEnded }
+        #expect(await owner.snapshot.controller == .active)
+        await owner.stop()
+
+        let missing = RadioOwner(clock: ManualClock(wall: 1_795_000_000), configuration: .init(), logger: logger)
+        await missing.start(connector: MissingConnector(), configuration: HCISessionConfiguration(), retry: .seconds(60))
+        try await waitUntil { await missing.firstBringUpEnded }
+        #expect(await missing.snapshot.controller == .missing)
+        await missing.stop()
+    }
+
     func beacon(_ n: UInt8) -> Beacon {
         Beacon(address: BDAddress(littleEndian: [n, 2, 3, 4, 5, 0x3F & n]), advertisingData: [2, 1, 0x1A, n])
     }

@@ -546,6 +546,43 @@ def test_systemd_notify_ready_and_watchdog(radio, nodes):
     assert any("STOPPING=1" in m for m in messages), messages
 
 
+def test_ready_only_once_the_controller_is_held_or_found_missing(radio, nodes):
+    """READY=1 reaches systemd only after the controller's first bring-up has ended (gaend@ is
+    ordered before bluetooth.service, which must not take the controller first): when it
+    arrives, gaend has already logged the controller up, or, when the controller leaves its
+    Reset unanswered (the 2 s command timeout), logged it missing; the status then says which."""
+    import socket
+    r = radio([{"name": "n", "transport": "tcp-server:127.0.0.1:0"}, {"name": "m", "transport": "tcp-server:127.0.0.1:0"}])
+    # m answers no HCI Reset at all: every bring-up fails after its command timeout.
+    r.ok(cmd="no_reply", device="m", opcode="0x0c03", count=1000)
+    directory = Path(tempfile.mkdtemp(prefix="gaend-ready-"))  # short path: sun_path is 108 bytes
+    try:
+        for device, logged, status in (("n", "controller up", "serving on D-Bus; controller held"),
+                                       ("m", "controller not available", "serving on D-Bus; controller missing, retrying")):
+            node = nodes(device, r.ready["devices"][device]["connect"])
+            path = directory / device
+            sock = socket.socket(socket.AF_UNIX, socket.SOCK_DGRAM)
+            sock.bind(str(path))
+            sock.settimeout(60)
+            try:
+                node.start(wait=False, env=dict(os.environ, NOTIFY_SOCKET=str(path)))
+                message = ""
+                while "READY=1" not in message:
+                    message = sock.recv(4096).decode()
+                # Read at once: the log line must be written before READY was sent (with READY
+                # sent at the bus's export it came 2 s before the m's timeout was logged).
+                log = node.stderr
+            finally:
+                sock.close()
+            assert logged in log, f"READY=1 before '{logged}' was logged: {log}"
+            assert f"STATUS={status}" in message, message
+            held = "controller-missing" not in node.status()["status"]
+            assert held == (device == "n"), node.status()
+            assert node.terminate() == 0
+    finally:
+        shutil.rmtree(directory, ignore_errors=True)
+
+
 def test_controller_lost_and_back(radio, nodes):
     """The controller's link drops (and refuses connections for a while): status says so, the
     session reconnects, advertising is restored and scans go on."""

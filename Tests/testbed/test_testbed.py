@@ -230,6 +230,9 @@ def test_system_scenario(kernel, tmp_path):
     assert r["make_install"]["rc"] == 0
     assert r["active_after_plug"]["active"], r
     assert r["active_after_plug"]["credential"], "gaend-store-key.service created the credential"
+    # Active (READY=1) only with the controller held: bluetooth.service, ordered after gaend@,
+    # cannot take it first.
+    assert r["active_after_plug"]["status_text"] == "serving on D-Bus; controller held", r["active_after_plug"]
     assert r["user_status"]["rc"] == 0 and r["user_status"]["active"], r["user_status"]
     assert r["outsider_status"]["rc"] != 0, r["outsider_status"]
     assert r["heard"] > 0, "no beacon on air"

@@ -1,6 +1,7 @@
 import PlatformSupport
 import DBusCore
 import GaendAPI
+import HCIHost
 #if canImport(FoundationEssentials)
 import FoundationEssentials
 #else
@@ -21,7 +22,7 @@ package enum NodeServices {
                            notifier: SystemdNotifier, logger: Logger) -> [any Service] {
         [StoreService(node: node), radio, ExposureService(exposure: node.exposure),
          ResearchService(transfers: bus.transfers),
-         BusEdgeService(bus: bus, node: node, connection: connection, notifier: notifier, logger: logger),
+         BusEdgeService(bus: bus, node: node, radio: radio.radio, connection: connection, notifier: notifier, logger: logger),
          WatchdogService(check: RadioPathCheck(radio: radio.radio, schedule: node.heartbeat, clock: node.clock),
                          notifier: notifier, logger: logger, counters: node.counters)]
     }
@@ -60,14 +61,20 @@ package struct ResearchService: Service {
     }
 }
 
-/// The D-Bus edge: serves gaend's interfaces until shutdown, then stops first.
+/// The D-Bus edge: serves gaend's interfaces until shutdown, then stops first. It tells
+/// systemd gaend is ready once the bus is served and the radio's first bring-up has ended.
 package struct BusEdgeService: Service {
     /// How long calls in progress have to answer once gaend stops (the unit's TimeoutStopSec
     /// is 15 s, the services after this one need a few).
     static let replyGrace: Duration = .seconds(4)
+    /// The longest readiness waits for the controller's first bring-up: far above a bring-up
+    /// with every command timing out (a few times the 2 s command timeout), far below the
+    /// unit's TimeoutStartSec (90 s). A controller still not answering by then is a status.
+    static let bringUpWait: Duration = .seconds(30)
 
     let bus: NodeBus
     let node: GaenNode
+    let radio: RadioOwner
     let connection: BusConnection
     let notifier: SystemdNotifier
     let logger: Logger
@@ -76,7 +83,16 @@ package struct BusEdgeService: Service {
         try bus.export()
         node.setObserver(bus)
         let serving = Task { await bus.service.run() }
-        try? notifier.ready(status: "serving on D-Bus")
+        // READY=1 only once the controller is held (or found missing): gaend@ is ordered
+        // Before=bluetooth.service, and a bluetoothd started while gaend was still opening the
+        // controller could take it first. The bus answers meanwhile (status says "missing").
+        let waitEnds = ContinuousClock.now + Self.bringUpWait
+        while await !radio.firstBringUpEnded, ContinuousClock.now < waitEnds, !Task.isShuttingDownGracefully, !Task.isCancelled {
+            try? await Task.sleep(for: .milliseconds(20))
+        }
+        if await !radio.firstBringUpEnded { logger.warning("ready without the controller: its first bring-up has not ended") }
+        let held = await radio.snapshot.controller == .active
+        try? notifier.ready(status: held ? "serving on D-Bus; controller held" : "serving on D-Bus; controller missing, retrying")
         try? await gracefulShutdown()
         logger.info("stopping")
         try? notifier.stopping()

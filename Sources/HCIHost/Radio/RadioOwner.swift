@@ -64,6 +64,10 @@ package actor RadioOwner: RadioLivenessSource {
     private var stallTask: Task<Void, Never>?
     private var retryTask: Task<Void, Never>?
     private var controllerTask: Task<Void, Never>?
+    /// The first bring-up after `start` has ended: the controller is held, or was found missing
+    /// or failing (a status, retried in the background). gaend tells systemd it is ready only
+    /// then, so that a bluetoothd ordered after gaend@ cannot take the controller first.
+    package private(set) var firstBringUpEnded = false
     /// Set once by whoever follows the owner (the node), before the owner starts: a lock, so
     /// it can be set while the node is built, without awaiting the actor.
     private let changeHandler = Mutex<(@Sendable () async -> Void)?>(nil)
@@ -134,6 +138,7 @@ package actor RadioOwner: RadioLivenessSource {
                 }
                 status.controllerProblem = "\(error)"
                 setController(.missing)
+                firstBringUpEnded = true
                 await notify()
                 try? await Task.sleep(for: retry)
                 continue
@@ -147,6 +152,7 @@ package actor RadioOwner: RadioLivenessSource {
             reported = false
             logger.info("controller up", metadata: ["controller": "\(connector.description)"])
             await attach(s)
+            firstBringUpEnded = true
             await eventsTask?.value // ends when the session stops (gave up, or stop())
             await detach()
             if Task.isCancelled { break }

@@ -99,7 +99,9 @@ def scenario() -> None:
     active = wait_for(lambda: unit_state(UNIT) == "active", 180, 1)
     record("active_after_plug", {"active": active, "seconds": round(time.monotonic() - t0, 1), "state": unit_state(UNIT),
                                  "store_key_unit": unit_state("gaend-store-key.service"),
-                                 "credential": os.path.exists("/etc/gaend/store-key.cred")})
+                                 "credential": os.path.exists("/etc/gaend/store-key.cred"),
+                                 # What gaend told systemd with READY=1 (sent once the controller is held).
+                                 "status_text": systemctl("show", "-p", "StatusText", "--value", UNIT).stdout.strip()})
     if not active:
         record("status_dump", systemctl("status", "--no-pager", "-l", UNIT, "gaend-store-key.service").stdout)
         record("journal_dump", run(["journalctl", "--no-pager", "-b", "-u", UNIT, "-u", "gaend-store-key.service"]).stdout[-6000:])
