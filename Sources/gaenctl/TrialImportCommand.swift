@@ -196,9 +196,7 @@ struct TrialImportCommand: ParsableCommand {
                 for f in files {
                     let (c, counts) = try HistogramImport.contacts(CSVReader(contentsOf: URL(fileURLWithPath: f)), options: options)
                     contacts += c
-                    total.read += counts.read; total.written += counts.written
-                    for (reason, n) in counts.dropped { for _ in 0..<n { total.drop(reason) } }
-                    for (what, n) in counts.notes { for _ in 0..<n { total.note(what) } }
+                    total.add(counts)
                 }
                 try OutputFile.write(ContactsFile.encode(contacts), to: URL(fileURLWithPath: output))
                 TrialImportCommand.report("histogram", total, output: output)
@@ -319,8 +317,7 @@ struct TrialImportCommand: ParsableCommand {
                             buffer += line; buffer += "\n"
                             if buffer.utf8.count >= 1 << 20 { try file.write(Data(buffer.utf8)); buffer.removeAll(keepingCapacity: true) }
                         }
-                        total.read += counts.read; total.written += counts.written
-                        for (reason, n) in counts.dropped { for _ in 0..<n { total.drop(reason) } }
+                        total.add(counts)
                     }
                     try file.write(Data(buffer.utf8))
                 }
