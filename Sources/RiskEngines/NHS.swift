@@ -316,12 +316,10 @@ public struct NHSEngine: RiskEngine {
 
     public func rule(parameters: Data, source: String, dated: PublishedRiskConfigurations.Dated?,
                      options: RiskRuleOptions) throws -> (rule: any RiskRule, warnings: [String]) {
-        let clean = ConfigurationText.strippingCommentLines(parameters)
-        var policy = UnknownFieldPolicy(allow: options.allowUnknownFields)
-        try ConfigurationText.checkKeyPaths(clean, known: Self.knownKeyPaths, file: source, policy: &policy)
-        let p = try RiskJSON.decodeParameters(NHSExposureConfiguration.self, from: clean, file: source)
+        let (p, warnings) = try ConfigurationText.decodeJSON(NHSExposureConfiguration.self, parameters, known: Self.knownKeyPaths,
+                                                             file: source, allowUnknownFields: options.allowUnknownFields)
         try p.validate()
-        return (Rule(p: p), policy.warnings)
+        return (Rule(p: p), warnings)
     }
 
 }
