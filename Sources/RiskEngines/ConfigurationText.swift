@@ -27,6 +27,17 @@ public enum ConfigurationText {
         return Data(out)
     }
 
+    /// A JSON configuration as an engine reads it: comment lines blanked, every key checked
+    /// against `known` (dotted paths, as `checkKeyPaths`), then decoded; the caller validates
+    /// the values. The warnings name the unknown keys let through by `allowUnknownFields`.
+    public static func decodeJSON<T: Decodable>(_ type: T.Type, _ data: Data, known: [String], file: String,
+                                                allowUnknownFields: Bool) throws -> (configuration: T, warnings: [String]) {
+        let clean = strippingCommentLines(data)
+        var policy = UnknownFieldPolicy(allow: allowUnknownFields)
+        try checkKeyPaths(clean, known: known, file: file, policy: &policy)
+        return (try RiskJSON.decodeParameters(type, from: clean, file: file), policy.warnings)
+    }
+
     /// Checks that every top-level key of a JSON configuration is one the engine reads: a key
     /// the decoder does not know would otherwise be left out without a word (a misspelt
     /// `minimumRiskScore` read as absent). Each unknown key is named with its line.

@@ -220,14 +220,7 @@ public enum NHSRiskCalculation {
     /// `v2RiskCalculation`, else v1.
     public static func calculate(_ windows: [ExposureWindow], configuration c: NHSExposureConfiguration,
                                  method: Method? = nil) throws -> NHSResult {
-        try calculate(windows.enumerated().map { i, w in
-            WindowsFileEntry(index: i, dateMillisSinceEpoch: w.dateMillisSinceEpoch, reportType: w.reportType, infectiousness: w.infectiousness,
-                             calibrationConfidence: w.calibrationConfidence, transmissionRiskLevel: w.transmissionRiskLevel,
-                             scanInstances: w.scanInstances.map {
-                                 .init(typicalAttenuationDb: Double($0.typicalAttenuationDb), minAttenuationDb: Double($0.minAttenuationDb),
-                                       secondsSinceLastScan: Double($0.secondsSinceLastScan))
-                             })
-        }, configuration: c, method: method)
+        try calculate(windows.enumerated().map { WindowsFileEntry(index: $0, $1) }, configuration: c, method: method)
     }
 
     /// Scores windows as read from a windows file, decimal attenuations and durations kept (the
@@ -323,12 +316,10 @@ public struct NHSEngine: RiskEngine {
 
     public func rule(parameters: Data, source: String, dated: PublishedRiskConfigurations.Dated?,
                      options: RiskRuleOptions) throws -> (rule: any RiskRule, warnings: [String]) {
-        let clean = ConfigurationText.strippingCommentLines(parameters)
-        var policy = UnknownFieldPolicy(allow: options.allowUnknownFields)
-        try ConfigurationText.checkKeyPaths(clean, known: Self.knownKeyPaths, file: source, policy: &policy)
-        let p = try RiskJSON.decodeParameters(NHSExposureConfiguration.self, from: clean, file: source)
+        let (p, warnings) = try ConfigurationText.decodeJSON(NHSExposureConfiguration.self, parameters, known: Self.knownKeyPaths,
+                                                             file: source, allowUnknownFields: options.allowUnknownFields)
         try p.validate()
-        return (Rule(p: p), policy.warnings)
+        return (Rule(p: p), warnings)
     }
 
 }

@@ -129,12 +129,10 @@ public struct GAENv1Engine: RiskEngine {
 
     public func rule(parameters: Data, source: String, dated: PublishedRiskConfigurations.Dated?,
                      options: RiskRuleOptions) throws -> (rule: any RiskRule, warnings: [String]) {
-        let clean = ConfigurationText.strippingCommentLines(parameters)
-        var policy = UnknownFieldPolicy(allow: options.allowUnknownFields)
-        try ConfigurationText.checkKeys(clean, known: ConfigurationText.gaenV1Keys, file: source, policy: &policy)
-        let p = try RiskJSON.decodeParameters(GAENv1Configuration.self, from: clean, file: source)
+        let (p, warnings) = try ConfigurationText.decodeJSON(GAENv1Configuration.self, parameters, known: ConfigurationText.gaenV1Keys,
+                                                             file: source, allowUnknownFields: options.allowUnknownFields)
         try p.validate()
         return (Rule(p: p, rounding: options.durationRounding),
-                policy.warnings + ConfigurationReach.warnings(v1: p, threshold: max(p.minimumRiskScore, 1), thresholdName: "minimumRiskScore"))
+                warnings + ConfigurationReach.warnings(v1: p, threshold: max(p.minimumRiskScore, 1), thresholdName: "minimumRiskScore"))
     }
 }

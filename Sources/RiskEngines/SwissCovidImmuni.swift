@@ -268,12 +268,10 @@ public struct SwissCovidEngine: RiskEngine {
 
     public func rule(parameters: Data, source: String, dated: PublishedRiskConfigurations.Dated?,
                      options: RiskRuleOptions) throws -> (rule: any RiskRule, warnings: [String]) {
-        let clean = ConfigurationText.strippingCommentLines(parameters)
-        var policy = UnknownFieldPolicy(allow: options.allowUnknownFields)
-        try ConfigurationText.checkKeys(clean, known: ConfigurationText.swissCovidKeys, file: source, policy: &policy)
-        let p = try RiskJSON.decodeParameters(SwissCovidConfiguration.self, from: clean, file: source)
+        let (p, warnings) = try ConfigurationText.decodeJSON(SwissCovidConfiguration.self, parameters, known: ConfigurationText.swissCovidKeys,
+                                                             file: source, allowUnknownFields: options.allowUnknownFields)
         try p.validate()
-        return (Rule(p: p), policy.warnings)
+        return (Rule(p: p), warnings)
     }
 }
 

@@ -42,6 +42,17 @@ public struct WindowsFileEntry: Sendable, Equatable {
         self.scanInstances = scanInstances
     }
 
+    /// The framework's window as entry `index` of a windows file: the inverse of
+    /// `exposureWindow()` (whole dB and seconds as decimals).
+    public init(index: Int, _ w: ExposureWindow) {
+        self.init(index: index, dateMillisSinceEpoch: w.dateMillisSinceEpoch, reportType: w.reportType, infectiousness: w.infectiousness,
+                  calibrationConfidence: w.calibrationConfidence, transmissionRiskLevel: w.transmissionRiskLevel,
+                  scanInstances: w.scanInstances.map {
+                      .init(typicalAttenuationDb: Double($0.typicalAttenuationDb), minAttenuationDb: Double($0.minAttenuationDb),
+                            secondsSinceLastScan: Double($0.secondsSinceLastScan))
+                  })
+    }
+
     public var day: UTCDay { UTCDay(Int32(dateMillisSinceEpoch / 86_400_000)) }
 
     /// The window in the framework's integer shape; a fractional attenuation or duration is an

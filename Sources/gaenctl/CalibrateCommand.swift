@@ -130,11 +130,8 @@ struct Calibrate: AsyncParsableCommand {
         do {
             if live || (apply && !dryRun) { client = try await bus.connectToGaend() }
             try await calibrate(client)
-        } catch let e as ExitCode { throw e } catch let e as ValidationError { throw e } catch {
-            var message = String(describing: error)
-            if let e = error as? CocoaError { message = "\(e.filePath ?? "file"): \(SystemCallError.reason(of: e))" }
-            printError("gaenctl calibrate: \(message.replacingOccurrences(of: "\n", with: " "))")
-            throw ExitCode(1)
+        } catch {
+            throw TrialCommandSupport.failure("calibrate", error)
         }
     }
 

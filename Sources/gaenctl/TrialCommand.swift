@@ -13,7 +13,8 @@ struct Trial: ParsableCommand {
     )
 }
 
-/// One stderr line and exit status 1 for any failure of the trial toolkit's commands.
+/// One stderr line and exit status 1 for any failure of the research tools' commands (trial, match,
+/// windows, simulate, calibrate).
 enum TrialCommandSupport {
     /// `--timezone ZONE`: an IANA name (Europe/Zurich), UTC, or a fixed offset (+02:00).
     static func zone(_ name: String?) throws -> TimeZone? {
@@ -27,13 +28,18 @@ enum TrialCommandSupport {
     }
 
     static func run(_ command: String, _ body: () throws -> Void) throws {
-        do { try body() } catch let e as ExitCode { throw e } catch let e as ValidationError { throw e } catch {
-            var message = String(describing: error)
-            // Foundation's file errors describe themselves as a whole NSError dump; say path and reason.
-            if let e = error as? CocoaError { message = "\(e.filePath ?? "file"): \(SystemCallError.reason(of: e))" }
-            FileHandle.standardError.write(Data("gaenctl \(command): \(message.replacingOccurrences(of: "\n", with: " "))\n".utf8))
-            throw ExitCode(1)
-        }
+        do { try body() } catch { throw failure(command, error) }
+    }
+
+    /// What `run` throws for `error`: an exit status or usage error as it is; any other failure
+    /// written as one stderr line, then exit status 1. Async commands (calibrate) call it too.
+    static func failure(_ command: String, _ error: any Error) -> any Error {
+        if error is ExitCode || error is ValidationError { return error }
+        var message = String(describing: error)
+        // Foundation's file errors describe themselves as a whole NSError dump; say path and reason.
+        if let e = error as? CocoaError { message = "\(e.filePath ?? "file"): \(SystemCallError.reason(of: e))" }
+        FileHandle.standardError.write(Data("gaenctl \(command): \(message.replacingOccurrences(of: "\n", with: " "))\n".utf8))
+        return ExitCode(1)
     }
 }
 

@@ -20,6 +20,12 @@ struct TrialImportCommand: ParsableCommand {
         FileHandle.standardError.write(Data("gaenctl trial import \(command): \(counts.summary); wrote \(output)\n".utf8))
     }
 
+    /// The contacts file of an import that makes contacts (histogram, leith), then its report line.
+    static func writeContacts(_ contacts: [Contact], _ command: String, _ counts: ImportCounts, output: String) throws {
+        try OutputFile.write(ContactsFile.encode(contacts), to: URL(fileURLWithPath: output))
+        report(command, counts, output: output)
+    }
+
     struct DP3T: ParsableCommand {
         static let configuration = CommandConfiguration(
             commandName: "dp3t",
@@ -196,12 +202,9 @@ struct TrialImportCommand: ParsableCommand {
                 for f in files {
                     let (c, counts) = try HistogramImport.contacts(CSVReader(contentsOf: URL(fileURLWithPath: f)), options: options)
                     contacts += c
-                    total.read += counts.read; total.written += counts.written
-                    for (reason, n) in counts.dropped { for _ in 0..<n { total.drop(reason) } }
-                    for (what, n) in counts.notes { for _ in 0..<n { total.note(what) } }
+                    total.add(counts)
                 }
-                try OutputFile.write(ContactsFile.encode(contacts), to: URL(fileURLWithPath: output))
-                TrialImportCommand.report("histogram", total, output: output)
+                try TrialImportCommand.writeContacts(contacts, "histogram", total, output: output)
             }
         }
     }
@@ -256,8 +259,7 @@ struct TrialImportCommand: ParsableCommand {
                                               date: date.flatMap(UTCDay.init(isoDate:)))
                 let (contacts, counts) = (r.contacts, r.counts)
                 FileHandle.standardError.write(Data("gaenctl trial import leith: windows dated \(r.day.isoDate) (from \(r.daySource))\n".utf8))
-                try OutputFile.write(ContactsFile.encode(contacts), to: URL(fileURLWithPath: output))
-                TrialImportCommand.report("leith", counts, output: output)
+                try TrialImportCommand.writeContacts(contacts, "leith", counts, output: output)
             }
         }
     }
@@ -319,8 +321,7 @@ struct TrialImportCommand: ParsableCommand {
                             buffer += line; buffer += "\n"
                             if buffer.utf8.count >= 1 << 20 { try file.write(Data(buffer.utf8)); buffer.removeAll(keepingCapacity: true) }
                         }
-                        total.read += counts.read; total.written += counts.written
-                        for (reason, n) in counts.dropped { for _ in 0..<n { total.drop(reason) } }
+                        total.add(counts)
                     }
                     try file.write(Data(buffer.utf8))
                 }

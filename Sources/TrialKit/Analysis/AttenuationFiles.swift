@@ -212,7 +212,7 @@ enum AttenuationPieceParser {
         var pairByHash: [UInt64: Int32] = [:]
         var receivers: [String: Int32] = [:]
         var buckets: [BucketKey: Int] = [:]
-        var numbers: [UInt64: [UInt8]] = [:]
+        var numbers = ExactNumberBytes()
         var line: [UInt8] = []
         line.reserveCapacity(256)
         out.newlines = piece.bytes.withUnsafeBufferPointer { b in
@@ -252,13 +252,6 @@ enum AttenuationPieceParser {
             return pairs.count - 1
         }
 
-        func exact(_ v: Double) {
-            if v.isFinite, v == v.rounded(), abs(v) < 1e15 { ByteFormat.appendInt(Int64(v), to: &line); return }
-            if let b = numbers[v.bitPattern] { line += b; return }
-            let b = Array(Format.exact(v).utf8)
-            numbers[v.bitPattern] = b
-            line += b
-        }
         func csvField(_ row: CSVRow, _ i: Int?) {
             guard let i else { return }
             row.withText(i) { b in
@@ -327,8 +320,8 @@ enum AttenuationPieceParser {
                 ByteFormat.appendTime(t, to: &line)
                 line.append(0x2C); csvField(row, c.receiver)
                 line.append(0x2C); csvField(row, c.transmitter)
-                line.append(0x2C); exact(d)
-                line.append(0x2C); exact(a)
+                line.append(0x2C); numbers.append(d, to: &line)
+                line.append(0x2C); numbers.append(a, to: &line)
                 line += ownSite ? lastSiteField : siteField
                 line.append(0x2C); if let r = c.rpi { row.withText(r) { line += $0 } }
                 line.append(0x2C); int(txPower)
@@ -358,6 +351,21 @@ enum AttenuationPieceParser {
             return true
         }
         return out
+    }
+}
+
+/// `Format.exact(v)` appended as bytes to a row being built (the attenuation CSV's distance and
+/// attenuation, in AttenuationPieceParser and SightingsPieceParser alike): whole values directly,
+/// any other value's text made once per distinct value, as the rows repeat few of them.
+struct ExactNumberBytes {
+    private var texts: [UInt64: [UInt8]] = [:]
+
+    mutating func append(_ v: Double, to line: inout [UInt8]) {
+        if v.isFinite, v == v.rounded(), abs(v) < 1e15 { ByteFormat.appendInt(Int64(v), to: &line); return }
+        if let b = texts[v.bitPattern] { line += b; return }
+        let b = Array(Format.exact(v).utf8)
+        texts[v.bitPattern] = b
+        line += b
     }
 }
 

@@ -116,15 +116,11 @@ public struct AttenuationPlot {
         """
         // Axes and ticks.
         s += "<g stroke=\"#888\" fill=\"none\"><rect x=\"\(n(Self.left))\" y=\"\(n(Self.top))\" width=\"\(n(plotRight - Self.left))\" height=\"\(n(plotBottom - Self.top))\"/></g>\n"
-        var decade = pow(10, log10(xMin).rounded(.down))
-        while decade < xMax * 1.0001 {
-            for m in [1.0, 2, 5] where decade * m <= xMax * 1.0001 && decade * m >= xMin / 1.0001 {
-                let xv = x(decade * m)
-                s += "<line x1=\"\(n(xv))\" y1=\"\(n(Self.top))\" x2=\"\(n(xv))\" y2=\"\(n(plotBottom))\" stroke=\"#eee\"/>"
-                s += "<line x1=\"\(n(xv))\" y1=\"\(n(plotBottom))\" x2=\"\(n(xv))\" y2=\"\(n(plotBottom + 5))\" stroke=\"#444\"/>"
-                s += "<text x=\"\(n(xv))\" y=\"\(n(plotBottom + 18))\" text-anchor=\"middle\">\(Self.distanceLabel(decade * m))</text>\n"
-            }
-            decade *= 10
+        for d in Self.distanceTicks(xMin, xMax) {
+            let xv = x(d)
+            s += "<line x1=\"\(n(xv))\" y1=\"\(n(Self.top))\" x2=\"\(n(xv))\" y2=\"\(n(plotBottom))\" stroke=\"#eee\"/>"
+            s += "<line x1=\"\(n(xv))\" y1=\"\(n(plotBottom))\" x2=\"\(n(xv))\" y2=\"\(n(plotBottom + 5))\" stroke=\"#444\"/>"
+            s += "<text x=\"\(n(xv))\" y=\"\(n(plotBottom + 18))\" text-anchor=\"middle\">\(Self.distanceLabel(d))</text>\n"
         }
         var yt = yMin
         while yt <= yMax + 1e-9 {
@@ -252,6 +248,18 @@ public struct AttenuationPlot {
             s += "<text class=\"n\" transform=\"translate(\(n(at[i].x + 3)) \(n(top - 4))) rotate(-90)\">n=\(at[i].count)</text>"
         }
         return s + "</g>\n"
+    }
+
+    /// The distance axis's ticks, on the 1-2-5 steps of each decade from `xMin` to `xMax` (every
+    /// plot with a log distance axis marks the same ones).
+    static func distanceTicks(_ xMin: Double, _ xMax: Double) -> [Double] {
+        var ticks: [Double] = []
+        var decade = pow(10, log10(xMin).rounded(.down))
+        while decade < xMax * 1.0001 {
+            for m in [1.0, 2, 5] where decade * m <= xMax * 1.0001 && decade * m >= xMin / 1.0001 { ticks.append(decade * m) }
+            decade *= 10
+        }
+        return ticks
     }
 
     static func distanceLabel(_ d: Double) -> String {

@@ -130,14 +130,10 @@ public struct HeatmapPlot {
             t += 10
         }
         // Distance ticks on the 1-2-5 steps of the log axis, as plot.svg's.
-        var decade = pow(10, log10(xMin).rounded(.down))
-        while decade < xMax * 1.0001 {
-            for m in [1.0, 2, 5] where decade * m <= xMax * 1.0001 && decade * m >= xMin / 1.0001 {
-                let xv = x(decade * m)
-                s += "<line x1=\"\(n(xv))\" y1=\"\(n(plotBottom))\" x2=\"\(n(xv))\" y2=\"\(n(plotBottom + 6))\" stroke=\"#444\"/>"
-                s += "<text class=\"tick\" x=\"\(n(xv))\" y=\"\(n(plotBottom + 19))\" text-anchor=\"middle\">\(AttenuationPlot.distanceLabel(decade * m))</text>\n"
-            }
-            decade *= 10
+        for d in AttenuationPlot.distanceTicks(xMin, xMax) {
+            let xv = x(d)
+            s += "<line x1=\"\(n(xv))\" y1=\"\(n(plotBottom))\" x2=\"\(n(xv))\" y2=\"\(n(plotBottom + 6))\" stroke=\"#444\"/>"
+            s += "<text class=\"tick\" x=\"\(n(xv))\" y=\"\(n(plotBottom + 19))\" text-anchor=\"middle\">\(AttenuationPlot.distanceLabel(d))</text>\n"
         }
         s += "<text x=\"\(n(Self.left + plotW / 2))\" y=\"\(n(plotBottom + 40))\" text-anchor=\"middle\">distance (m, log scale; columns span their bins)</text>\n"
         s += "<text transform=\"translate(18 \(n(Self.top + plotH / 2))) rotate(-90)\" text-anchor=\"middle\">attenuation (dB)</text>\n"
@@ -219,14 +215,10 @@ public struct ResidualPlot {
         <rect x="\(n(left))" y="\(n(top))" width="\(n(plotRight - left))" height="\(n(plotBottom - top))" fill="none" stroke="#888"/>
 
         """
-        var decade = pow(10, log10(b.xMin).rounded(.down))
-        while decade < b.xMax * 1.0001 {
-            for m in [1.0, 2, 5] where decade * m <= b.xMax * 1.0001 && decade * m >= b.xMin / 1.0001 {
-                let xv = b.x(decade * m)
-                s += "<line x1=\"\(n(xv))\" y1=\"\(n(top))\" x2=\"\(n(xv))\" y2=\"\(n(plotBottom))\" stroke=\"#eee\"/>"
-                s += "<text x=\"\(n(xv))\" y=\"\(n(plotBottom + 18))\" text-anchor=\"middle\">\(AttenuationPlot.distanceLabel(decade * m))</text>\n"
-            }
-            decade *= 10
+        for d in AttenuationPlot.distanceTicks(b.xMin, b.xMax) {
+            let xv = b.x(d)
+            s += "<line x1=\"\(n(xv))\" y1=\"\(n(top))\" x2=\"\(n(xv))\" y2=\"\(n(plotBottom))\" stroke=\"#eee\"/>"
+            s += "<text x=\"\(n(xv))\" y=\"\(n(plotBottom + 18))\" text-anchor=\"middle\">\(AttenuationPlot.distanceLabel(d))</text>\n"
         }
         var t = yMin
         while t <= yMax + 1e-9 {

@@ -134,14 +134,7 @@ public enum ReadingContacts {
                 matches.append(Match(sighting: sighting, key: dk, interval: interval, metadata: .v1_0(txPower: 0)))
             }
             let windows = try ExposureWindows.compute(matches: matches, scans: scans).windows
-            let entries = windows.enumerated().map { i, w in
-                WindowsFileEntry(index: i, dateMillisSinceEpoch: w.dateMillisSinceEpoch, reportType: w.reportType, infectiousness: w.infectiousness,
-                                 calibrationConfidence: w.calibrationConfidence, transmissionRiskLevel: w.transmissionRiskLevel,
-                                 scanInstances: w.scanInstances.map {
-                                     .init(typicalAttenuationDb: Double($0.typicalAttenuationDb), minAttenuationDb: Double($0.minAttenuationDb),
-                                           secondsSinceLastScan: Double($0.secondsSinceLastScan))
-                                 })
-            }
+            let entries = windows.enumerated().map { WindowsFileEntry(index: $0, $1) }
             let label = (key.scenario.isEmpty ? "" : key.scenario + " ") + "\(key.receiver) hears \(key.transmitter)"
             out.append(Contact(label: label, distance: list.map(\.distance).min() ?? 0, windows: entries,
                                cluster: settings.clusterByScenario && !key.scenario.isEmpty ? key.scenario : label,

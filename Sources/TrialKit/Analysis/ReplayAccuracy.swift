@@ -1,3 +1,4 @@
+import ENProtocol
 import Foundation
 
 /// How sure a replay's rates are, and how a rule trades true for false positives.
@@ -64,19 +65,6 @@ public enum ReplayAccuracy {
         public var averagePrecision: Double?
     }
 
-    /// A small seeded generator (SplitMix64): the intervals are reproducible and need no
-    /// system randomness.
-    struct SplitMix64: RandomNumberGenerator {
-        var state: UInt64
-        mutating func next() -> UInt64 {
-            state &+= 0x9E37_79B9_7F4A_7C15
-            var z = state
-            z = (z ^ (z >> 30)) &* 0xBF58_476D_1CE4_E5B9
-            z = (z ^ (z >> 27)) &* 0x94D0_49BB_1331_11EB
-            return z ^ (z >> 31)
-        }
-    }
-
     public static func summary(_ outcomes: [Outcome], resamples: Int = 2_000, seed: UInt64 = 2020) -> Summary {
         let r = Rates(outcomes)
         var s = Summary(clusters: 0, bootstrapResamples: resamples,
@@ -89,7 +77,8 @@ public enum ReplayAccuracy {
         }
         s.clusters = order.count
         if !order.isEmpty && resamples > 0 {
-            var rng = SplitMix64(state: seed)
+            // Seeded: the intervals are reproducible and need no system randomness.
+            var rng = SeededRandom(seed: seed)
             var tprs: [Double] = [], fprs: [Double] = [], precisions: [Double] = []
             let groups = order.map { Rates(members[$0]!) }
             for _ in 0..<resamples {

@@ -596,7 +596,7 @@ enum SightingsPieceParser {
         var buckets: [AttenuationPieceParser.BucketKey: Int] = [:]
         var lastBucket: (key: AttenuationPieceParser.BucketKey, index: Int)?
         var receivers: [String: Int32] = [:]
-        var numbers: [UInt64: [UInt8]] = [:]
+        var numbers = ExactNumberBytes()
         var line: [UInt8] = []
         line.reserveCapacity(256)
         let digits = Array("0123456789abcdef".utf8)
@@ -660,16 +660,9 @@ enum SightingsPieceParser {
                 line += TrialReportWriter.attenuationJSONLine(o, site: r.site >= 0 ? names[Int(r.site)] : site).utf8
             } else {
                 // TrialReportWriter.attenuationLine, as bytes.
-                func exact(_ v: Double) {
-                    if v.isFinite, v == v.rounded(), abs(v) < 1e15 { ByteFormat.appendInt(Int64(v), to: &line); return }
-                    if let b = numbers[v.bitPattern] { line += b; return }
-                    let b = Array(Format.exact(v).utf8)
-                    numbers[v.bitPattern] = b
-                    line += b
-                }
                 ByteFormat.appendTime(r.time, to: &line)
                 line += slots[slot].prefix
-                exact(d); line.append(0x2C); exact(attenuation)
+                numbers.append(d, to: &line); line.append(0x2C); numbers.append(attenuation, to: &line)
                 line += siteField(r.site)
                 line.append(0x2C)
                 // The RPI's 32 hex digits in one append.

@@ -139,7 +139,7 @@ public enum TrialPipeline {
                                           firstSite: (String) -> Void = { _ in }, everySite: (String) -> Void = { _ in },
                                           rowSite: (String?) -> Void = { _ in },
                                           _ body: (Observation) throws -> Void) throws -> TrialReport.Counts {
-        var seenSite = false
+        var sites = SiteRows(site: site)
         var counts = TrialReport.Counts()
         var lineNumber = 0
         for raw in data.split(separator: UInt8(ascii: "\n"), omittingEmptySubsequences: false) {
@@ -167,14 +167,7 @@ public enum TrialPipeline {
                 guard let s = v as? String else { throw bad(k, "a string", v) }
                 return s
             }
-            if let s = try string("site"), !s.isEmpty {
-                if let site, s != site { continue }
-                if !seenSite { seenSite = true; firstSite(s) }
-                everySite(s)
-                rowSite(s)
-            } else {
-                rowSite(nil)
-            }
+            guard sites.admit(try string("site"), firstSite: firstSite, everySite: everySite, rowSite: rowSite) else { continue }
             counts.rows += 1; counts.reports += 1; counts.matched += 1
             guard let t = try number("time") else { throw bad("time", "Unix seconds", nil) }
             guard let a = try number("attenuation") else { throw bad("attenuation", "dB", nil) }
@@ -213,18 +206,10 @@ public enum TrialPipeline {
         let cTxPower = reader.column("calibration_tx") ?? reader.column("tx_power")
         let txPowerName = cTxPower.map { reader.header[$0] } ?? "tx_power"
         let cSite = reader.column("site")
-        var seenSite = false
+        var sites = SiteRows(site: site)
         var counts = TrialReport.Counts()
         try reader.forEachRow { row in
-            if let cSite, !row.isEmpty(cSite) {
-                let s = row.string(cSite)
-                if let site, s != site { return }
-                if !seenSite { seenSite = true; firstSite(s) }
-                everySite(s)
-                rowSite(s)
-            } else {
-                rowSite(nil)
-            }
+            guard sites.admit(cSite.map { row.string($0) }, firstSite: firstSite, everySite: everySite, rowSite: rowSite) else { return }
             counts.rows += 1; counts.reports += 1; counts.matched += 1
             let t = try row.requireDouble(cTime, column: "time")
             let a = try row.requireDouble(cAtt, column: "attenuation")
@@ -247,6 +232,27 @@ public enum TrialPipeline {
                                  rssi: try int(cRSSI, "rssi"), rssiCorrection: try int(cCorr, "rssi_correction")))
         }
         return counts
+    }
+}
+
+/// The per-row site rule of an attenuation file, the same for JSON lines and CSV: a row of
+/// another site than `site` is left out; `firstSite` hears the first site named, `everySite`
+/// each one, `rowSite` each kept row's (nil when the row names none, or an empty one).
+struct SiteRows {
+    let site: String?
+    private var seen = false
+
+    init(site: String?) { self.site = site }
+
+    /// Whether the row is kept, having told the callbacks its site.
+    mutating func admit(_ rowSiteName: String?, firstSite: (String) -> Void, everySite: (String) -> Void,
+                        rowSite: (String?) -> Void) -> Bool {
+        guard let s = rowSiteName, !s.isEmpty else { rowSite(nil); return true }
+        if let site, s != site { return false }
+        if !seen { seen = true; firstSite(s) }
+        everySite(s)
+        rowSite(s)
+        return true
     }
 }
 

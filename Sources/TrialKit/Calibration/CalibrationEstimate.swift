@@ -298,29 +298,31 @@ extension CalibrationEstimate {
             let others = counts.filter { $0.key != best.key }.sorted { $0.key < $1.key }.map { "\($0.key) in \($0.value) rows" }
             return (best.key, "varied: \(best.key) in \(best.value) rows, " + others.joined(separator: ", "))
         }
+        /// A device's estimate in one role (parameter `j`: its receiver or transmitter offset): the
+        /// offset, its standard error, the setting its rows used and the one proposed, the used one
+        /// moved by the whole-dB offset (`sign` +1: the RSSI correction adds it, -1: the TX power
+        /// takes it away). A setting that varied is noted.
+        func role(_ j: Int, setting: String, used: [Int: Int], sign: Int,
+                  notes: inout [String]) -> (offset: Double, standardError: Double, current: Int?, proposed: Int?) {
+            let (current, note) = mode(used)
+            if let note { notes.append("\(setting) \(note)") }
+            return (beta[j], (variance[j] * smallSample).squareRoot(), current, current.map { $0 + sign * Int(beta[j].rounded()) })
+        }
         var devices: [Device] = []
         for name in Set(rxNames + txNames).sorted(by: NaturalOrder.less) {
             var d = Device(name: name, receiverRows: 0, transmitterRows: 0, confidence: 0, notes: [])
             var errors: [Double] = []
             if let r = receivers[name] {
+                let e = role(rIndex(r), setting: "rssi_correction", used: corrections[r], sign: 1, notes: &d.notes)
                 d.receiverRows = rxRows[r]
-                d.receiverOffset = beta[rIndex(r)]
-                let se = (variance[rIndex(r)] * smallSample).squareRoot()
-                d.receiverStandardError = se; errors.append(se)
-                let (current, note) = mode(corrections[r])
-                d.currentRssiCorrection = current
-                if let note { d.notes.append("rssi_correction \(note)") }
-                if let current { d.proposedRssiCorrection = current + Int(beta[rIndex(r)].rounded()) }
+                d.receiverOffset = e.offset; d.receiverStandardError = e.standardError; errors.append(e.standardError)
+                d.currentRssiCorrection = e.current; d.proposedRssiCorrection = e.proposed
             }
             if let t = transmitters[name] {
+                let e = role(tIndex(t), setting: "tx_power", used: txPowers[t], sign: -1, notes: &d.notes)
                 d.transmitterRows = txRows[t]
-                d.transmitterOffset = beta[tIndex(t)]
-                let se = (variance[tIndex(t)] * smallSample).squareRoot()
-                d.transmitterStandardError = se; errors.append(se)
-                let (current, note) = mode(txPowers[t])
-                d.currentTxPower = current
-                if let note { d.notes.append("tx_power \(note)") }
-                if let current { d.proposedTxPower = current - Int(beta[tIndex(t)].rounded()) }
+                d.transmitterOffset = e.offset; d.transmitterStandardError = e.standardError; errors.append(e.standardError)
+                d.currentTxPower = e.current; d.proposedTxPower = e.proposed
             }
             d.confidence = Self.confidence(standardError: errors.max() ?? .infinity)
             let fewest = [receivers[name] == nil ? nil : d.receiverRows, transmitters[name] == nil ? nil : d.transmitterRows].compactMap { $0 }.min() ?? 0

@@ -107,6 +107,13 @@ public struct ImportCounts: Sendable, Equatable {
     public mutating func drop(_ reason: String) { dropped[reason, default: 0] += 1 }
     public mutating func note(_ what: String) { notes[what, default: 0] += 1 }
 
+    /// Adds another file's counts: an import of several files reports their sum.
+    public mutating func add(_ other: ImportCounts) {
+        read += other.read; written += other.written
+        dropped.merge(other.dropped, uniquingKeysWith: +)
+        notes.merge(other.notes, uniquingKeysWith: +)
+    }
+
     public var summary: String {
         var s = "\(read) rows read, \(written) written"
         let d = dropped.values.reduce(0, +)

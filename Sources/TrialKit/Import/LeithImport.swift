@@ -176,9 +176,7 @@ public enum LeithImport {
         for (d, text) in texts {
             let (c, counts) = try HistogramImport.contacts(CSVReader(bytes: Array(text.utf8), file: d.attenuations.path), options: options)
             contacts += c
-            total.read += counts.read; total.written += counts.written
-            for (reason, n) in counts.dropped { for _ in 0..<n { total.drop(reason) } }
-            for (what, n) in counts.notes { for _ in 0..<n { total.note(what) } }
+            total.add(counts)
         }
         return (contacts, total, day, source)
     }
