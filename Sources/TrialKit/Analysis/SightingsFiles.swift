@@ -590,8 +590,11 @@ enum SightingsPieceParser {
         }
         var slots: [PairSlot] = []
         let transmitterCount = settings.names.count
-        // (node + 1) * transmitters + transmitter -> slot (-1: not met yet); node -1 is "no node".
-        var slotOf = [Int32](repeating: -1, count: (names.count + 1) * transmitterCount)
+        // A row of slots per receiver that matched (-1: pair not met yet), allocated when it
+        // first matches, so memory follows the matched receivers, not every name in the piece;
+        // rowOf[node + 1] is where its row starts in slotOf (node -1 is "no node").
+        var rowOf = [Int32](repeating: -1, count: names.count + 1)
+        var slotOf: [Int32] = []
         var pairIndex: [NodePair: Int32] = [:]
         var buckets: [AttenuationPieceParser.BucketKey: Int] = [:]
         var lastBucket: (key: AttenuationPieceParser.BucketKey, index: Int)?
@@ -628,7 +631,11 @@ enum SightingsPieceParser {
                     out.heard[Int(si)].append(TrialStream.Heard(id: id, sum: attenuation, count: 1))
                 }
             }
-            let at = Int(r.node + 1) * transmitterCount + e.transmitter
+            if rowOf[Int(r.node + 1)] < 0 {
+                rowOf[Int(r.node + 1)] = Int32(slotOf.count)
+                slotOf.append(contentsOf: repeatElement(-1, count: transmitterCount))
+            }
+            let at = Int(rowOf[Int(r.node + 1)]) + e.transmitter
             if slotOf[at] < 0 {
                 let pair = NodePair(receiver: text(r.node) ?? "", transmitter: settings.names[e.transmitter])
                 let rx: Int32
