@@ -100,7 +100,9 @@ trap 'rm -rf "$stage"' EXIT
 # Sources/CCurl).
 depends() {
     { for b in "$@"; do ldd "$b"; done | awk '/=> \// {print $3}'
-      ldconfig -p | awk '$1 == "libcurl.so.4" && /=> \// {print $NF; exit}'; } | sort -u \
+      # awk reads to the end: an early exit would leave ldconfig writing into a closed pipe, and
+      # its SIGPIPE fail the build under pipefail (seen once: exit 141).
+      ldconfig -p | awk '$1 == "libcurl.so.4" && /=> \// && !found {print $NF; found = 1}'; } | sort -u \
         | while read -r lib; do dpkg -S "$(realpath "$lib")" 2>/dev/null || dpkg -S "$lib" 2>/dev/null || true; done \
         | cut -d: -f1 | sort -u | paste -sd, | sed 's/,/, /g'
 }
