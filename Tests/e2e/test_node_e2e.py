@@ -546,6 +546,30 @@ def test_systemd_notify_ready_and_watchdog(radio, nodes):
     assert any("STOPPING=1" in m for m in messages), messages
 
 
+def test_a_service_manager_that_stops_reading_never_stalls_gaend(radio, nodes):
+    """The notify socket's receiver stops reading (a stalled or busy service manager: its queue
+    holds 10 datagrams): gaend's watchdog feeds fail at once instead of blocking its threads,
+    so it still answers callers and stops on SIGTERM within the unit's TimeoutStopSec (15 s).
+    With blocking sends its threads hung in sendto and SIGTERM left it running."""
+    import socket
+    r = radio([{"name": "n", "transport": "tcp-server:127.0.0.1:0"}])
+    n = nodes("n", r.ready["devices"]["n"]["connect"])
+    directory = Path(tempfile.mkdtemp(prefix="gaend-stall-"))  # short path: sun_path is 108 bytes
+    sock = socket.socket(socket.AF_UNIX, socket.SOCK_DGRAM)
+    sock.bind(str(directory / "notify"))
+    try:
+        # Fed every 0.1 s, read never: the queue is full within a second.
+        n.start(env=dict(os.environ, NOTIFY_SOCKET=str(directory / "notify"), WATCHDOG_USEC="200000"))
+        time.sleep(3)
+        for _ in range(3):
+            assert n.ctl("status", "--json", timeout=10).returncode == 0
+        n.proc.send_signal(signal.SIGTERM)
+        assert n.proc.wait(15) == 0
+    finally:
+        sock.close()
+        shutil.rmtree(directory, ignore_errors=True)
+
+
 def test_ready_only_once_the_controller_is_held_or_found_missing(radio, nodes):
     """READY=1 reaches systemd only after the controller's first bring-up has ended (gaend@ is
     ordered before bluetooth.service, which must not take the controller first): when it

@@ -92,10 +92,10 @@ package struct BusEdgeService: Service {
         }
         if await !radio.firstBringUpEnded { logger.warning("ready without the controller: its first bring-up has not ended") }
         let held = await radio.snapshot.controller == .active
-        try? notifier.ready(status: held ? "serving on D-Bus; controller held" : "serving on D-Bus; controller missing, retrying")
+        try? await notifier.ready(status: held ? "serving on D-Bus; controller held" : "serving on D-Bus; controller missing, retrying")
         try? await gracefulShutdown()
         logger.info("stopping")
-        try? notifier.stopping()
+        try? await notifier.stopping()
         // New calls are refused from here; the calls in progress are cancelled (reads on
         // callers' descriptors, parsing and storing of key files see it) and answer with an
         // error while the connection is still open. One that has not answered within
