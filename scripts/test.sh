@@ -99,8 +99,9 @@ for name in arm64-crypto virtual-radio alert-rules; do collect "$name"; done
 # The unit tests run in parallel on every core.
 # Three suites run each in a process of its own, after the rest and after the release build,
 # with nothing else of the run beside them (beside the release build's last link, the liveness
-# suite's radio owner once answered 2 ms past its deadline). The store-executor suite stalls a store's thread on purpose and saturates the pool;
-# if it fails, its 20 s stall would starve other suites. The watchdog suites time the node's
+# suite's radio owner once answered 2 ms past its deadline). The store-executor suite stalls a
+# store's thread on purpose and saturates the pool; if it fails, its 20 s stall would starve
+# other suites. The watchdog suites time the node's
 # feeding to the second: the liveness suite under load it makes itself (a matching run, a CPU
 # hog), the grace suite with scripted late answers. The other tests' load in the same process
 # delays their timers by whole feed periods (the grace suite's 4 s tests took 70 s there in a

@@ -139,12 +139,9 @@ struct TrialReportCommand: ParsableCommand {
             let dir = URL(fileURLWithPath: output)
             let rows = try AttenuationRowsWriter(reportDirectory: dir, daily: split == "daily", jsonLines: attenuationFormat == "jsonl")
             do {
-                stream.onObservation = { try rows.append($0, site: stream.rowSite ?? stream.site) }
                 if attenuations.isEmpty {
-                    if stream.site == nil { stream.site = sightings.lazy.compactMap { TrialKit.SightingsExport.firstSite(URL(fileURLWithPath: $0)) }.first }
                     // Read in pieces on every core, matched against one RPI table; the rows go to `rows` directly.
-                    try stream.addSightingsFiles(sightings.map { .init(url: URL(fileURLWithPath: $0), receiver: TrialInputs.receiverName(ofSightingsFile: $0)) },
-                                                 rows: rows)
+                    try TrialInputs.addSightings(sightings, to: stream, rows: rows)
                 } else {
                     // Read in pieces on every core; the rows go to `rows` directly.
                     try stream.addAttenuationFiles(attenuations.map { URL(fileURLWithPath: $0) }, rows: rows)

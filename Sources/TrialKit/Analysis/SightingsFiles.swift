@@ -371,14 +371,12 @@ enum SightingsPieceParser {
         return try analyse(rows, piece: piece, settings: settings, siteBefore: siteBefore, into: out)
     }
 
-    /// The rows of a CSV piece without quotes whose every field reads as ENProtocol's reader
-    /// reads it (parseUnquotedCSV, validate); nil when any does not.
     /// 10^0 ... 10^15, each exact as a Double (5^k < 2^53 for k <= 22).
     static let exactPowersOfTen: [Double] = [1e0, 1e1, 1e2, 1e3, 1e4, 1e5, 1e6, 1e7, 1e8, 1e9, 1e10, 1e11, 1e12, 1e13, 1e14, 1e15]
 
     /// A time field as ENProtocol's reader takes it (digits and points, at most 15 characters,
     /// what `Double(String)` reads, finite and not negative), nil otherwise.
-    static func decimalSeconds(_ t: UnsafeBufferPointer<UInt8>, powers: [Double] = exactPowersOfTen) -> Double? {
+    static func decimalSeconds(_ t: UnsafeBufferPointer<UInt8>) -> Double? {
         guard !t.isEmpty, t.count <= 15 else { return nil }
         // Digits with at most one point between digits: at most 15 digits make an integer below
         // 2^53 and a power of ten up to 10^14, both exact as Doubles, so the one division is
@@ -390,16 +388,17 @@ enum SightingsPieceParser {
             else if c == 0x2E, point < 0, k > 0, k < t.count - 1 { point = k }
             else { plain = false; break }
         }
-        if plain { return point < 0 ? Double(mantissa) : Double(mantissa) / powers[t.count - 1 - point] }
+        if plain { return point < 0 ? Double(mantissa) : Double(mantissa) / exactPowersOfTen[t.count - 1 - point] }
         // Anything else as before: the same acceptance as the reader's.
         guard t.allSatisfy({ ($0 >= 0x30 && $0 <= 0x39) || $0 == 0x2E }) else { return nil }
         guard let v = Double(String(decoding: t, as: UTF8.self)), v.isFinite, v >= 0 else { return nil }
         return v
     }
 
+    /// The rows of a CSV piece without quotes whose every field reads as ENProtocol's reader
+    /// reads it (parseUnquotedCSV, validate); nil when any does not.
     static func fastRows(_ piece: SightingsPiece) -> Rows? {
         if piece.jsonLines { return nil }
-        let exactPowersOfTen = Self.exactPowersOfTen
         let all = piece.header + piece.bytes
         return all.withUnsafeBufferPointer { b -> Rows? in
             guard let base = b.baseAddress, b.count > 0, memchr(base, 0x22, b.count) == nil else { return nil }
@@ -425,7 +424,7 @@ enum SightingsPieceParser {
                 while i < t.count { guard t[i] >= 0x30, t[i] <= 0x39 else { return nil }; v = v * 10 + Int(t[i] - 0x30); i += 1 }
                 return neg ? -v : v
             }
-            func seconds(_ t: UnsafeBufferPointer<UInt8>) -> Double? { decimalSeconds(t, powers: exactPowersOfTen) }
+            func seconds(_ t: UnsafeBufferPointer<UInt8>) -> Double? { decimalSeconds(t) }
             // The node and site columns: the last name each held (rows of a file repeat them).
             var lastNames: [(bytes: [UInt8], index: Int32)] = [([], -1), ([], -1)]
             func name(_ column: Int, slot: Int) -> Int32 {

@@ -59,6 +59,14 @@ public enum TrialInputs {
 
     /// The report of a `gaenctl simulate` directory (sightings/, keys/, groundtruth/markers.csv),
     /// written into `dir/report`: exactly what `trial report` makes of those files.
+    /// Sightings files into `stream` as `trial report --sightings` reads them: in pieces on every
+    /// core, each row without a node taking its file's receiver, the rows straight to `rows`;
+    /// the report's site, unless set, the first one the files name.
+    public static func addSightings(_ paths: [String], to stream: TrialStream, rows: AttenuationRowsWriter?) throws {
+        if stream.site == nil { stream.site = paths.lazy.compactMap { SightingsExport.firstSite(URL(fileURLWithPath: $0)) }.first }
+        try stream.addSightingsFiles(paths.map { .init(url: URL(fileURLWithPath: $0), receiver: receiverName(ofSightingsFile: $0)) }, rows: rows)
+    }
+
     public static func reportSimulation(_ dir: URL, options: AnalysisOptions = AnalysisOptions()) throws -> TrialReport {
         let fm = FileManager.default
         // Every file below (sightings/ may hold the daily layout's board=/day= directories).
@@ -79,11 +87,7 @@ public enum TrialInputs {
         let out = dir.appendingPathComponent("report")
         let rows = try AttenuationRowsWriter(reportDirectory: out, daily: false)
         do {
-            let sightingFiles = try files("sightings")
-            stream.site = sightingFiles.lazy.compactMap { SightingsExport.firstSite(URL(fileURLWithPath: $0)) }.first
-            // As `trial report --sightings`: in pieces on every core, the rows straight to `rows`.
-            try stream.addSightingsFiles(sightingFiles.map { .init(url: URL(fileURLWithPath: $0), receiver: receiverName(ofSightingsFile: $0)) },
-                                         rows: rows)
+            try addSightings(try files("sightings"), to: stream, rows: rows)
             try rows.commit()
         } catch { rows.discard(); throw error }
         let report = stream.report(options: options)
