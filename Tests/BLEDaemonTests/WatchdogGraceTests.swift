@@ -38,7 +38,7 @@ struct WatchdogGraceTests {
 
         func release() { released.withLock { $0 = true } }
 
-        func liveness() async -> RadioPathLiveness {
+        func liveness(progress: LivenessProgress) async -> RadioPathLiveness {
             let wait = script.withLock { $0.isEmpty ? afterScript : $0.removeFirst() }
             switch wait {
             case .none: break

@@ -1,5 +1,6 @@
 import HCIHost
 import Logging
+import PlatformSupport
 import ServiceLifecycle
 import Synchronization
 
@@ -14,10 +15,13 @@ package final class RadioPathCheck: Sendable {
     let schedule: ScheduleHeartbeat
     let clock: any NodeClock
     private struct Questions {
-        /// A question to the radio owner is in flight.
-        var inFlight = false
+        /// A question to the radio owner is in flight, and how far it got.
+        var inFlight: LivenessProgress?
         /// The radio owner has answered at least once since start.
         var answered = false
+        /// The last answer that came after its deadline: how long after it was asked (taken by
+        /// `takeLateAnswer`).
+        var lateAnswer: Duration?
     }
 
     private let questions = Mutex(Questions())
@@ -42,21 +46,26 @@ package final class RadioPathCheck: Sendable {
     package func check(within deadline: Duration) async -> Outcome {
         let s = schedule.liveness(now: clock.monotonicTime().seconds)
         guard s.live else { return Outcome(liveness: s, beforeFirstAnswer: !radioHasAnswered) }
-        let (answer, beforeFirstAnswer) = await askRadio(within: deadline)
+        let (answer, progress, beforeFirstAnswer) = await askRadio(within: deadline)
         guard let answer else {
-            return Outcome(liveness: RadioPathLiveness(live: false, reason: "the radio owner or its controller session did not answer within \(deadline)", unanswered: true),
+            return Outcome(liveness: RadioPathLiveness(live: false, reason: "the radio owner or its controller session did not answer within \(deadline) (\(progress.summary))",
+                                                       unanswered: true),
                            beforeFirstAnswer: beforeFirstAnswer)
         }
         return Outcome(liveness: answer, beforeFirstAnswer: beforeFirstAnswer)
     }
 
+    /// How long after it was asked the last late answer came, once (nil: none since the last call).
+    package func takeLateAnswer() -> Duration? { questions.withLock { q in defer { q.lateAnswer = nil }; return q.lateAnswer } }
+
     /// The radio owner's answer, or nil when none came within `deadline`; and whether no
     /// question had been answered when this one was asked.
-    private func askRadio(within deadline: Duration) async -> (RadioPathLiveness?, beforeFirstAnswer: Bool) {
-        let (start, beforeFirstAnswer) = questions.withLock { q -> (Bool, Bool) in
-            guard !q.inFlight else { return (false, !q.answered) }
-            q.inFlight = true
-            return (true, !q.answered)
+    private func askRadio(within deadline: Duration) async -> (RadioPathLiveness?, LivenessProgress, beforeFirstAnswer: Bool) {
+        let (progress, start, beforeFirstAnswer) = questions.withLock { q -> (LivenessProgress, Bool, Bool) in
+            if let waiting = q.inFlight { return (waiting, false, !q.answered) }
+            let progress = LivenessProgress()
+            q.inFlight = progress
+            return (progress, true, !q.answered)
         }
         let reply = OneReply()
         let answer = await withCheckedContinuation { continuation in
@@ -67,20 +76,31 @@ package final class RadioPathCheck: Sendable {
             }
             guard start else { return } // the last question is still unanswered: wait out the deadline
             Task { [self] in
-                let answer = await radio.liveness()
-                questions.withLock { $0 = Questions(inFlight: false, answered: true) }
+                let asked = ContinuousClock.now
+                let answer = await radio.liveness(progress: progress)
+                let took = ContinuousClock.now - asked
+                questions.withLock { q in
+                    q.inFlight = nil
+                    q.answered = true
+                }
                 timer.cancel()
-                reply.resume(answer)
+                if !reply.resume(answer) { questions.withLock { $0.lateAnswer = took } }
             }
         }
-        return (answer, beforeFirstAnswer)
+        return (answer, progress, beforeFirstAnswer)
     }
 
     /// A continuation resumed once, by the answer or by the deadline, whichever comes first.
     private final class OneReply: Sendable {
         private let continuation = Mutex<CheckedContinuation<RadioPathLiveness?, Never>?>(nil)
         func set(_ c: CheckedContinuation<RadioPathLiveness?, Never>) { continuation.withLock { $0 = c } }
-        func resume(_ value: RadioPathLiveness?) { continuation.withLock { $0.take() }?.resume(returning: value) }
+        /// True when this call resumed it (false: the other side came first).
+        @discardableResult
+        func resume(_ value: RadioPathLiveness?) -> Bool {
+            guard let c = continuation.withLock({ $0.take() }) else { return false }
+            c.resume(returning: value)
+            return true
+        }
     }
 }
 
@@ -125,7 +145,14 @@ package struct WatchdogService: Service {
                 let answer = outcome.liveness
                 if answer.live {
                     if (try? notifier.watchdog()) != nil { counters?.watchdogFed() }
-                    if reported { logger.notice("the radio path is live again; feeding the watchdog") }
+                    let late = check.takeLateAnswer()
+                    if reported {
+                        var metadata: Logger.Metadata = [:]
+                        // When the stuck question's answer finally came: a slow path, or one
+                        // that never answered until something else moved.
+                        if let late { metadata["late_answer.seconds"] = "\(CFormat.fixed(Double(late.components.seconds) + Double(late.components.attoseconds) / 1e18, decimals: 3))" }
+                        logger.notice("the radio path is live again; feeding the watchdog", metadata: metadata)
+                    }
                     reported = false
                 } else if answer.unanswered, outcome.beforeFirstAnswer, ContinuousClock.now - started < grace {
                     try? notifier.watchdog()

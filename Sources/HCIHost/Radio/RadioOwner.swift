@@ -467,9 +467,11 @@ package actor RadioOwner: RadioLivenessSource {
     /// restarted is live (the owner is acting on it, and status says so); a running
     /// controller that has answered nothing (probe, report) for longer than two probe
     /// periods and two command timeouts is not: its own restart did not happen.
-    package func liveness() async -> RadioPathLiveness {
+    package func liveness(progress: LivenessProgress) async -> RadioPathLiveness {
         guard let session else { return RadioPathLiveness(live: true, reason: "no controller session (\(status.controller.rawValue)); retried in the background") }
+        progress.reached(.waitingForSession)
         let state = await session.state
+        progress.reached(.sessionAnswered)
         guard state == .running else { return RadioPathLiveness(live: true, reason: "controller session \(state.rawValue)") }
         let limit = configuration.controllerProbeInterval * 2 + .seconds(10)
         if let last = lastControllerAnswer, ContinuousClock.now - last > limit {

@@ -5,6 +5,8 @@ import Foundation
 #endif
 import HCIProtocol
 import Logging
+import PlatformSupport
+import Synchronization
 
 /// Notices continuous scanning that went silent. Real controllers (BCM43455 among them) stop
 /// delivering reports without any error; "silent" means no report for far longer than the
@@ -183,9 +185,55 @@ package struct ControllerWatchdog: Sendable {
 }
 
 /// Whoever the watchdog's radio-path check asks: the radio owner (tests answer in its place,
-/// late on demand).
+/// late on demand). It marks how far the question got in `progress`, so that a question left
+/// unanswered says where it waits.
 package protocol RadioLivenessSource: Sendable {
-    func liveness() async -> RadioPathLiveness
+    func liveness(progress: LivenessProgress) async -> RadioPathLiveness
+}
+
+/// How far one liveness question got, and when: written by whoever answers it, read by the
+/// check when no answer came in time (a lock, never an await, so it is readable while the
+/// answer is stuck).
+package final class LivenessProgress: Sendable {
+    package enum Stage: Sendable, Equatable, CustomStringConvertible {
+        /// Asked; the radio owner has not begun it (its actor or the thread pool is busy).
+        case asked
+        /// The radio owner began it and asks its controller session.
+        case waitingForSession
+        /// The controller session answered; the owner is finishing the answer.
+        case sessionAnswered
+
+        package var description: String {
+            switch self {
+            case .asked: "the radio owner had not begun the question"
+            case .waitingForSession: "the radio owner was waiting for its controller session"
+            case .sessionAnswered: "the controller session had answered; the radio owner had not yet"
+            }
+        }
+    }
+
+    private let asked: ContinuousClock.Instant
+    private let state: Mutex<(stage: Stage, at: ContinuousClock.Instant)>
+
+    package init(asked: ContinuousClock.Instant = .now) {
+        self.asked = asked
+        state = Mutex((.asked, asked))
+    }
+
+    package func reached(_ stage: Stage) { state.withLock { $0 = (stage, .now) } }
+
+    package var stage: Stage { state.withLock { $0.stage } }
+
+    /// Where the question is and since how long after it was asked, for a log line.
+    package var summary: String {
+        let (stage, at) = state.withLock { $0 }
+        guard stage != .asked else { return "\(stage)" }
+        return "\(stage), since \(CFormat.fixed(seconds(at - asked), decimals: 3)) s after it was asked"
+    }
+
+    private func seconds(_ d: Duration) -> Double {
+        Double(d.components.seconds) + Double(d.components.attoseconds) / 1e18
+    }
 }
 
 /// One answer of the radio path's liveness check.
