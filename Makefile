@@ -61,7 +61,7 @@ UNITPATHS = -e 's|/usr/local/bin/gaend|$(BINDIR)/gaend|g' -e 's|/usr/local/bin/g
 # Every unit the board gets (install and uninstall both read this list).
 BOARD_UNITS := gaend@.service gaend-store-key.service gaend-app@.service gaend-app@.timer gaend-metrics@.service gaend-metrics@.timer gaend-collect@.service gaend-collect@.timer gaend-outcomes@.service
 
-.PHONY: all build bench test install activate uninstall man deb install-research uninstall-research deb-research install-server activate-server deb-server
+.PHONY: all build bench test install activate uninstall man deb install-research uninstall-research gaenctl-links deb-research install-server activate-server deb-server
 
 all: build
 
@@ -90,9 +90,6 @@ install:
 	    $(DESTDIR)$(MANDIR)/man1 $(DESTDIR)$(MANDIR)/man5 $(DESTDIR)$(MANDIR)/man8 \
 	    $(DESTDIR)$(BASHCOMPDIR) $(DESTDIR)$(ZSHCOMPDIR) $(DESTDIR)$(FISHCOMPDIR)
 	install -m 0755 $(BUILT)/gaend $(DESTDIR)$(BINDIR)/gaend
-	# The board's gaenctl is gaend's binary called by that name (one static Swift runtime for
-	# both: issue 31); a full gaenctl installed by install-research is kept (a superset).
-	test "$$(readlink $(DESTDIR)$(BINDIR)/gaenctl 2>/dev/null)" = gaenctl-research || ln -sfn gaend $(DESTDIR)$(BINDIR)/gaenctl
 	for u in $(BOARD_UNITS); do \
 	    sed $(UNITPATHS) systemd/$$u > $(DESTDIR)$(UNITDIR)/$$u; \
 	    chmod 0644 $(DESTDIR)$(UNITDIR)/$$u; done
@@ -103,17 +100,23 @@ install:
 	install -m 0644 dbus/*.xml $(DESTDIR)$(DBUSIFACEDIR)/
 	install -m 0644 config/gaend.conf.example $(DESTDIR)$(SYSCONFDIR)/gaend/gaend.conf.example
 	install -m 0644 docs/man/gaend.8 $(DESTDIR)$(MANDIR)/man8/gaend.8
-	install -m 0644 docs/man/gaenctl.1 $(DESTDIR)$(MANDIR)/man1/gaenctl.1
 	install -m 0644 docs/man/gaend.conf.5 $(DESTDIR)$(MANDIR)/man5/gaend.conf.5
-	install -m 0644 docs/completions/gaenctl.bash $(DESTDIR)$(BASHCOMPDIR)/gaenctl
 	install -m 0644 docs/completions/gaend.bash $(DESTDIR)$(BASHCOMPDIR)/gaend
-	install -m 0644 docs/completions/_gaenctl $(DESTDIR)$(ZSHCOMPDIR)/_gaenctl
 	install -m 0644 docs/completions/_gaend $(DESTDIR)$(ZSHCOMPDIR)/_gaend
-	install -m 0644 docs/completions/gaenctl.fish $(DESTDIR)$(FISHCOMPDIR)/gaenctl.fish
 	install -m 0644 docs/completions/gaend.fish $(DESTDIR)$(FISHCOMPDIR)/gaend.fish
+	install -m 0644 docs/man/gaenctl.1 $(DESTDIR)$(MANDIR)/man1/gaenctl-board.1
+	install -d $(DESTDIR)$(GAENCTL_COMPLETIONS)/board
+	install -m 0644 docs/completions/gaenctl.bash $(DESTDIR)$(GAENCTL_COMPLETIONS)/board/gaenctl
+	install -m 0644 docs/completions/_gaenctl $(DESTDIR)$(GAENCTL_COMPLETIONS)/board/_gaenctl
+	install -m 0644 docs/completions/gaenctl.fish $(DESTDIR)$(GAENCTL_COMPLETIONS)/board/gaenctl.fish
 	install -m 0644 README.md $(DESTDIR)$(DOCDIR)/README.md
 	install -m 0644 docs/key-server.md $(DESTDIR)$(DOCDIR)/key-server.md
 	cp -r docs $(DESTDIR)$(DOCDIR)/
+	# The board's gaenctl is gaend's binary called by that name (one static Swift runtime for
+	# both: issue 31), its man page and completions under the generic names; a full gaenctl
+	# installed by install-research is kept (a superset), and so are its pages.
+	if [ "$$(readlink $(DESTDIR)$(BINDIR)/gaenctl 2>/dev/null)" != gaenctl-research ]; then \
+	    ln -sfn gaend $(DESTDIR)$(BINDIR)/gaenctl && $(MAKE) --no-print-directory gaenctl-links FLAVOUR=board; fi
 	@if [ -z "$(DESTDIR)" ]; then $(MAKE) --no-print-directory activate; fi
 
 # The full gaenctl (every command: the board's and the research tools) for the analyst's machine
@@ -125,6 +128,14 @@ install-research:
 	install -d $(DESTDIR)$(BINDIR)
 	install -m 0755 $(BUILT)/gaenctl $(DESTDIR)$(BINDIR)/gaenctl-research
 	ln -sfn gaenctl-research $(DESTDIR)$(BINDIR)/gaenctl
+	# Its man page and completions (every command's), under the generic names too.
+	install -d $(DESTDIR)$(MANDIR)/man1 $(DESTDIR)$(GAENCTL_COMPLETIONS)/research \
+	    $(DESTDIR)$(BASHCOMPDIR) $(DESTDIR)$(ZSHCOMPDIR) $(DESTDIR)$(FISHCOMPDIR)
+	install -m 0644 docs/man/gaenctl-research.1 $(DESTDIR)$(MANDIR)/man1/gaenctl-research.1
+	install -m 0644 docs/completions/gaenctl-research.bash $(DESTDIR)$(GAENCTL_COMPLETIONS)/research/gaenctl
+	install -m 0644 docs/completions/_gaenctl-research $(DESTDIR)$(GAENCTL_COMPLETIONS)/research/_gaenctl
+	install -m 0644 docs/completions/gaenctl-research.fish $(DESTDIR)$(GAENCTL_COMPLETIONS)/research/gaenctl.fish
+	$(MAKE) --no-print-directory gaenctl-links FLAVOUR=research
 	# The example trial in the research tools' own folder (the board's doc folder is gaend's).
 	install -d $(DESTDIR)$(DATADIR)/gaend/examples/trial
 	install -m 0644 examples/trial/* $(DESTDIR)$(DATADIR)/gaend/examples/trial/
@@ -134,14 +145,28 @@ install-research:
 	install -m 0644 deploy/server/nginx/locations/*.conf $(DESTDIR)$(DATADIR)/gaend/deploy/server/nginx/locations/
 	install -m 0644 deploy/prometheus/*.yml $(DESTDIR)$(DATADIR)/gaend/deploy/prometheus/
 
-# Back to the board's gaenctl where gaend is installed.
+# Back to the board's gaenctl, and its pages, where gaend is installed.
 uninstall-research:
-	rm -f $(DESTDIR)$(BINDIR)/gaenctl-research
+	rm -f $(DESTDIR)$(BINDIR)/gaenctl-research $(DESTDIR)$(MANDIR)/man1/gaenctl-research.1
 	if [ "$$(readlink $(DESTDIR)$(BINDIR)/gaenctl 2>/dev/null)" = gaenctl-research ]; then \
-	    rm -f $(DESTDIR)$(BINDIR)/gaenctl; \
-	    if [ -x $(DESTDIR)$(BINDIR)/gaend ]; then ln -s gaend $(DESTDIR)$(BINDIR)/gaenctl; fi; \
+	    rm -f $(DESTDIR)$(BINDIR)/gaenctl $(GAENCTL_LINKS); \
+	    if [ -x $(DESTDIR)$(BINDIR)/gaend ]; then \
+	        ln -s gaend $(DESTDIR)$(BINDIR)/gaenctl && $(MAKE) --no-print-directory gaenctl-links FLAVOUR=board; fi; \
 	fi
-	rm -rf $(DESTDIR)$(DATADIR)/gaend
+	rm -rf $(DESTDIR)$(DATADIR)/gaend/deploy $(DESTDIR)$(DATADIR)/gaend/examples $(DESTDIR)$(GAENCTL_COMPLETIONS)/research
+	rmdir --ignore-fail-on-non-empty $(DESTDIR)$(GAENCTL_COMPLETIONS) $(DESTDIR)$(DATADIR)/gaend 2>/dev/null || true
+
+# gaenctl's man page and completions under their generic names (gaenctl(1), the shells' own
+# folders), for the gaenctl that $(BINDIR)/gaenctl is: FLAVOUR=board (gaend's) or research (the
+# full one). The packages make the same names slaves of the gaenctl alternative instead.
+GAENCTL_COMPLETIONS = $(DATADIR)/gaend/completions
+GAENCTL_LINKS = $(DESTDIR)$(MANDIR)/man1/gaenctl.1 $(DESTDIR)$(BASHCOMPDIR)/gaenctl $(DESTDIR)$(ZSHCOMPDIR)/_gaenctl \
+    $(DESTDIR)$(FISHCOMPDIR)/gaenctl.fish
+gaenctl-links:
+	ln -sfn gaenctl-$(FLAVOUR).1 $(DESTDIR)$(MANDIR)/man1/gaenctl.1
+	ln -sfnr $(DESTDIR)$(GAENCTL_COMPLETIONS)/$(FLAVOUR)/gaenctl $(DESTDIR)$(BASHCOMPDIR)/gaenctl
+	ln -sfnr $(DESTDIR)$(GAENCTL_COMPLETIONS)/$(FLAVOUR)/_gaenctl $(DESTDIR)$(ZSHCOMPDIR)/_gaenctl
+	ln -sfnr $(DESTDIR)$(GAENCTL_COMPLETIONS)/$(FLAVOUR)/gaenctl.fish $(DESTDIR)$(FISHCOMPDIR)/gaenctl.fish
 
 # What a package's maintainer scripts do: the users and groups, then dbus-daemon reloaded (it
 # read the new policy when it appeared, before user gaend existed, and dropped that user's
@@ -191,16 +216,16 @@ activate-server:
 	fi
 
 uninstall:
-	# gaenctl goes with gaend when it is gaend's (install-research's full gaenctl stays).
-	if [ "$$(readlink $(DESTDIR)$(BINDIR)/gaenctl 2>/dev/null)" = gaend ]; then rm -f $(DESTDIR)$(BINDIR)/gaenctl; fi
+	# gaenctl and its pages go with gaend when they are gaend's (install-research's stay).
+	if [ "$$(readlink $(DESTDIR)$(BINDIR)/gaenctl 2>/dev/null)" = gaend ]; then rm -f $(DESTDIR)$(BINDIR)/gaenctl $(GAENCTL_LINKS); fi
 	rm -f $(DESTDIR)$(BINDIR)/gaend $(addprefix $(DESTDIR)$(UNITDIR)/,$(BOARD_UNITS)) \
 	    $(DESTDIR)$(UDEVDIR)/99-gaend.rules \
 	    $(DESTDIR)$(SYSUSERSDIR)/gaend.conf $(DESTDIR)$(DBUSPOLICYDIR)/org.gaend.conf \
 	    $(DESTDIR)$(DBUSPOLICYDIR)/org.gaend.App1.conf $(addprefix $(DESTDIR)$(DBUSIFACEDIR)/,$(notdir $(wildcard dbus/*.xml))) \
-	    $(DESTDIR)$(MANDIR)/man8/gaend.8 $(DESTDIR)$(MANDIR)/man1/gaenctl.1 $(DESTDIR)$(MANDIR)/man5/gaend.conf.5 \
-	    $(DESTDIR)$(BASHCOMPDIR)/gaenctl $(DESTDIR)$(BASHCOMPDIR)/gaend $(DESTDIR)$(ZSHCOMPDIR)/_gaenctl \
-	    $(DESTDIR)$(ZSHCOMPDIR)/_gaend $(DESTDIR)$(FISHCOMPDIR)/gaenctl.fish $(DESTDIR)$(FISHCOMPDIR)/gaend.fish
-	rm -rf $(DESTDIR)$(DOCDIR)
+	    $(DESTDIR)$(MANDIR)/man8/gaend.8 $(DESTDIR)$(MANDIR)/man1/gaenctl-board.1 $(DESTDIR)$(MANDIR)/man5/gaend.conf.5 \
+	    $(DESTDIR)$(BASHCOMPDIR)/gaend $(DESTDIR)$(ZSHCOMPDIR)/_gaend $(DESTDIR)$(FISHCOMPDIR)/gaend.fish
+	rm -rf $(DESTDIR)$(DOCDIR) $(DESTDIR)$(GAENCTL_COMPLETIONS)/board
+	rmdir --ignore-fail-on-non-empty $(DESTDIR)$(GAENCTL_COMPLETIONS) 2>/dev/null || true
 	# Left by a make install of before issue 31 (the research tools' files are install-research's now).
 	test -e $(DESTDIR)$(BINDIR)/gaenctl-research || rm -rf $(DESTDIR)$(DATADIR)/gaend
 

@@ -6,7 +6,8 @@
 # Maintainer scripts: the users (systemd-sysusers), udev and systemd told about the new files,
 # controllers already present handed over; on removal the units are stopped.
 # /usr/bin/gaenctl is an alternative (update-alternatives): the board's gaenctl (gaend's binary,
-# priority 10), or the full one of the research package (priority 20), a superset of it.
+# priority 10), or the full one of the research package (priority 20), a superset of it; gaenctl(1)
+# and gaenctl's completions are its slaves, so they describe the gaenctl that runs.
 # With --research: gaend-research-tools_VERSION_ARCH.deb, the full gaenctl with the research tools
 # (`make install-research PREFIX=/usr`: /usr/bin/gaenctl-research, the deploy files `trial
 # provision` reads, the example trial), for the analyst's machine or the trial server; it
@@ -107,10 +108,22 @@ depends() {
         | cut -d: -f1 | sort -u | paste -sd, | sed 's/,/, /g'
 }
 
+# The generic names of gaenctl's pages: slaves of the alternative, not files of a package.
+generic_pages=(usr/share/man/man1/gaenctl.1 usr/share/bash-completion/completions/gaenctl
+               usr/share/zsh/vendor-completions/_gaenctl usr/share/fish/vendor_completions.d/gaenctl.fish)
+# slaves FLAVOUR: update-alternatives' --slave arguments for that gaenctl's pages.
+slaves() {
+    echo "--slave /usr/share/man/man1/gaenctl.1 gaenctl.1 /usr/share/man/man1/gaenctl-$1.1 \\
+        --slave /usr/share/bash-completion/completions/gaenctl gaenctl.bash-completion /usr/share/gaend/completions/$1/gaenctl \\
+        --slave /usr/share/zsh/vendor-completions/_gaenctl gaenctl.zsh-completion /usr/share/gaend/completions/$1/_gaenctl \\
+        --slave /usr/share/fish/vendor_completions.d/gaenctl.fish gaenctl.fish-completion /usr/share/gaend/completions/$1/gaenctl.fish"
+}
+
 if [ "$research" = 1 ]; then
     make --no-print-directory install-research DESTDIR="$stage" PREFIX=/usr >/dev/null
-    # /usr/bin/gaenctl is the alternative the maintainer scripts set.
+    # /usr/bin/gaenctl and its pages' generic names are the alternative the maintainer scripts set.
     rm "$stage/usr/bin/gaenctl"
+    for f in "${generic_pages[@]}"; do rm "$stage/$f"; done
     strip --strip-unneeded "$stage/usr/bin/gaenctl-research"
     mkdir -p "$stage/DEBIAN"
     cat > "$stage/DEBIAN/control" <<CONTROL
@@ -131,12 +144,13 @@ Description: gaend's research tools: the full gaenctl for the analyst's machine
  simulate, risk, match, windows, derive, calibrate. Provisioning reads the
  shipped server files from /usr/share/gaend/deploy.
 CONTROL
-    cat > "$stage/DEBIAN/postinst" <<'SCRIPT'
+    cat > "$stage/DEBIAN/postinst" <<SCRIPT
 #!/bin/sh
 set -e
-if [ "$1" = configure ]; then
+if [ "\$1" = configure ]; then
     # A superset of the board's gaenctl (gaend's, priority 10): the full one wins where both are.
-    update-alternatives --install /usr/bin/gaenctl gaenctl /usr/bin/gaenctl-research 20
+    update-alternatives --install /usr/bin/gaenctl gaenctl /usr/bin/gaenctl-research 20 \\
+        $(slaves research)
 fi
 SCRIPT
     cat > "$stage/DEBIAN/prerm" <<'SCRIPT'
@@ -154,8 +168,10 @@ SCRIPT
 fi
 
 make --no-print-directory install DESTDIR="$stage" PREFIX=/usr SYSCONFDIR=/etc >/dev/null
-# /usr/bin/gaenctl (gaend's binary by that name) is the alternative the maintainer scripts set.
+# /usr/bin/gaenctl (gaend's binary by that name) and its pages' generic names are the alternative
+# the maintainer scripts set.
 rm "$stage/usr/bin/gaenctl"
+for f in "${generic_pages[@]}"; do rm "$stage/$f"; done
 strip --strip-unneeded "$stage/usr/bin/gaend"
 deps=$(depends "$stage/usr/bin/gaend")
 
@@ -183,13 +199,14 @@ Description: Google/Apple Exposure Notification node for Linux boards
 CONTROL
 echo /etc/gaend/gaend.conf.example > "$stage/DEBIAN/conffiles"
 
-cat > "$stage/DEBIAN/postinst" <<'SCRIPT'
+cat > "$stage/DEBIAN/postinst" <<SCRIPT
 #!/bin/sh
 set -e
-if [ "$1" = configure ]; then
+if [ "\$1" = configure ]; then
     # The board's gaenctl: gaend's binary called by that name (the research package's full
     # gaenctl, priority 20, wins where both are installed).
-    update-alternatives --install /usr/bin/gaenctl gaenctl /usr/bin/gaend 10
+    update-alternatives --install /usr/bin/gaenctl gaenctl /usr/bin/gaend 10 \\
+        $(slaves board)
     systemd-sysusers /usr/lib/sysusers.d/gaend.conf
     if [ -d /run/systemd/system ]; then
         # dbus-daemon read the policy at unpack, before user gaend existed: its rules for

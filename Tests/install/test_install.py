@@ -43,7 +43,11 @@ def test_layout_for_both_prefixes(built, tmp_path):
         assert (usr / f).exists(), f
     # The board's gaenctl is gaend's binary by that name (issue 31: one static runtime for both).
     assert os.readlink(usr / "usr/bin/gaenctl") == "gaend"
-    assert not (usr / "usr/bin/gaenctl-research").exists() and not (usr / "usr/share/gaend").exists()
+    assert not (usr / "usr/bin/gaenctl-research").exists() and not (usr / "usr/share/gaend/deploy").exists()
+    # gaenctl(1) and gaenctl's completions are the board's gaenctl's, under the generic names.
+    assert pages(usr) == expected_pages(usr, "board")
+    page = (usr / "usr/share/man/man1/gaenctl.1").read_text()
+    assert ".It Em collect" in page and ".It Em trial" not in page and ".It Em simulate" not in page
     unit = (usr / "usr/lib/systemd/system/gaend@.service").read_text()
     assert "/usr/bin/gaend --controller %I" in unit and "/usr/local" not in unit
     metrics = (usr / "usr/lib/systemd/system/gaend-metrics@.service").read_text()
@@ -71,6 +75,21 @@ def test_uninstall_removes_what_install_put(built, tmp_path):
     assert left == ["etc/gaend/gaend.conf.example"], left
 
 
+PAGES = ("usr/share/man/man1/gaenctl.1", "usr/share/bash-completion/completions/gaenctl",
+         "usr/share/zsh/vendor-completions/_gaenctl", "usr/share/fish/vendor_completions.d/gaenctl.fish")
+
+
+def pages(root: Path) -> dict[str, Path | None]:
+    """Where each generic name of gaenctl's pages leads under `root` (None: nowhere)."""
+    return {p: (root / p).resolve() if (root / p).exists() else None for p in PAGES}
+
+
+def expected_pages(root: Path, flavour: str) -> dict[str, Path]:
+    real = root / "usr/share/gaend/completions" / flavour
+    return dict(zip(PAGES, [(root / f"usr/share/man/man1/gaenctl-{flavour}.1").resolve(), real.resolve() / "gaenctl",
+                            real.resolve() / "_gaenctl", real.resolve() / "gaenctl.fish"]))
+
+
 def make_install_research(stage: Path, *args: str) -> None:
     p = subprocess.run(["make", "-C", str(REPO), "install-research", f"DESTDIR={stage}", *args], capture_output=True, text=True, timeout=300)
     assert p.returncode == 0, p.stderr
@@ -86,12 +105,18 @@ def test_research_tools_beside_the_board_and_back(built, tmp_path):
     bin_dir = stage / "usr/bin"
     assert os.readlink(bin_dir / "gaenctl") == "gaenctl-research"
     assert (stage / "usr/share/gaend/examples/trial/inventory.yml").exists()
+    # Its pages (every command's) took over the generic names with it.
+    assert pages(stage) == expected_pages(stage, "research")
+    assert ".It Em trial" in (stage / "usr/share/man/man1/gaenctl.1").read_text()
     make_install(stage, "PREFIX=/usr")
     assert os.readlink(bin_dir / "gaenctl") == "gaenctl-research"
+    assert pages(stage) == expected_pages(stage, "research")
     p = subprocess.run(["make", "-C", str(REPO), "uninstall-research", f"DESTDIR={stage}", "PREFIX=/usr"], capture_output=True, text=True, timeout=300)
     assert p.returncode == 0, p.stderr
     assert os.readlink(bin_dir / "gaenctl") == "gaend" and not (bin_dir / "gaenctl-research").exists()
-    assert not (stage / "usr/share/gaend").exists()
+    assert pages(stage) == expected_pages(stage, "board")
+    assert sorted(p.name for p in (stage / "usr/share/gaend").iterdir()) == ["completions"]
+    assert not (stage / "usr/share/man/man1/gaenctl-research.1").exists()
     # Research tools alone (the analyst's machine), then a board's install and uninstall beside them.
     other = tmp_path / "other"
     make_install_research(other, "PREFIX=/usr")
@@ -100,6 +125,8 @@ def test_research_tools_beside_the_board_and_back(built, tmp_path):
     assert p.returncode == 0, p.stderr
     assert os.readlink(other / "usr/bin/gaenctl") == "gaenctl-research" and (other / "usr/bin/gaenctl-research").exists()
     assert (other / "usr/share/gaend/deploy/server/nginx/locations/keys.conf").exists()
+    assert pages(other) == expected_pages(other, "research")
+    assert not (other / "usr/share/gaend/completions/board").exists()
 
 
 def test_installed_binaries_run_with_the_toolchain_hidden(built, tmp_path):
@@ -249,13 +276,27 @@ def test_board_and_research_packages(built, tmp_path):
 
     board = subprocess.run(["dpkg-deb", "-c", str(debs["board"])], capture_output=True, text=True, check=True).stdout
     assert "./usr/bin/gaend\n" in board, board
-    assert "./usr/bin/gaenctl" not in board and "./usr/share/gaend/" not in board, board
-    assert "update-alternatives --install /usr/bin/gaenctl gaenctl /usr/bin/gaend 10" in control(debs["board"], "postinst")
+    assert "./usr/bin/gaenctl" not in board and "./usr/share/gaend/deploy" not in board, board
+    # gaenctl's pages: its own under names of their own; the generic names are the alternative's slaves.
+    assert "./usr/share/man/man1/gaenctl-board.1" in board and "./usr/share/gaend/completions/board/_gaenctl" in board, board
+    for name in PAGES:
+        assert f"./{name}\n" not in board, name
+    board_postinst = control(debs["board"], "postinst")
+    assert "update-alternatives --install /usr/bin/gaenctl gaenctl /usr/bin/gaend 10" in board_postinst
+    assert "--slave /usr/share/man/man1/gaenctl.1 gaenctl.1 /usr/share/man/man1/gaenctl-board.1" in board_postinst, board_postinst
+    assert "--slave /usr/share/zsh/vendor-completions/_gaenctl gaenctl.zsh-completion /usr/share/gaend/completions/board/_gaenctl" in board_postinst
     assert "update-alternatives --remove gaenctl /usr/bin/gaend" in control(debs["board"], "prerm")
     research = subprocess.run(["dpkg-deb", "-c", str(debs["research"])], capture_output=True, text=True, check=True).stdout
     assert "./usr/bin/gaenctl-research" in research and "./usr/share/gaend/deploy/server/nginx/locations/keys.conf" in research
     assert "./usr/bin/gaend\n" not in research and "./usr/lib/systemd" not in research, research
-    assert "update-alternatives --install /usr/bin/gaenctl gaenctl /usr/bin/gaenctl-research 20" in control(debs["research"], "postinst")
+    research_postinst = control(debs["research"], "postinst")
+    assert "update-alternatives --install /usr/bin/gaenctl gaenctl /usr/bin/gaenctl-research 20" in research_postinst
+    assert "--slave /usr/share/man/man1/gaenctl.1 gaenctl.1 /usr/share/man/man1/gaenctl-research.1" in research_postinst
+    for name in PAGES:
+        assert f"./{name}\n" not in research, name
+    # Each postinst is a shell script that parses (its slaves are continued lines).
+    for script in (board_postinst, research_postinst):
+        assert subprocess.run(["sh", "-n"], input=script, text=True).returncode == 0, script
     # The research tools need no daemon: no dependency on gaend, and no unit or udev rule of it.
     depends = subprocess.run(["dpkg-deb", "-f", str(debs["research"]), "Depends"], capture_output=True, text=True, check=True).stdout
     assert "gaend" not in depends, depends

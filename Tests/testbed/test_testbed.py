@@ -38,6 +38,15 @@ TIMINGS = OUT / "timings.json"
 REPORT = Path(os.environ.get("GAEND_TESTBED_REPORT") or OUT)
 
 
+def gaenctl_pages(flavour: str = "board") -> dict[str, str]:
+    """Where the generic names of gaenctl's pages lead in a guest for that gaenctl (board or research)."""
+    real = f"/usr/share/gaend/completions/{flavour}"
+    return {"/usr/share/man/man1/gaenctl.1": f"/usr/share/man/man1/gaenctl-{flavour}.1",
+            "/usr/share/bash-completion/completions/gaenctl": f"{real}/gaenctl",
+            "/usr/share/zsh/vendor-completions/_gaenctl": f"{real}/_gaenctl",
+            "/usr/share/fish/vendor_completions.d/gaenctl.fish": f"{real}/gaenctl.fish"}
+
+
 def bin_dir() -> Path:
     d = os.environ.get("GAEND_BIN_DIR")
     if d:
@@ -283,6 +292,8 @@ def test_package_and_bluez_coexistence(kernel, tmp_path):
     # /usr/bin/gaenctl is the board's (gaend's binary); a research tool names its package.
     bg = r["board_gaenctl"]
     assert bg["path"] == "/usr/bin/gaend" and bg["research_rc"] == 64 and "gaend-research-tools" in bg["research_stderr"], bg
+    # gaenctl(1) and its completions are the board's (slaves of the alternative).
+    assert bg["pages"] == gaenctl_pages(), bg["pages"]
     assert "left to bluetoothd" in r["gaend_hci1"]["journal"], r["gaend_hci1"]
     assert r["bluetoothd"] == "active"
     found = r["bluez_discovery"]
@@ -307,6 +318,10 @@ def test_trial_through_shipped_units(kernel, tmp_path):
     r, run = run_scenario(kernel, tmp_path, "trial.py", timeout=3600, init="system-init.sh", files=built)
     assert not r.get("missing_depends"), f"the guest (the host's root) lacks {r.get('missing_depends')}: run scripts/setup.sh"
     assert r["apt_install"]["rc"] == 0, r["apt_install"]
+    # gaenctl's pages follow the alternative: the full gaenctl's while it is gaenctl, the
+    # board's once the board's gaenctl is set.
+    alt = r["alternatives"]
+    assert alt["research_pages"] == gaenctl_pages("research") and alt["board_pages"] == gaenctl_pages(), alt
     assert r["nginx"] == "active", r
     steps = r["steps"]
     assert all(s["ok"] for s in steps.values()) and len(steps) == 4, steps

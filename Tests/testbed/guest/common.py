@@ -161,3 +161,14 @@ def systemctl(*args) -> subprocess.CompletedProcess:
 
 def unit_state(unit: str) -> str:
     return subprocess.run(["systemctl", "is-active", unit], capture_output=True, text=True).stdout.strip()
+
+
+# gaenctl's man page and completions under their generic names: slaves of the gaenctl
+# alternative (scripts/build-deb.sh), so they follow the gaenctl that runs.
+GAENCTL_PAGES = ("/usr/share/man/man1/gaenctl.1", "/usr/share/bash-completion/completions/gaenctl",
+                 "/usr/share/zsh/vendor-completions/_gaenctl", "/usr/share/fish/vendor_completions.d/gaenctl.fish")
+
+
+def gaenctl_pages() -> dict[str, str]:
+    """Where each generic name of gaenctl's pages leads ("missing" when it leads nowhere)."""
+    return {p: os.path.realpath(p) if os.path.exists(p) else "missing" for p in GAENCTL_PAGES}

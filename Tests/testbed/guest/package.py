@@ -9,7 +9,7 @@ import subprocess
 import time
 from pathlib import Path
 
-from common import LONG, WORK, VRadio, log, main, mark_clock_synchronised, record, run, spawn, systemctl, unit_state, wait_for
+from common import LONG, WORK, VRadio, gaenctl_pages, log, main, mark_clock_synchronised, record, run, spawn, systemctl, unit_state, wait_for
 
 FD6F = "0000fd6f-0000-1000-8000-00805f9b34fb"
 
@@ -76,7 +76,7 @@ def scenario() -> None:
     # The board's gaenctl is gaend's binary (update-alternatives); the research tools are not here.
     research = run(["/usr/bin/gaenctl", "trial", "report", "--help"], timeout=LONG)
     record("board_gaenctl", {"path": os.path.realpath("/usr/bin/gaenctl"), "research_rc": research.returncode,
-                             "research_stderr": research.stderr[-500:]})
+                             "research_stderr": research.stderr[-500:], "pages": gaenctl_pages()})
     record("hci0_owner", run(["journalctl", "--no-pager", "-b", "-u", "gaend@hci0", "-o", "cat"]).stdout[-2000:])
     vr.stop()
 

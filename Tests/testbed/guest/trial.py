@@ -21,7 +21,7 @@ import subprocess
 import time
 from pathlib import Path
 
-from common import LONG, WORK, VRadio, log, main, mark_clock_synchronised, record, run, systemctl, unit_state, wait_for
+from common import LONG, WORK, VRadio, gaenctl_pages, log, main, mark_clock_synchronised, record, run, systemctl, unit_state, wait_for
 
 # The trial clock: a trial hour in 3600/SCALE real seconds (24 s). The loop needs from day 1
 # 20:00 (the boards start about an hour later under TCG: A and B in contact until midnight) to
@@ -97,9 +97,12 @@ def install_packages() -> None:
     # This guest is the server and both boards. The research tools' full gaenctl took over
     # /usr/bin/gaenctl (priority 20); the units run the board's gaenctl (gaend's binary), as on a
     # board that has only gaend's package, and the research commands below say gaenctl-research.
+    # Its pages came with it (the alternative's slaves), and go back with the board's gaenctl.
+    research_pages = gaenctl_pages()
     alt = run(["update-alternatives", "--set", "gaenctl", "/usr/bin/gaend"])
     record("alternatives", {"rc": alt.returncode, "stdout": alt.stdout, "stderr": alt.stderr,
-                            "gaenctl": os.path.realpath("/usr/bin/gaenctl")})
+                            "gaenctl": os.path.realpath("/usr/bin/gaenctl"),
+                            "research_pages": research_pages, "board_pages": gaenctl_pages()})
     assert alt.returncode == 0 and os.path.realpath("/usr/bin/gaenctl") == "/usr/bin/gaend", alt.stderr
 
 

@@ -1,0 +1,1799 @@
+#!/bin/bash
+
+__gaenctl_cursor_index_in_current_word() {
+    local remaining="${COMP_LINE}"
+
+    local word
+    for word in "${COMP_WORDS[@]::COMP_CWORD}"; do
+        remaining="${remaining##*([[:space:]])"${word}"*([[:space:]])}"
+    done
+
+    local -ir index="$((COMP_POINT - ${#COMP_LINE} + ${#remaining}))"
+    if [[ "${index}" -le 0 ]]; then
+        printf 0
+    else
+        printf %s "${index}"
+    fi
+}
+
+# positional arguments:
+#
+# - 1: the current (sub)command's count of positional arguments
+#
+# required variables:
+#
+# - repeating_flags: the repeating flags that the current (sub)command can accept
+# - non_repeating_flags: the non-repeating flags that the current (sub)command can accept
+# - repeating_options: the repeating options that the current (sub)command can accept
+# - non_repeating_options: the non-repeating options that the current (sub)command can accept
+# - positional_number: value ignored
+# - unparsed_words: unparsed words from the current command line
+#
+# modified variables:
+#
+# - non_repeating_flags: remove flags for this (sub)command that are already on the command line
+# - non_repeating_options: remove options for this (sub)command that are already on the command line
+# - positional_number: set to the current positional number
+# - unparsed_words: remove all flags, options, and option values for this (sub)command
+__gaenctl_offer_flags_options() {
+    local -ir positional_count="${1}"
+    positional_number=0
+
+    local was_flag_option_terminator_seen=false
+    local is_parsing_option_value=false
+
+    local -ar unparsed_word_indices=("${!unparsed_words[@]}")
+    local -i word_index
+    for word_index in "${unparsed_word_indices[@]}"; do
+        if "${is_parsing_option_value}"; then
+            # This word is an option value:
+            # Reset marker for next word iff not currently the last word
+            [[ "${word_index}" -ne "${unparsed_word_indices[${#unparsed_word_indices[@]} - 1]}" ]] && is_parsing_option_value=false
+            unset "unparsed_words[${word_index}]"
+            # Do not process this word as a flag or an option
+            continue
+        fi
+
+        local word="${unparsed_words["${word_index}"]}"
+        if ! "${was_flag_option_terminator_seen}"; then
+            case "${word}" in
+            --)
+                unset "unparsed_words[${word_index}]"
+                # by itself -- is a flag/option terminator, but if it is the last word, it is the start of a completion
+                if [[ "${word_index}" -ne "${unparsed_word_indices[${#unparsed_word_indices[@]} - 1]}" ]]; then
+                    was_flag_option_terminator_seen=true
+                fi
+                continue
+                ;;
+            -*)
+                # ${word} is a flag or an option
+                # If ${word} is an option, mark that the next word to be parsed is an option value
+                local option
+                for option in "${repeating_options[@]}" "${non_repeating_options[@]}"; do
+                    [[ "${word}" = "${option}" ]] && is_parsing_option_value=true && break
+                done
+
+                # Remove ${word} from ${non_repeating_flags} or ${non_repeating_options} so it isn't offered again
+                local not_found=true
+                local -i index
+                for index in "${!non_repeating_flags[@]}"; do
+                    if [[ "${non_repeating_flags[${index}]}" = "${word}" ]]; then
+                        unset "non_repeating_flags[${index}]"
+                        non_repeating_flags=("${non_repeating_flags[@]}")
+                        not_found=false
+                        break
+                    fi
+                done
+                if "${not_found}"; then
+                    for index in "${!non_repeating_flags[@]}"; do
+                        if [[ "${non_repeating_flags[${index}]}" = "${word}" ]]; then
+                            unset "non_repeating_flags[${index}]"
+                            non_repeating_flags=("${non_repeating_flags[@]}")
+                            break
+                        fi
+                    done
+                fi
+                unset "unparsed_words[${word_index}]"
+                continue
+                ;;
+            esac
+        fi
+
+        # ${word} is neither a flag, nor an option, nor an option value
+        if [[ "${positional_number}" -lt "${positional_count}" || "${positional_count}" -lt 0 ]]; then
+            # ${word} is a positional
+            ((positional_number++))
+            unset "unparsed_words[${word_index}]"
+        else
+            if [[ -z "${word}" ]]; then
+                # Could be completing a flag, option, or subcommand
+                positional_number=-1
+            else
+                # ${word} is a subcommand or invalid, so stop processing this (sub)command
+                positional_number=-2
+            fi
+            break
+        fi
+    done
+
+    unparsed_words=("${unparsed_words[@]}")
+
+    if\
+        ! "${was_flag_option_terminator_seen}"\
+        && ! "${is_parsing_option_value}"\
+        && [[ ("${cur}" = -* && "${positional_number}" -ge 0) || "${positional_number}" -eq -1 ]]
+    then
+        COMPREPLY+=($(compgen -W "${repeating_flags[*]} ${non_repeating_flags[*]} ${repeating_options[*]} ${non_repeating_options[*]}" -- "${cur}"))
+    fi
+}
+
+__gaenctl_add_completions() {
+    local completion
+    while IFS='' read -r completion; do
+        COMPREPLY+=("${completion}")
+    done < <(IFS=$'\n' compgen "${@}" -- "${cur}")
+}
+
+__gaenctl_custom_complete() {
+    if [[ -n "${cur}" || -z ${COMP_WORDS[${COMP_CWORD}]} || "${COMP_LINE:${COMP_POINT}:1}" != ' ' ]]; then
+        local -ar words=("${COMP_WORDS[@]}")
+    else
+        local -ar words=("${COMP_WORDS[@]::${COMP_CWORD}}" '' "${COMP_WORDS[@]:${COMP_CWORD}}")
+    fi
+
+    "${COMP_WORDS[0]}" "${@}" "${words[@]}"
+}
+
+_gaenctl() {
+    local state
+    state="$(shopt -p;shopt -po)"
+    trap "${state//$'\n'/;}" RETURN
+    shopt -s extglob
+    set +o history +o posix
+
+    local -xr SAP_SHELL=bash
+    local -x SAP_SHELL_VERSION
+    SAP_SHELL_VERSION="$(IFS='.';printf %s "${BASH_VERSINFO[*]}")"
+    local -r SAP_SHELL_VERSION
+
+    local -r cur="${2}"
+    local -r prev="${3}"
+
+    local -i positional_number
+    local -a unparsed_words=("${COMP_WORDS[@]:1:${COMP_CWORD}}")
+
+    local -a repeating_flags=()
+    local -a non_repeating_flags=(--version -h --help)
+    local -a repeating_options=()
+    local -a non_repeating_options=(--bus --name --timeout)
+    __gaenctl_offer_flags_options 0
+
+    # Offer option value completions
+    case "${prev}" in
+    '--bus')
+        return
+        ;;
+    '--name')
+        return
+        ;;
+    '--timeout')
+        return
+        ;;
+    esac
+
+    # Offer subcommand / subcommand argument completions
+    local -r subcommand="${unparsed_words[0]}"
+    unset 'unparsed_words[0]'
+    unparsed_words=("${unparsed_words[@]}")
+    case "${subcommand}" in
+    derive|keys|app|match|windows|radio|status|metrics|collect|start|stop|sightings|mark|markers|risk|summaries|trial|simulate|calibrate|help)
+        # Offer subcommand argument completions
+        "_gaenctl_${subcommand}"
+        ;;
+    *)
+        # Offer subcommand completions
+        COMPREPLY+=($(compgen -W 'derive keys app match windows radio status metrics collect start stop sightings mark markers risk summaries trial simulate calibrate help' -- "${cur}"))
+        ;;
+    esac
+}
+
+_gaenctl_derive() {
+    repeating_flags=()
+    non_repeating_flags=(--version -h --help)
+    repeating_options=()
+    non_repeating_options=(--tek --interval --time --count --metadata)
+    __gaenctl_offer_flags_options 0
+
+    # Offer option value completions
+    case "${prev}" in
+    '--tek')
+        return
+        ;;
+    '--interval')
+        return
+        ;;
+    '--time')
+        return
+        ;;
+    '--count')
+        return
+        ;;
+    '--metadata')
+        return
+        ;;
+    esac
+}
+
+_gaenctl_keys() {
+    repeating_flags=()
+    non_repeating_flags=(--version -h --help)
+    repeating_options=()
+    non_repeating_options=()
+    __gaenctl_offer_flags_options 0
+
+    # Offer subcommand / subcommand argument completions
+    local -r subcommand="${unparsed_words[0]}"
+    unset 'unparsed_words[0]'
+    unparsed_words=("${unparsed_words[@]}")
+    case "${subcommand}" in
+    inspect|create|history|provide|publish)
+        # Offer subcommand argument completions
+        "_gaenctl_keys_${subcommand}"
+        ;;
+    *)
+        # Offer subcommand completions
+        COMPREPLY+=($(compgen -W 'inspect create history provide publish' -- "${cur}"))
+        ;;
+    esac
+}
+
+_gaenctl_keys_inspect() {
+    repeating_flags=()
+    non_repeating_flags=(--require-signature --version -h --help)
+    repeating_options=(--trust)
+    non_repeating_options=()
+    __gaenctl_offer_flags_options 1
+
+    # Offer option value completions
+    case "${prev}" in
+    '--trust')
+        return
+        ;;
+    esac
+}
+
+_gaenctl_keys_create() {
+    repeating_flags=()
+    non_repeating_flags=(--version -h --help)
+    repeating_options=()
+    non_repeating_options=(--keys --signing-key --key-id --key-version --region -o)
+    __gaenctl_offer_flags_options 0
+
+    # Offer option value completions
+    case "${prev}" in
+    '--keys')
+        return
+        ;;
+    '--signing-key')
+        return
+        ;;
+    '--key-id')
+        return
+        ;;
+    '--key-version')
+        return
+        ;;
+    '--region')
+        return
+        ;;
+    '-o')
+        return
+        ;;
+    esac
+}
+
+_gaenctl_keys_history() {
+    repeating_flags=()
+    non_repeating_flags=(--json --version -h --help)
+    repeating_options=()
+    non_repeating_options=(--bus --name --timeout -o --signing-key --key-id --key-version --region)
+    __gaenctl_offer_flags_options 0
+
+    # Offer option value completions
+    case "${prev}" in
+    '--bus')
+        return
+        ;;
+    '--name')
+        return
+        ;;
+    '--timeout')
+        return
+        ;;
+    '-o')
+        return
+        ;;
+    '--signing-key')
+        return
+        ;;
+    '--key-id')
+        return
+        ;;
+    '--key-version')
+        return
+        ;;
+    '--region')
+        return
+        ;;
+    esac
+}
+
+_gaenctl_keys_provide() {
+    repeating_flags=()
+    non_repeating_flags=(--json --version -h --help)
+    repeating_options=()
+    non_repeating_options=(--bus --name --timeout --wait)
+    __gaenctl_offer_flags_options -1
+
+    # Offer option value completions
+    case "${prev}" in
+    '--bus')
+        return
+        ;;
+    '--name')
+        return
+        ;;
+    '--timeout')
+        return
+        ;;
+    '--wait')
+        return
+        ;;
+    esac
+}
+
+_gaenctl_keys_publish() {
+    repeating_flags=()
+    non_repeating_flags=(--version -h --help)
+    repeating_options=(--signing-key --key-id --key-version)
+    non_repeating_options=(--inbox -o --country --region --now --embargo-hours --min-keys --hour-days --retention-days --max-keys-per-file --max-keys-per-day --max-keys-per-board-day --max-bytes-per-board-day --app-config --trial-clock)
+    __gaenctl_offer_flags_options 0
+
+    # Offer option value completions
+    case "${prev}" in
+    '--inbox')
+        return
+        ;;
+    '-o')
+        return
+        ;;
+    '--signing-key')
+        return
+        ;;
+    '--key-id')
+        return
+        ;;
+    '--key-version')
+        return
+        ;;
+    '--country')
+        return
+        ;;
+    '--region')
+        return
+        ;;
+    '--now')
+        return
+        ;;
+    '--embargo-hours')
+        return
+        ;;
+    '--min-keys')
+        return
+        ;;
+    '--hour-days')
+        return
+        ;;
+    '--retention-days')
+        return
+        ;;
+    '--max-keys-per-file')
+        return
+        ;;
+    '--max-keys-per-day')
+        return
+        ;;
+    '--max-keys-per-board-day')
+        return
+        ;;
+    '--max-bytes-per-board-day')
+        return
+        ;;
+    '--app-config')
+        return
+        ;;
+    '--trial-clock')
+        return
+        ;;
+    esac
+}
+
+_gaenctl_app() {
+    repeating_flags=()
+    non_repeating_flags=(--version -h --help)
+    repeating_options=()
+    non_repeating_options=()
+    __gaenctl_offer_flags_options 0
+
+    # Offer subcommand / subcommand argument completions
+    local -r subcommand="${unparsed_words[0]}"
+    unset 'unparsed_words[0]'
+    unparsed_words=("${unparsed_words[@]}")
+    case "${subcommand}" in
+    sync|submit|status)
+        # Offer subcommand argument completions
+        "_gaenctl_app_${subcommand}"
+        ;;
+    *)
+        # Offer subcommand completions
+        COMPREPLY+=($(compgen -W 'sync submit status' -- "${cur}"))
+        ;;
+    esac
+}
+
+_gaenctl_app_sync() {
+    repeating_flags=()
+    non_repeating_flags=(--version -h --help)
+    repeating_options=(--trust)
+    non_repeating_options=(--bus --name --timeout --server --country --region --state-dir --hook --max-provide-calls --run-timeout --file-timeout --max-package-bytes --max-new-files --attempts --backoff --max-clock-skew --match-wait --journal-socket --cacert --trial-clock)
+    __gaenctl_offer_flags_options 0
+
+    # Offer option value completions
+    case "${prev}" in
+    '--bus')
+        return
+        ;;
+    '--name')
+        return
+        ;;
+    '--timeout')
+        return
+        ;;
+    '--server')
+        return
+        ;;
+    '--country')
+        return
+        ;;
+    '--region')
+        return
+        ;;
+    '--trust')
+        return
+        ;;
+    '--state-dir')
+        return
+        ;;
+    '--hook')
+        return
+        ;;
+    '--max-provide-calls')
+        return
+        ;;
+    '--run-timeout')
+        return
+        ;;
+    '--file-timeout')
+        return
+        ;;
+    '--max-package-bytes')
+        return
+        ;;
+    '--max-new-files')
+        return
+        ;;
+    '--attempts')
+        return
+        ;;
+    '--backoff')
+        return
+        ;;
+    '--max-clock-skew')
+        return
+        ;;
+    '--match-wait')
+        return
+        ;;
+    '--journal-socket')
+        return
+        ;;
+    '--cacert')
+        return
+        ;;
+    '--trial-clock')
+        return
+        ;;
+    esac
+}
+
+_gaenctl_app_submit() {
+    repeating_flags=()
+    non_repeating_flags=(--version -h --help)
+    repeating_options=()
+    non_repeating_options=(--bus --name --timeout --server --user --password-file --consent --state-dir --upload-timeout --cacert --trial-clock)
+    __gaenctl_offer_flags_options 0
+
+    # Offer option value completions
+    case "${prev}" in
+    '--bus')
+        return
+        ;;
+    '--name')
+        return
+        ;;
+    '--timeout')
+        return
+        ;;
+    '--server')
+        return
+        ;;
+    '--user')
+        return
+        ;;
+    '--password-file')
+        return
+        ;;
+    '--consent')
+        return
+        ;;
+    '--state-dir')
+        return
+        ;;
+    '--upload-timeout')
+        return
+        ;;
+    '--cacert')
+        return
+        ;;
+    '--trial-clock')
+        return
+        ;;
+    esac
+}
+
+_gaenctl_app_status() {
+    repeating_flags=()
+    non_repeating_flags=(--json --version -h --help)
+    repeating_options=()
+    non_repeating_options=(--state-dir --name)
+    __gaenctl_offer_flags_options 0
+
+    # Offer option value completions
+    case "${prev}" in
+    '--state-dir')
+        return
+        ;;
+    '--name')
+        return
+        ;;
+    esac
+}
+
+_gaenctl_match() {
+    repeating_flags=()
+    non_repeating_flags=(--version -h --help)
+    repeating_options=(--keys --trust)
+    non_repeating_options=(--sightings --workers)
+    __gaenctl_offer_flags_options 0
+
+    # Offer option value completions
+    case "${prev}" in
+    '--sightings')
+        return
+        ;;
+    '--keys')
+        return
+        ;;
+    '--trust')
+        return
+        ;;
+    '--workers')
+        return
+        ;;
+    esac
+}
+
+_gaenctl_windows() {
+    repeating_flags=()
+    non_repeating_flags=(--json --version -h --help)
+    repeating_options=(--keys --trust)
+    non_repeating_options=(--sightings --workers --mapping --bus --name --timeout)
+    __gaenctl_offer_flags_options 0
+
+    # Offer option value completions
+    case "${prev}" in
+    '--sightings')
+        return
+        ;;
+    '--keys')
+        return
+        ;;
+    '--trust')
+        return
+        ;;
+    '--workers')
+        return
+        ;;
+    '--mapping')
+        return
+        ;;
+    '--bus')
+        return
+        ;;
+    '--name')
+        return
+        ;;
+    '--timeout')
+        return
+        ;;
+    esac
+}
+
+_gaenctl_radio() {
+    repeating_flags=()
+    non_repeating_flags=(--version -h --help)
+    repeating_options=()
+    non_repeating_options=()
+    __gaenctl_offer_flags_options 0
+
+    # Offer subcommand / subcommand argument completions
+    local -r subcommand="${unparsed_words[0]}"
+    unset 'unparsed_words[0]'
+    unparsed_words=("${unparsed_words[@]}")
+    case "${subcommand}" in
+    probe|advertise|scan)
+        # Offer subcommand argument completions
+        "_gaenctl_radio_${subcommand}"
+        ;;
+    *)
+        # Offer subcommand completions
+        COMPREPLY+=($(compgen -W 'probe advertise scan' -- "${cur}"))
+        ;;
+    esac
+}
+
+_gaenctl_radio_probe() {
+    repeating_flags=()
+    non_repeating_flags=(--verbose --version -h --help)
+    repeating_options=()
+    non_repeating_options=(--controller --command-timeout --capture --capture-max-mb)
+    __gaenctl_offer_flags_options 0
+
+    # Offer option value completions
+    case "${prev}" in
+    '--controller')
+        return
+        ;;
+    '--command-timeout')
+        return
+        ;;
+    '--capture')
+        return
+        ;;
+    '--capture-max-mb')
+        return
+        ;;
+    esac
+}
+
+_gaenctl_radio_advertise() {
+    repeating_flags=()
+    non_repeating_flags=(--verbose --version -h --help)
+    repeating_options=()
+    non_repeating_options=(--controller --command-timeout --capture --capture-max-mb --tek --duration --watchdog-interval --tx-power --time-scale)
+    __gaenctl_offer_flags_options 0
+
+    # Offer option value completions
+    case "${prev}" in
+    '--controller')
+        return
+        ;;
+    '--command-timeout')
+        return
+        ;;
+    '--capture')
+        return
+        ;;
+    '--capture-max-mb')
+        return
+        ;;
+    '--tek')
+        return
+        ;;
+    '--duration')
+        return
+        ;;
+    '--watchdog-interval')
+        return
+        ;;
+    '--tx-power')
+        return
+        ;;
+    '--time-scale')
+        return
+        ;;
+    esac
+}
+
+_gaenctl_radio_scan() {
+    repeating_flags=()
+    non_repeating_flags=(--verbose --version -h --help)
+    repeating_options=()
+    non_repeating_options=(--controller --command-timeout --capture --capture-max-mb --duration --watchdog-interval --scan-stall-seconds)
+    __gaenctl_offer_flags_options 0
+
+    # Offer option value completions
+    case "${prev}" in
+    '--controller')
+        return
+        ;;
+    '--command-timeout')
+        return
+        ;;
+    '--capture')
+        return
+        ;;
+    '--capture-max-mb')
+        return
+        ;;
+    '--duration')
+        return
+        ;;
+    '--watchdog-interval')
+        return
+        ;;
+    '--scan-stall-seconds')
+        return
+        ;;
+    esac
+}
+
+_gaenctl_status() {
+    repeating_flags=()
+    non_repeating_flags=(--json --version -h --help)
+    repeating_options=()
+    non_repeating_options=(--bus --name --timeout --app-state)
+    __gaenctl_offer_flags_options 0
+
+    # Offer option value completions
+    case "${prev}" in
+    '--bus')
+        return
+        ;;
+    '--name')
+        return
+        ;;
+    '--timeout')
+        return
+        ;;
+    '--app-state')
+        return
+        ;;
+    esac
+}
+
+_gaenctl_metrics() {
+    repeating_flags=()
+    non_repeating_flags=(--version -h --help)
+    repeating_options=()
+    non_repeating_options=(--bus --name --timeout --output -o --app-state)
+    __gaenctl_offer_flags_options 0
+
+    # Offer option value completions
+    case "${prev}" in
+    '--bus')
+        return
+        ;;
+    '--name')
+        return
+        ;;
+    '--timeout')
+        return
+        ;;
+    '--output'|'-o')
+        return
+        ;;
+    '--app-state')
+        return
+        ;;
+    esac
+}
+
+_gaenctl_collect() {
+    repeating_flags=()
+    non_repeating_flags=(--outcomes --version -h --help)
+    repeating_options=(--resend)
+    non_repeating_options=(--bus --name --timeout --server --user --password-file --spool --days --limit-rate --cacert --consent --app-state --trial-clock)
+    __gaenctl_offer_flags_options 0
+
+    # Offer option value completions
+    case "${prev}" in
+    '--bus')
+        return
+        ;;
+    '--name')
+        return
+        ;;
+    '--timeout')
+        return
+        ;;
+    '--server')
+        return
+        ;;
+    '--user')
+        return
+        ;;
+    '--password-file')
+        return
+        ;;
+    '--spool')
+        return
+        ;;
+    '--days')
+        return
+        ;;
+    '--limit-rate')
+        return
+        ;;
+    '--cacert')
+        return
+        ;;
+    '--resend')
+        return
+        ;;
+    '--consent')
+        return
+        ;;
+    '--app-state')
+        return
+        ;;
+    '--trial-clock')
+        return
+        ;;
+    esac
+}
+
+_gaenctl_start() {
+    repeating_flags=()
+    non_repeating_flags=(--version -h --help)
+    repeating_options=()
+    non_repeating_options=(--bus --name --timeout)
+    __gaenctl_offer_flags_options 0
+
+    # Offer option value completions
+    case "${prev}" in
+    '--bus')
+        return
+        ;;
+    '--name')
+        return
+        ;;
+    '--timeout')
+        return
+        ;;
+    esac
+}
+
+_gaenctl_stop() {
+    repeating_flags=()
+    non_repeating_flags=(--version -h --help)
+    repeating_options=()
+    non_repeating_options=(--bus --name --timeout)
+    __gaenctl_offer_flags_options 0
+
+    # Offer option value completions
+    case "${prev}" in
+    '--bus')
+        return
+        ;;
+    '--name')
+        return
+        ;;
+    '--timeout')
+        return
+        ;;
+    esac
+}
+
+_gaenctl_sightings() {
+    repeating_flags=()
+    non_repeating_flags=(--version -h --help)
+    repeating_options=()
+    non_repeating_options=()
+    __gaenctl_offer_flags_options 0
+
+    # Offer subcommand / subcommand argument completions
+    local -r subcommand="${unparsed_words[0]}"
+    unset 'unparsed_words[0]'
+    unparsed_words=("${unparsed_words[@]}")
+    case "${subcommand}" in
+    watch|export)
+        # Offer subcommand argument completions
+        "_gaenctl_sightings_${subcommand}"
+        ;;
+    *)
+        # Offer subcommand completions
+        COMPREPLY+=($(compgen -W 'watch export' -- "${cur}"))
+        ;;
+    esac
+}
+
+_gaenctl_sightings_watch() {
+    repeating_flags=()
+    non_repeating_flags=(--json --summary --version -h --help)
+    repeating_options=()
+    non_repeating_options=(--bus --name --timeout --count --tx-power --forget-after)
+    __gaenctl_offer_flags_options 0
+
+    # Offer option value completions
+    case "${prev}" in
+    '--bus')
+        return
+        ;;
+    '--name')
+        return
+        ;;
+    '--timeout')
+        return
+        ;;
+    '--count')
+        return
+        ;;
+    '--tx-power')
+        return
+        ;;
+    '--forget-after')
+        return
+        ;;
+    esac
+}
+
+_gaenctl_sightings_export() {
+    repeating_flags=()
+    non_repeating_flags=(--version -h --help)
+    repeating_options=()
+    non_repeating_options=(--bus --name --timeout --format -o --from --to --split --dir)
+    __gaenctl_offer_flags_options 0
+
+    # Offer option value completions
+    case "${prev}" in
+    '--bus')
+        return
+        ;;
+    '--name')
+        return
+        ;;
+    '--timeout')
+        return
+        ;;
+    '--format')
+        return
+        ;;
+    '-o')
+        return
+        ;;
+    '--from')
+        return
+        ;;
+    '--to')
+        return
+        ;;
+    '--split')
+        return
+        ;;
+    '--dir')
+        return
+        ;;
+    esac
+}
+
+_gaenctl_mark() {
+    repeating_flags=()
+    non_repeating_flags=(--json --version -h --help)
+    repeating_options=()
+    non_repeating_options=(--bus --name --timeout --label --distance --note --time)
+    __gaenctl_offer_flags_options 0
+
+    # Offer option value completions
+    case "${prev}" in
+    '--bus')
+        return
+        ;;
+    '--name')
+        return
+        ;;
+    '--timeout')
+        return
+        ;;
+    '--label')
+        return
+        ;;
+    '--distance')
+        return
+        ;;
+    '--note')
+        return
+        ;;
+    '--time')
+        return
+        ;;
+    esac
+}
+
+_gaenctl_markers() {
+    repeating_flags=()
+    non_repeating_flags=(--version -h --help)
+    repeating_options=()
+    non_repeating_options=()
+    __gaenctl_offer_flags_options 0
+
+    # Offer subcommand / subcommand argument completions
+    local -r subcommand="${unparsed_words[0]}"
+    unset 'unparsed_words[0]'
+    unparsed_words=("${unparsed_words[@]}")
+    case "${subcommand}" in
+    export)
+        # Offer subcommand argument completions
+        "_gaenctl_markers_${subcommand}"
+        ;;
+    *)
+        # Offer subcommand completions
+        COMPREPLY+=($(compgen -W 'export' -- "${cur}"))
+        ;;
+    esac
+}
+
+_gaenctl_markers_export() {
+    repeating_flags=()
+    non_repeating_flags=(--version -h --help)
+    repeating_options=()
+    non_repeating_options=(--bus --name --timeout -o --from --to --config --node --site)
+    __gaenctl_offer_flags_options 0
+
+    # Offer option value completions
+    case "${prev}" in
+    '--bus')
+        return
+        ;;
+    '--name')
+        return
+        ;;
+    '--timeout')
+        return
+        ;;
+    '-o')
+        return
+        ;;
+    '--from')
+        return
+        ;;
+    '--to')
+        return
+        ;;
+    '--config')
+        return
+        ;;
+    '--node')
+        return
+        ;;
+    '--site')
+        return
+        ;;
+    esac
+}
+
+_gaenctl_risk() {
+    repeating_flags=()
+    non_repeating_flags=(--version -h --help)
+    repeating_options=()
+    non_repeating_options=()
+    __gaenctl_offer_flags_options 0
+
+    # Offer subcommand / subcommand argument completions
+    local -r subcommand="${unparsed_words[0]}"
+    unset 'unparsed_words[0]'
+    unparsed_words=("${unparsed_words[@]}")
+    case "${subcommand}" in
+    cwa|nhs|gaen-v1|cwa-v1|swisscovid|immuni|run|engines|configurations)
+        # Offer subcommand argument completions
+        "_gaenctl_risk_${subcommand}"
+        ;;
+    *)
+        # Offer subcommand completions
+        COMPREPLY+=($(compgen -W 'cwa nhs gaen-v1 cwa-v1 swisscovid immuni run engines configurations' -- "${cur}"))
+        ;;
+    esac
+}
+
+_gaenctl_risk_cwa() {
+    repeating_flags=()
+    non_repeating_flags=(--per-window --version -h --help)
+    repeating_options=()
+    non_repeating_options=(--parameters --published-configuration --app-version --windows --test-case --today)
+    __gaenctl_offer_flags_options 0
+
+    # Offer option value completions
+    case "${prev}" in
+    '--parameters')
+        return
+        ;;
+    '--published-configuration')
+        return
+        ;;
+    '--app-version')
+        return
+        ;;
+    '--windows')
+        return
+        ;;
+    '--test-case')
+        return
+        ;;
+    '--today')
+        return
+        ;;
+    esac
+}
+
+_gaenctl_risk_nhs() {
+    repeating_flags=()
+    non_repeating_flags=(--per-window --version -h --help)
+    repeating_options=()
+    non_repeating_options=(--configuration --windows --test-case --method)
+    __gaenctl_offer_flags_options 0
+
+    # Offer option value completions
+    case "${prev}" in
+    '--configuration')
+        return
+        ;;
+    '--windows')
+        return
+        ;;
+    '--test-case')
+        return
+        ;;
+    '--method')
+        return
+        ;;
+    esac
+}
+
+_gaenctl_risk_gaen-v1() {
+    repeating_flags=()
+    non_repeating_flags=(--per-window --version -h --help)
+    repeating_options=()
+    non_repeating_options=(--configuration --windows --test-case --today)
+    __gaenctl_offer_flags_options 0
+
+    # Offer option value completions
+    case "${prev}" in
+    '--configuration')
+        return
+        ;;
+    '--windows')
+        return
+        ;;
+    '--test-case')
+        return
+        ;;
+    '--today')
+        return
+        ;;
+    esac
+}
+
+_gaenctl_risk_cwa-v1() {
+    repeating_flags=()
+    non_repeating_flags=(--per-window --allow-unknown-fields --version -h --help)
+    repeating_options=()
+    non_repeating_options=(--configuration --published-configuration --windows --test-case --today)
+    __gaenctl_offer_flags_options 0
+
+    # Offer option value completions
+    case "${prev}" in
+    '--configuration')
+        return
+        ;;
+    '--published-configuration')
+        return
+        ;;
+    '--windows')
+        return
+        ;;
+    '--test-case')
+        return
+        ;;
+    '--today')
+        return
+        ;;
+    esac
+}
+
+_gaenctl_risk_swisscovid() {
+    repeating_flags=()
+    non_repeating_flags=(--per-window --version -h --help)
+    repeating_options=()
+    non_repeating_options=(--configuration --windows --test-case)
+    __gaenctl_offer_flags_options 0
+
+    # Offer option value completions
+    case "${prev}" in
+    '--configuration')
+        return
+        ;;
+    '--windows')
+        return
+        ;;
+    '--test-case')
+        return
+        ;;
+    esac
+}
+
+_gaenctl_risk_immuni() {
+    repeating_flags=()
+    non_repeating_flags=(--per-window --version -h --help)
+    repeating_options=()
+    non_repeating_options=(--configuration --windows --test-case --today)
+    __gaenctl_offer_flags_options 0
+
+    # Offer option value completions
+    case "${prev}" in
+    '--configuration')
+        return
+        ;;
+    '--windows')
+        return
+        ;;
+    '--test-case')
+        return
+        ;;
+    '--today')
+        return
+        ;;
+    esac
+}
+
+_gaenctl_risk_run() {
+    repeating_flags=()
+    non_repeating_flags=(--per-window --version -h --help)
+    repeating_options=()
+    non_repeating_options=(--parameters --windows --test-case --today)
+    __gaenctl_offer_flags_options 1
+
+    # Offer option value completions
+    case "${prev}" in
+    '--parameters')
+        return
+        ;;
+    '--windows')
+        return
+        ;;
+    '--test-case')
+        return
+        ;;
+    '--today')
+        return
+        ;;
+    esac
+}
+
+_gaenctl_risk_engines() {
+    repeating_flags=()
+    non_repeating_flags=(--version -h --help)
+    repeating_options=()
+    non_repeating_options=()
+    __gaenctl_offer_flags_options 0
+}
+
+_gaenctl_risk_configurations() {
+    repeating_flags=()
+    non_repeating_flags=(--json --version -h --help)
+    repeating_options=()
+    non_repeating_options=()
+    __gaenctl_offer_flags_options 0
+}
+
+_gaenctl_summaries() {
+    repeating_flags=()
+    non_repeating_flags=(--json --version -h --help)
+    repeating_options=()
+    non_repeating_options=(--windows --bus --name --timeout --config --today)
+    __gaenctl_offer_flags_options 0
+
+    # Offer option value completions
+    case "${prev}" in
+    '--windows')
+        return
+        ;;
+    '--bus')
+        return
+        ;;
+    '--name')
+        return
+        ;;
+    '--timeout')
+        return
+        ;;
+    '--config')
+        return
+        ;;
+    '--today')
+        return
+        ;;
+    esac
+}
+
+_gaenctl_trial() {
+    repeating_flags=()
+    non_repeating_flags=(--version -h --help)
+    repeating_options=()
+    non_repeating_options=()
+    __gaenctl_offer_flags_options 0
+
+    # Offer subcommand / subcommand argument completions
+    local -r subcommand="${unparsed_words[0]}"
+    unset 'unparsed_words[0]'
+    unparsed_words=("${unparsed_words[@]}")
+    case "${subcommand}" in
+    report|rpis|import|contacts|replay|verify|provision|calibrate)
+        # Offer subcommand argument completions
+        "_gaenctl_trial_${subcommand}"
+        ;;
+    *)
+        # Offer subcommand completions
+        COMPREPLY+=($(compgen -W 'report rpis import contacts replay verify provision calibrate' -- "${cur}"))
+        ;;
+    esac
+}
+
+_gaenctl_trial_report() {
+    repeating_flags=()
+    non_repeating_flags=(--version -h --help)
+    repeating_options=(--sightings --keys --markers --attenuations --contact-minutes --contact-distance --positive)
+    non_repeating_options=(-o --output --site --close-contact --thresholds --split --attenuation-format --placement --collected)
+    __gaenctl_offer_flags_options 0
+
+    # Offer option value completions
+    case "${prev}" in
+    '--sightings')
+        return
+        ;;
+    '--keys')
+        return
+        ;;
+    '--markers')
+        return
+        ;;
+    '--attenuations')
+        return
+        ;;
+    '-o'|'--output')
+        return
+        ;;
+    '--site')
+        return
+        ;;
+    '--close-contact')
+        return
+        ;;
+    '--thresholds')
+        return
+        ;;
+    '--split')
+        return
+        ;;
+    '--attenuation-format')
+        return
+        ;;
+    '--placement')
+        return
+        ;;
+    '--collected')
+        return
+        ;;
+    '--contact-minutes')
+        return
+        ;;
+    '--contact-distance')
+        return
+        ;;
+    '--positive')
+        return
+        ;;
+    esac
+}
+
+_gaenctl_trial_rpis() {
+    repeating_flags=()
+    non_repeating_flags=(--version -h --help)
+    repeating_options=(--keys)
+    non_repeating_options=(-o --output)
+    __gaenctl_offer_flags_options 0
+
+    # Offer option value completions
+    case "${prev}" in
+    '--keys')
+        return
+        ;;
+    '-o'|'--output')
+        return
+        ;;
+    esac
+}
+
+_gaenctl_trial_import() {
+    repeating_flags=()
+    non_repeating_flags=(--version -h --help)
+    repeating_options=()
+    non_repeating_options=()
+    __gaenctl_offer_flags_options 0
+
+    # Offer subcommand / subcommand argument completions
+    local -r subcommand="${unparsed_words[0]}"
+    unset 'unparsed_words[0]'
+    unparsed_words=("${unparsed_words[@]}")
+    case "${subcommand}" in
+    dp3t|leith|histogram|rssi)
+        # Offer subcommand argument completions
+        "_gaenctl_trial_import_${subcommand}"
+        ;;
+    *)
+        # Offer subcommand completions
+        COMPREPLY+=($(compgen -W 'dp3t leith histogram rssi' -- "${cur}"))
+        ;;
+    esac
+}
+
+_gaenctl_trial_import_dp3t() {
+    repeating_flags=()
+    non_repeating_flags=(--version -h --help)
+    repeating_options=(--calibration --model-manufacturer)
+    non_repeating_options=(--calibration-date --compare-calibration-date --timezone --calibration-fallback --minimum-calibration-confidence --calibration-convention -o --output)
+    __gaenctl_offer_flags_options -1
+
+    # Offer option value completions
+    case "${prev}" in
+    '--calibration')
+        return
+        ;;
+    '--calibration-date')
+        return
+        ;;
+    '--compare-calibration-date')
+        return
+        ;;
+    '--timezone')
+        return
+        ;;
+    '--calibration-fallback')
+        return
+        ;;
+    '--minimum-calibration-confidence')
+        return
+        ;;
+    '--model-manufacturer')
+        return
+        ;;
+    '--calibration-convention')
+        return
+        ;;
+    '-o'|'--output')
+        return
+        ;;
+    esac
+}
+
+_gaenctl_trial_import_leith() {
+    repeating_flags=()
+    non_repeating_flags=(--version -h --help)
+    repeating_options=()
+    non_repeating_options=(--at --transmission-risk-level --ranges --date -o --output)
+    __gaenctl_offer_flags_options 1
+
+    # Offer option value completions
+    case "${prev}" in
+    '--at')
+        return
+        ;;
+    '--transmission-risk-level')
+        return
+        ;;
+    '--ranges')
+        return
+        ;;
+    '--date')
+        return
+        ;;
+    '-o'|'--output')
+        return
+        ;;
+    esac
+}
+
+_gaenctl_trial_import_histogram() {
+    repeating_flags=()
+    non_repeating_flags=(--version -h --help)
+    repeating_options=()
+    non_repeating_options=(--at --transmission-risk-level -o --output)
+    __gaenctl_offer_flags_options -1
+
+    # Offer option value completions
+    case "${prev}" in
+    '--at')
+        return
+        ;;
+    '--transmission-risk-level')
+        return
+        ;;
+    '-o'|'--output')
+        return
+        ;;
+    esac
+}
+
+_gaenctl_trial_import_rssi() {
+    repeating_flags=()
+    non_repeating_flags=(--version -h --help)
+    repeating_options=()
+    non_repeating_options=(--tx-power --distance-column --rssi-column --time-column --receiver-column --transmitter-column --timezone --distance-scale --receiver --transmitter -o --output)
+    __gaenctl_offer_flags_options -1
+
+    # Offer option value completions
+    case "${prev}" in
+    '--tx-power')
+        return
+        ;;
+    '--distance-column')
+        return
+        ;;
+    '--rssi-column')
+        return
+        ;;
+    '--time-column')
+        return
+        ;;
+    '--receiver-column')
+        return
+        ;;
+    '--transmitter-column')
+        return
+        ;;
+    '--timezone')
+        return
+        ;;
+    '--distance-scale')
+        return
+        ;;
+    '--receiver')
+        return
+        ;;
+    '--transmitter')
+        return
+        ;;
+    '-o'|'--output')
+        return
+        ;;
+    esac
+}
+
+_gaenctl_trial_contacts() {
+    repeating_flags=()
+    non_repeating_flags=(--whole-interval --version -h --help)
+    repeating_options=()
+    non_repeating_options=(--output -o --scan-interval --scan-seconds --transmission-risk-level --cluster)
+    __gaenctl_offer_flags_options -1
+
+    # Offer option value completions
+    case "${prev}" in
+    '--output'|'-o')
+        return
+        ;;
+    '--scan-interval')
+        return
+        ;;
+    '--scan-seconds')
+        return
+        ;;
+    '--transmission-risk-level')
+        return
+        ;;
+    '--cluster')
+        return
+        ;;
+    esac
+}
+
+_gaenctl_trial_replay() {
+    repeating_flags=()
+    non_repeating_flags=(--per-contact --allow-unknown-fields --json --version -h --help)
+    repeating_options=(--rule --close-contact --duration-rounding)
+    non_repeating_options=(--contacts --close-for --verdicts)
+    __gaenctl_offer_flags_options 0
+
+    # Offer option value completions
+    case "${prev}" in
+    '--contacts')
+        return
+        ;;
+    '--rule')
+        return
+        ;;
+    '--close-contact')
+        return
+        ;;
+    '--close-for')
+        return
+        ;;
+    '--verdicts')
+        return
+        ;;
+    '--duration-rounding')
+        return
+        ;;
+    esac
+}
+
+_gaenctl_trial_verify() {
+    repeating_flags=()
+    non_repeating_flags=(--strict --json --version -h --help)
+    repeating_options=()
+    non_repeating_options=()
+    __gaenctl_offer_flags_options 1
+}
+
+_gaenctl_trial_provision() {
+    repeating_flags=()
+    non_repeating_flags=(--version -h --help)
+    repeating_options=()
+    non_repeating_options=(--out --deploy)
+    __gaenctl_offer_flags_options 1
+
+    # Offer option value completions
+    case "${prev}" in
+    '--out')
+        return
+        ;;
+    '--deploy')
+        return
+        ;;
+    esac
+}
+
+_gaenctl_trial_calibrate() {
+    repeating_flags=()
+    non_repeating_flags=(--version -h --help)
+    repeating_options=(--site)
+    non_repeating_options=(--by --reference --maximum-distance --minimum-rows --oem -o --output)
+    __gaenctl_offer_flags_options -1
+
+    # Offer option value completions
+    case "${prev}" in
+    '--by')
+        return
+        ;;
+    '--reference')
+        return
+        ;;
+    '--site')
+        return
+        ;;
+    '--maximum-distance')
+        return
+        ;;
+    '--minimum-rows')
+        return
+        ;;
+    '--oem')
+        return
+        ;;
+    '-o'|'--output')
+        return
+        ;;
+    esac
+}
+
+_gaenctl_simulate() {
+    repeating_flags=()
+    non_repeating_flags=(--random-keys --report --version -h --help)
+    repeating_options=()
+    non_repeating_options=(--scenario -o --output --seed --split --format)
+    __gaenctl_offer_flags_options 0
+
+    # Offer option value completions
+    case "${prev}" in
+    '--scenario')
+        return
+        ;;
+    '-o'|'--output')
+        return
+        ;;
+    '--seed')
+        return
+        ;;
+    '--split')
+        return
+        ;;
+    '--format')
+        return
+        ;;
+    esac
+}
+
+_gaenctl_calibrate() {
+    repeating_flags=()
+    non_repeating_flags=(--live --any-device --apply --non-interactive --dry-run --version -h --help)
+    repeating_options=()
+    non_repeating_options=(--bus --name --timeout --sightings --markers --reference-keys --expected-rssi --reference-attenuation --reference-tx-power --orientations --min-samples --seconds-per-orientation --tx-power --calibration-confidence --config)
+    __gaenctl_offer_flags_options 0
+
+    # Offer option value completions
+    case "${prev}" in
+    '--bus')
+        return
+        ;;
+    '--name')
+        return
+        ;;
+    '--timeout')
+        return
+        ;;
+    '--sightings')
+        return
+        ;;
+    '--markers')
+        return
+        ;;
+    '--reference-keys')
+        return
+        ;;
+    '--expected-rssi')
+        return
+        ;;
+    '--reference-attenuation')
+        return
+        ;;
+    '--reference-tx-power')
+        return
+        ;;
+    '--orientations')
+        return
+        ;;
+    '--min-samples')
+        return
+        ;;
+    '--seconds-per-orientation')
+        return
+        ;;
+    '--tx-power')
+        return
+        ;;
+    '--calibration-confidence')
+        return
+        ;;
+    '--config')
+        return
+        ;;
+    esac
+}
+
+_gaenctl_help() {
+    repeating_flags=()
+    non_repeating_flags=(--version)
+    repeating_options=()
+    non_repeating_options=()
+    __gaenctl_offer_flags_options -1
+}
+
+complete -o filenames -F _gaenctl gaenctl
