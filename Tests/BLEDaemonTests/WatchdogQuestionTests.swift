@@ -78,3 +78,54 @@ struct WatchdogQuestionTests {
         #expect(check.takeLateAnswer() == nil) // answered in time: nothing late
     }
 }
+
+/// The answer and the deadline race for one reply: an answer that comes at once must win every
+/// time. The deadline's task is cancelled when the answer comes; a cancelled deadline once
+/// replied "no answer" itself, ahead of the answer (seen in the test bed: an answer 5 ms after
+/// the question, reported as none within 15 s).
+@Suite("Watchdog: a prompt answer always wins")
+struct WatchdogPromptAnswerTests {
+    final class PromptRadio: RadioLivenessSource {
+        func liveness(progress: LivenessProgress) async -> RadioPathLiveness {
+            progress.reached(.waitingForSession)
+            await Task.yield()
+            progress.reached(.sessionAnswered)
+            return RadioPathLiveness(live: true, reason: "ok")
+        }
+    }
+
+    @Test("a prompt answer whose reply is held back after the deadline was cancelled still wins")
+    func heldReplyStillWins() async throws {
+        // The answering task cancels the deadline, then is held (as a preempted thread would be)
+        // long enough for the cancelled deadline's task to run.
+        let check = RadioPathCheck(radio: PromptRadio(), schedule: ScheduleHeartbeat(rotationMaxMinutes: 20),
+                                   clock: ManualClock(wall: 1_700_000_000, monotonic: 100),
+                                   beforeReply: { try? await Task.sleep(for: .milliseconds(100)) })
+        for _ in 0..<3 {
+            let outcome = await check.check(within: .seconds(60))
+            #expect(outcome.liveness.live, "\(outcome.liveness.reason)")
+        }
+        #expect(check.takeLateAnswer() == nil)
+    }
+
+    @Test("thousands of prompt answers, from several checks at once, are all live")
+    func promptAnswersAreLive() async throws {
+        let checks = (0..<4).map { _ in
+            RadioPathCheck(radio: PromptRadio(), schedule: ScheduleHeartbeat(rotationMaxMinutes: 20), clock: ManualClock(wall: 1_700_000_000, monotonic: 100))
+        }
+        let unanswered = await withTaskGroup(of: [String].self) { group in
+            for check in checks {
+                group.addTask {
+                    var failures: [String] = []
+                    for _ in 0..<2500 {
+                        let outcome = await check.check(within: .seconds(60))
+                        if !outcome.liveness.live { failures.append(outcome.liveness.reason) }
+                    }
+                    return failures
+                }
+            }
+            return await group.reduce(into: []) { $0 += $1 }
+        }
+        #expect(unanswered.isEmpty, "\(unanswered.count) of 10000 prompt answers lost, e.g. \(unanswered.first ?? "")")
+    }
+}

@@ -37,10 +37,16 @@ package final class RadioPathCheck: Sendable {
         package var beforeFirstAnswer: Bool
     }
 
-    package init(radio: any RadioLivenessSource, schedule: ScheduleHeartbeat, clock: any NodeClock) {
+    /// Runs between the deadline's cancellation and the answer's reply (tests: a reply held back
+    /// there must still win).
+    private let beforeReply: (@Sendable () async -> Void)?
+
+    package init(radio: any RadioLivenessSource, schedule: ScheduleHeartbeat, clock: any NodeClock,
+                 beforeReply: (@Sendable () async -> Void)? = nil) {
         self.radio = radio
         self.schedule = schedule
         self.clock = clock
+        self.beforeReply = beforeReply
     }
 
     package func check(within deadline: Duration) async -> Outcome {
@@ -71,7 +77,10 @@ package final class RadioPathCheck: Sendable {
         let answer = await withCheckedContinuation { continuation in
             reply.set(continuation)
             let timer = Task {
-                try? await Task.sleep(for: deadline)
+                // Only a deadline that passed replies: a cancelled sleep means the answer came,
+                // and its reply may not have landed yet. (Replying on cancellation lost prompt
+                // answers to the race: an answer 5 ms after the question, reported as none.)
+                guard (try? await Task.sleep(for: deadline)) != nil else { return }
                 reply.resume(nil)
             }
             guard start else { return } // the last question is still unanswered: wait out the deadline
@@ -84,6 +93,7 @@ package final class RadioPathCheck: Sendable {
                     q.answered = true
                 }
                 timer.cancel()
+                await beforeReply?()
                 if !reply.resume(answer) { questions.withLock { $0.lateAnswer = took } }
             }
         }
