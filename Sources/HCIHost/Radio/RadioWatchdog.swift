@@ -222,8 +222,6 @@ package final class LivenessProgress: Sendable {
 
     package func reached(_ stage: Stage) { state.withLock { $0 = (stage, .now) } }
 
-    package var stage: Stage { state.withLock { $0.stage } }
-
     /// Where the question is and since how long after it was asked, for a log line.
     package var summary: String {
         let (stage, at) = state.withLock { $0 }
