@@ -143,9 +143,8 @@ testbed() {
     # build folder's release: point it at this run's release build.
     [ -e .build/release ] || ln -s ../.build-release/release .build/release
     # Guest logs, captures and timings in this run's folder; Debian's kernel is cached per machine.
-    # One scenario at a time by default: two guests side by side beside the end-to-end tests
-    # (GAEND_TESTBED_WORKERS=2; three before) starved the system scenario's guest until
-    # gaend's radio owner missed the watchdog check's 15 s deadline.
+    # One scenario at a time by default: on 2 cores two guests side by side
+    # (GAEND_TESTBED_WORKERS=2) took as long (818 s against 810-864 s), each guest slower.
     local workers=()
     [ "${GAEND_TESTBED_WORKERS:-1}" -gt 1 ] && workers=(-n "$GAEND_TESTBED_WORKERS")
     GAEND_TESTBED_OUT="$run_dir/testbed" GAEND_BIN_DIR="$GAEND_RELEASE_DIR" pytest_in testbed "${workers[@]}" Tests/testbed
