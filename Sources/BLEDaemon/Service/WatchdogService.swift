@@ -160,7 +160,7 @@ package struct WatchdogService: Service {
                         var metadata: Logger.Metadata = [:]
                         // When the stuck question's answer finally came: a slow path, or one
                         // that never answered until something else moved.
-                        if let late { metadata["late_answer.seconds"] = "\(CFormat.fixed(Double(late.components.seconds) + Double(late.components.attoseconds) / 1e18, decimals: 3))" }
+                        if let late { metadata["late_answer.seconds"] = "\(CFormat.fixed(late.seconds, decimals: 3))" }
                         logger.notice("the radio path is live again; feeding the watchdog", metadata: metadata)
                     }
                     reported = false

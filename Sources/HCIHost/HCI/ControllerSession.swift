@@ -256,7 +256,7 @@ package actor HCIControllerSession {
             "hci.manufacturer": "\(CompanyIdentifier.name(info.version.companyIdentifier))",
             "hci.address": "\(info.address)",
             // How long opening took (HCIDEVDOWN waits for the kernel's own power-on after a hot-plug).
-            "hci.open.seconds": "\(CFormat.fixed(Double(opened.components.seconds) + Double(opened.components.attoseconds) / 1e18, decimals: 3))",
+            "hci.open.seconds": "\(CFormat.fixed(opened.seconds, decimals: 3))",
         ])
         return info
     }

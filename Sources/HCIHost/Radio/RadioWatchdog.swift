@@ -226,11 +226,7 @@ package final class LivenessProgress: Sendable {
     package var summary: String {
         let (stage, at) = state.withLock { $0 }
         guard stage != .asked else { return "\(stage)" }
-        return "\(stage), since \(CFormat.fixed(seconds(at - asked), decimals: 3)) s after it was asked"
-    }
-
-    private func seconds(_ d: Duration) -> Double {
-        Double(d.components.seconds) + Double(d.components.attoseconds) / 1e18
+        return "\(stage), since \(CFormat.fixed((at - asked).seconds, decimals: 3)) s after it was asked"
     }
 }
 

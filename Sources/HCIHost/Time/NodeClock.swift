@@ -28,7 +28,7 @@ package struct MonotonicInstant: InstantProtocol, CustomStringConvertible {
 
 extension Duration {
     /// The duration in seconds, as a Double.
-    var seconds: Double {
+    package var seconds: Double {
         let (s, atto) = components
         return Double(s) + Double(atto) * 1e-18
     }
