@@ -357,12 +357,18 @@ def rss_anon_kb(pid: int) -> int:
 def test_memory_stays_flat_as_sightings_are_recorded(radio, nodes):
     """Report floods with the disk not full: what the node recorded is in the store, not in
     memory. RSS is read at rest (a flood stopped and two scans ended since), where it does not
-    depend on how far the node lagged behind the flood: after 250,000 sightings anonymous RSS
-    is within 6 MB of the idle node's, and the last 150,000 added under 3 MB. During a flood
-    the working set (the scans being collected and written) is bounded by the scan length.
-    Without the allocator trim after each scan's write, the freed buffers stayed resident:
-    11-25 MB at rest; a buffer of the newest 64 finished scans that nobody read held 30 MB
-    and more."""
+    depend on how far the node lagged behind the flood: after 100,000, 250,000 and 400,000
+    sightings anonymous RSS is within 6 MB of the idle node's, and the last 150,000 added
+    under 3 MB. During a flood the working set (the scans being collected and written) is
+    bounded by the scan length. Without the allocator trim after each scan's write, the freed
+    buffers stayed resident: 11-25 MB at rest; a buffer of the newest 64 finished scans that
+    nobody read held 30 MB and more.
+
+    The growth bound is taken after 250,000 sightings, not 100,000: the level at rest rises
+    in steps while SQLite's page cache and the allocator's two arenas fill, and where the
+    steps fall depends on the machine's load (measured: up to 2.2 MB between 100,000 and
+    450,000 sightings, alone or loaded, then flat within 0.2 MB to 1,085,000; once, under a
+    test-bed guest and the whole end-to-end suite, 3.8 MB between 100,000 and 250,000)."""
     r = radio([{"name": "n", "transport": "tcp-server:127.0.0.1:0"}])
     n = nodes("n", r.ready["devices"]["n"]["connect"], extra=["--ignore-clock-sync"], config=FLOOD_CONFIG)
     n.start()
@@ -377,12 +383,15 @@ def test_memory_stays_flat_as_sightings_are_recorded(radio, nodes):
         n.wait_scans(n.status()["scanCount"] + 2, timeout=60)
         return rss_anon_kb(n.proc.pid)
 
-    warm = flood(100_000)  # SQLite's page caches and the allocator's arenas fill first
-    rest = flood(150_000)
+    levels = []
+    for sightings in (100_000, 150_000, 150_000):
+        levels.append(flood(sightings))
+        count = n.status()["sightingCount"]
+        assert levels[-1] - idle < 6 * 1024, f"anonymous RSS at rest {levels[-1]} kB against {idle} kB idle, after {count} sightings"
     status = n.status()
-    print(f"{status['sightingCount']} sightings: anonymous RSS idle {idle} kB, at rest {warm} kB, then {rest} kB")
-    assert rest - idle < 6 * 1024, f"anonymous RSS at rest {rest} kB against {idle} kB idle, after {status['sightingCount']} sightings"
-    assert rest - warm < 3 * 1024, f"anonymous RSS at rest grew from {warm} kB to {rest} kB over 150,000 sightings"
+    warm, rest = levels[-2], levels[-1]
+    print(f"{status['sightingCount']} sightings: anonymous RSS idle {idle} kB, at rest {' then '.join(map(str, levels))} kB")
+    assert rest - warm < 3 * 1024, f"anonymous RSS at rest grew from {warm} kB to {rest} kB over the last 150,000 sightings"
     assert status.get("droppedScans", 0) == 0, status
 
 
